@@ -1,0 +1,3 @@
+from memrun.cli import main
+
+raise SystemExit(main())

@@ -1,0 +1,74 @@
+"""``arm=bm25``: in-process BM25 over one history's records, with bm25s.
+
+Scoring is bm25s's (Lù, 2024, "BM25S: Orders of magnitude faster lexical search via
+eager sparse scoring"); the arm only tokenizes, indexes once per history and takes the
+top k by score. Records with a zero score (no query term in common) are not returned,
+so an arm may return fewer than k hits. Ties are broken by record order, so a run is
+deterministic.
+"""
+
+from __future__ import annotations
+
+import logging
+from collections.abc import Sequence
+from typing import Any
+
+import bm25s
+import numpy as np
+
+from memrun.errors import ArmError
+from memrun.records import Hit, Record
+
+# bm25s logs every index build at DEBUG; a run builds one per history.
+logging.getLogger("bm25s").setLevel(logging.WARNING)
+
+METHODS = ("robertson", "lucene", "atire", "bm25l", "bm25+")
+
+
+class BM25Arm:
+    """BM25 over the ingested records (see the module docstring).
+
+    method, k1, b: the bm25s variant and its parameters.
+    stopwords: ``"en"`` for bm25s's English list, None to keep every token.
+    """
+
+    def __init__(self, *, method: str = "lucene", k1: float = 1.5, b: float = 0.75, stopwords: str | None = "en") -> None:
+        if method not in METHODS:
+            raise ArmError(f"arm.method={method!r} is not a bm25s method; use one of {', '.join(METHODS)}")
+        self.method, self.k1, self.b, self.stopwords = method, k1, b, stopwords
+        self._records: Sequence[Record] = ()
+        self._index: bm25s.BM25 | None = None
+
+    def describe(self) -> dict[str, Any]:
+        return {"search_mode": "lexical"}
+
+    def _tokens(self, texts: list[str]) -> list[list[str]]:
+        return bm25s.tokenize(texts, stopwords=self.stopwords, return_ids=False, show_progress=False)
+
+    def ingest(self, history_id: str, records: Sequence[Record]) -> None:
+        self._records = records
+        corpus = self._tokens([r.text for r in records])
+        if not any(corpus):
+            self._index = None  # nothing indexable: every search returns no hit
+            return
+        index = bm25s.BM25(method=self.method, k1=self.k1, b=self.b)
+        index.index(corpus, show_progress=False)
+        self._index = index
+
+    def search(self, query: str, k: int) -> list[Hit]:
+        if self._index is None:
+            return []
+        tokens = self._tokens([query])[0]
+        if not tokens:
+            return []
+        scores = self._index.get_scores(tokens)
+        order = np.argsort(-scores, kind="stable")[:k]
+        return [
+            Hit(key=self._records[i].key, score=float(scores[i]), text=self._records[i].text)
+            for i in order
+            if scores[i] > 0
+        ]
+
+    def close(self) -> None:
+        self._index = None
+        self._records = ()

@@ -1,0 +1,27 @@
+"""Benchmarks: load a dataset into :class:`memrun.records.Dataset` groups.
+
+A benchmark is any class named by ``_target_`` in ``conf/benchmark/<name>.yaml`` whose
+constructor takes the config's keys (except ``name``) and which implements::
+
+    def load(self, data_dir: pathlib.Path) -> memrun.records.Dataset
+
+Loading resolves the file (downloading and checking its sha256 when it is missing, see
+:mod:`memrun.benchmarks.download`), normalizes what can be parsed unambiguously, keeps
+raw values beside normalized ones, and counts what it could not resolve.
+"""
+
+from __future__ import annotations
+
+from pathlib import Path
+from typing import Protocol, runtime_checkable
+
+from memrun.records import Dataset
+
+
+@runtime_checkable
+class Benchmark(Protocol):
+    """What the run needs from a benchmark."""
+
+    def load(self, data_dir: Path) -> Dataset:
+        """Load the dataset, resolving files under ``data_dir``. Raises DataError."""
+        ...

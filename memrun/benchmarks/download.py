@@ -1,0 +1,121 @@
+"""Resolve dataset files: from a data directory, else download, always check sha256.
+
+Precedence for the data directory: the ``data_dir`` config key, else the
+``MEMRUN_DATA_DIR`` environment variable, else a per-user cache folder
+(``platformdirs.user_cache_dir("memrun")/datasets``).
+"""
+
+from __future__ import annotations
+
+import hashlib
+import os
+from pathlib import Path
+
+import httpx
+import platformdirs
+
+from memrun.errors import DataError, DownloadError
+
+ENV_DATA_DIR = "MEMRUN_DATA_DIR"
+_CHUNK = 1 << 20
+
+
+def data_dir(configured: str | None = None) -> Path:
+    """The folder datasets are read from and downloaded into (not created here)."""
+    if configured:
+        return Path(configured).expanduser()
+    env = os.environ.get(ENV_DATA_DIR)
+    if env:
+        return Path(env).expanduser()
+    return Path(platformdirs.user_cache_dir("memrun")) / "datasets"
+
+
+def sha256_of(path: Path) -> str:
+    """Hex sha256 of a file, read in 1 MiB chunks."""
+    digest = hashlib.sha256()
+    with path.open("rb") as f:
+        while chunk := f.read(_CHUNK):
+            digest.update(chunk)
+    return digest.hexdigest()
+
+
+def _check(path: Path, sha256: str | None) -> str:
+    actual = sha256_of(path)
+    if sha256 and actual != sha256:
+        raise DataError(
+            f"{path} has sha256 {actual}, expected {sha256}: the file is corrupt or a "
+            "different version; delete it to download it again, or pin its sha256 in the config"
+        )
+    return actual
+
+
+def resolve(
+    file: str,
+    *,
+    url: str | None,
+    sha256: str | None,
+    folder: Path,
+    path: str | None = None,
+) -> tuple[Path, str]:
+    """Return ``(path, sha256)`` of a dataset file, downloading it when missing.
+
+    file: the file name looked up in ``folder``.
+    url: the pinned public address to download from (None: no download).
+    sha256: the expected hex digest (None: not pinned; the actual one is still returned).
+    path: an explicit copy elsewhere (``benchmark.path``); it must exist.
+
+    Raises DataError when an explicit path is missing or a checksum differs, and
+    DownloadError (one line: file, address, sha256, folder) when the download fails.
+    """
+    if path:
+        explicit = Path(path).expanduser()
+        if not explicit.is_file():
+            raise DataError(f"benchmark.path={path}: no such file")
+        return explicit, _check(explicit, sha256)
+    target = folder / file
+    if target.is_file():
+        return target, _check(target, sha256)
+    if not url:
+        raise DataError(f"{file} is not in {folder} and the config names no url to download it from")
+    return target, _download(url, target, sha256)
+
+
+def _download(url: str, target: Path, sha256: str | None) -> str:
+    """Stream ``url`` into ``target`` via a ``.part`` file; return the verified sha256."""
+    from rich.progress import BarColumn, DownloadColumn, Progress, TransferSpeedColumn
+
+    part = target.with_name(target.name + ".part")
+    try:
+        target.parent.mkdir(parents=True, exist_ok=True)
+        with httpx.stream("GET", url, follow_redirects=True, timeout=30.0) as response:
+            response.raise_for_status()
+            total = int(response.headers.get("content-length", 0)) or None
+            with (
+                part.open("wb") as out,
+                Progress(
+                    "[progress.description]{task.description}",
+                    BarColumn(),
+                    DownloadColumn(),
+                    TransferSpeedColumn(),
+                    transient=True,
+                ) as bar,
+            ):
+                task = bar.add_task(f"downloading {target.name}", total=total)
+                for chunk in response.iter_bytes(_CHUNK):
+                    out.write(chunk)
+                    bar.advance(task, len(chunk))
+    except (httpx.HTTPError, OSError) as exc:
+        part.unlink(missing_ok=True)
+        raise DownloadError(
+            f"{target.name} is not in {target.parent} and downloading it from {url} failed "
+            f"({type(exc).__name__}: {exc}); put the file there yourself (sha256 "
+            f"{sha256 or 'not pinned'}) or set {ENV_DATA_DIR} to the folder that holds it"
+        ) from exc
+    actual = sha256_of(part)
+    if sha256 and actual != sha256:
+        part.unlink(missing_ok=True)
+        raise DownloadError(
+            f"downloaded {url} but its sha256 is {actual}, expected {sha256}; nothing was kept"
+        )
+    part.replace(target)
+    return actual

@@ -1,0 +1,227 @@
+"""LoCoMo: very long-term conversational memory (Maharana et al., ACL 2024).
+
+Source: https://github.com/snap-research/LoCoMo, ``data/locomo10.json`` (CC BY-NC 4.0):
+10 conversations between two speakers over up to 35 sessions, 1,986 QA rows in five
+categories (1 multi-hop, 2 temporal, 3 open-domain, 4 single-hop, 5 adversarial; the
+names come from the config because published papers disagree on them).
+
+Mapping to memrun:
+
+- one :class:`~memrun.records.Group` per conversation (an arm indexes it once);
+- one :class:`~memrun.records.Record` per dialogue turn: key = ``dia_id``, text =
+  ``"<speaker>: <text>"`` plus ``" [image: <blip_caption>]"`` when the turn shares an
+  image, timestamp = the session's date as written, session = ``session_<n>``;
+- one :class:`~memrun.records.Item` per QA row: id ``<sample_id>:<row index>``, cluster
+  = the conversation, category = the raw integer as text, gold keys = the evidence
+  dia_ids after normalization.
+
+The file is messy; the loader keeps every row and counts what it normalized or could
+not resolve (keys of :attr:`Dataset.counts`):
+
+- ``answer_int``: answers given as integers, kept as text (``2022`` -> ``"2022"``);
+- ``answer_missing``: rows without ``answer`` (category 5 rows carry
+  ``adversarial_answer`` instead, kept as an extra column);
+- ``evidence_split``: one evidence string naming several ids (``"D8:6; D9:17"``);
+- ``evidence_reformatted``: an id written another way with one reading
+  (``"D:11:26"`` -> ``D11:26``, ``"D30:05"`` -> ``D30:5``);
+- ``evidence_unparseable``: a string with no dia_id reading (``"D"``), dropped from gold;
+- ``evidence_dangling``: a well-formed id that names no turn of the conversation;
+- ``gold_empty``: items left with no retrieval gold (not scored on retrieval);
+- ``questions_repeated``: a question asked again in the same conversation (both kept);
+- ``sessions_empty``: a session with a date but no turns; ``turns_empty``: a turn with
+  neither text nor image caption; both are skipped.
+"""
+
+from __future__ import annotations
+
+import json
+import re
+from collections import Counter
+from collections.abc import Mapping, Sequence
+from pathlib import Path
+from typing import Any
+
+from memrun.benchmarks import download
+from memrun.errors import DataError
+from memrun.records import Dataset, Group, Item, Record
+
+_SESSION = re.compile(r"session_(\d+)")
+_DIA_ID = re.compile(r"D(\d+):(\d+)")
+_DIA_ID_LOOSE = re.compile(r"D:?\s*(\d+)\s*:\s*(\d+)")
+_EVIDENCE_SEPARATORS = re.compile(r"[;,\s]+")
+
+COUNT_KEYS = (
+    "answer_int",
+    "answer_missing",
+    "evidence_split",
+    "evidence_reformatted",
+    "evidence_unparseable",
+    "evidence_dangling",
+    "gold_empty",
+    "questions_repeated",
+    "sessions_empty",
+    "turns_empty",
+)
+
+
+class LoCoMo:
+    """Loader for ``locomo10.json`` (see the module docstring for the mapping)."""
+
+    def __init__(
+        self,
+        *,
+        split: str,
+        file: str,
+        url: str | None,
+        sha256: str | None,
+        categories: Mapping[int, str],
+        expected_counts: Mapping[int, int] | None = None,
+        comparable_categories: Sequence[int] = (),
+        path: str | None = None,
+    ) -> None:
+        self.split = split
+        self.file = file
+        self.url = url
+        self.sha256 = sha256
+        self.path = path
+        self.categories = {str(k): str(v) for k, v in categories.items()}
+        self.expected_counts = {str(k): int(v) for k, v in (expected_counts or {}).items()}
+        self.comparable = [str(c) for c in comparable_categories] or None
+
+    def load(self, data_dir: Path) -> Dataset:
+        """Resolve, checksum and parse the file. Raises DataError on a malformed file."""
+        path, digest = download.resolve(
+            self.file, url=self.url, sha256=self.sha256, folder=data_dir, path=self.path
+        )
+        try:
+            raw = json.loads(path.read_text(encoding="utf-8"))
+        except (UnicodeDecodeError, json.JSONDecodeError) as exc:
+            raise DataError(f"{path}: not valid JSON ({exc})") from exc
+        if not isinstance(raw, list):
+            raise DataError(f"{path}: expected a list of conversations, got {type(raw).__name__}")
+        counts: Counter[str] = Counter({k: 0 for k in COUNT_KEYS})
+        groups = [self._conversation(path, i, conv, counts) for i, conv in enumerate(raw)]
+        dataset = Dataset(
+            split=self.split,
+            sha256=digest,
+            groups=groups,
+            categories=self.categories,
+            comparable_categories=self.comparable,
+            gold_match="key",
+            counts=dict(counts),
+        )
+        dataset.warnings.extend(self._check_category_counts(dataset))
+        return dataset
+
+    # -- one conversation ---------------------------------------------------------
+
+    def _conversation(self, path: Path, index: int, conv: Any, counts: Counter[str]) -> Group:
+        where = f"{path.name}: conversation {index}"
+        if not isinstance(conv, dict) or not isinstance(conv.get("conversation"), dict):
+            raise DataError(f"{where}: expected an object with a 'conversation' object")
+        sample_id = str(conv.get("sample_id") or f"conv-{index}")
+        records = _records(conv["conversation"], counts)
+        known = {r.key for r in records}
+        items: list[Item] = []
+        asked: set[str] = set()
+        for row, qa in enumerate(conv.get("qa") or []):
+            if not isinstance(qa, dict) or not isinstance(qa.get("question"), str):
+                raise DataError(f"{where} ({sample_id}) qa row {row}: expected an object with a 'question' string")
+            question = qa["question"]
+            if question in asked:
+                counts["questions_repeated"] += 1
+            asked.add(question)
+            items.append(self._item(sample_id, row, qa, known, counts))
+        return Group(history_id=sample_id, records=records, items=items)
+
+    def _item(self, sample_id: str, row: int, qa: dict[str, Any], known: set[str], counts: Counter[str]) -> Item:
+        if "answer" in qa and qa["answer"] is not None:
+            raw_answer = qa["answer"]
+            if isinstance(raw_answer, int) and not isinstance(raw_answer, bool):
+                counts["answer_int"] += 1
+            answer: str | None = str(raw_answer)
+        else:
+            raw_answer, answer = None, None
+            counts["answer_missing"] += 1
+        evidence_raw = qa.get("evidence") or []
+        if isinstance(evidence_raw, str):
+            evidence_raw = [evidence_raw]
+        gold = _normalize_evidence([str(e) for e in evidence_raw], known, counts)
+        if not gold:
+            counts["gold_empty"] += 1
+        extra: dict[str, Any] = {}
+        if "adversarial_answer" in qa:
+            extra["adversarial_answer"] = str(qa["adversarial_answer"])
+        return Item(
+            item_id=f"{sample_id}:{row}",
+            history_id=sample_id,
+            cluster=sample_id,
+            category=str(qa.get("category")),
+            question=qa["question"],
+            answer=answer,
+            answer_raw=json.dumps(raw_answer, ensure_ascii=False),
+            gold_keys=tuple(gold),
+            gold_keys_raw=tuple(str(e) for e in evidence_raw),
+            extra=extra,
+        )
+
+    def _check_category_counts(self, dataset: Dataset) -> list[str]:
+        if not self.expected_counts:
+            return []
+        seen = Counter(item.category for item in dataset.items())
+        if dict(seen) == self.expected_counts:
+            return []
+        diff = ", ".join(
+            f"{c}: {seen.get(c, 0)} (expected {self.expected_counts.get(c, 0)})"
+            for c in sorted(set(seen) | set(self.expected_counts))
+            if seen.get(c, 0) != self.expected_counts.get(c, 0)
+        )
+        return [f"LoCoMo per-category counts differ from the published file: {diff}"]
+
+
+def _records(conversation: dict[str, Any], counts: Counter[str]) -> list[Record]:
+    """Turn records in session order; empty sessions and turns are skipped and counted."""
+    sessions = sorted(
+        (int(m.group(1)), key) for key in conversation if (m := _SESSION.fullmatch(key))
+    )
+    dated = {int(m.group(1)) for key in conversation if (m := re.fullmatch(r"session_(\d+)_date_time", key))}
+    present = {n for n, key in sessions if conversation[key]}
+    counts["sessions_empty"] += len(dated - present)
+    records: list[Record] = []
+    for n, key in sessions:
+        turns = conversation[key] or []
+        date = conversation.get(f"{key}_date_time")
+        for turn in turns:
+            text = str(turn.get("text") or "").strip()
+            caption = str(turn.get("blip_caption") or "").strip()
+            if not (text or caption) or not turn.get("dia_id"):
+                counts["turns_empty"] += 1
+                continue
+            body = f"{turn.get('speaker', '?')}: {text}"
+            if caption:
+                body += f" [image: {caption}]"
+            records.append(Record(key=str(turn["dia_id"]), text=body, timestamp=date, session=key))
+    return records
+
+
+def _normalize_evidence(raw: list[str], known: set[str], counts: Counter[str]) -> list[str]:
+    """Canonical dia_ids from raw evidence strings, in order, without duplicates."""
+    gold: list[str] = []
+    for entry in raw:
+        parts = [p for p in _EVIDENCE_SEPARATORS.split(entry.strip()) if p]
+        if len(parts) > 1:
+            counts["evidence_split"] += 1
+        for part in parts:
+            match = _DIA_ID.fullmatch(part) or _DIA_ID_LOOSE.fullmatch(part)
+            if not match:
+                counts["evidence_unparseable"] += 1
+                continue
+            canonical = f"D{int(match.group(1))}:{int(match.group(2))}"
+            if canonical != part:
+                counts["evidence_reformatted"] += 1
+            if canonical not in known:
+                counts["evidence_dangling"] += 1
+                continue
+            if canonical not in gold:
+                gold.append(canonical)
+    return gold

@@ -1,0 +1,35 @@
+"""memrun's exception hierarchy, in one place.
+
+Every error a user can cause (bad config, missing or malformed data, an arm that
+misbehaves) is a :class:`MemrunError`. The command line prints it as one line,
+``memrun: error: <message>``, and exits with :attr:`MemrunError.exit_code`;
+anything else is a bug and keeps its traceback.
+"""
+
+from __future__ import annotations
+
+
+class MemrunError(Exception):
+    """Base class for errors the user can fix. ``str(err)`` is the one-line message."""
+
+    exit_code = 2
+
+
+class ConfigError(MemrunError):
+    """The composed configuration is invalid (unknown key, bad value, bad choice)."""
+
+
+class DataError(MemrunError):
+    """A dataset is missing, fails its checksum, or cannot be parsed."""
+
+
+class DownloadError(DataError):
+    """A dataset could not be downloaded (no network, HTTP error, checksum mismatch)."""
+
+
+class ArmError(MemrunError):
+    """An arm could not be built or broke its protocol (not an error on one item)."""
+
+
+class RunTableError(MemrunError):
+    """A run folder or items.parquet is missing or is not a memrun run table."""

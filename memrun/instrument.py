@@ -1,0 +1,122 @@
+"""The instrument: everything that produced a run's numbers besides the arm's quality.
+
+A run writes its :class:`Instrument` as JSON under :data:`METADATA_KEY` in the
+Parquet schema metadata of ``items.parquet``. ``memrun compare`` reads it back and
+refuses to compare runs whose *comparability fields* differ. Those fields are declared
+once, below, each with the reason a difference invalidates a comparison; nothing else
+in memrun spells the list out again.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+import json
+from dataclasses import dataclass, field
+from typing import Any
+
+METADATA_KEY = b"memrun.instrument"
+SCHEMA_VERSION = 1
+
+
+def _cmp(why: str, default: Any = None) -> Any:
+    """A comparability field: runs compare only when both carry the same value."""
+    return field(default=default, metadata={"compare": True, "why": why})
+
+
+@dataclass
+class Instrument:
+    """What produced a run. Fields built with ``_cmp`` must match for runs to compare."""
+
+    # -- comparability fields (all must match unless named as a treatment) ----------
+    axis: str | None = _cmp("recall@K and judged accuracy are different metrics")
+    benchmark: str | None = _cmp("different benchmarks ask different questions")
+    split: str | None = _cmp("a split changes the items and the haystack (LongMemEval oracle vs s)")
+    slice: str | None = _cmp("a slice changes which items count (LoCoMo categories 1-4 vs 1-5)")
+    dataset_sha256: str | None = _cmp("a different file is a different dataset, even under one name")
+    corrections_sha256: str | None = _cmp("runs scored against different gold disagree by construction")
+    search_mode: str | None = _cmp("another search mode is an ablation, not the same system")
+    embedder: str | None = _cmp("an embedder swap moves the whole similarity scale")
+    embedder_dim: int | None = _cmp("a different dimension is a different embedder")
+    server_build: str | None = _cmp("a different server build is a different system under test")
+    index_revision: str | None = _cmp("an index built from another revision holds other records")
+    crediting: bool | None = _cmp("a crediting run reinforces what it reads", default=False)
+    denominator: str | None = _cmp("leaving abstentions out flatters an arm that abstains more")
+    reader_model: str | None = _cmp("a stronger reader moves reasoning-heavy categories")
+    reader_prompt_sha256: str | None = _cmp("a different reader prompt changes the answers")
+    judge_model: str | None = _cmp("a different judge moves labels")
+    judge_prompt_sha256: str | None = _cmp("a different judge prompt moves labels")
+
+    # -- provenance (recorded, not compared) -----------------------------------------
+    run_id: str | None = None
+    status: str = "running"  # running | complete | interrupted | failed
+    arm: str | None = None
+    fake_providers: bool = False
+    gold_match: str | None = None
+    categories: dict[str, str] = field(default_factory=dict)
+    comparable_categories: list[str] | None = None
+    ks: list[int] = field(default_factory=list)
+    repeats: int = 1
+    seed: int | None = None
+    load_counts: dict[str, int] = field(default_factory=dict)
+    warnings: list[str] = field(default_factory=list)
+    n_items: int | None = None
+    n_rows: int = 0
+    n_errors: int = 0
+    memrun_version: str | None = None
+    git_commit: str | None = None
+    started_at: str | None = None
+    finished_at: str | None = None
+    config: dict[str, Any] = field(default_factory=dict)
+    schema_version: int = SCHEMA_VERSION
+
+    # -- comparability ------------------------------------------------------------------
+
+    @staticmethod
+    def comparability_fields() -> dict[str, str]:
+        """Name -> why it matters, for every field two runs must share."""
+        return {
+            f.name: f.metadata["why"] for f in dataclasses.fields(Instrument) if f.metadata.get("compare")
+        }
+
+    def diff(self, other: Instrument, treatments: tuple[str, ...] | list[str] = ()) -> list[Difference]:
+        """The comparability fields on which ``self`` and ``other`` differ.
+
+        treatments: fields the comparison is meant to vary; they are left out.
+        A field missing on one side (None) while set on the other counts as a difference.
+        Raises ValueError for a treatment that is not a comparability field.
+        """
+        fields = self.comparability_fields()
+        unknown = [t for t in treatments if t not in fields]
+        if unknown:
+            raise ValueError(
+                f"--treatment {', '.join(unknown)} is not a comparability field; "
+                f"choose from {', '.join(fields)}"
+            )
+        return [
+            Difference(name, getattr(self, name), getattr(other, name), why)
+            for name, why in fields.items()
+            if name not in treatments and getattr(self, name) != getattr(other, name)
+        ]
+
+    # -- serialization ------------------------------------------------------------------
+
+    def to_json(self) -> str:
+        """Compact JSON of every field."""
+        return json.dumps(dataclasses.asdict(self), ensure_ascii=False, sort_keys=True, default=str)
+
+    @classmethod
+    def from_json(cls, text: str | bytes) -> Instrument:
+        """Parse :meth:`to_json` output; unknown keys (from newer versions) are kept out."""
+        data = json.loads(text)
+        known = {f.name for f in dataclasses.fields(cls)}
+        return cls(**{k: v for k, v in data.items() if k in known})
+
+
+@dataclass(frozen=True)
+class Difference:
+    """One comparability field on which two runs differ."""
+
+    field: str
+    a: Any
+    b: Any
+    why: str

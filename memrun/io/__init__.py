@@ -1,0 +1,1 @@
+"""The per-item Parquet table: its schema, a crash-safe writer and a reader."""

@@ -1,0 +1,173 @@
+"""Retrieval-axis metrics: per item from ranked hits and gold, per run as means.
+
+Definitions follow the standard IR ones (Manning, Raghavan & Schütze, *Introduction to
+Information Retrieval*, ch. 8) with binary relevance, as the LoCoMo and LongMemEval
+retrieval evaluations use them. A retrieved record is *relevant* when it satisfies at
+least one of the item's gold keys (see :func:`memrun.records.gold_matches`). Ranks are
+1-based. An item without gold keys has no retrieval score (all fields None) and is left
+out of every mean; the run counts such items.
+"""
+
+from __future__ import annotations
+
+import math
+from collections.abc import Iterable, Mapping, Sequence
+from dataclasses import dataclass
+
+DEFAULT_KS: tuple[int, ...] = (1, 3, 5, 10)
+
+
+@dataclass(frozen=True, slots=True)
+class ItemRetrieval:
+    """Retrieval scores of one item.
+
+    first_gold_rank: rank of the first relevant hit, None when no hit is relevant.
+    rr: reciprocal rank, 1/first_gold_rank, 0.0 when none (the item's MRR term).
+    hit: K -> any relevant hit in the top K (recall@K's term; rank@1 is hit[1]).
+    all: K -> every gold key satisfied within the top K (recall_all@K's term).
+    precision: K -> relevant hits / hits returned within the top K (0.0 when none
+        returned), i.e. "gold hits among returned hits".
+    ndcg: K -> nDCG@K with binary gains, each gold key credited once.
+    """
+
+    first_gold_rank: int | None
+    rr: float
+    hit: dict[int, bool]
+    all: dict[int, bool]
+    precision: dict[int, float]
+    ndcg: dict[int, float]
+
+
+def score_item(
+    matches: Sequence[frozenset[str]], n_gold: int, ks: Iterable[int] = DEFAULT_KS
+) -> ItemRetrieval | None:
+    """Score one item's ranking.
+
+    matches: for each retrieved hit in rank order, the gold keys it satisfies (empty
+        frozenset: not relevant). Length = number of hits returned (may be < K).
+    n_gold: number of distinct gold keys (> 0), the ideal ranking's relevant count.
+    ks: cut-offs K (positive ints).
+
+    Returns None when ``n_gold`` is 0 (no retrieval gold: the item is not scored).
+    nDCG@K = DCG@K / IDCG@K with DCG@K = sum over ranks i <= K of g_i / log2(i + 1),
+    where g_i = 1 when hit i satisfies a gold key no earlier hit satisfied (so a gold
+    key matched by several records is credited once and nDCG stays within [0, 1]), and
+    IDCG@K = sum_{i=1}^{min(K, n_gold)} 1 / log2(i + 1) (Järvelin & Kekäläinen 2002).
+    """
+    if n_gold <= 0:
+        return None
+    ks = tuple(ks)
+    first = next((i + 1 for i, m in enumerate(matches) if m), None)
+    hit: dict[int, bool] = {}
+    full: dict[int, bool] = {}
+    precision: dict[int, float] = {}
+    ndcg: dict[int, float] = {}
+    # Walk the ranking once, recording cumulative figures at each cut-off.
+    seen: set[str] = set()
+    relevant = 0
+    dcg = 0.0
+    cum_relevant: list[int] = []
+    cum_seen: list[int] = []
+    cum_dcg: list[float] = []
+    for i, m in enumerate(matches, start=1):
+        if m:
+            relevant += 1
+            new = m - seen
+            if new:
+                dcg += 1.0 / math.log2(i + 1)
+                seen |= new
+        cum_relevant.append(relevant)
+        cum_seen.append(len(seen))
+        cum_dcg.append(dcg)
+    for k in ks:
+        n = min(k, len(matches))
+        hit[k] = first is not None and first <= k
+        full[k] = n > 0 and cum_seen[n - 1] >= n_gold
+        precision[k] = cum_relevant[n - 1] / n if n else 0.0
+        idcg = sum(1.0 / math.log2(i + 1) for i in range(1, min(k, n_gold) + 1))
+        ndcg[k] = (cum_dcg[n - 1] / idcg) if n else 0.0
+    return ItemRetrieval(
+        first_gold_rank=first,
+        rr=1.0 / first if first else 0.0,
+        hit=hit,
+        all=full,
+        precision=precision,
+        ndcg=ndcg,
+    )
+
+
+def metric_columns(ks: Iterable[int] = DEFAULT_KS) -> list[str]:
+    """Names of the per-item metric columns, in table order (shared by writer and summary)."""
+    cols = ["first_gold_rank", "rr"]
+    for prefix in ("hit", "all", "precision", "ndcg"):
+        cols += [f"{prefix}_at_{k}" for k in ks]
+    return cols
+
+
+def item_columns(score: ItemRetrieval | None, ks: Iterable[int] = DEFAULT_KS) -> dict[str, object]:
+    """Flatten an :class:`ItemRetrieval` into the per-item columns (None when unscored)."""
+    ks = tuple(ks)
+    if score is None:
+        return {c: None for c in metric_columns(ks)}
+    out: dict[str, object] = {"first_gold_rank": score.first_gold_rank, "rr": score.rr}
+    for prefix, values in (
+        ("hit", score.hit),
+        ("all", score.all),
+        ("precision", score.precision),
+        ("ndcg", score.ndcg),
+    ):
+        for k in ks:
+            out[f"{prefix}_at_{k}"] = values[k]
+    return out
+
+
+_RUN_TO_ITEM = {"recall": "hit", "recall_all": "all", "precision": "precision", "ndcg": "ndcg"}
+
+
+def item_column_for(metric: str) -> str:
+    """The per-item column behind a run-level metric name.
+
+    ``mrr`` -> ``rr``; ``recall@5`` -> ``hit_at_5``; ``recall_all@K`` -> ``all_at_K``;
+    ``precision@K`` -> ``precision_at_K``; ``ndcg@K`` -> ``ndcg_at_K``; ``rank@1`` ->
+    ``hit_at_1``. Raises ValueError naming the accepted forms for anything else.
+    """
+    if metric == "mrr":
+        return "rr"
+    if metric == "rank@1":
+        return "hit_at_1"
+    name, _, k = metric.partition("@")
+    if name in _RUN_TO_ITEM and k.isdigit() and int(k) > 0:
+        return f"{_RUN_TO_ITEM[name]}_at_{int(k)}"
+    raise ValueError(
+        f"unknown retrieval metric {metric!r}; use mrr, rank@1, recall@K, recall_all@K, "
+        "precision@K or ndcg@K"
+    )
+
+
+def aggregate(rows: Sequence[Mapping[str, object]], ks: Iterable[int] = DEFAULT_KS) -> dict[str, float | int | None]:
+    """Run-level retrieval metrics over per-item rows (means over scored items).
+
+    rows: per-item column dicts as produced by :func:`item_columns` (unscored items have
+        ``rr`` None and are skipped; errored items must be filtered out by the caller).
+    Returns ``n_scored`` plus recall@K (share of items with a relevant hit in the top K),
+    recall_all@K, precision@K, ndcg@K for each K, ``mrr`` (mean reciprocal rank, 0 for an
+    item with no relevant hit) and ``rank@1`` (= recall@1). Means are fractions in
+    [0, 1], None when no item was scored.
+    """
+    ks = tuple(ks)
+    scored = [r for r in rows if r.get("rr") is not None]
+    n = len(scored)
+    out: dict[str, float | int | None] = {"n_scored": n}
+
+    def mean(col: str) -> float | None:
+        return sum(float(r[col]) for r in scored) / n if n else None  # type: ignore[arg-type]
+
+    out["mrr"] = mean("rr")
+    for k in ks:
+        out[f"recall@{k}"] = mean(f"hit_at_{k}")
+        out[f"recall_all@{k}"] = mean(f"all_at_{k}")
+        out[f"precision@{k}"] = mean(f"precision_at_{k}")
+        out[f"ndcg@{k}"] = mean(f"ndcg_at_{k}")
+    if 1 in ks:
+        out["rank@1"] = out["recall@1"]
+    return out

@@ -1,0 +1,61 @@
+"""Run-level summary of a retrieval run, from its per-item rows (no printing here)."""
+
+from __future__ import annotations
+
+from collections.abc import Iterable, Mapping, Sequence
+from typing import Any
+
+import numpy as np
+
+from memrun.metrics.retrieval import aggregate
+
+Row = Mapping[str, Any]
+
+
+def percentile(values: Sequence[float], q: float) -> float | None:
+    """The q-th percentile (0-100, linear interpolation) of ``values``, None when empty."""
+    return float(np.percentile(np.asarray(values, dtype=float), q)) if len(values) else None
+
+
+def summarize_retrieval(
+    rows: Sequence[Row],
+    *,
+    ks: Iterable[int],
+    categories: Mapping[str, str],
+    comparable_categories: Sequence[str] | None,
+) -> dict[str, Any]:
+    """Summary of a retrieval run.
+
+    rows: per-item rows (columns of :mod:`memrun.io.schema`), repeat 0 only.
+    Returns counts (``n_items``, ``n_errors`` excluded from every metric, ``n_unscored``
+    items without retrieval gold), ``overall_all`` over every scored item,
+    ``overall_comparable`` over ``comparable_categories`` (when given: LoCoMo's
+    published column, categories 1-4), ``per_category`` keyed on the raw category with
+    its label, and search latency p50/p95 in ms over items that did not error.
+    """
+    ks = tuple(ks)
+    ok = [r for r in rows if r.get("error") is None]
+    summary: dict[str, Any] = {
+        "n_items": len(rows),
+        "n_errors": len(rows) - len(ok),
+        "n_unscored": sum(1 for r in ok if r.get("rr") is None),
+        "overall_all": aggregate(ok, ks),
+    }
+    if comparable_categories:
+        keep = set(comparable_categories)
+        summary["overall_comparable"] = aggregate([r for r in ok if r.get("category") in keep], ks)
+        summary["comparable_categories"] = list(comparable_categories)
+    per_category: dict[str, Any] = {}
+    present = {r.get("category") for r in rows}
+    order = [c for c in categories if c in present] + sorted(c for c in present if c not in categories)
+    for cat in order:
+        cat_rows = [r for r in ok if r.get("category") == cat]
+        per_category[str(cat)] = {
+            "label": categories.get(cat, str(cat)),
+            "n_items": sum(1 for r in rows if r.get("category") == cat),
+            **aggregate(cat_rows, ks),
+        }
+    summary["per_category"] = per_category
+    latencies = [float(r["search_latency_ms"]) for r in ok if r.get("search_latency_ms") is not None]
+    summary["search_latency_ms"] = {"p50": percentile(latencies, 50), "p95": percentile(latencies, 95)}
+    return summary

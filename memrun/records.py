@@ -1,0 +1,139 @@
+"""The data model shared by benchmarks, arms and the run: records, items, hits.
+
+A benchmark yields :class:`Group` objects: one *history* (the memory records an arm
+ingests) and the :class:`Item` questions asked against it. LoCoMo has one group per
+conversation; LongMemEval one per question. Arms see records and queries only, never
+gold; the run matches hits against gold with :func:`gold_matches`.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Iterable, Iterator, Sequence
+from dataclasses import dataclass, field
+from typing import Any, Literal
+
+GoldMatch = Literal["key", "substring"]
+"""How a retrieved hit is matched against an item's gold keys.
+
+``key``: the hit's key equals a gold key (LoCoMo dia_ids).
+``substring``: a gold key, case-folded with underscores read as spaces, occurs in the
+hit's key or text (the lenient rule of author-written sets).
+"""
+
+
+@dataclass(frozen=True, slots=True)
+class Record:
+    """One memory record an arm may ingest.
+
+    key: stable id within its history (LoCoMo: the turn's dia_id, e.g. ``D3:12``).
+    text: what an arm indexes (LoCoMo: ``"Speaker: text"`` plus an image caption).
+    timestamp: the record's date as the dataset gives it (LoCoMo: the session date).
+    session: the session the record belongs to, for session-level gold.
+    """
+
+    key: str
+    text: str
+    timestamp: str | None = None
+    session: str | None = None
+
+
+@dataclass(frozen=True, slots=True)
+class Hit:
+    """One retrieved record, as an arm returns it, in rank order (rank 1 first)."""
+
+    key: str
+    score: float
+    text: str = ""
+
+
+@dataclass(frozen=True, slots=True)
+class Item:
+    """One question of a benchmark.
+
+    item_id: stable across runs (LoCoMo: ``<conversation id>:<qa row index>``).
+    history_id: the :class:`Group` whose records the item is asked against.
+    cluster: the bootstrap's cluster key (LoCoMo: the conversation).
+    category: the dataset's raw category, rendered as text (LoCoMo: ``"1"``..``"5"``).
+    answer: the gold answer normalized to text, or None when the item has none.
+    answer_raw: the gold answer exactly as given, JSON-encoded.
+    gold_keys: normalized retrieval gold (LoCoMo: evidence dia_ids); empty when the
+        item has no usable retrieval gold (it is then left out of retrieval metrics).
+    gold_keys_raw: the evidence exactly as given.
+    extra: benchmark-specific fields kept as columns (e.g. ``adversarial_answer``).
+    """
+
+    item_id: str
+    history_id: str
+    cluster: str
+    category: str
+    question: str
+    answer: str | None
+    answer_raw: str
+    gold_keys: tuple[str, ...]
+    gold_keys_raw: tuple[str, ...] = ()
+    question_date: str | None = None
+    extra: dict[str, Any] = field(default_factory=dict)
+
+
+@dataclass(slots=True)
+class Group:
+    """One history (the records an arm ingests once) and the items asked against it."""
+
+    history_id: str
+    records: Sequence[Record]
+    items: list[Item]
+
+
+@dataclass(slots=True)
+class Dataset:
+    """A loaded benchmark: its groups plus what loading it counted.
+
+    split: the file or split loaded (``locomo10``); the benchmark's name is the config's.
+    sha256: the sha256 of the dataset file as read (comparability depends on it).
+    groups: the groups, in file order.
+    categories: raw category -> label, from the config.
+    comparable_categories: the categories of the published headline column, or None
+        when every category counts.
+    gold_match: how hits are matched against gold keys.
+    counts: normalization counts (e.g. ``evidence_split``, ``sessions_empty``), complete
+        once loading finished; they go to the summary and the instrument.
+    warnings: one line each, printed before the run and kept in the instrument.
+    """
+
+    split: str
+    sha256: str | None
+    groups: list[Group]
+    categories: dict[str, str]
+    comparable_categories: list[str] | None
+    gold_match: GoldMatch
+    counts: dict[str, int] = field(default_factory=dict)
+    warnings: list[str] = field(default_factory=list)
+
+    @property
+    def n_items(self) -> int:
+        """Number of items over all groups."""
+        return sum(len(g.items) for g in self.groups)
+
+    def items(self) -> Iterator[Item]:
+        """All items, in file order."""
+        for group in self.groups:
+            yield from group.items
+
+
+def _fold(text: str) -> str:
+    return text.casefold().replace("_", " ")
+
+
+def gold_matches(hit: Hit, gold_keys: Iterable[str], mode: GoldMatch) -> frozenset[str]:
+    """Return the gold keys that ``hit`` satisfies under ``mode`` (empty: not gold).
+
+    ``key``: exact equality of ``hit.key`` with a gold key.
+    ``substring``: a gold key (case-folded, ``_`` as space) occurs in the hit's key or
+    text, case-folded likewise. Raises ValueError for an unknown mode.
+    """
+    if mode == "key":
+        return frozenset(k for k in gold_keys if k == hit.key)
+    if mode == "substring":
+        haystack = _fold(hit.key) + "\n" + _fold(hit.text)
+        return frozenset(k for k in gold_keys if _fold(k) in haystack)
+    raise ValueError(f"unknown gold match mode {mode!r} (expected 'key' or 'substring')")

@@ -1,0 +1,1 @@
+"""Reports: render summaries and comparisons for people (terminal, markdown) and machines (JSON)."""

@@ -1,0 +1,70 @@
+"""Render a run's summary (from :func:`memrun.metrics.summary.summarize_retrieval`) as a table."""
+
+from __future__ import annotations
+
+from collections.abc import Mapping
+from typing import Any
+
+from rich import box
+from rich.console import Console
+from rich.table import Table
+
+
+def _pct(value: Any) -> str:
+    return "-" if value is None else f"{100 * float(value):.1f}"
+
+
+def retrieval_table(summary: Mapping[str, Any], ks: list[int], title: str) -> Table:
+    """A rich Table: one row per overall slice and category, metrics in percent."""
+    table = Table(title=title, title_justify="left", box=box.SIMPLE_HEAD, pad_edge=False)
+    table.add_column("slice", no_wrap=True)
+    table.add_column("n", justify="right")
+    for k in ks:
+        table.add_column(f"recall@{k}", justify="right")
+    table.add_column(f"recall_all@{ks[-1]}", justify="right")
+    table.add_column("MRR", justify="right")
+    table.add_column(f"nDCG@{ks[-1]}", justify="right")
+
+    def add(name: str, block: Mapping[str, Any], style: str | None = None) -> None:
+        table.add_row(
+            name,
+            str(block.get("n_scored", 0)),
+            *(_pct(block.get(f"recall@{k}")) for k in ks),
+            _pct(block.get(f"recall_all@{ks[-1]}")),
+            _pct(block.get("mrr")),
+            _pct(block.get(f"ndcg@{ks[-1]}")),
+            style=style,
+        )
+
+    if "overall_comparable" in summary:
+        table.caption = "overall_comparable: categories " + ", ".join(summary.get("comparable_categories", []))
+        add("overall_comparable", summary["overall_comparable"], "bold")
+    add("overall_all", summary["overall_all"], "bold")
+    for cat, block in summary["per_category"].items():
+        add(f"{cat} {block['label']}" if block["label"] != cat else cat, block)
+    return table
+
+
+def print_retrieval_summary(
+    console: Console,
+    summary: Mapping[str, Any],
+    *,
+    ks: list[int],
+    title: str,
+    load_counts: Mapping[str, int],
+    out_dir: str,
+) -> None:
+    """Print the summary table, the counts a reader must see, and where outputs went."""
+    console.print(retrieval_table(summary, ks, title))
+    latency = summary["search_latency_ms"]
+    p50 = "-" if latency["p50"] is None else f"{latency['p50']:.2f}"
+    p95 = "-" if latency["p95"] is None else f"{latency['p95']:.2f}"
+    console.print(
+        f"items {summary['n_items']} | errors (excluded) {summary['n_errors']} | "
+        f"without retrieval gold (not scored) {summary['n_unscored']} | "
+        f"search ms p50 {p50} p95 {p95}"
+    )
+    nonzero = {k: v for k, v in load_counts.items() if v}
+    if nonzero:
+        console.print("load: " + ", ".join(f"{k} {v}" for k, v in nonzero.items()))
+    console.print(f"wrote {out_dir}")

@@ -1,0 +1,227 @@
+"""Orchestration of one run: load -> ingest/search per group -> score -> write.
+
+The flow is one way: the benchmark yields groups; the arm ingests each group's history
+once and searches with each item's question; hits are matched against gold and scored;
+rows stream to :class:`memrun.io.writer.ItemsWriter`; the summary is computed from the
+rows at the end. An error on one item is recorded in its row (``error``) and excluded
+from every metric; Ctrl-C or a crash still leaves the finished rows readable.
+"""
+
+from __future__ import annotations
+
+import json
+import subprocess
+import time
+import uuid
+from collections.abc import Sequence
+from datetime import datetime, timezone
+from pathlib import Path
+from typing import Any
+
+from hydra.errors import InstantiationException
+from hydra.utils import instantiate
+from omegaconf import DictConfig, OmegaConf
+from rich.console import Console
+from rich.progress import BarColumn, MofNCompleteColumn, Progress, TextColumn, TimeElapsedColumn
+
+import memrun
+from memrun.arms import Arm, describe
+from memrun.benchmarks import Benchmark
+from memrun.benchmarks.download import data_dir
+from memrun.config import ARM_RESERVED_KEYS, BENCHMARK_RESERVED_KEYS, Axis
+from memrun.errors import ArmError, ConfigError
+from memrun.instrument import Instrument
+from memrun.io.schema import items_schema
+from memrun.io.writer import ItemsWriter
+from memrun.metrics.retrieval import item_columns, score_item
+from memrun.metrics.summary import summarize_retrieval
+from memrun.records import Dataset, Hit, Item, gold_matches
+from memrun.report.run_summary import print_retrieval_summary
+
+SUMMARY_FILE = "summary.json"
+
+
+def _build(node: DictConfig, reserved: Sequence[str], group: str) -> Any:
+    """Instantiate a group's ``_target_`` with its keys minus the ones memrun reads."""
+    if "_target_" not in node:
+        raise ConfigError(f"{group}: no _target_ key; name the class that implements the {group}")
+    params = {k: v for k, v in node.items() if k not in reserved}
+    try:
+        return instantiate(OmegaConf.create(params), _convert_="all")
+    except InstantiationException as exc:
+        cause = exc.__cause__ or exc
+        raise ArmError(f"{group}: could not build {node['_target_']}: {cause}".splitlines()[0]) from exc
+
+
+def _now() -> str:
+    return datetime.now(timezone.utc).isoformat(timespec="seconds")
+
+
+def _git_commit() -> str | None:
+    """The checkout's commit when memrun runs from one (``+dirty`` with local changes)."""
+    root = Path(memrun.__file__).resolve().parent.parent
+    if not (root / ".git").exists():
+        return None
+    try:
+        sha = subprocess.run(["git", "-C", str(root), "rev-parse", "HEAD"], capture_output=True, text=True, timeout=5)
+        dirty = subprocess.run(
+            ["git", "-C", str(root), "status", "--porcelain", "--untracked-files=no"],
+            capture_output=True, text=True, timeout=5,
+        )
+    except (OSError, subprocess.SubprocessError):
+        return None
+    if sha.returncode:
+        return None
+    return sha.stdout.strip() + ("+dirty" if dirty.stdout.strip() else "")
+
+
+def _row(run_id: str, item: Item, dataset: Dataset, hits: list[Hit] | None, latency_ms: float | None,
+         error: str | None, ks: Sequence[int]) -> dict[str, Any]:
+    scores = None
+    if hits is not None and item.gold_keys:
+        matches = [gold_matches(h, item.gold_keys, dataset.gold_match) for h in hits]
+        scores = score_item(matches, len(set(item.gold_keys)), ks)
+    return {
+        "run_id": run_id,
+        "item_id": item.item_id,
+        "repeat": 0,
+        "cluster": item.cluster,
+        "category": item.category,
+        "category_label": dataset.categories.get(item.category, item.category),
+        "question": item.question,
+        "question_date": item.question_date,
+        "answer": item.answer,
+        "answer_raw": item.answer_raw,
+        "gold_keys": list(item.gold_keys),
+        "gold_keys_raw": list(item.gold_keys_raw),
+        "extra": json.dumps(item.extra, ensure_ascii=False) if item.extra else None,
+        "retrieved_keys": None if hits is None else [h.key for h in hits],
+        "retrieved_scores": None if hits is None else [h.score for h in hits],
+        "n_retrieved": None if hits is None else len(hits),
+        "search_latency_ms": latency_ms,
+        "error": error,
+        **item_columns(scores, ks),
+    }
+
+
+def _progress(console: Console, enabled: bool) -> Progress:
+    return Progress(
+        TextColumn("[progress.description]{task.description}"),
+        BarColumn(),
+        MofNCompleteColumn(),
+        TextColumn("errors {task.fields[errors]}"),
+        TimeElapsedColumn(),
+        console=console,
+        disable=not enabled,
+        transient=True,
+    )
+
+
+def execute(cfg: DictConfig, out_dir: Path, console: Console) -> dict[str, Any]:
+    """Run one composed config, writing ``items.parquet`` and ``summary.json`` to ``out_dir``.
+
+    Returns the summary dict. Raises ConfigError / DataError / ArmError before any item
+    runs when the config, data or arm is unusable; KeyboardInterrupt propagates after
+    the finished rows were written (status ``interrupted``).
+    """
+    t_start = time.perf_counter()
+    if cfg.axis != Axis.recall:
+        raise ConfigError(f"axis={cfg.axis.value} is not available yet; use axis=recall")
+    ks = sorted({int(k) for k in cfg.ks})
+    if not ks or ks[0] < 1:
+        raise ConfigError(f"ks={list(cfg.ks)}: cut-offs must be positive integers")
+    top_k = int(cfg.arm.get("top_k", max(ks)))
+    benchmark: Benchmark = _build(cfg.benchmark, BENCHMARK_RESERVED_KEYS, "benchmark")
+    arm: Arm = _build(cfg.arm, ARM_RESERVED_KEYS, "arm")
+    for method in ("ingest", "search", "close"):
+        if not callable(getattr(arm, method, None)):
+            raise ArmError(f"arm: {cfg.arm._target_} has no {method}() method; see memrun.arms.Arm")
+    if top_k < max(ks):
+        console.print(f"[yellow]warning:[/] arm.top_k={top_k} < max(ks)={max(ks)}: recall@{max(ks)} sees only {top_k} hits")
+
+    dataset = benchmark.load(data_dir(cfg.data_dir))
+    for warning in dataset.warnings:
+        console.print(f"[yellow]warning:[/] {warning}")
+    run_id = f"{cfg.benchmark.name}-{cfg.arm.name}-{datetime.now():%Y%m%d-%H%M%S}-{uuid.uuid4().hex[:6]}"
+    arm_fields = describe(arm)
+    instrument = Instrument(
+        axis=cfg.axis.value,
+        benchmark=cfg.benchmark.name,
+        split=dataset.split,
+        slice=None,
+        dataset_sha256=dataset.sha256,
+        denominator="items_with_retrieval_gold",
+        run_id=run_id,
+        arm=cfg.arm.name,
+        gold_match=dataset.gold_match,
+        categories=dict(dataset.categories),
+        comparable_categories=dataset.comparable_categories,
+        ks=ks,
+        repeats=int(cfg.repeats),
+        seed=int(cfg.seed),
+        load_counts=dict(dataset.counts),
+        warnings=list(dataset.warnings),
+        n_items=dataset.n_items,
+        memrun_version=memrun.__version__,
+        git_commit=_git_commit(),
+        started_at=_now(),
+        config=OmegaConf.to_container(cfg, resolve=True),  # type: ignore[arg-type]
+        **{k: v for k, v in arm_fields.items() if k in Instrument.comparability_fields()},
+    )
+    out_dir.mkdir(parents=True, exist_ok=True)
+    writer = ItemsWriter(out_dir, items_schema(ks), instrument)
+    rows: list[dict[str, Any]] = []
+    try:
+        with _progress(console, bool(cfg.progress)) as progress:
+            task = progress.add_task(f"{cfg.benchmark.name} x {cfg.arm.name}", total=dataset.n_items, errors=0)
+            for group in dataset.groups:
+                ingest_error = None
+                try:
+                    arm.ingest(group.history_id, group.records)
+                except Exception as exc:  # noqa: BLE001 - recorded per item, never a miss
+                    ingest_error = f"ingest: {type(exc).__name__}: {exc}"
+                for item in group.items:
+                    hits, latency, error = None, None, ingest_error
+                    if error is None:
+                        t0 = time.perf_counter()
+                        try:
+                            hits = list(arm.search(item.question, top_k))
+                            latency = (time.perf_counter() - t0) * 1000.0
+                        except Exception as exc:  # noqa: BLE001
+                            error = f"search: {type(exc).__name__}: {exc}"
+                    row = _row(run_id, item, dataset, hits, latency, error, ks)
+                    rows.append(row)
+                    writer.add(row)
+                    if error:
+                        instrument.n_errors += 1
+                    progress.update(task, advance=1, errors=instrument.n_errors)
+        instrument.status = "complete"
+    except KeyboardInterrupt:
+        instrument.status = "interrupted"
+        raise
+    except BaseException:
+        instrument.status = "failed"
+        raise
+    finally:
+        arm.close()
+        instrument.finished_at = _now()
+        instrument.n_rows = len(rows)
+        writer.close()
+        summary = summarize_retrieval(
+            rows, ks=ks, categories=dataset.categories, comparable_categories=dataset.comparable_categories
+        )
+        summary.update(
+            run_id=run_id,
+            status=instrument.status,
+            benchmark=cfg.benchmark.name,
+            arm=cfg.arm.name,
+            axis=cfg.axis.value,
+            load_counts=dataset.counts,
+            pipeline_seconds=time.perf_counter() - t_start,
+        )
+        (out_dir / SUMMARY_FILE).write_text(json.dumps(summary, indent=2) + "\n")
+    print_retrieval_summary(
+        console, summary, ks=ks, title=f"{cfg.benchmark.name} x {cfg.arm.name} (retrieval axis)",
+        load_counts=dataset.counts, out_dir=str(out_dir),
+    )
+    return summary
