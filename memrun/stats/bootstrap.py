@@ -80,20 +80,28 @@ class BootstrapResult:
 
         A value that rounds to zero is shown as ``+0.0``, never ``-0.0``.
         """
-        suffix = f" {unit}" if unit else ""
-        return (
-            f"{_signed(self.mean * scale, digits)}{suffix} "
-            f"[{_signed(self.low * scale, digits)}, {_signed(self.high * scale, digits)}]"
-        )
+        return format_interval(self.mean, self.low, self.high, unit=unit, scale=scale, digits=digits)
 
     def to_dict(self) -> dict[str, Any]:
         """The fields as a JSON-ready dict."""
         return asdict(self)
 
 
-def _signed(value: float, digits: int) -> str:
-    rounded = round(value, digits)
-    return f"{(rounded if rounded != 0 else 0.0):+.{digits}f}"
+def format_interval(
+    mean: float, low: float, high: float, *, unit: str = "pp", scale: float = 100.0,
+    digits: int = 1,
+) -> str:
+    """``mean [low, high]`` times ``scale`` with signs, e.g. ``+6.7 pp [-1.7, +16.7]``.
+
+    Inputs in fractions; a value that rounds to zero shows as ``+0.0``, never ``-0.0``.
+    """
+
+    def signed(value: float) -> str:
+        rounded = round(value * scale, digits)
+        return f"{(rounded if rounded != 0 else 0.0):+.{digits}f}"
+
+    suffix = f" {unit}" if unit else ""
+    return f"{signed(mean)}{suffix} [{signed(low)}, {signed(high)}]"
 
 
 def paired_bootstrap(
