@@ -1,0 +1,1 @@
+"""Subcommands of the ``memrun`` console script (each ``main(argv) -> exit code``)."""
