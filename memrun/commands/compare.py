@@ -129,22 +129,28 @@ def compare(args: argparse.Namespace) -> tuple[Comparison | None, int, str | Non
     return result, int(result.verdict["exit_code"]), None
 
 
-def main(argv: Sequence[str]) -> int:
-    """``memrun compare A B [options]``; returns the exit code in the module docstring."""
-    args = build_parser().parse_args(list(argv))
+def _compare_or_exit_code(args: argparse.Namespace) -> Comparison | int:
+    """The comparison, or the exit code after printing why there is none."""
     try:
         result, code, refusal = compare(args)
     except MemrunError as exc:
         sys.stderr.write(f"memrun: error: {exc}\n")
         return int(ExitCode.USAGE_ERROR)
-    if refusal:
-        sys.stderr.write(refusal + "\n")
+    if refusal or result is None:
+        sys.stderr.write(f"{refusal}\n")
         return code
-    assert result is not None
-    d = result.to_dict()
+    return result
+
+
+def main(argv: Sequence[str]) -> int:
+    """``memrun compare A B [options]``; returns the exit code in the module docstring."""
+    args = build_parser().parse_args(list(argv))
+    result = _compare_or_exit_code(args)
+    if isinstance(result, int):
+        return result
     render = {"text": render_text, "markdown": render_markdown, "json": render_json}[args.format]
-    sys.stdout.write(render(d))
-    return code
+    sys.stdout.write(render(result.to_dict()))
+    return int(result.verdict["exit_code"])
 
 
 def null_band_main(argv: Sequence[str]) -> int:
@@ -152,19 +158,11 @@ def null_band_main(argv: Sequence[str]) -> int:
     parser = _Parser(prog="memrun null-band",
                      description="Measure the null band from two runs of the same configuration.")
     parser.add_argument("a", help="a run")
-    parser.add_argument("a2", help="a second run of the same configuration")
+    parser.add_argument("b", metavar="a2", help="a second run of the same configuration")
     _common(parser)
-    args = parser.parse_args(list(argv))
-    args.b = args.a2
-    try:
-        result, _, refusal = compare(args)
-    except MemrunError as exc:
-        sys.stderr.write(f"memrun: error: {exc}\n")
-        return int(ExitCode.USAGE_ERROR)
-    if refusal:
-        sys.stderr.write(refusal + "\n")
-        return int(ExitCode.REFUSAL)
-    assert result is not None
+    result = _compare_or_exit_code(parser.parse_args(list(argv)))
+    if isinstance(result, int):
+        return result
     band = band_from_null(result.overall["bootstrap"])
     o = result.overall
     print(f"A2 - A: {100 * o['delta']:+.1f} pp [{100 * o['low']:+.1f}, {100 * o['high']:+.1f}] over {o['n_items']} items "
