@@ -58,6 +58,7 @@ def _run_hydra(args: list[str]) -> int:
     from hydra.errors import HydraException
     from omegaconf import DictConfig
     from omegaconf.errors import OmegaConfBaseException
+    import yaml
     from rich.console import Console
 
     from memrun.config import register
@@ -86,11 +87,39 @@ def _run_hydra(args: list[str]) -> int:
         app()
     except (HydraException, OmegaConfBaseException) as exc:
         return _fail(explain_config_error(exc))
+    except yaml.YAMLError as exc:
+        return _fail(explain_yaml_error(exc))
     except KeyboardInterrupt:
         return _fail("interrupted; the rows that finished are in the run folder", EXIT_INTERRUPTED)
     finally:
         sys.argv = saved_argv
     return failures[0].exit_code if failures else 0
+
+
+def explain_yaml_error(exc: Exception) -> str:
+    """One line for a YAML syntax error: file, line, column and the problem."""
+    mark = getattr(exc, "problem_mark", None)
+    problem = getattr(exc, "problem", None) or str(exc).splitlines()[0]
+    if mark is None:
+        return f"invalid YAML: {problem}"
+    return f"{mark.name}: line {mark.line + 1}, column {mark.column + 1}: invalid YAML: {problem}"
+
+
+def _schema_keys(type_name: str) -> list[str]:
+    """Field names of a schema dataclass in memrun.config, by class name ([] if unknown)."""
+    import dataclasses
+
+    from memrun import config
+
+    schema = getattr(config, type_name, None)
+    return [f.name for f in dataclasses.fields(schema)] if dataclasses.is_dataclass(schema) else []
+
+
+def _unknown_key(where: str, full_key: str, valid: list[str]) -> str:
+    hint = difflib.get_close_matches(full_key.rsplit(".", 1)[-1], valid, n=1)
+    did_you_mean = f"did you mean '{hint[0]}'? " if hint else ""
+    keys = f"valid keys: {', '.join(valid)}" if valid else "use +key=value to add a new key"
+    return f"{where}unknown config key '{full_key}'; {did_you_mean}{keys}"
 
 
 def explain_config_error(exc: BaseException) -> str:
@@ -124,16 +153,18 @@ def explain_config_error(exc: BaseException) -> str:
         full_key = getattr(cause, "full_key", None) or getattr(cause, "key", "?")
         parent = getattr(cause, "parent_node", None)
         valid = [str(k) for k in parent.keys()] if parent is not None and hasattr(parent, "keys") else []
-        leaf = str(full_key).rsplit(".", 1)[-1]
-        hint = difflib.get_close_matches(leaf, valid, n=1)
-        did_you_mean = f"did you mean '{hint[0]}'? " if hint else ""
-        keys = f"valid keys: {', '.join(valid)}" if valid else "use +key=value to add a new key"
-        return f"{where}unknown config key '{full_key}'; {did_you_mean}{keys}"
+        return _unknown_key(where, str(full_key), valid)
     if isinstance(cause, MissingMandatoryValue):
         return f"{where}{getattr(cause, 'full_key', '?')} has no value; set it in the config file or as key=value"
     if isinstance(cause, ValidationError):
         msg = str(getattr(cause, "msg", cause)).splitlines()[0]
         return f"{where}{getattr(cause, 'full_key', '?')}: {msg}"
+    if m := re.search(r"raised while composing config:\n(.*)\n\s+full_key: (\S+)", text):
+        # an error inside a YAML file; Hydra keeps no cause here, only this text
+        message, full_key = m.groups()
+        if k := re.match(r"Key '[^']+' not in '([^']+)'", message):
+            return _unknown_key(where, full_key, _schema_keys(k.group(1)))
+        return f"{where}{full_key}: {message}"
     first = text.splitlines()[0] if text else type(exc).__name__
     if cause is not None and cause is not exc:
         first += f": {str(cause).splitlines()[0]}"

@@ -101,6 +101,25 @@ def test_bad_config_is_one_line_not_a_traceback(tmp_path, args, needle):
     assert not (tmp_path / "outputs").exists() or not run_dirs(tmp_path / "outputs")
 
 
+@pytest.mark.parametrize(
+    "content,needle",
+    [
+        ("defaults:\n  - /schema/arm/bm25@_here_\n  - _self_\nname: bad\ntop_kk: 5\n",
+         "in arm/bad.yaml: unknown config key 'arm.top_kk'; did you mean 'top_k'?"),
+        ("name: bad\n  top_k: [1,\n", "bad.yaml: line 2, column 8: invalid YAML: mapping values are not allowed here"),
+        ("defaults:\n  - /schema/arm/bm25@_here_\n  - _self_\nname: bad\ntop_k: many\n",
+         "arm.top_k: Value 'many' of type 'str' could not be converted to Integer"),
+    ],
+)
+def test_bad_config_file_names_the_file_and_key(tmp_path, content, needle):
+    (tmp_path / "conf" / "arm").mkdir(parents=True)
+    (tmp_path / "conf" / "arm" / "bad.yaml").write_text(content)
+    done = run_memrun(["--config-dir", str(tmp_path / "conf"), "arm=bad"], tmp_path)
+    assert done.returncode == 2
+    (line,) = done.stderr.strip().splitlines()
+    assert needle in line and line.startswith("memrun: error: ")
+
+
 def test_missing_data_offline_is_one_line(tmp_path):
     url = "http://127.0.0.1:9/locomo10.json"
     done = run_memrun(["benchmark=locomo", f"benchmark.url={url}"], tmp_path, {"MEMRUN_DATA_DIR": str(tmp_path / "data")})
