@@ -12,6 +12,7 @@ import difflib
 import importlib
 import os
 import re
+import shutil
 import sys
 from collections.abc import Sequence
 from pathlib import Path
@@ -43,6 +44,13 @@ def _fail(message: str, code: int = EXIT_USER_ERROR) -> int:
 def main(argv: Sequence[str] | None = None) -> int:
     """Entry point of the ``memrun`` console script. Returns the exit code."""
     args = list(sys.argv[1:] if argv is None else argv)
+    if args[:1] in (["--version"], ["-V"]):
+        from memrun import __version__
+
+        print(f"memrun {__version__}")
+        return 0
+    if problem := _check_config_dirs(args):
+        return _fail(problem)
     if args and args[0] in SUBCOMMANDS:
         module, _, func = SUBCOMMANDS[args[0]].partition(":")
         try:
@@ -50,6 +58,26 @@ def main(argv: Sequence[str] | None = None) -> int:
         except MemrunError as exc:
             return _fail(str(exc), exc.exit_code)
     return _run_hydra(args)
+
+
+def _check_config_dirs(args: list[str]) -> str | None:
+    """Hydra ignores a --config-dir that does not exist; say so instead."""
+    for i, arg in enumerate(args):
+        if arg in ("--config-dir", "-cd") and i + 1 < len(args):
+            folder = args[i + 1]
+        elif arg.startswith("--config-dir="):
+            folder = arg.partition("=")[2]
+        else:
+            continue
+        if not Path(folder).is_dir():
+            return f"--config-dir {folder}: no such folder"
+    return None
+
+
+def _discard_if_empty(out_dir: Path) -> None:
+    """Remove a run folder in which nothing ran (only Hydra's files): no litter from failed starts."""
+    if out_dir.is_dir() and not any(p.name.startswith(("items", "summary")) for p in out_dir.iterdir()):
+        shutil.rmtree(out_dir, ignore_errors=True)
 
 
 def _run_hydra(args: list[str]) -> int:
@@ -72,11 +100,17 @@ def _run_hydra(args: list[str]) -> int:
 
     def task(cfg: DictConfig) -> None:
         # Report a user error here, in one line; a sweep goes on with its next job.
+        out_dir = Path(HydraConfig.get().runtime.output_dir)
         try:
-            execute(cfg, Path(HydraConfig.get().runtime.output_dir), console)
+            execute(cfg, out_dir, console)
         except MemrunError as exc:
             _fail(str(exc), exc.exit_code)
             failures.append(exc)
+            _discard_if_empty(out_dir)
+        except OmegaConfBaseException as exc:
+            _fail(explain_config_error(exc))
+            failures.append(MemrunError(str(exc)))
+            _discard_if_empty(out_dir)
 
     app = hydra.main(config_path=str(conf_dir()), config_name="config", version_base=None)(task)
     # Let Hydra's exceptions reach us so each becomes one line instead of a trace.
@@ -128,6 +162,7 @@ def explain_config_error(exc: BaseException) -> str:
     from omegaconf.errors import (
         ConfigAttributeError,
         ConfigKeyError,
+        InterpolationKeyError,
         MissingMandatoryValue,
         OmegaConfBaseException,
         ValidationError,
@@ -154,6 +189,8 @@ def explain_config_error(exc: BaseException) -> str:
         parent = getattr(cause, "parent_node", None)
         valid = [str(k) for k in parent.keys()] if parent is not None and hasattr(parent, "keys") else []
         return _unknown_key(where, str(full_key), valid)
+    if isinstance(cause, InterpolationKeyError) and (m := re.search(r"Interpolation key '([^']+)' not found", text)):
+        return f"{where}config key '{m.group(1)}' is missing (other keys refer to it); set it in the config file"
     if isinstance(cause, MissingMandatoryValue):
         return f"{where}{getattr(cause, 'full_key', '?')} has no value; set it in the config file or as key=value"
     if isinstance(cause, ValidationError):

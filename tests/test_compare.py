@@ -146,18 +146,49 @@ def test_allow_noncomparable_labels_every_line(tmp_path, capsys):
     a, b = wtl(5, 20, 1)
     ra = retrieval_run(tmp_path / "a", a)
     rb = retrieval_run(tmp_path / "b", b, search_mode="vector")
-    for fmt in ("text", "markdown"):
-        compare_main([str(ra), str(rb), "--allow-noncomparable", "--format", fmt])
-        lines = [ln for ln in capsys.readouterr().out.splitlines()]
-        assert lines and all(ln.startswith("NON-COMPARABLE") for ln in lines)
-        assert any("differs: search_mode" in ln for ln in lines)
-    _, d = compare_json(capsys, str(ra), str(rb), "--allow-noncomparable")
-    assert d["noncomparable"] is True
+    assert compare_main([str(ra), str(rb), "--allow-noncomparable"]) == ExitCode.REFUSAL  # no gate passes
+    lines = capsys.readouterr().out.splitlines()
+    assert lines and all(ln.startswith("NON-COMPARABLE") for ln in lines)
+    assert any("differs: search_mode" in ln for ln in lines) and any("exit code 3" in ln for ln in lines)
+    compare_main([str(ra), str(rb), "--allow-noncomparable", "--format", "markdown"])
+    md = capsys.readouterr().out.splitlines()
+    assert md[0].startswith("### NON-COMPARABLE memrun compare")
+    content = [ln for ln in md if ln.strip() and set(ln) - set("|-")]
+    assert content and all("NON-COMPARABLE" in ln for ln in content)
+    code, d = compare_json(capsys, str(ra), str(rb), "--allow-noncomparable")
+    assert d["noncomparable"] is True and d["exit_code"] == code == ExitCode.REFUSAL
+
+
+def test_refusal_in_json_is_a_json_document(tmp_path, capsys):
+    ra = retrieval_run(tmp_path / "a", [True] * 4)
+    rb = retrieval_run(tmp_path / "b", [True] * 4, split="other")
+    code, d = compare_json(capsys, str(ra), str(rb))
+    assert code == ExitCode.REFUSAL and d["outcome"] == "refused" and "split" in d["reason"]
+
+
+def test_same_run_twice_is_a_usage_error(tmp_path, capsys):
+    ra = retrieval_run(tmp_path / "a", [True] * 4)
+    assert compare_main([str(ra), str(ra / "items.parquet")]) == ExitCode.USAGE_ERROR
+    assert "are the same run" in capsys.readouterr().err
+
+
+def test_categories_filter_and_few_clusters_warning(tmp_path, capsys):
+    a, b = wtl(10, 30, 0)
+    ra = retrieval_run(tmp_path / "a", a, comparable_categories=["1"])
+    rb = retrieval_run(tmp_path / "b", b, comparable_categories=["1"])
+    _, d = compare_json(capsys, str(ra), str(rb), "--categories", "comparable")
+    assert list(d["per_category"]) == ["1"] and d["overall"]["n_items"] == 20
+    assert any("only 2 clusters" in w for w in d["warnings"])
+    assert compare_main([str(ra), str(rb), "--categories", "9"]) == ExitCode.USAGE_ERROR
+    assert "no item has category 9; present: 1, 2" in capsys.readouterr().err
+    assert compare_main([str(ra), str(rb), "--gate-band", "-1"]) == ExitCode.USAGE_ERROR
+    assert "--gate-band -1.0: must be >= 0 pp" in capsys.readouterr().err
 
 
 def test_unknown_treatment_is_a_usage_error(tmp_path, capsys):
     ra = retrieval_run(tmp_path / "a", [True] * 4)
-    assert compare_main([str(ra), str(ra), "--treatment", "run_id"]) == ExitCode.USAGE_ERROR
+    rb = retrieval_run(tmp_path / "b", [True] * 4)
+    assert compare_main([str(ra), str(rb), "--treatment", "run_id"]) == ExitCode.USAGE_ERROR
     assert "not a comparability field" in capsys.readouterr().err
 
 

@@ -64,15 +64,26 @@ def test_offline_error_names_file_address_sha_and_folder(tmp_path):
     assert "\n" not in msg
     for needle in ("locomo10.json", url, "ab" * 32, str(tmp_path), "MEMRUN_DATA_DIR"):
         assert needle in msg
+    assert not (tmp_path / "locomo10.json.part").exists()
+
+
+def test_failed_download_creates_no_folder(tmp_path):
+    folder = tmp_path / "not" / "yet"
+    with pytest.raises(DownloadError):
+        download.resolve("x.json", url="http://127.0.0.1:9/x.json", sha256=None, folder=folder)
+    assert not (tmp_path / "not").exists()
 
 
 def test_http_404_is_a_download_error(served, tmp_path):
     base, _ = served
-    with pytest.raises(DownloadError, match="404"):
+    with pytest.raises(DownloadError, match="404") as err:
         download.resolve("nope.json", url=f"{base}/nope.json", sha256=None, folder=tmp_path)
+    assert "\n" not in str(err.value)
 
 
 def test_explicit_path_must_exist(tmp_path):
+    with pytest.raises(DataError, match="is a folder"):
+        download.resolve("x.json", url=None, sha256=None, folder=tmp_path, path=str(tmp_path))
     with pytest.raises(DataError, match="benchmark.path=.*no such file"):
         download.resolve("x.json", url=None, sha256=None, folder=tmp_path, path=str(tmp_path / "missing.json"))
     f = tmp_path / "mine.json"

@@ -106,6 +106,10 @@ def write(tmp_path: Path, content) -> Path:
         ({"a": 1}, "expected a list of conversations"),
         ([{"sample_id": "x"}], "conversation 0: expected an object with a 'conversation' object"),
         ([{"sample_id": "x", "conversation": {}, "qa": [{"answer": 1}]}], "(x) qa row 0: expected an object with a 'question' string"),
+        ([], "the file holds no conversation"),
+        ([{"sample_id": "x", "conversation": {"session_1": "hi"}, "qa": []}], "x session_1: expected a list of turn objects"),
+        ([{"sample_id": "x", "conversation": {}}], "(x): expected a 'qa' list, got NoneType"),
+        ([{"sample_id": "x", "conversation": {}, "qa": []}] * 2, "sample_id 'x' names two conversations"),
     ],
 )
 def test_malformed_file_is_one_clear_error(tmp_path, content, needle):
@@ -117,7 +121,7 @@ def test_malformed_file_is_one_clear_error(tmp_path, content, needle):
 
 def test_checksum_mismatch_names_the_file(tmp_path):
     write(tmp_path, [])
-    with pytest.raises(DataError, match=r"locomo10.json has sha256 [0-9a-f]{64}, expected 79fa"):
+    with pytest.raises(DataError, match=r"locomo10.json has sha256 [0-9a-f]{64} but the config pins 79fa.*or the pin is wrong"):
         loader().load(tmp_path)
 
 
@@ -128,6 +132,7 @@ def test_messy_rows_are_normalized_not_dropped(tmp_path):
             "speaker_a": "A", "speaker_b": "B",
             "session_1_date_time": "1 May 2023", "session_1": [
                 {"speaker": "A", "dia_id": "D1:1", "text": "hello there"},
+                {"speaker": "A", "text": "no id"},
                 {"speaker": "B", "dia_id": "D1:2", "text": ""},
                 {"speaker": "B", "dia_id": "D1:3", "text": "", "blip_caption": "a dog"},
             ],
@@ -136,6 +141,7 @@ def test_messy_rows_are_normalized_not_dropped(tmp_path):
         "qa": [
             {"question": "q1", "answer": 7, "evidence": ["D1:1; D1:3"], "category": 4},
             {"question": "q1", "adversarial_answer": "x", "evidence": ["D", "D9:9"], "category": 5},
+            {"question": "q2", "answer": "y", "evidence": ["D1:1"]},
         ],
     }
     write(tmp_path, [conv])
@@ -145,6 +151,7 @@ def test_messy_rows_are_normalized_not_dropped(tmp_path):
     items = ds.groups[0].items
     assert items[0].answer == "7" and items[0].gold_keys == ("D1:1", "D1:3")
     assert items[1].answer is None and items[1].gold_keys == ()
-    assert ds.counts["turns_empty"] == 1 and ds.counts["sessions_empty"] == 1
+    assert ds.counts["turns_empty"] == 1 and ds.counts["sessions_empty"] == 1 and ds.counts["turns_without_id"] == 1
+    assert items[2].category == "unknown" and ds.counts["category_missing"] == 1
     assert ds.counts["evidence_unparseable"] == 1 and ds.counts["evidence_dangling"] == 1
     assert ds.counts["questions_repeated"] == 1 and ds.counts["gold_empty"] == 1

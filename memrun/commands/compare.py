@@ -47,10 +47,9 @@ def _common(parser: argparse.ArgumentParser) -> None:
     parser.add_argument("--cluster-by", default="cluster",
                         help="column whose values are resampled together (default: cluster, the benchmark's "
                              "cluster key); 'none' resamples items")
-    parser.add_argument("--treatment", action="append", default=[], metavar="FIELD",
-                        help="an instrument field the comparison is meant to vary (repeatable), e.g. search_mode")
-    parser.add_argument("--allow-noncomparable", action="store_true",
-                        help="compare anyway; every output line is labelled NON-COMPARABLE")
+    parser.add_argument("--categories", metavar="LIST",
+                        help="only these categories, comma-separated, or 'comparable' for the benchmark's "
+                             "published subset (LoCoMo: 1,2,3,4); default: every category")
     parser.add_argument("--allow-fake", action="store_true",
                         help="compare runs made with fake or stub providers (their scores measure nothing)")
     parser.add_argument("--resamples", type=int, default=10_000)
@@ -62,6 +61,11 @@ def build_parser() -> argparse.ArgumentParser:
     parser.add_argument("a", help="run A (the baseline): a run folder or items.parquet")
     parser.add_argument("b", help="run B (the change)")
     _common(parser)
+    parser.add_argument("--treatment", action="append", default=[], metavar="FIELD",
+                        help="an instrument field the comparison is meant to vary (repeatable), e.g. search_mode")
+    parser.add_argument("--allow-noncomparable", action="store_true",
+                        help="show the numbers anyway, every output line labelled NON-COMPARABLE; "
+                             "the exit code stays 3 (refused) so that no gate passes on them")
     parser.add_argument("--gate-min-delta", type=float, default=0.0, metavar="PP",
                         help="pass when the lower bound is above this, in pp (default 0; negative: non-inferiority)")
     parser.add_argument("--gate-band", type=float, default=100 * DEFAULT_BAND, metavar="PP",
@@ -101,13 +105,33 @@ def _refusal(a: Instrument, b: Instrument, treatments: list[str], allow_noncompa
     return differences, None
 
 
+def _categories(arg: str | None, run: RunTable) -> list[str] | None:
+    if not arg:
+        return None
+    if arg == "comparable":
+        if not run.instrument.comparable_categories:
+            raise MemrunError(f"--categories comparable: {run.path} names no comparable subset; list the categories")
+        return list(run.instrument.comparable_categories)
+    return [c.strip() for c in arg.split(",") if c.strip()]
+
+
 def compare(args: argparse.Namespace) -> tuple[Comparison | None, int, str | None]:
     """Run a comparison from parsed arguments: (comparison, exit code, refusal text)."""
     run_a, run_b = _load(args.a), _load(args.b)
-    differences, refusal = _refusal(run_a.instrument, run_b.instrument, args.treatment,
-                                    args.allow_noncomparable, args.allow_fake, args.a, args.b)
+    same_id = run_a.instrument.run_id and run_a.instrument.run_id == run_b.instrument.run_id
+    if same_id or run_a.path.resolve() == run_b.path.resolve():
+        raise MemrunError(f"{args.a} and {args.b} are the same run; compare two runs "
+                          "(for the noise floor, two runs of one config with memrun null-band)")
+    treatments = getattr(args, "treatment", [])
+    allow_noncomparable = getattr(args, "allow_noncomparable", False)
+    differences, refusal = _refusal(run_a.instrument, run_b.instrument, treatments,
+                                    allow_noncomparable, args.allow_fake, args.a, args.b)
     if refusal:
         return None, int(ExitCode.REFUSAL), refusal
+    for name in ("gate_band", "resamples"):
+        if getattr(args, name, 0) < 0 or (name == "resamples" and args.resamples < 1):
+            raise MemrunError(f"--{name.replace('_', '-')} {getattr(args, name)}: must be "
+                              + ("at least 1" if name == "resamples" else ">= 0 pp"))
     calibration = None
     if getattr(args, "judge_calibration", None):
         try:
@@ -118,39 +142,48 @@ def compare(args: argparse.Namespace) -> tuple[Comparison | None, int, str | Non
     settings = Settings(
         metric=args.metric, cluster_by=cluster_by, resamples=args.resamples, seed=args.seed,
         min_delta=getattr(args, "gate_min_delta", 0.0) / 100, band=getattr(args, "gate_band", 100 * DEFAULT_BAND) / 100,
-        treatments=tuple(args.treatment), calibration=calibration,
+        treatments=tuple(treatments), calibration=calibration,
     )
-    paired = pair(run_a, run_b, metric=args.metric, cluster_by=cluster_by)
+    paired = pair(run_a, run_b, metric=args.metric, cluster_by=cluster_by,
+                  categories=_categories(args.categories, run_a))
     try:
         result = analyze(paired, settings, run_a=args.a, run_b=args.b, axis=run_a.instrument.axis,
                          denominator=run_a.instrument.denominator, differences=differences)
     except ValueError as exc:
         raise MemrunError(str(exc)) from exc
-    return result, int(result.verdict["exit_code"]), None
+    return result, result.exit_code, None
 
 
-def _compare_or_exit_code(args: argparse.Namespace) -> Comparison | int:
-    """The comparison, or the exit code after printing why there is none."""
+def _compare_or_exit_code(args: argparse.Namespace) -> tuple[Comparison, int] | int:
+    """(comparison, exit code), or the exit code after printing why there is none.
+
+    With ``--format json`` the reason is also written to stdout as JSON, so a machine
+    reading stdout always gets a document.
+    """
     try:
         result, code, refusal = compare(args)
+        reason = refusal
     except MemrunError as exc:
-        sys.stderr.write(f"memrun: error: {exc}\n")
-        return int(ExitCode.USAGE_ERROR)
-    if refusal or result is None:
-        sys.stderr.write(f"{refusal}\n")
+        result, code, reason = None, int(ExitCode.USAGE_ERROR), f"memrun: error: {exc}"
+    if result is None:
+        sys.stderr.write(f"{reason}\n")
+        if getattr(args, "format", None) == "json":
+            outcome = "refused" if code == ExitCode.REFUSAL else "usage_error"
+            sys.stdout.write(json.dumps({"outcome": outcome, "exit_code": code, "reason": reason}, indent=2) + "\n")
         return code
-    return result
+    return result, code
 
 
 def main(argv: Sequence[str]) -> int:
     """``memrun compare A B [options]``; returns the exit code in the module docstring."""
     args = build_parser().parse_args(list(argv))
-    result = _compare_or_exit_code(args)
-    if isinstance(result, int):
-        return result
+    outcome = _compare_or_exit_code(args)
+    if isinstance(outcome, int):
+        return outcome
+    result, code = outcome
     render = {"text": render_text, "markdown": render_markdown, "json": render_json}[args.format]
     sys.stdout.write(render(result.to_dict()))
-    return int(result.verdict["exit_code"])
+    return code
 
 
 def null_band_main(argv: Sequence[str]) -> int:
@@ -160,13 +193,17 @@ def null_band_main(argv: Sequence[str]) -> int:
     parser.add_argument("a", help="a run")
     parser.add_argument("b", metavar="a2", help="a second run of the same configuration")
     _common(parser)
-    result = _compare_or_exit_code(parser.parse_args(list(argv)))
-    if isinstance(result, int):
-        return result
+    outcome = _compare_or_exit_code(parser.parse_args(list(argv)))
+    if isinstance(outcome, int):
+        return outcome
+    result = outcome[0]
     band = band_from_null(result.overall["bootstrap"])
     o = result.overall
     print(f"A2 - A: {100 * o['delta']:+.1f} pp [{100 * o['low']:+.1f}, {100 * o['high']:+.1f}] over {o['n_items']} items "
           f"in {o['n_clusters']} clusters ({o['wins']}/{o['ties']}/{o['losses']})")
     print(f"null band (the interval's wider side): {100 * band:.1f} pp")
+    if result.discordance == 0:
+        print("note: the two runs agree on every item (a deterministic arm?); the band is 0 and any "
+              "difference will look significant: measure noise where it exists (repeats, another seed)")
     print(f"pass it on: memrun compare A B --gate-band {100 * band:.1f}")
     return 0

@@ -17,6 +17,7 @@ from memrun.compare.pairing import Paired
 from memrun.instrument import Difference
 from memrun.stats import (
     BootstrapResult,
+    ExitCode,
     JudgeCalibration,
     correct_for_judge,
     decide,
@@ -39,6 +40,9 @@ class Settings:
     band: float = 0.04
     treatments: tuple[str, ...] = ()
     calibration: JudgeCalibration | None = None
+
+
+FEW_CLUSTERS = 10  # below this a cluster bootstrap understates the interval's width
 
 
 def _category_order(cat: str) -> tuple[int, int | str]:
@@ -98,6 +102,11 @@ class Comparison:
     def noncomparable(self) -> bool:
         return bool(self.differences)
 
+    @property
+    def exit_code(self) -> int:
+        """The verdict's exit code; 3 (refused) for a forced non-comparable comparison."""
+        return int(ExitCode.REFUSAL) if self.noncomparable else int(self.verdict["exit_code"])
+
     def to_dict(self) -> dict[str, Any]:
         """JSON-ready dict; bootstrap objects flattened to their fields."""
 
@@ -116,6 +125,7 @@ class Comparison:
         out["settings"] = {k: v for k, v in asdict(self.settings).items() if k != "calibration"}
         out["settings"]["calibration"] = self.settings.calibration.to_dict() if self.settings.calibration else None
         out["noncomparable"] = self.noncomparable
+        out["exit_code"] = self.exit_code
         return out
 
 
@@ -135,6 +145,9 @@ def analyze(paired: Paired, settings: Settings, *, run_a: str, run_b: str, axis:
         if corrected.corrected:
             decided_on = corrected
     verdict = decide(decided_on, min_delta=settings.min_delta, band=settings.band)
+    if clusters is not None and overall["n_clusters"] < FEW_CLUSTERS:
+        warnings.append(f"only {overall['n_clusters']} clusters: too few clusters make the interval too narrow; "
+                        "read the bound with care")
 
     per_category: dict[str, dict[str, Any]] = {}
     cats = np.array(paired.categories)

@@ -161,12 +161,22 @@ def _accuracy_scores(run: RunTable, cols: dict[str, list[Any]], cluster_by: str 
     return out
 
 
-def pair(a: RunTable, b: RunTable, *, metric: str, cluster_by: str | None) -> Paired:
-    """Pair two runs by item_id on the items both scored.
+def pair(a: RunTable, b: RunTable, *, metric: str, cluster_by: str | None,
+         categories: list[str] | None = None) -> Paired:
+    """Pair two runs by item_id on the items both scored (of ``categories``, when given).
 
-    Raises CompareUsageError when no item is scored in both runs.
+    Raises CompareUsageError when no item is scored in both runs, or a category named
+    in ``categories`` occurs in neither run.
     """
     sa, sb = arm_scores(a, metric, cluster_by), arm_scores(b, metric, cluster_by)
+    if categories is not None:
+        unknown = set(categories) - set(sa.category.values()) - set(sb.category.values())
+        if unknown:
+            present = ", ".join(sorted(set(sa.category.values())))
+            raise CompareUsageError(f"--categories: no item has category {', '.join(sorted(unknown))}; present: {present}")
+        keep_cats = set(categories)
+        for scores in (sa, sb):
+            scores.score = {i: v for i, v in scores.score.items() if scores.category[i] in keep_cats}
     only_a = sorted(set(sa.score) - set(sb.score))
     only_b = sorted(set(sb.score) - set(sa.score))
     excluded: dict[str, int] = defaultdict(int)

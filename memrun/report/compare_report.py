@@ -8,6 +8,7 @@ from __future__ import annotations
 
 import io
 import json
+import re
 from collections.abc import Mapping
 from typing import Any
 
@@ -42,7 +43,7 @@ def summary_lines(d: Mapping[str, Any]) -> list[str]:
         f"B = {d['run_b']}",
         f"axis {d['axis']} | metric {d['metric']} | denominator {d['denominator']} | treatments: {treatments}",
         f"verdict: {v['outcome'].upper()} ({v['reason'].replace('_', ' ')}) | gate min delta {_pp(v['min_delta'])} pp, "
-        f"null band {_pp(v['band'], signed=False)} pp | exit code {v['exit_code']}",
+        f"null band {_pp(v['band'], signed=False)} pp | exit code {d['exit_code']}",
         f"B - A: {_interval(o)} | 95% paired bootstrap, {s['resamples']:,} resamples, seed {s['seed']}, "
         f"clusters by {s['cluster_by'] or 'item'}",
         f"n items {o['n_items']} in {o['n_clusters']} clusters | wins {o['wins']} ties {o['ties']} losses {o['losses']} "
@@ -106,7 +107,7 @@ def render_markdown(d: Mapping[str, Any]) -> str:
     out += [f"- {line}" for line in summary_lines(d)]
     out += ["", "| " + " | ".join(HEADERS) + " |", "|" + "---|" * len(HEADERS)]
     out += ["| " + " | ".join(row) + " |" for row in _category_rows(d)]
-    return _label("\n".join(out) + "\n", d)
+    return _label("\n".join(out) + "\n", d, markdown=True)
 
 
 def render_json(d: Mapping[str, Any]) -> str:
@@ -114,7 +115,23 @@ def render_json(d: Mapping[str, Any]) -> str:
     return json.dumps(d, indent=2, default=str) + "\n"
 
 
-def _label(text: str, d: Mapping[str, Any]) -> str:
+def _label(text: str, d: Mapping[str, Any], markdown: bool = False) -> str:
+    """Prefix every line with NON-COMPARABLE when the comparison was forced.
+
+    In markdown the label goes after the line's markup (heading, bullet, table cell)
+    so that the document still renders.
+    """
     if not d["noncomparable"]:
         return text
-    return "".join(f"{NONCOMPARABLE} {line}\n" for line in text.splitlines())
+    out = []
+    for line in text.splitlines():
+        if markdown:
+            markup = re.match(r"(#+ |- |\| )?", line).group(0)  # type: ignore[union-attr]
+            rest = line[len(markup):]
+            if not line.strip() or set(line) <= set("|-"):
+                out.append(line)  # blank lines and the table's rule carry no figure
+            else:
+                out.append(f"{markup}{NONCOMPARABLE} {rest}")
+        else:
+            out.append(f"{NONCOMPARABLE} {line}")
+    return "\n".join(out) + "\n"
