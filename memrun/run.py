@@ -28,13 +28,14 @@ import memrun
 from memrun.arms import Arm, describe
 from memrun.benchmarks import Benchmark
 from memrun.benchmarks.download import data_dir
+from memrun.benchmarks.selection import select, selection_from_config
 from memrun.config import ARM_RESERVED_KEYS, BENCHMARK_RESERVED_KEYS, Axis
 from memrun.errors import ArmError, ConfigError
 from memrun.instrument import DENOMINATOR_RETRIEVAL, Instrument
 from memrun.io.schema import items_schema
 from memrun.io.writer import ItemsWriter
-from memrun.metrics.retrieval import item_columns, score_item
-from memrun.metrics.summary import summarize_retrieval
+from memrun.metrics.by_category import summarize_by_granularity
+from memrun.metrics.retrieval import DEFAULT_KS, SESSION_PREFIX, item_columns, score_item, score_sessions
 from memrun.records import Dataset, Hit, Item, gold_matches
 from memrun.report.run_summary import print_retrieval_summary
 
@@ -76,11 +77,13 @@ def _git_commit() -> str | None:
 
 
 def _row(run_id: str, item: Item, dataset: Dataset, hits: list[Hit] | None, latency_ms: float | None,
-         error: str | None, ks: Sequence[int]) -> dict[str, Any]:
-    scores = None
+         error: str | None, ks: Sequence[int], session_of: dict[str, str | None]) -> dict[str, Any]:
+    scores = session_scores = None
     if hits is not None and item.gold_keys:
         matches = [gold_matches(h, item.gold_keys, dataset.gold_match) for h in hits]
         scores = score_item(matches, len(set(item.gold_keys)), ks)
+    if hits is not None and item.gold_sessions:
+        session_scores = score_sessions([h.key for h in hits], session_of, item.gold_sessions, ks)
     return {
         "run_id": run_id,
         "item_id": item.item_id,
@@ -100,7 +103,10 @@ def _row(run_id: str, item: Item, dataset: Dataset, hits: list[Hit] | None, late
         "n_retrieved": None if hits is None else len(hits),
         "search_latency_ms": latency_ms,
         "error": error,
+        "gold_sessions": list(item.gold_sessions),
+        "abstention": item.abstention,
         **item_columns(scores, ks),
+        **item_columns(session_scores, ks, SESSION_PREFIX),
     }
 
 
@@ -127,29 +133,38 @@ def execute(cfg: DictConfig, out_dir: Path, console: Console) -> dict[str, Any]:
     t_start = time.perf_counter()
     if cfg.axis != Axis.recall:
         raise ConfigError(f"axis={cfg.axis.value} is not available yet; use axis=recall")
-    ks = sorted({int(k) for k in cfg.ks})
+    if cfg.get("stale_check"):
+        raise ConfigError("stale_check=true labels judged answers; it needs axis=accuracy")
+    raw_ks = cfg.ks if cfg.get("ks") is not None else (cfg.benchmark.get("ks") or DEFAULT_KS)
+    ks = sorted({int(k) for k in raw_ks})
     if not ks or ks[0] < 1:
-        raise ConfigError(f"ks={list(cfg.ks)}: cut-offs must be positive integers")
+        raise ConfigError(f"ks={list(raw_ks)}: cut-offs must be positive integers")
     top_k = int(cfg.arm.get("top_k", max(ks)))
+    selection = selection_from_config(cfg.benchmark)
     benchmark: Benchmark = _build(cfg.benchmark, BENCHMARK_RESERVED_KEYS, "benchmark")
     arm: Arm = _build(cfg.arm, ARM_RESERVED_KEYS, "arm")
     for method in ("ingest", "search", "close"):
         if not callable(getattr(arm, method, None)):
             raise ArmError(f"arm: {cfg.arm._target_} has no {method}() method; see memrun.arms.Arm")
     if top_k < max(ks):
-        console.print(f"[yellow]warning:[/] arm.top_k={top_k} < max(ks)={max(ks)}: recall@{max(ks)} sees only {top_k} hits")
+        console.print(
+            f"[yellow]warning:[/] arm.top_k={top_k} < max(ks)={max(ks)}: metrics @K for K > {top_k} see only "
+            f"{top_k} hits (and fewer sessions); set arm.top_k={max(ks)} or ks=[...] up to {top_k}"
+        )
 
-    dataset = benchmark.load(data_dir(cfg.data_dir))
+    dataset = select(benchmark.load(data_dir(cfg.data_dir)), selection)
     for warning in dataset.warnings:
         console.print(f"[yellow]warning:[/] {warning}")
+    n_warned = len(dataset.warnings)
     run_id = f"{cfg.benchmark.name}-{cfg.arm.name}-{datetime.now():%Y%m%d-%H%M%S}-{uuid.uuid4().hex[:6]}"
     arm_fields = describe(arm)
     instrument = Instrument(
         axis=cfg.axis.value,
         benchmark=cfg.benchmark.name,
         split=dataset.split,
-        slice=None,
+        slice=selection.describe(),
         dataset_sha256=dataset.sha256,
+        corrections_sha256=selection.corrections.sha256 if selection.corrections else None,
         denominator=DENOMINATOR_RETRIEVAL,
         run_id=run_id,
         arm=cfg.arm.name,
@@ -175,6 +190,7 @@ def execute(cfg: DictConfig, out_dir: Path, console: Console) -> dict[str, Any]:
         with _progress(console, bool(cfg.progress)) as progress:
             task = progress.add_task(f"{cfg.benchmark.name} x {cfg.arm.name}", total=dataset.n_items, errors=0)
             for group in dataset.groups:
+                session_of = {r.key: r.session for r in group.records} if any(i.gold_sessions for i in group.items) else {}
                 ingest_error = None
                 try:
                     arm.ingest(group.history_id, group.records)
@@ -189,7 +205,7 @@ def execute(cfg: DictConfig, out_dir: Path, console: Console) -> dict[str, Any]:
                             latency = (time.perf_counter() - t0) * 1000.0
                         except Exception as exc:  # noqa: BLE001
                             error = f"search: {type(exc).__name__}: {exc}"
-                    row = _row(run_id, item, dataset, hits, latency, error, ks)
+                    row = _row(run_id, item, dataset, hits, latency, error, ks, session_of)
                     rows.append(row)
                     writer.add(row)
                     if error:
@@ -206,9 +222,15 @@ def execute(cfg: DictConfig, out_dir: Path, console: Console) -> dict[str, Any]:
         arm.close()
         instrument.finished_at = _now()
         instrument.n_rows = len(rows)
+        # Lazy groups finish their counts and warnings while they are produced.
+        instrument.load_counts = dict(dataset.counts)
+        instrument.warnings = list(dataset.warnings)
+        if instrument.n_items is None and instrument.status == "complete":
+            instrument.n_items = len(rows)
         writer.close()
-        summary = summarize_retrieval(
-            rows, ks=ks, categories=dataset.categories, comparable_categories=dataset.comparable_categories
+        summary = summarize_by_granularity(
+            rows, ks=ks, categories=dataset.categories, comparable_categories=dataset.comparable_categories,
+            task_averaged=dataset.task_averaged,
         )
         summary.update(
             run_id=run_id,
@@ -216,10 +238,14 @@ def execute(cfg: DictConfig, out_dir: Path, console: Console) -> dict[str, Any]:
             benchmark=cfg.benchmark.name,
             arm=cfg.arm.name,
             axis=cfg.axis.value,
+            slice=instrument.slice,
+            corrections_sha256=instrument.corrections_sha256,
             load_counts=dataset.counts,
             pipeline_seconds=time.perf_counter() - t_start,
         )
         (out_dir / SUMMARY_FILE).write_text(json.dumps(summary, indent=2) + "\n")
+    for warning in dataset.warnings[n_warned:]:
+        console.print(f"[yellow]warning:[/] {warning}")
     print_retrieval_summary(
         console, summary, ks=ks, title=f"{cfg.benchmark.name} x {cfg.arm.name} (retrieval axis)",
         load_counts=dataset.counts, out_dir=str(out_dir),
