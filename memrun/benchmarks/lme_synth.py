@@ -23,9 +23,9 @@ What a file holds, per question (all deterministic under ``seed``):
   ``repeated_sessions`` (share of haystacks in which one session id occurs twice, at
   two dates, as it does in the published files).
 
-Size: about ``questions * sessions * turns * (turn_chars + 15)`` bytes; the defaults
-(500 x 50 x 10 x 1,100) come to ~280 MB like ``longmemeval_s`` (277 MB);
-``sessions=500`` gives an ``m``-size file (~2.8 GB; ``longmemeval_m`` is 2.7 GB).
+Size: about ``questions * sessions * turns * (turn_chars + 45)`` bytes; the defaults
+(500 x 50 x 10 x 1,065) come to ~277 MB like ``longmemeval_s``; ``sessions=500``
+gives an ``m``-size file (~2.8 GB; ``longmemeval_m`` is 2.7 GB).
 """
 
 from __future__ import annotations
@@ -60,7 +60,7 @@ class SynthSpec:
     questions: int = 500
     sessions: int = 50
     turns: int = 10
-    turn_chars: int = 1100
+    turn_chars: int = 1065
     reuse: float = 0.2
     abstention: float = 0.06
     empty_sessions: float = 0.0
@@ -95,7 +95,9 @@ class _Text:
         self.mean_len = sum(len(s) + 1 for s in self.sentences) / n_sentences
 
     def paragraph(self, rng: random.Random, chars: int) -> str:
-        k = max(1, round(chars / self.mean_len))
+        """Whole sentences, ``chars`` characters long on average."""
+        whole, part = divmod(chars / self.mean_len, 1.0)
+        k = max(1, int(whole) + (rng.random() < part))
         return " ".join(rng.choices(self.sentences, k=k))
 
 

@@ -1,6 +1,6 @@
 """``memrun datasets synth``: write a LongMemEval-schema file of a chosen size.
 
-    memrun datasets synth /tmp/lme_s.json --size s            # ~280 MB, like longmemeval_s
+    memrun datasets synth /tmp/lme_s.json --size s            # ~277 MB, like longmemeval_s
     memrun datasets synth /tmp/lme_m.json --size m            # ~2.8 GB, like longmemeval_m
     memrun datasets synth small.json --questions 40 --sessions 8 --turns 4 --turn-chars 200
 
