@@ -120,7 +120,7 @@ class JsonlConfig(SelectionConfig):
 
     _target_: str = "memrun.benchmarks.jsonl.JsonlBenchmark"
     name: str = "jsonl"
-    path: str = MISSING
+    path: Optional[str] = None
     split: Optional[str] = None
     gold_match: str = "key"
     categories: Dict[str, str] = field(default_factory=dict)

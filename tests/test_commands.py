@@ -12,7 +12,7 @@ import pytest
 from memrun import cli
 from memrun.benchmarks.lme_synth import TYPE_WEIGHTS, SynthSpec, generate
 from memrun.io.reader import read_run
-from tests.helpers import loader
+from helpers import loader
 
 TINY = ["--questions", "12", "--sessions", "5", "--turns", "4", "--turn-chars", "120"]
 

@@ -8,7 +8,7 @@ from pathlib import Path
 import pytest
 
 from memrun.benchmarks.jsonl import JsonlBenchmark, parse_file
-from memrun.errors import DataError
+from memrun.errors import ConfigError, DataError
 
 TEMPLATE = Path(__file__).parent.parent / "conf" / "templates" / "benchmark.jsonl"
 
@@ -89,7 +89,9 @@ def test_duplicate_ids_name_the_first_line_and_all_errors_are_collected(tmp_path
         JsonlBenchmark(path=str(path)).load(tmp_path)
 
 
-def test_missing_file_and_empty_file(tmp_path: Path) -> None:
+def test_missing_path_file_and_empty_file(tmp_path: Path) -> None:
+    with pytest.raises(ConfigError, match=r"benchmark=jsonl needs benchmark.path=FILE"):
+        JsonlBenchmark(path=None)
     with pytest.raises(DataError, match=r"benchmark.path=.*nope.jsonl: no such file"):
         JsonlBenchmark(path=str(tmp_path / "nope.jsonl")).load(tmp_path)
     path = _write(tmp_path, "// only a comment")

@@ -9,7 +9,7 @@ import pytest
 
 from memrun.benchmarks.longmemeval import LongMemEval, scan_index
 from memrun.errors import ConfigError, DataError, DownloadError
-from tests.helpers import DATE, FILES, loader, question, turn, write_lme
+from helpers import DATE, FILES, loader, question, turn, write_lme
 
 D2 = "2023/06/01 (Thu) 10:00"
 
@@ -144,8 +144,9 @@ def test_broken_json_fails_before_any_question_is_produced(tmp_path: Path) -> No
     good = json.dumps([question("q", [("s", DATE, [turn("user", "x", True)])], ["s"])] * 1)
     path = tmp_path / "f.json"
     path.write_text(good[:-30])  # truncated
-    with pytest.raises(DataError, match="not valid JSON after 0 questions"):
+    with pytest.raises(DataError, match="not valid JSON after 0 questions") as err:
         loader(path).load(tmp_path)
+    assert "\n" not in str(err.value)  # yajl's arrow drawing is cut off
     path.write_text('{"question_id": "q"}')
     with pytest.raises(DataError, match="expected a JSON array"):
         scan_index(path)

@@ -23,7 +23,7 @@ from memrun.metrics.retrieval import (
     session_ranking,
 )
 from memrun.run import execute
-from tests.helpers import DATE, question, turn, write_lme
+from helpers import DATE, question, turn, write_lme
 
 SESSION_OF = {"a_1": "A", "b_1": "B", "a_2": "A", "c_1": "C", "b_2": "B"}
 HITS = ["a_1", "b_1", "a_2", "c_1", "b_2"]
@@ -113,7 +113,7 @@ def test_run_writes_both_granularities_and_task_averages(tmp_path: Path) -> None
             "_target_": "memrun.benchmarks.longmemeval.LongMemEval", "name": "longmemeval", "split": "s",
             "files": {"s": {"file": "x.json"}}, "path": str(path), "categories": {}, "ks": [1, 3, 5],
         },
-        "arm": {"_target_": "tests.helpers.ReverseArm", "name": "reverse", "top_k": 10},
+        "arm": {"_target_": "helpers.ReverseArm", "name": "reverse", "top_k": 10},
         "axis": Axis.recall, "repeats": 1, "seed": 7, "data_dir": str(tmp_path), "ks": None, "progress": False,
     })
     summary = execute(cfg, tmp_path / "run", Console(file=io.StringIO()))

@@ -3,7 +3,6 @@
 from __future__ import annotations
 
 import hashlib
-import os
 from collections.abc import Iterator
 from pathlib import Path
 
@@ -166,13 +165,10 @@ def test_synthetic_list_dataset_stays_a_list() -> None:
 
 
 @pytest.mark.realdata
-def test_locomo_slice_to_published_column_and_limit() -> None:
-    folder = os.environ.get("MEMRUN_DATA_DIR")
-    if not folder or not (Path(folder) / "locomo10.json").is_file():
-        pytest.skip("MEMRUN_DATA_DIR does not hold locomo10.json")
+def test_locomo_slice_to_published_column_and_limit(data_dir: Path) -> None:
     cfg = OmegaConf.load(Path(__file__).parent.parent / "conf" / "benchmark" / "locomo.yaml")
     loader = LoCoMo(split=cfg.split, file=cfg.file, url=None, sha256=cfg.sha256, categories=dict(cfg.categories))
-    dataset = loader.load(Path(folder))
+    dataset = loader.load(data_dir)
     head = select(dataset, Selection(categories=frozenset({"1", "2", "3", "4"})))
     assert head.n_items == 282 + 321 + 96 + 841  # the published per-category counts
     limited = select(dataset, Selection(categories=frozenset({"5"}), limit=7))

@@ -2,7 +2,6 @@
 
 from __future__ import annotations
 
-import os
 import subprocess
 import sys
 from pathlib import Path
@@ -18,8 +17,9 @@ import json, sys
 from pathlib import Path
 path = Path(sys.argv[2])
 if sys.argv[1] == "stream":
-    from tests.helpers import loader
-    dataset = loader(path).load(path.parent)
+    from memrun.benchmarks.longmemeval import LongMemEval
+    loader = LongMemEval(split="x", files={"x": {"file": path.name}}, categories={}, path=str(path))
+    dataset = loader.load(path.parent)
     n = sum(len(g.records) for g in dataset.groups)
 else:
     n = len(json.load(path.open()))
@@ -30,9 +30,8 @@ print(int(hwm.split()[1]) * 1024, n)
 
 def _peak_rss(mode: str, path: Path) -> tuple[int, int]:
     """Peak RSS in bytes of a fresh interpreter that loads ``path`` (stream or json.load)."""
-    env = {**os.environ, "PYTHONPATH": str(ROOT)}
     out = subprocess.run([sys.executable, "-c", CHILD, mode, str(path)], capture_output=True, text=True,
-                         cwd=ROOT, env=env, timeout=120, check=True).stdout.split()
+                         cwd=ROOT, timeout=120, check=True).stdout.split()
     return int(out[0]), int(out[1])
 
 

@@ -243,13 +243,15 @@ class JsonlBenchmark:
     def __init__(
         self,
         *,
-        path: str,
+        path: str | None,
         split: str | None = None,
         gold_match: str = "key",
         categories: Mapping[str, str] | None = None,
         comparable_categories: Sequence[str] = (),
         task_averaged: bool = False,
     ) -> None:
+        if not path:
+            raise ConfigError("benchmark=jsonl needs benchmark.path=FILE, a .jsonl file (see docs/benchmarks.md)")
         if gold_match not in ("key", "substring"):
             raise ConfigError(f"benchmark.gold_match={gold_match}: use key or substring")
         self.path = Path(path).expanduser()

@@ -129,6 +129,9 @@ class LongMemEval:
         question_id; DownloadError when a download fails.
         """
         path, digest, warnings = self._resolve(data_dir)
+        if ijson.backend != "yajl2_c":
+            warnings.append(f"ijson uses its {ijson.backend} backend, several times slower than yajl2_c; "
+                            "reinstall ijson from a wheel that has it")
         index = scan_index(path)
         warnings += self._check_counts(index)
         counts: dict[str, int] = dict.fromkeys(COUNT_KEYS, 0)
@@ -190,7 +193,7 @@ class LongMemEval:
                     yield self.group(raw, f"{path.name}: question {position}", store, counts)
                     counts["sessions_shared"] = store.shared
             except ijson.JSONError as exc:
-                raise DataError(f"{path}: not valid JSON ({exc})") from exc
+                raise DataError(f"{path}: not valid JSON ({_first_line(exc)})") from exc
 
     def group(self, raw: Any, where: str, store: SessionStore, counts: MutableMapping[str, int]) -> Group:
         """Normalize one question object into a Group (see the module docstring)."""
@@ -309,7 +312,7 @@ def scan_index(path: Path) -> list[tuple[str, str]]:
                         raise DataError(f"{path}: question {len(index)}: expected an object, got a JSON {event}")
         except ijson.JSONError as exc:
             raise DataError(
-                f"{path}: not valid JSON after {len(index)} questions ({exc}); "
+                f"{path}: not valid JSON after {len(index)} questions ({_first_line(exc)}); "
                 "a truncated download? delete the file to fetch it again"
             ) from exc
     return index
@@ -326,6 +329,11 @@ def _index_entry(path: Path, position: int, fields: dict[str, Any], first_at: di
         )
     first_at[qid] = position
     return qid, fields["question_type"]
+
+
+def _first_line(exc: Exception) -> str:
+    """yajl's messages span lines (they draw an arrow under the text); keep the first."""
+    return str(exc).strip().splitlines()[0].strip() if str(exc).strip() else type(exc).__name__
 
 
 def _field(raw: dict[str, Any], key: str, kind: type, where: str) -> Any:
