@@ -58,7 +58,8 @@ def summarize_by_granularity(
         block = summarize_retrieval(
             rows, ks=ks, categories=categories, comparable_categories=comparable_categories, prefix=SESSION_PREFIX
         )
-        session = {k: block[k] for k in ("n_unscored", "overall_all", "per_category", "overall_comparable") if k in block}
+        keep = ("n_unscored", "overall_all", "per_category", "overall_comparable", "comparable_categories")
+        session = {k: block[k] for k in keep if k in block}
         if task_averaged:
             session["task_averaged"] = task_average(block["per_category"])
         summary["session"] = session

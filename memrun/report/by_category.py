@@ -8,9 +8,7 @@ from typing import Any
 from rich import box
 from rich.table import Table
 
-
-def _pct(value: Any) -> str:
-    return "-" if value is None else f"{100 * float(value):.1f}"
+from memrun.report.run_summary import pct
 
 
 def mean_by_category_table(result: Mapping[str, Any], title: str, metric: str = "accuracy") -> Table:
@@ -21,11 +19,11 @@ def mean_by_category_table(result: Mapping[str, Any], title: str, metric: str = 
     table.add_column(metric, justify="right")
     for cat, block in result["per_category"].items():
         name = f"{cat} {block['label']}" if block["label"] != cat else cat
-        table.add_row(name, str(block["n"]), _pct(block["mean"]))
+        table.add_row(name, str(block["n"]), pct(block["mean"]))
     n_categories = len(result["per_category"])
-    table.add_row("task_averaged", f"{n_categories} cat.", _pct(result["task_averaged"]), style="bold")
-    table.add_row("overall", str(sum(b["n"] for b in result["per_category"].values())), _pct(result["overall"]), style="bold")
-    table.add_row("abstention", str(result["abstention"]["n"]), _pct(result["abstention"]["mean"]))
+    table.add_row("task_averaged", f"{n_categories} cat.", pct(result["task_averaged"]), style="bold")
+    table.add_row("overall", str(sum(b["n"] for b in result["per_category"].values())), pct(result["overall"]), style="bold")
+    table.add_row("abstention", str(result["abstention"]["n"]), pct(result["abstention"]["mean"]))
     if result.get("n_left_out"):
         table.caption = f"{result['n_left_out']} items left out (errors or not scored)"
     return table

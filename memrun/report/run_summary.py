@@ -10,7 +10,8 @@ from rich.console import Console
 from rich.table import Table
 
 
-def _pct(value: Any) -> str:
+def pct(value: Any) -> str:
+    """A fraction as percent with one decimal; ``-`` for None."""
     return "-" if value is None else f"{100 * float(value):.1f}"
 
 
@@ -30,10 +31,10 @@ def retrieval_table(summary: Mapping[str, Any], ks: list[int], title: str) -> Ta
         table.add_row(
             name,
             str(block.get("n_scored", 0)),
-            *(_pct(block.get(f"recall@{k}")) for k in ks),
-            _pct(block.get(f"recall_all@{ks[-1]}")),
-            _pct(block.get("mrr")),
-            _pct(block.get(f"ndcg@{ks[-1]}")),
+            *(pct(block.get(f"recall@{k}")) for k in ks),
+            pct(block.get(f"recall_all@{ks[-1]}")),
+            pct(block.get("mrr")),
+            pct(block.get(f"ndcg@{ks[-1]}")),
             style=style,
         )
 
