@@ -56,7 +56,7 @@ from typing import Any
 
 import ijson
 
-from memrun.benchmarks import download
+from memrun.benchmarks import count_differences, download
 from memrun.benchmarks.sessions import HistoryRecords, Session, SessionStore, TurnError
 from memrun.errors import ConfigError, DataError
 from memrun.metrics.stale import SUPERSEDED_KEY
@@ -167,15 +167,8 @@ class LongMemEval:
         return path, digest, []
 
     def _check_counts(self, index: list[tuple[str, str]]) -> list[str]:
-        seen = Counter(qtype for _, qtype in index)
-        if not self.expected_counts or dict(seen) == self.expected_counts:
-            return []
-        diff = ", ".join(
-            f"{t}: {seen.get(t, 0)} (expected {self.expected_counts.get(t, 0)})"
-            for t in sorted(set(seen) | set(self.expected_counts))
-            if seen.get(t, 0) != self.expected_counts.get(t, 0)
-        )
-        return [f"LongMemEval per-type counts differ from the published files: {diff}"]
+        diff = self.expected_counts and count_differences(Counter(t for _, t in index), self.expected_counts)
+        return [f"LongMemEval per-type counts differ from the published files: {diff}"] if diff else []
 
     # -- streaming ------------------------------------------------------------------
 
