@@ -43,6 +43,7 @@ class Instrument:
     embedder: str | None = _cmp("an embedder swap moves the whole similarity scale")
     embedder_dim: int | None = _cmp("a different dimension is a different embedder")
     server_build: str | None = _cmp("a different server build is a different system under test")
+    server_model: str | None = _cmp("another model inside the memory server is another system under test")
     index_revision: str | None = _cmp("an index built from another revision holds other records")
     crediting: bool | None = _cmp("a crediting run reinforces what it reads", default=False)
     denominator: str | None = _cmp("leaving abstentions out flatters an arm that abstains more")

@@ -25,12 +25,12 @@ from rich.console import Console
 from rich.progress import BarColumn, MofNCompleteColumn, Progress, TextColumn, TimeElapsedColumn
 
 import memrun
-from memrun.arms import Arm, describe
+from memrun.arms import BYPASS_MODES, Arm, describe
 from memrun.benchmarks import Benchmark
 from memrun.benchmarks.download import data_dir
 from memrun.benchmarks.selection import select, selection_from_config
 from memrun.config import ARM_RESERVED_KEYS, BENCHMARK_RESERVED_KEYS, Axis
-from memrun.errors import ArmError, ConfigError
+from memrun.errors import ArmError, ConfigError, MemrunError
 from memrun.instrument import DENOMINATOR_RETRIEVAL, Instrument
 from memrun.io.schema import items_schema
 from memrun.io.writer import ItemsWriter
@@ -51,7 +51,12 @@ def _build(node: DictConfig, reserved: Sequence[str], group: str) -> Any:
         return instantiate(OmegaConf.create(params), _convert_="all")
     except InstantiationException as exc:
         cause = exc.__cause__ or exc
-        raise ArmError(f"{group}: could not build {node['_target_']}: {cause}".splitlines()[0]) from exc
+        if isinstance(cause, MemrunError):
+            raise cause from exc  # the target's own one-line message (e.g. a missing token)
+        text = " ".join(str(cause).split())  # Hydra spreads one message over several lines
+        if isinstance(cause, ImportError):
+            text += f"; {group}._target_ must name a class whose package is importable (installed or on PYTHONPATH)"
+        raise ArmError(f"{group}: could not build {node['_target_']}: {text}") from exc
 
 
 def _now() -> str:
@@ -110,6 +115,35 @@ def _row(run_id: str, item: Item, dataset: Dataset, hits: list[Hit] | None, late
     }
 
 
+def arm_checks(rows: Sequence[dict[str, Any]], history_sizes: Sequence[int], top_k: int,
+               search_mode: str | None) -> tuple[dict[str, int], list[str]]:
+    """Count the items whose ranking is not a top-k retrieval, and say so once each.
+
+    rows: the run's rows; history_sizes: the number of records in each row's history.
+    ``over_top_k``: items whose arm returned more than ``top_k`` hits.
+    ``history_within_top_k``: items whose history has at most ``top_k`` records, so
+    retrieval is bypassed (any arm may return the whole history). Arms whose
+    ``search_mode`` is in :data:`memrun.arms.BYPASS_MODES` get one line saying so instead.
+    Errored rows are not counted. Returns (counts, warning lines).
+    """
+    done = [(r, n) for r, n in zip(rows, history_sizes) if r["error"] is None]
+    counts = {
+        "over_top_k": sum(1 for r, _ in done if (r["n_retrieved"] or 0) > top_k),
+        "history_within_top_k": sum(1 for _, n in done if n <= top_k),
+    }
+    if search_mode in BYPASS_MODES:
+        return counts, [f"search_mode={search_mode} does not rank: its retrieval figures are not a retrieval result"]
+    warnings = []
+    if counts["over_top_k"]:
+        warnings.append(f"the arm returned more than top_k={top_k} hits on {counts['over_top_k']} of {len(done)} items")
+    if counts["history_within_top_k"]:
+        warnings.append(
+            f"top_k={top_k} >= the number of records in the history for {counts['history_within_top_k']} of "
+            f"{len(done)} items: retrieval is bypassed there"
+        )
+    return counts, warnings
+
+
 def _progress(console: Console, enabled: bool) -> Progress:
     return Progress(
         TextColumn("[progress.description]{task.description}"),
@@ -131,6 +165,9 @@ def execute(cfg: DictConfig, out_dir: Path, console: Console) -> dict[str, Any]:
     the finished rows were written (status ``interrupted``).
     """
     t_start = time.perf_counter()
+    missing = sorted(OmegaConf.missing_keys(cfg))  # before Hydra reports the first one with a banner
+    if missing:
+        raise ConfigError(f"{', '.join(missing)}: no value; set it in the config file or as key=value")
     if cfg.axis != Axis.recall:
         raise ConfigError(f"axis={cfg.axis.value} is not available yet; use axis=recall")
     if cfg.get("stale_check"):
@@ -183,9 +220,12 @@ def execute(cfg: DictConfig, out_dir: Path, console: Console) -> dict[str, Any]:
         config=OmegaConf.to_container(cfg, resolve=True),  # type: ignore[arg-type]
         **{k: v for k, v in arm_fields.items() if k in Instrument.comparability_fields()},
     )
+    instrument.fake_providers = instrument.fake_providers or bool(arm_fields.get("fake_providers"))
+    search_item = getattr(arm, "search_item", None)  # optional: arms that need the item (oracle)
     out_dir.mkdir(parents=True, exist_ok=True)
     writer = ItemsWriter(out_dir, items_schema(ks), instrument)
     rows: list[dict[str, Any]] = []
+    history_sizes: list[int] = []  # records in each row's history, for arm_checks
     try:
         with _progress(console, bool(cfg.progress)) as progress:
             task = progress.add_task(f"{cfg.benchmark.name} x {cfg.arm.name}", total=dataset.n_items, errors=0)
@@ -194,6 +234,8 @@ def execute(cfg: DictConfig, out_dir: Path, console: Console) -> dict[str, Any]:
                 ingest_error = None
                 try:
                     arm.ingest(group.history_id, group.records)
+                except ArmError:
+                    raise  # the arm is misconfigured or broke its protocol: stop, not an item error
                 except Exception as exc:  # noqa: BLE001 - recorded per item, never a miss
                     ingest_error = f"ingest: {type(exc).__name__}: {exc}"
                 for item in group.items:
@@ -201,12 +243,18 @@ def execute(cfg: DictConfig, out_dir: Path, console: Console) -> dict[str, Any]:
                     if error is None:
                         t0 = time.perf_counter()
                         try:
-                            hits = list(arm.search(item.question, top_k))
+                            if callable(search_item):
+                                hits = list(search_item(item, top_k, dataset.gold_match))
+                            else:
+                                hits = list(arm.search(item.question, top_k))
                             latency = (time.perf_counter() - t0) * 1000.0
+                        except ArmError:
+                            raise
                         except Exception as exc:  # noqa: BLE001
                             error = f"search: {type(exc).__name__}: {exc}"
                     row = _row(run_id, item, dataset, hits, latency, error, ks, session_of)
                     rows.append(row)
+                    history_sizes.append(len(group.records))
                     writer.add(row)
                     if error:
                         instrument.n_errors += 1
@@ -227,6 +275,8 @@ def execute(cfg: DictConfig, out_dir: Path, console: Console) -> dict[str, Any]:
         instrument.warnings = list(dataset.warnings)
         if instrument.n_items is None and instrument.status == "complete":
             instrument.n_items = len(rows)
+        check_counts, check_warnings = arm_checks(rows, history_sizes, top_k, instrument.search_mode)
+        instrument.warnings.extend(check_warnings)
         writer.close()
         summary = summarize_by_granularity(
             rows, ks=ks, categories=dataset.categories, comparable_categories=dataset.comparable_categories,
@@ -242,9 +292,11 @@ def execute(cfg: DictConfig, out_dir: Path, console: Console) -> dict[str, Any]:
             corrections_sha256=instrument.corrections_sha256,
             load_counts=dataset.counts,
             pipeline_seconds=time.perf_counter() - t_start,
+            arm_checks=check_counts,
+            warnings=check_warnings,
         )
         (out_dir / SUMMARY_FILE).write_text(json.dumps(summary, indent=2) + "\n")
-    for warning in dataset.warnings[n_warned:]:
+    for warning in [*dataset.warnings[n_warned:], *check_warnings]:
         console.print(f"[yellow]warning:[/] {warning}")
     print_retrieval_summary(
         console, summary, ks=ks, title=f"{cfg.benchmark.name} x {cfg.arm.name} (retrieval axis)",

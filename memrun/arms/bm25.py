@@ -55,18 +55,23 @@ class BM25Arm:
         index.index(corpus, show_progress=False)
         self._index = index
 
-    def search(self, query: str, k: int) -> list[Hit]:
+    def rank(self, query: str) -> tuple[np.ndarray, np.ndarray]:
+        """(record indices, scores) of every record with a positive score, best first."""
         if self._index is None:
-            return []
+            return np.zeros(0, dtype=np.int64), np.zeros(0)
         tokens = self._tokens([query])[0]
         if not tokens:
-            return []
+            return np.zeros(0, dtype=np.int64), np.zeros(0)
         scores = self._index.get_scores(tokens)
-        order = np.argsort(-scores, kind="stable")[:k]
+        order = np.argsort(-scores, kind="stable")
+        order = order[scores[order] > 0]
+        return order, scores[order]
+
+    def search(self, query: str, k: int) -> list[Hit]:
+        order, scores = self.rank(query)
         return [
-            Hit(key=self._records[i].key, score=float(scores[i]), text=self._records[i].text)
-            for i in order
-            if scores[i] > 0
+            Hit(key=self._records[i].key, score=float(s), text=self._records[i].text)
+            for i, s in zip(order[:k], scores[:k])
         ]
 
     def close(self) -> None:

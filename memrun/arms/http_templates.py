@@ -1,0 +1,111 @@
+"""Request templates (Jinja2) and response paths (JMESPath) of ``arm=http``.
+
+A request template is the JSON value to send, written in YAML, whose strings are Jinja2
+templates. A string that is exactly one expression, ``"{{ k }}"``, becomes that
+expression's value with its type (an int, a list, an object, null); any other string is
+rendered as text (``"/namespaces/{{ namespace }}/search"``). Unlike Jinja's
+NativeEnvironment, a text value is never re-parsed, so a record whose text is ``"42"``
+stays the string ``"42"``. Undefined names are errors (StrictUndefined).
+
+A response path is a JMESPath expression (https://jmespath.org) over the parsed JSON
+response, e.g. ``results[].{key: id, score: score, text: content}``.
+
+Why these two: Jinja2 and jmespath are small, long-maintained, widely used (Ansible,
+the AWS CLI) and documented elsewhere, so a user's server config is written in
+languages they can look up rather than a memrun-only mini-language; JMESPath has a
+written specification and one clear answer for a missing field (null), which the arm
+turns into an error naming the path.
+"""
+
+from __future__ import annotations
+
+import re
+from collections.abc import Mapping
+from typing import Any
+
+import jinja2
+import jmespath
+from jmespath.exceptions import JMESPathError
+
+from memrun.errors import ArmError
+
+_ENV = jinja2.Environment(undefined=jinja2.StrictUndefined, autoescape=False, keep_trailing_newline=True)
+_WHOLE_EXPRESSION = re.compile(r"^\s*\{\{((?:(?!\}\}|\{\{).)*)\}\}\s*$", re.DOTALL)
+
+
+def _first_line(exc: BaseException) -> str:
+    text = str(exc)
+    return text.splitlines()[0] if text else type(exc).__name__
+
+
+class JsonTemplate:
+    """A JSON value whose strings are Jinja2 templates (see the module docstring).
+
+    spec: the value (dicts, lists, scalars) from the config. where: the config key, for
+    errors. Raises ArmError at construction for a template that does not parse and from
+    :meth:`render` for one that fails (an undefined name, a bad filter).
+    """
+
+    def __init__(self, spec: Any, where: str) -> None:
+        self.where = where
+        self._compiled = self._compile(spec, where)
+
+    def _compile(self, spec: Any, where: str) -> Any:
+        try:
+            if isinstance(spec, str):
+                if m := _WHOLE_EXPRESSION.match(spec):
+                    return ("expr", _ENV.compile_expression(m.group(1), undefined_to_none=False), where)
+                return ("text", _ENV.from_string(spec), where) if "{" in spec else ("value", spec, where)
+        except jinja2.TemplateSyntaxError as exc:
+            raise ArmError(f"{where}: template {spec!r} does not parse: {exc.message}") from exc
+        if isinstance(spec, Mapping):
+            return ("dict", {str(k): self._compile(v, f"{where}.{k}") for k, v in spec.items()}, where)
+        if isinstance(spec, (list, tuple)):
+            return ("list", [self._compile(v, f"{where}[{i}]") for i, v in enumerate(spec)], where)
+        return ("value", spec, where)
+
+    def render(self, **context: Any) -> Any:
+        """The value with every template evaluated against ``context``."""
+        return self._render(self._compiled, context)
+
+    def _render(self, node: tuple[str, Any, str], context: dict[str, Any]) -> Any:
+        kind, value, where = node
+        try:
+            if kind == "expr":
+                result = value(**context)
+                if isinstance(result, jinja2.Undefined):
+                    result._fail_with_undefined_error()
+                return result
+            if kind == "text":
+                return value.render(**context)
+        except jinja2.TemplateError as exc:
+            raise ArmError(f"{where}: {_first_line(exc)} (names available: {', '.join(sorted(context))})") from exc
+        if kind == "dict":
+            return {k: self._render(v, context) for k, v in value.items()}
+        if kind == "list":
+            return [self._render(v, context) for v in value]
+        return value
+
+
+class ResponsePath:
+    """A compiled JMESPath expression; raises ArmError naming ``where`` when it does not parse."""
+
+    def __init__(self, expression: str, where: str) -> None:
+        self.expression, self.where = expression, where
+        try:
+            self._compiled = jmespath.compile(expression)
+        except JMESPathError as exc:
+            raise ArmError(f"{where}: {expression!r} is not a JMESPath expression ({_first_line(exc)})") from exc
+
+    def search(self, document: Any) -> Any:
+        """The value at the path (None when the document has nothing there)."""
+        return self._compiled.search(document)
+
+
+def describe_shape(document: Any) -> str:
+    """A short description of a JSON value for errors, e.g. ``an object with keys a, b``."""
+    if isinstance(document, dict):
+        return f"an object with keys {', '.join(list(document)[:8]) or '(none)'}"
+    if isinstance(document, list):
+        return f"a list of {len(document)}"
+    return f"{type(document).__name__} {str(document)[:60]!r}"

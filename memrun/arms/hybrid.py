@@ -1,0 +1,108 @@
+"""``arm=hybrid``: reciprocal rank fusion of ``bm25`` (lexical) and ``dense`` (vector).
+
+Weighted RRF (Cormack, Clarke & Büttcher, "Reciprocal Rank Fusion outperforms Condorcet
+and individual Rank Learning Methods", SIGIR 2009): a record's fused score is
+
+    sum over rankings i of  w_i / (rrf_k + rank_i)        (rank 1 = best)
+
+over the rankings that contain it (BM25 ranks only records sharing a term with the
+query; dense ranks every record). ``rrf_k`` = 60 as in the paper; ``depth`` keeps only
+the first ``depth`` of each ranking (None: all). Ties are broken by record order.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Mapping, Sequence
+from typing import Any
+
+import numpy as np
+
+from memrun.arms.bm25 import BM25Arm
+from memrun.arms.dense import DenseArm
+from memrun.arms.embed_cache import Embedder
+from memrun.errors import ArmError
+from memrun.records import Hit, Record
+
+COMPONENTS = ("lexical", "vector")
+
+
+def rrf_scores(rankings: Sequence[np.ndarray], weights: Sequence[float], n: int, *, rrf_k: float = 60.0,
+               depth: int | None = None) -> np.ndarray:
+    """Fused scores, shape (n,), for rankings of record indices (best first).
+
+    rankings: one int array per ranker; a record absent from a ranking gets nothing
+        from it. weights: one non-negative weight per ranking. n: number of records.
+    Records in no ranking score 0.
+    """
+    fused = np.zeros(n, dtype=np.float64)
+    for order, weight in zip(rankings, weights):
+        order = np.asarray(order[:depth], dtype=np.int64)
+        fused[order] += weight / (rrf_k + np.arange(1, len(order) + 1, dtype=np.float64))
+    return fused
+
+
+def top_k(scores: np.ndarray, k: int) -> np.ndarray:
+    """Indices of the ``k`` best positive scores, best first, ties in index order."""
+    order = np.argsort(-scores, kind="stable")
+    return order[scores[order] > 0][:k]
+
+
+class HybridArm:
+    """BM25 and dense rankings fused by weighted RRF (see the module docstring).
+
+    embedder, cache_dir, use_cache: as for :class:`~memrun.arms.dense.DenseArm`.
+    bm25: keyword arguments of :class:`~memrun.arms.bm25.BM25Arm` (method, k1, b, stopwords).
+    weights: ``{"lexical": w, "vector": w}``, non-negative, not both 0.
+    rrf_k: the RRF constant (> 0). depth: per-ranking cut-off before fusion (None: all).
+    Raises ArmError for a bad weight, constant or depth.
+    """
+
+    def __init__(
+        self,
+        *,
+        embedder: Embedder,
+        weights: Mapping[str, float] | None = None,
+        rrf_k: float = 60.0,
+        depth: int | None = None,
+        bm25: Mapping[str, Any] | None = None,
+        cache_dir: str | None = None,
+        use_cache: bool = True,
+    ) -> None:
+        weights = dict(weights or {"lexical": 1.0, "vector": 1.0})
+        unknown = sorted(set(weights) - set(COMPONENTS))
+        if unknown:
+            raise ArmError(f"arm.weights: unknown component {', '.join(unknown)}; use lexical and vector")
+        self.weights = [float(weights.get(c, 1.0)) for c in COMPONENTS]
+        if min(self.weights) < 0 or not any(self.weights):
+            raise ArmError(f"arm.weights={weights}: weights must be >= 0 and not all 0")
+        if rrf_k <= 0:
+            raise ArmError(f"arm.rrf_k={rrf_k}: must be positive (the paper uses 60)")
+        if depth is not None and depth < 1:
+            raise ArmError(f"arm.depth={depth}: must be at least 1, or null for whole rankings")
+        self.rrf_k, self.depth = float(rrf_k), depth
+        self.lexical = BM25Arm(**dict(bm25 or {}))
+        self.vector = DenseArm(embedder=embedder, cache_dir=cache_dir, use_cache=use_cache)
+        self._records: Sequence[Record] = ()
+
+    def describe(self) -> dict[str, Any]:
+        return {**self.vector.describe(), "search_mode": "hybrid"}
+
+    def ingest(self, history_id: str, records: Sequence[Record]) -> None:
+        self._records = records
+        self.lexical.ingest(history_id, records)
+        self.vector.ingest(history_id, records)
+
+    def fuse(self, lexical: np.ndarray, vector: np.ndarray, k: int) -> list[Hit]:
+        """The top ``k`` hits of the fused rankings (record indices, best first)."""
+        scores = rrf_scores([lexical, vector], self.weights, len(self._records), rrf_k=self.rrf_k, depth=self.depth)
+        return [
+            Hit(key=self._records[i].key, score=float(scores[i]), text=self._records[i].text)
+            for i in top_k(scores, k)
+        ]
+
+    def search(self, query: str, k: int) -> list[Hit]:
+        return self.fuse(self.lexical.rank(query)[0], self.vector.rank(query)[0], k)
+
+    def close(self) -> None:
+        self.lexical.close()
+        self.vector.close()

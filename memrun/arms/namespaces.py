@@ -1,0 +1,144 @@
+"""Throwaway namespaces on a memory server: the local ledger and termination handling.
+
+``arm=http`` gives every history its own namespace and erases it when done. To leave
+nothing behind when a run dies, each process records a namespace in a *ledger* file
+before creating it (``<ledger_dir>/<host>-<pid>-<token>.json``) and removes the file
+once everything it lists is erased. A run that starts later erases what the ledgers of
+dead processes on the same host list for the same server (:func:`orphaned_ledgers`),
+so a SIGKILL, a power cut or a failed erase is repaired by the next run. Kept
+namespaces (``keep_namespaces=true``) move to ``kept-<...>.json`` and are never erased
+automatically.
+
+SIGINT already raises KeyboardInterrupt; :class:`TerminationGuard` makes SIGTERM and
+SIGHUP do the same while an arm is open, so the run's ``finally`` closes the arm and
+erases its namespaces. SIGKILL cannot be caught: the ledger is the remedy for it.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import signal
+import socket
+import threading
+from collections.abc import Iterator
+from datetime import datetime, timezone
+from pathlib import Path
+from types import FrameType
+from typing import Any
+
+import platformdirs
+
+LEDGER_GLOB = "*-*-*.json"
+KEPT_PREFIX = "kept-"
+
+
+def default_ledger_dir() -> Path:
+    """``platformdirs.user_cache_dir("memrun")/namespaces`` (not created here)."""
+    return Path(platformdirs.user_cache_dir("memrun")) / "namespaces"
+
+
+def _write_json(path: Path, data: dict[str, Any]) -> None:
+    tmp = path.with_suffix(".tmp")
+    tmp.write_text(json.dumps(data, indent=1) + "\n")
+    tmp.replace(path)
+
+
+class NamespaceLedger:
+    """The namespaces one arm instance created on ``base_url`` (see the module docstring)."""
+
+    def __init__(self, folder: Path, base_url: str, token: str) -> None:
+        self.folder = folder
+        self.folder.mkdir(parents=True, exist_ok=True)
+        self.path = folder / f"{socket.gethostname()}-{os.getpid()}-{token}.json"
+        self.base_url = base_url
+        self.names: list[str] = []
+        self._started = datetime.now(timezone.utc).isoformat(timespec="seconds")
+
+    def _save(self, path: Path | None = None) -> None:
+        _write_json(path or self.path, {
+            "base_url": self.base_url, "host": socket.gethostname(), "pid": os.getpid(),
+            "started_at": self._started, "namespaces": self.names,
+        })
+
+    def add(self, name: str) -> None:
+        """Record ``name`` (call before creating it on the server)."""
+        self.names.append(name)
+        self._save()
+
+    def discard(self, name: str) -> None:
+        """Forget ``name`` (call after the server erased it); the file goes when empty."""
+        if name in self.names:
+            self.names.remove(name)
+        if self.names:
+            self._save()
+        else:
+            self.path.unlink(missing_ok=True)
+
+    def keep(self) -> Path | None:
+        """Move the list to ``kept-<name>.json`` (never cleaned automatically); its path."""
+        if not self.names:
+            return None
+        kept = self.folder / f"{KEPT_PREFIX}{self.path.name}"
+        self._save(kept)
+        self.path.unlink(missing_ok=True)
+        return kept
+
+
+def _alive(pid: int) -> bool:
+    try:
+        os.kill(pid, 0)
+    except ProcessLookupError:
+        return False
+    except PermissionError:
+        return True
+    return True
+
+
+def orphaned_ledgers(folder: Path, base_url: str) -> Iterator[tuple[Path, list[str]]]:
+    """(ledger file, namespaces) left by dead processes of this host for ``base_url``.
+
+    Unreadable files are skipped (a process may be writing one right now).
+    """
+    if not folder.is_dir():
+        return
+    host = socket.gethostname()
+    for path in sorted(folder.glob(LEDGER_GLOB)):
+        if path.name.startswith(KEPT_PREFIX):
+            continue
+        try:
+            data = json.loads(path.read_text())
+            names, pid = [str(n) for n in data["namespaces"]], int(data["pid"])
+        except (OSError, ValueError, KeyError, TypeError):
+            continue
+        if data.get("host") == host and data.get("base_url") == base_url and not _alive(pid):
+            yield path, names
+
+
+class TerminationGuard:
+    """While installed, SIGTERM and SIGHUP raise KeyboardInterrupt (main thread only).
+
+    Handlers someone else installed are left alone; :meth:`uninstall` restores the rest.
+    """
+
+    SIGNALS = tuple(s for s in (getattr(signal, "SIGTERM", None), getattr(signal, "SIGHUP", None)) if s)
+
+    def __init__(self) -> None:
+        self._previous: dict[int, Any] = {}
+
+    @staticmethod
+    def _interrupt(signum: int, frame: FrameType | None) -> None:
+        raise KeyboardInterrupt(f"signal {signal.Signals(signum).name}")
+
+    def install(self) -> None:
+        if threading.current_thread() is not threading.main_thread():
+            return
+        for sig in self.SIGNALS:
+            if signal.getsignal(sig) is signal.SIG_DFL:
+                self._previous[sig] = signal.signal(sig, self._interrupt)
+
+    def uninstall(self) -> None:
+        for sig, previous in self._previous.items():
+            if signal.getsignal(sig) == self._interrupt:
+                signal.signal(sig, previous)
+        self._previous.clear()

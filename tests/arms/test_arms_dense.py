@@ -1,0 +1,139 @@
+"""Dense arm: the OpenAI-compatible endpoint (loopback), the embedding cache, MiniLM on LoCoMo."""
+
+from __future__ import annotations
+
+import importlib.util
+
+import numpy as np
+import pytest
+
+from memrun.arms.dense import DenseArm
+from memrun.arms.embed_cache import CachedEmbedder, EmbeddingCache
+from memrun.arms.embedders import LocalEmbedder, OpenAIEmbedder
+from memrun.errors import ArmError
+from memrun.records import Record, gold_matches
+
+RECORDS = [Record("a", "Alice adopted a grey cat named Pixel"), Record("b", "Bob flew to Lisbon in May"),
+           Record("c", "The team deployed version two on Friday"), Record("d", "Alice's cat likes tuna")]
+
+
+def openai_embedder(url: str, monkeypatch, **kwargs) -> OpenAIEmbedder:
+    monkeypatch.setenv("MEMRUN_TEST_KEY", "sk-test")
+    return OpenAIEmbedder(model="text-embedding-3-small", base_url=url, api_key_env="MEMRUN_TEST_KEY", **kwargs)
+
+
+def test_openai_endpoint_request_and_ranking(embeddings, monkeypatch, tmp_path) -> None:
+    state, url = embeddings
+    state.api_key = "sk-test"
+    arm = DenseArm(embedder=openai_embedder(url, monkeypatch, batch_size=3), cache_dir=str(tmp_path))
+    assert arm.describe() == {"search_mode": "vector", "embedder": "text-embedding-3-small", "embedder_dim": 64}
+    arm.ingest("h", RECORDS)
+    hits = arm.search("where did Bob fly", 2)
+    assert hits[0].key == "b" and len(hits) == 2 and hits[0].score > hits[1].score
+    # The probe, then 4 records in batches of 3, then the query; every request names the model.
+    assert [len(r["input"]) for r in state.requests] == [1, 3, 1, 1]
+    assert {r["model"] for r in state.requests} == {"text-embedding-3-small"}
+    arm.close()
+
+
+def test_cache_serves_a_second_arm_without_requests(embeddings, monkeypatch, tmp_path) -> None:
+    state, url = embeddings
+    first = DenseArm(embedder=openai_embedder(url, monkeypatch), cache_dir=str(tmp_path))
+    first.ingest("h", RECORDS)
+    expected = [h.key for h in first.search("Alice cat", 4)]
+    first.close()
+    sent = state.texts_embedded
+    second = DenseArm(embedder=openai_embedder(url, monkeypatch), cache_dir=str(tmp_path))
+    second.ingest("h2", RECORDS[::-1] + RECORDS)  # the same texts, reordered and repeated
+    second.ingest("h", RECORDS)
+    assert [h.key for h in second.search("Alice cat", 4)] == expected
+    assert state.texts_embedded == sent  # nothing was embedded again
+    assert second.embedder.misses == 0 and second.embedder.hits == 4 + 4 + 1  # distinct texts: 2 ingests, 1 query
+    second.close()
+    # Another model name is another cache key: embedded afresh.
+    other = DenseArm(embedder=openai_embedder(url, monkeypatch, dimensions=16), cache_dir=str(tmp_path))
+    other.ingest("h", RECORDS)
+    assert other.describe()["embedder"] == "text-embedding-3-small@16" and other.describe()["embedder_dim"] == 16
+    assert state.requests[-1]["dimensions"] == 16
+    other.close()
+
+
+def test_rate_limit_is_waited_out_and_errors_raise(embeddings, monkeypatch, tmp_path) -> None:
+    state, url = embeddings
+    embedder = openai_embedder(url, monkeypatch)
+    state.fail = [429]
+    assert embedder.embed(["one", "two"]).shape == (2, 64)  # waited (Retry-After: 0, clamped) and retried
+    state.fail = [400]
+    with pytest.raises(Exception, match="HTTP 400"):
+        embedder.embed(["three"])
+
+
+def test_missing_key_and_bad_batch_size(monkeypatch) -> None:
+    monkeypatch.delenv("MEMRUN_ABSENT_KEY", raising=False)
+    with pytest.raises(ArmError, match="arm.embedder.api_key_env: environment variable MEMRUN_ABSENT_KEY is not set"):
+        OpenAIEmbedder(api_key_env="MEMRUN_ABSENT_KEY")
+    with pytest.raises(ArmError, match="batch_size=0"):
+        OpenAIEmbedder(api_key_env=None, batch_size=0)
+
+
+def test_cache_rejects_a_wrong_shape(tmp_path) -> None:
+    class Broken:
+        name = "broken"
+
+        def embed(self, texts):
+            return np.zeros((len(texts) + 1, 4))
+
+    with pytest.raises(ArmError, match="returned shape"):
+        CachedEmbedder(Broken(), EmbeddingCache(tmp_path)).embed(["x"])
+    with pytest.raises(ArmError, match="is not an embedder"):
+        CachedEmbedder(object(), None)  # type: ignore[arg-type]
+
+
+needs_local = pytest.mark.skipif(
+    importlib.util.find_spec("sentence_transformers") is None, reason="the local extra is not installed")
+
+
+@pytest.fixture(scope="session")
+def minilm_cache(tmp_path_factory) -> str:
+    """One embedding cache for the MiniLM tests of this session (dense, then hybrid)."""
+    return str(tmp_path_factory.mktemp("minilm-cache"))
+
+
+def recall_at(arm, group, k: int) -> float:
+    scored = [it for it in group.items if it.gold_keys]
+    found = sum(
+        any(gold_matches(h, it.gold_keys, "key") for h in arm.search(it.question, k)) for it in scored)
+    return found / len(scored)
+
+
+@needs_local
+@pytest.mark.realdata
+def test_minilm_dense_on_locomo_conversation(locomo, minilm_cache) -> None:
+    group = min(locomo.groups, key=lambda g: len(g.records))  # conv-30: 369 turns, 105 questions
+    arm = DenseArm(embedder=LocalEmbedder(), cache_dir=minilm_cache)
+    assert arm.describe() == {"search_mode": "vector", "embedder": "sentence-transformers/all-MiniLM-L6-v2",
+                              "embedder_dim": 384}
+    arm.ingest(group.history_id, group.records)
+    recall = recall_at(arm, group, 10)
+    chance = 10 / len(group.records)
+    assert recall > 10 * chance, (recall, chance)  # far above random retrieval
+    arm.close()
+
+
+@needs_local
+@pytest.mark.realdata
+def test_minilm_hybrid_on_locomo_conversation(locomo, minilm_cache) -> None:
+    from memrun.arms.bm25 import BM25Arm
+    from memrun.arms.hybrid import HybridArm
+
+    group = min(locomo.groups, key=lambda g: len(g.records))
+    hybrid = HybridArm(embedder=LocalEmbedder(), cache_dir=minilm_cache)
+    hybrid.ingest(group.history_id, group.records)
+    assert hybrid.vector.embedder.misses <= 1  # served by the dense test's cache (at most the probe is new)
+    bm25 = BM25Arm()
+    bm25.ingest(group.history_id, group.records)
+    fused, lexical, vector = (recall_at(a, group, 10) for a in (hybrid, bm25, hybrid.vector))
+    # Observed on conv-30: bm25 0.59, MiniLM 0.43, hybrid 0.56. Fusion must lift the dense
+    # arm well above itself and stay near BM25; an arm that dropped one ranking would not.
+    assert fused > vector + 0.05 and fused > 0.9 * lexical, (fused, lexical, vector)
+    hybrid.close()

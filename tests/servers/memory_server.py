@@ -1,0 +1,166 @@
+"""A loopback server implementing memrun's reference memory API (docs/arms.md).
+
+For tests and for trying ``arm=http`` by hand::
+
+    python tests/servers/memory_server.py --port 8080 [--token SECRET]
+
+Endpoints: ``GET /v1/health``, ``GET|POST /v1/namespaces``,
+``POST /v1/namespaces/{ns}/memories``, ``POST /v1/namespaces/{ns}/search``,
+``DELETE /v1/namespaces/{ns}``. Search scores a memory by the number of distinct query
+words it contains (ties in insertion order). Tests steer it through :class:`MemoryState`:
+injected failures (``fail``), a delay per search, and logs of what was asked.
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import re
+import threading
+import time
+from collections import defaultdict
+from dataclasses import dataclass, field
+from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
+from typing import Any
+
+WORD = re.compile(r"[a-z0-9]+")
+NS_PATH = re.compile(r"^/v1/namespaces/([^/]+)(/memories|/search)?$")
+
+
+@dataclass
+class MemoryState:
+    """What the server holds and how tests steer it."""
+
+    token: str | None = None
+    build: str = "refmem 1.0.0"
+    providers: dict[str, str] = field(default_factory=lambda: {"embedder": "none", "llm": "none"})
+    namespaces: dict[str, list[dict[str, Any]]] = field(default_factory=dict)
+    fail: dict[str, list[int]] = field(default_factory=lambda: defaultdict(list))  # op -> statuses to return next
+    search_delay_s: float = 0.0
+    searches: list[dict[str, Any]] = field(default_factory=list)
+    requests: list[str] = field(default_factory=list)
+    lock: threading.Lock = field(default_factory=threading.Lock)
+
+
+def _words(text: str) -> set[str]:
+    return set(WORD.findall(text.lower()))
+
+
+class Handler(BaseHTTPRequestHandler):
+    state: MemoryState  # set on the subclass built by serve()
+
+    def log_message(self, format: str, *args: Any) -> None:  # quiet
+        return
+
+    def _send(self, status: int, body: Any = None, headers: dict[str, str] | None = None) -> None:
+        payload = b"" if body is None else json.dumps(body).encode()
+        self.send_response(status)
+        for k, v in (headers or {}).items():
+            self.send_header(k, v)
+        if payload:
+            self.send_header("Content-Type", "application/json")
+        self.send_header("Content-Length", str(len(payload)))
+        self.end_headers()
+        self.wfile.write(payload)
+
+    def _body(self) -> Any:
+        length = int(self.headers.get("Content-Length") or 0)
+        return json.loads(self.rfile.read(length)) if length else None
+
+    def _route(self, method: str) -> None:
+        st = self.state
+        body = self._body()
+        if st.token and self.headers.get("Authorization") != f"Bearer {st.token}":
+            return self._send(401, {"error": "bad or missing token"})
+        m = NS_PATH.match(self.path)
+        op = {
+            ("GET", "/v1/health"): "health", ("GET", "/v1/namespaces"): "list", ("POST", "/v1/namespaces"): "create",
+        }.get((method, self.path.split("?")[0]))
+        if op is None and m:
+            op = {("POST", "/memories"): "ingest", ("POST", "/search"): "search", ("DELETE", None): "erase"}.get(
+                (method, m.group(2)))
+        if op is None:
+            return self._send(404, {"error": f"no route {method} {self.path}"})
+        with st.lock:
+            st.requests.append(op)
+            failing = st.fail[op].pop(0) if st.fail[op] else None
+        if failing:
+            return self._send(failing, {"error": "injected"}, {"Retry-After": "0"} if failing == 429 else None)
+        getattr(self, f"_{op}")(m.group(1) if m else None, body)
+
+    def _health(self, ns: str | None, body: Any) -> None:
+        self._send(200, {"build": self.state.build, "model": "none", "providers": self.state.providers,
+                         "embedder": {"name": "bag-of-words", "dim": 0}})
+
+    def _list(self, ns: str | None, body: Any) -> None:
+        self._send(200, {"namespaces": sorted(self.state.namespaces)})
+
+    def _create(self, ns: str | None, body: Any) -> None:
+        name = (body or {}).get("namespace")
+        with self.state.lock:
+            if not name or name in self.state.namespaces:
+                return self._send(409, {"error": f"namespace {name!r} exists or is empty"})
+            self.state.namespaces[name] = []
+        self._send(201, {"namespace": name})
+
+    def _ingest(self, ns: str, body: Any) -> None:
+        with self.state.lock:
+            if ns not in self.state.namespaces:
+                return self._send(404, {"error": f"no namespace {ns}"})
+            self.state.namespaces[ns].extend(body["memories"])
+        self._send(200, {"added": len(body["memories"])})
+
+    def _search(self, ns: str, body: Any) -> None:
+        if self.state.search_delay_s:
+            time.sleep(self.state.search_delay_s)
+        with self.state.lock:
+            self.state.searches.append({"namespace": ns, **body})
+            memories = list(self.state.namespaces.get(ns, []))
+        if ns not in self.state.namespaces:
+            return self._send(404, {"error": f"no namespace {ns}"})
+        query = _words(body["query"])
+        scored = [(len(query & _words(m["content"])), i, m) for i, m in enumerate(memories)]
+        scored = sorted((s for s in scored if s[0] > 0), key=lambda s: (-s[0], s[1]))[: int(body["limit"])]
+        self._send(200, {"results": [{"id": m["id"], "score": float(s), "content": m["content"]} for s, _, m in scored],
+                         "took_ms": 0})
+
+    def _erase(self, ns: str, body: Any) -> None:
+        with self.state.lock:
+            if self.state.namespaces.pop(ns, None) is None:
+                return self._send(404, {"error": f"no namespace {ns}"})
+        self._send(204)
+
+    def do_GET(self) -> None:
+        self._route("GET")
+
+    def do_POST(self) -> None:
+        self._route("POST")
+
+    def do_DELETE(self) -> None:
+        self._route("DELETE")
+
+
+def serve(state: MemoryState, port: int = 0) -> ThreadingHTTPServer:
+    """Start the server on 127.0.0.1 in a daemon thread; ``server.shutdown()`` stops it."""
+    handler = type("BoundHandler", (Handler,), {"state": state})
+    server = ThreadingHTTPServer(("127.0.0.1", port), handler)
+    server.daemon_threads = True
+    threading.Thread(target=server.serve_forever, kwargs={"poll_interval": 0.05}, daemon=True).start()
+    return server
+
+
+def main() -> None:
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser.add_argument("--port", type=int, default=8080)
+    parser.add_argument("--token", default=None)
+    args = parser.parse_args()
+    server = serve(MemoryState(token=args.token), args.port)
+    print(f"reference memory server on http://127.0.0.1:{server.server_address[1]} (Ctrl-C stops)")
+    try:
+        threading.Event().wait()
+    except KeyboardInterrupt:
+        server.shutdown()
+
+
+if __name__ == "__main__":
+    main()
