@@ -12,6 +12,7 @@ the first ``depth`` of each ranking (None: all). Ties are broken by record order
 
 from __future__ import annotations
 
+import functools
 from collections.abc import Mapping, Sequence
 from typing import Any
 
@@ -26,25 +27,37 @@ from memrun.records import Hit, Record
 COMPONENTS = ("lexical", "vector")
 
 
+@functools.lru_cache(maxsize=64)
+def _reciprocal_ranks(rrf_k: float, n: int) -> np.ndarray:
+    """1 / (rrf_k + rank) for ranks 1..n (cached: a run fuses many rankings of one length)."""
+    table = 1.0 / (rrf_k + np.arange(1, n + 1, dtype=np.float64))
+    table.setflags(write=False)
+    return table
+
+
 def rrf_scores(rankings: Sequence[np.ndarray], weights: Sequence[float], n: int, *, rrf_k: float = 60.0,
                depth: int | None = None) -> np.ndarray:
     """Fused scores, shape (n,), for rankings of record indices (best first).
 
-    rankings: one int array per ranker; a record absent from a ranking gets nothing
-        from it. weights: one non-negative weight per ranking. n: number of records.
-    Records in no ranking score 0.
+    rankings: one int array per ranker, no index twice; a record absent from a ranking
+        gets nothing from it. weights: one non-negative weight per ranking. n: number of
+        records. Records in no ranking score 0.
     """
     fused = np.zeros(n, dtype=np.float64)
+    table = _reciprocal_ranks(float(rrf_k), n)
     for order, weight in zip(rankings, weights):
-        order = np.asarray(order[:depth], dtype=np.int64)
-        fused[order] += weight / (rrf_k + np.arange(1, len(order) + 1, dtype=np.float64))
+        order = order[:depth]
+        fused[order] += weight * table[: len(order)]
     return fused
 
 
 def top_k(scores: np.ndarray, k: int) -> np.ndarray:
     """Indices of the ``k`` best positive scores, best first, ties in index order."""
-    order = np.argsort(-scores, kind="stable")
-    return order[scores[order] > 0][:k]
+    candidates = np.flatnonzero(scores > 0)
+    if len(candidates) > k:  # keep the k-th best score and everything tied with it, then sort only those
+        kth = np.partition(scores[candidates], len(candidates) - k)[len(candidates) - k]
+        candidates = candidates[scores[candidates] >= kth]
+    return candidates[np.argsort(-scores[candidates], kind="stable")[:k]]
 
 
 class HybridArm:

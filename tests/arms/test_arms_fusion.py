@@ -75,3 +75,16 @@ def test_hybrid_arm_fuses_its_components(tmp_path) -> None:
 def test_hybrid_rejects_bad_settings(tmp_path, kwargs, message) -> None:
     with pytest.raises(ArmError, match=message):
         HybridArm(embedder=BagOfWords(), cache_dir=str(tmp_path), **kwargs)
+
+
+def test_top_k_keeps_boundary_ties_in_record_order() -> None:
+    scores = np.array([0.1, 0.2, 0.5, 0.2, 0.2, 0.0])
+    assert top_k(scores, 2).tolist() == [2, 1]
+    assert top_k(scores, 4).tolist() == [2, 1, 3, 4]
+    assert top_k(scores, 10).tolist() == [2, 1, 3, 4, 0]  # the zero is never returned
+    rng = np.random.default_rng(7)
+    for _ in range(200):  # against a plain stable sort, with many ties
+        s = rng.integers(0, 5, size=int(rng.integers(1, 40))).astype(float)
+        k = int(rng.integers(1, 12))
+        reference = [i for i in np.argsort(-s, kind="stable") if s[i] > 0][:k]
+        assert top_k(s, k).tolist() == reference
