@@ -7,7 +7,7 @@ import json
 import pyarrow as pa
 import pyarrow.parquet as pq
 import pytest
-from conftest import run_memrun
+from arms_support import run_in_process
 
 from memrun.arms.answers_file import AnswersFileArm
 from memrun.errors import ArmError, DataError
@@ -73,4 +73,4 @@ def test_a_retrieval_run_stops_in_one_line(tmp_path) -> None:
     path = tmp_path / "hyp.jsonl"
     path.write_text('{"question_id": "q1", "hypothesis": "a"}\n')
     with pytest.raises(ArmError, match="serves answers, not retrieval: run it with axis=accuracy"):
-        run_memrun(["arm=answers_file", f"arm.path={path}"], tmp_path / "run")
+        run_in_process(["arm=answers_file", f"arm.path={path}"], tmp_path / "run")

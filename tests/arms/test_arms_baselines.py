@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 import pytest
-from conftest import run_memrun
+from arms_support import run_in_process
 
 from memrun.arms.full_context import FullContextArm, truncate
 from memrun.arms.oracle import OracleArm
@@ -61,9 +61,9 @@ def test_arm_checks_count_items_not_lines() -> None:
 
 
 @pytest.mark.realdata
-def test_full_context_on_locomo(locomo, locomo_dir, tmp_path) -> None:
+def test_full_context_on_locomo(locomo, tmp_path) -> None:
     out = tmp_path / "run"
-    summary = run_memrun(["benchmark=locomo", "arm=full_context", "arm.max_records=300"], out)
+    summary = run_in_process(["benchmark=locomo", "arm=full_context", "arm.max_records=300"], out)
     run = read_run(out)
     sizes = {g.history_id: [r.key for r in g.records] for g in locomo.groups}
     rows = run.table.select(["item_id", "retrieved_keys", "n_retrieved"]).to_pylist()
@@ -78,9 +78,9 @@ def test_full_context_on_locomo(locomo, locomo_dir, tmp_path) -> None:
 
 
 @pytest.mark.realdata
-def test_oracle_on_locomo_is_the_upper_bound(locomo, locomo_dir, tmp_path) -> None:
+def test_oracle_on_locomo_is_the_upper_bound(locomo, tmp_path) -> None:
     out = tmp_path / "run"
-    summary = run_memrun(["benchmark=locomo", "arm=oracle"], out)
+    summary = run_in_process(["benchmark=locomo", "arm=oracle"], out)
     rows = read_run(out).table.select(["gold_keys", "retrieved_keys", "first_gold_rank"]).to_pylist()
     for row in rows:
         assert row["retrieved_keys"] == [k for k in row["retrieved_keys"] if k in row["gold_keys"]]
@@ -103,7 +103,7 @@ def test_oracle_sessions_on_locomo(locomo) -> None:
 
 
 @pytest.mark.realdata
-def test_bm25_on_locomo_reports_no_bypass(locomo_dir, tmp_path) -> None:
-    summary = run_memrun(["benchmark=locomo", "arm=bm25"], tmp_path / "run")
+def test_bm25_on_locomo_reports_no_bypass(tmp_path) -> None:
+    summary = run_in_process(["benchmark=locomo", "arm=bm25"], tmp_path / "run")
     assert summary["arm_checks"] == {"over_top_k": 0, "history_within_top_k": 0}
     assert summary["warnings"] == [] and summary["overall_all"]["recall@10"] > 0.5

@@ -13,7 +13,7 @@ import time
 from pathlib import Path
 
 import pytest
-from conftest import REPO, compose_run, run_memrun
+from arms_support import REPO, compose_run, run_in_process
 
 from memrun.arms.http import HttpArm
 from memrun.config import ARM_RESERVED_KEYS
@@ -64,7 +64,7 @@ def test_namespace_lifecycle_flags_and_health(memory, tmp_path) -> None:
 def test_crediting_sends_crediting_flags(memory, tmp_path) -> None:
     state, url = memory
     out = tmp_path / "run"
-    run_memrun(["arm=http", f"arm.base_url={url}", f"arm.ledger_dir={tmp_path}", "arm.crediting=true"], out)
+    run_in_process(["arm=http", f"arm.base_url={url}", f"arm.ledger_dir={tmp_path}", "arm.crediting=true"], out)
     assert {json.dumps(s["options"]) for s in state.searches} == {json.dumps({"reinforce": True})}
     instrument = read_run(out).instrument
     assert instrument.crediting is True and instrument.server_build == "refmem 1.0.0"
@@ -114,7 +114,7 @@ def test_bad_response_path_stops_the_run_and_cleans_up(memory, tmp_path) -> None
     state, url = memory
     overrides = ["arm=http", f"arm.base_url={url}", f"arm.ledger_dir={tmp_path}", "arm.search.result='hits[].{key: id}'"]
     with pytest.raises(ArmError, match=r"found nothing in the response .* an object with keys results, took_ms"):
-        run_memrun(overrides, tmp_path / "run")
+        run_in_process(overrides, tmp_path / "run")
     assert state.requests.count("search") == 1 and state.namespaces == {}
     assert read_run(tmp_path / "run").instrument.status == "failed"
 
@@ -124,7 +124,7 @@ def test_server_errors_are_retried_then_recorded_on_the_item(memory, tmp_path) -
     state.fail["search"] = [503, 500, 500]  # 503 retried; then 500, 500 exhaust attempts=2
     state.fail["ingest"] = [400]  # the first history cannot be ingested
     out = tmp_path / "run"
-    summary = run_memrun(["arm=http", f"arm.base_url={url}", f"arm.ledger_dir={tmp_path}", "arm.attempts=2"], out)
+    summary = run_in_process(["arm=http", f"arm.base_url={url}", f"arm.ledger_dir={tmp_path}", "arm.attempts=2"], out)
     rows = read_run(out).table.to_pylist()
     errors = [r["error"] for r in rows if r["error"]]
     assert sum(e.startswith("ingest: HTTPStatusError: HTTP 400") for e in errors) == 6  # conversation 1's items

@@ -1,1 +1,0 @@
-"""An example of a user's own package holding a memrun arm (see docs/arms.md)."""
