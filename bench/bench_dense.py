@@ -22,15 +22,14 @@ import time
 from pathlib import Path
 
 from hydra import compose, initialize_config_dir
-from hydra.utils import instantiate
 from rich.console import Console
 
 from memrun.arms.embedders import LocalEmbedder
 from memrun.arms.hybrid import HybridArm
 from memrun.benchmarks.download import data_dir
 from memrun.cli import conf_dir
-from memrun.config import register
-from memrun.run import execute
+from memrun.config import BENCHMARK_RESERVED_KEYS, register
+from memrun.run import _build, execute
 
 
 def compose_run(overrides: list[str]):
@@ -81,8 +80,7 @@ def main() -> int:
     parser.add_argument("--sample", type=int, default=2, help="conversations embedded for the throughput figure")
     args = parser.parse_args()
     cfg = compose_run(["benchmark=locomo"])
-    dataset = instantiate({k: v for k, v in cfg.benchmark.items() if k != "name"}, _convert_="all").load(
-        data_dir(None))
+    dataset = _build(cfg.benchmark, BENCHMARK_RESERVED_KEYS, "benchmark").load(data_dir(None))
     n_records = sum(len(g.records) for g in dataset.groups)
     print(f"LoCoMo: {len(dataset.groups)} conversations, {n_records} records, {dataset.n_items} questions")
 

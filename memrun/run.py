@@ -51,12 +51,11 @@ def _build(node: DictConfig, reserved: Sequence[str], group: str) -> Any:
         return instantiate(OmegaConf.create(params), _convert_="all")
     except InstantiationException as exc:
         cause = exc.__cause__ or exc
-        if isinstance(cause, MemrunError):
-            raise cause from exc  # the target's own one-line message (e.g. a missing token)
+        kind = type(cause) if isinstance(cause, MemrunError) else ArmError  # keep DataError a DataError
         text = " ".join(str(cause).split())  # Hydra spreads one message over several lines
         if isinstance(cause, ImportError):
             text += f"; {group}._target_ must name a class whose package is importable (installed or on PYTHONPATH)"
-        raise ArmError(f"{group}: could not build {node['_target_']}: {text}") from exc
+        raise kind(f"{group}: could not build {node['_target_']}: {text}") from exc
 
 
 def _now() -> str:
@@ -165,9 +164,6 @@ def execute(cfg: DictConfig, out_dir: Path, console: Console) -> dict[str, Any]:
     the finished rows were written (status ``interrupted``).
     """
     t_start = time.perf_counter()
-    missing = sorted(OmegaConf.missing_keys(cfg))  # before Hydra reports the first one with a banner
-    if missing:
-        raise ConfigError(f"{', '.join(missing)}: no value; set it in the config file or as key=value")
     if cfg.axis != Axis.recall:
         raise ConfigError(f"axis={cfg.axis.value} is not available yet; use axis=recall")
     if cfg.get("stale_check"):

@@ -2,17 +2,16 @@
 
 from __future__ import annotations
 
-import sys
 from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
 
 import pytest
-from arms_support import TESTS, compose_run
-from hydra.utils import instantiate
+from servers import embeddings_server, memory_server  # tests/servers: the loopback servers
 
-sys.path.insert(0, str(TESTS))  # the loopback servers live in tests/servers
-from servers import embeddings_server, memory_server  # noqa: E402
+from arms.support import compose_run
+from memrun.config import BENCHMARK_RESERVED_KEYS
+from memrun.run import _build
 
 
 @pytest.fixture
@@ -36,6 +35,5 @@ def embeddings() -> Iterator[tuple[embeddings_server.EmbeddingsState, str]]:
 @pytest.fixture(scope="session")
 def locomo(data_dir: Path) -> Any:
     """LoCoMo as conf/benchmark/locomo.yaml loads it (``data_dir``: tests/conftest.py)."""
-    cfg = compose_run(["benchmark=locomo"])
-    params = {k: v for k, v in cfg.benchmark.items() if k != "name"}
-    return instantiate(params, _convert_="all").load(data_dir)
+    benchmark = _build(compose_run(["benchmark=locomo"]).benchmark, BENCHMARK_RESERVED_KEYS, "benchmark")
+    return benchmark.load(data_dir)

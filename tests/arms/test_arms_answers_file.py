@@ -7,7 +7,7 @@ import json
 import pyarrow as pa
 import pyarrow.parquet as pq
 import pytest
-from arms_support import run_in_process
+from arms.support import run_in_process
 
 from memrun.arms.answers_file import AnswersFileArm
 from memrun.errors import ArmError, DataError

@@ -3,13 +3,13 @@
 from __future__ import annotations
 
 import pytest
-from arms_support import run_in_process
+from arms.support import run_in_process
 
 from memrun.arms.full_context import FullContextArm, truncate
 from memrun.arms.oracle import OracleArm
 from memrun.errors import ArmError
 from memrun.io.reader import read_run
-from memrun.records import Group, Item, Record
+from memrun.records import Item, Record
 from memrun.run import arm_checks
 
 RECORDS = [Record(f"D{s}:{i}", "x" * 10, session=f"session_{s}") for s in (1, 2) for i in (1, 2, 3)]
@@ -44,19 +44,18 @@ def test_oracle_levels_and_gold_rules() -> None:
 
 
 def test_arm_checks_count_items_not_lines() -> None:
-    groups = [Group("small", RECORDS[:3], [Item("s1", "small", "c", "1", "q", None, "null", ())]),
-              Group("big", RECORDS, [Item(f"b{i}", "big", "c", "1", "q", None, "null", ()) for i in range(3)])]
     rows = [{"item_id": "s1", "n_retrieved": 3, "error": None},
             {"item_id": "b0", "n_retrieved": 5, "error": None},
             {"item_id": "b1", "n_retrieved": 4, "error": None},
             {"item_id": "b2", "n_retrieved": None, "error": "search: boom"}]
-    counts, warnings = arm_checks(groups, rows, 4, "lexical")
+    sizes = [3, 6, 6, 6]  # s1's history has 3 records, the others 6
+    counts, warnings = arm_checks(rows, sizes, 4, "lexical")
     assert counts == {"over_top_k": 1, "history_within_top_k": 1}
     assert warnings == ["the arm returned more than top_k=4 hits on 1 of 3 items",
                         "top_k=4 >= the number of records in the history for 1 of 3 items: retrieval is bypassed there"]
-    assert arm_checks(groups, rows, 10, "lexical")[1] == [
+    assert arm_checks(rows, sizes, 10, "lexical")[1] == [
         "top_k=10 >= the number of records in the history for 3 of 3 items: retrieval is bypassed there"]
-    _, bypass = arm_checks(groups, rows, 4, "full_context")
+    _, bypass = arm_checks(rows, sizes, 4, "full_context")
     assert bypass == ["search_mode=full_context does not rank: its retrieval figures are not a retrieval result"]
 
 

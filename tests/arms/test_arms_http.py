@@ -13,7 +13,7 @@ import time
 from pathlib import Path
 
 import pytest
-from arms_support import REPO, compose_run, run_in_process
+from arms.support import REPO, compose_run, run_in_process
 
 from memrun.arms.http import HttpArm
 from memrun.config import ARM_RESERVED_KEYS

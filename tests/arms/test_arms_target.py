@@ -7,7 +7,7 @@ The README's example arm in a user's own package and config folder
 from __future__ import annotations
 
 import pytest
-from arms_support import run_in_process
+from arms.support import run_in_process
 
 from memrun.errors import MemrunError
 
@@ -17,7 +17,8 @@ from memrun.errors import MemrunError
                                           r"arm._target_ must name a class whose package is importable"),
     (["arm._target_=collections.OrderedDict"], r"arm: collections.OrderedDict has no ingest\(\) method"),
     (["arm=dense", "arm.embedder.api_key_env=MEMRUN_UNSET_TOKEN"],
-     r"^arm.embedder.api_key_env: environment variable MEMRUN_UNSET_TOKEN is not set"),
+     r"arm: could not build memrun.arms.dense.DenseArm: arm.embedder.api_key_env: environment variable "
+     r"MEMRUN_UNSET_TOKEN is not set"),
     (["arm=answers_file", "arm.path=/nonexistent/answers.jsonl"], "arm.path=/nonexistent/answers.jsonl: no such file"),
 ])
 def test_misconfigured_arms_fail_in_one_line(tmp_path, monkeypatch, overrides, message) -> None:
