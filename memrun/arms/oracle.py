@@ -3,7 +3,8 @@
 For each item the arm returns the history's records that the dataset's gold rule
 (:func:`memrun.records.gold_matches`) matches against the item's gold keys, in history
 order: ``level=turn`` returns those records, ``level=session`` every record of the
-sessions they belong to (records without a session count as their own session). An
+sessions they belong to and of the item's ``gold_sessions`` (LongMemEval's
+``answer_session_ids``); records without a session count as their own session. An
 item without retrieval gold gets no records. The run calls
 :meth:`OracleArm.search_item` (see :class:`memrun.arms.ItemSearcher`).
 """
@@ -52,7 +53,7 @@ class OracleArm:
             ]
         if self.level == "session":
             turns = set(gold)
-            sessions = {self._records[i].session for i in turns} - {None}
+            sessions = ({self._records[i].session for i in turns} | set(item.gold_sessions)) - {None}
             gold = [
                 i for i, r in enumerate(self._records)
                 if (r.session in sessions if r.session is not None else i in turns)

@@ -36,6 +36,8 @@ def test_oracle_levels_and_gold_rules() -> None:
     session = OracleArm(level="session")
     session.ingest("h", RECORDS)
     assert [h.key for h in session.search_item(item, 1, "key")] == ["D2:1", "D2:2", "D2:3"]
+    by_session = Item("j", "h", "h", "1", "q?", None, "null", gold_keys=(), gold_sessions=("session_1",))
+    assert [h.key for h in session.search_item(by_session, 1, "key")] == ["D1:1", "D1:2", "D1:3"]
     arm.ingest("h", [Record("a", "we moved to Oslo"), Record("b", "the cat")])
     by_phrase = Item("i", "h", "h", "1", "q", None, "null", gold_keys=("oslo",))
     assert [h.key for h in arm.search_item(by_phrase, 5, "substring")] == ["a"]  # the dataset's rule decides
