@@ -22,6 +22,7 @@ from __future__ import annotations
 
 import atexit
 import dataclasses
+import hashlib
 import logging
 import re
 import secrets
@@ -127,6 +128,9 @@ class HttpArm:
     ) -> None:
         specs = {"health": health, "create": create, "ingest": ingest, "search": search, "erase": erase}
         self.ops = {name: Operation(name, spec) for name, spec in specs.items() if spec}
+        if self.ops["search"].result is None:
+            raise ArmError("arm.search.result is not set; give the JMESPath of the hits, e.g. "
+                           "results[].{key: id, score: score, text: content}")
         if "erase" not in self.ops and not keep_namespaces:
             raise ArmError("arm.erase is not configured, so memrun cannot remove the namespaces it creates; "
                            "configure erase or set arm.keep_namespaces=true")
@@ -244,8 +248,12 @@ class HttpArm:
         return erased
 
     def namespace_for(self, history_id: str) -> str:
-        """This run's namespace name for ``history_id`` (unsafe characters become ``-``)."""
-        return self.prefix + (_UNSAFE.sub("-", history_id).strip("-") or "history")
+        """This run's namespace for ``history_id``: unsafe characters become ``-``, and then a
+        short hash of the id keeps two ids that differ only there apart."""
+        safe = _UNSAFE.sub("-", history_id).strip("-")
+        if safe != history_id:
+            safe = f"{safe or 'history'}-{hashlib.sha256(history_id.encode()).hexdigest()[:6]}"
+        return self.prefix + safe
 
     def _release_current(self) -> None:
         if self._namespace is not None and not self.keep_namespaces and self._erase(self._namespace):
@@ -279,9 +287,6 @@ class HttpArm:
             raise ArmError("arm=http: search before ingest (no namespace yet)")
         op = self.ops["search"]
         response = self._request(op, namespace=self._namespace, query=query, k=k, flags=self.flags)
-        if op.result is None:
-            raise ArmError("arm.search.result is not set; give the JMESPath of the hits, e.g. "
-                           "results[].{key: id, score: score, text: content}")
         return self._hits(self._result(op, response))
 
     def _hits(self, found: Any) -> list[Hit]:

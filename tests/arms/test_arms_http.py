@@ -55,7 +55,8 @@ def test_namespace_lifecycle_flags_and_health(memory, tmp_path) -> None:
     assert state.searches[-1]["limit"] == 2
     arm.ingest("conv/2 b", RECORDS[:1])  # the next history: the first namespace is erased
     (second,) = state.namespaces
-    assert second.endswith("-conv-2-b") and second != first
+    assert second == arm.namespace_for("conv/2 b") and "-conv-2-b-" in second and second != first
+    assert arm.namespace_for("conv-2-b") != second  # ids that differ only in unsafe characters stay apart
     arm.close()
     assert state.namespaces == {} and ledger_files(tmp_path) == []
     arm.close()  # idempotent
@@ -102,6 +103,7 @@ def test_fake_providers_are_flagged_or_refused(memory, tmp_path) -> None:
     ("arm.search.body.query='{{ qery }}'", r"arm.search.body.query: 'qery' is undefined"),
     ("arm.ingest.record.id='{{ record.kee }}'", r"arm.ingest.record.id: 'dict object' has no attribute 'kee'"),
     ("arm.erase=null", "arm.erase is not configured"),
+    ("arm.search.result=null", "arm.search.result is not set"),
 ])
 def test_misconfiguration_fails_before_any_request(memory, tmp_path, override, message) -> None:
     state, url = memory
