@@ -1,0 +1,56 @@
+"""Pure statistics for memrun: functions and dataclasses over numpy arrays.
+
+Nothing in this package reads files or prints. Deltas and intervals are fractions
+(0.04 is four percentage points); only ``line`` renderings scale to pp.
+"""
+
+from memrun.stats.agreement import agreement, cohen_kappa
+from memrun.stats.bootstrap import BootstrapResult, format_interval, paired_bootstrap
+from memrun.stats.calibration import CalibratedResult, JudgeCalibration, correct_for_judge
+from memrun.stats.labels import (
+    ABSTAIN,
+    CORRECT,
+    ERROR,
+    LABELS,
+    WRONG,
+    flip_rate,
+    is_stable,
+    majority_label,
+)
+from memrun.stats.paired_tests import (
+    McNemarResult,
+    WilcoxonResult,
+    mcnemar_exact,
+    wilcoxon_seeds,
+    wilcoxon_skip_reason,
+)
+from memrun.stats.verdict import DEFAULT_BAND, ExitCode, Verdict, band_from_null, decide
+
+__all__ = [
+    "ABSTAIN",
+    "CORRECT",
+    "DEFAULT_BAND",
+    "ERROR",
+    "LABELS",
+    "WRONG",
+    "BootstrapResult",
+    "CalibratedResult",
+    "ExitCode",
+    "JudgeCalibration",
+    "McNemarResult",
+    "Verdict",
+    "WilcoxonResult",
+    "agreement",
+    "band_from_null",
+    "cohen_kappa",
+    "correct_for_judge",
+    "decide",
+    "flip_rate",
+    "format_interval",
+    "is_stable",
+    "majority_label",
+    "mcnemar_exact",
+    "paired_bootstrap",
+    "wilcoxon_seeds",
+    "wilcoxon_skip_reason",
+]

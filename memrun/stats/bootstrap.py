@@ -1,0 +1,318 @@
+"""Paired, clustered percentile bootstrap of a mean per-item delta.
+
+Method
+------
+Each item carries a paired delta (arm B minus arm A, in the metric's own unit) and an
+optional cluster key. The data reduce to one ``(sum, size)`` pair per cluster. A
+resample draws C clusters from the C observed ones with replacement; its statistic is
+the mean delta over every item of the drawn clusters, ``sum(drawn sums) / sum(drawn
+sizes)`` (the cluster bootstrap of Davison & Hinkley 1997, sec. 3.8; Field & Welsh
+2007). The interval is the percentile interval of Efron & Tibshirani (1993, sec. 13.3):
+the ``ceil(B * alpha)``-th and ``ceil(B * (1 - alpha))``-th smallest of the B resampled
+means, ``alpha = (1 - confidence) / 2``. This is numpy's ``method="inverted_cdf"``; the
+bounds are always means some resample actually produced.
+
+Two draw schemes give the same distribution:
+
+``index``
+    Cluster indices drawn one by one, in exactly the sequence Python's
+    ``random.Random(seed).randrange(C)`` (equivalently ``.choice(clusters)``) yields,
+    C per resample, clusters numbered in order of first appearance. The Mersenne
+    Twister runs in numpy and the ``randrange`` rejection step is vectorised, in
+    blocks of at most ``BLOCK`` indices, so memory stays bounded. Cost: resamples x C
+    draws (about 15 ns each). This scheme reproduces the reference interval table.
+``types``
+    Clusters with the same ``(sum, size)`` are exchangeable, so only how many times
+    each *type* is drawn matters. With K types of multiplicities m_k, the counts are
+    Multinomial(C, m_k / C): the same distribution as drawing clusters one by one.
+    Cost: resamples x K binomial draws (about 110 ns each).
+
+``paired_bootstrap`` uses ``index`` while resamples x C is at most
+``INDEX_DRAW_BUDGET``; above it, ``types`` when C >= ``TYPE_RATIO`` x K, else
+``index``. The choice depends only on the data and the settings, and is recorded in
+``BootstrapResult.draw``. Neither scheme ever holds a resamples x items matrix.
+"""
+
+from __future__ import annotations
+
+import math
+import random
+from collections.abc import Hashable, Iterable
+from dataclasses import asdict, dataclass
+from typing import Any
+
+import numpy as np
+from numpy.typing import ArrayLike, NDArray
+
+DEFAULT_RESAMPLES = 10_000
+DEFAULT_SEED = 7
+DEFAULT_CONFIDENCE = 0.95
+
+INDEX_DRAW_BUDGET = 1 << 25
+"""Index draws are used whenever resamples x clusters is at most this (~0.5 s)."""
+TYPE_RATIO = 8
+"""Above the budget, types are drawn when clusters >= TYPE_RATIO x types."""
+BLOCK = 1 << 22
+"""Most cluster indices (or type counts) held in memory at once."""
+
+FloatArray = NDArray[np.float64]
+
+
+@dataclass(frozen=True)
+class BootstrapResult:
+    """A paired bootstrap interval: observed ``mean`` delta and percentile bounds
+    ``low``/``high``, all in the deltas' unit (fractions for labels, never percentage
+    points; ``line`` scales for display), with the settings that produced it. ``draw``
+    names the draw scheme used, ``"index"`` or ``"types"`` (module docstring)."""
+
+    mean: float
+    low: float
+    high: float
+    n_items: int
+    n_clusters: int
+    resamples: int
+    seed: int
+    confidence: float
+    draw: str = "index"
+
+    def line(self, unit: str = "pp", scale: float = 100.0, digits: int = 1) -> str:
+        """Render ``mean [low, high]`` scaled by ``scale``, e.g. ``+6.7 pp [-1.7, +16.7]``.
+
+        A value that rounds to zero is shown as ``+0.0``, never ``-0.0``.
+        """
+        return format_interval(self.mean, self.low, self.high, unit=unit, scale=scale, digits=digits)
+
+    def to_dict(self) -> dict[str, Any]:
+        """The fields as a JSON-ready dict."""
+        return asdict(self)
+
+
+def format_interval(
+    mean: float, low: float, high: float, *, unit: str = "pp", scale: float = 100.0,
+    digits: int = 1,
+) -> str:
+    """``mean [low, high]`` times ``scale`` with signs, e.g. ``+6.7 pp [-1.7, +16.7]``.
+
+    Inputs in fractions; a value that rounds to zero shows as ``+0.0``, never ``-0.0``.
+    """
+
+    def signed(value: float) -> str:
+        rounded = round(value * scale, digits)
+        return f"{(rounded if rounded != 0 else 0.0):+.{digits}f}"
+
+    suffix = f" {unit}" if unit else ""
+    return f"{signed(mean)}{suffix} [{signed(low)}, {signed(high)}]"
+
+
+def paired_bootstrap(
+    deltas: ArrayLike,
+    clusters: ArrayLike | Iterable[Hashable] | None = None,
+    *,
+    resamples: int = DEFAULT_RESAMPLES,
+    seed: int = DEFAULT_SEED,
+    confidence: float = DEFAULT_CONFIDENCE,
+) -> BootstrapResult:
+    """Percentile interval of the mean paired delta under a cluster bootstrap.
+
+    Args:
+        deltas: 1-D, shape (n,), per-item B-minus-A deltas in the metric's unit
+            (+1/0/-1 for labels, reciprocal-rank differences for MRR).
+        clusters: None (every item is its own cluster) or shape (n,) hashable keys;
+            items sharing a key are resampled together.
+        resamples: number of bootstrap resamples B (>= 1).
+        seed: non-negative int; same data and settings give the same result.
+        confidence: two-sided level in (0, 1); 0.95 reads the 2.5th/97.5th percentiles.
+
+    Returns:
+        BootstrapResult in the deltas' unit (fractions, not percentage points).
+
+    Raises:
+        ValueError: empty or non-1-D deltas, non-finite (NaN/inf) deltas, clusters of
+            another length, or an out-of-range setting.
+        TypeError: an unhashable cluster key.
+
+    Method: cluster bootstrap (Davison & Hinkley 1997, sec. 3.8) with the percentile
+    interval of Efron & Tibshirani (1993, sec. 13.3); draw schemes in the module
+    docstring.
+    """
+    values = _as_deltas(deltas)
+    _check_settings(resamples, seed, confidence)
+    sums, sizes = _cluster_totals(values, clusters)
+    gen = np.random.Generator(_python_mt(seed))
+    n_clusters = len(sums)
+    types = _types(sums, sizes) if resamples * n_clusters > INDEX_DRAW_BUDGET else None
+    if types is not None and n_clusters >= TYPE_RATIO * len(types[0]):
+        draw, means = "types", _means_by_types(*types, resamples, gen)
+    else:
+        draw, means = "index", _means_by_index(sums, sizes, resamples, gen)
+    low, high = _percentile_bounds(means, confidence)
+    return BootstrapResult(
+        mean=float(values.mean()),
+        low=low,
+        high=high,
+        n_items=len(values),
+        n_clusters=n_clusters,
+        resamples=int(resamples),
+        seed=int(seed),
+        confidence=float(confidence),
+        draw=draw,
+    )
+
+
+def _as_deltas(deltas: ArrayLike) -> FloatArray:
+    values = np.asarray(deltas, dtype=np.float64)
+    if values.ndim != 1:
+        raise ValueError(f"deltas must be 1-D, got shape {values.shape}")
+    if values.size == 0:
+        raise ValueError("deltas is empty: there is nothing to bootstrap")
+    bad = ~np.isfinite(values)
+    if bad.any():
+        raise ValueError(
+            f"deltas contain {int(bad.sum())} NaN/inf value(s), first at index "
+            f"{int(np.argmax(bad))}; drop or fix those items before bootstrapping"
+        )
+    return values
+
+
+def _check_settings(resamples: int, seed: int, confidence: float) -> None:
+    def is_int(x: object) -> bool:
+        return isinstance(x, (int, np.integer)) and not isinstance(x, bool)
+
+    if not is_int(resamples) or resamples < 1:
+        raise ValueError(f"resamples must be a positive int, got {resamples!r}")
+    if not is_int(seed) or seed < 0:
+        raise ValueError(f"seed must be a non-negative int, got {seed!r}")
+    if not 0.0 < float(confidence) < 1.0:
+        raise ValueError(f"confidence must lie strictly between 0 and 1, got {confidence!r}")
+
+
+def _cluster_totals(
+    values: FloatArray, clusters: ArrayLike | Iterable[Hashable] | None
+) -> tuple[FloatArray, FloatArray]:
+    """Per-cluster delta sums and sizes, clusters in order of first appearance."""
+    n = len(values)
+    if clusters is None:
+        return values, np.ones(n)
+    if isinstance(clusters, np.ndarray) and clusters.ndim == 1 and clusters.dtype.kind in "biufUS":
+        if len(clusters) != n:
+            raise ValueError(f"clusters has {len(clusters)} keys but deltas has {n} items")
+        # Sort-based grouping (faster than a dict for numeric and string arrays),
+        # then renumber the groups in order of first appearance.
+        uniq, first, inverse = np.unique(clusters, return_index=True, return_inverse=True)
+        rank = np.empty(len(uniq), dtype=np.intp)
+        rank[np.argsort(first, kind="stable")] = np.arange(len(uniq))
+        inverse, n_clusters = rank[inverse.ravel()], len(uniq)
+    else:
+        keys = clusters.tolist() if isinstance(clusters, np.ndarray) else list(clusters)
+        if len(keys) != n:
+            raise ValueError(f"clusters has {len(keys)} keys but deltas has {n} items")
+        ids: dict[Hashable, int] = {}
+        try:
+            inverse = np.fromiter((ids.setdefault(k, len(ids)) for k in keys), np.intp, n)
+        except TypeError as exc:
+            raise TypeError(f"cluster keys must be hashable: {exc}") from None
+        n_clusters = len(ids)
+    sums = np.bincount(inverse, weights=values, minlength=n_clusters)
+    sizes = np.bincount(inverse, minlength=n_clusters).astype(np.float64)
+    return sums, sizes
+
+
+def _python_mt(seed: int) -> np.random.MT19937:
+    """numpy's MT19937 in the state ``random.Random(seed)`` starts from."""
+    _, internal, _ = random.Random(int(seed)).getstate()
+    bitgen = np.random.MT19937()
+    bitgen.state = {
+        "bit_generator": "MT19937",
+        "state": {"key": np.asarray(internal[:-1], dtype=np.uint32), "pos": internal[-1]},
+    }
+    return bitgen
+
+
+class _RandBelow:
+    """Integers uniform on [0, n), the same sequence ``random.Random.randrange(n)``
+    gives from the same Mersenne Twister state: each 32-bit word's top
+    ``n.bit_length()`` bits, words that land at or above n rejected."""
+
+    def __init__(self, gen: np.random.Generator, n: int) -> None:
+        if not 1 <= n < 2**32:
+            raise ValueError(f"cannot draw below {n}: need 1 <= n < 2**32")
+        self._gen = gen
+        self._n = n
+        self._shift = np.uint32(32 - n.bit_length())
+        self._accept = n / 2 ** n.bit_length()
+        self._spare = np.empty(0, dtype=np.uint32)
+
+    def take(self, count: int) -> NDArray[np.intp]:
+        parts = [self._spare]
+        have = len(self._spare)
+        while have < count:
+            size = int((count - have) / self._accept * 1.02) + 64
+            words = self._gen.integers(0, 2**32, size=size, dtype=np.uint32)
+            words = np.right_shift(words, self._shift, dtype=np.uint32)
+            kept = np.compress(words < self._n, words)
+            parts.append(kept)
+            have += len(kept)
+        drawn = np.concatenate(parts) if len(parts) > 1 else parts[0]
+        self._spare = drawn[count:].copy()
+        return drawn[:count].astype(np.intp)
+
+
+def _means_by_index(
+    sums: FloatArray, sizes: FloatArray, resamples: int, gen: np.random.Generator,
+    block: int = BLOCK,
+) -> FloatArray:
+    """Resampled means from cluster-index draws, at most ``block`` indices at a time
+    (whole resamples per block, or one resample in pieces when C > block)."""
+    n_clusters = len(sums)
+    stream = _RandBelow(gen, n_clusters)
+    totals, weights = np.zeros(resamples), np.zeros(resamples)
+    rows, piece = max(1, block // n_clusters), min(block, n_clusters)
+    for start in range(0, resamples, rows):
+        stop = min(start + rows, resamples)
+        for done in range(0, n_clusters, piece):
+            width = min(piece, n_clusters - done)
+            idx = stream.take((stop - start) * width).reshape(stop - start, width)
+            totals[start:stop] += np.take(sums, idx).sum(axis=1)
+            weights[start:stop] += np.take(sizes, idx).sum(axis=1)
+    return totals / weights
+
+
+def _types(sums: FloatArray, sizes: FloatArray) -> tuple[FloatArray, FloatArray, NDArray[np.intp]]:
+    """Distinct (sum, size) pairs, sorted, with how many clusters share each."""
+    order = np.lexsort((sizes, sums))
+    s, z = sums[order], sizes[order]
+    first = np.ones(len(s), dtype=bool)
+    first[1:] = (s[1:] != s[:-1]) | (z[1:] != z[:-1])
+    starts = np.flatnonzero(first)
+    return s[starts], z[starts], np.diff(np.append(starts, len(s)))
+
+
+def _means_by_types(
+    type_sums: FloatArray, type_sizes: FloatArray, multiplicity: NDArray[np.intp],
+    resamples: int, gen: np.random.Generator, block: int = BLOCK,
+) -> FloatArray:
+    """Resampled means from Multinomial(C, multiplicity / C) counts over the types
+    that ``_types`` returns, at most ``block`` counts at a time."""
+    n_clusters = int(multiplicity.sum())
+    p = multiplicity / n_clusters
+    per = max(1, block // len(type_sums))
+    means = np.empty(resamples)
+    for start in range(0, resamples, per):
+        stop = min(start + per, resamples)
+        counts = gen.multinomial(n_clusters, p, size=stop - start).astype(np.float64)
+        means[start:stop] = (counts @ type_sums) / (counts @ type_sizes)
+    return means
+
+
+def _percentile_bounds(means: FloatArray, confidence: float) -> tuple[float, float]:
+    """The ceil(B*alpha)-th and ceil(B*(1-alpha))-th smallest values (1-based).
+
+    A small tolerance keeps float noise in B*alpha (e.g. 250.0000000002) from
+    moving a bound by one order statistic.
+    """
+    b = len(means)
+    alpha = (1.0 - confidence) / 2.0
+    lo_rank = min(b, max(1, math.ceil(b * alpha - 1e-9)))
+    hi_rank = min(b, max(1, math.ceil(b * (1.0 - alpha) - 1e-9)))
+    picked = np.partition(means, [lo_rank - 1, hi_rank - 1])
+    return float(picked[lo_rank - 1]), float(picked[hi_rank - 1])

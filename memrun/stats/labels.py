@@ -1,0 +1,100 @@
+"""Judged labels across repeats: majority label, flip rate, stability.
+
+An item is asked and judged N times (``--repeats N``). Each repeat gets one of four
+labels: ``correct``, ``wrong``, ``abstain`` or ``error`` (the request failed).
+
+Majority rule (``majority_label``), in order:
+
+1. Drop ``error`` repeats. If none remain, the item is ``error`` (every repeat
+   errored); an error in only some repeats is ignored.
+2. Among the rest, a label held by strictly more repeats than any other wins;
+   ``abstain`` is a label of its own here.
+3. Any tie for the most repeats is ``wrong``: correct vs wrong, correct vs abstain,
+   wrong vs abstain and three-way ties alike. So an item is ``correct`` only when
+   ``correct`` is the strict plurality of its non-error repeats.
+
+Source: the memrun benchmark methodology, "Repeats and the majority label".
+"""
+
+from __future__ import annotations
+
+import math
+from collections import Counter
+from collections.abc import Iterable, Sequence
+
+CORRECT = "correct"
+WRONG = "wrong"
+ABSTAIN = "abstain"
+ERROR = "error"
+LABELS = frozenset({CORRECT, WRONG, ABSTAIN, ERROR})
+
+
+def _checked(labels: Iterable[str]) -> list[str]:
+    items = list(labels)
+    unknown = sorted({str(x) for x in items if x not in LABELS})
+    if unknown:
+        raise ValueError(f"unknown label(s) {unknown}; expected one of {sorted(LABELS)}")
+    return items
+
+
+def majority_label(labels: Iterable[str]) -> str:
+    """The item's label over its repeats, by the rule in the module docstring.
+
+    Args:
+        labels: one label per repeat (length N >= 1), each in ``LABELS``.
+
+    Returns:
+        One of ``CORRECT``, ``WRONG``, ``ABSTAIN``, ``ERROR``.
+
+    Raises:
+        ValueError: no repeats, or a label outside ``LABELS``.
+    """
+    items = _checked(labels)
+    if not items:
+        raise ValueError("majority_label needs at least one repeat")
+    counts = Counter(x for x in items if x != ERROR)
+    if not counts:
+        return ERROR
+    (top, top_count), *rest = counts.most_common()
+    if rest and rest[0][1] == top_count:
+        return WRONG
+    return top
+
+
+def is_stable(labels: Iterable[str]) -> bool:
+    """True when all non-error repeats of one item carry the same label.
+
+    Args:
+        labels: one label per repeat, each in ``LABELS``.
+
+    Returns:
+        False as soon as two non-error repeats disagree; True otherwise,
+        including items with fewer than two non-error repeats.
+
+    Raises:
+        ValueError: a label outside ``LABELS``.
+    """
+    return len({x for x in _checked(labels) if x != ERROR}) <= 1
+
+
+def flip_rate(labels_per_item: Iterable[Sequence[str]]) -> float:
+    """Within-arm share of repeated items whose labels disagreed.
+
+    Args:
+        labels_per_item: per item, its repeats' labels (each in ``LABELS``).
+
+    Returns:
+        A fraction in [0, 1]: items with >= 2 non-error repeats that are not
+        ``is_stable``, over items with >= 2 non-error repeats. NaN when no item
+        has two non-error repeats (no flip could be observed).
+
+    Raises:
+        ValueError: a label outside ``LABELS``.
+    """
+    eligible = flipped = 0
+    for labels in labels_per_item:
+        usable = [x for x in _checked(labels) if x != ERROR]
+        if len(usable) >= 2:
+            eligible += 1
+            flipped += len(set(usable)) > 1
+    return flipped / eligible if eligible else math.nan

@@ -1,0 +1,147 @@
+"""Classical paired tests beside the bootstrap: exact McNemar and Wilcoxon over seeds."""
+
+from __future__ import annotations
+
+from dataclasses import asdict, dataclass
+from typing import Any
+
+import numpy as np
+from numpy.typing import ArrayLike, NDArray
+from scipy import stats
+
+
+@dataclass(frozen=True)
+class McNemarResult:
+    """Exact McNemar test. ``b01``: pairs A got wrong and B got right; ``b10``: pairs
+    A got right and B got wrong; ``n_pairs``: all pairs; ``p_value``: two-sided."""
+
+    b01: int
+    b10: int
+    n_pairs: int
+    p_value: float
+
+    def to_dict(self) -> dict[str, Any]:
+        """The fields as a JSON-ready dict."""
+        return asdict(self)
+
+
+@dataclass(frozen=True)
+class WilcoxonResult:
+    """Wilcoxon signed-rank test over per-seed means. ``statistic`` is scipy's
+    (the smaller rank sum for a two-sided test); ``mean_delta`` is the mean of
+    b - a over seeds, in the metric's unit; ``n_nonzero`` counts seeds with a
+    non-zero difference (zeros are dropped, Wilcoxon's convention)."""
+
+    statistic: float
+    p_value: float
+    n_seeds: int
+    n_nonzero: int
+    mean_delta: float
+
+    def to_dict(self) -> dict[str, Any]:
+        """The fields as a JSON-ready dict."""
+        return asdict(self)
+
+
+def _as_bool(name: str, values: ArrayLike) -> NDArray[np.bool_]:
+    arr = np.asarray(values)
+    if arr.ndim != 1:
+        raise ValueError(f"{name} must be 1-D, got shape {arr.shape}")
+    if arr.dtype != np.bool_:
+        if arr.dtype.kind not in "iuf" or not np.isin(arr, (0, 1)).all():
+            raise ValueError(f"{name} must hold booleans or 0/1 values")
+        arr = arr.astype(bool)
+    return arr
+
+
+def mcnemar_exact(a_correct: ArrayLike, b_correct: ArrayLike) -> McNemarResult:
+    """Exact (binomial) McNemar test of paired correctness.
+
+    Args:
+        a_correct, b_correct: shape (n,), booleans (or 0/1), one per paired item.
+
+    Returns:
+        McNemarResult; the p-value is the two-sided exact binomial test of
+        b01 successes in b01 + b10 trials at p = 0.5, and 1.0 when there is no
+        discordant pair.
+
+    Raises:
+        ValueError: not 1-D, lengths differ, empty, or values other than 0/1.
+
+    Source: McNemar (1947); exact form as in Fagerland, Lydersen & Laake (2013),
+    via ``scipy.stats.binomtest``.
+    """
+    a = _as_bool("a_correct", a_correct)
+    b = _as_bool("b_correct", b_correct)
+    if len(a) != len(b):
+        raise ValueError(f"a_correct has {len(a)} items but b_correct has {len(b)}")
+    if len(a) == 0:
+        raise ValueError("mcnemar_exact needs at least one pair")
+    b01 = int(np.count_nonzero(~a & b))
+    b10 = int(np.count_nonzero(a & ~b))
+    discordant = b01 + b10
+    p = 1.0 if discordant == 0 else float(stats.binomtest(b01, discordant, 0.5).pvalue)
+    return McNemarResult(b01=b01, b10=b10, n_pairs=len(a), p_value=min(1.0, p))
+
+
+def _seed_arrays(a_means: ArrayLike, b_means: ArrayLike) -> tuple[NDArray[np.float64], NDArray[np.float64]]:
+    a = np.asarray(a_means, dtype=np.float64)
+    b = np.asarray(b_means, dtype=np.float64)
+    if a.ndim != 1 or b.ndim != 1:
+        raise ValueError(f"per-seed means must be 1-D, got shapes {a.shape} and {b.shape}")
+    if len(a) != len(b):
+        raise ValueError(f"a_means has {len(a)} seeds but b_means has {len(b)}")
+    if not (np.isfinite(a).all() and np.isfinite(b).all()):
+        raise ValueError("per-seed means contain NaN/inf")
+    return a, b
+
+
+def wilcoxon_skip_reason(a_means: ArrayLike, b_means: ArrayLike) -> str | None:
+    """Why ``wilcoxon_seeds`` would return None, or None when the test can run.
+
+    Args:
+        a_means, b_means: shape (s,), per-seed means of arm A and arm B, paired by seed.
+
+    Returns:
+        ``"fewer than 2 seeds"``, ``"all per-seed differences are zero"``, or None.
+
+    Raises:
+        ValueError: not 1-D, lengths differ, or NaN/inf values.
+    """
+    a, b = _seed_arrays(a_means, b_means)
+    if len(a) < 2:
+        return "fewer than 2 seeds"
+    if not np.any(b - a):
+        return "all per-seed differences are zero"
+    return None
+
+
+def wilcoxon_seeds(a_means: ArrayLike, b_means: ArrayLike) -> WilcoxonResult | None:
+    """Paired Wilcoxon signed-rank test of B against A over per-seed means.
+
+    Args:
+        a_means, b_means: shape (s,), per-seed means (e.g. per-task mean score of each
+            seed), paired by seed, in the metric's unit.
+
+    Returns:
+        WilcoxonResult (two-sided; scipy picks the exact null distribution for
+        small samples without ties), or None when the test cannot run; the reason is
+        ``wilcoxon_skip_reason(a_means, b_means)``.
+
+    Raises:
+        ValueError: not 1-D, lengths differ, or NaN/inf values.
+
+    Source: Wilcoxon (1945), via ``scipy.stats.wilcoxon`` with ``zero_method="wilcox"``.
+    """
+    if wilcoxon_skip_reason(a_means, b_means) is not None:
+        return None
+    a, b = _seed_arrays(a_means, b_means)
+    diff = b - a
+    res = stats.wilcoxon(diff, zero_method="wilcox", alternative="two-sided")
+    return WilcoxonResult(
+        statistic=float(res.statistic),
+        p_value=float(res.pvalue),
+        n_seeds=len(a),
+        n_nonzero=int(np.count_nonzero(diff)),
+        mean_delta=float(diff.mean()),
+    )

@@ -1,0 +1,151 @@
+"""The gate's verdict on a paired interval, and the process exit codes.
+
+Exit codes (the one place they are defined; the CLI imports ``ExitCode``):
+
+====  ==============  =====================================================
+code  name            meaning
+====  ==============  =====================================================
+0     ``PASS``        the interval's lower bound is above the threshold
+1     ``FAIL``        the interval's upper bound is below the threshold
+2     ``UNRESOLVED``  the interval reaches the threshold on both sides
+3     ``REFUSAL``     the CLI refused to compare (e.g. non-comparable runs)
+4     ``USAGE_ERROR`` bad command line or configuration
+====  ==============  =====================================================
+
+Everything here is in fraction units (0.04 is four percentage points); callers
+convert percentage-point flags by dividing by 100.
+"""
+
+from __future__ import annotations
+
+import math
+from dataclasses import asdict, dataclass
+from enum import IntEnum
+from typing import Any, Protocol
+
+PASS = "pass"
+FAIL = "fail"
+UNRESOLVED = "unresolved"
+
+ABOVE_THRESHOLD = "lower_bound_above_threshold"
+BELOW_THRESHOLD = "upper_bound_below_threshold"
+INSIDE_NULL_BAND = "inside_null_band"
+UNDERPOWERED = "underpowered"
+
+DEFAULT_BAND = 0.04
+"""Default null band, 4.0 pp as a fraction. Measure your own with ``band_from_null``."""
+
+
+class ExitCode(IntEnum):
+    """Process exit codes of memrun commands that end in a verdict."""
+
+    PASS = 0
+    FAIL = 1
+    UNRESOLVED = 2
+    REFUSAL = 3
+    USAGE_ERROR = 4
+
+
+_EXIT_FOR_OUTCOME = {PASS: ExitCode.PASS, FAIL: ExitCode.FAIL, UNRESOLVED: ExitCode.UNRESOLVED}
+
+
+class Interval(Protocol):
+    """Anything with ``low`` and ``high`` bounds: BootstrapResult, CalibratedResult."""
+
+    @property
+    def low(self) -> float: ...
+
+    @property
+    def high(self) -> float: ...
+
+
+@dataclass(frozen=True)
+class Verdict:
+    """Outcome of ``decide``: ``outcome`` is ``"pass"``, ``"fail"`` or
+    ``"unresolved"``; ``reason`` is one of ``lower_bound_above_threshold``,
+    ``upper_bound_below_threshold``, ``inside_null_band`` or ``underpowered``.
+    ``low``/``high`` are the interval decided on; all values are fractions."""
+
+    outcome: str
+    reason: str
+    min_delta: float
+    band: float
+    low: float
+    high: float
+
+    @property
+    def exit_code(self) -> ExitCode:
+        """0 for pass, 1 for fail, 2 for unresolved (see the module docstring)."""
+        return _EXIT_FOR_OUTCOME[self.outcome]
+
+    @property
+    def passed(self) -> bool:
+        """True only for a pass."""
+        return self.outcome == PASS
+
+    def to_dict(self) -> dict[str, Any]:
+        """The fields plus ``exit_code`` as a JSON-ready dict."""
+        return {**asdict(self), "exit_code": int(self.exit_code)}
+
+
+def decide(result: Interval, *, min_delta: float = 0.0, band: float = DEFAULT_BAND) -> Verdict:
+    """Judge a paired B-minus-A interval against a threshold.
+
+    Args:
+        result: an interval with ``low`` and ``high`` in fraction units, normally a
+            ``BootstrapResult`` or a judge-corrected ``CalibratedResult``.
+        min_delta: threshold in fractions; 0 asks "is B better", a negative value
+            is a non-inferiority gate ("B is at most this much worse").
+        band: half-width of the null band in fractions (>= 0); the noise floor.
+
+    Returns:
+        ``pass`` when low > min_delta (strictly: a bound that only reaches the
+        threshold does not pass); ``fail`` when high < min_delta; otherwise
+        ``unresolved``, with reason ``inside_null_band`` when -band <= low and
+        high <= band, else ``underpowered``.
+
+    Raises:
+        ValueError: a non-finite bound, threshold or band, a negative band, or
+            low > high.
+
+    Source: the memrun benchmark methodology, "The verdict".
+    """
+    low, high = float(result.low), float(result.high)
+    min_delta, band = float(min_delta), float(band)
+    if not all(math.isfinite(x) for x in (low, high, min_delta, band)):
+        raise ValueError(f"decide needs finite values, got low={low}, high={high}, "
+                         f"min_delta={min_delta}, band={band}")
+    if band < 0:
+        raise ValueError(f"band must be >= 0, got {band}")
+    if low > high:
+        raise ValueError(f"interval is inverted: low={low} > high={high}")
+    if low > min_delta:
+        outcome, reason = PASS, ABOVE_THRESHOLD
+    elif high < min_delta:
+        outcome, reason = FAIL, BELOW_THRESHOLD
+    elif -band <= low and high <= band:
+        outcome, reason = UNRESOLVED, INSIDE_NULL_BAND
+    else:
+        outcome, reason = UNRESOLVED, UNDERPOWERED
+    return Verdict(outcome, reason, min_delta, band, low, high)
+
+
+def band_from_null(result: Interval) -> float:
+    """Null band measured from a same-configuration run (A against A2).
+
+    Args:
+        result: the null run's interval, fraction units.
+
+    Returns:
+        The interval's wider side, ``max(|low|, |high|)``, in fractions; pass it
+        (times 100 for a pp flag) as the band of the real comparison.
+
+    Raises:
+        ValueError: a non-finite bound.
+
+    Source: the memrun benchmark methodology, "Measure your own band".
+    """
+    low, high = float(result.low), float(result.high)
+    if not (math.isfinite(low) and math.isfinite(high)):
+        raise ValueError(f"null interval must be finite, got [{low}, {high}]")
+    return max(abs(low), abs(high))

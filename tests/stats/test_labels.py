@@ -1,0 +1,91 @@
+"""Tests for memrun.stats.labels."""
+
+from __future__ import annotations
+
+import math
+
+import pytest
+
+from memrun.stats.labels import (
+    ABSTAIN,
+    CORRECT,
+    ERROR,
+    WRONG,
+    flip_rate,
+    is_stable,
+    majority_label,
+)
+
+C, W, A, E = CORRECT, WRONG, ABSTAIN, ERROR
+
+
+def test_label_strings() -> None:
+    assert (C, W, A, E) == ("correct", "wrong", "abstain", "error")
+
+
+@pytest.mark.parametrize(
+    "labels, expected",
+    [
+        ([C], C),
+        ([W], W),
+        ([A], A),
+        ([C, C, W], C),
+        ([C, W, W], W),
+        ([A, A, C], A),  # abstain is its own label
+        ([C, W], W),  # tie correct/wrong
+        ([C, A], W),  # tie correct/abstain is wrong, not abstain
+        ([W, A], W),  # tie wrong/abstain
+        ([C, W, A], W),  # three-way tie
+        ([C, C, W, W, A], W),
+        ([C, C, A, A, W], W),
+        ([C, E, E], C),  # errors in some repeats are ignored
+        ([C, W, E], W),  # ... and can leave a tie
+        ([C, C, W, E, E, E], C),
+        ([A, E], A),
+        ([E], E),
+        ([E, E, E], E),  # error only when every repeat errored
+        (iter([C, C, W]), C),
+    ],
+)
+def test_majority_label(labels, expected) -> None:
+    assert majority_label(labels) == expected
+
+
+def test_majority_label_rejects_bad_input() -> None:
+    with pytest.raises(ValueError, match="at least one"):
+        majority_label([])
+    with pytest.raises(ValueError, match="unknown label"):
+        majority_label([C, "Correct"])
+
+
+@pytest.mark.parametrize(
+    "labels, stable",
+    [([C, C, C], True), ([C, C, W], False), ([A, A], True), ([A, W], False),
+     ([C, E, C], True), ([C, E, W], False), ([E, E], True), ([C], True), ([], True)],
+)
+def test_is_stable(labels, stable) -> None:
+    assert is_stable(labels) is stable
+
+
+def test_flip_rate_counts_items_with_two_usable_repeats() -> None:
+    items = [
+        [C, C, C],  # stable
+        [C, W, C],  # flipped
+        [A, W, W],  # flipped
+        [C, E, E],  # one usable repeat: not counted
+        [E, E, E],  # none: not counted
+        [W, E, W],  # stable
+    ]
+    assert flip_rate(items) == pytest.approx(2 / 4)
+    assert flip_rate([[C, C], [W, W]]) == 0.0
+    assert flip_rate([[C, W]]) == 1.0
+
+
+def test_flip_rate_is_nan_without_repeats() -> None:
+    assert math.isnan(flip_rate([[C], [W, E], [E, E]]))
+    assert math.isnan(flip_rate([]))
+
+
+def test_flip_rate_rejects_unknown_labels() -> None:
+    with pytest.raises(ValueError, match="unknown label"):
+        flip_rate([[C, "maybe"]])

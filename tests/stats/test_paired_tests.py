@@ -1,0 +1,92 @@
+"""Tests for memrun.stats.paired_tests."""
+
+from __future__ import annotations
+
+import math
+
+import numpy as np
+import pytest
+
+from memrun.stats.paired_tests import mcnemar_exact, wilcoxon_seeds, wilcoxon_skip_reason
+
+
+def pairs(b01: int, b10: int, both: int, neither: int) -> tuple[list[bool], list[bool]]:
+    """(a_correct, b_correct) with the given cell counts."""
+    a = [False] * b01 + [True] * b10 + [True] * both + [False] * neither
+    b = [True] * b01 + [False] * b10 + [True] * both + [False] * neither
+    return a, b
+
+
+@pytest.mark.parametrize(
+    "b01, b10, p_value",
+    [
+        (8, 1, 2 * (9 + 1) / 2**9),  # 2 * P(X >= 8 | n=9, p=1/2) = 0.0390625
+        (0, 5, 2 / 2**5),  # 0.0625
+        (2, 1, 1.0),
+        (3, 3, 1.0),
+        (10, 0, 2 / 2**10),
+    ],
+)
+def test_mcnemar_exact_hand_values(b01: int, b10: int, p_value: float) -> None:
+    a, b = pairs(b01, b10, both=20, neither=7)
+    result = mcnemar_exact(a, b)
+    assert (result.b01, result.b10, result.n_pairs) == (b01, b10, b01 + b10 + 27)
+    assert result.p_value == pytest.approx(p_value, rel=1e-12)
+
+
+def test_mcnemar_without_discordant_pairs_is_one() -> None:
+    a, b = pairs(0, 0, both=5, neither=5)
+    assert mcnemar_exact(a, b).p_value == 1.0
+
+
+def test_mcnemar_accepts_zero_one_arrays() -> None:
+    result = mcnemar_exact(np.array([1, 0, 0, 1]), np.array([1, 1, 1, 0]))
+    assert (result.b01, result.b10) == (2, 1)
+
+
+@pytest.mark.parametrize(
+    "a, b, message",
+    [([True], [True, False], "items"), ([], [], "at least one"), ([0, 2], [1, 1], "0/1"),
+     ([[True]], [[True]], "1-D"), (["yes"], ["no"], "0/1")],
+)
+def test_mcnemar_rejects_bad_input(a, b, message: str) -> None:
+    with pytest.raises(ValueError, match=message):
+        mcnemar_exact(a, b)
+
+
+def test_wilcoxon_hand_values() -> None:
+    a = np.array([0.50, 0.40, 0.30, 0.20, 0.10])
+    # differences +1, -2, +3, +4, +5 (x 0.01): W- = 2, exact two-sided p = 2 * 3 / 32
+    b = a + np.array([0.01, -0.02, 0.03, 0.04, 0.05])
+    result = wilcoxon_seeds(a, b)
+    assert result is not None
+    assert result.statistic == 2.0
+    assert result.p_value == pytest.approx(6 / 32)
+    assert (result.n_seeds, result.n_nonzero) == (5, 5)
+    assert result.mean_delta == pytest.approx(0.022)
+    all_up = wilcoxon_seeds(a, a + 0.1)
+    assert all_up is not None and all_up.p_value == pytest.approx(2 / 32)
+
+
+def test_wilcoxon_drops_zero_differences() -> None:
+    a = [0.5, 0.5, 0.5, 0.5]
+    result = wilcoxon_seeds(a, [0.6, 0.5, 0.7, 0.8])
+    assert result is not None and result.n_nonzero == 3 and result.n_seeds == 4
+    assert result.p_value == pytest.approx(2 / 8)
+
+
+@pytest.mark.parametrize(
+    "a, b, reason",
+    [([0.5], [0.6], "fewer than 2 seeds"), ([], [], "fewer than 2 seeds"),
+     ([0.5, 0.4], [0.5, 0.4], "all per-seed differences are zero")],
+)
+def test_wilcoxon_returns_none_with_a_reason(a, b, reason: str) -> None:
+    assert wilcoxon_seeds(a, b) is None
+    assert wilcoxon_skip_reason(a, b) == reason
+
+
+def test_wilcoxon_rejects_bad_input() -> None:
+    with pytest.raises(ValueError, match="seeds"):
+        wilcoxon_seeds([0.1, 0.2], [0.1])
+    with pytest.raises(ValueError, match="NaN"):
+        wilcoxon_seeds([0.1, math.nan], [0.1, 0.2])
