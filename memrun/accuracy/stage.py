@@ -1,0 +1,179 @@
+"""The answer stage of an accuracy run: retrieve once per item, then read and judge N times.
+
+Groups are retrieved one after another in a worker thread (the arm protocol is
+synchronous; the event loop stays free), and as soon as a group's items are retrieved,
+one task per item x repeat reads (or takes the arm's own answer) and judges. The LLM
+service bounds the calls in flight. Each finished item x repeat becomes one row,
+handed to ``emit`` at once (so the writer persists it as it finishes).
+
+Failures never become misses: a failed retrieval, reader or judge call, an unreadable
+verdict, or a context overflow gives label ``error`` and a one-line ``error``; such
+rows are counted and excluded from every ratio. When the token budget runs out the
+stage stops starting calls, lets cached work finish and sets :attr:`AnswerStage.stopped`.
+"""
+
+from __future__ import annotations
+
+import asyncio
+from collections.abc import Callable, Mapping
+from dataclasses import dataclass
+from typing import Any
+
+from memrun.accuracy.setup import AccuracySetup
+from memrun.judges import Case, is_abstention
+from memrun.judges.lexical import lexical_scores
+from memrun.llm.client import CallError
+from memrun.llm.service import BudgetExhausted
+from memrun.metrics.failure import failure_stage
+from memrun.records import Dataset, Group, Hit, Item, Record
+from memrun.stats.labels import ABSTAIN, ERROR, WRONG
+
+Row = dict[str, Any]
+
+
+@dataclass(frozen=True)
+class Retrieved:
+    """One item after retrieval: its hits (None when retrieval failed), search latency in
+    ms, the retrieval error, and the arm's own answer when the arm answers itself."""
+
+    item: Item
+    hits: list[Hit] | None
+    latency_ms: float | None
+    error: str | None
+    arm_answer: str | None = None
+
+
+class _Failed(Exception):
+    """One item x repeat failed at a stage; the message goes to the row's ``error``."""
+
+
+class AnswerStage:
+    """Runs reader and judges over a dataset (see the module docstring).
+
+    make_row: builds the retrieval part of a row (item, hits, latency, error) -> dict.
+    emit: receives each finished row (already redacted).
+    """
+
+    def __init__(
+        self,
+        setup: AccuracySetup,
+        dataset: Dataset,
+        make_row: Callable[[Item, list[Hit] | None, float | None, str | None], Row],
+        emit: Callable[[Row], None],
+    ) -> None:
+        self.setup = setup
+        self.dataset = dataset
+        self.make_row = make_row
+        self.emit = emit
+        self.judge2_items = setup.judge2_items(dataset)
+        self.abstention_categories = tuple(getattr(setup.judge, "abstention_categories", ()))
+        self.substring_gold = dataset.gold_match == "substring"
+        self.stopped: str | None = None
+
+    @property
+    def total(self) -> int:
+        """Rows the stage will produce when it runs to the end."""
+        return self.dataset.n_items * self.setup.repeats
+
+    async def run(self, retrieve_group: Callable[[Group], list[Retrieved]]) -> None:
+        """Retrieve each group (in a worker thread) and answer its items; return when all rows are emitted."""
+        tasks: list[asyncio.Task[None]] = []
+        try:
+            for group in self.dataset.groups:
+                if self.stopped:
+                    break
+                retrieved = await asyncio.to_thread(retrieve_group, group)
+                records = {r.key: r for r in group.records}
+                for r in retrieved:
+                    for repeat in range(self.setup.repeats):
+                        tasks.append(asyncio.create_task(self._one(r, repeat, records)))
+            await asyncio.gather(*tasks)
+        finally:
+            for task in tasks:
+                task.cancel()
+
+    async def _one(self, r: Retrieved, repeat: int, records: Mapping[str, Record]) -> None:
+        row = self.make_row(r.item, r.hits, r.latency_ms, r.error)
+        row["repeat"] = repeat
+        row["retrieved_texts"] = None if r.hits is None else [h.text for h in r.hits]
+        try:
+            if r.error is not None:
+                raise _Failed(r.error)
+            await self._answer_and_judge(row, r, repeat, records)
+        except _Failed as exc:
+            row["label"] = ERROR
+            row["error"] = str(exc)
+        except BudgetExhausted as exc:
+            self.stopped = str(exc)
+            return  # unfinished: not written; its finished calls are cached
+        self.emit(self.setup.redactor.row(row))
+
+    async def _answer(self, row: Row, r: Retrieved, repeat: int, records: Mapping[str, Record]) -> str:
+        reader = self.setup.reader
+        if reader is None:
+            row["answer_source"] = "arm"
+            if r.arm_answer is None:
+                raise _Failed("answer: the arm has no answer for this item")
+            return r.arm_answer
+        row["answer_source"] = "reader"
+        prepared = reader.prepare(r.item, r.hits or [], records)
+        row["context_dropped"] = prepared.dropped
+        if prepared.overflow:
+            raise _Failed(prepared.overflow)
+        try:
+            outcome = await reader.answer(prepared, repeat)
+        except CallError as exc:
+            raise _Failed(f"{'context_overflow' if exc.kind == 'context_overflow' else 'reader'}: {exc}") from None
+        result = outcome.result
+        row.update(
+            answer_latency_ms=result.latency_ms,
+            context_tokens=result.prompt_tokens,
+            completion_tokens=result.completion_tokens,
+            reader_cache_hit=outcome.cached,
+        )
+        return result.text.strip()
+
+    async def _answer_and_judge(self, row: Row, r: Retrieved, repeat: int, records: Mapping[str, Record]) -> None:
+        answer = await self._answer(row, r, repeat, records)
+        row["reader_answer"] = answer
+        item = r.item
+        case = Case(
+            item=item,
+            category_label=str(row["category_label"]),
+            answer=answer,
+            gold=item.answer,
+            gold_keys=tuple(item.gold_keys) if self.substring_gold else (),
+            abstention=is_abstention(item, str(row["category_label"]), self.abstention_categories),
+        )
+        try:
+            verdict = await self.setup.judge.grade(case, repeat)
+        except CallError as exc:
+            raise _Failed(f"judge: {exc}") from None
+        row.update(
+            label=verdict.label,
+            judge_score=verdict.score,
+            judge_explanation=verdict.explanation,
+            judge_prompt=verdict.prompt,
+            judge_cache_hit=verdict.cached,
+            judge_tokens=verdict.tokens,
+        )
+        if verdict.label == ERROR:
+            row["error"] = f"judge: {verdict.explanation}"
+        judge2 = self.setup.judge2
+        if judge2 is not None and (self.judge2_items is None or item.item_id in self.judge2_items):
+            try:
+                second = await judge2.grade(case, repeat)
+                row["judge2_label"], row["judge2_explanation"] = second.label, second.explanation
+            except CallError as exc:
+                row["judge2_label"], row["judge2_explanation"] = ERROR, f"judge2: {exc}"
+        if self.setup.lexical_scores:
+            row.update(lexical_scores(answer, item.answer))
+        if verdict.label in (WRONG, ABSTAIN):
+            hits = r.hits or []
+            row["failure_stage"] = failure_stage(
+                recalled=None if row.get("rr") is None else row.get("first_gold_rank") is not None,
+                abstention=case.abstention,
+                gold=item.answer,
+                excerpts=[h.text for h in hits],
+                raw=[records[h.key].text for h in hits if h.key in records],
+            )
