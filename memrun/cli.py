@@ -19,7 +19,10 @@ from pathlib import Path
 from memrun.errors import MemrunError
 
 # name -> "module:function" taking argv (list[str]) and returning an exit code.
-SUBCOMMANDS: dict[str, str] = {}
+SUBCOMMANDS: dict[str, str] = {
+    "failures": "memrun.commands.failures:main",
+    "calibrate-judge": "memrun.commands.calibrate_judge:main",
+}
 
 EXIT_USER_ERROR = 2
 EXIT_INTERRUPTED = 130

@@ -1,0 +1,1 @@
+"""Subcommands registered in :data:`memrun.cli.SUBCOMMANDS` (each ``main(argv) -> exit code``)."""
