@@ -20,8 +20,9 @@ from memrun.errors import ConfigError
 from memrun.http_policy import HttpPolicy
 from memrun.judges import Judge, build_judge
 from memrun.llm.cache import CallCache
-from memrun.llm.endpoint import Redactor, find_literal_secrets, resolve_endpoint
+from memrun.llm.endpoint import Redactor, find_literal_secrets
 from memrun.llm.prompts import load_prompt
+from memrun.llm.endpoint import resolve_endpoint
 from memrun.llm.reader import OVERFLOW_POLICIES, READER_FIELDS, Reader
 from memrun.llm.service import LLMService
 from memrun.records import Dataset
@@ -130,6 +131,8 @@ def build_setup(cfg: DictConfig, arm: Any) -> AccuracySetup:
         raise ConfigError(f"concurrency={cfg.concurrency}: must be at least 1")
     if cfg.max_tokens_total is not None and int(cfg.max_tokens_total) < 1:
         raise ConfigError("max_tokens_total must be a positive number of tokens, or null")
+    if cfg.judge2_sample is not None and int(cfg.judge2_sample) < 1:
+        raise ConfigError(f"judge2_sample={cfg.judge2_sample}: must be at least 1, or null for every item")
     if int(cfg.http_attempts) < 1:
         raise ConfigError(f"http_attempts={cfg.http_attempts}: must be at least 1")
     if cfg.judge.name == "none":
@@ -157,7 +160,7 @@ def build_setup(cfg: DictConfig, arm: Any) -> AccuracySetup:
             "labels do not compare with runs or papers that used the pin"
         )
 
-    redactor = Redactor()
+    redactor = llm.redactor
     described = [judge.describe()] + ([judge2.describe()] if judge2 else [])
     endpoints = [reader.endpoint] if reader else []
     endpoints += [d["endpoint"] for d in described if d.get("endpoint") is not None]

@@ -2,9 +2,12 @@
 
 Groups are retrieved one after another in a worker thread (the arm protocol is
 synchronous; the event loop stays free), and as soon as a group's items are retrieved,
-one task per item x repeat reads (or takes the arm's own answer) and judges. The LLM
-service bounds the calls in flight. Each finished item x repeat becomes one row,
-handed to ``emit`` at once (so the writer persists it as it finishes).
+one task per item x repeat reads (or takes the arm's own answer) and judges. At most
+``concurrency`` item x repeats are in progress at once (their calls are sequential, so
+as many calls are in flight), which finishes started items before new ones begin: rows
+arrive steadily, and a crash or budget stop loses at most the items in progress. Each
+finished item x repeat becomes one row, handed to ``emit`` at once (so the writer
+persists it as it finishes).
 
 Failures never become misses: a failed retrieval, reader or judge call, an unreadable
 verdict, or a context overflow gives label ``error`` and a one-line ``error``; such
@@ -69,6 +72,7 @@ class AnswerStage:
         self.abstention_categories = tuple(getattr(setup.judge, "abstention_categories", ()))
         self.substring_gold = dataset.gold_match == "substring"
         self.stopped: str | None = None
+        self._slots = asyncio.Semaphore(setup.llm.concurrency)
 
     @property
     def total(self) -> int:
@@ -93,6 +97,11 @@ class AnswerStage:
                 task.cancel()
 
     async def _one(self, r: Retrieved, repeat: int, records: Mapping[str, Record]) -> None:
+        async with self._slots:
+            if not self.stopped:
+                await self._row(r, repeat, records)
+
+    async def _row(self, r: Retrieved, repeat: int, records: Mapping[str, Record]) -> None:
         row = self.make_row(r.item, r.hits, r.latency_ms, r.error)
         row["repeat"] = repeat
         row["retrieved_texts"] = None if r.hits is None else [h.text for h in r.hits]

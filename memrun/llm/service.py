@@ -10,12 +10,13 @@ stops cleanly; cache hits stay free.
 from __future__ import annotations
 
 import asyncio
+import dataclasses
 from dataclasses import dataclass
 
 from memrun.http_policy import HttpPolicy
 from memrun.llm.cache import CallCache, call_key
 from memrun.llm.client import ChatClient, ChatRequest, ChatResult
-from memrun.llm.endpoint import Endpoint
+from memrun.llm.endpoint import Endpoint, Redactor
 
 
 class BudgetExhausted(Exception):
@@ -63,7 +64,9 @@ class LLMService:
 
     cache: None disables caching. concurrency: calls in flight at most (>= 1).
     max_tokens_total: None for no cap. Must be used inside one event loop; call
-    :meth:`aclose` at the end.
+    :meth:`aclose` at the end. Reply texts pass through :attr:`redactor` (every endpoint's
+    key is registered in it) before they are cached or returned, so a gateway that echoes
+    a key never gets it into the cache or a row.
     """
 
     def __init__(
@@ -81,12 +84,14 @@ class LLMService:
         self.timeout = timeout
         self.max_tokens_total = max_tokens_total
         self.stats = CallStats()
+        self.redactor = Redactor()
         self._clients: dict[Endpoint, ChatClient] = {}
         self._slots: asyncio.Semaphore | None = None
 
     def _client(self, endpoint: Endpoint) -> ChatClient:
         client = self._clients.get(endpoint)
         if client is None:
+            self.redactor.add(endpoint.api_key)
             client = self._clients[endpoint] = ChatClient(endpoint, policy=self.policy, timeout=self.timeout)
         return client
 
@@ -121,6 +126,9 @@ class LLMService:
                 self.stats.server_error_retries = sum(c.server_error_retries for c in self._clients.values())
         self.stats.prompt_tokens += result.prompt_tokens or 0
         self.stats.completion_tokens += result.completion_tokens or 0
+        clean = self.redactor.text(result.text)
+        if clean != result.text:
+            result = dataclasses.replace(result, text=clean)
         if self.cache is not None:
             self.cache.put(key, result)
         return Outcome(result, cached=False)

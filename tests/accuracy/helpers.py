@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import io
 import json
 import re
 from pathlib import Path
@@ -9,16 +10,30 @@ from typing import Any
 
 import pyarrow.parquet as pq
 
+from rich.console import Console
+
 from memrun.cli import main
+from memrun.commands.calibrate_judge import compose
+from memrun.run import execute
 
 KEY = "sk-test-loopback-0123456789abcdef"
 
 
 def run_memrun(tmp_path: Path, *overrides: str, name: str = "run", cache: str = "cache") -> tuple[int, Path]:
-    """Run ``memrun axis=accuracy <overrides>`` in-process; returns (exit code, run folder)."""
+    """Run ``memrun axis=accuracy <overrides>`` in-process through the CLI; returns (exit code, run folder)."""
     out = tmp_path / name
     rc = main(["axis=accuracy", "progress=false", f"cache_dir={tmp_path / cache}", f"hydra.run.dir={out}", *overrides])
     return rc, out
+
+
+def execute_run(tmp_path: Path, *overrides: str, name: str = "run", cache: str = "cache") -> tuple[Path, str]:
+    """Compose the config once and call :func:`memrun.run.execute` (faster than the CLI,
+    which composes twice); returns (run folder, printed text). MemrunErrors propagate."""
+    out = tmp_path / name
+    cfg = compose(["axis=accuracy", "progress=false", f"cache_dir={tmp_path / cache}", *overrides])
+    buffer = io.StringIO()
+    execute(cfg, out, Console(file=buffer, width=120))
+    return out, buffer.getvalue()
 
 
 def rows(out: Path) -> list[dict[str, Any]]:
