@@ -32,6 +32,9 @@ from memrun.records import Dataset, Group, Hit, Item, Record
 from memrun.stats.labels import ABSTAIN, ERROR, WRONG
 
 Row = dict[str, Any]
+# Row fields holding text that came from an LLM endpoint or an error: the only places a
+# key echoed by a server could land, so the only ones redacted.
+NETWORK_TEXT = ("reader_answer", "judge_explanation", "judge2_explanation", "error")
 
 
 @dataclass(frozen=True)
@@ -115,7 +118,7 @@ class AnswerStage:
         except BudgetExhausted as exc:
             self.stopped = str(exc)
             return  # unfinished: not written; its finished calls are cached
-        self.emit(self.setup.redactor.row(row))
+        self.emit(self.setup.redactor.row(row, NETWORK_TEXT))
 
     async def _answer(self, row: Row, r: Retrieved, repeat: int, records: Mapping[str, Record]) -> str:
         reader = self.setup.reader

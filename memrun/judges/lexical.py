@@ -31,8 +31,9 @@ CORRECT and any other answer WRONG; on other items such an answer is an ABSTAIN.
 
 Lexical scores (``lexical_scores: true``): :func:`lexical_scores` adds ``token_f1``
 (SQuAD's multiset token F1), ``bleu1`` (NLTK ``sentence_bleu``, unigram weights,
-smoothing method 1) and ``rouge_l`` (Google's ``rouge-score``, ROUGE-L F-measure with
-its Porter stemmer) against the gold. They never replace the judge.
+smoothing method 1) and ``rouge_l`` (the ``rouge`` package's ROUGE-L F-measure, the
+library LoCoMo's own evaluation uses), each on SQuAD-normalized text, against the gold.
+They never replace the judge.
 """
 
 from __future__ import annotations
@@ -132,13 +133,16 @@ def lexical_scores(prediction: str, gold: str | None) -> dict[str, float | None]
 
 @lru_cache(maxsize=1)
 def _rouge() -> Any:
-    from rouge_score import rouge_scorer
+    from rouge import Rouge
 
-    return rouge_scorer.RougeScorer(["rougeL"], use_stemmer=True)
+    return Rouge(metrics=["rouge-l"])
 
 
 def _rouge_l(prediction: str, gold: str) -> float:
-    return float(_rouge().score(gold, prediction)["rougeL"].fmeasure)
+    pred, ref = squad_normalize(prediction), squad_normalize(gold)
+    if not pred or not ref:
+        return 0.0  # the library raises on an empty side
+    return float(_rouge().get_scores(pred, ref)[0]["rouge-l"]["f"])
 
 
 class _LexicalJudge:

@@ -14,6 +14,7 @@ import os
 import re
 from collections.abc import Iterable, Iterator, Mapping
 from dataclasses import dataclass, field
+from functools import cached_property
 from pathlib import Path
 from typing import Any
 from urllib.parse import urlsplit, urlunsplit
@@ -43,7 +44,7 @@ class Endpoint:
     api_key: str = field(repr=False)
     fake: bool = False
 
-    @property
+    @cached_property
     def public_url(self) -> str:
         """The base URL without user info, query or fragment (safe to record)."""
         parts = urlsplit(self.base_url)
@@ -134,13 +135,11 @@ class Redactor:
                 value = value.replace(s, REDACTED)
         return _KEY_SHAPE.sub(REDACTED, value)
 
-    def row(self, row: dict[str, Any]) -> dict[str, Any]:
-        """The row with every str value (and str in a list) redacted, in place."""
-        for k, v in row.items():
-            if isinstance(v, str):
-                row[k] = self.text(v)
-            elif isinstance(v, list) and v and isinstance(v[0], str):
-                row[k] = [self.text(x) if isinstance(x, str) else x for x in v]
+    def row(self, row: dict[str, Any], keys: Iterable[str]) -> dict[str, Any]:
+        """The row with its str values under ``keys`` redacted, in place."""
+        for k in keys:
+            if isinstance(row.get(k), str):
+                row[k] = self.text(row[k])
         return row
 
     def files(self, folder: Path) -> int:
