@@ -57,7 +57,10 @@ class CallCache:
                 "CREATE TABLE IF NOT EXISTS calls (key TEXT PRIMARY KEY, value TEXT NOT NULL, created REAL NOT NULL)"
             )
         except (OSError, sqlite3.Error) as exc:
-            raise ConfigError(f"cache_dir={folder}: cannot open the call cache ({exc}); set cache_dir to a writable folder") from exc
+            raise ConfigError(
+                f"cache_dir={folder}: cannot open the call cache {self.path.name} ({exc}); "
+                "point cache_dir at a writable folder, or remove a damaged cache file"
+            ) from exc
 
     def get(self, key: str) -> ChatResult | None:
         row = self._db.execute("SELECT value FROM calls WHERE key = ?", (key,)).fetchone()
