@@ -12,6 +12,7 @@ import difflib
 import importlib
 import os
 import re
+import shutil
 import sys
 from collections.abc import Sequence
 from pathlib import Path
@@ -20,6 +21,8 @@ from memrun.errors import MemrunError
 
 # name -> "module:function" taking argv (list[str]) and returning an exit code.
 SUBCOMMANDS: dict[str, str] = {
+    "compare": "memrun.commands.compare:main",
+    "null-band": "memrun.commands.compare:null_band_main",
     "failures": "memrun.commands.failures:main",
     "calibrate-judge": "memrun.commands.calibrate_judge:main",
 }
@@ -43,6 +46,13 @@ def _fail(message: str, code: int = EXIT_USER_ERROR) -> int:
 def main(argv: Sequence[str] | None = None) -> int:
     """Entry point of the ``memrun`` console script. Returns the exit code."""
     args = list(sys.argv[1:] if argv is None else argv)
+    if args[:1] in (["--version"], ["-V"]):
+        from memrun import __version__
+
+        print(f"memrun {__version__}")
+        return 0
+    if problem := _check_config_dirs(args):
+        return _fail(problem)
     if args and args[0] in SUBCOMMANDS:
         module, _, func = SUBCOMMANDS[args[0]].partition(":")
         try:
@@ -52,12 +62,33 @@ def main(argv: Sequence[str] | None = None) -> int:
     return _run_hydra(args)
 
 
+def _check_config_dirs(args: list[str]) -> str | None:
+    """Hydra ignores a --config-dir that does not exist; say so instead."""
+    for i, arg in enumerate(args):
+        if arg in ("--config-dir", "-cd") and i + 1 < len(args):
+            folder = args[i + 1]
+        elif arg.startswith("--config-dir="):
+            folder = arg.partition("=")[2]
+        else:
+            continue
+        if not Path(folder).is_dir():
+            return f"--config-dir {folder}: no such folder"
+    return None
+
+
+def _discard_if_empty(out_dir: Path) -> None:
+    """Remove a run folder in which nothing ran (only Hydra's files): no litter from failed starts."""
+    if out_dir.is_dir() and not any(p.name.startswith(("items", "summary")) for p in out_dir.iterdir()):
+        shutil.rmtree(out_dir, ignore_errors=True)
+
+
 def _run_hydra(args: list[str]) -> int:
     import hydra
     from hydra.core.hydra_config import HydraConfig
     from hydra.errors import HydraException
     from omegaconf import DictConfig
     from omegaconf.errors import OmegaConfBaseException
+    import yaml
     from rich.console import Console
 
     from memrun.config import register
@@ -71,11 +102,17 @@ def _run_hydra(args: list[str]) -> int:
 
     def task(cfg: DictConfig) -> None:
         # Report a user error here, in one line; a sweep goes on with its next job.
+        out_dir = Path(HydraConfig.get().runtime.output_dir)
         try:
-            execute(cfg, Path(HydraConfig.get().runtime.output_dir), console)
+            execute(cfg, out_dir, console)
         except MemrunError as exc:
             _fail(str(exc), exc.exit_code)
             failures.append(exc)
+            _discard_if_empty(out_dir)
+        except OmegaConfBaseException as exc:
+            _fail(explain_config_error(exc))
+            failures.append(MemrunError(str(exc)))
+            _discard_if_empty(out_dir)
 
     app = hydra.main(config_path=str(conf_dir()), config_name="config", version_base=None)(task)
     # Let Hydra's exceptions reach us so each becomes one line instead of a trace.
@@ -86,11 +123,39 @@ def _run_hydra(args: list[str]) -> int:
         app()
     except (HydraException, OmegaConfBaseException) as exc:
         return _fail(explain_config_error(exc))
+    except yaml.YAMLError as exc:
+        return _fail(explain_yaml_error(exc))
     except KeyboardInterrupt:
         return _fail("interrupted; the rows that finished are in the run folder", EXIT_INTERRUPTED)
     finally:
         sys.argv = saved_argv
     return failures[0].exit_code if failures else 0
+
+
+def explain_yaml_error(exc: Exception) -> str:
+    """One line for a YAML syntax error: file, line, column and the problem."""
+    mark = getattr(exc, "problem_mark", None)
+    problem = getattr(exc, "problem", None) or str(exc).splitlines()[0]
+    if mark is None:
+        return f"invalid YAML: {problem}"
+    return f"{mark.name}: line {mark.line + 1}, column {mark.column + 1}: invalid YAML: {problem}"
+
+
+def _schema_keys(type_name: str) -> list[str]:
+    """Field names of a schema dataclass in memrun.config, by class name ([] if unknown)."""
+    import dataclasses
+
+    from memrun import config
+
+    schema = getattr(config, type_name, None)
+    return [f.name for f in dataclasses.fields(schema)] if dataclasses.is_dataclass(schema) else []
+
+
+def _unknown_key(where: str, full_key: str, valid: list[str]) -> str:
+    hint = difflib.get_close_matches(full_key.rsplit(".", 1)[-1], valid, n=1)
+    did_you_mean = f"did you mean '{hint[0]}'? " if hint else ""
+    keys = f"valid keys: {', '.join(valid)}" if valid else "use +key=value to add a new key"
+    return f"{where}unknown config key '{full_key}'; {did_you_mean}{keys}"
 
 
 def explain_config_error(exc: BaseException) -> str:
@@ -99,6 +164,7 @@ def explain_config_error(exc: BaseException) -> str:
     from omegaconf.errors import (
         ConfigAttributeError,
         ConfigKeyError,
+        InterpolationKeyError,
         MissingMandatoryValue,
         OmegaConfBaseException,
         ValidationError,
@@ -124,16 +190,20 @@ def explain_config_error(exc: BaseException) -> str:
         full_key = getattr(cause, "full_key", None) or getattr(cause, "key", "?")
         parent = getattr(cause, "parent_node", None)
         valid = [str(k) for k in parent.keys()] if parent is not None and hasattr(parent, "keys") else []
-        leaf = str(full_key).rsplit(".", 1)[-1]
-        hint = difflib.get_close_matches(leaf, valid, n=1)
-        did_you_mean = f"did you mean '{hint[0]}'? " if hint else ""
-        keys = f"valid keys: {', '.join(valid)}" if valid else "use +key=value to add a new key"
-        return f"{where}unknown config key '{full_key}'; {did_you_mean}{keys}"
+        return _unknown_key(where, str(full_key), valid)
+    if isinstance(cause, InterpolationKeyError) and (m := re.search(r"Interpolation key '([^']+)' not found", text)):
+        return f"{where}config key '{m.group(1)}' is missing (other keys refer to it); set it in the config file"
     if isinstance(cause, MissingMandatoryValue):
         return f"{where}{getattr(cause, 'full_key', '?')} has no value; set it in the config file or as key=value"
     if isinstance(cause, ValidationError):
         msg = str(getattr(cause, "msg", cause)).splitlines()[0]
         return f"{where}{getattr(cause, 'full_key', '?')}: {msg}"
+    if m := re.search(r"raised while composing config:\n(.*)\n\s+full_key: (\S+)", text):
+        # an error inside a YAML file; Hydra keeps no cause here, only this text
+        message, full_key = m.groups()
+        if k := re.match(r"Key '[^']+' not in '([^']+)'", message):
+            return _unknown_key(where, full_key, _schema_keys(k.group(1)))
+        return f"{where}{full_key}: {message}"
     first = text.splitlines()[0] if text else type(exc).__name__
     if cause is not None and cause is not exc:
         first += f": {str(cause).splitlines()[0]}"

@@ -13,8 +13,10 @@ from dataclasses import dataclass, field
 from enum import Enum
 from typing import Any, Dict, List, Optional
 
+import re
+
 from hydra.core.config_store import ConfigStore
-from omegaconf import MISSING
+from omegaconf import MISSING, OmegaConf
 
 
 class Axis(str, Enum):
@@ -37,8 +39,8 @@ class LocomoConfig:
     name: str = "locomo"
     split: str = MISSING
     file: str = MISSING
-    url: str = MISSING
-    sha256: str = MISSING
+    url: Optional[str] = MISSING
+    sha256: Optional[str] = MISSING
     path: Optional[str] = None
     categories: Dict[int, str] = MISSING
     expected_counts: Dict[int, int] = field(default_factory=dict)
@@ -187,8 +189,20 @@ class RunConfig:
     request_timeout_s: float = 120.0
 
 
+def path_safe(name: object) -> str:
+    """``name`` as one path segment: separators and other unsafe characters become ``_``.
+
+    Used by the ``memrun_path`` resolver in ``hydra.run.dir`` so that an arm or benchmark
+    name such as ``../x`` cannot place a run outside ``outputs/``.
+    """
+    text = re.sub(r"[^A-Za-z0-9_.=+-]+", "_", str(name)).strip(".")
+    return text or "_"
+
+
 def register() -> None:
-    """Register the schemas with Hydra's ConfigStore (idempotent)."""
+    """Register the schemas with Hydra's ConfigStore and memrun's resolvers (idempotent)."""
+    if not OmegaConf.has_resolver("memrun_path"):
+        OmegaConf.register_new_resolver("memrun_path", path_safe)
     cs = ConfigStore.instance()
     cs.store(name="memrun_schema", node=RunConfig)
     cs.store(group="schema/benchmark", name="locomo", node=LocomoConfig)

@@ -17,6 +17,11 @@ from typing import Any
 METADATA_KEY = b"memrun.instrument"
 SCHEMA_VERSION = 1
 
+# Values of the ``denominator`` field: what a run's ratios divide by.
+DENOMINATOR_RETRIEVAL = "items_with_retrieval_gold"  # retrieval axis: items without gold are unscored
+DENOMINATOR_EXCLUDE_ABSTAIN = "correct+wrong"  # accuracy: abstentions left out of the ratio
+DENOMINATOR_ABSTAIN_WRONG = "correct+wrong+abstained"  # accuracy: an abstention counts as wrong
+
 
 def _cmp(why: str, default: Any = None) -> Any:
     """A comparability field: runs compare only when both carry the same value."""

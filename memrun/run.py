@@ -33,7 +33,7 @@ from memrun.benchmarks import Benchmark
 from memrun.benchmarks.download import data_dir
 from memrun.config import ARM_RESERVED_KEYS, BENCHMARK_RESERVED_KEYS, Axis
 from memrun.errors import ArmError, ConfigError
-from memrun.instrument import Instrument
+from memrun.instrument import DENOMINATOR_RETRIEVAL, Instrument
 from memrun.io.schema import items_schema
 from memrun.io.writer import ItemsWriter
 from memrun.llm.endpoint import Redactor
@@ -230,7 +230,7 @@ def execute(cfg: DictConfig, out_dir: Path, console: Console) -> dict[str, Any]:
         split=dataset.split,
         slice=None,
         dataset_sha256=dataset.sha256,
-        denominator="items_with_retrieval_gold",
+        denominator=DENOMINATOR_RETRIEVAL,
         run_id=run_id,
         arm=cfg.arm.name,
         gold_match=dataset.gold_match,

@@ -1,12 +1,51 @@
-"""Shared fixtures: loopback servers the tests start themselves (never a real API)."""
+"""Shared fixtures: real-data location, running the ``memrun`` console script, and
+loopback servers the tests start themselves (never a real API)."""
 
 from __future__ import annotations
 
+import os
+import shutil
+import subprocess
+import sys
 from collections.abc import Iterator
+from pathlib import Path
 
 import pytest
 
 from servers.openai_server import OpenAIServer
+
+LOCOMO_FILE = "locomo10.json"
+
+
+@pytest.fixture(scope="session")
+def data_dir() -> Path:
+    """``MEMRUN_DATA_DIR`` holding locomo10.json; skips when absent, fails under MEMRUN_REQUIRE_DATA=1."""
+    env = os.environ.get("MEMRUN_DATA_DIR")
+    if not env or not (Path(env) / LOCOMO_FILE).is_file():
+        message = f"realdata: set MEMRUN_DATA_DIR to a folder holding {LOCOMO_FILE} (now {env!r})"
+        if os.environ.get("MEMRUN_REQUIRE_DATA"):  # CI: a skipped real-data test is a failure
+            pytest.fail(message)
+        pytest.skip(message)
+    return Path(env).resolve()
+
+
+def memrun_exe() -> list[str]:
+    """The installed console script, else ``python -m memrun``."""
+    exe = shutil.which("memrun", path=str(Path(sys.executable).parent))
+    return [exe] if exe else [sys.executable, "-m", "memrun"]
+
+
+def run_memrun(args: list[str], cwd: Path, env: dict[str, str] | None = None, timeout: float = 120) -> subprocess.CompletedProcess[str]:
+    """Run ``memrun ARGS`` in ``cwd`` and capture its output (never raises on exit code)."""
+    full_env = {**os.environ, **(env or {})}
+    return subprocess.run(
+        [*memrun_exe(), *args], cwd=cwd, env=full_env, capture_output=True, text=True, timeout=timeout
+    )
+
+
+def run_dirs(root: Path) -> list[Path]:
+    """Run folders (those holding items.parquet or items.parts) under ``root``."""
+    return sorted({p.parent for p in root.rglob("items.parquet")} | {p.parent for p in root.rglob("items.parts")})
 
 
 @pytest.fixture

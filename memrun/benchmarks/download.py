@@ -43,8 +43,9 @@ def _check(path: Path, sha256: str | None) -> str:
     actual = sha256_of(path)
     if sha256 and actual != sha256:
         raise DataError(
-            f"{path} has sha256 {actual}, expected {sha256}: the file is corrupt or a "
-            "different version; delete it to download it again, or pin its sha256 in the config"
+            f"{path} has sha256 {actual} but the config pins {sha256}: either the file is not the "
+            "pinned version (a partial download, an edited copy) or the pin is wrong; check the pin "
+            "in the benchmark config, or replace the file"
         )
     return actual
 
@@ -69,6 +70,8 @@ def resolve(
     """
     if path:
         explicit = Path(path).expanduser()
+        if explicit.is_dir():
+            raise DataError(f"benchmark.path={path} is a folder; name the dataset file itself")
         if not explicit.is_file():
             raise DataError(f"benchmark.path={path}: no such file")
         return explicit, _check(explicit, sha256)
@@ -86,9 +89,9 @@ def _download(url: str, target: Path, sha256: str | None) -> str:
 
     part = target.with_name(target.name + ".part")
     try:
-        target.parent.mkdir(parents=True, exist_ok=True)
         with httpx.stream("GET", url, follow_redirects=True, timeout=30.0) as response:
             response.raise_for_status()
+            target.parent.mkdir(parents=True, exist_ok=True)  # only once there is something to keep
             total = int(response.headers.get("content-length", 0)) or None
             with (
                 part.open("wb") as out,
@@ -106,10 +109,11 @@ def _download(url: str, target: Path, sha256: str | None) -> str:
                     bar.advance(task, len(chunk))
     except (httpx.HTTPError, OSError) as exc:
         part.unlink(missing_ok=True)
+        reason = str(exc).splitlines()[0] if str(exc) else ""
         raise DownloadError(
             f"{target.name} is not in {target.parent} and downloading it from {url} failed "
-            f"({type(exc).__name__}: {exc}); put the file there yourself (sha256 "
-            f"{sha256 or 'not pinned'}) or set {ENV_DATA_DIR} to the folder that holds it"
+            f"({type(exc).__name__}: {reason}); put the file there yourself (sha256 "
+            f"{sha256 or 'not pinned'}), or point data_dir / {ENV_DATA_DIR} / benchmark.path at a copy"
         ) from exc
     actual = sha256_of(part)
     if sha256 and actual != sha256:

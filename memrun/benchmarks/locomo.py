@@ -29,7 +29,13 @@ not resolve (keys of :attr:`Dataset.counts`):
 - ``gold_empty``: items left with no retrieval gold (not scored on retrieval);
 - ``questions_repeated``: a question asked again in the same conversation (both kept);
 - ``sessions_empty``: a session with a date but no turns; ``turns_empty``: a turn with
-  neither text nor image caption; both are skipped.
+  neither text nor image caption; ``turns_without_id``: a turn with no ``dia_id`` (no
+  key to retrieve it by); all three are skipped;
+- ``category_missing``: a QA row without a category (kept, category ``"unknown"``).
+
+A file that is not LoCoMo-shaped at all (not a list, a conversation or session of the
+wrong type, two conversations with one ``sample_id``, no conversation) is a DataError
+naming the file and the place.
 """
 
 from __future__ import annotations
@@ -61,6 +67,8 @@ COUNT_KEYS = (
     "questions_repeated",
     "sessions_empty",
     "turns_empty",
+    "turns_without_id",
+    "category_missing",
 )
 
 
@@ -99,8 +107,15 @@ class LoCoMo:
             raise DataError(f"{path}: not valid JSON ({exc})") from exc
         if not isinstance(raw, list):
             raise DataError(f"{path}: expected a list of conversations, got {type(raw).__name__}")
+        if not raw:
+            raise DataError(f"{path}: the file holds no conversation")
         counts: Counter[str] = Counter({k: 0 for k in COUNT_KEYS})
         groups = [self._conversation(path, i, conv, counts) for i, conv in enumerate(raw)]
+        seen: set[str] = set()
+        for group in groups:
+            if group.history_id in seen:
+                raise DataError(f"{path}: sample_id {group.history_id!r} names two conversations; item ids would clash")
+            seen.add(group.history_id)
         dataset = Dataset(
             split=self.split,
             sha256=digest,
@@ -120,11 +135,14 @@ class LoCoMo:
         if not isinstance(conv, dict) or not isinstance(conv.get("conversation"), dict):
             raise DataError(f"{where}: expected an object with a 'conversation' object")
         sample_id = str(conv.get("sample_id") or f"conv-{index}")
-        records = _records(conv["conversation"], counts)
+        records = _records(conv["conversation"], counts, f"{path}: {sample_id}")
         known = {r.key for r in records}
         items: list[Item] = []
         asked: set[str] = set()
-        for row, qa in enumerate(conv.get("qa") or []):
+        qa_rows = conv.get("qa")
+        if not isinstance(qa_rows, list):
+            raise DataError(f"{where} ({sample_id}): expected a 'qa' list, got {type(qa_rows).__name__}")
+        for row, qa in enumerate(qa_rows):
             if not isinstance(qa, dict) or not isinstance(qa.get("question"), str):
                 raise DataError(f"{where} ({sample_id}) qa row {row}: expected an object with a 'question' string")
             question = qa["question"]
@@ -149,6 +167,8 @@ class LoCoMo:
         gold = _normalize_evidence([str(e) for e in evidence_raw], known, counts)
         if not gold:
             counts["gold_empty"] += 1
+        if qa.get("category") is None:
+            counts["category_missing"] += 1
         extra: dict[str, Any] = {}
         if "adversarial_answer" in qa:
             extra["adversarial_answer"] = str(qa["adversarial_answer"])
@@ -156,7 +176,7 @@ class LoCoMo:
             item_id=f"{sample_id}:{row}",
             history_id=sample_id,
             cluster=sample_id,
-            category=str(qa.get("category")),
+            category="unknown" if qa.get("category") is None else str(qa["category"]),
             question=qa["question"],
             answer=answer,
             answer_raw=json.dumps(raw_answer, ensure_ascii=False),
@@ -179,8 +199,11 @@ class LoCoMo:
         return [f"LoCoMo per-category counts differ from the published file: {diff}"]
 
 
-def _records(conversation: dict[str, Any], counts: Counter[str]) -> list[Record]:
-    """Turn records in session order; empty sessions and turns are skipped and counted."""
+def _records(conversation: dict[str, Any], counts: Counter[str], where: str = "conversation") -> list[Record]:
+    """Turn records in session order; empty sessions and turns are skipped and counted.
+
+    Raises DataError when a session is not a list of turn objects.
+    """
     sessions = sorted(
         (int(m.group(1)), key) for key in conversation if (m := _SESSION.fullmatch(key))
     )
@@ -190,12 +213,17 @@ def _records(conversation: dict[str, Any], counts: Counter[str]) -> list[Record]
     records: list[Record] = []
     for n, key in sessions:
         turns = conversation[key] or []
+        if not isinstance(turns, list) or not all(isinstance(t, dict) for t in turns):
+            raise DataError(f"{where} {key}: expected a list of turn objects")
         date = conversation.get(f"{key}_date_time")
         for turn in turns:
             text = str(turn.get("text") or "").strip()
             caption = str(turn.get("blip_caption") or "").strip()
-            if not (text or caption) or not turn.get("dia_id"):
+            if not (text or caption):
                 counts["turns_empty"] += 1
+                continue
+            if not turn.get("dia_id"):
+                counts["turns_without_id"] += 1
                 continue
             body = f"{turn.get('speaker', '?')}: {text}"
             if caption:

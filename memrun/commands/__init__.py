@@ -1,1 +1,1 @@
-"""Subcommands registered in :data:`memrun.cli.SUBCOMMANDS` (each ``main(argv) -> exit code``)."""
+"""Subcommands of the ``memrun`` console script (each ``main(argv) -> exit code``)."""

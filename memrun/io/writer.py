@@ -50,7 +50,8 @@ class ItemsWriter:
         self.flush_seconds = flush_seconds
         self._buffer: list[Mapping[str, Any]] = []
         self._last_flush = time.monotonic()
-        self._n_parts = len(list(self.parts.glob("part-*.parquet")))
+        self._n_parts = 0
+        self._tables: list[pa.Table] = []  # what the parts hold, kept to merge without re-reading
         self.rows_written = 0
 
     def _with_metadata(self) -> pa.Schema:
@@ -71,6 +72,7 @@ class ItemsWriter:
         tmp = name.with_suffix(".tmp")
         pq.write_table(table, tmp)
         tmp.replace(name)
+        self._tables.append(table)
         self._n_parts += 1
         self.rows_written += len(self._buffer)
         self._buffer.clear()
@@ -79,9 +81,7 @@ class ItemsWriter:
     def close(self) -> Path:
         """Flush, merge the parts into ``items.parquet`` (with the instrument), return its path."""
         self.flush()
-        parts = sorted(self.parts.glob("part-*.parquet"))
-        tables = [pq.read_table(p) for p in parts]
-        table = pa.concat_tables(tables) if tables else self.schema.empty_table()
+        table = pa.concat_tables(self._tables) if self._tables else self.schema.empty_table()
         table = table.replace_schema_metadata({METADATA_KEY: self.instrument.to_json().encode()})
         target = self.folder / ITEMS_FILE
         tmp = target.with_suffix(".tmp")

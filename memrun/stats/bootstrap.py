@@ -1,36 +1,28 @@
 """Paired, clustered percentile bootstrap of a mean per-item delta.
 
-Method
-------
-Each item carries a paired delta (arm B minus arm A, in the metric's own unit) and an
-optional cluster key. The data reduce to one ``(sum, size)`` pair per cluster. A
-resample draws C clusters from the C observed ones with replacement; its statistic is
-the mean delta over every item of the drawn clusters, ``sum(drawn sums) / sum(drawn
-sizes)`` (the cluster bootstrap of Davison & Hinkley 1997, sec. 3.8; Field & Welsh
-2007). The interval is the percentile interval of Efron & Tibshirani (1993, sec. 13.3):
-the ``ceil(B * alpha)``-th and ``ceil(B * (1 - alpha))``-th smallest of the B resampled
-means, ``alpha = (1 - confidence) / 2``. This is numpy's ``method="inverted_cdf"``; the
-bounds are always means some resample actually produced.
+Each item has a paired delta (B minus A, in the metric's unit) and an optional cluster
+key; the data reduce to one ``(sum, size)`` pair per cluster. A resample draws C of the
+C clusters with replacement and takes ``sum(drawn sums) / sum(drawn sizes)``, the mean
+over every item of the drawn clusters (cluster bootstrap: Davison & Hinkley 1997,
+sec. 3.8; Field & Welsh 2007). The interval is the percentile interval of Efron &
+Tibshirani (1993, sec. 13.3): the ``ceil(B*alpha)``-th and ``ceil(B*(1-alpha))``-th
+smallest of the B resampled means, alpha = (1 - confidence) / 2, i.e. numpy's
+``method="inverted_cdf"``; a bound is always a mean some resample produced.
 
-Two draw schemes give the same distribution:
+Two draw schemes, same distribution, neither holding a resamples x items matrix:
 
-``index``
-    Cluster indices drawn one by one, in exactly the sequence Python's
-    ``random.Random(seed).randrange(C)`` (equivalently ``.choice(clusters)``) yields,
-    C per resample, clusters numbered in order of first appearance. The Mersenne
-    Twister runs in numpy and the ``randrange`` rejection step is vectorised, in
-    blocks of at most ``BLOCK`` indices, so memory stays bounded. Cost: resamples x C
-    draws (about 15 ns each). This scheme reproduces the reference interval table.
-``types``
-    Clusters with the same ``(sum, size)`` are exchangeable, so only how many times
-    each *type* is drawn matters. With K types of multiplicities m_k, the counts are
-    Multinomial(C, m_k / C): the same distribution as drawing clusters one by one.
-    Cost: resamples x K binomial draws (about 110 ns each).
+``index``: cluster indices in exactly the sequence ``random.Random(seed).randrange(C)``
+    (equivalently ``.choice(clusters)``) yields, C per resample, clusters numbered in
+    order of first appearance; the Mersenne Twister runs in numpy and the randrange
+    rejection step is vectorised, ``BLOCK`` indices at a time. About 15-20 ns per
+    draw, resamples x C draws. This reproduces the reference interval table.
+``types``: clusters with equal ``(sum, size)`` are exchangeable, so only how often each
+    type is drawn matters: counts ~ Multinomial(C, m_k / C) over the K types of
+    multiplicity m_k, the same law as drawing clusters one by one. About 110 ns per
+    type, resamples x K draws.
 
-``paired_bootstrap`` uses ``index`` while resamples x C is at most
-``INDEX_DRAW_BUDGET``; above it, ``types`` when C >= ``TYPE_RATIO`` x K, else
-``index``. The choice depends only on the data and the settings, and is recorded in
-``BootstrapResult.draw``. Neither scheme ever holds a resamples x items matrix.
+``index`` is used while resamples x C <= ``INDEX_DRAW_BUDGET``; above it ``types`` when
+C >= ``TYPE_RATIO`` x K, else ``index``. ``BootstrapResult.draw`` records the choice.
 """
 
 from __future__ import annotations
@@ -48,12 +40,9 @@ DEFAULT_RESAMPLES = 10_000
 DEFAULT_SEED = 7
 DEFAULT_CONFIDENCE = 0.95
 
-INDEX_DRAW_BUDGET = 1 << 25
-"""Index draws are used whenever resamples x clusters is at most this (~0.5 s)."""
-TYPE_RATIO = 8
-"""Above the budget, types are drawn when clusters >= TYPE_RATIO x types."""
-BLOCK = 1 << 22
-"""Most cluster indices (or type counts) held in memory at once."""
+INDEX_DRAW_BUDGET = 1 << 25  # index draws whenever resamples x clusters <= this (~0.5 s)
+TYPE_RATIO = 8  # above the budget, types when clusters >= TYPE_RATIO x types
+BLOCK = 1 << 22  # most cluster indices (or type counts) in memory at once
 
 FloatArray = NDArray[np.float64]
 
@@ -147,15 +136,9 @@ def paired_bootstrap(
         draw, means = "index", _means_by_index(sums, sizes, resamples, gen)
     low, high = _percentile_bounds(means, confidence)
     return BootstrapResult(
-        mean=float(values.mean()),
-        low=low,
-        high=high,
-        n_items=len(values),
-        n_clusters=n_clusters,
-        resamples=int(resamples),
-        seed=int(seed),
-        confidence=float(confidence),
-        draw=draw,
+        mean=float(values.mean()), low=low, high=high, n_items=len(values),
+        n_clusters=n_clusters, resamples=int(resamples), seed=int(seed),
+        confidence=float(confidence), draw=draw,
     )
 
 
@@ -193,22 +176,21 @@ def _cluster_totals(
     n = len(values)
     if clusters is None:
         return values, np.ones(n)
-    if isinstance(clusters, np.ndarray) and clusters.ndim == 1 and clusters.dtype.kind in "biufUS":
-        if len(clusters) != n:
-            raise ValueError(f"clusters has {len(clusters)} keys but deltas has {n} items")
+    keys = clusters if isinstance(clusters, np.ndarray) else list(clusters)
+    if len(keys) != n:
+        raise ValueError(f"clusters has {len(keys)} keys but deltas has {n} items")
+    if isinstance(keys, np.ndarray) and keys.ndim == 1 and keys.dtype.kind in "biufUS":
         # Sort-based grouping (faster than a dict for numeric and string arrays),
         # then renumber the groups in order of first appearance.
-        uniq, first, inverse = np.unique(clusters, return_index=True, return_inverse=True)
+        uniq, first, inverse = np.unique(keys, return_index=True, return_inverse=True)
         rank = np.empty(len(uniq), dtype=np.intp)
         rank[np.argsort(first, kind="stable")] = np.arange(len(uniq))
         inverse, n_clusters = rank[inverse.ravel()], len(uniq)
     else:
-        keys = clusters.tolist() if isinstance(clusters, np.ndarray) else list(clusters)
-        if len(keys) != n:
-            raise ValueError(f"clusters has {len(keys)} keys but deltas has {n} items")
         ids: dict[Hashable, int] = {}
+        listed = keys.tolist() if isinstance(keys, np.ndarray) else keys
         try:
-            inverse = np.fromiter((ids.setdefault(k, len(ids)) for k in keys), np.intp, n)
+            inverse = np.fromiter((ids.setdefault(k, len(ids)) for k in listed), np.intp, n)
         except TypeError as exc:
             raise TypeError(f"cluster keys must be hashable: {exc}") from None
         n_clusters = len(ids)
@@ -265,7 +247,9 @@ def _means_by_index(
     (whole resamples per block, or one resample in pieces when C > block)."""
     n_clusters = len(sums)
     stream = _RandBelow(gen, n_clusters)
-    totals, weights = np.zeros(resamples), np.zeros(resamples)
+    equal = bool(sizes.min() == sizes.max())  # then every resample has n_clusters * size items
+    totals = np.zeros(resamples)
+    weights = np.full(resamples, 0.0 if not equal else float(sizes[0]) * n_clusters)
     rows, piece = max(1, block // n_clusters), min(block, n_clusters)
     for start in range(0, resamples, rows):
         stop = min(start + rows, resamples)
@@ -273,7 +257,8 @@ def _means_by_index(
             width = min(piece, n_clusters - done)
             idx = stream.take((stop - start) * width).reshape(stop - start, width)
             totals[start:stop] += np.take(sums, idx).sum(axis=1)
-            weights[start:stop] += np.take(sizes, idx).sum(axis=1)
+            if not equal:
+                weights[start:stop] += np.take(sizes, idx).sum(axis=1)
     return totals / weights
 
 

@@ -29,10 +29,9 @@ from __future__ import annotations
 import math
 import numbers
 from collections.abc import Mapping
+from statistics import NormalDist
 from dataclasses import asdict, dataclass
 from typing import Any
-
-from scipy.stats import norm
 
 from memrun.stats.bootstrap import BootstrapResult, format_interval
 
@@ -140,7 +139,7 @@ def correct_for_judge(result: BootstrapResult, calibration: JudgeCalibration) ->
                    "the interval is reported uncorrected")
         return CalibratedResult(result.mean, result.low, result.high, j, j_se, False,
                                 warning, result, calibration)
-    z = float(norm.ppf(0.5 + result.confidence / 2))
+    z = NormalDist().inv_cdf(0.5 + result.confidence / 2)
     below = max(0.0, result.mean - result.low) / j
     above = max(0.0, result.high - result.mean) / j
     judge_term = z * abs(result.mean) * j_se / j**2

@@ -1,4 +1,8 @@
-"""Classical paired tests beside the bootstrap: exact McNemar and Wilcoxon over seeds."""
+"""Classical paired tests beside the bootstrap: exact McNemar and Wilcoxon over seeds.
+
+scipy.stats is imported inside the functions: it takes about a second to import, and
+most memrun commands never run these tests.
+"""
 
 from __future__ import annotations
 
@@ -7,7 +11,6 @@ from typing import Any
 
 import numpy as np
 from numpy.typing import ArrayLike, NDArray
-from scipy import stats
 
 
 @dataclass(frozen=True)
@@ -77,6 +80,8 @@ def mcnemar_exact(a_correct: ArrayLike, b_correct: ArrayLike) -> McNemarResult:
         raise ValueError(f"a_correct has {len(a)} items but b_correct has {len(b)}")
     if len(a) == 0:
         raise ValueError("mcnemar_exact needs at least one pair")
+    from scipy import stats
+
     b01 = int(np.count_nonzero(~a & b))
     b10 = int(np.count_nonzero(a & ~b))
     discordant = b01 + b10
@@ -135,6 +140,8 @@ def wilcoxon_seeds(a_means: ArrayLike, b_means: ArrayLike) -> WilcoxonResult | N
     """
     if wilcoxon_skip_reason(a_means, b_means) is not None:
         return None
+    from scipy import stats
+
     a, b = _seed_arrays(a_means, b_means)
     diff = b - a
     res = stats.wilcoxon(diff, zero_method="wilcox", alternative="two-sided")

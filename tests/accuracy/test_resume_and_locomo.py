@@ -51,12 +51,9 @@ def test_resume_after_kill_makes_no_duplicate_calls(llm_env, tmp_path):
     assert summary(out)["calls"]["cached"] == finished and len(rows(out)) == 60
 
 
-def locomo_slice(tmp_path: Path, conversations: int = 1) -> list[str]:
+def locomo_slice(data_dir: Path, tmp_path: Path, conversations: int = 1) -> list[str]:
     """Overrides selecting the first ``conversations`` of locomo10.json (a copy in tmp_path)."""
-    data_dir = os.environ.get("MEMRUN_DATA_DIR")
-    source = Path(data_dir or "", "locomo10.json")
-    if not data_dir or not source.is_file():
-        pytest.skip("needs MEMRUN_DATA_DIR with locomo10.json")
+    source = data_dir / "locomo10.json"
     path = tmp_path / "locomo-slice.json"
     path.write_text(json.dumps(json.loads(source.read_text())[:conversations]))
     digest = hashlib.sha256(path.read_bytes()).hexdigest()
@@ -76,9 +73,9 @@ def locomo_responder(body: dict) -> str:
 
 
 @pytest.mark.realdata
-def test_locomo_accuracy_run_with_bm25(llm_env, tmp_path, capsys):
+def test_locomo_accuracy_run_with_bm25(llm_env, data_dir, tmp_path, capsys):
     llm_env.responder = locomo_responder
-    locomo = locomo_slice(tmp_path)
+    locomo = locomo_slice(data_dir, tmp_path)
     out, printed = execute_run(tmp_path, *locomo, "judge=gpt41", "arm=bm25")
     table = rows(out)
     n = len(table)

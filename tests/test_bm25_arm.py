@@ -1,0 +1,59 @@
+import pytest
+
+from memrun.arms import Arm
+from memrun.arms.bm25 import BM25Arm
+from memrun.errors import ArmError
+from memrun.records import Record
+
+RECORDS = [
+    Record("r0", "The invoices go out on the third of each month"),
+    Record("r1", "Late fees are two percent"),
+    Record("r2", "Invoices and late fees are handled by finance"),
+    Record("r3", "The garden has tomatoes"),
+]
+
+
+def test_implements_protocol_and_ranks_by_bm25():
+    arm = BM25Arm()
+    assert isinstance(arm, Arm)
+    arm.ingest("h", RECORDS)
+    hits = arm.search("when do invoices go out", 10)
+    assert hits[0].key == "r0"
+    assert [h.score for h in hits] == sorted((h.score for h in hits), reverse=True)
+    assert "r3" not in {h.key for h in hits}  # zero score: not returned
+    assert hits[0].text == RECORDS[0].text
+
+
+def test_top_k_and_reingest_replaces_history():
+    arm = BM25Arm()
+    arm.ingest("h1", RECORDS)
+    assert len(arm.search("invoices late fees", 1)) == 1
+    arm.ingest("h2", [Record("x", "tomatoes everywhere")])
+    assert [h.key for h in arm.search("invoices tomatoes", 5)] == ["x"]
+
+
+def test_stopwords_setting_changes_what_matches():
+    with_stop, without = BM25Arm(stopwords="en"), BM25Arm(stopwords=None)
+    for arm in (with_stop, without):
+        arm.ingest("h", RECORDS)
+    assert with_stop.search("the", 5) == []
+    assert len(without.search("the", 5)) == 2
+
+
+def test_ties_break_by_record_order_deterministically():
+    arm = BM25Arm()
+    arm.ingest("h", [Record(f"k{i}", "same words here") for i in range(5)])
+    assert [h.key for h in arm.search("same words", 5)] == ["k0", "k1", "k2", "k3", "k4"]
+
+
+def test_empty_history_and_empty_query():
+    arm = BM25Arm()
+    arm.ingest("h", [])
+    assert arm.search("anything", 3) == []
+    arm.ingest("h", RECORDS)
+    assert arm.search("", 3) == []
+
+
+def test_unknown_method_is_a_clear_error():
+    with pytest.raises(ArmError, match="arm.method='bm99' is not a bm25s method"):
+        BM25Arm(method="bm99")

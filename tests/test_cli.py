@@ -1,0 +1,195 @@
+"""The ``memrun`` console script end to end, in subprocesses, as a user runs it."""
+
+from __future__ import annotations
+
+import os
+import signal
+import sys
+import subprocess
+import time
+from pathlib import Path
+
+import pyarrow.parquet as pq
+import pytest
+from conftest import memrun_exe, run_dirs, run_memrun
+
+from memrun.io.reader import read_run
+from memrun.io.schema import items_schema
+
+USER_PROJECT = Path(__file__).parent / "user_project"
+
+
+def user_env(data_dir: Path | None = None) -> dict[str, str]:
+    env = {"PYTHONPATH": os.pathsep.join(filter(None, [str(USER_PROJECT), os.environ.get("PYTHONPATH")]))}
+    if data_dir:
+        env["MEMRUN_DATA_DIR"] = str(data_dir)
+    return env
+
+
+def test_no_arguments_runs_the_offline_synthetic_default(tmp_path):
+    done = run_memrun(["progress=false"], tmp_path, {"MEMRUN_DATA_DIR": str(tmp_path / "empty")})
+    assert done.returncode == 0, done.stderr
+    (folder,) = run_dirs(tmp_path / "outputs")
+    run = read_run(folder)
+    assert run.table.num_rows == 30 and run.instrument.benchmark == "synthetic"
+    assert run.instrument.gold_match == "substring"
+    assert "overall_all" in done.stdout and "recall@1" in done.stdout
+
+
+@pytest.mark.realdata
+def test_locomo_bm25_end_to_end_twice(tmp_path, data_dir):
+    tables = []
+    for _ in range(2):
+        done = run_memrun(["benchmark=locomo", "arm=bm25"], tmp_path, {"MEMRUN_DATA_DIR": str(data_dir)})
+        assert done.returncode == 0, done.stderr
+        assert "Traceback" not in done.stderr
+    folders = run_dirs(tmp_path / "outputs")
+    assert len(folders) == 2
+    for folder in folders:
+        run = read_run(folder)
+        table = run.table
+        assert run.complete and table.num_rows == 1986
+        assert table.schema.remove_metadata().equals(items_schema([1, 3, 5, 10]))
+        inst = run.instrument
+        assert (inst.axis, inst.benchmark, inst.split, inst.arm, inst.search_mode) == ("recall", "locomo", "locomo10", "bm25", "lexical")
+        assert inst.dataset_sha256 == "79fa87e90f04081343b8c8debecb80a9a6842b76a7aa537dc9fdf651ea698ff4"
+        assert inst.status == "complete" and inst.n_rows == 1986 and inst.n_errors == 0
+        assert inst.embedder is None and inst.reader_model is None and inst.judge_model is None
+        assert inst.load_counts["evidence_split"] == 4 and inst.config["arm"]["top_k"] == 10
+        assert inst.memrun_version and inst.started_at and inst.finished_at
+        for col in ("hit_at_1", "hit_at_10", "rr", "ndcg_at_10"):
+            values = [v for v in table.column(col).to_pylist() if v is not None]
+            assert len(values) == 1982 and all(0 <= float(v) <= 1 for v in values)
+        tables.append(table)
+        summary = (folder / "summary.json").read_text()
+        assert '"overall_comparable"' in summary and '"overall_all"' in summary
+    for col in ("item_id", "retrieved_keys", "retrieved_scores", "rr", "hit_at_5", "ndcg_at_10"):
+        assert tables[0].column(col).to_pylist() == tables[1].column(col).to_pylist()
+
+
+@pytest.mark.realdata
+def test_sweep_writes_one_folder_per_job(tmp_path, data_dir):
+    done = run_memrun(["-m", "benchmark=locomo", "arm=bm25,bm25_nostop", "progress=false"], tmp_path,
+                      {"MEMRUN_DATA_DIR": str(data_dir)})
+    assert done.returncode == 0, done.stderr
+    folders = run_dirs(tmp_path / "outputs" / "multirun")
+    assert [f.name.split("_", 2)[-1] for f in folders] == ["bm25", "bm25_nostop"]
+    a, b = (read_run(f) for f in folders)
+    assert a.instrument.arm == "bm25" and b.instrument.arm == "bm25_nostop"
+    assert a.table.column("retrieved_keys").to_pylist() != b.table.column("retrieved_keys").to_pylist()
+
+
+@pytest.mark.parametrize(
+    "args,needle",
+    [
+        (["arm.top_kk=5"], "unknown config key 'arm.top_kk'; did you mean 'top_k'?"),
+        (["benchmark=locomoo"], "benchmark=locomoo: no such config (did you mean benchmark=locomo?); available: locomo, synthetic"),
+        (["arm.top_k=ten"], "arm.top_k: Value 'ten' of type 'str' could not be converted to Integer"),
+        (["axis=accuracy"], "axis=accuracy needs a judge; add judge=gpt41"),
+        (["axis=precision"], "axis: Invalid value 'precision', expected one of [recall, accuracy]"),
+        (["arm.method=bm99"], "arm: could not build memrun.arms.bm25.BM25Arm: arm.method='bm99' is not a bm25s method"),
+        (["ks=[0,5]"], "ks=[0, 5]: cut-offs must be positive integers"),
+        (["arm=bm25", "arm.top_k"], "cannot parse the override"),
+    ],
+)
+def test_bad_config_is_one_line_not_a_traceback(tmp_path, args, needle):
+    done = run_memrun([*args, "progress=false"], tmp_path)
+    assert done.returncode == 2
+    lines = done.stderr.strip().splitlines()
+    assert len(lines) == 1 and lines[0].startswith("memrun: error: "), done.stderr
+    assert needle in lines[0]
+    assert not (tmp_path / "outputs").exists() or not run_dirs(tmp_path / "outputs")
+
+
+@pytest.mark.parametrize(
+    "content,needle",
+    [
+        ("defaults:\n  - /schema/arm/bm25@_here_\n  - _self_\nname: bad\ntop_kk: 5\n",
+         "in arm/bad.yaml: unknown config key 'arm.top_kk'; did you mean 'top_k'?"),
+        ("name: bad\n  top_k: [1,\n", "bad.yaml: line 2, column 8: invalid YAML: mapping values are not allowed here"),
+        ("defaults:\n  - /schema/arm/bm25@_here_\n  - _self_\nname: bad\ntop_k: many\n",
+         "arm.top_k: Value 'many' of type 'str' could not be converted to Integer"),
+    ],
+)
+def test_bad_config_file_names_the_file_and_key(tmp_path, content, needle):
+    (tmp_path / "conf" / "arm").mkdir(parents=True)
+    (tmp_path / "conf" / "arm" / "bad.yaml").write_text(content)
+    done = run_memrun(["--config-dir", str(tmp_path / "conf"), "arm=bad"], tmp_path)
+    assert done.returncode == 2
+    (line,) = done.stderr.strip().splitlines()
+    assert needle in line and line.startswith("memrun: error: ")
+
+
+def test_missing_data_offline_is_one_line(tmp_path):
+    url = "http://127.0.0.1:9/locomo10.json"
+    done = run_memrun(["benchmark=locomo", f"benchmark.url={url}"], tmp_path, {"MEMRUN_DATA_DIR": str(tmp_path / "data")})
+    assert done.returncode == 2
+    (line,) = done.stderr.strip().splitlines()
+    for needle in ("locomo10.json", url, "79fa87e90f04081343b8c8debecb80a9a6842b76a7aa537dc9fdf651ea698ff4", str(tmp_path / "data")):
+        assert needle in line
+
+
+def test_user_config_dir_and_target_arm(tmp_path):
+    done = run_memrun(["--config-dir", str(USER_PROJECT / "conf"), "arm=keyword", "progress=false"], tmp_path, user_env())
+    assert done.returncode == 0, done.stderr
+    (folder,) = run_dirs(tmp_path / "outputs")
+    run = read_run(folder)
+    assert run.instrument.arm == "keyword" and run.instrument.search_mode == "lexical"
+    assert run.table.num_rows == 30 and sum(run.table.column("hit_at_10").to_pylist()) > 10
+
+
+def test_user_arm_with_unknown_parameter_or_target(tmp_path):
+    conf = ["--config-dir", str(USER_PROJECT / "conf"), "arm=keyword"]
+    done = run_memrun([*conf, "+arm.min_overlapp=2"], tmp_path, user_env())
+    assert done.returncode == 2 and "unexpected keyword argument 'min_overlapp'" in done.stderr
+    done = run_memrun([*conf, "arm._target_=myteam.arms.Nope"], tmp_path, user_env())
+    assert done.returncode == 2 and "could not build myteam.arms.Nope" in done.stderr
+    assert len(done.stderr.strip().splitlines()) == 1
+
+
+def test_item_errors_are_counted_and_excluded(tmp_path):
+    done = run_memrun(["--config-dir", str(USER_PROJECT / "conf"), "arm=keyword", "+arm.fail_on=invoice", "progress=false"],
+                      tmp_path, user_env())
+    assert done.returncode == 0, done.stderr
+    run = read_run(run_dirs(tmp_path / "outputs")[0])
+    errors = [e for e in run.table.column("error").to_pylist() if e]
+    assert len(errors) == 1 and "server said no" in errors[0] and run.instrument.n_errors == 1
+    assert "errors (excluded) 1" in done.stdout
+
+
+@pytest.mark.realdata
+@pytest.mark.parametrize("sig", [signal.SIGINT, signal.SIGKILL])
+def test_interrupt_or_kill_keeps_finished_rows(tmp_path, data_dir, sig):
+    args = ["--config-dir", str(USER_PROJECT / "conf"), "benchmark=locomo", "arm=keyword", "+arm.delay_ms=2", "progress=false"]
+    proc = subprocess.Popen([*memrun_exe(), *args], cwd=tmp_path, env={**os.environ, **user_env(data_dir)},
+                            stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
+    deadline = time.monotonic() + 60
+    while time.monotonic() < deadline and not list((tmp_path / "outputs").rglob("part-*.parquet")):
+        time.sleep(0.1)
+    proc.send_signal(sig)
+    _, err = proc.communicate(timeout=60)
+    run = read_run(run_dirs(tmp_path / "outputs")[0])
+    assert 0 < run.table.num_rows < 1986
+    if sig == signal.SIGINT:
+        assert proc.returncode == 130 and "interrupted" in err
+        assert run.complete and run.instrument.status == "interrupted" and run.instrument.n_rows == run.table.num_rows
+    else:
+        assert not run.complete and run.instrument.status == "running"
+
+
+def test_wheel_carries_the_configs(tmp_path):
+    """A non-editable install must find conf/ inside the package."""
+    root = Path(__file__).parents[1]
+    done = subprocess.run([sys.executable, "-m", "pip", "wheel", "--no-deps", "-q", "-w", str(tmp_path), str(root)],
+                          capture_output=True, text=True, timeout=300)
+    if done.returncode and "No matching distribution found for hatchling" in done.stderr:
+        pytest.skip("hatchling not reachable")
+    assert done.returncode == 0, done.stderr
+    import zipfile
+
+    (wheel,) = tmp_path.glob("memrun-*.whl")
+    names = set(zipfile.ZipFile(wheel).namelist())
+    for f in ("memrun/conf/config.yaml", "memrun/conf/benchmark/locomo.yaml", "memrun/conf/arm/bm25.yaml",
+              "memrun/conf/judge/none.yaml", "memrun/benchmarks/data/synthetic.json"):
+        assert f in names
+    assert not any(n.startswith("conf/") for n in names)

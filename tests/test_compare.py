@@ -1,0 +1,332 @@
+"""``memrun compare`` and ``memrun null-band`` on run tables written like real runs."""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+
+import pyarrow as pa
+import pyarrow.parquet as pq
+import pytest
+from conftest import run_dirs, run_memrun
+
+from memrun.commands.compare import main as compare_main
+from memrun.commands.compare import null_band_main
+from memrun.instrument import (
+    DENOMINATOR_ABSTAIN_WRONG,
+    DENOMINATOR_EXCLUDE_ABSTAIN,
+    DENOMINATOR_RETRIEVAL,
+    METADATA_KEY,
+    Instrument,
+)
+from memrun.io.schema import items_schema
+from memrun.io.writer import ItemsWriter
+from memrun.stats import ExitCode
+
+KS = (1, 5)
+
+
+def base_instrument(**kw) -> Instrument:
+    fields = dict(axis="recall", benchmark="locomo", split="locomo10", dataset_sha256="abc", search_mode="lexical",
+                  denominator=DENOMINATOR_RETRIEVAL, ks=list(KS), status="complete")
+    fields.update(kw)
+    return Instrument(**fields)
+
+
+def retrieval_run(folder: Path, hits: list[bool | None], clusters: list[str] | None = None, *,
+                  errors: dict[int, str] | None = None, ids: list[str] | None = None, **inst) -> Path:
+    """A retrieval-axis run: item i hits at rank 1 when hits[i] (None: no gold)."""
+    writer = ItemsWriter(folder, items_schema(KS), base_instrument(**inst))
+    for i, h in enumerate(hits):
+        scored = h is not None
+        writer.add({
+            "run_id": folder.name, "item_id": ids[i] if ids else f"it{i}", "repeat": 0,
+            "cluster": clusters[i] if clusters else f"c{i % 4}", "category": str(1 + i % 2),
+            "category_label": "odd" if i % 2 == 0 else "even",
+            "error": (errors or {}).get(i),
+            "rr": (1.0 if h else 0.0) if scored else None,
+            "hit_at_1": h if scored else None, "hit_at_5": h if scored else None,
+        })
+    writer.close()
+    return folder
+
+
+def accuracy_run(folder: Path, labels: dict[str, list[str]], *, denominator=DENOMINATOR_ABSTAIN_WRONG, **inst) -> Path:
+    """An accuracy-axis run: labels[item] = one label per repeat ("error" sets the error column)."""
+    rows = {"run_id": [], "item_id": [], "repeat": [], "cluster": [], "category": [], "category_label": [],
+            "error": [], "label": []}
+    for item, per_repeat in labels.items():
+        for r, label in enumerate(per_repeat):
+            rows["run_id"].append(folder.name)
+            rows["item_id"].append(item)
+            rows["repeat"].append(r)
+            rows["cluster"].append(item[:2])
+            rows["category"].append("x")
+            rows["category_label"].append("x")
+            rows["error"].append("HTTP 500" if label == "error" else None)
+            rows["label"].append(None if label == "error" else label)
+    instrument = base_instrument(axis="accuracy", denominator=denominator, reader_model="r", judge_model="j", **inst)
+    table = pa.table(rows).replace_schema_metadata({METADATA_KEY: instrument.to_json()})
+    folder.mkdir(parents=True, exist_ok=True)
+    pq.write_table(table, folder / "items.parquet")
+    return folder
+
+
+def compare_json(capsys, *args: str) -> tuple[int, dict]:
+    code = compare_main([*args, "--format", "json"])
+    out = capsys.readouterr().out
+    return code, (json.loads(out) if out.strip() else {})
+
+
+def wtl(wins: int, ties: int, losses: int) -> tuple[list[bool], list[bool]]:
+    a = [False] * wins + [True] * losses + [True] * ties
+    b = [True] * wins + [False] * losses + [True] * ties
+    return a, b
+
+
+@pytest.mark.parametrize(
+    "wins,ties,losses,min_delta,outcome,reason,code",
+    [
+        (40, 440, 20, "0", "pass", "lower_bound_above_threshold", ExitCode.PASS),
+        (20, 440, 40, "0", "fail", "upper_bound_below_threshold", ExitCode.FAIL),
+        (2, 26, 2, "0", "unresolved", "underpowered", ExitCode.UNRESOLVED),
+        (40, 420, 40, "0", "unresolved", "inside_null_band", ExitCode.UNRESOLVED),
+        (20, 440, 40, "-10", "pass", "lower_bound_above_threshold", ExitCode.PASS),  # non-inferiority gate
+    ],
+)
+def test_every_verdict_branch(tmp_path, capsys, wins, ties, losses, min_delta, outcome, reason, code):
+    a, b = wtl(wins, ties, losses)
+    ra = retrieval_run(tmp_path / "a", a)
+    rb = retrieval_run(tmp_path / "b", b)
+    got, d = compare_json(capsys, str(ra), str(rb), "--cluster-by", "none", "--gate-min-delta", min_delta)
+    assert got == code and d["verdict"]["outcome"] == outcome and d["verdict"]["reason"] == reason
+    o = d["overall"]
+    assert (o["wins"], o["ties"], o["losses"]) == (wins, ties, losses)
+    assert o["delta"] == pytest.approx((wins - losses) / (wins + ties + losses))
+
+
+def test_reference_row_through_the_cli(tmp_path, capsys):
+    """60 items, 6 clusters of 10, 8/50/2 with wins in two clusters: +10.0 pp [+0.0, +30.0]."""
+    a, b = wtl(8, 50, 2)
+    clusters = [f"c{i // 10}" for i in range(60)]
+    # reorder to the reference layout: wins, losses, ties
+    code, d = compare_json(capsys, str(retrieval_run(tmp_path / "a", a, clusters)),
+                           str(retrieval_run(tmp_path / "b", b, clusters)))
+    o = d["overall"]
+    assert (round(100 * o["delta"], 1), round(100 * o["low"], 1), round(100 * o["high"], 1)) == (10.0, 0.0, 30.0)
+    assert o["n_clusters"] == 6 and code == ExitCode.UNRESOLVED  # the bound only reaches zero
+
+
+@pytest.mark.parametrize("field_name", sorted(Instrument.comparability_fields()))
+def test_each_comparability_field_refuses(tmp_path, capsys, field_name):
+    a, b = wtl(5, 20, 1)
+    ra = retrieval_run(tmp_path / "a", a)
+    value = True if field_name == "crediting" else (384 if field_name == "embedder_dim" else "other")
+    rb = retrieval_run(tmp_path / "b", b, **{field_name: value})
+    assert compare_main([str(ra), str(rb)]) == ExitCode.REFUSAL
+    err = capsys.readouterr().err
+    assert "refused: the runs are not comparable (1 field(s) differ)" in err
+    assert f"  {field_name}: A=" in err and repr(value) in err
+    why = Instrument.comparability_fields()[field_name]
+    assert why in err
+    # naming it as the treatment compares; the header names it
+    code = compare_main([str(ra), str(rb), "--treatment", field_name])
+    out = capsys.readouterr().out
+    assert code != ExitCode.REFUSAL and f"treatments: {field_name}" in out
+
+
+def test_missing_field_on_one_side_counts_as_a_difference(tmp_path, capsys):
+    ra = retrieval_run(tmp_path / "a", [True] * 5, embedder="m")
+    rb = retrieval_run(tmp_path / "b", [True] * 5)
+    assert compare_main([str(ra), str(rb)]) == ExitCode.REFUSAL
+    assert "embedder: A='m' B=None" in capsys.readouterr().err
+
+
+def test_allow_noncomparable_labels_every_line(tmp_path, capsys):
+    a, b = wtl(5, 20, 1)
+    ra = retrieval_run(tmp_path / "a", a)
+    rb = retrieval_run(tmp_path / "b", b, search_mode="vector")
+    assert compare_main([str(ra), str(rb), "--allow-noncomparable"]) == ExitCode.REFUSAL  # no gate passes
+    lines = capsys.readouterr().out.splitlines()
+    assert lines and all(ln.startswith("NON-COMPARABLE") for ln in lines)
+    assert any("differs: search_mode" in ln for ln in lines) and any("exit code 3" in ln for ln in lines)
+    compare_main([str(ra), str(rb), "--allow-noncomparable", "--format", "markdown"])
+    md = capsys.readouterr().out.splitlines()
+    assert md[0].startswith("### NON-COMPARABLE memrun compare")
+    content = [ln for ln in md if ln.strip() and set(ln) - set("|-")]
+    assert content and all("NON-COMPARABLE" in ln for ln in content)
+    code, d = compare_json(capsys, str(ra), str(rb), "--allow-noncomparable")
+    assert d["noncomparable"] is True and d["exit_code"] == code == ExitCode.REFUSAL
+
+
+def test_refusal_in_json_is_a_json_document(tmp_path, capsys):
+    ra = retrieval_run(tmp_path / "a", [True] * 4)
+    rb = retrieval_run(tmp_path / "b", [True] * 4, split="other")
+    code, d = compare_json(capsys, str(ra), str(rb))
+    assert code == ExitCode.REFUSAL and d["outcome"] == "refused" and "split" in d["reason"]
+
+
+def test_same_run_twice_is_a_usage_error(tmp_path, capsys):
+    ra = retrieval_run(tmp_path / "a", [True] * 4)
+    assert compare_main([str(ra), str(ra / "items.parquet")]) == ExitCode.USAGE_ERROR
+    assert "are the same run" in capsys.readouterr().err
+
+
+def test_categories_filter_and_few_clusters_warning(tmp_path, capsys):
+    a, b = wtl(10, 30, 0)
+    ra = retrieval_run(tmp_path / "a", a, comparable_categories=["1"])
+    rb = retrieval_run(tmp_path / "b", b, comparable_categories=["1"])
+    _, d = compare_json(capsys, str(ra), str(rb), "--categories", "comparable")
+    assert list(d["per_category"]) == ["1"] and d["overall"]["n_items"] == 20
+    assert any("only 2 clusters" in w for w in d["warnings"])
+    assert compare_main([str(ra), str(rb), "--categories", "9"]) == ExitCode.USAGE_ERROR
+    assert "no item has category 9; present: 1, 2" in capsys.readouterr().err
+    assert compare_main([str(ra), str(rb), "--gate-band", "-1"]) == ExitCode.USAGE_ERROR
+    assert "--gate-band -1.0: must be >= 0 pp" in capsys.readouterr().err
+
+
+def test_unknown_treatment_is_a_usage_error(tmp_path, capsys):
+    ra = retrieval_run(tmp_path / "a", [True] * 4)
+    rb = retrieval_run(tmp_path / "b", [True] * 4)
+    assert compare_main([str(ra), str(rb), "--treatment", "run_id"]) == ExitCode.USAGE_ERROR
+    assert "not a comparability field" in capsys.readouterr().err
+
+
+def test_fake_providers_refused_unless_allowed(tmp_path, capsys):
+    a, b = wtl(5, 20, 1)
+    ra = retrieval_run(tmp_path / "a", a, fake_providers=True)
+    rb = retrieval_run(tmp_path / "b", b, fake_providers=True)
+    assert compare_main([str(ra), str(rb)]) == ExitCode.REFUSAL
+    assert "fake or stub providers" in capsys.readouterr().err
+    assert compare_main([str(ra), str(rb), "--allow-fake"]) != ExitCode.REFUSAL
+
+
+def test_deterministic_under_seed_and_seed_matters(tmp_path, capsys):
+    a, b = wtl(9, 40, 4)
+    ra, rb = retrieval_run(tmp_path / "a", a), retrieval_run(tmp_path / "b", b)
+    _, d1 = compare_json(capsys, str(ra), str(rb), "--cluster-by", "none")
+    _, d2 = compare_json(capsys, str(ra), str(rb), "--cluster-by", "none")
+    assert d1["overall"] == d2["overall"]
+    # with few resamples, another seed moves the percentiles
+    few = ("--cluster-by", "none", "--resamples", "40")
+    lows = {compare_json(capsys, str(ra), str(rb), *few, "--seed", str(s))[1]["overall"]["low"] for s in range(6)}
+    assert len(lows) > 1
+
+
+def test_errors_unscored_and_one_sided_items(tmp_path, capsys):
+    ra = retrieval_run(tmp_path / "a", [True, False, None, True, True], errors={3: "timeout"})
+    rb = retrieval_run(tmp_path / "b", [True, True, True, False, True, True],
+                       ids=["it0", "it1", "it2", "it3", "it4", "extra"])
+    code, d = compare_json(capsys, str(ra), str(rb))
+    assert d["excluded"] == {"error": 1, "unscored": 1}
+    assert (d["only_a"], d["only_b"]) == (0, 1)
+    assert d["overall"]["n_items"] == 3 and d["overall"]["wins"] == 1
+
+
+def test_no_common_item_is_a_usage_error(tmp_path, capsys):
+    ra = retrieval_run(tmp_path / "a", [True, False])
+    rb = retrieval_run(tmp_path / "b", [True, False], ids=["x", "y"])
+    assert compare_main([str(ra), str(rb)]) == ExitCode.USAGE_ERROR
+    assert "no item is scored in both runs (2 only in A, 2 only in B" in capsys.readouterr().err
+
+
+def test_accuracy_majority_ties_errors_and_flip_rate(tmp_path, capsys):
+    a = accuracy_run(tmp_path / "a", {
+        "i1": ["correct", "correct", "wrong"],   # correct, unstable
+        "i2": ["correct", "wrong", "error"],      # tie among non-errors -> wrong
+        "i3": ["error", "error", "error"],        # error: excluded from both arms
+        "i4": ["wrong", "wrong", "wrong"],
+        "i5": ["abstain", "abstain", "correct"],  # abstain: 0 under correct+wrong+abstained
+    })
+    b = accuracy_run(tmp_path / "b", {
+        "i1": ["correct"] * 3, "i2": ["correct"] * 3, "i3": ["correct"] * 3, "i4": ["wrong"] * 3, "i5": ["correct"] * 3,
+    })
+    code, d = compare_json(capsys, str(a), str(b), "--cluster-by", "none")
+    o = d["overall"]
+    assert d["excluded"] == {"error": 1} and o["n_items"] == 4
+    assert (o["wins"], o["ties"], o["losses"]) == (2, 2, 0)  # i2 and i5 flip to B
+    assert o["a_mean"] == 0.25 and o["b_mean"] == 0.75
+    assert d["flip_rate_a"] == pytest.approx(3 / 4) and d["flip_rate_b"] == 0.0  # i1, i2, i5 disagree
+    assert d["n_unstable"] == 3 and d["stable_only"]["n_items"] == 1
+    assert d["mcnemar"]["b01"] == 2 and d["mcnemar"]["b10"] == 0
+    assert d["wilcoxon"] is not None or d["wilcoxon_skipped"]
+    assert d["denominator"] == DENOMINATOR_ABSTAIN_WRONG
+
+
+def test_accuracy_abstentions_left_out_under_correct_plus_wrong(tmp_path, capsys):
+    labels = {"i1": ["abstain"], "i2": ["correct"], "i3": ["wrong"]}
+    a = accuracy_run(tmp_path / "a", labels, denominator=DENOMINATOR_EXCLUDE_ABSTAIN)
+    b = accuracy_run(tmp_path / "b", {**labels, "i3": ["correct"]}, denominator=DENOMINATOR_EXCLUDE_ABSTAIN)
+    _, d = compare_json(capsys, str(a), str(b), "--cluster-by", "none")
+    assert d["excluded"] == {"abstain": 1} and d["overall"]["n_items"] == 2
+
+
+def test_mrr_metric_and_formats_carry_the_same_numbers(tmp_path, capsys):
+    a, b = wtl(12, 30, 3)
+    ra, rb = retrieval_run(tmp_path / "a", a), retrieval_run(tmp_path / "b", b)
+    _, d = compare_json(capsys, str(ra), str(rb), "--metric", "mrr")
+    compare_main([str(ra), str(rb), "--metric", "mrr"])
+    text = capsys.readouterr().out
+    compare_main([str(ra), str(rb), "--metric", "mrr", "--format", "markdown"])
+    md = capsys.readouterr().out
+    o = d["overall"]
+    needle = f"{100 * o['delta']:+.1f} pp [{100 * o['low']:+.1f}, {100 * o['high']:+.1f}]"
+    assert needle in text and needle in md and "| 1 odd |" in md
+    assert d["metric"] == "mrr"
+    assert compare_main([str(ra), str(rb), "--metric", "recall@10"]) == ExitCode.USAGE_ERROR
+    assert "needs column hit_at_10" in capsys.readouterr().err
+
+
+def test_judge_calibration_divides_by_j(tmp_path, capsys):
+    a, b = wtl(40, 440, 20)
+    ra, rb = retrieval_run(tmp_path / "a", a), retrieval_run(tmp_path / "b", b)
+    cal = tmp_path / "cal.json"
+    cal.write_text(json.dumps({"tpr": 0.9, "fpr": 0.1, "n_pos": 400, "n_neg": 400}))
+    _, d = compare_json(capsys, str(ra), str(rb), "--cluster-by", "none", "--judge-calibration", str(cal))
+    assert d["calibrated"]["mean"] == pytest.approx(d["overall"]["delta"] / 0.8)
+    assert d["calibrated"]["high"] - d["calibrated"]["low"] > (d["overall"]["high"] - d["overall"]["low"]) / 0.8
+    cal.write_text(json.dumps({"tpr": 0.5, "fpr": 0.6, "n_pos": 10, "n_neg": 10}))
+    _, d = compare_json(capsys, str(ra), str(rb), "--cluster-by", "none", "--judge-calibration", str(cal))
+    assert d["calibrated"]["corrected"] is False and any("carries no information" in w for w in d["warnings"])
+    cal.write_text("{broken")
+    assert compare_main([str(ra), str(rb), "--judge-calibration", str(cal)]) == ExitCode.USAGE_ERROR
+
+
+def test_null_band(tmp_path, capsys):
+    a, b = wtl(5, 50, 5)
+    ra, rb = retrieval_run(tmp_path / "a", a), retrieval_run(tmp_path / "b", b)
+    assert null_band_main([str(ra), str(rb), "--cluster-by", "none"]) == 0
+    out = capsys.readouterr().out
+    assert "null band (the interval's wider side): 10.0 pp" in out
+    assert "memrun compare A B --gate-band 10.0" in out
+
+
+def test_bad_arguments_exit_with_usage_code(tmp_path, capsys):
+    assert compare_main_exit(["only-one"]) == ExitCode.USAGE_ERROR
+    assert compare_main([str(tmp_path / "nope"), str(tmp_path / "nope")]) == ExitCode.USAGE_ERROR
+    assert "no such file or folder" in capsys.readouterr().err
+
+
+def compare_main_exit(argv: list[str]) -> int:
+    with pytest.raises(SystemExit) as exc:
+        compare_main(argv)
+    return exc.value.code
+
+
+@pytest.mark.realdata
+def test_cli_on_two_real_locomo_runs(tmp_path, data_dir):
+    done = run_memrun(["-m", "benchmark=locomo", "arm=bm25,bm25_nostop", "progress=false"], tmp_path,
+                      {"MEMRUN_DATA_DIR": str(data_dir)})
+    assert done.returncode == 0, done.stderr
+    a, b = run_dirs(tmp_path / "outputs")
+    done = run_memrun(["compare", str(a), str(b), "--format", "json"], tmp_path)
+    assert done.returncode in (ExitCode.PASS, ExitCode.FAIL, ExitCode.UNRESOLVED), done.stderr
+    d = json.loads(done.stdout)
+    assert d["verdict"]["exit_code"] == done.returncode
+    o = d["overall"]
+    assert o["n_items"] == 1982 and o["n_clusters"] == 10 and d["excluded"] == {"unscored": 4}
+    assert o["wins"] + o["ties"] + o["losses"] == 1982 and o["wins"] != o["losses"]
+    assert list(d["per_category"]) == ["1", "2", "3", "4", "5"]
+    assert d["per_category"]["2"]["label"] == "temporal"
+    text = run_memrun(["compare", str(a), str(b)], tmp_path)
+    assert text.returncode == done.returncode and f"wins {o['wins']} ties {o['ties']} losses {o['losses']}" in text.stdout

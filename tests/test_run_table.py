@@ -1,0 +1,57 @@
+"""The Parquet writer survives crashes; the reader reads finished and unfinished runs."""
+
+import pyarrow.parquet as pq
+import pytest
+
+from memrun.errors import RunTableError
+from memrun.instrument import METADATA_KEY, Instrument
+from memrun.io.reader import read_run
+from memrun.io.schema import items_schema
+from memrun.io.writer import ItemsWriter
+
+KS = (1, 5)
+
+
+def row(i: int) -> dict:
+    return {"run_id": "r", "item_id": f"i{i}", "repeat": 0, "retrieved_keys": ["a"], "rr": 1.0, "hit_at_1": True}
+
+
+def test_parts_are_readable_before_close_and_merged_after(tmp_path):
+    inst = Instrument(axis="recall", benchmark="b", run_id="r")
+    writer = ItemsWriter(tmp_path, items_schema(KS), inst, flush_rows=2)
+    for i in range(5):
+        writer.add(row(i))
+    # as after a kill: two full parts on disk, one row still buffered
+    partial = read_run(tmp_path)
+    assert not partial.complete and partial.table.num_rows == 4
+    assert partial.instrument.run_id == "r" and partial.instrument.status == "running"
+    inst.status = "complete"
+    path = writer.close()
+    done = read_run(tmp_path)
+    assert done.complete and done.table.num_rows == 5 and done.instrument.status == "complete"
+    assert not (tmp_path / "items.parts").exists()
+    assert pq.read_schema(path).metadata[METADATA_KEY]
+    assert done.table.schema.field("hit_at_5").type == items_schema(KS).field("hit_at_5").type
+
+
+def test_flush_by_time(tmp_path):
+    writer = ItemsWriter(tmp_path, items_schema(KS), Instrument(), flush_rows=1000, flush_seconds=0.0)
+    writer.add(row(0))
+    assert read_run(tmp_path).table.num_rows == 1
+
+
+def test_reader_errors_name_the_path(tmp_path):
+    with pytest.raises(RunTableError, match="no items.parquet"):
+        read_run(tmp_path)
+    with pytest.raises(RunTableError, match="no such file"):
+        read_run(tmp_path / "missing.parquet")
+    bogus = tmp_path / "x.parquet"
+    bogus.write_text("not parquet")
+    with pytest.raises(RunTableError, match="not a readable Parquet file"):
+        read_run(bogus)
+    import pyarrow as pa
+
+    plain = tmp_path / "plain.parquet"
+    pq.write_table(pa.table({"a": [1]}), plain)
+    with pytest.raises(RunTableError, match="no memrun instrument"):
+        read_run(plain)
