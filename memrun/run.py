@@ -322,7 +322,7 @@ def _accuracy_summary(
     """The accuracy summary, plus retrieval metrics over each item's first repeat."""
     summary = summarize_accuracy(
         rows, categories=dataset.categories, comparable_categories=dataset.comparable_categories,
-        denominator=str(instrument.denominator),
+        denominator=setup.headline,
     )
     # Retrieval is done once per item: score it on repeat 0, excluding only failed retrievals.
     first = [{**r, "error": None if r["retrieved_keys"] is not None else r["error"]} for r in rows if r["repeat"] == 0]

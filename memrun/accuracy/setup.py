@@ -17,6 +17,7 @@ from typing import Any
 from omegaconf import DictConfig, OmegaConf
 
 from memrun.errors import ConfigError
+from memrun.instrument import DENOMINATOR_ABSTAIN_WRONG, DENOMINATOR_EXCLUDE_ABSTAIN
 from memrun.http_policy import HttpPolicy
 from memrun.judges import Judge, build_judge
 from memrun.llm.cache import CallCache
@@ -28,6 +29,8 @@ from memrun.llm.service import LLMService
 from memrun.records import Dataset
 
 JUDGES = "gpt41, gpt4o, claude, exact, substring, f1"
+# config ``denominator`` (the summary's ratio) -> the instrument's denominator (what compare reads)
+DENOMINATORS = {"accuracy_abstain_wrong": DENOMINATOR_ABSTAIN_WRONG, "accuracy": DENOMINATOR_EXCLUDE_ABSTAIN}
 
 
 def default_cache_dir() -> Path:
@@ -69,6 +72,7 @@ class AccuracySetup:
     judge: Judge
     judge2: Judge | None
     repeats: int
+    headline: str  # the summary ratio verdicts read: accuracy_abstain_wrong | accuracy
     judge2_sample: int | None  # items re-graded by judge2 (None: all)
     seed: int
     lexical_scores: bool
@@ -160,6 +164,7 @@ def build_setup(cfg: DictConfig, arm: Any) -> AccuracySetup:
             "labels do not compare with runs or papers that used the pin"
         )
 
+    headline = cfg.denominator.value if hasattr(cfg.denominator, "value") else str(cfg.denominator)
     redactor = llm.redactor
     described = [judge.describe()] + ([judge2.describe()] if judge2 else [])
     endpoints = [reader.endpoint] if reader else []
@@ -172,14 +177,14 @@ def build_setup(cfg: DictConfig, arm: Any) -> AccuracySetup:
         "reader_prompt_sha256": reader.prompt.sha256 if reader else None,
         "judge_model": described[0]["judge_model"],
         "judge_prompt_sha256": described[0]["judge_prompt_sha256"],
-        "denominator": cfg.denominator.value if hasattr(cfg.denominator, "value") else str(cfg.denominator),
+        "denominator": DENOMINATORS[headline],
         "fake_providers": fake,
         "context_policy": reader.context_policy if reader else None,
         "judge2_model": described[1]["judge_model"] if judge2 else None,
         "judge2_prompt_sha256": described[1]["judge_prompt_sha256"] if judge2 else None,
     }
     return AccuracySetup(
-        llm=llm, reader=reader, judge=judge, judge2=judge2, repeats=int(cfg.repeats),
+        llm=llm, reader=reader, judge=judge, judge2=judge2, repeats=int(cfg.repeats), headline=headline,
         judge2_sample=None if cfg.judge2_sample is None else int(cfg.judge2_sample), seed=int(cfg.seed),
         lexical_scores=bool(cfg.lexical_scores), redactor=redactor, instrument=instrument, warnings=warnings,
     )

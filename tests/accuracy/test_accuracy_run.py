@@ -11,6 +11,7 @@ import pytest
 
 from accuracy.helpers import KEY, execute_run, field, gold_judge, is_judge, rows, run_memrun, summary
 from memrun.benchmarks.synthetic import Synthetic
+from memrun.cli import main
 from memrun.io.reader import read_run
 from servers.openai_server import Reply, prompt_text
 
@@ -30,7 +31,7 @@ def server(llm_env):
     return llm_env
 
 
-def test_rows_instrument_and_a_free_second_run(server, tmp_path):
+def test_rows_instrument_and_a_free_second_run(server, tmp_path, capsys):
     out, printed = execute_run(tmp_path, "judge=gpt41", "repeats=2")
     table = rows(out)
     assert len(table) == 2 * N_ITEMS and {r["repeat"] for r in table} == {0, 1}
@@ -42,7 +43,7 @@ def test_rows_instrument_and_a_free_second_run(server, tmp_path):
     assert inst.status == "complete" and inst.axis == "accuracy" and inst.repeats == 2
     assert inst.reader_model == "gpt-4.1-mini" and inst.reader_prompt_sha256 == hashlib.sha256(prompt).hexdigest()
     assert inst.judge_model == "gpt-4.1" and len(inst.judge_prompt_sha256) == 64
-    assert inst.denominator == "accuracy_abstain_wrong" and inst.fake_providers is False
+    assert inst.denominator == "correct+wrong+abstained" and inst.fake_providers is False
     s = summary(out)
     assert s["overall_all"]["accuracy"] == 1.0 and s["calls"]["made"] == 4 * N_ITEMS
 
@@ -50,6 +51,9 @@ def test_rows_instrument_and_a_free_second_run(server, tmp_path):
     assert server.count() == 4 * N_ITEMS  # nothing new at the server
     assert all(r["reader_cache_hit"] and r["judge_cache_hit"] for r in rows(again))
     assert summary(again)["calls"] == {**summary(again)["calls"], "made": 0, "cached": 4 * N_ITEMS}
+    # memrun compare reads the labels and the denominator of two accuracy runs
+    assert main(["compare", str(out), str(again)]) == 2  # identical arms: unresolved, inside the null band
+    assert "denominator correct+wrong+abstained" in capsys.readouterr().out
 
     # One more repeat and a second judge: only the new calls are made.
     more, printed = execute_run(tmp_path, "judge=gpt41", "repeats=3", "judge2=gpt4o", "judge2_sample=10", name="more")
