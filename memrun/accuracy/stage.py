@@ -92,22 +92,22 @@ class AnswerStage:
                 retrieved = await asyncio.to_thread(retrieve_group, group)
                 records = {r.key: r for r in group.records}
                 for r in retrieved:
+                    base = self.make_row(r.item, r.hits, r.latency_ms, r.error)  # retrieval is scored once per item
+                    base["retrieved_texts"] = None if r.hits is None else [h.text for h in r.hits]
                     for repeat in range(self.setup.repeats):
-                        tasks.append(asyncio.create_task(self._one(r, repeat, records)))
+                        tasks.append(asyncio.create_task(self._one(r, dict(base, repeat=repeat), records)))
             await asyncio.gather(*tasks)
         finally:
             for task in tasks:
                 task.cancel()
 
-    async def _one(self, r: Retrieved, repeat: int, records: Mapping[str, Record]) -> None:
+    async def _one(self, r: Retrieved, row: Row, records: Mapping[str, Record]) -> None:
         async with self._slots:
             if not self.stopped:
-                await self._row(r, repeat, records)
+                await self._row(r, row, records)
 
-    async def _row(self, r: Retrieved, repeat: int, records: Mapping[str, Record]) -> None:
-        row = self.make_row(r.item, r.hits, r.latency_ms, r.error)
-        row["repeat"] = repeat
-        row["retrieved_texts"] = None if r.hits is None else [h.text for h in r.hits]
+    async def _row(self, r: Retrieved, row: Row, records: Mapping[str, Record]) -> None:
+        repeat = int(row["repeat"])
         try:
             if r.error is not None:
                 raise _Failed(r.error)
