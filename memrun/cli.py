@@ -23,6 +23,8 @@ from memrun.errors import MemrunError
 SUBCOMMANDS: dict[str, str] = {
     "compare": "memrun.commands.compare:main",
     "null-band": "memrun.commands.compare:null_band_main",
+    "validate": "memrun.commands.validate:main",
+    "datasets": "memrun.commands.datasets:main",
     "failures": "memrun.commands.failures:main",
     "calibrate-judge": "memrun.commands.calibrate_judge:main",
 }

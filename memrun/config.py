@@ -28,11 +28,43 @@ class Axis(str, Enum):
 
 # Keys memrun reads itself from a group node; the rest go to the ``_target_`` class.
 ARM_RESERVED_KEYS = ("name", "top_k")
-BENCHMARK_RESERVED_KEYS = ("name",)
+BENCHMARK_RESERVED_KEYS = ("name", "ks", "slice", "sample", "limit", "corrections")
+
+
+# -- selection: every benchmark (see memrun.benchmarks.selection) -----------------------
 
 
 @dataclass
-class LocomoConfig:
+class SliceConfig:
+    """``benchmark.slice``: keep items by category and/or id (None: no constraint)."""
+
+    category: Optional[List[str]] = None
+    question_type: Optional[List[str]] = None  # the same as category (LongMemEval's name)
+    ids: Optional[List[str]] = None
+    ids_file: Optional[str] = None
+
+
+@dataclass
+class SampleConfig:
+    """``benchmark.sample``: n items drawn under a seed (n None: no sampling)."""
+
+    n: Optional[int] = None
+    seed: int = 0
+
+
+@dataclass
+class SelectionConfig:
+    """Keys every benchmark schema carries; memrun reads them, the loader never sees them."""
+
+    ks: Optional[List[int]] = None  # the benchmark's default cut-offs (top-level ks wins)
+    slice: SliceConfig = field(default_factory=SliceConfig)
+    sample: SampleConfig = field(default_factory=SampleConfig)
+    limit: Optional[int] = None
+    corrections: Optional[str] = None
+
+
+@dataclass
+class LocomoConfig(SelectionConfig):
     """``benchmark=locomo``: LoCoMo (Maharana et al., ACL 2024), locomo10.json."""
 
     _target_: str = "memrun.benchmarks.locomo.LoCoMo"
@@ -48,13 +80,52 @@ class LocomoConfig:
 
 
 @dataclass
-class SyntheticConfig:
+class SyntheticConfig(SelectionConfig):
     """``benchmark=synthetic``: the author-written smoke set shipped inside memrun."""
 
     _target_: str = "memrun.benchmarks.synthetic.Synthetic"
     name: str = "synthetic"
     split: str = "smoke"
     smoke_test: bool = True
+
+
+@dataclass
+class LongMemEvalFileConfig:
+    """One LongMemEval file: cleaned name, original release name, address, pinned sha256."""
+
+    file: str = MISSING
+    original: Optional[str] = None
+    url: Optional[str] = None
+    sha256: Optional[str] = None
+
+
+@dataclass
+class LongMemEvalConfig(SelectionConfig):
+    """``benchmark=longmemeval``: LongMemEval (Wu et al., ICLR 2025), splits s, m, oracle."""
+
+    _target_: str = "memrun.benchmarks.longmemeval.LongMemEval"
+    name: str = "longmemeval"
+    split: str = "s"
+    files: Dict[str, LongMemEvalFileConfig] = MISSING
+    path: Optional[str] = None
+    roles: List[str] = field(default_factory=lambda: ["user", "assistant"])
+    cluster_by: str = "question_type"
+    categories: Dict[str, str] = MISSING
+    expected_counts: Dict[str, int] = field(default_factory=dict)
+
+
+@dataclass
+class JsonlConfig(SelectionConfig):
+    """``benchmark=jsonl``: a team's own benchmark in memrun's JSON Lines format."""
+
+    _target_: str = "memrun.benchmarks.jsonl.JsonlBenchmark"
+    name: str = "jsonl"
+    path: Optional[str] = None
+    split: Optional[str] = None
+    gold_match: str = "key"
+    categories: Dict[str, str] = field(default_factory=dict)
+    comparable_categories: List[str] = field(default_factory=list)
+    task_averaged: bool = False
 
 
 @dataclass
@@ -174,7 +245,8 @@ class RunConfig:
     repeats: int = 1
     seed: int = 7
     data_dir: Optional[str] = None
-    ks: List[int] = field(default_factory=lambda: [1, 3, 5, 10])
+    ks: Optional[List[int]] = None  # None: the benchmark's ks, else DEFAULT_KS
+    stale_check: bool = False
     progress: bool = True
     # -- accuracy axis (see docs/accuracy.md) --
     reader: Any = MISSING
@@ -207,6 +279,8 @@ def register() -> None:
     cs.store(name="memrun_schema", node=RunConfig)
     cs.store(group="schema/benchmark", name="locomo", node=LocomoConfig)
     cs.store(group="schema/benchmark", name="synthetic", node=SyntheticConfig)
+    cs.store(group="schema/benchmark", name="longmemeval", node=LongMemEvalConfig)
+    cs.store(group="schema/benchmark", name="jsonl", node=JsonlConfig)
     cs.store(group="schema/arm", name="bm25", node=BM25ArmConfig)
     cs.store(group="schema/judge", name="none", node=NoJudgeConfig)
     cs.store(group="schema/judge", name="llm", node=LLMJudgeConfig)

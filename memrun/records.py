@@ -60,6 +60,12 @@ class Item:
         item has no usable retrieval gold (it is then left out of retrieval metrics).
     gold_keys_raw: the evidence exactly as given.
     extra: benchmark-specific fields kept as columns (e.g. ``adversarial_answer``).
+    gold_sessions: a second, coarser retrieval gold: the sessions (``Record.session``)
+        holding the evidence (LongMemEval: ``answer_session_ids``); empty when the
+        benchmark gives none. Scored in the ``session_*`` columns from the sessions of
+        the ranked hits (see :func:`memrun.metrics.retrieval.score_sessions`).
+    abstention: the item's correct answer is to abstain (LongMemEval: ids ending in
+        ``_abs``); reported apart and graded with the abstention rule.
     """
 
     item_id: str
@@ -73,6 +79,8 @@ class Item:
     gold_keys_raw: tuple[str, ...] = ()
     question_date: str | None = None
     extra: dict[str, Any] = field(default_factory=dict)
+    gold_sessions: tuple[str, ...] = ()
+    abstention: bool = False
 
 
 @dataclass(slots=True)
@@ -90,7 +98,9 @@ class Dataset:
 
     split: the file or split loaded (``locomo10``); the benchmark's name is the config's.
     sha256: the sha256 of the dataset file as read (comparability depends on it).
-    groups: the groups, in file order.
+    groups: the groups, in file order: a list, or an iterable that produces them lazily
+        (LongMemEval: one group per question, parsed as it is reached, so memory does
+        not grow with the file). A lazy iterable should start over on each ``iter()``.
     categories: raw category -> label, from the config.
     comparable_categories: the categories of the published headline column, or None
         when every category counts.
@@ -98,21 +108,41 @@ class Dataset:
     counts: normalization counts (e.g. ``evidence_split``, ``sessions_empty``), complete
         once loading finished; they go to the summary and the instrument.
     warnings: one line each, printed before the run and kept in the instrument.
+        With lazy groups, counts and warnings may grow while the groups are produced.
+    index: ``(item_id, category)`` of every item in file order, when the loader knows
+        them before producing lazy groups; None otherwise (see :meth:`item_index`).
+    task_averaged: report the mean over categories beside the overall mean (as
+        LongMemEval's official metrics script does).
     """
 
     split: str
     sha256: str | None
-    groups: list[Group]
+    groups: Iterable[Group]
     categories: dict[str, str]
     comparable_categories: list[str] | None
     gold_match: GoldMatch
     counts: dict[str, int] = field(default_factory=dict)
     warnings: list[str] = field(default_factory=list)
+    index: list[tuple[str, str]] | None = None
+    task_averaged: bool = False
 
     @property
-    def n_items(self) -> int:
-        """Number of items over all groups."""
-        return sum(len(g.items) for g in self.groups)
+    def n_items(self) -> int | None:
+        """Number of items over all groups; None when lazy groups come without an index."""
+        if isinstance(self.groups, list):
+            return sum(len(g.items) for g in self.groups)
+        return len(self.index) if self.index is not None else None
+
+    def item_index(self) -> list[tuple[str, str]] | None:
+        """``(item_id, category)`` per item in file order, without producing lazy groups.
+
+        None when the groups are lazy and the loader gave no :attr:`index`.
+        """
+        if self.index is not None:
+            return self.index
+        if isinstance(self.groups, list):
+            return [(item.item_id, item.category) for item in self.items()]
+        return None
 
     def items(self) -> Iterator[Item]:
         """All items, in file order."""

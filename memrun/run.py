@@ -31,6 +31,7 @@ from memrun.accuracy.stage import AnswerStage, Retrieved
 from memrun.arms import Arm, describe
 from memrun.benchmarks import Benchmark
 from memrun.benchmarks.download import data_dir
+from memrun.benchmarks.selection import select, selection_from_config
 from memrun.config import ARM_RESERVED_KEYS, BENCHMARK_RESERVED_KEYS, Axis
 from memrun.errors import ArmError, ConfigError
 from memrun.instrument import DENOMINATOR_RETRIEVAL, Instrument
@@ -38,8 +39,8 @@ from memrun.io.schema import items_schema
 from memrun.io.writer import ItemsWriter
 from memrun.llm.endpoint import Redactor
 from memrun.metrics.accuracy import summarize_accuracy
-from memrun.metrics.retrieval import item_columns, score_item
-from memrun.metrics.summary import summarize_retrieval
+from memrun.metrics.by_category import summarize_by_granularity
+from memrun.metrics.retrieval import DEFAULT_KS, SESSION_PREFIX, item_columns, score_item, score_sessions
 from memrun.records import Dataset, Group, Hit, Item, gold_matches
 from memrun.report.accuracy_summary import print_accuracy_summary
 from memrun.report.run_summary import print_retrieval_summary
@@ -82,11 +83,13 @@ def _git_commit() -> str | None:
 
 
 def _row(run_id: str, item: Item, dataset: Dataset, hits: list[Hit] | None, latency_ms: float | None,
-         error: str | None, ks: Sequence[int]) -> dict[str, Any]:
-    scores = None
+         error: str | None, ks: Sequence[int], session_of: dict[str, str | None]) -> dict[str, Any]:
+    scores = session_scores = None
     if hits is not None and item.gold_keys:
         matches = [gold_matches(h, item.gold_keys, dataset.gold_match) for h in hits]
         scores = score_item(matches, len(set(item.gold_keys)), ks)
+    if hits is not None and item.gold_sessions:
+        session_scores = score_sessions([h.key for h in hits], session_of, item.gold_sessions, ks)
     return {
         "run_id": run_id,
         "item_id": item.item_id,
@@ -106,7 +109,10 @@ def _row(run_id: str, item: Item, dataset: Dataset, hits: list[Hit] | None, late
         "n_retrieved": None if hits is None else len(hits),
         "search_latency_ms": latency_ms,
         "error": error,
+        "gold_sessions": list(item.gold_sessions),
+        "abstention": item.abstention,
         **item_columns(scores, ks),
+        **item_columns(session_scores, ks, SESSION_PREFIX),
     }
 
 
@@ -122,6 +128,11 @@ def _progress(console: Console, enabled: bool, calls: bool = False) -> Progress:
         disable=not enabled,
         transient=True,
     )
+
+
+def _sessions(group: Group) -> dict[str, str | None]:
+    """Record key -> session, when an item of the group has session gold (else empty)."""
+    return {r.key: r.session for r in group.records} if any(i.gold_sessions for i in group.items) else {}
 
 
 def _ingest(arm: Arm, group: Group) -> str | None:
@@ -146,6 +157,7 @@ def _search(arm: Arm, item: Item, top_k: int) -> tuple[list[Hit] | None, float |
 def _retrieve_group(arm: Arm, group: Group, top_k: int) -> list[Retrieved]:
     """Ingest a group and search each item (and take the arm's own answer when it has one)."""
     ingest_error = _ingest(arm, group)
+    session_of = _sessions(group)
     answer_for = getattr(arm, "answer_for", None)
     out = []
     for item in group.items:
@@ -156,7 +168,7 @@ def _retrieve_group(arm: Arm, group: Group, top_k: int) -> list[Retrieved]:
                 answer = answer_for(item)
             except Exception as exc:  # noqa: BLE001
                 error = f"answer_for: {type(exc).__name__}: {exc}"
-        out.append(Retrieved(item, hits, latency, error, answer))
+        out.append(Retrieved(item, hits, latency, error, answer, session_of))
     return out
 
 
@@ -167,7 +179,6 @@ def _run_accuracy(
     stats = setup.llm.stats
     t0 = time.perf_counter()
     errors = 0
-    stage: AnswerStage
 
     def on_row(row: dict[str, Any]) -> None:
         nonlocal errors
@@ -204,32 +215,41 @@ def execute(cfg: DictConfig, out_dir: Path, console: Console) -> dict[str, Any]:
     except LiteralSecretError as exc:
         Redactor(exc.values).files(out_dir)  # Hydra saved the composed config before we ran
         raise
-    ks = sorted({int(k) for k in cfg.ks})
+    if cfg.get("stale_check") and not accuracy:
+        raise ConfigError("stale_check=true labels judged answers; it needs axis=accuracy")
+    raw_ks = cfg.ks if cfg.get("ks") is not None else (cfg.benchmark.get("ks") or DEFAULT_KS)
+    ks = sorted({int(k) for k in raw_ks})
     if not ks or ks[0] < 1:
-        raise ConfigError(f"ks={list(cfg.ks)}: cut-offs must be positive integers")
+        raise ConfigError(f"ks={list(raw_ks)}: cut-offs must be positive integers")
     top_k = int(cfg.arm.get("top_k", max(ks)))
+    selection = selection_from_config(cfg.benchmark)
     benchmark: Benchmark = _build(cfg.benchmark, BENCHMARK_RESERVED_KEYS, "benchmark")
     arm: Arm = _build(cfg.arm, ARM_RESERVED_KEYS, "arm")
     for method in ("ingest", "search", "close"):
         if not callable(getattr(arm, method, None)):
             raise ArmError(f"arm: {cfg.arm._target_} has no {method}() method; see memrun.arms.Arm")
     if top_k < max(ks):
-        console.print(f"[yellow]warning:[/] arm.top_k={top_k} < max(ks)={max(ks)}: recall@{max(ks)} sees only {top_k} hits")
+        console.print(
+            f"[yellow]warning:[/] arm.top_k={top_k} < max(ks)={max(ks)}: metrics @K for K > {top_k} see only "
+            f"{top_k} hits (and fewer sessions); set arm.top_k={max(ks)} or ks=[...] up to {top_k}"
+        )
     setup = build_setup(cfg, arm) if accuracy else None  # API keys, prompts, judges: before any work
     for warning in setup.warnings if setup else []:
         console.print(f"[yellow]warning:[/] {warning}")
 
-    dataset = benchmark.load(data_dir(cfg.data_dir))
+    dataset = select(benchmark.load(data_dir(cfg.data_dir)), selection)
     for warning in dataset.warnings:
         console.print(f"[yellow]warning:[/] {warning}")
+    n_warned = len(dataset.warnings)
     run_id = f"{cfg.benchmark.name}-{cfg.arm.name}-{datetime.now():%Y%m%d-%H%M%S}-{uuid.uuid4().hex[:6]}"
     arm_fields = describe(arm)
     instrument = Instrument(
         axis=cfg.axis.value,
         benchmark=cfg.benchmark.name,
         split=dataset.split,
-        slice=None,
+        slice=selection.describe(),
         dataset_sha256=dataset.sha256,
+        corrections_sha256=selection.corrections.sha256 if selection.corrections else None,
         denominator=DENOMINATOR_RETRIEVAL,
         run_id=run_id,
         arm=cfg.arm.name,
@@ -266,15 +286,18 @@ def execute(cfg: DictConfig, out_dir: Path, console: Console) -> dict[str, Any]:
     try:
         with _progress(console, bool(cfg.progress), calls=accuracy) as progress:
             if setup:
-                make_row = lambda item, hits, latency, error: _row(run_id, item, dataset, hits, latency, error, ks)  # noqa: E731
+                def make_row(r: Retrieved) -> dict[str, Any]:
+                    return _row(run_id, r.item, dataset, r.hits, r.latency_ms, r.error, ks, r.session_of)
+
                 stopped = _run_accuracy(setup, dataset, arm, top_k, make_row, emit, progress, label)
             else:
                 task = progress.add_task(label, total=dataset.n_items, errors=0)
                 for group in dataset.groups:
+                    session_of = _sessions(group)
                     ingest_error = _ingest(arm, group)
                     for item in group.items:
                         hits, latency, error = (None, None, ingest_error) if ingest_error else _search(arm, item, top_k)
-                        emit(_row(run_id, item, dataset, hits, latency, error, ks))
+                        emit(_row(run_id, item, dataset, hits, latency, error, ks, session_of))
                         progress.update(task, advance=1, errors=instrument.n_errors)
         instrument.status = "stopped" if stopped else "complete"
     except KeyboardInterrupt:
@@ -287,13 +310,19 @@ def execute(cfg: DictConfig, out_dir: Path, console: Console) -> dict[str, Any]:
         arm.close()
         instrument.finished_at = _now()
         instrument.n_rows = len(rows)
+        # Lazy groups finish their counts and warnings while they are produced.
+        instrument.load_counts = dict(dataset.counts)
+        instrument.warnings = list(dataset.warnings) + (setup.warnings if setup else [])
+        if instrument.n_items is None and instrument.status == "complete":
+            instrument.n_items = len({r["item_id"] for r in rows})  # accuracy: rows are item x repeat
         writer.close()
         if setup:
             summary = _accuracy_summary(rows, setup, dataset, ks, instrument, stopped)
             setup.redactor.files(out_dir)
         else:
-            summary = summarize_retrieval(
-                rows, ks=ks, categories=dataset.categories, comparable_categories=dataset.comparable_categories
+            summary = summarize_by_granularity(
+                rows, ks=ks, categories=dataset.categories, comparable_categories=dataset.comparable_categories,
+                task_averaged=dataset.task_averaged,
             )
         summary.update(
             run_id=run_id,
@@ -301,10 +330,14 @@ def execute(cfg: DictConfig, out_dir: Path, console: Console) -> dict[str, Any]:
             benchmark=cfg.benchmark.name,
             arm=cfg.arm.name,
             axis=cfg.axis.value,
+            slice=instrument.slice,
+            corrections_sha256=instrument.corrections_sha256,
             load_counts=dataset.counts,
             pipeline_seconds=time.perf_counter() - t_start,
         )
         (out_dir / SUMMARY_FILE).write_text(json.dumps(summary, indent=2) + "\n")
+    for warning in dataset.warnings[n_warned:]:
+        console.print(f"[yellow]warning:[/] {warning}")
     if setup:
         print_accuracy_summary(console, summary, title=f"{label} (accuracy axis)", out_dir=str(out_dir))
         return summary
@@ -326,8 +359,9 @@ def _accuracy_summary(
     )
     # Retrieval is done once per item: score it on repeat 0, excluding only failed retrievals.
     first = [{**r, "error": None if r["retrieved_keys"] is not None else r["error"]} for r in rows if r["repeat"] == 0]
-    summary["retrieval"] = summarize_retrieval(
-        first, ks=ks, categories=dataset.categories, comparable_categories=dataset.comparable_categories
+    summary["retrieval"] = summarize_by_granularity(
+        first, ks=ks, categories=dataset.categories, comparable_categories=dataset.comparable_categories,
+        task_averaged=dataset.task_averaged,
     )
     summary.update(
         repeats=setup.repeats, calls=setup.llm.stats.to_dict(), fake_providers=instrument.fake_providers,

@@ -76,15 +76,21 @@ class AccuracySetup:
     judge2_sample: int | None  # items re-graded by judge2 (None: all)
     seed: int
     lexical_scores: bool
+    stale_check: bool
     redactor: Redactor
     instrument: dict[str, Any]
     warnings: list[str] = field(default_factory=list)
 
     def judge2_items(self, dataset: Dataset) -> frozenset[str] | None:
-        """The item ids the second judge re-grades (a seeded sample), None for all."""
+        """A seeded sample of ``judge2_sample`` item ids for the second judge; None when
+        every item is re-graded or the dataset's lazy groups have no index (the stage then
+        takes the first ``judge2_sample`` items it sees)."""
         if self.judge2 is None or self.judge2_sample is None:
             return None
-        ids = [item.item_id for item in dataset.items()]
+        index = dataset.item_index()
+        if index is None:
+            return None
+        ids = [item_id for item_id, _ in index]
         return frozenset(random.Random(self.seed).sample(ids, min(self.judge2_sample, len(ids))))
 
 
@@ -186,5 +192,5 @@ def build_setup(cfg: DictConfig, arm: Any) -> AccuracySetup:
     return AccuracySetup(
         llm=llm, reader=reader, judge=judge, judge2=judge2, repeats=int(cfg.repeats), headline=headline,
         judge2_sample=None if cfg.judge2_sample is None else int(cfg.judge2_sample), seed=int(cfg.seed),
-        lexical_scores=bool(cfg.lexical_scores), redactor=redactor, instrument=instrument, warnings=warnings,
+        lexical_scores=bool(cfg.lexical_scores), stale_check=bool(cfg.get("stale_check")), redactor=redactor, instrument=instrument, warnings=warnings,
     )

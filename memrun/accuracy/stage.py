@@ -19,7 +19,7 @@ from __future__ import annotations
 
 import asyncio
 from collections.abc import Callable, Mapping
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from typing import Any
 
 from memrun.accuracy.setup import AccuracySetup
@@ -28,8 +28,9 @@ from memrun.judges.lexical import lexical_scores
 from memrun.llm.client import CallError
 from memrun.llm.service import BudgetExhausted
 from memrun.metrics.failure import failure_stage
+from memrun.metrics.stale import SUPERSEDED_KEY, stale_label
 from memrun.records import Dataset, Group, Hit, Item, Record
-from memrun.stats.labels import ABSTAIN, ERROR, WRONG
+from memrun.stats.labels import ABSTAIN, CORRECT, ERROR, WRONG
 
 Row = dict[str, Any]
 # Row fields holding text that came from an LLM endpoint or an error: the only places a
@@ -40,13 +41,15 @@ NETWORK_TEXT = ("reader_answer", "judge_explanation", "judge2_explanation", "err
 @dataclass(frozen=True)
 class Retrieved:
     """One item after retrieval: its hits (None when retrieval failed), search latency in
-    ms, the retrieval error, and the arm's own answer when the arm answers itself."""
+    ms, the retrieval error, the arm's own answer when the arm answers itself, and its
+    group's record -> session map (for session gold)."""
 
     item: Item
     hits: list[Hit] | None
     latency_ms: float | None
     error: str | None
     arm_answer: str | None = None
+    session_of: Mapping[str, str | None] = field(default_factory=dict)  # record key -> session (session gold)
 
 
 class _Failed(Exception):
@@ -56,7 +59,7 @@ class _Failed(Exception):
 class AnswerStage:
     """Runs reader and judges over a dataset (see the module docstring).
 
-    make_row: builds the retrieval part of a row (item, hits, latency, error) -> dict.
+    make_row: builds the retrieval part of a row from a :class:`Retrieved`.
     emit: receives each finished row (already redacted).
     """
 
@@ -64,7 +67,7 @@ class AnswerStage:
         self,
         setup: AccuracySetup,
         dataset: Dataset,
-        make_row: Callable[[Item, list[Hit] | None, float | None, str | None], Row],
+        make_row: Callable[[Retrieved], Row],
         emit: Callable[[Row], None],
     ) -> None:
         self.setup = setup
@@ -72,15 +75,18 @@ class AnswerStage:
         self.make_row = make_row
         self.emit = emit
         self.judge2_items = setup.judge2_items(dataset)
+        self._judge2_first: set[str] = set()  # lazy groups without an index: the first items seen
         self.abstention_categories = tuple(getattr(setup.judge, "abstention_categories", ()))
         self.substring_gold = dataset.gold_match == "substring"
+        self.stale_check = setup.stale_check
         self.stopped: str | None = None
         self._slots = asyncio.Semaphore(setup.llm.concurrency)
 
     @property
-    def total(self) -> int:
-        """Rows the stage will produce when it runs to the end."""
-        return self.dataset.n_items * self.setup.repeats
+    def total(self) -> int | None:
+        """Rows the stage will produce when it runs to the end (None: unknown, lazy groups)."""
+        n = self.dataset.n_items
+        return None if n is None else n * self.setup.repeats
 
     async def run(self, retrieve_group: Callable[[Group], list[Retrieved]]) -> None:
         """Retrieve each group (in a worker thread) and answer its items; return when all rows are emitted."""
@@ -92,7 +98,7 @@ class AnswerStage:
                 retrieved = await asyncio.to_thread(retrieve_group, group)
                 records = {r.key: r for r in group.records}
                 for r in retrieved:
-                    base = self.make_row(r.item, r.hits, r.latency_ms, r.error)  # retrieval is scored once per item
+                    base = self.make_row(r)  # retrieval is scored once per item
                     base["retrieved_texts"] = None if r.hits is None else [h.text for h in r.hits]
                     for repeat in range(self.setup.repeats):
                         tasks.append(asyncio.create_task(self._one(r, dict(base, repeat=repeat), records)))
@@ -119,6 +125,16 @@ class AnswerStage:
             self.stopped = str(exc)
             return  # unfinished: not written; its finished calls are cached
         self.emit(self.setup.redactor.row(row, NETWORK_TEXT))
+
+    def _judge2_wanted(self, item_id: str) -> bool:
+        sample = self.setup.judge2_sample
+        if sample is None:
+            return True
+        if self.judge2_items is not None:
+            return item_id in self.judge2_items
+        if item_id not in self._judge2_first and len(self._judge2_first) < sample:
+            self._judge2_first.add(item_id)
+        return item_id in self._judge2_first
 
     async def _answer(self, row: Row, r: Retrieved, repeat: int, records: Mapping[str, Record]) -> str:
         reader = self.setup.reader
@@ -172,7 +188,7 @@ class AnswerStage:
         if verdict.label == ERROR:
             row["error"] = f"judge: {verdict.explanation}"
         judge2 = self.setup.judge2
-        if judge2 is not None and (self.judge2_items is None or item.item_id in self.judge2_items):
+        if judge2 is not None and self._judge2_wanted(item.item_id):
             try:
                 second = await judge2.grade(case, repeat)
                 row["judge2_label"], row["judge2_explanation"] = second.label, second.explanation
@@ -180,6 +196,11 @@ class AnswerStage:
                 row["judge2_label"], row["judge2_explanation"] = ERROR, f"judge2: {exc}"
         if self.setup.lexical_scores:
             row.update(lexical_scores(answer, item.answer))
+        if self.stale_check:
+            row["stale"] = stale_label(
+                category=item.category, correct=None if verdict.label == ERROR else verdict.label == CORRECT,
+                response=answer, superseded=item.extra.get(SUPERSEDED_KEY),
+            )
         if verdict.label in (WRONG, ABSTAIN):
             hits = r.hits or []
             row["failure_stage"] = failure_stage(

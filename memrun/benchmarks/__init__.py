@@ -12,6 +12,7 @@ raw values beside normalized ones, and counts what it could not resolve.
 
 from __future__ import annotations
 
+from collections.abc import Mapping
 from pathlib import Path
 from typing import Protocol, runtime_checkable
 
@@ -25,3 +26,16 @@ class Benchmark(Protocol):
     def load(self, data_dir: Path) -> Dataset:
         """Load the dataset, resolving files under ``data_dir``. Raises DataError."""
         ...
+
+
+def count_differences(seen: Mapping[str, int], expected: Mapping[str, int]) -> str | None:
+    """``"a: 3 (expected 4), ..."`` for the keys whose counts differ, None when they all match.
+
+    For the loaders' warning that a file's per-category counts are not the published ones.
+    """
+    diff = [
+        f"{key}: {seen.get(key, 0)} (expected {expected.get(key, 0)})"
+        for key in sorted(set(seen) | set(expected))
+        if seen.get(key, 0) != expected.get(key, 0)
+    ]
+    return ", ".join(diff) or None

@@ -47,7 +47,7 @@ from collections.abc import Mapping, Sequence
 from pathlib import Path
 from typing import Any
 
-from memrun.benchmarks import download
+from memrun.benchmarks import count_differences, download
 from memrun.errors import DataError
 from memrun.records import Dataset, Group, Item, Record
 
@@ -188,15 +188,8 @@ class LoCoMo:
     def _check_category_counts(self, dataset: Dataset) -> list[str]:
         if not self.expected_counts:
             return []
-        seen = Counter(item.category for item in dataset.items())
-        if dict(seen) == self.expected_counts:
-            return []
-        diff = ", ".join(
-            f"{c}: {seen.get(c, 0)} (expected {self.expected_counts.get(c, 0)})"
-            for c in sorted(set(seen) | set(self.expected_counts))
-            if seen.get(c, 0) != self.expected_counts.get(c, 0)
-        )
-        return [f"LoCoMo per-category counts differ from the published file: {diff}"]
+        diff = count_differences(Counter(item.category for item in dataset.items()), self.expected_counts)
+        return [f"LoCoMo per-category counts differ from the published file: {diff}"] if diff else []
 
 
 def _records(conversation: dict[str, Any], counts: Counter[str], where: str = "conversation") -> list[Record]:

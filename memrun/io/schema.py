@@ -10,7 +10,7 @@ from collections.abc import Iterable
 
 import pyarrow as pa
 
-from memrun.metrics.retrieval import metric_columns
+from memrun.metrics.retrieval import SESSION_PREFIX, metric_columns
 
 _STR_LIST = pa.list_(pa.string())
 
@@ -33,6 +33,8 @@ BASE_COLUMNS: list[pa.Field] = [
     pa.field("n_retrieved", pa.int32()),
     pa.field("search_latency_ms", pa.float64()),
     pa.field("error", pa.string()),
+    pa.field("gold_sessions", _STR_LIST),
+    pa.field("abstention", pa.bool_()),
 ]
 
 
@@ -58,10 +60,12 @@ ACCURACY_COLUMNS: list[pa.Field] = [
     pa.field("token_f1", pa.float64()),  # lexical_scores=true
     pa.field("bleu1", pa.float64()),
     pa.field("rouge_l", pa.float64()),
+    pa.field("stale", pa.bool_()),  # stale_check=true: wrong knowledge-update answer with the superseded value
 ]
 
 
 def _metric_type(name: str) -> pa.DataType:
+    name = name.removeprefix(SESSION_PREFIX)
     if name == "first_gold_rank":
         return pa.int32()
     if name.startswith(("hit_", "all_")):

@@ -12,9 +12,9 @@ lexical judges needing no LLM (:mod:`memrun.judges.lexical`; ``exact``, ``substr
 ``f1`` with its ``locomo`` / ``mem0`` variants).
 
 Abstention items (the right answer is "this cannot be known"): an item whose category
-label is in the judge's ``abstention_categories`` (LoCoMo: ``adversarial``) or whose
-``extra`` has ``abstention: true`` (a benchmark loader sets it, e.g. LongMemEval's
-``_abs`` questions). Judges grade them with the abstention rule.
+label is in the judge's ``abstention_categories`` (LoCoMo: ``adversarial``) or that the
+benchmark marks ``Item.abstention`` (LongMemEval's ``_abs`` questions). Judges grade
+them with the abstention rule.
 """
 
 from __future__ import annotations
@@ -76,7 +76,8 @@ class Judge(Protocol):
     """What the run needs from a judge."""
 
     def describe(self) -> dict[str, Any]:
-        """Instrument fields: ``judge_model`` and ``judge_prompt_sha256`` (None when no prompt)."""
+        """``judge_model``, ``judge_prompt_sha256`` (None without a prompt), ``fake`` (a fake
+        provider) and ``endpoint`` (its :class:`memrun.llm.endpoint.Endpoint`, None without one)."""
         ...
 
     async def grade(self, case: Case, repeat: int) -> Verdict:
@@ -86,7 +87,7 @@ class Judge(Protocol):
 
 def is_abstention(item: Item, category_label: str, abstention_categories: Sequence[str]) -> bool:
     """True when ``item`` is an abstention item (see the module docstring)."""
-    return bool(item.extra.get("abstention")) or category_label in abstention_categories
+    return item.abstention or category_label in abstention_categories
 
 
 def build_judge(node: DictConfig, where: str, llm: Any) -> Judge:

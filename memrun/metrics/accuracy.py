@@ -124,7 +124,8 @@ def summarize_accuracy(
     the verdicts read (``accuracy_abstain_wrong`` or ``accuracy``); it is named in
     ``headline``. Returns counts, ``overall_all``, ``overall_comparable`` (when
     ``comparable_categories``), ``per_category``, latency percentiles (ms), token means,
-    ``success_rate``, ``failure_stages``, ``judge2`` agreement, ``lexical`` means and ``score``.
+    ``success_rate``, ``failure_stages``, ``judge2`` agreement, ``lexical`` means, ``stale``
+    (rows the stale check applied to, and how many were stale) and ``score``.
     """
     items = item_outcomes(rows)
     summary: dict[str, Any] = {
@@ -160,6 +161,8 @@ def summarize_accuracy(
     summary["success_rate"] = _ratio(sum(1 for r in rows if r.get("label") not in (None, ERROR)), len(rows))
     summary["failure_stages"] = dict(Counter(i["failure_stage"] for i in items if i["failure_stage"]))
     summary["judge2"] = _judge2(rows)
+    checked = [r["stale"] for r in rows if r.get("stale") is not None]
+    summary["stale"] = {"n_checked": len(checked), "n_stale": sum(checked)} if checked else None
     lexical = {name: _mean([float(r[name]) for r in rows if r.get(name) is not None]) for name in LEXICAL}
     summary["lexical"] = lexical if any(v is not None for v in lexical.values()) else None
     summary["score"] = score_line(head[denominator], summary["search_latency_ms"]["p50"], summary["context_tokens"]["mean"])

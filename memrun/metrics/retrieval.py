@@ -6,6 +6,15 @@ retrieval evaluations use them. A retrieved record is *relevant* when it satisfi
 least one of the item's gold keys (see :func:`memrun.records.gold_matches`). Ranks are
 1-based. An item without gold keys has no retrieval score (all fields None) and is left
 out of every mean; the run counts such items.
+
+Two gold granularities: the item's ``gold_keys`` (records, e.g. LongMemEval turns) give
+the unprefixed columns; its ``gold_sessions`` give the same columns prefixed
+``session_``, scored on the ranking of the *distinct sessions* of the hits in order of
+first appearance (:func:`session_ranking`), so session recall@K asks whether a gold
+session is among the first K sessions reached. This is LongMemEval's turn-to-session
+conversion (``evaluate_retrieval_turn2session``, which widens K until the top turns
+cover K sessions). In LongMemEval's terms recall@K is recall_any@K, recall_all@K is
+recall_all@K and nDCG@K is ndcg_any@K (binary relevance).
 """
 
 from __future__ import annotations
@@ -15,6 +24,9 @@ from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass
 
 DEFAULT_KS: tuple[int, ...] = (1, 3, 5, 10)
+SESSION_PREFIX = "session_"
+GRANULARITIES: dict[str, str] = {"": "record", SESSION_PREFIX: "session"}
+"""Column prefix -> granularity name: ``gold_keys`` and ``gold_sessions``."""
 
 
 @dataclass(frozen=True, slots=True)
@@ -96,29 +108,78 @@ def score_item(
     )
 
 
+def session_ranking(hit_keys: Iterable[str], session_of: Mapping[str, str | None]) -> list[str]:
+    """The distinct sessions of ranked hits, in order of first appearance.
+
+    hit_keys: record keys in rank order. session_of: record key -> its session. A key
+    with no known session stands for itself (an arm that returns session ids).
+    """
+    ranking: list[str] = []
+    seen: set[str] = set()
+    for key in hit_keys:
+        session = session_of.get(key) or key
+        if session not in seen:
+            seen.add(session)
+            ranking.append(session)
+    return ranking
+
+
+def score_sessions(
+    hit_keys: Iterable[str],
+    session_of: Mapping[str, str | None],
+    gold_sessions: Iterable[str],
+    ks: Iterable[int] = DEFAULT_KS,
+) -> ItemRetrieval | None:
+    """Score an item at session granularity (None when it has no gold session).
+
+    The hits' ranking becomes a ranking of distinct sessions (:func:`session_ranking`),
+    scored by :func:`score_item` against the distinct gold sessions.
+    """
+    gold = frozenset(gold_sessions)
+    if not gold:
+        return None
+    ranking = session_ranking(hit_keys, session_of)
+    return score_item([gold & {s} for s in ranking], len(gold), ks)
+
+
 def metric_columns(ks: Iterable[int] = DEFAULT_KS) -> list[str]:
-    """Names of the per-item metric columns, in table order (shared by writer and summary)."""
-    cols = ["first_gold_rank", "rr"]
-    for prefix in ("hit", "all", "precision", "ndcg"):
-        cols += [f"{prefix}_at_{k}" for k in ks]
+    """Names of the per-item metric columns, in table order (shared by writer and summary).
+
+    Every granularity of :data:`GRANULARITIES` gets the same columns under its prefix.
+    """
+    ks = tuple(ks)
+    cols: list[str] = []
+    for gran in GRANULARITIES:
+        cols += [f"{gran}first_gold_rank", f"{gran}rr"]
+        for name in ("hit", "all", "precision", "ndcg"):
+            cols += [f"{gran}{name}_at_{k}" for k in ks]
     return cols
 
 
-def item_columns(score: ItemRetrieval | None, ks: Iterable[int] = DEFAULT_KS) -> dict[str, object]:
-    """Flatten an :class:`ItemRetrieval` into the per-item columns (None when unscored)."""
+def item_columns(
+    score: ItemRetrieval | None, ks: Iterable[int] = DEFAULT_KS, prefix: str = ""
+) -> dict[str, object]:
+    """Flatten an :class:`ItemRetrieval` into one granularity's columns (None when unscored).
+
+    prefix: ``""`` for record gold, ``"session_"`` for session gold.
+    """
     ks = tuple(ks)
     if score is None:
-        return {c: None for c in metric_columns(ks)}
-    out: dict[str, object] = {"first_gold_rank": score.first_gold_rank, "rr": score.rr}
-    for prefix, values in (
+        return {c: None for c in metric_columns(ks) if _granularity(c) == prefix}
+    out: dict[str, object] = {f"{prefix}first_gold_rank": score.first_gold_rank, f"{prefix}rr": score.rr}
+    for name, values in (
         ("hit", score.hit),
         ("all", score.all),
         ("precision", score.precision),
         ("ndcg", score.ndcg),
     ):
         for k in ks:
-            out[f"{prefix}_at_{k}"] = values[k]
+            out[f"{prefix}{name}_at_{k}"] = values[k]
     return out
+
+
+def _granularity(column: str) -> str:
+    return SESSION_PREFIX if column.startswith(SESSION_PREFIX) else ""
 
 
 _RUN_TO_ITEM = {"recall": "hit", "recall_all": "all", "precision": "precision", "ndcg": "ndcg"}
@@ -129,38 +190,45 @@ def item_column_for(metric: str) -> str:
 
     ``mrr`` -> ``rr``; ``recall@5`` -> ``hit_at_5``; ``recall_all@K`` -> ``all_at_K``;
     ``precision@K`` -> ``precision_at_K``; ``ndcg@K`` -> ``ndcg_at_K``; ``rank@1`` ->
-    ``hit_at_1``. Raises ValueError naming the accepted forms for anything else.
+    ``hit_at_1``; each also with the ``session_`` prefix (``session_recall@5`` ->
+    ``session_hit_at_5``). Raises ValueError naming the accepted forms for anything else.
     """
-    if metric == "mrr":
-        return "rr"
-    if metric == "rank@1":
-        return "hit_at_1"
-    name, _, k = metric.partition("@")
+    prefix = _granularity(metric)
+    base = metric[len(prefix):]
+    if base == "mrr":
+        return f"{prefix}rr"
+    if base == "rank@1":
+        return f"{prefix}hit_at_1"
+    name, _, k = base.partition("@")
     if name in _RUN_TO_ITEM and k.isdigit() and int(k) > 0:
-        return f"{_RUN_TO_ITEM[name]}_at_{int(k)}"
+        return f"{prefix}{_RUN_TO_ITEM[name]}_at_{int(k)}"
     raise ValueError(
         f"unknown retrieval metric {metric!r}; use mrr, rank@1, recall@K, recall_all@K, "
-        "precision@K or ndcg@K"
+        "precision@K or ndcg@K, optionally prefixed session_"
     )
 
 
-def aggregate(rows: Sequence[Mapping[str, object]], ks: Iterable[int] = DEFAULT_KS) -> dict[str, float | int | None]:
+def aggregate(
+    rows: Sequence[Mapping[str, object]], ks: Iterable[int] = DEFAULT_KS, prefix: str = ""
+) -> dict[str, float | int | None]:
     """Run-level retrieval metrics over per-item rows (means over scored items).
 
     rows: per-item column dicts as produced by :func:`item_columns` (unscored items have
         ``rr`` None and are skipped; errored items must be filtered out by the caller).
+    prefix: the granularity's column prefix (``""`` or ``"session_"``); the returned
+        names carry no prefix.
     Returns ``n_scored`` plus recall@K (share of items with a relevant hit in the top K),
     recall_all@K, precision@K, ndcg@K for each K, ``mrr`` (mean reciprocal rank, 0 for an
     item with no relevant hit) and ``rank@1`` (= recall@1). Means are fractions in
     [0, 1], None when no item was scored.
     """
     ks = tuple(ks)
-    scored = [r for r in rows if r.get("rr") is not None]
+    scored = [r for r in rows if r.get(f"{prefix}rr") is not None]
     n = len(scored)
     out: dict[str, float | int | None] = {"n_scored": n}
 
     def mean(col: str) -> float | None:
-        return sum(float(r[col]) for r in scored) / n if n else None  # type: ignore[arg-type]
+        return sum(float(r[prefix + col]) for r in scored) / n if n else None  # type: ignore[arg-type]
 
     out["mrr"] = mean("rr")
     for k in ks:

@@ -23,10 +23,12 @@ def summarize_retrieval(
     ks: Iterable[int],
     categories: Mapping[str, str],
     comparable_categories: Sequence[str] | None,
+    prefix: str = "",
 ) -> dict[str, Any]:
     """Summary of a retrieval run.
 
     rows: per-item rows (columns of :mod:`memrun.io.schema`), repeat 0 only.
+    prefix: the gold granularity's column prefix (``""`` records, ``"session_"``).
     Returns counts (``n_items``, ``n_errors`` excluded from every metric, ``n_unscored``
     items without retrieval gold), ``overall_all`` over every scored item,
     ``overall_comparable`` over ``comparable_categories`` (when given: LoCoMo's
@@ -38,12 +40,12 @@ def summarize_retrieval(
     summary: dict[str, Any] = {
         "n_items": len(rows),
         "n_errors": len(rows) - len(ok),
-        "n_unscored": sum(1 for r in ok if r.get("rr") is None),
-        "overall_all": aggregate(ok, ks),
+        "n_unscored": sum(1 for r in ok if r.get(f"{prefix}rr") is None),
+        "overall_all": aggregate(ok, ks, prefix),
     }
     if comparable_categories:
         keep = set(comparable_categories)
-        summary["overall_comparable"] = aggregate([r for r in ok if r.get("category") in keep], ks)
+        summary["overall_comparable"] = aggregate([r for r in ok if r.get("category") in keep], ks, prefix)
         summary["comparable_categories"] = list(comparable_categories)
     per_category: dict[str, Any] = {}
     present = {r.get("category") for r in rows}
@@ -53,7 +55,7 @@ def summarize_retrieval(
         per_category[str(cat)] = {
             "label": categories.get(cat, str(cat)),
             "n_items": sum(1 for r in rows if r.get("category") == cat),
-            **aggregate(cat_rows, ks),
+            **aggregate(cat_rows, ks, prefix),
         }
     summary["per_category"] = per_category
     latencies = [float(r["search_latency_ms"]) for r in ok if r.get("search_latency_ms") is not None]

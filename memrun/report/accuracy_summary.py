@@ -77,6 +77,9 @@ def print_accuracy_summary(console: Console, summary: Mapping[str, Any], *, titl
             f"second judge on {j2['n_rows']} rows: agreement {_pct(j2['agreement'])}%, Cohen's kappa {kappa} "
             f"({j2['n_errors']} errored)"
         )
+    if summary.get("stale"):
+        st = summary["stale"]
+        console.print(f"stale check: {st['n_stale']} of {st['n_checked']} wrong knowledge-update answers gave the superseded value")
     if summary.get("lexical"):
         values = {k: "-" if v is None else f"{v:.3f}" for k, v in summary["lexical"].items()}
         console.print("lexical (beside the judge): " + ", ".join(f"{k} {v}" for k, v in values.items()))

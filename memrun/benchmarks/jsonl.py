@@ -1,0 +1,280 @@
+"""``benchmark=jsonl``: a team's own benchmark in memrun's JSON Lines format.
+
+One JSON object per line (blank lines and lines starting with ``//`` are skipped), of
+one of two kinds:
+
+- a *conversation*: one history and the questions asked against it::
+
+    {"conversation_id": "c1",
+     "history": [{"role": "user", "content": "...", "key": "c1:0",
+                  "timestamp": "2024-05-01", "session": "s1"}, ...],
+     "questions": [{"item_id": "c1:q0", "question": "...", "answer": "...",
+                    "gold_keys": ["c1:0"], "category": "single-hop"}, ...]}
+
+- an *item*: one question with a history of its own (as in LongMemEval)::
+
+    {"item_id": "q1", "history": [...], "question": "...", "answer": "...",
+     "gold_keys": ["q1:3"]}
+
+History turns: ``role`` and ``content`` are required; ``key`` (default
+``<history id>:<index>``), ``timestamp`` and ``session`` are optional. Questions:
+``question`` is required; ``item_id`` (required on item lines; default
+``<conversation id>:<index>``), ``answer`` (text or number), ``gold_keys`` (record keys
+when ``gold_match=key``, phrases a hit must contain when ``substring``),
+``gold_sessions`` (session ids: a second gold granularity), ``category``, ``cluster``
+(default: the history id), ``question_date`` and ``abstention`` (true: the right answer
+is to abstain) are optional. Unknown fields are errors, so a typo never silently
+drops gold. A template is ``conf/templates/benchmark.jsonl``.
+
+Every error names the file, line and field (``bench.jsonl:12: questions[3].gold_keys[0]:
+'c1:99' names no turn of this history``); ``memrun validate FILE`` lists them all.
+"""
+
+from __future__ import annotations
+
+import difflib
+import hashlib
+import json
+from collections.abc import Mapping, Sequence
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
+
+from memrun.errors import ConfigError, DataError
+from memrun.records import Dataset, GoldMatch, Group, Item, Record
+
+CONVERSATION_FIELDS = ("conversation_id", "history", "questions")
+ITEM_FIELDS = ("item_id", "history", "question", "answer", "gold_keys", "gold_sessions", "category", "cluster",
+               "question_date", "abstention")
+QUESTION_FIELDS = ITEM_FIELDS[:1] + ITEM_FIELDS[2:]
+TURN_FIELDS = ("role", "content", "key", "timestamp", "session")
+DEFAULT_CATEGORY = "uncategorized"
+MAX_ERRORS = 50
+
+
+class _Invalid(Exception):
+    """One validation error: the field path and what is wrong (the parser adds file and line)."""
+
+    def __init__(self, path: str, message: str) -> None:
+        super().__init__(f"{path}: {message}" if path else message)
+
+
+@dataclass
+class ParsedFile:
+    """What :func:`parse_file` read: groups, errors (``file:line: field: problem``) and counts."""
+
+    groups: list[Group] = field(default_factory=list)
+    errors: list[str] = field(default_factory=list)
+    n_errors: int = 0
+    sha256: str = ""
+
+
+def parse_file(path: Path, gold_match: GoldMatch = "key", max_errors: int = MAX_ERRORS) -> ParsedFile:
+    """Parse and validate a benchmark JSONL file, collecting up to ``max_errors`` errors.
+
+    A line with an error contributes no group. Raises DataError only when the file
+    cannot be read at all.
+    """
+    try:
+        blob = path.read_bytes()
+    except OSError as exc:
+        raise DataError(f"{path}: cannot read the file ({exc.strerror or exc})") from exc
+    out = ParsedFile(sha256=hashlib.sha256(blob).hexdigest())
+    item_lines: dict[str, int] = {}
+    history_lines: dict[str, int] = {}
+    for number, line in enumerate(blob.decode("utf-8", errors="replace").splitlines(), start=1):
+        if not line.strip() or line.lstrip().startswith("//"):
+            continue
+        try:
+            group = _line(line, gold_match, item_lines, history_lines, number)
+        except _Invalid as exc:
+            out.n_errors += 1
+            if len(out.errors) < max_errors:
+                out.errors.append(f"{path}:{number}: {exc}")
+            continue
+        out.groups.append(group)
+    if not out.groups and not out.n_errors:
+        out.n_errors, out.errors = 1, [f"{path}: no conversation or item lines"]
+    return out
+
+
+def _line(line: str, gold_match: GoldMatch, item_lines: dict[str, int], history_lines: dict[str, int],
+          number: int) -> Group:
+    try:
+        obj = json.loads(line)
+    except json.JSONDecodeError as exc:
+        raise _Invalid("", f"not valid JSON ({exc.msg} at column {exc.colno})") from None
+    if not isinstance(obj, dict):
+        raise _Invalid("", f"expected a JSON object, got {type(obj).__name__}")
+    if "questions" in obj or "conversation_id" in obj:
+        _check_fields("", obj, CONVERSATION_FIELDS)
+        history_id = _string(obj, "conversation_id", "")
+        questions = obj.get("questions")
+        if not isinstance(questions, list) or not questions:
+            raise _Invalid("questions", "must be a non-empty list of questions")
+        entries = [(f"questions[{i}]", q, f"{history_id}:{i}") for i, q in enumerate(questions)]
+    elif "question" in obj or "item_id" in obj:
+        _check_fields("", obj, ITEM_FIELDS)
+        history_id = _string(obj, "item_id", "")
+        entries = [("", obj, None)]
+    else:
+        raise _Invalid("", "expected a conversation (conversation_id, history, questions) "
+                           "or an item (item_id, history, question)")
+    if history_id in history_lines:
+        raise _Invalid("", f"history id {history_id!r} already used on line {history_lines[history_id]}")
+    records = _history(obj.get("history"), history_id)
+    items = [_question(where, q, history_id, default_id, records, gold_match) for where, q, default_id in entries]
+    for item in items:
+        if item.item_id in item_lines:
+            raise _Invalid("", f"item_id {item.item_id!r} already used on line {item_lines[item.item_id]}")
+    history_lines[history_id] = number
+    item_lines.update((item.item_id, number) for item in items)
+    return Group(history_id=history_id, records=records, items=items)
+
+
+def _history(turns: Any, history_id: str) -> list[Record]:
+    if not isinstance(turns, list) or not turns:
+        raise _Invalid("history", "must be a non-empty list of turns")
+    records: list[Record] = []
+    keys: dict[str, int] = {}
+    for i, turn in enumerate(turns):
+        where = f"history[{i}]"
+        if not isinstance(turn, dict):
+            raise _Invalid(where, "expected an object with role and content")
+        _check_fields(where, turn, TURN_FIELDS)
+        role = _string(turn, "role", where)
+        content = _string(turn, "content", where)
+        key = _string(turn, "key", where, default=f"{history_id}:{i}")
+        if key in keys:
+            raise _Invalid(f"{where}.key", f"{key!r} repeats history[{keys[key]}].key; keys must be unique")
+        keys[key] = i
+        records.append(Record(
+            key=key,
+            text=f"{role}: {content}",
+            timestamp=_string(turn, "timestamp", where, default=None),
+            session=_string(turn, "session", where, default=None),
+        ))
+    return records
+
+
+def _question(where: str, q: Any, history_id: str, default_id: str | None, records: Sequence[Record],
+              gold_match: GoldMatch) -> Item:
+    if not isinstance(q, dict):
+        raise _Invalid(where, "expected an object with a question")
+    if default_id is not None:  # inside a conversation
+        _check_fields(where, q, QUESTION_FIELDS)
+    prefix = f"{where}." if where else ""
+    item_id = _string(q, "item_id", where, default=default_id)
+    question = _string(q, "question", where)
+    answer = q.get("answer")
+    if answer is not None and (isinstance(answer, bool) or not isinstance(answer, (str, int, float))):
+        raise _Invalid(f"{prefix}answer", "must be text or a number")
+    gold = _strings(q, "gold_keys", where)
+    if gold_match == "key":
+        known = {r.key for r in records}
+        for j, key in enumerate(gold):
+            if key not in known:
+                raise _Invalid(f"{prefix}gold_keys[{j}]", f"{key!r} names no turn of this history")
+    sessions = _strings(q, "gold_sessions", where)
+    known_sessions = {r.session for r in records if r.session}
+    for j, session in enumerate(sessions):
+        if session not in known_sessions:
+            raise _Invalid(f"{prefix}gold_sessions[{j}]", f"{session!r} names no session of this history")
+    abstention = q.get("abstention", False)
+    if not isinstance(abstention, bool):
+        raise _Invalid(f"{prefix}abstention", "must be true or false")
+    return Item(
+        item_id=item_id,
+        history_id=history_id,
+        cluster=_string(q, "cluster", where, default=history_id),
+        category=_string(q, "category", where, default=DEFAULT_CATEGORY),
+        question=question,
+        answer=None if answer is None else str(answer),
+        answer_raw=json.dumps(answer, ensure_ascii=False),
+        gold_keys=tuple(dict.fromkeys(gold)),
+        gold_keys_raw=tuple(gold),
+        question_date=_string(q, "question_date", where, default=None),
+        gold_sessions=tuple(dict.fromkeys(sessions)),
+        abstention=abstention,
+    )
+
+
+_REQUIRED = object()
+
+
+def _string(obj: Mapping[str, Any], key: str, where: str, default: Any = _REQUIRED) -> Any:
+    path = f"{where}.{key}" if where else key
+    if key not in obj or obj[key] is None:
+        if default is _REQUIRED:
+            raise _Invalid(path, "is required")
+        return default
+    value = obj[key]
+    if not isinstance(value, str) or not value.strip():
+        raise _Invalid(path, f"must be non-empty text, got {json.dumps(value)[:40]}")
+    return value
+
+
+def _strings(obj: Mapping[str, Any], key: str, where: str) -> list[str]:
+    path = f"{where}.{key}" if where else key
+    value = obj.get(key) or []
+    if not isinstance(value, list) or not all(isinstance(v, str) and v for v in value):
+        raise _Invalid(path, "must be a list of non-empty strings")
+    return value
+
+
+def _check_fields(where: str, obj: Mapping[str, Any], allowed: Sequence[str]) -> None:
+    for key in obj:
+        if key not in allowed:
+            hint = difflib.get_close_matches(key, allowed, n=1)
+            did_you_mean = f"did you mean '{hint[0]}'? " if hint else ""
+            path = f"{where}.{key}" if where else key
+            raise _Invalid(path, f"unknown field; {did_you_mean}fields here: {', '.join(allowed)}")
+
+
+class JsonlBenchmark:
+    """Loader for a benchmark in memrun's JSONL format (see the module docstring).
+
+    path: the file. split: its name in the instrument (default: the file's stem).
+    gold_match: ``key`` or ``substring``. categories: raw category -> label, in
+    report order. comparable_categories: the headline subset ([]: all).
+    task_averaged: also report the mean over categories.
+    """
+
+    def __init__(
+        self,
+        *,
+        path: str | None,
+        split: str | None = None,
+        gold_match: str = "key",
+        categories: Mapping[str, str] | None = None,
+        comparable_categories: Sequence[str] = (),
+        task_averaged: bool = False,
+    ) -> None:
+        if not path:
+            raise ConfigError("benchmark=jsonl needs benchmark.path=FILE, a .jsonl file (see docs/benchmarks.md)")
+        if gold_match not in ("key", "substring"):
+            raise ConfigError(f"benchmark.gold_match={gold_match}: use key or substring")
+        self.path = Path(path).expanduser()
+        self.split = split or self.path.stem
+        self.gold_match: GoldMatch = gold_match  # type: ignore[assignment]
+        self.categories = {str(k): str(v) for k, v in (categories or {}).items()}
+        self.comparable = [str(c) for c in comparable_categories] or None
+        self.task_averaged = task_averaged
+
+    def load(self, data_dir: Path) -> Dataset:
+        """Parse and validate the whole file. Raises DataError naming the first error's line and field."""
+        if not self.path.is_file():
+            raise DataError(f"benchmark.path={self.path}: no such file")
+        parsed = parse_file(self.path, self.gold_match, max_errors=1)
+        if parsed.n_errors:
+            more = f" (and {parsed.n_errors - 1} more; memrun validate {self.path} lists them)" if parsed.n_errors > 1 else ""
+            raise DataError(parsed.errors[0] + more)
+        return Dataset(
+            split=self.split,
+            sha256=parsed.sha256,
+            groups=parsed.groups,
+            categories=self.categories,
+            comparable_categories=self.comparable,
+            gold_match=self.gold_match,
+            task_averaged=self.task_averaged,
+        )

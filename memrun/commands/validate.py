@@ -1,0 +1,87 @@
+"""``memrun validate FILE``: check a benchmark file without running anything.
+
+    memrun validate my_bench.jsonl                  # memrun's JSONL format
+    memrun validate longmemeval_s_cleaned.json      # a LongMemEval-schema file
+
+Prints every error as ``file:line: field: problem`` (up to ``--max-errors``) and exits
+2 when there is one; otherwise prints what the file holds and exits 0. The format is
+taken from the extension (``.jsonl`` / ``.json``) unless ``--format`` names it.
+"""
+
+from __future__ import annotations
+
+import argparse
+import sys
+from collections import Counter
+from collections.abc import Iterable, Sequence
+from pathlib import Path
+
+from memrun.benchmarks.jsonl import MAX_ERRORS, parse_file
+from memrun.benchmarks.longmemeval import LongMemEval
+from memrun.errors import ConfigError, DataError
+from memrun.records import Dataset, Group
+
+FORMATS = ("jsonl", "longmemeval")
+
+
+def _parser() -> argparse.ArgumentParser:
+    parser = argparse.ArgumentParser(prog="memrun validate", description="Check a benchmark file without running.")
+    parser.add_argument("file", help="a .jsonl file in memrun's format, or a LongMemEval-schema .json file")
+    parser.add_argument("--format", choices=FORMATS, default=None, help="default: from the file's extension")
+    parser.add_argument("--gold-match", choices=("key", "substring"), default="key",
+                        help="jsonl: how gold keys match hits (key: they must name turns)")
+    parser.add_argument("--max-errors", type=int, default=MAX_ERRORS, help="jsonl: errors to list at most")
+    return parser
+
+
+def main(argv: Sequence[str]) -> int:
+    """Entry point of ``memrun validate``. Returns 0 when valid; raises DataError otherwise."""
+    args = _parser().parse_args(list(argv))
+    path = Path(args.file).expanduser()
+    if not path.is_file():
+        raise ConfigError(f"validate: {path}: no such file")
+    fmt = args.format or ("jsonl" if path.suffix == ".jsonl" else "longmemeval" if path.suffix == ".json" else None)
+    if fmt is None:
+        raise ConfigError(f"validate: cannot tell the format of {path.name} from its extension; pass --format")
+    if fmt == "jsonl":
+        parsed = parse_file(path, args.gold_match, max_errors=args.max_errors)
+        for error in parsed.errors:
+            sys.stdout.write(error + "\n")
+        if parsed.n_errors:
+            shown = "" if parsed.n_errors <= len(parsed.errors) else f" (first {len(parsed.errors)} shown)"
+            raise DataError(f"{path}: {parsed.n_errors} error{'s' if parsed.n_errors > 1 else ''}{shown}")
+        groups: Iterable[Group] = parsed.groups
+        counts: dict[str, int] = {}
+    else:
+        dataset = _longmemeval(path)
+        groups, counts = dataset.groups, dataset.counts
+    sys.stdout.write(_describe(path, fmt, groups, counts) + "\n")
+    return 0
+
+
+def _longmemeval(path: Path) -> Dataset:
+    loader = LongMemEval(split="file", files={"file": {"file": path.name}}, categories={}, path=str(path))
+    return loader.load(path.parent)
+
+
+def _describe(path: Path, fmt: str, groups: Iterable[Group], counts: dict[str, int]) -> str:
+    """One paragraph: histories, items, records, categories and non-zero load counts."""
+    n_groups = n_records = n_gold = n_abstention = 0
+    categories: Counter[str] = Counter()
+    for group in groups:  # a LongMemEval file is streamed here, question by question
+        n_groups += 1
+        n_records += len(group.records)
+        for item in group.items:
+            categories[item.category] += 1
+            n_gold += bool(item.gold_keys)
+            n_abstention += item.abstention
+    n_items = sum(categories.values())
+    lines = [
+        f"{path}: valid {fmt}: {n_groups} histories, {n_items} items ({n_gold} with retrieval gold, "
+        f"{n_abstention} abstention), {n_records} records",
+        "categories: " + ", ".join(f"{c} {n}" for c, n in sorted(categories.items())),
+    ]
+    nonzero = {k: v for k, v in counts.items() if v}
+    if nonzero:
+        lines.append("load: " + ", ".join(f"{k} {v}" for k, v in nonzero.items()))
+    return "\n".join(lines)

@@ -1,0 +1,99 @@
+"""memrun's JSONL benchmark format: the template, the records it makes, and its errors."""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+
+import pytest
+
+from memrun.benchmarks.jsonl import JsonlBenchmark, parse_file
+from memrun.errors import ConfigError, DataError
+
+TEMPLATE = Path(__file__).parent.parent / "conf" / "templates" / "benchmark.jsonl"
+
+
+def _write(tmp_path: Path, *lines: object) -> Path:
+    path = tmp_path / "bench.jsonl"
+    path.write_text("\n".join(line if isinstance(line, str) else json.dumps(line) for line in lines) + "\n")
+    return path
+
+
+def test_template_loads_both_line_kinds() -> None:
+    dataset = JsonlBenchmark(path=str(TEMPLATE)).load(Path("."))
+    team, solo = dataset.groups
+    assert dataset.split == "benchmark" and dataset.gold_match == "key"
+    assert [r.key for r in team.records] == ["team-01:0", "team-01:1", "team-01:2"]
+    assert team.records[2].session == "s2" and team.records[2].timestamp == "2024-05-20"
+    q0, q1 = team.items
+    assert q0.gold_keys == ("team-01:2",) and q0.gold_sessions == ("s2",) and q0.cluster == "team-01"
+    assert q1.abstention and q1.gold_keys == ()
+    (item,) = solo.items
+    assert item.item_id == solo.history_id == "solo-01" and item.cluster == "infra"
+    assert solo.records[0].key == "solo-01:0" and solo.records[0].text.startswith("user: The staging")
+
+
+def test_defaults_for_ids_categories_and_substring_gold(tmp_path: Path) -> None:
+    path = _write(tmp_path, {"conversation_id": "c", "history": [{"role": "user", "content": "invoices on the 3rd"}],
+                             "questions": [{"question": "when?", "answer": 3, "gold_keys": ["3rd"]}]})
+    dataset = JsonlBenchmark(path=str(path), gold_match="substring", split="mine").load(tmp_path)
+    (item,) = dataset.groups[0].items
+    assert (item.item_id, item.category, item.answer, dataset.split) == ("c:0", "uncategorized", "3", "mine")
+    with pytest.raises(DataError, match=r"bench.jsonl:1: questions\[0\].gold_keys\[0\]: '3rd' names no turn"):
+        JsonlBenchmark(path=str(path)).load(tmp_path)  # gold_match=key: gold must name a turn
+
+
+@pytest.mark.parametrize(
+    ("line", "message"),
+    [
+        ("{not json", r":1: not valid JSON \(Expecting property name enclosed in double quotes at column 2\)"),
+        ("[1, 2]", r":1: expected a JSON object, got list"),
+        ({"history": []}, r":1: expected a conversation \(conversation_id, history, questions\) or an item"),
+        ({"item_id": "x", "history": [], "question": "q"}, r":1: history: must be a non-empty list of turns"),
+        ({"item_id": "x", "history": [{"role": "user"}], "question": "q"}, r":1: history\[0\].content: is required"),
+        ({"item_id": "x", "history": [{"role": "user", "content": "a", "ky": "k"}], "question": "q"},
+         r":1: history\[0\].ky: unknown field; did you mean 'key'\?"),
+        ({"item_id": "x", "history": [{"role": "user", "content": "a"}], "question": "q", "gold_key": ["x:0"]},
+         r":1: gold_key: unknown field; did you mean 'gold_keys'\?"),
+        ({"item_id": "x", "history": [{"role": "user", "content": "a", "key": "k"},
+                                      {"role": "user", "content": "b", "key": "k"}], "question": "q"},
+         r":1: history\[1\].key: 'k' repeats history\[0\].key"),
+        ({"conversation_id": "c", "history": [{"role": "user", "content": "a"}], "questions": [{"question": "q",
+          "gold_sessions": ["s1"]}]}, r":1: questions\[0\].gold_sessions\[0\]: 's1' names no session"),
+        ({"item_id": "x", "history": [{"role": "user", "content": "a"}], "question": "q", "abstention": "yes"},
+         r":1: abstention: must be true or false"),
+        ({"item_id": "x", "history": [{"role": "user", "content": "a"}], "question": "q", "answer": [1]},
+         r":1: answer: must be text or a number"),
+    ],
+)
+def test_errors_name_file_line_and_field(tmp_path: Path, line: object, message: str) -> None:
+    path = _write(tmp_path, line)
+    with pytest.raises(DataError, match=message) as err:
+        JsonlBenchmark(path=str(path)).load(tmp_path)
+    assert str(err.value).startswith(f"{path}:") and "\n" not in str(err.value)
+
+
+def test_duplicate_ids_name_the_first_line_and_all_errors_are_collected(tmp_path: Path) -> None:
+    item = {"item_id": "x", "history": [{"role": "user", "content": "a"}], "question": "q"}
+    conv = {"conversation_id": "x2", "history": [{"role": "user", "content": "a"}],
+            "questions": [{"item_id": "x", "question": "q"}]}
+    path = _write(tmp_path, "// a comment", item, "", conv, "{bad", {"item_id": "x", **{k: v for k, v in item.items() if k != "item_id"}})
+    parsed = parse_file(path)
+    assert parsed.errors == [
+        f"{path}:4: item_id 'x' already used on line 2",
+        f"{path}:5: not valid JSON (Expecting property name enclosed in double quotes at column 2)",
+        f"{path}:6: history id 'x' already used on line 2",
+    ]
+    assert len(parsed.groups) == 1
+    with pytest.raises(DataError, match=r"already used on line 2 \(and 2 more; memrun validate .* lists them\)"):
+        JsonlBenchmark(path=str(path)).load(tmp_path)
+
+
+def test_missing_path_file_and_empty_file(tmp_path: Path) -> None:
+    with pytest.raises(ConfigError, match=r"benchmark=jsonl needs benchmark.path=FILE"):
+        JsonlBenchmark(path=None)
+    with pytest.raises(DataError, match=r"benchmark.path=.*nope.jsonl: no such file"):
+        JsonlBenchmark(path=str(tmp_path / "nope.jsonl")).load(tmp_path)
+    path = _write(tmp_path, "// only a comment")
+    with pytest.raises(DataError, match="no conversation or item lines"):
+        JsonlBenchmark(path=str(path)).load(tmp_path)
