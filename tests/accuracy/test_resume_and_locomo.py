@@ -14,6 +14,7 @@ from pathlib import Path
 import pytest
 
 from accuracy.helpers import KEY, execute_run, field, gold_judge, is_judge, rows, summary
+from memrun.io.reader import read_run
 from memrun.cli import main
 from memrun.llm.cache import CallCache
 from memrun.stats.calibration import JudgeCalibration
@@ -136,3 +137,29 @@ def test_calibrate_judge_writes_rates_compare_can_read(llm_env, tmp_path, capsys
     assert "TPR 1.000" in capsys.readouterr().err
     assert main(["calibrate-judge", "--out", str(target)]) == 2  # judge=none
     assert "needs a judge" in capsys.readouterr().err
+
+
+def test_longmemeval_accuracy_with_pins_dates_abstention_and_stale_check(llm_env, tmp_path):
+    """A generated LongMemEval-schema file: pinned reader and judge, question dates in both
+    prompts, abstention items graded with the abstention prompt, the stale check filled."""
+    data = tmp_path / "lme.json"
+    assert main(["datasets", "synth", "--size", "tiny", "--quiet", str(data)]) == 0
+    llm_env.responder = lambda body: (
+        json.dumps({"verdict": "WRONG", "explanation": "x"}) if is_judge(prompt_text(body)) else "I moved to Denver."
+    )
+    out, printed = execute_run(tmp_path, "benchmark=longmemeval", f"benchmark.path={data}", "judge=gpt4o",
+                               "stale_check=true")
+    assert "pinned" not in printed  # the pinned reader and judge: nothing overridden
+    table = rows(out)
+    inst = read_run(out).instrument
+    assert inst.reader_model == "gpt-4o-mini-2024-07-18" and inst.judge_model == "gpt-4o-2024-08-06"
+    prompts = [prompt_text(e.body) for e in llm_env.log]
+    assert all("Current date:" in p for p in prompts if not is_judge(p))
+    assert all("Date of the question:" in p for p in prompts if is_judge(p))
+    abstention = [r for r in table if r["abstention"]]
+    assert abstention and {r["judge_prompt"] for r in abstention} == {"abstention"}
+    assert {r["judge_prompt"] for r in table if r["category"] == "temporal-reasoning" and not r["abstention"]} == {"temporal"}
+    updates = [r for r in table if r["category"] == "knowledge-update"]
+    planted = [r for r in updates if "superseded_answer" in (r["extra"] or "")]
+    assert planted and all(r["stale"] is not None for r in planted)  # judged wrong, superseded value known
+    assert all(r["stale"] is None for r in table if r["category"] != "knowledge-update")
