@@ -25,6 +25,8 @@ SUBCOMMANDS: dict[str, str] = {
     "null-band": "memrun.commands.compare:null_band_main",
     "validate": "memrun.commands.validate:main",
     "datasets": "memrun.commands.datasets:main",
+    "failures": "memrun.commands.failures:main",
+    "calibrate-judge": "memrun.commands.calibrate_judge:main",
 }
 
 EXIT_USER_ERROR = 2

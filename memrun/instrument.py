@@ -51,12 +51,15 @@ class Instrument:
     reader_prompt_sha256: str | None = _cmp("a different reader prompt changes the answers")
     judge_model: str | None = _cmp("a different judge moves labels")
     judge_prompt_sha256: str | None = _cmp("a different judge prompt moves labels")
+    context_policy: str | None = _cmp("truncating or skipping long contexts changes what the reader sees")
 
     # -- provenance (recorded, not compared) -----------------------------------------
     run_id: str | None = None
-    status: str = "running"  # running | complete | interrupted | failed
+    status: str = "running"  # running | complete | interrupted | failed | stopped (token budget)
     arm: str | None = None
     fake_providers: bool = False
+    judge2_model: str | None = None  # axis=accuracy: the second judge, when one re-graded a sample
+    judge2_prompt_sha256: str | None = None
     gold_match: str | None = None
     categories: dict[str, str] = field(default_factory=dict)
     comparable_categories: list[str] | None = None

@@ -9,11 +9,12 @@ from every metric; Ctrl-C or a crash still leaves the finished rows readable.
 
 from __future__ import annotations
 
+import asyncio
 import json
 import subprocess
 import time
 import uuid
-from collections.abc import Sequence
+from collections.abc import Mapping, Sequence
 from datetime import datetime, timezone
 from pathlib import Path
 from typing import Any
@@ -25,6 +26,8 @@ from rich.console import Console
 from rich.progress import BarColumn, MofNCompleteColumn, Progress, TextColumn, TimeElapsedColumn
 
 import memrun
+from memrun.accuracy.setup import AccuracySetup, LiteralSecretError, build_setup, check_no_secrets
+from memrun.accuracy.stage import AnswerStage, Retrieved
 from memrun.arms import BYPASS_MODES, Arm, describe
 from memrun.benchmarks import Benchmark
 from memrun.benchmarks.download import data_dir
@@ -34,9 +37,12 @@ from memrun.errors import ArmError, ConfigError, MemrunError
 from memrun.instrument import DENOMINATOR_RETRIEVAL, Instrument
 from memrun.io.schema import items_schema
 from memrun.io.writer import ItemsWriter
+from memrun.llm.endpoint import Redactor
+from memrun.metrics.accuracy import summarize_accuracy
 from memrun.metrics.by_category import summarize_by_granularity
 from memrun.metrics.retrieval import DEFAULT_KS, SESSION_PREFIX, item_columns, score_item, score_sessions
-from memrun.records import Dataset, Hit, Item, gold_matches
+from memrun.records import Dataset, GoldMatch, Group, Hit, Item, gold_matches
+from memrun.report.accuracy_summary import print_accuracy_summary
 from memrun.report.run_summary import print_retrieval_summary
 
 SUMMARY_FILE = "summary.json"
@@ -114,21 +120,22 @@ def _row(run_id: str, item: Item, dataset: Dataset, hits: list[Hit] | None, late
     }
 
 
-def arm_checks(rows: Sequence[dict[str, Any]], history_sizes: Sequence[int], top_k: int,
+def arm_checks(rows: Sequence[dict[str, Any]], history_sizes: Mapping[str, int], top_k: int,
                search_mode: str | None) -> tuple[dict[str, int], list[str]]:
     """Count the items whose ranking is not a top-k retrieval, and say so once each.
 
-    rows: the run's rows; history_sizes: the number of records in each row's history.
+    rows: the run's rows (repeat 0 is counted); history_sizes: item_id -> records in its
+    history (items missing from it are not counted there).
     ``over_top_k``: items whose arm returned more than ``top_k`` hits.
     ``history_within_top_k``: items whose history has at most ``top_k`` records, so
     retrieval is bypassed (any arm may return the whole history). Arms whose
     ``search_mode`` is in :data:`memrun.arms.BYPASS_MODES` get one line saying so instead.
     Errored rows are not counted. Returns (counts, warning lines).
     """
-    done = [(r, n) for r, n in zip(rows, history_sizes) if r["error"] is None]
+    done = [r for r in rows if r.get("error") is None and not r.get("repeat")]
     counts = {
-        "over_top_k": sum(1 for r, _ in done if (r["n_retrieved"] or 0) > top_k),
-        "history_within_top_k": sum(1 for _, n in done if n <= top_k),
+        "over_top_k": sum(1 for r in done if (r["n_retrieved"] or 0) > top_k),
+        "history_within_top_k": sum(1 for r in done if history_sizes.get(r["item_id"], top_k + 1) <= top_k),
     }
     if search_mode in BYPASS_MODES:
         return counts, [f"search_mode={search_mode} does not rank: its retrieval figures are not a retrieval result"]
@@ -143,17 +150,97 @@ def arm_checks(rows: Sequence[dict[str, Any]], history_sizes: Sequence[int], top
     return counts, warnings
 
 
-def _progress(console: Console, enabled: bool) -> Progress:
+def _progress(console: Console, enabled: bool, calls: bool = False) -> Progress:
     return Progress(
         TextColumn("[progress.description]{task.description}"),
         BarColumn(),
         MofNCompleteColumn(),
         TextColumn("errors {task.fields[errors]}"),
+        *([TextColumn("{task.fields[calls]}")] if calls else []),
         TimeElapsedColumn(),
         console=console,
         disable=not enabled,
         transient=True,
     )
+
+
+def _sessions(group: Group) -> dict[str, str | None]:
+    """Record key -> session, when an item of the group has session gold (else empty)."""
+    return {r.key: r.session for r in group.records} if any(i.gold_sessions for i in group.items) else {}
+
+
+def _ingest(arm: Arm, group: Group) -> str | None:
+    """Ingest one history; the error text (recorded on each of its items) or None."""
+    try:
+        arm.ingest(group.history_id, group.records)
+    except ArmError:
+        raise  # the arm is misconfigured or broke its protocol: stop, not an item error
+    except Exception as exc:  # noqa: BLE001 - recorded per item, never a miss
+        return f"ingest: {type(exc).__name__}: {exc}"
+    return None
+
+
+def _search(arm: Arm, item: Item, top_k: int, gold_match: GoldMatch) -> tuple[list[Hit] | None, float | None, str | None]:
+    """(hits, latency ms, error) of one search (``search_item`` for arms that have it, e.g. oracle)."""
+    t0 = time.perf_counter()
+    search_item = getattr(arm, "search_item", None)
+    try:
+        if callable(search_item):
+            hits = list(search_item(item, top_k, gold_match))
+        else:
+            hits = list(arm.search(item.question, top_k))
+    except ArmError:
+        raise
+    except Exception as exc:  # noqa: BLE001
+        return None, None, f"search: {type(exc).__name__}: {exc}"
+    return hits, (time.perf_counter() - t0) * 1000.0, None
+
+
+def _retrieve_group(arm: Arm, group: Group, top_k: int, gold_match: GoldMatch) -> list[Retrieved]:
+    """Ingest a group and search each item (and take the arm's own answer when it has one)."""
+    ingest_error = _ingest(arm, group)
+    session_of = _sessions(group)
+    answer_for = getattr(arm, "answer_for", None)
+    out = []
+    for item in group.items:
+        hits, latency, error = (None, None, ingest_error) if ingest_error else _search(arm, item, top_k, gold_match)
+        answer = None
+        if error is None and callable(answer_for):
+            try:
+                answer = answer_for(item)
+            except Exception as exc:  # noqa: BLE001
+                error = f"answer_for: {type(exc).__name__}: {exc}"
+        out.append(Retrieved(item, hits, latency, error, answer, session_of))
+    return out
+
+
+def _run_accuracy(
+    setup: AccuracySetup, dataset: Dataset, arm: Arm, top_k: int, make_row: Any, emit: Any, progress: Progress, label: str
+) -> str | None:
+    """Run the answer stage to the end; returns why it stopped early (token budget) or None."""
+    stats = setup.llm.stats
+    t0 = time.perf_counter()
+    errors = 0
+
+    def on_row(row: dict[str, Any]) -> None:
+        nonlocal errors
+        emit(row)
+        errors += row.get("label") == "error"
+        rate = stats.made / max(time.perf_counter() - t0, 1e-9)
+        progress.update(task, advance=1, errors=errors,
+                        calls=f"calls {stats.made} ({rate:.1f}/s) cached {stats.cached} tokens {stats.tokens}")
+
+    stage = AnswerStage(setup, dataset, make_row, on_row)
+    task = progress.add_task(label, total=stage.total, errors=0, calls="calls 0")
+
+    async def main() -> None:
+        try:
+            await stage.run(lambda group: _retrieve_group(arm, group, top_k, dataset.gold_match))
+        finally:
+            await setup.llm.aclose()
+
+    asyncio.run(main())
+    return stage.stopped
 
 
 def execute(cfg: DictConfig, out_dir: Path, console: Console) -> dict[str, Any]:
@@ -164,9 +251,13 @@ def execute(cfg: DictConfig, out_dir: Path, console: Console) -> dict[str, Any]:
     the finished rows were written (status ``interrupted``).
     """
     t_start = time.perf_counter()
-    if cfg.axis != Axis.recall:
-        raise ConfigError(f"axis={cfg.axis.value} is not available yet; use axis=recall")
-    if cfg.get("stale_check"):
+    accuracy = cfg.axis == Axis.accuracy
+    try:
+        check_no_secrets(cfg)
+    except LiteralSecretError as exc:
+        Redactor(exc.values).files(out_dir)  # Hydra saved the composed config before we ran
+        raise
+    if cfg.get("stale_check") and not accuracy:
         raise ConfigError("stale_check=true labels judged answers; it needs axis=accuracy")
     raw_ks = cfg.ks if cfg.get("ks") is not None else (cfg.benchmark.get("ks") or DEFAULT_KS)
     ks = sorted({int(k) for k in raw_ks})
@@ -184,6 +275,9 @@ def execute(cfg: DictConfig, out_dir: Path, console: Console) -> dict[str, Any]:
             f"[yellow]warning:[/] arm.top_k={top_k} < max(ks)={max(ks)}: metrics @K for K > {top_k} see only "
             f"{top_k} hits (and fewer sessions); set arm.top_k={max(ks)} or ks=[...] up to {top_k}"
         )
+    setup = build_setup(cfg, arm) if accuracy else None  # API keys, prompts, judges: before any work
+    for warning in setup.warnings if setup else []:
+        console.print(f"[yellow]warning:[/] {warning}")
 
     dataset = select(benchmark.load(data_dir(cfg.data_dir)), selection)
     for warning in dataset.warnings:
@@ -191,6 +285,8 @@ def execute(cfg: DictConfig, out_dir: Path, console: Console) -> dict[str, Any]:
     n_warned = len(dataset.warnings)
     run_id = f"{cfg.benchmark.name}-{cfg.arm.name}-{datetime.now():%Y%m%d-%H%M%S}-{uuid.uuid4().hex[:6]}"
     arm_fields = describe(arm)
+    if not accuracy and arm_fields.get("search_mode") == "none":
+        raise ConfigError(f"arm={cfg.arm.name} retrieves nothing (search_mode=none): run it with axis=accuracy")
     instrument = Instrument(
         axis=cfg.axis.value,
         benchmark=cfg.benchmark.name,
@@ -208,7 +304,7 @@ def execute(cfg: DictConfig, out_dir: Path, console: Console) -> dict[str, Any]:
         repeats=int(cfg.repeats),
         seed=int(cfg.seed),
         load_counts=dict(dataset.counts),
-        warnings=list(dataset.warnings),
+        warnings=list(dataset.warnings) + (setup.warnings if setup else []),
         n_items=dataset.n_items,
         memrun_version=memrun.__version__,
         git_commit=_git_commit(),
@@ -216,46 +312,42 @@ def execute(cfg: DictConfig, out_dir: Path, console: Console) -> dict[str, Any]:
         config=OmegaConf.to_container(cfg, resolve=True),  # type: ignore[arg-type]
         **{k: v for k, v in arm_fields.items() if k in Instrument.comparability_fields()},
     )
-    instrument.fake_providers = instrument.fake_providers or bool(arm_fields.get("fake_providers"))
-    search_item = getattr(arm, "search_item", None)  # optional: arms that need the item (oracle)
+    if setup:
+        for key, value in setup.instrument.items():
+            setattr(instrument, key, value)
+    instrument.fake_providers = instrument.fake_providers or bool(arm_fields.get("fake_providers"))  # arm=http
     out_dir.mkdir(parents=True, exist_ok=True)
     writer = ItemsWriter(out_dir, items_schema(ks), instrument)
     rows: list[dict[str, Any]] = []
-    history_sizes: list[int] = []  # records in each row's history, for arm_checks
+    history_sizes: dict[str, int] = {}  # item_id -> records in its history (retrieval axis), for arm_checks
+    stopped: str | None = None
+
+    def emit(row: dict[str, Any]) -> None:
+        rows.append(row)
+        writer.add(row)
+        if row.get("error"):
+            instrument.n_errors += 1
+
+    label = f"{cfg.benchmark.name} x {cfg.arm.name}"
     try:
-        with _progress(console, bool(cfg.progress)) as progress:
-            task = progress.add_task(f"{cfg.benchmark.name} x {cfg.arm.name}", total=dataset.n_items, errors=0)
-            for group in dataset.groups:
-                session_of = {r.key: r.session for r in group.records} if any(i.gold_sessions for i in group.items) else {}
-                ingest_error = None
-                try:
-                    arm.ingest(group.history_id, group.records)
-                except ArmError:
-                    raise  # the arm is misconfigured or broke its protocol: stop, not an item error
-                except Exception as exc:  # noqa: BLE001 - recorded per item, never a miss
-                    ingest_error = f"ingest: {type(exc).__name__}: {exc}"
-                for item in group.items:
-                    hits, latency, error = None, None, ingest_error
-                    if error is None:
-                        t0 = time.perf_counter()
-                        try:
-                            if callable(search_item):
-                                hits = list(search_item(item, top_k, dataset.gold_match))
-                            else:
-                                hits = list(arm.search(item.question, top_k))
-                            latency = (time.perf_counter() - t0) * 1000.0
-                        except ArmError:
-                            raise
-                        except Exception as exc:  # noqa: BLE001
-                            error = f"search: {type(exc).__name__}: {exc}"
-                    row = _row(run_id, item, dataset, hits, latency, error, ks, session_of)
-                    rows.append(row)
-                    history_sizes.append(len(group.records))
-                    writer.add(row)
-                    if error:
-                        instrument.n_errors += 1
-                    progress.update(task, advance=1, errors=instrument.n_errors)
-        instrument.status = "complete"
+        with _progress(console, bool(cfg.progress), calls=accuracy) as progress:
+            if setup:
+                def make_row(r: Retrieved) -> dict[str, Any]:
+                    return _row(run_id, r.item, dataset, r.hits, r.latency_ms, r.error, ks, r.session_of)
+
+                stopped = _run_accuracy(setup, dataset, arm, top_k, make_row, emit, progress, label)
+            else:
+                task = progress.add_task(label, total=dataset.n_items, errors=0)
+                for group in dataset.groups:
+                    session_of = _sessions(group)
+                    ingest_error = _ingest(arm, group)
+                    for item in group.items:
+                        history_sizes[item.item_id] = len(group.records)
+                        hits, latency, error = (
+                            (None, None, ingest_error) if ingest_error else _search(arm, item, top_k, dataset.gold_match))
+                        emit(_row(run_id, item, dataset, hits, latency, error, ks, session_of))
+                        progress.update(task, advance=1, errors=instrument.n_errors)
+        instrument.status = "stopped" if stopped else "complete"
     except KeyboardInterrupt:
         instrument.status = "interrupted"
         raise
@@ -268,16 +360,20 @@ def execute(cfg: DictConfig, out_dir: Path, console: Console) -> dict[str, Any]:
         instrument.n_rows = len(rows)
         # Lazy groups finish their counts and warnings while they are produced.
         instrument.load_counts = dict(dataset.counts)
-        instrument.warnings = list(dataset.warnings)
+        instrument.warnings = list(dataset.warnings) + (setup.warnings if setup else [])
         if instrument.n_items is None and instrument.status == "complete":
-            instrument.n_items = len(rows)
+            instrument.n_items = len({r["item_id"] for r in rows})  # accuracy: rows are item x repeat
         check_counts, check_warnings = arm_checks(rows, history_sizes, top_k, instrument.search_mode)
         instrument.warnings.extend(check_warnings)
         writer.close()
-        summary = summarize_by_granularity(
-            rows, ks=ks, categories=dataset.categories, comparable_categories=dataset.comparable_categories,
-            task_averaged=dataset.task_averaged,
-        )
+        if setup:
+            summary = _accuracy_summary(rows, setup, dataset, ks, instrument, stopped)
+            setup.redactor.files(out_dir)
+        else:
+            summary = summarize_by_granularity(
+                rows, ks=ks, categories=dataset.categories, comparable_categories=dataset.comparable_categories,
+                task_averaged=dataset.task_averaged,
+            )
         summary.update(
             run_id=run_id,
             status=instrument.status,
@@ -294,8 +390,33 @@ def execute(cfg: DictConfig, out_dir: Path, console: Console) -> dict[str, Any]:
         (out_dir / SUMMARY_FILE).write_text(json.dumps(summary, indent=2) + "\n")
     for warning in [*dataset.warnings[n_warned:], *check_warnings]:
         console.print(f"[yellow]warning:[/] {warning}")
+    if setup:
+        print_accuracy_summary(console, summary, title=f"{label} (accuracy axis)", out_dir=str(out_dir))
+        return summary
     print_retrieval_summary(
-        console, summary, ks=ks, title=f"{cfg.benchmark.name} x {cfg.arm.name} (retrieval axis)",
+        console, summary, ks=ks, title=f"{label} (retrieval axis)",
         load_counts=dataset.counts, out_dir=str(out_dir),
+    )
+    return summary
+
+
+def _accuracy_summary(
+    rows: list[dict[str, Any]], setup: AccuracySetup, dataset: Dataset, ks: list[int], instrument: Instrument,
+    stopped: str | None,
+) -> dict[str, Any]:
+    """The accuracy summary, plus retrieval metrics over each item's first repeat."""
+    summary = summarize_accuracy(
+        rows, categories=dataset.categories, comparable_categories=dataset.comparable_categories,
+        denominator=setup.headline,
+    )
+    # Retrieval is done once per item: score it on repeat 0, excluding only failed retrievals.
+    first = [{**r, "error": None if r["retrieved_keys"] is not None else r["error"]} for r in rows if r["repeat"] == 0]
+    summary["retrieval"] = summarize_by_granularity(
+        first, ks=ks, categories=dataset.categories, comparable_categories=dataset.comparable_categories,
+        task_averaged=dataset.task_averaged,
+    )
+    summary.update(
+        repeats=setup.repeats, calls=setup.llm.stats.to_dict(), fake_providers=instrument.fake_providers,
+        stopped=stopped, instrument={k: getattr(instrument, k) for k in setup.instrument},
     )
     return summary

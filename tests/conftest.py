@@ -1,4 +1,5 @@
-"""Shared fixtures: real-data location, and running the ``memrun`` console script."""
+"""Shared fixtures: real-data location, running the ``memrun`` console script, and
+loopback servers the tests start themselves (never a real API)."""
 
 from __future__ import annotations
 
@@ -6,9 +7,12 @@ import os
 import shutil
 import subprocess
 import sys
+from collections.abc import Iterator
 from pathlib import Path
 
 import pytest
+
+from servers.openai_server import OpenAIServer
 
 LOCOMO_FILE = "locomo10.json"
 
@@ -42,3 +46,18 @@ def run_memrun(args: list[str], cwd: Path, env: dict[str, str] | None = None, ti
 def run_dirs(root: Path) -> list[Path]:
     """Run folders (those holding items.parquet or items.parts) under ``root``."""
     return sorted({p.parent for p in root.rglob("items.parquet")} | {p.parent for p in root.rglob("items.parts")})
+
+
+@pytest.fixture
+def openai_server() -> Iterator[OpenAIServer]:
+    """A loopback OpenAI-compatible chat server (tests/servers/openai_server.py), fresh per test."""
+    with OpenAIServer() as server:
+        yield server
+
+
+@pytest.fixture
+def llm_env(openai_server: OpenAIServer, monkeypatch: pytest.MonkeyPatch, tmp_path) -> OpenAIServer:
+    """Point OPENAI_BASE_URL / OPENAI_API_KEY at the loopback server; returns the server."""
+    monkeypatch.setenv("OPENAI_BASE_URL", openai_server.base_url)
+    monkeypatch.setenv("OPENAI_API_KEY", "sk-test-loopback-0123456789abcdef")
+    return openai_server

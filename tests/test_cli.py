@@ -85,7 +85,7 @@ def test_sweep_writes_one_folder_per_job(tmp_path, data_dir):
         (["arm.top_kk=5"], "unknown config key 'arm.top_kk'; did you mean 'top_k'?"),
         (["benchmark=locomoo"], "benchmark=locomoo: no such config (did you mean benchmark=locomo?); available: jsonl, locomo, longmemeval, synthetic"),
         (["arm.top_k=ten"], "arm.top_k: Value 'ten' of type 'str' could not be converted to Integer"),
-        (["axis=accuracy"], "axis=accuracy is not available yet"),
+        (["axis=accuracy"], "axis=accuracy needs a judge; add judge=gpt41"),
         (["axis=precision"], "axis: Invalid value 'precision', expected one of [recall, accuracy]"),
         (["arm.method=bm99"], "arm: could not build memrun.arms.bm25.BM25Arm: arm.method='bm99' is not a bm25s method"),
         (["ks=[0,5]"], "ks=[0, 5]: cut-offs must be positive integers"),

@@ -9,9 +9,10 @@ Two formats (``format=auto`` picks by the path):
   column (``answer_column``, default ``hypothesis``), and ``repeat`` when present. In a
   memrun run table ``answer`` is the gold answer, so it is refused as the answer column.
 
-Ids are matched to :attr:`memrun.records.Item.item_id`. The arm retrieves nothing (its
-``search`` raises ArmError, so ``axis=recall`` stops with one line); the accuracy axis
-asks :meth:`AnswersFileArm.answer_for` instead of calling a reader.
+Ids are matched to :attr:`memrun.records.Item.item_id`. The arm retrieves nothing
+(``search`` returns no hits; ``describe`` says ``search_mode=none``, so the run refuses
+``axis=recall`` in one line); the accuracy axis asks :meth:`AnswersFileArm.answer_for`
+instead of calling a reader.
 """
 
 from __future__ import annotations
@@ -144,13 +145,15 @@ class AnswersFileArm:
         return {"matched": len(ids & answered), "missing": len(ids - answered), "unused": len(answered - ids)}
 
     def describe(self) -> dict[str, Any]:
-        return {"answers_path": str(self.path), "answers_sha256": self.sha256}
+        """``search_mode=none`` (the run refuses ``axis=recall``) and the file's identity."""
+        return {"search_mode": "none", "answers_path": str(self.path), "answers_sha256": self.sha256}
 
     def ingest(self, history_id: str, records: Sequence[Record]) -> None:
         """Nothing to ingest: the answers exist already."""
 
     def search(self, query: str, k: int) -> list[Hit]:
-        raise ArmError("arm=answers_file serves answers, not retrieval: run it with axis=accuracy")
+        """Nothing to retrieve: no hits (the accuracy axis then takes :meth:`answer_for`)."""
+        return []
 
     def close(self) -> None:
         """Nothing to release."""

@@ -38,6 +38,32 @@ BASE_COLUMNS: list[pa.Field] = [
 ]
 
 
+# -- axis=accuracy (memrun.accuracy): null on retrieval-axis rows --------------------------
+ACCURACY_COLUMNS: list[pa.Field] = [
+    pa.field("retrieved_texts", _STR_LIST),  # what the reader saw, in rank order
+    pa.field("reader_answer", pa.string()),
+    pa.field("answer_source", pa.string()),  # reader | arm (an arm that answers itself)
+    pa.field("label", pa.string()),  # correct | wrong | abstain | error (memrun.stats.labels)
+    pa.field("judge_score", pa.float64()),  # 1/0 for LLM judges; the lexical score (e.g. F1)
+    pa.field("judge_explanation", pa.string()),
+    pa.field("judge_prompt", pa.string()),  # the judge prompt file used for this item
+    pa.field("answer_latency_ms", pa.float64()),  # the reader call that answered
+    pa.field("context_tokens", pa.int64()),  # prompt tokens the API reported; null when none
+    pa.field("completion_tokens", pa.int64()),  # completion tokens the API reported
+    pa.field("judge_tokens", pa.int64()),  # judge prompt + completion tokens reported
+    pa.field("context_dropped", pa.int32()),  # hits dropped to fit max_context_tokens
+    pa.field("reader_cache_hit", pa.bool_()),
+    pa.field("judge_cache_hit", pa.bool_()),
+    pa.field("failure_stage", pa.string()),  # missed items: memrun.metrics.failure.STAGES
+    pa.field("judge2_label", pa.string()),  # the second judge, on its sample
+    pa.field("judge2_explanation", pa.string()),
+    pa.field("token_f1", pa.float64()),  # lexical_scores=true
+    pa.field("bleu1", pa.float64()),
+    pa.field("rouge_l", pa.float64()),
+    pa.field("stale", pa.bool_()),  # stale_check=true: wrong knowledge-update answer with the superseded value
+]
+
+
 def _metric_type(name: str) -> pa.DataType:
     name = name.removeprefix(SESSION_PREFIX)
     if name == "first_gold_rank":
@@ -50,4 +76,4 @@ def _metric_type(name: str) -> pa.DataType:
 def items_schema(ks: Iterable[int]) -> pa.Schema:
     """The table's schema for cut-offs ``ks`` (metric columns depend on them)."""
     metrics = [pa.field(c, _metric_type(c)) for c in metric_columns(ks)]
-    return pa.schema(BASE_COLUMNS + metrics)
+    return pa.schema(BASE_COLUMNS + metrics + ACCURACY_COLUMNS)

@@ -1,0 +1,212 @@
+"""The answer stage of an accuracy run: retrieve once per item, then read and judge N times.
+
+Groups are retrieved one after another in a worker thread (the arm protocol is
+synchronous; the event loop stays free), and as soon as a group's items are retrieved,
+one task per item x repeat reads (or takes the arm's own answer) and judges. At most
+``concurrency`` item x repeats are in progress at once (their calls are sequential, so
+as many calls are in flight), which finishes started items before new ones begin: rows
+arrive steadily, and a crash or budget stop loses at most the items in progress. Each
+finished item x repeat becomes one row, handed to ``emit`` at once (so the writer
+persists it as it finishes).
+
+Failures never become misses: a failed retrieval, reader or judge call, an unreadable
+verdict, or a context overflow gives label ``error`` and a one-line ``error``; such
+rows are counted and excluded from every ratio. When the token budget runs out the
+stage stops starting calls, lets cached work finish and sets :attr:`AnswerStage.stopped`.
+"""
+
+from __future__ import annotations
+
+import asyncio
+from collections.abc import Callable, Mapping
+from dataclasses import dataclass, field
+from typing import Any
+
+from memrun.accuracy.setup import AccuracySetup
+from memrun.judges import Case, is_abstention
+from memrun.judges.lexical import lexical_scores
+from memrun.llm.client import CallError
+from memrun.llm.service import BudgetExhausted
+from memrun.metrics.failure import failure_stage
+from memrun.metrics.stale import SUPERSEDED_KEY, stale_label
+from memrun.records import Dataset, Group, Hit, Item, Record
+from memrun.stats.labels import ABSTAIN, CORRECT, ERROR, WRONG
+
+Row = dict[str, Any]
+# Row fields holding text that came from an LLM endpoint or an error: the only places a
+# key echoed by a server could land, so the only ones redacted.
+NETWORK_TEXT = ("reader_answer", "judge_explanation", "judge2_explanation", "error")
+
+
+@dataclass(frozen=True)
+class Retrieved:
+    """One item after retrieval: its hits (None when retrieval failed), search latency in
+    ms, the retrieval error, the arm's own answer when the arm answers itself, and its
+    group's record -> session map (for session gold)."""
+
+    item: Item
+    hits: list[Hit] | None
+    latency_ms: float | None
+    error: str | None
+    arm_answer: str | None = None
+    session_of: Mapping[str, str | None] = field(default_factory=dict)  # record key -> session (session gold)
+
+
+class _Failed(Exception):
+    """One item x repeat failed at a stage; the message goes to the row's ``error``."""
+
+
+class AnswerStage:
+    """Runs reader and judges over a dataset (see the module docstring).
+
+    make_row: builds the retrieval part of a row from a :class:`Retrieved`.
+    emit: receives each finished row (already redacted).
+    """
+
+    def __init__(
+        self,
+        setup: AccuracySetup,
+        dataset: Dataset,
+        make_row: Callable[[Retrieved], Row],
+        emit: Callable[[Row], None],
+    ) -> None:
+        self.setup = setup
+        self.dataset = dataset
+        self.make_row = make_row
+        self.emit = emit
+        self.judge2_items = setup.judge2_items(dataset)
+        self._judge2_first: set[str] = set()  # lazy groups without an index: the first items seen
+        self.abstention_categories = tuple(getattr(setup.judge, "abstention_categories", ()))
+        self.substring_gold = dataset.gold_match == "substring"
+        self.stale_check = setup.stale_check
+        self.stopped: str | None = None
+        self._slots = asyncio.Semaphore(setup.llm.concurrency)
+
+    @property
+    def total(self) -> int | None:
+        """Rows the stage will produce when it runs to the end (None: unknown, lazy groups)."""
+        n = self.dataset.n_items
+        return None if n is None else n * self.setup.repeats
+
+    async def run(self, retrieve_group: Callable[[Group], list[Retrieved]]) -> None:
+        """Retrieve each group (in a worker thread) and answer its items; return when all rows are emitted."""
+        tasks: list[asyncio.Task[None]] = []
+        try:
+            for group in self.dataset.groups:
+                if self.stopped:
+                    break
+                retrieved = await asyncio.to_thread(retrieve_group, group)
+                records = {r.key: r for r in group.records}
+                for r in retrieved:
+                    base = self.make_row(r)  # retrieval is scored once per item
+                    base["retrieved_texts"] = None if r.hits is None else [h.text for h in r.hits]
+                    for repeat in range(self.setup.repeats):
+                        tasks.append(asyncio.create_task(self._one(r, dict(base, repeat=repeat), records)))
+            await asyncio.gather(*tasks)
+        finally:
+            for task in tasks:
+                task.cancel()
+
+    async def _one(self, r: Retrieved, row: Row, records: Mapping[str, Record]) -> None:
+        async with self._slots:
+            if not self.stopped:
+                await self._row(r, row, records)
+
+    async def _row(self, r: Retrieved, row: Row, records: Mapping[str, Record]) -> None:
+        repeat = int(row["repeat"])
+        try:
+            if r.error is not None:
+                raise _Failed(r.error)
+            await self._answer_and_judge(row, r, repeat, records)
+        except _Failed as exc:
+            row["label"] = ERROR
+            row["error"] = str(exc)
+        except BudgetExhausted as exc:
+            self.stopped = str(exc)
+            return  # unfinished: not written; its finished calls are cached
+        self.emit(self.setup.redactor.row(row, NETWORK_TEXT))
+
+    def _judge2_wanted(self, item_id: str) -> bool:
+        sample = self.setup.judge2_sample
+        if sample is None:
+            return True
+        if self.judge2_items is not None:
+            return item_id in self.judge2_items
+        if item_id not in self._judge2_first and len(self._judge2_first) < sample:
+            self._judge2_first.add(item_id)
+        return item_id in self._judge2_first
+
+    async def _answer(self, row: Row, r: Retrieved, repeat: int, records: Mapping[str, Record]) -> str:
+        reader = self.setup.reader
+        if reader is None:
+            row["answer_source"] = "arm"
+            if r.arm_answer is None:
+                raise _Failed("answer: the arm has no answer for this item")
+            return r.arm_answer
+        row["answer_source"] = "reader"
+        prepared = reader.prepare(r.item, r.hits or [], records)
+        row["context_dropped"] = prepared.dropped
+        if prepared.overflow:
+            raise _Failed(prepared.overflow)
+        try:
+            outcome = await reader.answer(prepared, repeat)
+        except CallError as exc:
+            raise _Failed(f"{'context_overflow' if exc.kind == 'context_overflow' else 'reader'}: {exc}") from None
+        result = outcome.result
+        row.update(
+            answer_latency_ms=result.latency_ms,
+            context_tokens=result.prompt_tokens,
+            completion_tokens=result.completion_tokens,
+            reader_cache_hit=outcome.cached,
+        )
+        return result.text.strip()
+
+    async def _answer_and_judge(self, row: Row, r: Retrieved, repeat: int, records: Mapping[str, Record]) -> None:
+        answer = await self._answer(row, r, repeat, records)
+        row["reader_answer"] = answer
+        item = r.item
+        case = Case(
+            item=item,
+            category_label=str(row["category_label"]),
+            answer=answer,
+            gold=item.answer,
+            gold_keys=tuple(item.gold_keys) if self.substring_gold else (),
+            abstention=is_abstention(item, str(row["category_label"]), self.abstention_categories),
+        )
+        try:
+            verdict = await self.setup.judge.grade(case, repeat)
+        except CallError as exc:
+            raise _Failed(f"judge: {exc}") from None
+        row.update(
+            label=verdict.label,
+            judge_score=verdict.score,
+            judge_explanation=verdict.explanation,
+            judge_prompt=verdict.prompt,
+            judge_cache_hit=verdict.cached,
+            judge_tokens=verdict.tokens,
+        )
+        if verdict.label == ERROR:
+            row["error"] = f"judge: {verdict.explanation}"
+        judge2 = self.setup.judge2
+        if judge2 is not None and self._judge2_wanted(item.item_id):
+            try:
+                second = await judge2.grade(case, repeat)
+                row["judge2_label"], row["judge2_explanation"] = second.label, second.explanation
+            except CallError as exc:
+                row["judge2_label"], row["judge2_explanation"] = ERROR, f"judge2: {exc}"
+        if self.setup.lexical_scores:
+            row.update(lexical_scores(answer, item.answer))
+        if self.stale_check:
+            row["stale"] = stale_label(
+                category=item.category, correct=None if verdict.label == ERROR else verdict.label == CORRECT,
+                response=answer, superseded=item.extra.get(SUPERSEDED_KEY),
+            )
+        if verdict.label in (WRONG, ABSTAIN):
+            hits = r.hits or []
+            row["failure_stage"] = failure_stage(
+                recalled=None if row.get("rr") is None else row.get("first_gold_rank") is not None,
+                abstention=case.abstention,
+                gold=item.answer,
+                excerpts=[h.text for h in hits],
+                raw=[records[h.key].text for h in hits if h.key in records],
+            )

@@ -1,0 +1,123 @@
+"""``memrun calibrate-judge``: measure a judge's TPR and FPR on probes built from a benchmark.
+
+    memrun calibrate-judge benchmark=locomo judge=gpt41 --out gpt41-locomo.json [--n 200] [--seed 7]
+
+Arguments other than the options are Hydra overrides of memrun's config (the same
+``conf/`` as a run: benchmark, judge, data_dir, cache_dir, concurrency, ...). Calls go
+through the call cache, so a second invocation is free. The JSON file holds ``tpr``,
+``fpr``, ``n_pos``, ``n_neg`` (what ``memrun compare --judge-calibration`` reads) plus
+provenance (judge, prompts' sha256, benchmark, dataset sha256, seed, errors).
+See :mod:`memrun.judges.calibration` for how probes are built.
+"""
+
+from __future__ import annotations
+
+import argparse
+import asyncio
+import json
+from datetime import datetime, timezone
+from pathlib import Path
+
+from omegaconf import DictConfig
+from rich.console import Console
+from rich.progress import BarColumn, MofNCompleteColumn, Progress, TextColumn, TimeElapsedColumn
+
+from memrun.errors import ConfigError, MemrunError
+
+
+def compose(overrides: list[str]) -> DictConfig:
+    """memrun's config composed with ``overrides`` (no run folder). Raises ConfigError in one line."""
+    from hydra import compose as hydra_compose
+    from hydra import initialize_config_dir
+    from hydra.errors import HydraException
+    from omegaconf.errors import OmegaConfBaseException
+
+    from memrun.cli import conf_dir, explain_config_error
+    from memrun.config import register
+
+    register()
+    try:
+        with initialize_config_dir(str(conf_dir()), version_base=None):
+            return hydra_compose("config", overrides=overrides)
+    except (HydraException, OmegaConfBaseException) as exc:
+        raise ConfigError(explain_config_error(exc)) from exc
+
+
+def _parser() -> argparse.ArgumentParser:
+    parser = argparse.ArgumentParser(
+        prog="memrun calibrate-judge",
+        description="Measure a judge's true- and false-positive rates on probes built from a benchmark.",
+    )
+    parser.add_argument("overrides", nargs="*", help="config overrides, e.g. benchmark=locomo judge=gpt41")
+    parser.add_argument("--out", required=True, type=Path, help="JSON file to write (tpr, fpr, n_pos, n_neg, provenance)")
+    parser.add_argument("--n", type=int, default=100, help="items sampled; each gives one known-correct and one known-wrong probe")
+    parser.add_argument("--seed", type=int, default=7, help="sampling seed")
+    return parser
+
+
+def main(argv: list[str]) -> int:
+    """Entry point; returns the exit code. Raises MemrunError subclasses for user errors."""
+    args = _parser().parse_args(argv)
+    if args.n < 1:
+        raise ConfigError(f"--n {args.n}: must be at least 1")
+    cfg = compose(list(args.overrides))
+    from memrun.accuracy.setup import check_no_secrets, default_cache_dir
+    from memrun.benchmarks.download import data_dir
+    from memrun.config import BENCHMARK_RESERVED_KEYS
+    from memrun.http_policy import HttpPolicy
+    from memrun.judges import build_judge
+    from memrun.judges.calibration import build_probes, calibration_from, grade_probes
+    from memrun.llm.cache import CallCache
+    from memrun.llm.service import LLMService
+    from memrun.run import _build
+
+    check_no_secrets(cfg)
+    if cfg.judge.name == "none":
+        raise ConfigError("calibrate-judge needs a judge; add judge=gpt41 (or gpt4o, claude, exact, substring, f1)")
+    console = Console(stderr=True)
+    cache = CallCache(Path(cfg.cache_dir).expanduser() if cfg.cache_dir else default_cache_dir())
+    llm = LLMService(cache, concurrency=int(cfg.concurrency), policy=HttpPolicy(attempts=int(cfg.http_attempts)),
+                     timeout=float(cfg.request_timeout_s))
+    judge = build_judge(cfg.judge, "judge", llm)
+    dataset = _build(cfg.benchmark, BENCHMARK_RESERVED_KEYS, "benchmark").load(data_dir(cfg.data_dir))
+    probes = build_probes(dataset, n=args.n, seed=args.seed,
+                          abstention_categories=getattr(judge, "abstention_categories", ()))
+
+    async def run() -> list[str]:
+        with Progress(TextColumn("calibrating {task.description}"), BarColumn(), MofNCompleteColumn(),
+                      TimeElapsedColumn(), console=console, transient=True, disable=not cfg.progress) as progress:
+            task = progress.add_task(str(cfg.judge.name), total=len(probes))
+            try:
+                return await grade_probes(judge, probes, lambda: progress.advance(task))
+            finally:
+                await llm.aclose()
+
+    labels = asyncio.run(run())
+    cache.close()
+    try:
+        calibration, counts = calibration_from(probes, labels)
+    except ValueError as exc:
+        raise MemrunError(f"calibrate-judge: {exc}; check the judge's errors with a small run") from exc
+    described = judge.describe()
+    record = {
+        **calibration.to_dict(),
+        "youden_j": calibration.youden_j,
+        "judge": str(cfg.judge.name),
+        "judge_model": described["judge_model"],
+        "judge_prompt_sha256": described["judge_prompt_sha256"],
+        "benchmark": str(cfg.benchmark.name),
+        "dataset_sha256": dataset.sha256,
+        "seed": args.seed,
+        "n_items": args.n,
+        **counts,
+        "calls": llm.stats.to_dict(),
+        "created_at": datetime.now(timezone.utc).isoformat(timespec="seconds"),
+    }
+    args.out.parent.mkdir(parents=True, exist_ok=True)
+    args.out.write_text(json.dumps(record, indent=2) + "\n")
+    console.print(
+        f"{cfg.judge.name} on {cfg.benchmark.name}: TPR {calibration.tpr:.3f} (n={calibration.n_pos}), "
+        f"FPR {calibration.fpr:.3f} (n={calibration.n_neg}), J {calibration.youden_j:.3f}, "
+        f"errors {counts['n_errors']} | wrote {args.out}"
+    )
+    return 0

@@ -1,0 +1,108 @@
+"""Judges: grade a reader's answer against an item's gold.
+
+A judge is any class named by ``_target_`` in ``conf/judge/<name>.yaml``. memrun builds
+it with the config's keys except ``name`` plus ``llm=`` (the run's
+:class:`memrun.llm.service.LLMService`; lexical judges ignore it), and calls
+
+- ``describe() -> dict``: its instrument fields (``judge_model``, ``judge_prompt_sha256``);
+- ``async grade(case: Case, repeat: int) -> Verdict``.
+
+Built in: LLM judges (:mod:`memrun.judges.llm`; ``gpt4o``, ``gpt41``, ``claude``) and
+lexical judges needing no LLM (:mod:`memrun.judges.lexical`; ``exact``, ``substring``,
+``f1`` with its ``locomo`` / ``mem0`` variants).
+
+Abstention items (the right answer is "this cannot be known"): an item whose category
+label is in the judge's ``abstention_categories`` (LoCoMo: ``adversarial``) or that the
+benchmark marks ``Item.abstention`` (LongMemEval's ``_abs`` questions). Judges grade
+them with the abstention rule.
+"""
+
+from __future__ import annotations
+
+import inspect
+from collections.abc import Sequence
+from dataclasses import dataclass
+from typing import Any, Protocol, runtime_checkable
+
+from hydra.errors import InstantiationException
+from hydra.utils import get_class
+from omegaconf import DictConfig, OmegaConf
+
+from memrun.errors import ConfigError
+from memrun.records import Item
+from memrun.stats.labels import ABSTAIN, CORRECT, ERROR, WRONG
+
+JUDGE_RESERVED_KEYS = ("name",)
+LABELS = (CORRECT, WRONG, ABSTAIN, ERROR)
+
+
+@dataclass(frozen=True)
+class Case:
+    """What a judge grades: the item, its category label, the answer, and the gold strings.
+
+    gold: the gold answer as text (None when the item has none, e.g. LoCoMo adversarial
+    rows). gold_keys: extra acceptable strings (an author-written set's gold phrases).
+    abstention: True when the right answer is to say it cannot be known.
+    """
+
+    item: Item
+    category_label: str
+    answer: str
+    gold: str | None
+    gold_keys: tuple[str, ...] = ()
+    abstention: bool = False
+
+
+@dataclass(frozen=True)
+class Verdict:
+    """A judge's output for one answer.
+
+    label: correct | wrong | abstain | error. score: 1.0/0.0 for LLM judges, the
+    lexical score (e.g. F1 in [0, 1]) for lexical judges, None on error.
+    explanation: the judge's reason (or why it is an error). prompt: the prompt file used.
+    cached: the call came from the cache. tokens: tokens the call used, as reported.
+    """
+
+    label: str
+    score: float | None
+    explanation: str
+    prompt: str | None = None
+    cached: bool = True
+    tokens: int | None = None
+
+
+@runtime_checkable
+class Judge(Protocol):
+    """What the run needs from a judge."""
+
+    def describe(self) -> dict[str, Any]:
+        """``judge_model``, ``judge_prompt_sha256`` (None without a prompt), ``fake`` (a fake
+        provider) and ``endpoint`` (its :class:`memrun.llm.endpoint.Endpoint`, None without one)."""
+        ...
+
+    async def grade(self, case: Case, repeat: int) -> Verdict:
+        """Grade one answer. Raises CallError / BudgetExhausted for a failed call."""
+        ...
+
+
+def is_abstention(item: Item, category_label: str, abstention_categories: Sequence[str]) -> bool:
+    """True when ``item`` is an abstention item (see the module docstring)."""
+    return item.abstention or category_label in abstention_categories
+
+
+def build_judge(node: DictConfig, where: str, llm: Any) -> Judge:
+    """Instantiate the judge config ``node`` (at config key ``where``). Raises ConfigError."""
+    if "_target_" not in node:
+        raise ConfigError(f"{where}: no _target_ key; name the class that implements the judge")
+    params = {k: v for k, v in OmegaConf.to_container(node, resolve=True).items() if k not in JUDGE_RESERVED_KEYS}  # type: ignore[union-attr]
+    target = params.pop("_target_")
+    try:
+        cls = get_class(target)
+    except (ImportError, InstantiationException, ValueError) as exc:
+        raise ConfigError(f"{where}._target_={target}: cannot import ({exc})".splitlines()[0]) from exc
+    try:
+        sig = inspect.signature(cls)
+        sig.bind(llm=llm, where=where, **params)
+    except TypeError as exc:
+        raise ConfigError(f"{where}: {target} does not take these keys ({exc})") from exc
+    return cls(llm=llm, where=where, **params)

@@ -1,0 +1,164 @@
+"""LLM judges: a chat model grades an answer with a prompt chosen by question type.
+
+Prompts are files (``memrun/judges/prompts/*.md`` or a path) selected per item:
+abstention items use ``prompts.abstention``; otherwise the item's category label picks
+``prompts.<label>`` when present, else ``prompts.default``. The instrument's
+``judge_prompt_sha256`` covers every prompt the judge may use.
+
+Verdicts are parsed strictly (:func:`parse_verdict`): the reply must be one JSON object
+whose ``verdict`` is exactly one of CORRECT, WRONG (or INCORRECT), ABSTAIN, or a bare
+reply that is exactly one of those words. ``INCORRECT`` never passes as CORRECT, a
+JSON string ``"false"`` or ``"true"`` is no verdict, and an empty, ambiguous or
+unparseable reply is an ERROR, never WRONG and never CORRECT.
+"""
+
+from __future__ import annotations
+
+import json
+import re
+from collections.abc import Mapping, Sequence
+from typing import Any
+
+from memrun.errors import ConfigError
+from memrun.judges import Case, Verdict
+from memrun.llm.client import ChatRequest
+from memrun.llm.endpoint import resolve_endpoint
+from memrun.llm.prompts import Prompt, combined_sha256, load_prompt
+from memrun.llm.service import LLMService
+from memrun.stats.labels import ABSTAIN, CORRECT, ERROR, WRONG
+
+JUDGE_FIELDS = ("question", "gold", "answer", "question_date_line")
+_WORDS = {"CORRECT": CORRECT, "WRONG": WRONG, "INCORRECT": WRONG, "ABSTAIN": ABSTAIN}
+_FENCE = re.compile(r"^```(?:json)?\s*(.*?)\s*```$", re.DOTALL | re.IGNORECASE)
+
+
+class Unparseable(ValueError):
+    """The judge's reply carries no unambiguous verdict."""
+
+
+def parse_verdict(text: str) -> tuple[str, str]:
+    """``(label, explanation)`` from a judge reply, or raise :class:`Unparseable`.
+
+    Accepted: a JSON object (optionally in a Markdown code fence) with ``verdict`` a
+    string equal, after trimming and upper-casing, to CORRECT, WRONG, INCORRECT or
+    ABSTAIN, and optional ``explanation`` (string) and ``score`` (the JSON number 0 or 1,
+    which must agree with the verdict); or a bare reply that is exactly one such word
+    (surrounding quotes, spaces and a final period allowed).
+    """
+    body = text.strip()
+    if not body:
+        raise Unparseable("empty reply")
+    if m := _FENCE.match(body):
+        body = m.group(1).strip()
+    if body.startswith("{"):
+        try:
+            obj = json.loads(body)
+        except json.JSONDecodeError as exc:
+            raise Unparseable(f"not valid JSON ({exc.msg})") from None
+        return _from_object(obj)
+    word = body.strip("\"'` .").upper()
+    if word in _WORDS:
+        return _WORDS[word], ""
+    raise Unparseable(f"no verdict in reply {body[:80]!r}")
+
+
+def _from_object(obj: Any) -> tuple[str, str]:
+    if not isinstance(obj, dict):
+        raise Unparseable("the JSON reply is not an object")
+    verdict = obj.get("verdict")
+    if not isinstance(verdict, str):
+        raise Unparseable(f"'verdict' is {type(verdict).__name__}, not one of CORRECT, WRONG, ABSTAIN")
+    word = verdict.strip().upper()
+    if word not in _WORDS:
+        raise Unparseable(f"'verdict' is {verdict[:40]!r}, not one of CORRECT, WRONG, ABSTAIN")
+    label = _WORDS[word]
+    if "score" in obj:
+        score = obj["score"]
+        if isinstance(score, bool) or score not in (0, 1):
+            raise Unparseable(f"'score' is {score!r}, not 0 or 1")
+        if (score == 1) != (label == CORRECT):
+            raise Unparseable(f"'score' {score} contradicts verdict {word}")
+    explanation = obj.get("explanation", "")
+    if not isinstance(explanation, str):
+        explanation = json.dumps(explanation, ensure_ascii=False)
+    return label, " ".join(explanation.split())
+
+
+class LLMJudge:
+    """Grades with a chat model (see the module docstring). Built by :func:`memrun.judges.build_judge`.
+
+    model: the judge model. prompts: name -> built-in prompt name or file path; must
+    hold ``default`` (and ``abstention`` when the benchmark has abstention items).
+    abstention_categories: category labels graded as abstention items.
+    """
+
+    def __init__(
+        self,
+        *,
+        llm: LLMService | None,
+        where: str = "judge",
+        model: str,
+        prompts: Mapping[str, str],
+        abstention_categories: Sequence[str] = (),
+        base_url: str | None = None,
+        base_url_env: str | None = "OPENAI_BASE_URL",
+        api_key_env: str = "OPENAI_API_KEY",
+        provider: str | None = None,
+        temperature: float = 0.0,
+        max_tokens: int = 256,
+    ) -> None:
+        if "default" not in prompts:
+            raise ConfigError(f"{where}.prompts has no 'default' entry; add default: default")
+        self.llm = llm
+        self.model = model
+        self.abstention_categories = tuple(abstention_categories)
+        self.prompts: dict[str, Prompt] = {
+            key: load_prompt("memrun.judges", value, f"{where}.prompts.{key}", JUDGE_FIELDS) for key, value in prompts.items()
+        }
+        self.endpoint = resolve_endpoint(
+            where, model=model, base_url=base_url, base_url_env=base_url_env, api_key_env=api_key_env, provider=provider
+        )
+        self.params = {"temperature": float(temperature), "max_tokens": int(max_tokens)}
+
+    def describe(self) -> dict[str, Any]:
+        return {
+            "judge_model": self.model,
+            "judge_prompt_sha256": combined_sha256({p.name: p for p in self.prompts.values()}.values()),
+            "fake": self.endpoint.fake,
+            "endpoint": self.endpoint,
+        }
+
+    def prompt_for(self, case: Case) -> Prompt:
+        """The prompt for ``case`` (abstention, then category label, then default)."""
+        if case.abstention and "abstention" in self.prompts:
+            return self.prompts["abstention"]
+        return self.prompts.get(case.category_label) or self.prompts["default"]
+
+    def request(self, case: Case) -> tuple[Prompt, ChatRequest]:
+        prompt = self.prompt_for(case)
+        gold = case.gold if case.gold is not None else "(none: the conversation does not contain the answer)"
+        date = case.item.question_date
+        text = prompt.render(
+            {
+                "question": case.item.question,
+                "gold": gold,
+                "answer": case.answer,
+                "question_date_line": f"\nDate of the question: {date}\n" if date else "",
+            }
+        )
+        return prompt, ChatRequest(self.model, ({"role": "user", "content": text},), self.params)
+
+    async def grade(self, case: Case, repeat: int) -> Verdict:
+        """Ask the judge model (or the cache); an unreadable verdict is an ERROR."""
+        assert self.llm is not None, "LLMJudge needs the run's LLM service"
+        prompt, request = self.request(case)
+        outcome = await self.llm.call(self.endpoint, request, repeat)
+        result = outcome.result
+        tokens = None if result.prompt_tokens is None and result.completion_tokens is None else (
+            (result.prompt_tokens or 0) + (result.completion_tokens or 0)
+        )
+        try:
+            label, explanation = parse_verdict(result.text)
+        except Unparseable as exc:
+            return Verdict(ERROR, None, f"judge reply unparseable: {exc}", prompt.name, outcome.cached, tokens)
+        return Verdict(label, 1.0 if label == CORRECT else 0.0, explanation, prompt.name, outcome.cached, tokens)

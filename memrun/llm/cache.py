@@ -1,0 +1,88 @@
+"""The on-disk call cache: every finished reader and judge call, keyed by what determines it.
+
+One sqlite file (``<cache_dir>/calls.sqlite``, WAL mode) maps a key to the reply
+(:class:`memrun.llm.client.ChatResult` as JSON). The key is the sha256 of the endpoint's
+public URL, the model, the messages, the parameters and the repeat index, so
+
+- re-running a command (after a crash, Ctrl-C, or to completion) finds every finished
+  call and makes none of them again; resume does not depend on the run folder;
+- raising ``repeats`` or adding a second judge makes only the new calls;
+- a different model, prompt, parameter or provider misses.
+
+Failed calls are never stored (a re-run retries them). API keys are not part of the
+key and never stored.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import json
+import sqlite3
+import time
+from pathlib import Path
+from typing import Any
+
+from memrun.errors import ConfigError
+from memrun.llm.client import ChatRequest, ChatResult
+
+CACHE_FILE = "calls.sqlite"
+KEY_VERSION = 1
+
+
+def call_key(base_url: str, request: ChatRequest, repeat: int) -> str:
+    """Hex sha256 of everything that determines a call's reply (see the module docstring)."""
+    blob = json.dumps(
+        {"v": KEY_VERSION, "url": base_url, "repeat": int(repeat), **request.key_fields()},
+        sort_keys=True,
+        ensure_ascii=False,
+        separators=(",", ":"),
+    )
+    return hashlib.sha256(blob.encode()).hexdigest()
+
+
+class CallCache:
+    """Get and put replies by key. Writes commit at once, so a kill loses no finished call.
+
+    folder: the cache directory (created). Raises ConfigError when it cannot be opened.
+    """
+
+    def __init__(self, folder: Path) -> None:
+        self.path = Path(folder) / CACHE_FILE
+        try:
+            self.path.parent.mkdir(parents=True, exist_ok=True)
+            self._db = sqlite3.connect(self.path, timeout=30.0, isolation_level=None, check_same_thread=False)
+            self._db.execute("PRAGMA journal_mode=WAL")
+            self._db.execute("PRAGMA synchronous=NORMAL")
+            self._db.execute(
+                "CREATE TABLE IF NOT EXISTS calls (key TEXT PRIMARY KEY, value TEXT NOT NULL, created REAL NOT NULL)"
+            )
+        except (OSError, sqlite3.Error) as exc:
+            raise ConfigError(
+                f"cache_dir={folder}: cannot open the call cache {self.path.name} ({exc}); "
+                "point cache_dir at a writable folder, or remove a damaged cache file"
+            ) from exc
+
+    def get(self, key: str) -> ChatResult | None:
+        row = self._db.execute("SELECT value FROM calls WHERE key = ?", (key,)).fetchone()
+        if row is None:
+            return None
+        try:
+            return ChatResult.from_dict(json.loads(row[0]))
+        except (ValueError, KeyError, TypeError):
+            return None  # a damaged entry is a miss; the call is made again and overwrites it
+
+    def put(self, key: str, result: ChatResult) -> None:
+        value = json.dumps(result.to_dict(), ensure_ascii=False)
+        self._db.execute("INSERT OR REPLACE INTO calls VALUES (?, ?, ?)", (key, value, time.time()))
+
+    def __len__(self) -> int:
+        return int(self._db.execute("SELECT COUNT(*) FROM calls").fetchone()[0])
+
+    def close(self) -> None:
+        self._db.close()
+
+    def __enter__(self) -> CallCache:
+        return self
+
+    def __exit__(self, *exc: Any) -> None:
+        self.close()

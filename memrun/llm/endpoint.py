@@ -1,0 +1,159 @@
+"""Where LLM calls go, the keys they carry, and keeping those keys out of every file.
+
+memrun reads API keys only from the environment: a reader or judge config names the
+variable (``api_key_env``, default ``OPENAI_API_KEY``), never the key. The base URL comes
+from the config (``base_url``), else from the variable named by ``base_url_env`` (default
+``OPENAI_BASE_URL``), else OpenAI's. Every string memrun writes from an LLM exchange
+(error bodies, judge explanations) passes through :class:`Redactor`, which replaces the
+keys in use with ``***``; :func:`find_literal_secrets` refuses configs that carry a key.
+"""
+
+from __future__ import annotations
+
+import os
+import re
+from collections.abc import Iterable, Iterator, Mapping
+from dataclasses import dataclass, field
+from functools import cached_property
+from pathlib import Path
+from typing import Any
+from urllib.parse import urlsplit, urlunsplit
+
+from memrun.errors import ConfigError
+
+DEFAULT_BASE_URL = "https://api.openai.com/v1"
+REDACTED = "***"
+
+_ENV_NAME = re.compile(r"[A-Za-z_][A-Za-z0-9_]*")
+_FAKE = re.compile(r"(?<![a-z])(fake|stub|mock|dummy)(?![a-z])", re.IGNORECASE)
+# Config keys whose value would be a secret; memrun never accepts one in a config.
+_SECRET_KEY = re.compile(r"(^|_)(api_?key|token|secret|password)$", re.IGNORECASE)
+# Strings shaped like provider keys (OpenAI, Anthropic, gateways): refused wherever they appear.
+_KEY_SHAPE = re.compile(r"\b(sk-[A-Za-z0-9_\-]{16,}|sk-ant-[A-Za-z0-9_\-]{16,})\b")
+
+
+@dataclass(frozen=True)
+class Endpoint:
+    """A resolved OpenAI-compatible endpoint.
+
+    base_url: the API root (``.../v1``); api_key: never printed (``repr`` hides it);
+    fake: True when the endpoint or config says it is a fake/stub provider.
+    """
+
+    base_url: str
+    api_key: str = field(repr=False)
+    fake: bool = False
+
+    @cached_property
+    def public_url(self) -> str:
+        """The base URL without user info, query or fragment (safe to record)."""
+        parts = urlsplit(self.base_url)
+        host = parts.hostname or ""
+        if parts.port:
+            host += f":{parts.port}"
+        return urlunsplit((parts.scheme, host, parts.path, "", ""))
+
+
+def is_fake(*names: str | None) -> bool:
+    """True when a model name or URL says it is a fake, stub, mock or dummy provider."""
+    return any(n and _FAKE.search(n) for n in names)
+
+
+def resolve_endpoint(
+    where: str,
+    *,
+    model: str,
+    base_url: str | None,
+    base_url_env: str | None,
+    api_key_env: str,
+    provider: str | None = None,
+    environ: Mapping[str, str] = os.environ,
+) -> Endpoint:
+    """Resolve a config's endpoint; ``where`` names the config node in errors (``reader``).
+
+    Raises ConfigError (one line) when ``api_key_env`` is not a variable name or the
+    variable is unset or empty (a ``provider: fake`` endpoint needs no key).
+    """
+    if not _ENV_NAME.fullmatch(api_key_env or ""):
+        raise ConfigError(
+            f"{where}.api_key_env must name an environment variable (e.g. OPENAI_API_KEY), not a key"
+        )
+    url = base_url or (environ.get(base_url_env) if base_url_env else None) or DEFAULT_BASE_URL
+    fake = provider == "fake" or is_fake(model, url)
+    key = environ.get(api_key_env, "")
+    if not key:
+        if not fake:
+            raise ConfigError(
+                f"{where}: no API key: ${api_key_env} is not set; export it, or set "
+                f"{where}.api_key_env to the variable that holds the key"
+            )
+        key = "fake"
+    return Endpoint(base_url=url.rstrip("/"), api_key=key, fake=fake)
+
+
+def find_literal_secrets(node: Any, path: str = "") -> Iterator[tuple[str, str]]:
+    """``(dotted path, value)`` of config values that are, or look like, literal secrets.
+
+    A key named like ``api_key``/``token``/``secret``/``password`` holding a string, or any
+    string shaped like a provider key (``sk-...``), is reported. ``*_env`` keys hold
+    variable names and are fine.
+    """
+    if isinstance(node, Mapping):
+        for k, v in node.items():
+            sub = f"{path}.{k}" if path else str(k)
+            if isinstance(v, str) and _SECRET_KEY.search(str(k)) and v and not str(k).endswith("_env"):
+                yield sub, v
+            else:
+                yield from find_literal_secrets(v, sub)
+    elif isinstance(node, (list, tuple)):
+        for i, v in enumerate(node):
+            yield from find_literal_secrets(v, f"{path}[{i}]")
+    elif isinstance(node, str) and (m := _KEY_SHAPE.search(node)):
+        yield path or "<value>", m.group(0)
+
+
+class Redactor:
+    """Replaces known secret values with ``***`` in strings and row dicts.
+
+    Secrets shorter than 8 characters are not registered (too likely to occur by chance).
+    """
+
+    def __init__(self, secrets: Iterable[str] = ()) -> None:
+        self._secrets: list[str] = []
+        for s in secrets:
+            self.add(s)
+
+    def add(self, secret: str) -> None:
+        if secret and len(secret) >= 8 and secret not in self._secrets:
+            self._secrets.append(secret)
+            self._secrets.sort(key=len, reverse=True)
+
+    def text(self, value: str) -> str:
+        """``value`` with every registered secret and key-shaped string replaced."""
+        for s in self._secrets:
+            if s in value:
+                value = value.replace(s, REDACTED)
+        return _KEY_SHAPE.sub(REDACTED, value)
+
+    def row(self, row: dict[str, Any], keys: Iterable[str]) -> dict[str, Any]:
+        """The row with its str values under ``keys`` redacted, in place."""
+        for k in keys:
+            if isinstance(row.get(k), str):
+                row[k] = self.text(row[k])
+        return row
+
+    def files(self, folder: Path) -> int:
+        """Redact every text file under ``folder`` in place; returns how many changed."""
+        changed = 0
+        for path in folder.rglob("*"):
+            if not path.is_file() or path.suffix not in {".yaml", ".yml", ".log", ".json", ".txt"}:
+                continue
+            try:
+                text = path.read_text(encoding="utf-8")
+            except (OSError, UnicodeDecodeError):
+                continue
+            clean = self.text(text)
+            if clean != text:
+                path.write_text(clean, encoding="utf-8")
+                changed += 1
+        return changed

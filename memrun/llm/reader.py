@@ -1,0 +1,122 @@
+"""The reader: turn an item's retrieved hits into a prompt and ask the model for an answer.
+
+Context = one line per hit in rank order, ``[<record date>] <hit text>`` (the date of
+the record behind the hit, when the benchmark gives one). The question's date, when
+the benchmark has one, goes into the prompt as ``Current date: ...``.
+
+Context limit (``max_context_tokens``): the size is estimated *before* sending as
+characters / ``chars_per_token`` (an estimate only used for this decision; token columns
+hold what the API reported). Over the limit, ``overflow: truncate`` drops hits from the
+bottom of the ranking until it fits, ``overflow: skip`` marks the item
+``context_overflow`` (an error, excluded from ratios). A server that answers "context
+length exceeded" also marks the item ``context_overflow``. The policy is part of the
+instrument (:attr:`Reader.context_policy`).
+"""
+
+from __future__ import annotations
+
+import math
+from collections.abc import Mapping, Sequence
+from dataclasses import dataclass
+
+from memrun.llm.client import ChatRequest
+from memrun.llm.endpoint import Endpoint
+from memrun.llm.prompts import Prompt
+from memrun.llm.service import LLMService, Outcome
+from memrun.records import Hit, Item, Record
+
+READER_FIELDS = ("context", "question", "question_date_line")
+OVERFLOW_POLICIES = ("truncate", "skip")
+
+
+@dataclass(frozen=True)
+class Prepared:
+    """A reader request ready to send, or why there is none.
+
+    dropped: hits left out to fit the context limit. overflow: an error message when
+    the item was skipped under ``overflow: skip``. context_chars: characters of context sent.
+    """
+
+    request: ChatRequest | None
+    dropped: int = 0
+    overflow: str | None = None
+    context_chars: int = 0
+
+
+def context_lines(hits: Sequence[Hit], records: Mapping[str, Record]) -> list[str]:
+    """One line per hit, dated with the record's timestamp when known."""
+    lines = []
+    for hit in hits:
+        record = records.get(hit.key)
+        text = " ".join((hit.text or (record.text if record else hit.key)).split())
+        date = record.timestamp if record is not None else None
+        lines.append(f"[{date}] {text}" if date else text)
+    return lines
+
+
+class Reader:
+    """Prompts the reader model with the retrieved context (see the module docstring).
+
+    endpoint, model, prompt: where and what to ask. temperature, max_tokens: request
+    parameters. max_context_tokens: None for no limit.
+    """
+
+    def __init__(
+        self,
+        llm: LLMService,
+        endpoint: Endpoint,
+        *,
+        model: str,
+        prompt: Prompt,
+        temperature: float = 0.0,
+        max_tokens: int = 256,
+        max_context_tokens: int | None = None,
+        overflow: str = "truncate",
+        chars_per_token: float = 4.0,
+    ) -> None:
+        self.llm = llm
+        self.endpoint = endpoint
+        self.model = model
+        self.prompt = prompt
+        self.params = {"temperature": float(temperature), "max_tokens": int(max_tokens)}
+        self.max_context_tokens = max_context_tokens
+        self.overflow = overflow
+        self.chars_per_token = chars_per_token
+
+    @property
+    def context_policy(self) -> str | None:
+        """The overflow policy as recorded in the instrument, None without a limit."""
+        if self.max_context_tokens is None:
+            return None
+        return f"{self.overflow} over {self.max_context_tokens} tokens (estimated {self.chars_per_token:g} chars/token)"
+
+    def _fits(self, lines: Sequence[str]) -> bool:
+        chars = sum(len(line) + 1 for line in lines)
+        return self.max_context_tokens is None or math.ceil(chars / self.chars_per_token) <= self.max_context_tokens
+
+    def prepare(self, item: Item, hits: Sequence[Hit], records: Mapping[str, Record]) -> Prepared:
+        """Build the request for ``item`` from its hits (rank order)."""
+        lines = context_lines(hits, records)
+        dropped = 0
+        if not self._fits(lines):
+            if self.overflow == "skip":
+                estimate = math.ceil(sum(len(x) + 1 for x in lines) / self.chars_per_token)
+                return Prepared(None, overflow=f"context_overflow: ~{estimate} tokens > max_context_tokens={self.max_context_tokens}")
+            while lines and not self._fits(lines):
+                lines.pop()
+                dropped += 1
+        context = "\n".join(lines) if lines else "(no memories were retrieved)"
+        text = self.prompt.render(
+            {
+                "context": context,
+                "question": item.question,
+                "question_date_line": f"\nCurrent date: {item.question_date}\n" if item.question_date else "",
+            }
+        )
+        request = ChatRequest(self.model, ({"role": "user", "content": text},), self.params)
+        return Prepared(request, dropped=dropped, context_chars=len(context))
+
+    async def answer(self, prepared: Prepared, repeat: int) -> Outcome:
+        """Ask the model (or the cache). Raises CallError / BudgetExhausted."""
+        assert prepared.request is not None
+        return await self.llm.call(self.endpoint, prepared.request, repeat)

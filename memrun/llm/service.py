@@ -1,0 +1,139 @@
+"""The run's LLM service: cache first, then a bounded number of concurrent calls.
+
+Readers and judges call :meth:`LLMService.call`; it answers from the cache when it can,
+else waits for one of ``concurrency`` slots, sends the request under the HTTP policy,
+stores the reply and counts calls and tokens. Once ``max_tokens_total`` tokens (as the
+API reported them) were spent, new calls raise :class:`BudgetExhausted` and the run
+stops cleanly; cache hits stay free.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import dataclasses
+from dataclasses import dataclass
+
+from memrun.http_policy import HttpPolicy
+from memrun.llm.cache import CallCache, call_key
+from memrun.llm.client import ChatClient, ChatRequest, ChatResult
+from memrun.llm.endpoint import Endpoint, Redactor
+
+
+class BudgetExhausted(Exception):
+    """``max_tokens_total`` was reached; no new call is started."""
+
+
+@dataclass
+class CallStats:
+    """Counters over a run (tokens as the API reported them)."""
+
+    made: int = 0
+    cached: int = 0
+    failed: int = 0
+    prompt_tokens: int = 0
+    completion_tokens: int = 0
+    rate_limit_waits: int = 0
+    server_error_retries: int = 0
+
+    @property
+    def tokens(self) -> int:
+        return self.prompt_tokens + self.completion_tokens
+
+    def to_dict(self) -> dict[str, int]:
+        return {
+            "made": self.made,
+            "cached": self.cached,
+            "failed": self.failed,
+            "prompt_tokens": self.prompt_tokens,
+            "completion_tokens": self.completion_tokens,
+            "rate_limit_waits": self.rate_limit_waits,
+            "server_error_retries": self.server_error_retries,
+        }
+
+
+@dataclass(frozen=True)
+class Outcome:
+    """A reply and whether it came from the cache."""
+
+    result: ChatResult
+    cached: bool
+
+
+class LLMService:
+    """Cache + concurrency + budget + counters over one :class:`ChatClient` per endpoint.
+
+    cache: None disables caching. concurrency: calls in flight at most (>= 1).
+    max_tokens_total: None for no cap. Must be used inside one event loop; call
+    :meth:`aclose` at the end. Reply texts pass through :attr:`redactor` (every endpoint's
+    key is registered in it) before they are cached or returned, so a gateway that echoes
+    a key never gets it into the cache or a row.
+    """
+
+    def __init__(
+        self,
+        cache: CallCache | None,
+        *,
+        concurrency: int = 16,
+        policy: HttpPolicy = HttpPolicy(),
+        timeout: float = 120.0,
+        max_tokens_total: int | None = None,
+    ) -> None:
+        self.cache = cache
+        self.concurrency = concurrency
+        self.policy = policy
+        self.timeout = timeout
+        self.max_tokens_total = max_tokens_total
+        self.stats = CallStats()
+        self.redactor = Redactor()
+        self._clients: dict[Endpoint, ChatClient] = {}
+        self._slots: asyncio.Semaphore | None = None
+
+    def _client(self, endpoint: Endpoint) -> ChatClient:
+        client = self._clients.get(endpoint)
+        if client is None:
+            self.redactor.add(endpoint.api_key)
+            client = self._clients[endpoint] = ChatClient(endpoint, policy=self.policy, timeout=self.timeout)
+        return client
+
+    @property
+    def budget_left(self) -> bool:
+        return self.max_tokens_total is None or self.stats.tokens < self.max_tokens_total
+
+    async def call(self, endpoint: Endpoint, request: ChatRequest, repeat: int) -> Outcome:
+        """The reply to ``request`` (repeat index ``repeat``), cached or fresh.
+
+        Raises :class:`memrun.llm.client.CallError` for a failed call and
+        :class:`BudgetExhausted` when the token cap is reached before the call starts.
+        """
+        key = call_key(endpoint.public_url, request, repeat)
+        if self.cache is not None and (hit := self.cache.get(key)) is not None:
+            self.stats.cached += 1
+            return Outcome(hit, cached=True)
+        if self._slots is None:
+            self._slots = asyncio.Semaphore(self.concurrency)
+        async with self._slots:
+            if not self.budget_left:
+                raise BudgetExhausted(f"max_tokens_total={self.max_tokens_total} reached")
+            client = self._client(endpoint)
+            self.stats.made += 1
+            try:
+                result = await client.complete(request)
+            except Exception:
+                self.stats.failed += 1
+                raise
+            finally:
+                self.stats.rate_limit_waits = sum(c.rate_limit_waits for c in self._clients.values())
+                self.stats.server_error_retries = sum(c.server_error_retries for c in self._clients.values())
+        self.stats.prompt_tokens += result.prompt_tokens or 0
+        self.stats.completion_tokens += result.completion_tokens or 0
+        clean = self.redactor.text(result.text)
+        if clean != result.text:
+            result = dataclasses.replace(result, text=clean)
+        if self.cache is not None:
+            self.cache.put(key, result)
+        return Outcome(result, cached=False)
+
+    async def aclose(self) -> None:
+        for client in self._clients.values():
+            await client.close()
+        self._clients.clear()

@@ -1,0 +1,177 @@
+"""Run-level summary of an accuracy run, from its item x repeat rows (no printing here).
+
+Per item (over its repeats): the majority label (:func:`memrun.stats.labels.majority_label`:
+a tie is wrong, error only when every repeat errored), whether the labels flipped, and
+whether the retrieved keys were identical across repeats. Ratios are over items whose
+majority label is not ``error`` (request failures are counted, never scored as misses):
+
+- ``accuracy = correct / (correct + wrong)``;
+- ``accuracy_abstain_wrong = correct / (correct + wrong + abstained)`` (an abstention
+  counts against the arm; the default that verdicts read, see ``denominator``).
+
+Beside them, as the measuring-results reference defines them: search and answer latency
+p50/p95 (ms), mean context tokens sent to the reader (as the API reported them; null
+when it reported none), success rate (rows that completed without error / all rows) and
+the one-line score ``accuracy / p50 search ms / mean context tokens``.
+"""
+
+from __future__ import annotations
+
+import math
+from collections import Counter, defaultdict
+from collections.abc import Mapping, Sequence
+from typing import Any
+
+from memrun.metrics.summary import percentile
+from memrun.stats.agreement import agreement, cohen_kappa
+from memrun.stats.labels import ABSTAIN, CORRECT, ERROR, WRONG, flip_rate, is_stable, majority_label
+
+Row = Mapping[str, Any]
+LEXICAL = ("token_f1", "bleu1", "rouge_l")
+
+
+def _ratio(num: int, den: int) -> float | None:
+    return num / den if den else None
+
+
+def _mean(values: Sequence[float]) -> float | None:
+    return sum(values) / len(values) if values else None
+
+
+def _nan_to_none(value: float) -> float | None:
+    return None if math.isnan(value) else value
+
+
+def item_outcomes(rows: Sequence[Row]) -> list[dict[str, Any]]:
+    """One dict per item, in first-seen order: ``item_id``, ``category``, ``labels`` (by
+    repeat), ``majority``, ``stable``, ``identical_retrieval`` (None with one repeat),
+    ``judge_score`` (mean over non-error repeats), ``failure_stage`` (of the first repeat
+    whose label is the majority) and ``rows`` (the item's rows by repeat)."""
+    grouped: dict[str, list[Row]] = defaultdict(list)
+    for row in rows:
+        grouped[str(row["item_id"])].append(row)
+    out = []
+    for item_id, item_rows in grouped.items():
+        item_rows = sorted(item_rows, key=lambda r: int(r["repeat"]))
+        labels = [r.get("label") or ERROR for r in item_rows]
+        majority = majority_label(labels)
+        keys = [tuple(r.get("retrieved_keys") or ()) for r in item_rows]
+        scores = [float(r["judge_score"]) for r in item_rows if r.get("judge_score") is not None and r.get("label") != ERROR]
+        stage = next((r.get("failure_stage") for r in item_rows if r.get("label") == majority), None)
+        out.append(
+            {
+                "item_id": item_id,
+                "category": item_rows[0].get("category"),
+                "labels": labels,
+                "majority": majority,
+                "stable": is_stable(labels),
+                "identical_retrieval": len(set(keys)) == 1 if len(keys) > 1 else None,
+                "judge_score": _mean(scores),
+                "failure_stage": stage if majority in (WRONG, ABSTAIN) else None,
+                "rows": item_rows,
+            }
+        )
+    return out
+
+
+def accuracy_block(items: Sequence[Mapping[str, Any]]) -> dict[str, Any]:
+    """Counts and ratios over items (outputs of :func:`item_outcomes`)."""
+    counts = Counter(i["majority"] for i in items)
+    correct, wrong, abstained = counts[CORRECT], counts[WRONG], counts[ABSTAIN]
+    scores = [i["judge_score"] for i in items if i["majority"] != ERROR and i["judge_score"] is not None]
+    return {
+        "n_items": len(items),
+        "correct": correct,
+        "wrong": wrong,
+        "abstained": abstained,
+        "errors": counts[ERROR],
+        "accuracy": _ratio(correct, correct + wrong),
+        "accuracy_abstain_wrong": _ratio(correct, correct + wrong + abstained),
+        "mean_judge_score": _mean(scores),
+        "flip_rate": _nan_to_none(flip_rate([i["labels"] for i in items])),
+    }
+
+
+def _judge2(rows: Sequence[Row]) -> dict[str, Any] | None:
+    pairs = [
+        (r["label"], r["judge2_label"])
+        for r in rows
+        if r.get("judge2_label") is not None and r.get("label") not in (None, ERROR) and r["judge2_label"] != ERROR
+    ]
+    graded = sum(1 for r in rows if r.get("judge2_label") is not None)
+    if not graded:
+        return None
+    a, b = [p[0] for p in pairs], [p[1] for p in pairs]
+    return {
+        "n_rows": graded,
+        "n_compared": len(pairs),
+        "n_errors": graded - len(pairs),
+        "agreement": agreement(a, b) if pairs else None,
+        "cohen_kappa": _nan_to_none(cohen_kappa(a, b)) if pairs else None,
+    }
+
+
+def summarize_accuracy(
+    rows: Sequence[Row],
+    *,
+    categories: Mapping[str, str],
+    comparable_categories: Sequence[str] | None,
+    denominator: str,
+) -> dict[str, Any]:
+    """Summary of an accuracy run (see the module docstring).
+
+    rows: item x repeat rows (:mod:`memrun.io.schema` columns). denominator: the ratio
+    the verdicts read (``accuracy_abstain_wrong`` or ``accuracy``); it is named in
+    ``headline``. Returns counts, ``overall_all``, ``overall_comparable`` (when
+    ``comparable_categories``), ``per_category``, latency percentiles (ms), token means,
+    ``success_rate``, ``failure_stages``, ``judge2`` agreement, ``lexical`` means, ``stale``
+    (rows the stale check applied to, and how many were stale) and ``score``.
+    """
+    items = item_outcomes(rows)
+    summary: dict[str, Any] = {
+        "n_items": len(items),
+        "n_rows": len(rows),
+        "n_row_errors": sum(1 for r in rows if r.get("label") in (None, ERROR)),
+        "overall_all": accuracy_block(items),
+    }
+    if comparable_categories:
+        keep = set(comparable_categories)
+        summary["overall_comparable"] = accuracy_block([i for i in items if i["category"] in keep])
+        summary["comparable_categories"] = list(comparable_categories)
+    present = {i["category"] for i in items}
+    order = [c for c in categories if c in present] + sorted(str(c) for c in present if c not in categories)
+    summary["per_category"] = {
+        str(cat): {"label": categories.get(cat, str(cat)), **accuracy_block([i for i in items if i["category"] == cat])}
+        for cat in order
+    }
+    head = summary.get("overall_comparable") or summary["overall_all"]
+    summary["headline"] = {"metric": denominator, "slice": "overall_comparable" if "overall_comparable" in summary else "overall_all", "value": head[denominator]}
+    identical = [i["identical_retrieval"] for i in items if i["identical_retrieval"] is not None]
+    summary["identical_retrieval_share"] = _ratio(sum(identical), len(identical))
+
+    first = [i["rows"][0] for i in items]
+    search = [float(r["search_latency_ms"]) for r in first if r.get("search_latency_ms") is not None]
+    answer = [float(r["answer_latency_ms"]) for r in rows if r.get("answer_latency_ms") is not None]
+    context = [int(r["context_tokens"]) for r in rows if r.get("context_tokens") is not None]
+    completion = [int(r["completion_tokens"]) for r in rows if r.get("completion_tokens") is not None]
+    summary["search_latency_ms"] = {"p50": percentile(search, 50), "p95": percentile(search, 95)}
+    summary["answer_latency_ms"] = {"p50": percentile(answer, 50), "p95": percentile(answer, 95)}
+    summary["context_tokens"] = {"mean": _mean(context), "n_reported": len(context)}
+    summary["completion_tokens"] = {"mean": _mean(completion), "n_reported": len(completion)}
+    summary["success_rate"] = _ratio(sum(1 for r in rows if r.get("label") not in (None, ERROR)), len(rows))
+    summary["failure_stages"] = dict(Counter(i["failure_stage"] for i in items if i["failure_stage"]))
+    summary["judge2"] = _judge2(rows)
+    checked = [r["stale"] for r in rows if r.get("stale") is not None]
+    summary["stale"] = {"n_checked": len(checked), "n_stale": sum(checked)} if checked else None
+    lexical = {name: _mean([float(r[name]) for r in rows if r.get(name) is not None]) for name in LEXICAL}
+    summary["lexical"] = lexical if any(v is not None for v in lexical.values()) else None
+    summary["score"] = score_line(head[denominator], summary["search_latency_ms"]["p50"], summary["context_tokens"]["mean"])
+    return summary
+
+
+def score_line(accuracy: float | None, p50_search_ms: float | None, mean_context_tokens: float | None) -> str:
+    """``accuracy / p50 search ms / mean context tokens``, e.g. ``86.0% / 145ms / 1823tok`` (``-`` when unknown)."""
+    acc = "-" if accuracy is None else f"{100 * accuracy:.1f}%"
+    ms = "-" if p50_search_ms is None else f"{p50_search_ms:.0f}ms"
+    tok = "-" if mean_context_tokens is None else f"{mean_context_tokens:.0f}tok"
+    return f"{acc} / {ms} / {tok}"

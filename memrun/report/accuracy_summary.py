@@ -1,0 +1,97 @@
+"""Render an accuracy run's summary (from :func:`memrun.metrics.accuracy.summarize_accuracy`)."""
+
+from __future__ import annotations
+
+from collections.abc import Mapping
+from typing import Any
+
+from rich import box
+from rich.console import Console
+from rich.table import Table
+
+
+def _pct(value: Any) -> str:
+    return "-" if value is None else f"{100 * float(value):.1f}"
+
+
+def _ms(block: Mapping[str, Any]) -> str:
+    p50, p95 = block.get("p50"), block.get("p95")
+    return "-" if p50 is None else f"p50 {p50:.0f} p95 {p95:.0f}"
+
+
+def accuracy_table(summary: Mapping[str, Any], title: str) -> Table:
+    """A rich Table: one row per overall slice and category; ratios in percent."""
+    table = Table(title=title, title_justify="left", box=box.SIMPLE_HEAD, pad_edge=False)
+    for name, justify in (("slice", "left"), ("n", "right"), ("correct", "right"), ("wrong", "right"),
+                          ("abstain", "right"), ("errors", "right"), ("accuracy", "right"),
+                          ("acc(abstain=wrong)", "right"), ("flip rate", "right")):
+        table.add_column(name, justify=justify, no_wrap=name == "slice")
+    if any(b.get("mean_judge_score") is not None for b in summary["per_category"].values()):
+        table.add_column("mean score", justify="right")
+
+    def add(name: str, block: Mapping[str, Any], style: str | None = None) -> None:
+        cells = [
+            name, str(block["n_items"]), str(block["correct"]), str(block["wrong"]), str(block["abstained"]),
+            str(block["errors"]), _pct(block["accuracy"]), _pct(block["accuracy_abstain_wrong"]), _pct(block["flip_rate"]),
+        ]
+        if len(table.columns) > len(cells):
+            score = block.get("mean_judge_score")
+            cells.append("-" if score is None else f"{score:.3f}")
+        table.add_row(*cells, style=style)
+
+    if "overall_comparable" in summary:
+        table.caption = "overall_comparable: categories " + ", ".join(summary.get("comparable_categories", []))
+        add("overall_comparable", summary["overall_comparable"], "bold")
+    add("overall_all", summary["overall_all"], "bold")
+    for cat, block in summary["per_category"].items():
+        add(f"{cat} {block['label']}" if block["label"] != cat else cat, block)
+    return table
+
+
+def print_accuracy_summary(console: Console, summary: Mapping[str, Any], *, title: str, out_dir: str) -> None:
+    """Print the table, the headline the verdicts read, errors, latency, tokens, calls and warnings."""
+    if summary.get("fake_providers"):
+        console.print("[bold red]FAKE PROVIDERS: a reader or judge is a fake/stub; these scores are meaningless.[/]")
+    console.print(accuracy_table(summary, title))
+    head = summary["headline"]
+    console.print(
+        f"verdicts read {head['metric']} on {head['slice']}: [bold]{_pct(head['value'])}%[/] | "
+        f"score {summary['score']} (accuracy / p50 search ms / mean context tokens)"
+    )
+    tokens = summary["context_tokens"]
+    mean_tokens = "-" if tokens["mean"] is None else f"{tokens['mean']:.0f}"
+    console.print(
+        f"items {summary['n_items']} x repeats {summary.get('repeats', 1)} | errors (excluded) "
+        f"{summary['overall_all']['errors']} items, {summary['n_row_errors']} rows | success rate "
+        f"{_pct(summary['success_rate'])}% | search ms {_ms(summary['search_latency_ms'])} | answer ms "
+        f"{_ms(summary['answer_latency_ms'])} | context tokens mean {mean_tokens} ({tokens['n_reported']} reported)"
+    )
+    if summary.get("identical_retrieval_share") is not None:
+        console.print(f"identical retrieval across repeats: {_pct(summary['identical_retrieval_share'])}% of items")
+    if summary.get("failure_stages"):
+        console.print("failure stages: " + ", ".join(f"{k} {v}" for k, v in sorted(summary["failure_stages"].items())))
+    if summary.get("judge2"):
+        j2 = summary["judge2"]
+        kappa = "-" if j2["cohen_kappa"] is None else f"{j2['cohen_kappa']:.3f}"
+        console.print(
+            f"second judge on {j2['n_rows']} rows: agreement {_pct(j2['agreement'])}%, Cohen's kappa {kappa} "
+            f"({j2['n_errors']} errored)"
+        )
+    if summary.get("stale"):
+        st = summary["stale"]
+        console.print(f"stale check: {st['n_stale']} of {st['n_checked']} wrong knowledge-update answers gave the superseded value")
+    if summary.get("lexical"):
+        values = {k: "-" if v is None else f"{v:.3f}" for k, v in summary["lexical"].items()}
+        console.print("lexical (beside the judge): " + ", ".join(f"{k} {v}" for k, v in values.items()))
+    calls = summary.get("calls")
+    if calls:
+        console.print(
+            f"calls made {calls['made']} (failed {calls['failed']}), from cache {calls['cached']} | tokens "
+            f"{calls['prompt_tokens'] + calls['completion_tokens']} | 429 waits {calls['rate_limit_waits']}, "
+            f"5xx retries {calls['server_error_retries']}"
+        )
+    if summary.get("stopped"):
+        console.print(f"[yellow]stopped early:[/] {summary['stopped']}; finished rows kept, re-run to continue")
+    if summary.get("fake_providers"):
+        console.print("[bold red]FAKE PROVIDERS: scores are meaningless.[/]")
+    console.print(f"wrote {out_dir}")

@@ -1,0 +1,174 @@
+"""End-to-end accuracy runs (memrun in-process) against the loopback server."""
+
+from __future__ import annotations
+
+import hashlib
+import json
+from importlib import resources
+from pathlib import Path
+
+import pytest
+
+from accuracy.helpers import KEY, execute_run, field, gold_judge, is_judge, rows, run_memrun, summary
+from memrun.benchmarks.synthetic import Synthetic
+from memrun.cli import main
+from memrun.io.reader import read_run
+from servers.openai_server import Reply, prompt_text
+
+GOLD = {item.question: item.answer for item in Synthetic().load(Path(".")).items()}
+N_ITEMS = len(GOLD)
+
+
+def gold_reader(body: dict) -> str:
+    """Judge prompts get a gold-based verdict; reader prompts get the gold answer."""
+    text = prompt_text(body)
+    return gold_judge(text) if is_judge(text) else str(GOLD.get(field(text, "Question") or "", "no idea"))
+
+
+@pytest.fixture
+def server(llm_env):
+    llm_env.responder = gold_reader
+    return llm_env
+
+
+def test_rows_instrument_and_a_free_second_run(server, tmp_path, capsys):
+    out, printed = execute_run(tmp_path, "judge=gpt41", "repeats=2")
+    table = rows(out)
+    assert len(table) == 2 * N_ITEMS and {r["repeat"] for r in table} == {0, 1}
+    assert all(r["label"] == "correct" and r["reader_answer"] == r["answer"] for r in table)
+    assert all(r["context_tokens"] == 10 and r["completion_tokens"] == 5 and r["answer_latency_ms"] > 0 for r in table)
+    assert server.count() == 4 * N_ITEMS  # reader + judge per item x repeat
+    inst = read_run(out).instrument
+    prompt = resources.files("memrun.llm").joinpath("prompts/default.md").read_bytes()
+    assert inst.status == "complete" and inst.axis == "accuracy" and inst.repeats == 2
+    assert inst.reader_model == "gpt-4.1-mini" and inst.reader_prompt_sha256 == hashlib.sha256(prompt).hexdigest()
+    assert inst.judge_model == "gpt-4.1" and len(inst.judge_prompt_sha256) == 64
+    assert inst.denominator == "correct+wrong+abstained" and inst.fake_providers is False
+    s = summary(out)
+    assert s["overall_all"]["accuracy"] == 1.0 and s["calls"]["made"] == 4 * N_ITEMS
+
+    again, printed = execute_run(tmp_path, "judge=gpt41", "repeats=2", name="again")
+    assert server.count() == 4 * N_ITEMS  # nothing new at the server
+    assert all(r["reader_cache_hit"] and r["judge_cache_hit"] for r in rows(again))
+    assert summary(again)["calls"] == {**summary(again)["calls"], "made": 0, "cached": 4 * N_ITEMS}
+    # memrun compare reads the labels and the denominator of two accuracy runs
+    assert main(["compare", str(out), str(again)]) == 2  # identical arms: unresolved, inside the null band
+    assert "denominator correct+wrong+abstained" in capsys.readouterr().out
+
+    # One more repeat and a second judge: only the new calls are made.
+    more, printed = execute_run(tmp_path, "judge=gpt41", "repeats=3", "judge2=gpt4o", "judge2_sample=10", name="more")
+    assert server.count() == 4 * N_ITEMS + 2 * N_ITEMS + 3 * 10
+    j2 = summary(more)["judge2"]
+    assert j2["n_rows"] == 30 and j2["agreement"] == 1.0
+
+
+def test_missing_key_fails_in_one_line_before_any_call(server, tmp_path, monkeypatch, capsys):
+    monkeypatch.delenv("OPENAI_API_KEY")
+    rc, out = run_memrun(tmp_path, "judge=gpt41")
+    err = capsys.readouterr().err.strip().splitlines()
+    assert rc == 2 and len(err) == 1 and "$OPENAI_API_KEY is not set" in err[0]
+    assert server.count() == 0 and not (out / "items.parquet").exists()
+
+
+def test_no_judge_names_the_pinned_one(server, tmp_path, capsys):
+    rc, _ = run_memrun(tmp_path, "benchmark=synthetic")
+    assert rc == 2 and "judge=gpt41 (pinned for synthetic)" in capsys.readouterr().err
+
+
+def test_the_key_is_written_nowhere(server, tmp_path):
+    # A gateway that echoes the key into replies and error bodies.
+    server.responder = lambda body: f"echo {KEY} " + gold_reader(body)
+    server.script(Reply.error(401, f"invalid key {KEY}"), Reply.error(403, f"key {KEY} may not use this model"))
+    rc, out = run_memrun(tmp_path, "judge=exact")
+    assert rc == 0
+    table = rows(out)
+    assert sum(r["label"] == "error" for r in table) == 2 and any("***" in (r["error"] or "") for r in table)
+    assert any("***" in (r["reader_answer"] or "") for r in table)
+    for folder in (out, tmp_path / "cache"):
+        for path in folder.rglob("*"):
+            if path.is_file():
+                assert KEY.encode() not in path.read_bytes(), path
+    assert KEY not in json.dumps(table)
+
+
+def test_a_literal_key_in_the_config_is_refused_and_scrubbed(server, tmp_path, capsys):
+    literal = "sk-live-abcdefghijklmnopqrstuvwxyz123456"
+    rc, out = run_memrun(tmp_path, "judge=gpt41", f"data_dir=/data/{literal}")
+    assert rc == 2 and "data_dir: a literal key or token" in capsys.readouterr().err
+    assert server.count() == 0
+    for path in out.rglob("*"):
+        if path.is_file():
+            assert literal.encode() not in path.read_bytes(), path
+
+
+def test_request_errors_are_counted_and_excluded(server, tmp_path):
+    server.script(
+        Reply.rate_limited(retry_after="0.2"), Reply.server_error(), Reply.malformed(), Reply.error(400, "bad request")
+    )
+    out, printed = execute_run(tmp_path, "judge=gpt41", "http_attempts=2")
+    table = rows(out)
+    errors = [r for r in table if r["label"] == "error"]
+    assert len(errors) == 2 and all(r["error"].startswith(("reader: ", "judge: ")) for r in errors)
+    s = summary(out)
+    o = s["overall_all"]
+    assert o["errors"] == 2 and o["correct"] == N_ITEMS - 2 and o["accuracy"] == 1.0
+    assert s["calls"]["rate_limit_waits"] == 1 and s["calls"]["server_error_retries"] == 1
+    assert s["success_rate"] == pytest.approx((N_ITEMS - 2) / N_ITEMS)
+
+
+def test_unparseable_verdicts_are_errors_not_misses(server, tmp_path):
+    server.responder = lambda body: "INCORRECT-ish" if is_judge(prompt_text(body)) else "x"
+    out, printed = execute_run(tmp_path, "judge=gpt41")
+    s = summary(out)
+    assert s["overall_all"]["errors"] == N_ITEMS and s["overall_all"]["wrong"] == 0
+    assert s["overall_all"]["accuracy"] is None
+
+
+def test_token_budget_stops_cleanly_and_a_rerun_continues(server, tmp_path):
+    out, printed = execute_run(tmp_path, "judge=gpt41", "max_tokens_total=300", "concurrency=2")
+    done = rows(out)
+    assert 0 < len(done) < N_ITEMS and read_run(out).instrument.status == "stopped"
+    assert summary(out)["stopped"].startswith("max_tokens_total=300")
+    first_calls = server.count()
+    assert first_calls <= 300 // 15 + 2  # 15 tokens per call; at most the calls in flight overshoot
+
+    rest, printed = execute_run(tmp_path, "judge=gpt41", name="rest")
+    assert len(rows(rest)) == N_ITEMS
+    assert server.count() == 2 * N_ITEMS  # every call made exactly once over both runs
+
+
+def test_fake_providers_are_recorded_and_loud(server, tmp_path):
+    out, printed = execute_run(tmp_path, "judge=exact", "reader.provider=fake")
+    assert read_run(out).instrument.fake_providers is True
+    assert summary(out)["fake_providers"] is True
+    assert "FAKE PROVIDERS" in printed
+
+
+def test_an_arm_that_answers_replaces_the_reader(server, tmp_path):
+    out, printed = execute_run(tmp_path, "judge=gpt41", "arm._target_=accuracy.answering_arm.AnsweringArm")
+    table = rows(out)
+    assert all(r["answer_source"] == "arm" for r in table)
+    assert server.count() == N_ITEMS - 5  # judge only; five items (':0') have no answer
+    missing = [r for r in table if r["item_id"].endswith(":0")]
+    assert len(missing) == 5 and all(r["label"] == "error" and "no answer" in r["error"] for r in missing)
+    assert read_run(out).instrument.reader_model == "arm:bm25"
+
+
+def test_context_overflow_skip_and_truncate(server, tmp_path):
+    out, printed = execute_run(tmp_path, "judge=exact", "reader.max_context_tokens=3", "reader.overflow=skip")
+    table = rows(out)
+    skipped = [r for r in table if (r["error"] or "").startswith("context_overflow")]
+    assert skipped and all(r["label"] == "error" for r in skipped)
+    assert server.count() == N_ITEMS - len(skipped)
+    assert read_run(out).instrument.context_policy.startswith("skip over 3 tokens")
+
+    out, printed = execute_run(tmp_path, "judge=exact", "reader.max_context_tokens=12", name="truncated")
+    table = rows(out)
+    assert any(r["context_dropped"] for r in table) and not any(r["label"] == "error" for r in table)
+
+
+def test_pinned_reader_override_warns_and_is_recorded(server, tmp_path):
+    out, printed = execute_run(tmp_path, "judge=gpt4o", "reader.model=gpt-4o-mini-2024-07-18")
+    assert "overrides synthetic's pinned gpt-4.1-mini" in printed and "not synthetic's pinned judge" in printed
+    inst = read_run(out).instrument
+    assert inst.reader_model == "gpt-4o-mini-2024-07-18" and any("overrides" in w for w in inst.warnings)

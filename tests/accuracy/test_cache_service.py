@@ -1,0 +1,115 @@
+"""The call cache and the LLM service: keys, hits, concurrency bound, token budget."""
+
+from __future__ import annotations
+
+import asyncio
+
+import pytest
+
+from memrun.llm.cache import CallCache, call_key
+from memrun.llm.client import ChatRequest, ChatResult
+from memrun.llm.endpoint import Endpoint
+from memrun.llm.service import BudgetExhausted, LLMService
+
+URL = "http://127.0.0.1:1/v1"
+
+
+def req(content: str = "hi", model: str = "m", **params: object) -> ChatRequest:
+    return ChatRequest(model, ({"role": "user", "content": content},), params or {"temperature": 0.0})
+
+
+def test_key_covers_everything_that_determines_a_call():
+    base = call_key(URL, req(), 0)
+    assert base == call_key(URL, req(), 0)
+    others = {
+        call_key(URL, req(model="m2"), 0),
+        call_key(URL, req(content="hi!"), 0),
+        call_key(URL, req(temperature=0.7), 0),
+        call_key(URL, req(), 1),
+        call_key("http://other/v1", req(), 0),
+    }
+    assert base not in others and len(others) == 5
+
+
+def test_cache_round_trip_persists_across_instances(tmp_path):
+    result = ChatResult("answer", 12, None, 34.5, "stop")
+    with CallCache(tmp_path) as cache:
+        cache.put("k", result)
+    with CallCache(tmp_path) as cache:
+        assert cache.get("k") == result
+        assert cache.get("missing") is None
+        assert len(cache) == 1
+
+
+def test_service_answers_from_cache_without_a_call(tmp_path, openai_server):
+    endpoint = Endpoint(openai_server.base_url, "sk-test")
+
+    async def go() -> list[bool]:
+        svc = LLMService(CallCache(tmp_path), concurrency=4)
+        try:
+            outs = [await svc.call(endpoint, req(), 0), await svc.call(endpoint, req(), 0), await svc.call(endpoint, req(), 1)]
+        finally:
+            await svc.aclose()
+        assert (svc.stats.made, svc.stats.cached) == (2, 1)
+        return [o.cached for o in outs]
+
+    assert asyncio.run(go()) == [False, True, False]
+    assert openai_server.count() == 2
+
+
+def test_failed_calls_are_not_cached(tmp_path, openai_server):
+    from memrun.llm.client import CallError
+    from servers.openai_server import Reply
+
+    openai_server.script(Reply.error(400, "bad"))
+    endpoint = Endpoint(openai_server.base_url, "sk-test")
+
+    async def go() -> str:
+        svc = LLMService(CallCache(tmp_path))
+        try:
+            with pytest.raises(CallError):
+                await svc.call(endpoint, req(), 0)
+            return (await svc.call(endpoint, req(), 0)).result.text
+        finally:
+            await svc.aclose()
+
+    assert asyncio.run(go()) == "loopback answer"
+    assert openai_server.count() == 2
+
+
+def test_concurrency_is_bounded(openai_server):
+    openai_server.latency = 0.1
+    endpoint = Endpoint(openai_server.base_url, "sk-test")
+
+    async def go() -> None:
+        svc = LLMService(None, concurrency=3)
+        try:
+            await asyncio.gather(*(svc.call(endpoint, req(str(i)), 0) for i in range(9)))
+        finally:
+            await svc.aclose()
+
+    asyncio.run(go())
+    times = sorted(e.t for e in openai_server.log)
+    # 9 calls, 3 at a time, 0.1 s each: three waves about 0.1 s apart.
+    assert times[2] - times[0] < 0.08 and times[3] - times[0] >= 0.09 and times[6] - times[0] >= 0.18
+
+
+def test_token_budget_stops_new_calls(openai_server):
+    openai_server.usage = (40, 10)
+    endpoint = Endpoint(openai_server.base_url, "sk-test")
+
+    async def go() -> int:
+        svc = LLMService(None, concurrency=1, max_tokens_total=100)
+        done = 0
+        try:
+            for i in range(5):
+                await svc.call(endpoint, req(str(i)), 0)
+                done += 1
+        except BudgetExhausted:
+            pass
+        finally:
+            await svc.aclose()
+        return done
+
+    assert asyncio.run(go()) == 2  # 50 + 50 tokens reach the cap of 100
+    assert openai_server.count() == 2

@@ -1,0 +1,148 @@
+"""The chat client under the HTTP policy, against the loopback server (timed with short waits)."""
+
+from __future__ import annotations
+
+import asyncio
+import time
+
+import pytest
+
+from memrun.http_policy import HttpPolicy, Retrier
+from memrun.llm.client import CallError, ChatClient, ChatRequest, parse_completion
+from memrun.llm.endpoint import Endpoint
+from servers.openai_server import OpenAIServer, Reply
+
+FAST = HttpPolicy(attempts=3, backoff_base=0.05, retry_after_default=0.15, retry_after_min=0.1, retry_after_max=0.4)
+REQUEST = ChatRequest("gpt-test", ({"role": "user", "content": "hi"},), {"temperature": 0.0})
+
+
+def complete(server: OpenAIServer, policy: HttpPolicy = FAST) -> tuple[object, float]:
+    """(result or CallError, seconds) of one call."""
+
+    async def go() -> object:
+        client = ChatClient(Endpoint(server.base_url, "sk-test"), policy=policy, timeout=5)
+        try:
+            return await client.complete(REQUEST)
+        except CallError as exc:
+            return exc
+        finally:
+            await client.close()
+
+    t0 = time.perf_counter()
+    out = asyncio.run(go())
+    return out, time.perf_counter() - t0
+
+
+def gaps(server: OpenAIServer) -> list[float]:
+    times = [entry.t for entry in server.log]
+    return [b - a for a, b in zip(times, times[1:])]
+
+
+def test_429_waits_out_retry_after(openai_server):
+    openai_server.script(Reply.rate_limited(retry_after="0.3"), Reply.ok("fine"))
+    result, _ = complete(openai_server)
+    assert result.text == "fine"
+    assert openai_server.count() == 2
+    assert 0.28 <= gaps(openai_server)[0] < 0.6
+
+
+def test_429_without_retry_after_waits_the_default(openai_server):
+    openai_server.script(Reply.rate_limited(), Reply.ok("fine"))
+    result, _ = complete(openai_server)
+    assert result.text == "fine"
+    assert 0.14 <= gaps(openai_server)[0] < 0.45
+
+
+def test_retry_after_is_clamped(openai_server):
+    openai_server.script(Reply.rate_limited(retry_after="30"), Reply.rate_limited(retry_after="0"), Reply.ok("fine"))
+    result, _ = complete(openai_server)
+    assert result.text == "fine"
+    first, second = gaps(openai_server)
+    assert 0.38 <= first < 0.7  # 30 s clamped to retry_after_max 0.4
+    assert 0.09 <= second < 0.35  # 0 s raised to retry_after_min 0.1
+
+
+def test_429_does_not_use_the_5xx_budget(openai_server):
+    # attempts=3: four 429s plus two 5xx still succeed on the next request.
+    openai_server.script(*[Reply.rate_limited(retry_after="0.1")] * 4, Reply.server_error(), Reply.server_error(502), Reply.ok("fine"))
+    result, _ = complete(openai_server)
+    assert result.text == "fine"
+    assert openai_server.count() == 7
+
+
+def test_5xx_backs_off_exponentially_then_raises_with_the_body(openai_server):
+    openai_server.script(Reply.server_error(503), Reply.server_error(500), Reply.server_error(500))
+    result, _ = complete(openai_server)
+    assert isinstance(result, CallError) and result.kind == "http" and result.status == 500
+    assert "upstream failed" in str(result)
+    assert openai_server.count() == 3  # attempts
+    first, second = gaps(openai_server)
+    assert 0.045 <= first < 0.3 and 0.095 <= second < 0.35  # 0.05 x 2^0, 0.05 x 2^1
+    assert second > first
+
+
+def test_other_4xx_raises_at_once_with_the_start_of_the_body(openai_server):
+    openai_server.script(Reply.error(400, "model 'gpt-test' does not exist " + "x" * 1000))
+    result, seconds = complete(openai_server)
+    assert isinstance(result, CallError) and result.kind == "http" and result.status == 400
+    assert "does not exist" in str(result) and len(str(result)) < 400
+    assert openai_server.count() == 1
+
+
+def test_context_length_error_is_context_overflow(openai_server):
+    openai_server.script(Reply.error(400, "This model's maximum context length is 8192 tokens", "context_length_exceeded"))
+    result, _ = complete(openai_server)
+    assert isinstance(result, CallError) and result.kind == "context_overflow"
+
+
+@pytest.mark.parametrize(
+    ("reply", "needle"),
+    [(Reply.malformed(), "not JSON"), (Reply.no_choices(), "no choices"), (Reply(200, {"choices": [{"message": {"content": None}}]}), "not text")],
+)
+def test_malformed_replies_are_errors(openai_server, reply, needle):
+    openai_server.script(reply)
+    result, _ = complete(openai_server)
+    assert isinstance(result, CallError) and result.kind == "malformed" and needle in str(result)
+
+
+def test_tokens_are_what_the_api_reported_or_none(openai_server):
+    openai_server.usage = (123, 7)
+    result, _ = complete(openai_server)
+    assert (result.prompt_tokens, result.completion_tokens) == (123, 7)
+    openai_server.usage = (None, None)
+    result, _ = complete(openai_server)
+    assert (result.prompt_tokens, result.completion_tokens) == (None, None)
+
+
+def test_transport_error_raises_transport_kind():
+    server = OpenAIServer().start()
+    server.stop()  # nothing listens on the port any more
+
+    async def go() -> CallError:
+        client = ChatClient(Endpoint(server.base_url, "sk-test"), policy=FAST, timeout=2)
+        try:
+            await client.complete(REQUEST)
+        except CallError as exc:
+            return exc
+        finally:
+            await client.close()
+        raise AssertionError("no error")
+
+    assert asyncio.run(go()).kind == "transport"
+
+
+def test_default_policy_delays_without_sleeping():
+    r = Retrier()  # the documented defaults
+    assert r.delay(429, {}) == 1.0
+    assert r.delay(429, {"retry-after": "0"}) == 0.2
+    assert r.delay(429, {"retry-after": "600"}) == 60.0
+    assert r.delay(429, {"retry-after": "2.5"}) == 2.5
+    assert [r.delay(500, {}), r.delay(502, {}), r.delay(503, {})] == [0.5, 1.0, 2.0]
+    assert r.delay(500, {}) is None  # the 4th request was the last of attempts=4
+    assert Retrier().delay(404, {}) is None
+    assert Retrier().delay(200, {}) is None
+
+
+def test_parse_completion_rejects_non_integer_usage():
+    result = parse_completion(b'{"choices":[{"message":{"content":"x"}}],"usage":{"prompt_tokens":"12","completion_tokens":true}}', 1.0)
+    assert result.text == "x" and result.prompt_tokens is None and result.completion_tokens is None

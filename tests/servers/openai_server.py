@@ -1,0 +1,261 @@
+"""A loopback server speaking the OpenAI chat completions API, scripted per request.
+
+For tests and benches only; it listens on 127.0.0.1 and never reaches a real API.
+
+    with OpenAIServer(latency=0.05) as server:
+        server.script(Reply.rate_limited(retry_after="0.3"), Reply.ok("Paris"))
+        ...  # point a client at server.base_url (".../v1")
+        server.count("/v1/chat/completions")
+
+Each request to a route takes the next scripted :class:`Reply` when one is queued,
+else the route's default: for chat completions, ``server.responder(body) -> str``
+(``default_responder``: a JSON verdict for judge prompts, a fixed answer otherwise).
+The server counts requests per route and logs them (arrival time, path, parsed body).
+
+Routes live in :attr:`OpenAIServer.routes` (path -> handler taking the parsed body and
+returning a :class:`Reply`), so another endpoint, e.g. ``/v1/embeddings``, is one
+method plus one entry.
+
+Run standalone (for benches, in its own process): ``python tests/servers/openai_server.py
+--latency 0.1`` prints ``PORT <n>`` and serves until killed; ``GET /_stats`` returns the
+counts as JSON.
+"""
+
+from __future__ import annotations
+
+import argparse
+import asyncio
+import json
+import threading
+import time
+from collections import Counter, deque
+from collections.abc import Callable
+from dataclasses import dataclass, field
+from http import HTTPStatus
+from typing import Any
+
+
+@dataclass
+class Reply:
+    """One scripted response: status, headers, body (dict -> JSON, str -> raw), extra delay (s)."""
+
+    status: int = 200
+    body: Any = None
+    headers: dict[str, str] = field(default_factory=dict)
+    delay: float = 0.0
+
+    @classmethod
+    def ok(cls, text: str, *, prompt_tokens: int | None = 10, completion_tokens: int | None = 5, delay: float = 0.0) -> Reply:
+        return cls(200, completion(text, prompt_tokens=prompt_tokens, completion_tokens=completion_tokens), delay=delay)
+
+    @classmethod
+    def rate_limited(cls, retry_after: str | None = None) -> Reply:
+        headers = {"Retry-After": retry_after} if retry_after is not None else {}
+        return cls(429, {"error": {"message": "rate limited", "type": "rate_limit"}}, headers)
+
+    @classmethod
+    def server_error(cls, status: int = 500) -> Reply:
+        return cls(status, {"error": {"message": "upstream failed", "type": "server_error"}})
+
+    @classmethod
+    def error(cls, status: int, message: str, code: str | None = None) -> Reply:
+        return cls(status, {"error": {"message": message, "type": "invalid_request_error", "code": code}})
+
+    @classmethod
+    def malformed(cls) -> Reply:
+        """A 200 whose body is not JSON."""
+        return cls(200, "this is {not json")
+
+    @classmethod
+    def no_choices(cls) -> Reply:
+        return cls(200, {"id": "x", "object": "chat.completion", "created": 0, "model": "m", "choices": []})
+
+
+def completion(text: str, *, prompt_tokens: int | None = 10, completion_tokens: int | None = 5, model: str = "m") -> dict[str, Any]:
+    """A chat.completion body; ``usage`` is left out when both token counts are None."""
+    body: dict[str, Any] = {
+        "id": "chatcmpl-loopback",
+        "object": "chat.completion",
+        "created": int(time.time()),
+        "model": model,
+        "choices": [{"index": 0, "message": {"role": "assistant", "content": text}, "finish_reason": "stop"}],
+    }
+    if prompt_tokens is not None or completion_tokens is not None:
+        body["usage"] = {
+            "prompt_tokens": prompt_tokens or 0,
+            "completion_tokens": completion_tokens or 0,
+            "total_tokens": (prompt_tokens or 0) + (completion_tokens or 0),
+        }
+    return body
+
+
+def prompt_text(body: dict[str, Any]) -> str:
+    """All message contents of a chat request, joined."""
+    return "\n".join(str(m.get("content", "")) for m in body.get("messages", []))
+
+
+def default_responder(body: dict[str, Any]) -> str:
+    """A JSON CORRECT verdict for a judge prompt (one that asks for a verdict), else a fixed answer."""
+    if '"verdict"' in prompt_text(body):
+        return json.dumps({"verdict": "CORRECT", "explanation": "loopback default"})
+    return "loopback answer"
+
+
+@dataclass
+class Logged:
+    t: float
+    path: str
+    body: Any
+    headers: dict[str, str]
+
+
+class OpenAIServer:
+    """The server (see the module docstring). latency: seconds added to every request.
+
+    An asyncio HTTP/1.1 server (keep-alive) on its own event loop in a daemon thread, so
+    thousands of concurrent slow requests cost little CPU.
+    """
+
+    def __init__(self, latency: float = 0.0, host: str = "127.0.0.1", port: int = 0) -> None:
+        self.latency = latency
+        self.responder: Callable[[dict[str, Any]], str] = default_responder
+        self.usage: tuple[int | None, int | None] = (10, 5)
+        self.routes: dict[str, Callable[[dict[str, Any]], Reply]] = {"/v1/chat/completions": self._chat}
+        self.log: list[Logged] = []
+        self._counts: Counter[str] = Counter()
+        self._queue: deque[Reply] = deque()
+        self._lock = threading.Lock()
+        self._host, self._port = host, port
+        self._loop = asyncio.new_event_loop()
+        self._server: asyncio.base_events.Server | None = None
+        self._thread: threading.Thread | None = None
+
+    # -- control ---------------------------------------------------------------------
+
+    @property
+    def port(self) -> int:
+        return self._port
+
+    @property
+    def base_url(self) -> str:
+        return f"http://{self._host}:{self._port}/v1"
+
+    def script(self, *replies: Reply) -> None:
+        """Queue replies for the next requests (any route), in order."""
+        with self._lock:
+            self._queue.extend(replies)
+
+    def count(self, path: str = "/v1/chat/completions") -> int:
+        """Requests received on ``path`` so far."""
+        with self._lock:
+            return self._counts[path]
+
+    def reset(self) -> None:
+        with self._lock:
+            self._counts.clear()
+            self.log.clear()
+            self._queue.clear()
+
+    def start(self) -> OpenAIServer:
+        started = threading.Event()
+
+        def run() -> None:
+            asyncio.set_event_loop(self._loop)
+            self._server = self._loop.run_until_complete(
+                asyncio.start_server(self._connection, self._host, self._port, backlog=1024)
+            )
+            self._port = self._server.sockets[0].getsockname()[1]
+            started.set()
+            self._loop.run_forever()
+
+        self._thread = threading.Thread(target=run, name="openai-loopback", daemon=True)
+        self._thread.start()
+        started.wait(10)
+        return self
+
+    def stop(self) -> None:
+        def close() -> None:
+            if self._server is not None:
+                self._server.close()
+            for task in asyncio.all_tasks(self._loop):
+                task.cancel()
+            self._loop.call_soon(self._loop.stop)
+
+        self._loop.call_soon_threadsafe(close)
+        if self._thread is not None:
+            self._thread.join(10)
+
+    def __enter__(self) -> OpenAIServer:
+        return self.start()
+
+    def __exit__(self, *exc: Any) -> None:
+        self.stop()
+
+    # -- routes ----------------------------------------------------------------------
+
+    def _chat(self, body: dict[str, Any]) -> Reply:
+        prompt_tokens, completion_tokens = self.usage
+        return Reply.ok(self.responder(body), prompt_tokens=prompt_tokens, completion_tokens=completion_tokens)
+
+    def _respond(self, path: str, body: Any, headers: dict[str, str]) -> Reply:
+        with self._lock:
+            self._counts[path] += 1
+            self.log.append(Logged(time.monotonic(), path, body, headers))
+            scripted = self._queue.popleft() if self._queue and path != "/_stats" else None
+        if path == "/_stats":
+            return Reply(200, {"counts": dict(self._counts)})
+        route = self.routes.get(path)
+        if route is None:
+            return Reply.error(404, f"no route {path}")
+        return scripted or route(body if isinstance(body, dict) else {})
+
+    # -- HTTP/1.1 ----------------------------------------------------------------------
+
+    async def _connection(self, reader: asyncio.StreamReader, writer: asyncio.StreamWriter) -> None:
+        try:
+            while True:
+                try:
+                    head = await reader.readuntil(b"\r\n\r\n")
+                except (asyncio.IncompleteReadError, asyncio.LimitOverrunError, ConnectionError):
+                    return
+                lines = head.decode("latin-1").split("\r\n")
+                method, target, _ = (lines[0].split(" ") + ["", ""])[:3]
+                headers = {k.strip().lower(): v.strip() for k, _, v in (ln.partition(":") for ln in lines[1:] if ln)}
+                raw = await reader.readexactly(int(headers.get("content-length") or 0))
+                try:
+                    body = json.loads(raw or b"{}") if method == "POST" else None
+                except ValueError:
+                    body = None
+                reply = self._respond(target.split("?")[0], body, headers)
+                await asyncio.sleep(self.latency + reply.delay)
+                payload = reply.body if isinstance(reply.body, (str, bytes)) else json.dumps(reply.body)
+                data = payload.encode() if isinstance(payload, str) else payload
+                extra = "".join(f"{k}: {v}\r\n" for k, v in reply.headers.items())
+                writer.write(
+                    f"HTTP/1.1 {reply.status} {HTTPStatus(reply.status).phrase}\r\nContent-Type: application/json\r\n"
+                    f"Content-Length: {len(data)}\r\n{extra}\r\n".encode() + data
+                )
+                await writer.drain()
+                if headers.get("connection", "").lower() == "close":
+                    return
+        except (ConnectionError, asyncio.CancelledError):
+            return
+        finally:
+            writer.close()
+
+
+def main() -> None:
+    parser = argparse.ArgumentParser(description="loopback OpenAI-compatible chat server")
+    parser.add_argument("--latency", type=float, default=0.0, help="seconds per request")
+    parser.add_argument("--port", type=int, default=0)
+    args = parser.parse_args()
+    server = OpenAIServer(latency=args.latency, port=args.port).start()
+    print(f"PORT {server.port}", flush=True)
+    try:
+        threading.Event().wait()
+    except KeyboardInterrupt:
+        server.stop()
+
+
+if __name__ == "__main__":
+    main()
