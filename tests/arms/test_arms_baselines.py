@@ -50,13 +50,15 @@ def test_arm_checks_count_items_not_lines() -> None:
             {"item_id": "b0", "n_retrieved": 5, "error": None},
             {"item_id": "b1", "n_retrieved": 4, "error": None},
             {"item_id": "b2", "n_retrieved": None, "error": "search: boom"}]
-    sizes = [3, 6, 6, 6]  # s1's history has 3 records, the others 6
+    sizes = {"s1": 3, "b0": 6, "b1": 6, "b2": 6}  # s1's history has 3 records, the others 6
     counts, warnings = arm_checks(rows, sizes, 4, "lexical")
     assert counts == {"over_top_k": 1, "history_within_top_k": 1}
     assert warnings == ["the arm returned more than top_k=4 hits on 1 of 3 items",
                         "top_k=4 >= the number of records in the history for 1 of 3 items: retrieval is bypassed there"]
     assert arm_checks(rows, sizes, 10, "lexical")[1] == [
         "top_k=10 >= the number of records in the history for 3 of 3 items: retrieval is bypassed there"]
+    assert arm_checks([{**r, "repeat": 1} for r in rows], sizes, 4, "lexical")[0] == {
+        "over_top_k": 0, "history_within_top_k": 0}  # repeats of an item are not counted again
     _, bypass = arm_checks(rows, sizes, 4, "full_context")
     assert bypass == ["search_mode=full_context does not rank: its retrieval figures are not a retrieval result"]
 
