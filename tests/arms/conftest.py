@@ -1,4 +1,7 @@
-"""Fixtures for the arm tests: the loopback servers (tests/servers/) and LoCoMo."""
+"""Fixtures for the arm tests: the reference memory server (tests/servers/) and LoCoMo.
+
+The OpenAI-compatible endpoint (chat and embeddings) is tests/conftest.py's ``openai_server``.
+"""
 
 from __future__ import annotations
 
@@ -7,7 +10,7 @@ from pathlib import Path
 from typing import Any
 
 import pytest
-from servers import embeddings_server, memory_server  # tests/servers: the loopback servers
+from servers import memory_server  # tests/servers: the loopback servers
 
 from arms.support import compose_run
 from memrun.config import BENCHMARK_RESERVED_KEYS
@@ -20,15 +23,6 @@ def memory() -> Iterator[tuple[memory_server.MemoryState, str]]:
     state = memory_server.MemoryState()
     server = memory_server.serve(state)
     yield state, f"http://127.0.0.1:{server.server_address[1]}"
-    server.shutdown()
-
-
-@pytest.fixture
-def embeddings() -> Iterator[tuple[embeddings_server.EmbeddingsState, str]]:
-    """An OpenAI-compatible embeddings endpoint on loopback: (its state, base URL ending /v1)."""
-    state = embeddings_server.EmbeddingsState()
-    server = embeddings_server.serve(state)
-    yield state, f"http://127.0.0.1:{server.server_address[1]}/v1"
     server.shutdown()
 
 

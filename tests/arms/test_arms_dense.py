@@ -6,6 +6,7 @@ import importlib.util
 
 import numpy as np
 import pytest
+from servers.openai_server import Reply
 
 from memrun.arms.dense import DenseArm
 from memrun.arms.embed_cache import CachedEmbedder, EmbeddingCache
@@ -15,57 +16,65 @@ from memrun.records import Record, gold_matches
 
 RECORDS = [Record("a", "Alice adopted a grey cat named Pixel"), Record("b", "Bob flew to Lisbon in May"),
            Record("c", "The team deployed version two on Friday"), Record("d", "Alice's cat likes tuna")]
+EMBEDDINGS = "/v1/embeddings"
 
 
-def openai_embedder(url: str, monkeypatch, **kwargs) -> OpenAIEmbedder:
+def openai_embedder(server, monkeypatch, **kwargs) -> OpenAIEmbedder:
     monkeypatch.setenv("MEMRUN_TEST_KEY", "sk-test")
-    return OpenAIEmbedder(model="text-embedding-3-small", base_url=url, api_key_env="MEMRUN_TEST_KEY", **kwargs)
+    return OpenAIEmbedder(model="text-embedding-3-small", base_url=server.base_url, api_key_env="MEMRUN_TEST_KEY",
+                          **kwargs)
 
 
-def test_openai_endpoint_request_and_ranking(embeddings, monkeypatch, tmp_path) -> None:
-    state, url = embeddings
-    state.api_key = "sk-test"
-    arm = DenseArm(embedder=openai_embedder(url, monkeypatch, batch_size=3), cache_dir=str(tmp_path))
+def sent(server) -> list[dict]:
+    """The bodies of the embeddings requests the server answered so far."""
+    return [entry.body for entry in server.log if entry.path == EMBEDDINGS]
+
+
+def test_openai_endpoint_request_and_ranking(openai_server, monkeypatch, tmp_path) -> None:
+    arm = DenseArm(embedder=openai_embedder(openai_server, monkeypatch, batch_size=3), cache_dir=str(tmp_path))
     assert arm.describe() == {"search_mode": "vector", "embedder": "text-embedding-3-small", "embedder_dim": 64}
     arm.ingest("h", RECORDS)
     hits = arm.search("where did Bob fly", 2)
     assert hits[0].key == "b" and len(hits) == 2 and hits[0].score > hits[1].score
     # The probe, then 4 records in batches of 3, then the query; every request names the model.
-    assert [len(r["input"]) for r in state.requests] == [1, 3, 1, 1]
-    assert {r["model"] for r in state.requests} == {"text-embedding-3-small"}
+    assert [len(b["input"]) for b in sent(openai_server)] == [1, 3, 1, 1]
+    assert {b["model"] for b in sent(openai_server)} == {"text-embedding-3-small"}
+    assert {e.headers["authorization"] for e in openai_server.log} == {"Bearer sk-test"}
     arm.close()
 
 
-def test_cache_serves_a_second_arm_without_requests(embeddings, monkeypatch, tmp_path) -> None:
-    state, url = embeddings
-    first = DenseArm(embedder=openai_embedder(url, monkeypatch), cache_dir=str(tmp_path))
+def test_cache_serves_a_second_arm_without_requests(openai_server, monkeypatch, tmp_path) -> None:
+    first = DenseArm(embedder=openai_embedder(openai_server, monkeypatch), cache_dir=str(tmp_path))
     first.ingest("h", RECORDS)
     expected = [h.key for h in first.search("Alice cat", 4)]
     first.close()
-    sent = state.texts_embedded
-    second = DenseArm(embedder=openai_embedder(url, monkeypatch), cache_dir=str(tmp_path))
+    requests = openai_server.count(EMBEDDINGS)
+    second = DenseArm(embedder=openai_embedder(openai_server, monkeypatch), cache_dir=str(tmp_path))
     second.ingest("h2", RECORDS[::-1] + RECORDS)  # the same texts, reordered and repeated
     second.ingest("h", RECORDS)
     assert [h.key for h in second.search("Alice cat", 4)] == expected
-    assert state.texts_embedded == sent  # nothing was embedded again
+    assert openai_server.count(EMBEDDINGS) == requests  # nothing was embedded again
     assert second.embedder.misses == 0 and second.embedder.hits == 4 + 4 + 1  # distinct texts: 2 ingests, 1 query
     second.close()
     # Another model name is another cache key: embedded afresh.
-    other = DenseArm(embedder=openai_embedder(url, monkeypatch, dimensions=16), cache_dir=str(tmp_path))
+    other = DenseArm(embedder=openai_embedder(openai_server, monkeypatch, dimensions=16), cache_dir=str(tmp_path))
     other.ingest("h", RECORDS)
     assert other.describe()["embedder"] == "text-embedding-3-small@16" and other.describe()["embedder_dim"] == 16
-    assert state.requests[-1]["dimensions"] == 16
+    assert sent(openai_server)[-1]["dimensions"] == 16
     other.close()
 
 
-def test_rate_limit_is_waited_out_and_errors_raise(embeddings, monkeypatch, tmp_path) -> None:
-    state, url = embeddings
-    embedder = openai_embedder(url, monkeypatch)
-    state.fail = [429]
-    assert embedder.embed(["one", "two"]).shape == (2, 64)  # waited (Retry-After: 0, clamped) and retried
-    state.fail = [400]
+def test_rate_limit_is_waited_out_and_errors_raise(openai_server, monkeypatch) -> None:
+    embedder = openai_embedder(openai_server, monkeypatch)
+    openai_server.script(Reply.rate_limited(retry_after="0"))
+    assert embedder.embed(["one", "two"]).shape == (2, 64)  # waited (Retry-After clamped to 0.2 s) and retried
+    assert openai_server.count(EMBEDDINGS) == 2
+    openai_server.script(Reply.error(400, "bad input"))
     with pytest.raises(Exception, match="HTTP 400"):
         embedder.embed(["three"])
+    openai_server.script(Reply.malformed())
+    with pytest.raises(ArmError, match="did not answer with data"):
+        embedder.embed(["four"])
 
 
 def test_missing_key_and_bad_batch_size(monkeypatch) -> None:

@@ -1,4 +1,4 @@
-"""A loopback server speaking the OpenAI chat completions API, scripted per request.
+"""A loopback server speaking the OpenAI chat completions and embeddings APIs, scripted per request.
 
 For tests and benches only; it listens on 127.0.0.1 and never reaches a real API.
 
@@ -13,8 +13,10 @@ else the route's default: for chat completions, ``server.responder(body) -> str`
 The server counts requests per route and logs them (arrival time, path, parsed body).
 
 Routes live in :attr:`OpenAIServer.routes` (path -> handler taking the parsed body and
-returning a :class:`Reply`), so another endpoint, e.g. ``/v1/embeddings``, is one
-method plus one entry.
+returning a :class:`Reply`), so another endpoint is one method plus one entry.
+``/v1/embeddings`` answers with :func:`hashed_vector` (feature-hashed word counts of
+``embedding_dim`` buckets, or the request's ``dimensions``): texts sharing words are
+similar, so a dense arm on top of it retrieves sensibly, with no model.
 
 Run standalone (for benches, in its own process): ``python tests/servers/openai_server.py
 --latency 0.1`` prints ``PORT <n>`` and serves until killed; ``GET /_stats`` returns the
@@ -26,8 +28,10 @@ from __future__ import annotations
 import argparse
 import asyncio
 import json
+import re
 import threading
 import time
+import zlib
 from collections import Counter, deque
 from collections.abc import Callable
 from dataclasses import dataclass, field
@@ -101,6 +105,14 @@ def default_responder(body: dict[str, Any]) -> str:
     return "loopback answer"
 
 
+def hashed_vector(text: str, dim: int) -> list[float]:
+    """The embedding the server returns for ``text``: crc32 of each lower-cased word picks a bucket."""
+    vec = [0.0] * dim
+    for word in re.findall(r"[a-z0-9]+", text.lower()):
+        vec[zlib.crc32(word.encode()) % dim] += 1.0
+    return vec
+
+
 @dataclass
 class Logged:
     t: float
@@ -120,7 +132,10 @@ class OpenAIServer:
         self.latency = latency
         self.responder: Callable[[dict[str, Any]], str] = default_responder
         self.usage: tuple[int | None, int | None] = (10, 5)
-        self.routes: dict[str, Callable[[dict[str, Any]], Reply]] = {"/v1/chat/completions": self._chat}
+        self.embedding_dim = 64
+        self.routes: dict[str, Callable[[dict[str, Any]], Reply]] = {
+            "/v1/chat/completions": self._chat, "/v1/embeddings": self._embeddings,
+        }
         self.log: list[Logged] = []
         self._counts: Counter[str] = Counter()
         self._queue: deque[Reply] = deque()
@@ -196,6 +211,12 @@ class OpenAIServer:
     def _chat(self, body: dict[str, Any]) -> Reply:
         prompt_tokens, completion_tokens = self.usage
         return Reply.ok(self.responder(body), prompt_tokens=prompt_tokens, completion_tokens=completion_tokens)
+
+    def _embeddings(self, body: dict[str, Any]) -> Reply:
+        dim = int(body.get("dimensions") or self.embedding_dim)
+        data = [{"object": "embedding", "index": i, "embedding": hashed_vector(t, dim)}
+                for i, t in reversed(list(enumerate(body.get("input", []))))]  # out of order, as the API allows
+        return Reply(200, {"object": "list", "data": data, "model": body.get("model")})
 
     def _respond(self, path: str, body: Any, headers: dict[str, str]) -> Reply:
         with self._lock:
