@@ -29,7 +29,8 @@ from memrun.arms.hybrid import HybridArm
 from memrun.benchmarks.download import data_dir
 from memrun.cli import conf_dir
 from memrun.config import BENCHMARK_RESERVED_KEYS, register
-from memrun.run import _build, execute
+from memrun.plugins import build
+from memrun.run import execute
 
 
 def compose_run(overrides: list[str]):
@@ -80,7 +81,7 @@ def main() -> int:
     parser.add_argument("--sample", type=int, default=2, help="conversations embedded for the throughput figure")
     args = parser.parse_args()
     cfg = compose_run(["benchmark=locomo"])
-    dataset = _build(cfg.benchmark, BENCHMARK_RESERVED_KEYS, "benchmark").load(data_dir(None))
+    dataset = build(cfg.benchmark, BENCHMARK_RESERVED_KEYS, "benchmark").load(data_dir(None))
     n_records = sum(len(g.records) for g in dataset.groups)
     print(f"LoCoMo: {len(dataset.groups)} conversations, {n_records} records, {dataset.n_items} questions")
 

@@ -13,6 +13,7 @@ import importlib
 import os
 import re
 import shutil
+import signal
 import sys
 from collections.abc import Sequence
 from pathlib import Path
@@ -121,6 +122,8 @@ def _run_hydra(args: list[str]) -> int:
     os.environ.setdefault("HYDRA_FULL_ERROR", "1")
     saved_argv = sys.argv
     sys.argv = ["memrun", *args]
+    # SIGTERM (a CI timeout, `kill`) ends a run like Ctrl-C: finished rows are merged and kept.
+    saved_term = signal.signal(signal.SIGTERM, _interrupt)
     try:
         app()
     except (HydraException, OmegaConfBaseException) as exc:
@@ -131,7 +134,12 @@ def _run_hydra(args: list[str]) -> int:
         return _fail("interrupted; the rows that finished are in the run folder", EXIT_INTERRUPTED)
     finally:
         sys.argv = saved_argv
+        signal.signal(signal.SIGTERM, saved_term)
     return failures[0].exit_code if failures else 0
+
+
+def _interrupt(signum: int, frame: object) -> None:
+    raise KeyboardInterrupt
 
 
 def explain_yaml_error(exc: Exception) -> str:

@@ -33,3 +33,7 @@ class ArmError(MemrunError):
 
 class RunTableError(MemrunError):
     """A run folder or items.parquet is missing or is not a memrun run table."""
+
+
+class RunFailed(MemrunError):
+    """Every item of a run failed: its rows were written, but it measured nothing."""

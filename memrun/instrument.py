@@ -57,6 +57,7 @@ class Instrument:
     run_id: str | None = None
     status: str = "running"  # running | complete | interrupted | failed | stopped (token budget)
     arm: str | None = None
+    arm_info: dict[str, Any] = field(default_factory=dict)  # what describe() reported beyond the fields above
     fake_providers: bool = False
     judge2_model: str | None = None  # axis=accuracy: the second judge, when one re-graded a sample
     judge2_prompt_sha256: str | None = None

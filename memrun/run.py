@@ -14,13 +14,10 @@ import json
 import subprocess
 import time
 import uuid
-from collections.abc import Mapping, Sequence
 from datetime import datetime, timezone
 from pathlib import Path
 from typing import Any
 
-from hydra.errors import InstantiationException
-from hydra.utils import instantiate
 from omegaconf import DictConfig, OmegaConf
 from rich.console import Console
 from rich.progress import BarColumn, MofNCompleteColumn, Progress, TextColumn, TimeElapsedColumn
@@ -28,40 +25,54 @@ from rich.progress import BarColumn, MofNCompleteColumn, Progress, TextColumn, T
 import memrun
 from memrun.accuracy.setup import AccuracySetup, LiteralSecretError, build_setup, check_no_secrets
 from memrun.accuracy.stage import AnswerStage, Retrieved
-from memrun.arms import BYPASS_MODES, Arm, describe
+from memrun.arms import DESCRIBE_KEYS, Arm, describe
 from memrun.benchmarks import Benchmark
 from memrun.benchmarks.download import data_dir
 from memrun.benchmarks.selection import select, selection_from_config
 from memrun.config import ARM_RESERVED_KEYS, BENCHMARK_RESERVED_KEYS, Axis
-from memrun.errors import ArmError, ConfigError, MemrunError
+from memrun.errors import ArmError, ConfigError, RunFailed
 from memrun.instrument import DENOMINATOR_RETRIEVAL, Instrument
 from memrun.io.schema import items_schema
 from memrun.io.writer import ItemsWriter
 from memrun.llm.endpoint import Redactor
 from memrun.metrics.accuracy import summarize_accuracy
 from memrun.metrics.by_category import summarize_by_granularity
-from memrun.metrics.retrieval import DEFAULT_KS, SESSION_PREFIX, item_columns, score_item, score_sessions
-from memrun.records import Dataset, GoldMatch, Group, Hit, Item, gold_matches
+from memrun.metrics.retrieval import DEFAULT_KS
+from memrun.plugins import build
+from memrun.records import Dataset
 from memrun.report.accuracy_summary import print_accuracy_summary
 from memrun.report.run_summary import print_retrieval_summary
+from memrun.retrieval import arm_checks, ingest, make_row, retrieve_group, search, sessions_of
 
 SUMMARY_FILE = "summary.json"
 
 
-def _build(node: DictConfig, reserved: Sequence[str], group: str) -> Any:
-    """Instantiate a group's ``_target_`` with its keys minus the ones memrun reads."""
-    if "_target_" not in node:
-        raise ConfigError(f"{group}: no _target_ key; name the class that implements the {group}")
-    params = {k: v for k, v in node.items() if k not in reserved}
+def _warn(message: str) -> None:
+    """A warning line on stderr (stdout carries the results)."""
+    _STDERR.print(f"[yellow]warning:[/] {message}", soft_wrap=True, highlight=False)
+
+
+_STDERR = Console(stderr=True)
+
+
+def _close(arm: Arm) -> str | None:
+    """Close the arm; a failure to close must not cost the rows, so it becomes a warning."""
     try:
-        return instantiate(OmegaConf.create(params), _convert_="all")
-    except InstantiationException as exc:
-        cause = exc.__cause__ or exc
-        kind = type(cause) if isinstance(cause, MemrunError) else ArmError  # keep DataError a DataError
-        text = " ".join(str(cause).split())  # Hydra spreads one message over several lines
-        if isinstance(cause, ImportError):
-            text += f"; {group}._target_ must name a class whose package is importable (installed or on PYTHONPATH)"
-        raise kind(f"{group}: could not build {node['_target_']}: {text}") from exc
+        arm.close()
+    except Exception as exc:  # noqa: BLE001
+        return f"arm.close() raised {type(exc).__name__}: {exc}"
+    return None
+
+
+def _positive_int(value: Any, key: str) -> int:
+    """``value`` as an int >= 1, else ConfigError naming ``key`` (user configs have no schema)."""
+    try:
+        number = int(value)
+    except (TypeError, ValueError):
+        number = 0
+    if number < 1 or (isinstance(value, float) and not value.is_integer()):
+        raise ConfigError(f"{key}={value!r}: must be a positive integer")
+    return number
 
 
 def _now() -> str:
@@ -86,70 +97,6 @@ def _git_commit() -> str | None:
     return sha.stdout.strip() + ("+dirty" if dirty.stdout.strip() else "")
 
 
-def _row(run_id: str, item: Item, dataset: Dataset, hits: list[Hit] | None, latency_ms: float | None,
-         error: str | None, ks: Sequence[int], session_of: dict[str, str | None]) -> dict[str, Any]:
-    scores = session_scores = None
-    if hits is not None and item.gold_keys:
-        matches = [gold_matches(h, item.gold_keys, dataset.gold_match) for h in hits]
-        scores = score_item(matches, len(set(item.gold_keys)), ks)
-    if hits is not None and item.gold_sessions:
-        session_scores = score_sessions([h.key for h in hits], session_of, item.gold_sessions, ks)
-    return {
-        "run_id": run_id,
-        "item_id": item.item_id,
-        "repeat": 0,
-        "cluster": item.cluster,
-        "category": item.category,
-        "category_label": dataset.categories.get(item.category, item.category),
-        "question": item.question,
-        "question_date": item.question_date,
-        "answer": item.answer,
-        "answer_raw": item.answer_raw,
-        "gold_keys": list(item.gold_keys),
-        "gold_keys_raw": list(item.gold_keys_raw),
-        "extra": json.dumps(item.extra, ensure_ascii=False) if item.extra else None,
-        "retrieved_keys": None if hits is None else [h.key for h in hits],
-        "retrieved_scores": None if hits is None else [h.score for h in hits],
-        "n_retrieved": None if hits is None else len(hits),
-        "search_latency_ms": latency_ms,
-        "error": error,
-        "gold_sessions": list(item.gold_sessions),
-        "abstention": item.abstention,
-        **item_columns(scores, ks),
-        **item_columns(session_scores, ks, SESSION_PREFIX),
-    }
-
-
-def arm_checks(rows: Sequence[dict[str, Any]], history_sizes: Mapping[str, int], top_k: int,
-               search_mode: str | None) -> tuple[dict[str, int], list[str]]:
-    """Count the items whose ranking is not a top-k retrieval, and say so once each.
-
-    rows: the run's rows (repeat 0 is counted); history_sizes: item_id -> records in its
-    history (items missing from it are not counted there).
-    ``over_top_k``: items whose arm returned more than ``top_k`` hits.
-    ``history_within_top_k``: items whose history has at most ``top_k`` records, so
-    retrieval is bypassed (any arm may return the whole history). Arms whose
-    ``search_mode`` is in :data:`memrun.arms.BYPASS_MODES` get one line saying so instead.
-    Errored rows are not counted. Returns (counts, warning lines).
-    """
-    done = [r for r in rows if r.get("error") is None and not r.get("repeat")]
-    counts = {
-        "over_top_k": sum(1 for r in done if (r["n_retrieved"] or 0) > top_k),
-        "history_within_top_k": sum(1 for r in done if history_sizes.get(r["item_id"], top_k + 1) <= top_k),
-    }
-    if search_mode in BYPASS_MODES:
-        return counts, [f"search_mode={search_mode} does not rank: its retrieval figures are not a retrieval result"]
-    warnings = []
-    if counts["over_top_k"]:
-        warnings.append(f"the arm returned more than top_k={top_k} hits on {counts['over_top_k']} of {len(done)} items")
-    if counts["history_within_top_k"]:
-        warnings.append(
-            f"top_k={top_k} >= the number of records in the history for {counts['history_within_top_k']} of "
-            f"{len(done)} items: retrieval is bypassed there"
-        )
-    return counts, warnings
-
-
 def _progress(console: Console, enabled: bool, calls: bool = False) -> Progress:
     return Progress(
         TextColumn("[progress.description]{task.description}"),
@@ -162,56 +109,6 @@ def _progress(console: Console, enabled: bool, calls: bool = False) -> Progress:
         disable=not enabled,
         transient=True,
     )
-
-
-def _sessions(group: Group) -> dict[str, str | None]:
-    """Record key -> session, when an item of the group has session gold (else empty)."""
-    return {r.key: r.session for r in group.records} if any(i.gold_sessions for i in group.items) else {}
-
-
-def _ingest(arm: Arm, group: Group) -> str | None:
-    """Ingest one history; the error text (recorded on each of its items) or None."""
-    try:
-        arm.ingest(group.history_id, group.records)
-    except ArmError:
-        raise  # the arm is misconfigured or broke its protocol: stop, not an item error
-    except Exception as exc:  # noqa: BLE001 - recorded per item, never a miss
-        return f"ingest: {type(exc).__name__}: {exc}"
-    return None
-
-
-def _search(arm: Arm, item: Item, top_k: int, gold_match: GoldMatch) -> tuple[list[Hit] | None, float | None, str | None]:
-    """(hits, latency ms, error) of one search (``search_item`` for arms that have it, e.g. oracle)."""
-    t0 = time.perf_counter()
-    search_item = getattr(arm, "search_item", None)
-    try:
-        if callable(search_item):
-            hits = list(search_item(item, top_k, gold_match))
-        else:
-            hits = list(arm.search(item.question, top_k))
-    except ArmError:
-        raise
-    except Exception as exc:  # noqa: BLE001
-        return None, None, f"search: {type(exc).__name__}: {exc}"
-    return hits, (time.perf_counter() - t0) * 1000.0, None
-
-
-def _retrieve_group(arm: Arm, group: Group, top_k: int, gold_match: GoldMatch) -> list[Retrieved]:
-    """Ingest a group and search each item (and take the arm's own answer when it has one)."""
-    ingest_error = _ingest(arm, group)
-    session_of = _sessions(group)
-    answer_for = getattr(arm, "answer_for", None)
-    out = []
-    for item in group.items:
-        hits, latency, error = (None, None, ingest_error) if ingest_error else _search(arm, item, top_k, gold_match)
-        answer = None
-        if error is None and callable(answer_for):
-            try:
-                answer = answer_for(item)
-            except Exception as exc:  # noqa: BLE001
-                error = f"answer_for: {type(exc).__name__}: {exc}"
-        out.append(Retrieved(item, hits, latency, error, answer, session_of))
-    return out
 
 
 def _run_accuracy(
@@ -235,7 +132,7 @@ def _run_accuracy(
 
     async def main() -> None:
         try:
-            await stage.run(lambda group: _retrieve_group(arm, group, top_k, dataset.gold_match))
+            await stage.run(lambda group: retrieve_group(arm, group, top_k, dataset.gold_match))
         finally:
             await setup.llm.aclose()
 
@@ -263,25 +160,26 @@ def execute(cfg: DictConfig, out_dir: Path, console: Console) -> dict[str, Any]:
     ks = sorted({int(k) for k in raw_ks})
     if not ks or ks[0] < 1:
         raise ConfigError(f"ks={list(raw_ks)}: cut-offs must be positive integers")
-    top_k = int(cfg.arm.get("top_k", max(ks)))
+    top_k = _positive_int(cfg.arm.get("top_k", max(ks)), "arm.top_k")
+    _positive_int(cfg.get("repeats", 1), "repeats")
     selection = selection_from_config(cfg.benchmark)
-    benchmark: Benchmark = _build(cfg.benchmark, BENCHMARK_RESERVED_KEYS, "benchmark")
-    arm: Arm = _build(cfg.arm, ARM_RESERVED_KEYS, "arm")
+    benchmark: Benchmark = build(cfg.benchmark, BENCHMARK_RESERVED_KEYS, "benchmark")
+    arm: Arm = build(cfg.arm, ARM_RESERVED_KEYS, "arm")
     for method in ("ingest", "search", "close"):
         if not callable(getattr(arm, method, None)):
             raise ArmError(f"arm: {cfg.arm._target_} has no {method}() method; see memrun.arms.Arm")
     if top_k < max(ks):
-        console.print(
-            f"[yellow]warning:[/] arm.top_k={top_k} < max(ks)={max(ks)}: metrics @K for K > {top_k} see only "
+        _warn(
+            f"arm.top_k={top_k} < max(ks)={max(ks)}: metrics @K for K > {top_k} see only "
             f"{top_k} hits (and fewer sessions); set arm.top_k={max(ks)} or ks=[...] up to {top_k}"
         )
     setup = build_setup(cfg, arm) if accuracy else None  # API keys, prompts, judges: before any work
     for warning in setup.warnings if setup else []:
-        console.print(f"[yellow]warning:[/] {warning}")
+        _warn(warning)
 
     dataset = select(benchmark.load(data_dir(cfg.data_dir)), selection)
     for warning in dataset.warnings:
-        console.print(f"[yellow]warning:[/] {warning}")
+        _warn(warning)
     n_warned = len(dataset.warnings)
     run_id = f"{cfg.benchmark.name}-{cfg.arm.name}-{datetime.now():%Y%m%d-%H%M%S}-{uuid.uuid4().hex[:6]}"
     arm_fields = describe(arm)
@@ -310,7 +208,8 @@ def execute(cfg: DictConfig, out_dir: Path, console: Console) -> dict[str, Any]:
         git_commit=_git_commit(),
         started_at=_now(),
         config=OmegaConf.to_container(cfg, resolve=True),  # type: ignore[arg-type]
-        **{k: v for k, v in arm_fields.items() if k in Instrument.comparability_fields()},
+        **{k: v for k, v in arm_fields.items() if k in DESCRIBE_KEYS and k != "fake_providers"},
+        arm_info={k: v for k, v in arm_fields.items() if k not in DESCRIBE_KEYS},
     )
     if setup:
         for key, value in setup.instrument.items():
@@ -332,20 +231,20 @@ def execute(cfg: DictConfig, out_dir: Path, console: Console) -> dict[str, Any]:
     try:
         with _progress(console, bool(cfg.progress), calls=accuracy) as progress:
             if setup:
-                def make_row(r: Retrieved) -> dict[str, Any]:
-                    return _row(run_id, r.item, dataset, r.hits, r.latency_ms, r.error, ks, r.session_of)
+                def accuracy_row(r: Retrieved) -> dict[str, Any]:
+                    return make_row(run_id, r.item, dataset, r.hits, r.latency_ms, r.error, ks, r.session_of)
 
-                stopped = _run_accuracy(setup, dataset, arm, top_k, make_row, emit, progress, label)
+                stopped = _run_accuracy(setup, dataset, arm, top_k, accuracy_row, emit, progress, label)
             else:
                 task = progress.add_task(label, total=dataset.n_items, errors=0)
                 for group in dataset.groups:
-                    session_of = _sessions(group)
-                    ingest_error = _ingest(arm, group)
+                    session_of = sessions_of(group)
+                    ingest_error = ingest(arm, group)
                     for item in group.items:
                         history_sizes[item.item_id] = len(group.records)
                         hits, latency, error = (
-                            (None, None, ingest_error) if ingest_error else _search(arm, item, top_k, dataset.gold_match))
-                        emit(_row(run_id, item, dataset, hits, latency, error, ks, session_of))
+                            (None, None, ingest_error) if ingest_error else search(arm, item, top_k, dataset.gold_match))
+                        emit(make_row(run_id, item, dataset, hits, latency, error, ks, session_of))
                         progress.update(task, advance=1, errors=instrument.n_errors)
         instrument.status = "stopped" if stopped else "complete"
     except KeyboardInterrupt:
@@ -355,12 +254,15 @@ def execute(cfg: DictConfig, out_dir: Path, console: Console) -> dict[str, Any]:
         instrument.status = "failed"
         raise
     finally:
-        arm.close()
+        close_error = _close(arm)
+        if close_error:
+            instrument.warnings.append(close_error)
         instrument.finished_at = _now()
         instrument.n_rows = len(rows)
         # Lazy groups finish their counts and warnings while they are produced.
         instrument.load_counts = dict(dataset.counts)
-        instrument.warnings = list(dataset.warnings) + (setup.warnings if setup else [])
+        instrument.warnings = list(dataset.warnings) + (setup.warnings if setup else []) + \
+            ([close_error] if close_error else [])
         if instrument.n_items is None and instrument.status == "complete":
             instrument.n_items = len({r["item_id"] for r in rows})  # accuracy: rows are item x repeat
         check_counts, check_warnings = arm_checks(rows, history_sizes, top_k, instrument.search_mode)
@@ -388,16 +290,27 @@ def execute(cfg: DictConfig, out_dir: Path, console: Console) -> dict[str, Any]:
             warnings=check_warnings,
         )
         (out_dir / SUMMARY_FILE).write_text(json.dumps(summary, indent=2) + "\n")
-    for warning in [*dataset.warnings[n_warned:], *check_warnings]:
-        console.print(f"[yellow]warning:[/] {warning}")
+    for warning in [*dataset.warnings[n_warned:], *check_warnings, *([close_error] if close_error else [])]:
+        _warn(warning)
     if setup:
         print_accuracy_summary(console, summary, title=f"{label} (accuracy axis)", out_dir=str(out_dir))
-        return summary
-    print_retrieval_summary(
-        console, summary, ks=ks, title=f"{label} (retrieval axis)",
-        load_counts=dataset.counts, out_dir=str(out_dir),
-    )
+    else:
+        print_retrieval_summary(
+            console, summary, ks=ks, title=f"{label} (retrieval axis)",
+            load_counts=dataset.counts, out_dir=str(out_dir),
+        )
+    _report_errors(rows)
     return summary
+
+
+def _report_errors(rows: list[dict[str, Any]]) -> None:
+    """Say why items failed (the first error); raise RunFailed when every item failed."""
+    errors = [r["error"] for r in rows if r.get("error")]
+    if not errors:
+        return
+    if len(errors) == len(rows):
+        raise RunFailed(f"every item failed ({len(rows)} rows, kept in the run folder); the first error: {errors[0]}")
+    _warn(f"{len(errors)} of {len(rows)} rows failed and are excluded from every ratio; the first error: {errors[0]}")
 
 
 def _accuracy_summary(

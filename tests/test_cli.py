@@ -9,7 +9,6 @@ import subprocess
 import time
 from pathlib import Path
 
-import pyarrow.parquet as pq
 import pytest
 from conftest import memrun_exe, run_dirs, run_memrun
 
@@ -193,3 +192,60 @@ def test_wheel_carries_the_configs(tmp_path):
               "memrun/conf/judge/none.yaml", "memrun/benchmarks/data/synthetic.json"):
         assert f in names
     assert not any(n.startswith("conf/") for n in names)
+
+
+@pytest.mark.parametrize(
+    "breaks,needle",
+    [
+        ("strings", "BrokenArm.search returned a str in its list; each hit must be a memrun.records.Hit"),
+        ("none", "BrokenArm.search returned NoneType; it must return a list of memrun.records.Hit"),
+        ("describe_raises", "BrokenArm.describe() raised RuntimeError: no health endpoint"),
+        ("describe_list", "BrokenArm.describe() returned list; it must return a dict"),
+        ("describe_benchmark", "BrokenArm.describe() reports benchmark, which the run sets itself"),
+        ("ingest_raises", "every item failed (30 rows, kept in the run folder); the first error: ingest: ValueError"),
+    ],
+)
+def test_an_arm_that_breaks_the_protocol_is_one_line(tmp_path, breaks, needle):
+    done = run_memrun(["--config-dir", str(USER_PROJECT / "conf"), "arm=broken", f"arm.breaks={breaks}",
+                       "progress=false"], tmp_path, user_env())
+    assert done.returncode == 2, done.stderr
+    assert "Traceback" not in done.stderr
+    assert needle in done.stderr.strip().splitlines()[-1]
+
+
+def test_close_raising_keeps_every_row(tmp_path):
+    done = run_memrun(["--config-dir", str(USER_PROJECT / "conf"), "arm=broken", "arm.breaks=close_raises",
+                       "progress=false"], tmp_path, user_env())
+    assert done.returncode == 0, done.stderr
+    run = read_run(run_dirs(tmp_path / "outputs")[0])
+    assert run.complete and run.table.num_rows == 30
+    assert any("arm.close() raised RuntimeError: boom close" in w for w in run.instrument.warnings)
+    assert run.instrument.arm_info == {"note": "kept as arm_info"}
+    assert "boom close" in done.stderr
+
+
+@pytest.mark.parametrize("override,needle", [
+    ("arm.top_k=0", "arm.top_k=0: must be a positive integer"),
+    ("repeats=0", "repeats=0: must be a positive integer"),
+    ("arm.top_k=ten", "arm.top_k='ten': must be a positive integer"),
+])
+def test_out_of_range_values_are_config_errors(tmp_path, override, needle):
+    done = run_memrun(["--config-dir", str(USER_PROJECT / "conf"), "arm=keyword", override, "progress=false"],
+                      tmp_path, user_env())
+    assert done.returncode == 2 and needle in done.stderr
+    assert not (tmp_path / "outputs").exists() or not run_dirs(tmp_path / "outputs")
+
+
+def test_sigterm_keeps_finished_rows(tmp_path):
+    args = ["--config-dir", str(USER_PROJECT / "conf"), "arm=keyword", "+arm.delay_ms=300", "progress=false"]
+    proc = subprocess.Popen([*memrun_exe(), *args], cwd=tmp_path, env={**os.environ, **user_env()},
+                            stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
+    deadline = time.monotonic() + 60
+    while time.monotonic() < deadline and not list((tmp_path / "outputs").rglob(".hydra")):
+        time.sleep(0.1)
+    time.sleep(2.0)
+    proc.send_signal(signal.SIGTERM)
+    proc.communicate(timeout=60)
+    assert proc.returncode == 130
+    run = read_run(run_dirs(tmp_path / "outputs")[0])
+    assert run.complete and run.instrument.status == "interrupted" and 0 < run.table.num_rows < 30

@@ -16,9 +16,10 @@ documented for users in ``docs/arms.md``.
 
 from __future__ import annotations
 
-from collections.abc import Sequence
+from collections.abc import Mapping, Sequence
 from typing import Any, Protocol, runtime_checkable
 
+from memrun.errors import ArmError
 from memrun.records import GoldMatch, Hit, Item, Record
 
 
@@ -56,7 +57,34 @@ class ItemSearcher(Protocol):
 BYPASS_MODES = ("full_context", "oracle")
 
 
+DESCRIBE_KEYS = ("search_mode", "embedder", "embedder_dim", "server_build", "server_model", "index_revision",
+                 "crediting", "fake_providers")
+"""The instrument fields an arm may set from ``describe()``; other keys it reports are kept
+as the instrument's ``arm_info`` (provenance, not compared)."""
+RESERVED_KEYS = ("axis", "benchmark", "split", "slice", "dataset_sha256", "corrections_sha256", "denominator",
+                 "reader_model", "reader_prompt_sha256", "judge_model", "judge_prompt_sha256", "context_policy",
+                 "run_id", "status", "arm")
+"""Instrument fields the run sets; an arm's ``describe()`` may not report them."""
+
+
 def describe(arm: object) -> dict[str, Any]:
-    """The arm's own instrument fields (``search_mode``, ``embedder``, ...), or {}."""
+    """The arm's own instrument fields (``search_mode``, ``embedder``, ...), or {}.
+
+    Raises ArmError when ``describe()`` raises, returns something other than a mapping,
+    or names a field outside :data:`DESCRIBE_KEYS`.
+    """
     fn = getattr(arm, "describe", None)
-    return dict(fn()) if callable(fn) else {}
+    if not callable(fn):
+        return {}
+    name = type(arm).__name__
+    try:
+        fields = fn()
+    except Exception as exc:  # noqa: BLE001 - a user's arm: say where it failed
+        raise ArmError(f"arm: {name}.describe() raised {type(exc).__name__}: {exc}") from exc
+    if not isinstance(fields, Mapping):
+        raise ArmError(f"arm: {name}.describe() returned {type(fields).__name__}; it must return a dict")
+    clash = sorted(str(k) for k in fields if k in RESERVED_KEYS or not isinstance(k, str))
+    if clash:
+        raise ArmError(f"arm: {name}.describe() reports {', '.join(clash)}, which the run sets itself; "
+                       f"an arm reports {', '.join(DESCRIBE_KEYS)} and any keys of its own")
+    return dict(fields)

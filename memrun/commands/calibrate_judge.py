@@ -69,7 +69,7 @@ def main(argv: list[str]) -> int:
     from memrun.judges.calibration import build_probes, calibration_from, grade_probes
     from memrun.llm.cache import CallCache
     from memrun.llm.service import LLMService
-    from memrun.run import _build
+    from memrun.plugins import build
 
     check_no_secrets(cfg)
     if cfg.judge.name == "none":
@@ -79,7 +79,7 @@ def main(argv: list[str]) -> int:
     llm = LLMService(cache, concurrency=int(cfg.concurrency), policy=HttpPolicy(attempts=int(cfg.http_attempts)),
                      timeout=float(cfg.request_timeout_s))
     judge = build_judge(cfg.judge, "judge", llm)
-    dataset = _build(cfg.benchmark, BENCHMARK_RESERVED_KEYS, "benchmark").load(data_dir(cfg.data_dir))
+    dataset = build(cfg.benchmark, BENCHMARK_RESERVED_KEYS, "benchmark").load(data_dir(cfg.data_dir))
     probes = build_probes(dataset, n=args.n, seed=args.seed,
                           abstention_categories=getattr(judge, "abstention_categories", ()))
 

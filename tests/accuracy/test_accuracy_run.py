@@ -9,6 +9,8 @@ from pathlib import Path
 
 import pytest
 
+from memrun.errors import RunFailed
+
 from accuracy.helpers import KEY, execute_run, field, gold_judge, is_judge, rows, run_memrun, summary
 from memrun.benchmarks.synthetic import Synthetic
 from memrun.cli import main
@@ -118,8 +120,9 @@ def test_request_errors_are_counted_and_excluded(server, tmp_path):
 
 def test_unparseable_verdicts_are_errors_not_misses(server, tmp_path):
     server.responder = lambda body: "INCORRECT-ish" if is_judge(prompt_text(body)) else "x"
-    out, printed = execute_run(tmp_path, "judge=gpt41")
-    s = summary(out)
+    with pytest.raises(RunFailed, match="every item failed .* the first error: .*INCORRECT-ish"):
+        execute_run(tmp_path, "judge=gpt41")  # nothing was measured: a failed run, its rows kept
+    s = summary(tmp_path / "run")
     assert s["overall_all"]["errors"] == N_ITEMS and s["overall_all"]["wrong"] == 0
     assert s["overall_all"]["accuracy"] is None
 
@@ -167,8 +170,9 @@ def test_context_overflow_skip_and_truncate(server, tmp_path):
     assert any(r["context_dropped"] for r in table) and not any(r["label"] == "error" for r in table)
 
 
-def test_pinned_reader_override_warns_and_is_recorded(server, tmp_path):
-    out, printed = execute_run(tmp_path, "judge=gpt4o", "reader.model=gpt-4o-mini-2024-07-18")
-    assert "overrides synthetic's pinned gpt-4.1-mini" in printed and "not synthetic's pinned judge" in printed
+def test_pinned_reader_override_warns_and_is_recorded(server, tmp_path, capsys):
+    out, _ = execute_run(tmp_path, "judge=gpt4o", "reader.model=gpt-4o-mini-2024-07-18")
+    warned = capsys.readouterr().err  # warnings go to stderr, results to stdout
+    assert "overrides synthetic's pinned gpt-4.1-mini" in warned and "not synthetic's pinned judge" in warned
     inst = read_run(out).instrument
     assert inst.reader_model == "gpt-4o-mini-2024-07-18" and any("overrides" in w for w in inst.warnings)

@@ -14,7 +14,7 @@ from servers import memory_server  # tests/servers: the loopback servers
 
 from arms.support import compose_run
 from memrun.config import BENCHMARK_RESERVED_KEYS
-from memrun.run import _build
+from memrun.plugins import build
 
 
 @pytest.fixture
@@ -29,5 +29,5 @@ def memory() -> Iterator[tuple[memory_server.MemoryState, str]]:
 @pytest.fixture(scope="session")
 def locomo(data_dir: Path) -> Any:
     """LoCoMo as conf/benchmark/locomo.yaml loads it (``data_dir``: tests/conftest.py)."""
-    benchmark = _build(compose_run(["benchmark=locomo"]).benchmark, BENCHMARK_RESERVED_KEYS, "benchmark")
+    benchmark = build(compose_run(["benchmark=locomo"]).benchmark, BENCHMARK_RESERVED_KEYS, "benchmark")
     return benchmark.load(data_dir)

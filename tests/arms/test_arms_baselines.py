@@ -10,7 +10,7 @@ from memrun.arms.oracle import OracleArm
 from memrun.errors import ArmError
 from memrun.io.reader import read_run
 from memrun.records import Item, Record
-from memrun.run import arm_checks
+from memrun.retrieval import arm_checks
 
 RECORDS = [Record(f"D{s}:{i}", "x" * 10, session=f"session_{s}") for s in (1, 2) for i in (1, 2, 3)]
 

@@ -20,7 +20,7 @@ from memrun.config import ARM_RESERVED_KEYS
 from memrun.errors import ArmError
 from memrun.io.reader import read_run
 from memrun.records import Record
-from memrun.run import _build
+from memrun.plugins import build
 
 RECORDS = [Record("D1:1", "Ann: I adopted a grey cat", "1 May 2023", "session_1"),
            Record("D1:2", "Ben: what is the cat called", "1 May 2023", "session_1"),
@@ -30,7 +30,7 @@ RECORDS = [Record("D1:1", "Ann: I adopted a grey cat", "1 May 2023", "session_1"
 def http_arm(url: str, ledger: Path, *overrides: str) -> HttpArm:
     """The arm as conf/arm/http.yaml (the worked example) builds it, plus overrides."""
     cfg = compose_run(["arm=http", f"arm.base_url={url}", f"arm.ledger_dir={ledger}", *overrides])
-    return _build(cfg.arm, ARM_RESERVED_KEYS, "arm")  # as the run builds it, errors included
+    return build(cfg.arm, ARM_RESERVED_KEYS, "arm")  # as the run builds it, errors included
 
 
 def ledger_files(ledger: Path) -> list[str]:

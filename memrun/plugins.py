@@ -1,0 +1,33 @@
+"""Build benchmarks and arms from their config nodes (Hydra ``_target_`` + ``instantiate``).
+
+A built-in and a user's class are configured the same way; the keys memrun reads itself
+(:data:`memrun.config.ARM_RESERVED_KEYS`, :data:`memrun.config.BENCHMARK_RESERVED_KEYS`)
+are not passed to the constructor.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+from typing import Any
+
+from hydra.errors import InstantiationException
+from hydra.utils import instantiate
+from omegaconf import DictConfig, OmegaConf
+
+from memrun.errors import ArmError, ConfigError, MemrunError
+
+
+def build(node: DictConfig, reserved: Sequence[str], group: str) -> Any:
+    """Instantiate a group's ``_target_`` with its keys minus the ones memrun reads."""
+    if "_target_" not in node:
+        raise ConfigError(f"{group}: no _target_ key; name the class that implements the {group}")
+    params = {k: v for k, v in node.items() if k not in reserved}
+    try:
+        return instantiate(OmegaConf.create(params), _convert_="all")
+    except InstantiationException as exc:
+        cause = exc.__cause__ or exc
+        kind = type(cause) if isinstance(cause, MemrunError) else ArmError  # keep DataError a DataError
+        text = " ".join(str(cause).split())  # Hydra spreads one message over several lines
+        if isinstance(cause, ImportError):
+            text += f"; {group}._target_ must name a class whose package is importable (installed or on PYTHONPATH)"
+        raise kind(f"{group}: could not build {node['_target_']}: {text}") from exc
