@@ -67,6 +67,14 @@ RESERVED_KEYS = ("axis", "benchmark", "split", "slice", "dataset_sha256", "corre
 """Instrument fields the run sets; an arm's ``describe()`` may not report them."""
 
 
+def ranked_hits(records: Sequence[Record], order: Any, scores: Any, k: int) -> list[Hit]:
+    """The first ``k`` hits of a ranking: record indices ``order`` (best first) and their scores."""
+    return [
+        Hit(key=records[i].key, score=float(s), text=records[i].text)
+        for i, s in zip(order[:k], scores[:k])
+    ]
+
+
 def describe(arm: object) -> dict[str, Any]:
     """The arm's own instrument fields (``search_mode``, ``embedder``, ...), or {}.
 

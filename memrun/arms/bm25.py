@@ -16,6 +16,7 @@ from typing import Any
 import bm25s
 import numpy as np
 
+from memrun.arms import ranked_hits
 from memrun.errors import ArmError
 from memrun.records import Hit, Record
 
@@ -69,10 +70,7 @@ class BM25Arm:
 
     def search(self, query: str, k: int) -> list[Hit]:
         order, scores = self.rank(query)
-        return [
-            Hit(key=self._records[i].key, score=float(s), text=self._records[i].text)
-            for i, s in zip(order[:k], scores[:k])
-        ]
+        return ranked_hits(self._records, order, scores, k)
 
     def close(self) -> None:
         self._index = None

@@ -14,6 +14,7 @@ from typing import Any
 
 import numpy as np
 
+from memrun.arms import ranked_hits
 from memrun.arms.embed_cache import CachedEmbedder, Embedder, EmbeddingCache
 from memrun.records import Hit, Record
 
@@ -58,10 +59,7 @@ class DenseArm:
 
     def search(self, query: str, k: int) -> list[Hit]:
         order, scores = self.rank(query)
-        return [
-            Hit(key=self._records[i].key, score=float(s), text=self._records[i].text)
-            for i, s in zip(order[:k], scores[:k])
-        ]
+        return ranked_hits(self._records, order, scores, k)
 
     def close(self) -> None:
         self.embedder.close()

@@ -18,6 +18,7 @@ from typing import Any
 
 import numpy as np
 
+from memrun.arms import ranked_hits
 from memrun.arms.bm25 import BM25Arm
 from memrun.arms.dense import DenseArm
 from memrun.arms.embed_cache import Embedder
@@ -108,10 +109,8 @@ class HybridArm:
     def fuse(self, lexical: np.ndarray, vector: np.ndarray, k: int) -> list[Hit]:
         """The top ``k`` hits of the fused rankings (record indices, best first)."""
         scores = rrf_scores([lexical, vector], self.weights, len(self._records), rrf_k=self.rrf_k, depth=self.depth)
-        return [
-            Hit(key=self._records[i].key, score=float(scores[i]), text=self._records[i].text)
-            for i in top_k(scores, k)
-        ]
+        best = top_k(scores, k)
+        return ranked_hits(self._records, best, scores[best], k)
 
     def search(self, query: str, k: int) -> list[Hit]:
         return self.fuse(self.lexical.rank(query)[0], self.vector.rank(query)[0], k)
