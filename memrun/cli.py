@@ -156,9 +156,13 @@ def _schema_keys(type_name: str) -> list[str]:
     import dataclasses
 
     from memrun import config
+    from memrun.config import arms, benchmarks, llm
 
-    schema = getattr(config, type_name, None)
-    return [f.name for f in dataclasses.fields(schema)] if dataclasses.is_dataclass(schema) else []
+    for module in (config, benchmarks, arms, llm):
+        schema = getattr(module, type_name, None)
+        if dataclasses.is_dataclass(schema):
+            return [f.name for f in dataclasses.fields(schema)]
+    return []
 
 
 def _unknown_key(where: str, full_key: str, valid: list[str]) -> str:

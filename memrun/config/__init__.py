@@ -1,0 +1,123 @@
+"""Typed schemas for every config group (Hydra structured configs).
+
+The root schema and the registration live here; each group's schemas live in the
+module named after its package: :mod:`memrun.config.benchmarks`,
+:mod:`memrun.config.arms`, :mod:`memrun.config.llm` (reader and judges).
+
+The YAML files under ``conf/`` hold the values a reviewer reads; the dataclasses here
+hold the types. Each built-in group option starts its defaults list with its schema
+(``/schema/<group>/<name>@_here_``), so a typo such as ``arm.top_kk=5`` or a string
+where an int belongs fails while the config is composed, before any work starts.
+A user's own arm or benchmark config (``_target_`` plus its parameters) needs no schema.
+"""
+
+from __future__ import annotations
+
+import re
+from dataclasses import dataclass
+from enum import Enum
+from typing import Any, List, Optional
+
+from hydra.core.config_store import ConfigStore
+from omegaconf import MISSING, OmegaConf
+
+from memrun.config.arms import (
+    AnswersFileArmConfig,
+    BM25ArmConfig,
+    DenseArmConfig,
+    FullContextArmConfig,
+    HttpArmConfig,
+    HybridArmConfig,
+    LocalEmbedderConfig,
+    OpenAIEmbedderConfig,
+    OracleArmConfig,
+)
+from memrun.config.benchmarks import JsonlConfig, LocomoConfig, LongMemEvalConfig, SyntheticConfig
+from memrun.config.llm import (
+    ExactJudgeConfig,
+    F1JudgeConfig,
+    LLMJudgeConfig,
+    NoJudgeConfig,
+    ReaderConfig,
+    SubstringJudgeConfig,
+)
+
+
+class Axis(str, Enum):
+    """What a run measures. The two axes never mix in one number."""
+
+    recall = "recall"
+    accuracy = "accuracy"
+
+
+# Keys memrun reads itself from a group node; the rest go to the ``_target_`` class.
+ARM_RESERVED_KEYS = ("name", "top_k")
+BENCHMARK_RESERVED_KEYS = ("name", "ks", "slice", "sample", "limit", "corrections")
+
+
+class Denominator(str, Enum):
+    """Which accuracy the run's verdicts read (recorded in the instrument)."""
+
+    accuracy_abstain_wrong = "accuracy_abstain_wrong"  # correct / (correct + wrong + abstained)
+    accuracy = "accuracy"  # correct / (correct + wrong)
+
+
+@dataclass
+class RunConfig:
+    """The root config: one benchmark x arm x judge, plus run-wide settings."""
+
+    benchmark: Any = MISSING
+    arm: Any = MISSING
+    judge: Any = MISSING
+    axis: Axis = Axis.recall
+    repeats: int = 1
+    seed: int = 7
+    data_dir: Optional[str] = None
+    ks: Optional[List[int]] = None  # None: the benchmark's ks, else DEFAULT_KS
+    stale_check: bool = False
+    progress: bool = True
+    # -- accuracy axis (see docs/accuracy.md) --
+    reader: Any = MISSING
+    judge2: Any = MISSING
+    concurrency: int = 16
+    max_tokens_total: Optional[int] = None
+    cache_dir: Optional[str] = None
+    denominator: Denominator = Denominator.accuracy_abstain_wrong
+    judge2_sample: Optional[int] = 100
+    lexical_scores: bool = False
+    http_attempts: int = 4
+    request_timeout_s: float = 120.0
+
+
+def path_safe(name: object) -> str:
+    """``name`` as one path segment: separators and other unsafe characters become ``_``.
+
+    Used by the ``memrun_path`` resolver in ``hydra.run.dir`` so that an arm or benchmark
+    name such as ``../x`` cannot place a run outside ``outputs/``.
+    """
+    text = re.sub(r"[^A-Za-z0-9_.=+-]+", "_", str(name)).strip(".")
+    return text or "_"
+
+
+def register() -> None:
+    """Register the schemas with Hydra's ConfigStore and memrun's resolvers (idempotent)."""
+    if not OmegaConf.has_resolver("memrun_path"):
+        OmegaConf.register_new_resolver("memrun_path", path_safe)
+    cs = ConfigStore.instance()
+    cs.store(name="memrun_schema", node=RunConfig)
+    cs.store(group="schema/benchmark", name="locomo", node=LocomoConfig)
+    cs.store(group="schema/benchmark", name="synthetic", node=SyntheticConfig)
+    cs.store(group="schema/benchmark", name="longmemeval", node=LongMemEvalConfig)
+    cs.store(group="schema/benchmark", name="jsonl", node=JsonlConfig)
+    cs.store(group="schema/arm", name="bm25", node=BM25ArmConfig)
+    for name, node in (("dense", DenseArmConfig), ("hybrid", HybridArmConfig), ("full_context", FullContextArmConfig),
+                       ("oracle", OracleArmConfig), ("answers_file", AnswersFileArmConfig), ("http", HttpArmConfig)):
+        cs.store(group="schema/arm", name=name, node=node)
+    cs.store(group="schema/embedder", name="openai", node=OpenAIEmbedderConfig)
+    cs.store(group="schema/embedder", name="local", node=LocalEmbedderConfig)
+    cs.store(group="schema/judge", name="none", node=NoJudgeConfig)
+    cs.store(group="schema/judge", name="llm", node=LLMJudgeConfig)
+    cs.store(group="schema/judge", name="exact", node=ExactJudgeConfig)
+    cs.store(group="schema/judge", name="substring", node=SubstringJudgeConfig)
+    cs.store(group="schema/judge", name="f1", node=F1JudgeConfig)
+    cs.store(group="schema/reader", name="default", node=ReaderConfig)

@@ -1,0 +1,157 @@
+"""Schemas of the ``arm`` group and its ``embedder`` subgroup."""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+from typing import Any, Dict, Optional
+
+from omegaconf import MISSING
+
+
+@dataclass
+class BM25Params:
+    """BM25 parameters, shared by ``arm=bm25`` and ``arm=hybrid``'s ``bm25`` node."""
+
+    method: str = "lucene"
+    k1: float = 1.5
+    b: float = 0.75
+    stopwords: Optional[str] = "en"
+
+
+@dataclass
+class BM25ArmConfig(BM25Params):
+    """``arm=bm25``: in-process BM25 (bm25s) over one history's records."""
+
+    _target_: str = "memrun.arms.bm25.BM25Arm"
+    name: str = "bm25"
+    top_k: int = 10
+
+
+# -- arms beyond bm25 (see docs/arms.md) ---------------------------------------------
+
+
+@dataclass
+class OpenAIEmbedderConfig:
+    """``arm/embedder=openai``: an OpenAI-compatible embeddings endpoint."""
+
+    _target_: str = "memrun.arms.embedders.OpenAIEmbedder"
+    model: str = "text-embedding-3-small"
+    base_url: str = "https://api.openai.com/v1"
+    api_key_env: Optional[str] = "OPENAI_API_KEY"
+    dimensions: Optional[int] = None
+    batch_size: int = 256
+    timeout_s: float = 60.0
+
+
+@dataclass
+class LocalEmbedderConfig:
+    """``arm/embedder=minilm``: a sentence-transformers model on this machine."""
+
+    _target_: str = "memrun.arms.embedders.LocalEmbedder"
+    model: str = "all-MiniLM-L6-v2"
+    device: str = "cpu"
+    batch_size: int = 64
+    normalize: bool = True
+
+
+@dataclass
+class DenseArmConfig:
+    """``arm=dense``: cosine top-k over cached embeddings."""
+
+    _target_: str = "memrun.arms.dense.DenseArm"
+    name: str = "dense"
+    top_k: int = 10
+    embedder: Any = MISSING
+    cache_dir: Optional[str] = None
+    use_cache: bool = True
+
+
+@dataclass
+class HybridArmConfig:
+    """``arm=hybrid``: reciprocal rank fusion of bm25 and dense."""
+
+    _target_: str = "memrun.arms.hybrid.HybridArm"
+    name: str = "hybrid"
+    top_k: int = 10
+    embedder: Any = MISSING
+    weights: Dict[str, float] = field(default_factory=lambda: {"lexical": 1.0, "vector": 1.0})
+    rrf_k: float = 60.0
+    depth: Optional[int] = None
+    bm25: BM25Params = field(default_factory=BM25Params)
+    cache_dir: Optional[str] = None
+    use_cache: bool = True
+
+
+@dataclass
+class FullContextArmConfig:
+    """``arm=full_context``: the whole history, truncated under a recorded policy."""
+
+    _target_: str = "memrun.arms.full_context.FullContextArm"
+    name: str = "full_context"
+    top_k: int = 10
+    max_records: Optional[int] = None
+    max_chars: Optional[int] = None
+    keep: str = "last"
+
+
+@dataclass
+class OracleArmConfig:
+    """``arm=oracle``: only the gold evidence (turns or sessions)."""
+
+    _target_: str = "memrun.arms.oracle.OracleArm"
+    name: str = "oracle"
+    top_k: int = 10
+    level: str = "turn"
+
+
+@dataclass
+class AnswersFileArmConfig:
+    """``arm=answers_file``: answers already produced elsewhere (accuracy axis)."""
+
+    _target_: str = "memrun.arms.answers_file.AnswersFileArm"
+    name: str = "answers_file"
+    top_k: int = 10
+    path: str = MISSING
+    format: str = "auto"
+    id_column: Optional[str] = None
+    answer_column: Optional[str] = None
+
+
+@dataclass
+class HttpOperationConfig:
+    """One request of ``arm=http``: Jinja2 templates in, a JMESPath ``result`` out."""
+
+    method: str = "POST"
+    path: str = MISSING
+    body: Any = None
+    result: Optional[str] = None
+    record: Any = None
+
+
+@dataclass
+class HttpArmConfig:
+    """``arm=http``: a memory server described per operation."""
+
+    _target_: str = "memrun.arms.http.HttpArm"
+    name: str = "http"
+    top_k: int = 10
+    base_url: str = MISSING
+    health: Optional[HttpOperationConfig] = None
+    create: Optional[HttpOperationConfig] = None
+    ingest: HttpOperationConfig = MISSING
+    search: HttpOperationConfig = MISSING
+    erase: Optional[HttpOperationConfig] = None
+    auth_token_env: Optional[str] = None
+    auth_header: str = "Authorization"
+    auth_scheme: str = "Bearer"
+    headers: Dict[str, str] = field(default_factory=dict)
+    namespace_prefix: str = "memrun-"
+    keep_namespaces: bool = False
+    ledger_dir: Optional[str] = None
+    eval_flags: Dict[str, Any] = field(default_factory=dict)
+    crediting_flags: Dict[str, Any] = field(default_factory=dict)
+    crediting: bool = False
+    require_real_providers: bool = False
+    ingest_batch_size: int = 100
+    timeout_s: float = 30.0
+    attempts: int = 4

@@ -1,0 +1,105 @@
+"""Schemas of the ``benchmark`` group (and the selection keys every benchmark takes)."""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+from typing import Dict, List, Optional
+
+from omegaconf import MISSING
+
+
+# -- selection: every benchmark (see memrun.benchmarks.selection) -----------------------
+
+
+@dataclass
+class SliceConfig:
+    """``benchmark.slice``: keep items by category and/or id (None: no constraint)."""
+
+    category: Optional[List[str]] = None
+    question_type: Optional[List[str]] = None  # the same as category (LongMemEval's name)
+    ids: Optional[List[str]] = None
+    ids_file: Optional[str] = None
+
+
+@dataclass
+class SampleConfig:
+    """``benchmark.sample``: n items drawn under a seed (n None: no sampling)."""
+
+    n: Optional[int] = None
+    seed: int = 0
+
+
+@dataclass
+class SelectionConfig:
+    """Keys every benchmark schema carries; memrun reads them, the loader never sees them."""
+
+    ks: Optional[List[int]] = None  # the benchmark's default cut-offs (top-level ks wins)
+    slice: SliceConfig = field(default_factory=SliceConfig)
+    sample: SampleConfig = field(default_factory=SampleConfig)
+    limit: Optional[int] = None
+    corrections: Optional[str] = None
+
+
+@dataclass
+class LocomoConfig(SelectionConfig):
+    """``benchmark=locomo``: LoCoMo (Maharana et al., ACL 2024), locomo10.json."""
+
+    _target_: str = "memrun.benchmarks.locomo.LoCoMo"
+    name: str = "locomo"
+    split: str = MISSING
+    file: str = MISSING
+    url: Optional[str] = MISSING
+    sha256: Optional[str] = MISSING
+    path: Optional[str] = None
+    categories: Dict[int, str] = MISSING
+    expected_counts: Dict[int, int] = field(default_factory=dict)
+    comparable_categories: List[int] = field(default_factory=list)
+
+
+@dataclass
+class SyntheticConfig(SelectionConfig):
+    """``benchmark=synthetic``: the author-written smoke set shipped inside memrun."""
+
+    _target_: str = "memrun.benchmarks.synthetic.Synthetic"
+    name: str = "synthetic"
+    split: str = "smoke"
+    smoke_test: bool = True
+
+
+@dataclass
+class LongMemEvalFileConfig:
+    """One LongMemEval file: cleaned name, original release name, address, pinned sha256."""
+
+    file: str = MISSING
+    original: Optional[str] = None
+    url: Optional[str] = None
+    sha256: Optional[str] = None
+
+
+@dataclass
+class LongMemEvalConfig(SelectionConfig):
+    """``benchmark=longmemeval``: LongMemEval (Wu et al., ICLR 2025), splits s, m, oracle."""
+
+    _target_: str = "memrun.benchmarks.longmemeval.LongMemEval"
+    name: str = "longmemeval"
+    split: str = "s"
+    files: Dict[str, LongMemEvalFileConfig] = MISSING
+    path: Optional[str] = None
+    roles: List[str] = field(default_factory=lambda: ["user", "assistant"])
+    cluster_by: str = "question_type"
+    categories: Dict[str, str] = MISSING
+    expected_counts: Dict[str, int] = field(default_factory=dict)
+
+
+@dataclass
+class JsonlConfig(SelectionConfig):
+    """``benchmark=jsonl``: a team's own benchmark in memrun's JSON Lines format."""
+
+    _target_: str = "memrun.benchmarks.jsonl.JsonlBenchmark"
+    name: str = "jsonl"
+    path: Optional[str] = None
+    split: Optional[str] = None
+    gold_match: str = "key"
+    categories: Dict[str, str] = field(default_factory=dict)
+    comparable_categories: List[str] = field(default_factory=list)
+    task_averaged: bool = False

@@ -1,0 +1,94 @@
+"""Schemas of the accuracy axis: the ``reader``, ``judge`` and ``judge2`` groups."""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+from typing import Dict, List, Optional
+
+from omegaconf import MISSING
+
+
+@dataclass
+class NoJudgeConfig:
+    """``judge=none``: no judge (the retrieval axis needs none)."""
+
+    name: str = "none"
+    model: Optional[str] = None
+
+
+# -- accuracy axis: reader and judges (memrun/llm, memrun/judges) -----------------------
+
+
+@dataclass
+class ReaderPin:
+    """The reader (and judge) a benchmark's published numbers used."""
+
+    model: str = MISSING
+    prompt: str = MISSING
+    judge: Optional[str] = None
+
+
+@dataclass
+class ReaderConfig:
+    """``reader=default``: an OpenAI-compatible chat model (see memrun.llm.reader)."""
+
+    name: str = "default"
+    model: Optional[str] = None
+    prompt: Optional[str] = None
+    pins: Dict[str, ReaderPin] = field(default_factory=dict)
+    base_url: Optional[str] = None
+    base_url_env: Optional[str] = "OPENAI_BASE_URL"
+    api_key_env: str = "OPENAI_API_KEY"
+    provider: Optional[str] = None
+    temperature: float = 0.0
+    max_tokens: int = 256
+    max_context_tokens: Optional[int] = None
+    overflow: str = "truncate"
+    chars_per_token: float = 4.0
+
+
+@dataclass
+class LLMJudgeConfig:
+    """``judge=gpt41|gpt4o|claude``: an LLM judge (memrun.judges.llm.LLMJudge)."""
+
+    _target_: str = "memrun.judges.llm.LLMJudge"
+    name: str = MISSING
+    model: str = MISSING
+    prompts: Dict[str, str] = field(default_factory=lambda: {"default": "default", "abstention": "abstention"})
+    abstention_categories: List[str] = field(default_factory=list)
+    base_url: Optional[str] = None
+    base_url_env: Optional[str] = "OPENAI_BASE_URL"
+    api_key_env: str = "OPENAI_API_KEY"
+    provider: Optional[str] = None
+    temperature: float = 0.0
+    max_tokens: int = 256
+
+
+@dataclass
+class ExactJudgeConfig:
+    """``judge=exact``: normalized answer == normalized gold."""
+
+    _target_: str = "memrun.judges.lexical.ExactJudge"
+    name: str = "exact"
+    abstention_categories: List[str] = field(default_factory=lambda: ["adversarial"])
+    abstention_phrases: List[str] = field(default_factory=lambda: ["no information available", "not mentioned"])
+
+
+@dataclass
+class SubstringJudgeConfig(ExactJudgeConfig):
+    """``judge=substring``: the normalized gold occurs in the normalized answer."""
+
+    _target_: str = "memrun.judges.lexical.SubstringJudge"
+    name: str = "substring"
+
+
+@dataclass
+class F1JudgeConfig(ExactJudgeConfig):
+    """``judge=f1``: token F1 with a ``variant`` (locomo | mem0), CORRECT at ``threshold``."""
+
+    _target_: str = "memrun.judges.lexical.F1Judge"
+    name: str = "f1"
+    variant: str = "locomo"
+    threshold: float = 0.5
+    multi_answer_categories: List[str] = field(default_factory=lambda: ["multi-hop"])
+    first_answer_categories: List[str] = field(default_factory=lambda: ["open-domain"])
