@@ -10,14 +10,28 @@ from __future__ import annotations
 
 import json
 import time
+from dataclasses import dataclass, field
 from collections.abc import Mapping, Sequence
 from typing import Any
 
-from memrun.accuracy.stage import Retrieved
 from memrun.arms import BYPASS_MODES, Arm
 from memrun.errors import ArmError
 from memrun.metrics.retrieval import SESSION_PREFIX, item_columns, score_item, score_sessions
 from memrun.records import Dataset, GoldMatch, Group, Hit, Item, gold_matches
+
+
+@dataclass(frozen=True)
+class Retrieved:
+    """One item after retrieval: its hits (None when retrieval failed), search latency in
+    ms, the retrieval error, the arm's own answer when the arm answers itself, and its
+    group's record -> session map (for session gold)."""
+
+    item: Item
+    hits: list[Hit] | None
+    latency_ms: float | None
+    error: str | None
+    arm_answer: str | None = None
+    session_of: Mapping[str, str | None] = field(default_factory=dict)  # record key -> session (session gold)
 
 
 def make_row(run_id: str, item: Item, dataset: Dataset, hits: list[Hit] | None, latency_ms: float | None,

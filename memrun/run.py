@@ -16,15 +16,13 @@ import time
 import uuid
 from datetime import datetime, timezone
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from omegaconf import DictConfig, OmegaConf
 from rich.console import Console
 from rich.progress import BarColumn, MofNCompleteColumn, Progress, TextColumn, TimeElapsedColumn
 
 import memrun
-from memrun.accuracy.setup import AccuracySetup, LiteralSecretError, build_setup, check_no_secrets
-from memrun.accuracy.stage import AnswerStage, Retrieved
 from memrun.arms import DESCRIBE_KEYS, Arm, describe
 from memrun.benchmarks import Benchmark
 from memrun.benchmarks.download import data_dir
@@ -34,15 +32,16 @@ from memrun.errors import ArmError, ConfigError, RunFailed
 from memrun.instrument import DENOMINATOR_RETRIEVAL, Instrument
 from memrun.io.schema import items_schema
 from memrun.io.writer import ItemsWriter
-from memrun.llm.endpoint import Redactor
-from memrun.metrics.accuracy import summarize_accuracy
+from memrun.llm.endpoint import LiteralSecretError, Redactor, check_no_secrets
 from memrun.metrics.by_category import summarize_by_granularity
 from memrun.metrics.retrieval import DEFAULT_KS
 from memrun.plugins import build
 from memrun.records import Dataset
-from memrun.report.accuracy_summary import print_accuracy_summary
 from memrun.report.run_summary import print_retrieval_summary
-from memrun.retrieval import arm_checks, ingest, make_row, retrieve_group, search, sessions_of
+from memrun.retrieval import Retrieved, arm_checks, ingest, make_row, retrieve_group, search, sessions_of
+
+if TYPE_CHECKING:  # the accuracy axis imports the openai SDK (~1 s): only when it runs
+    from memrun.accuracy.setup import AccuracySetup
 
 SUMMARY_FILE = "summary.json"
 
@@ -127,6 +126,8 @@ def _run_accuracy(
         progress.update(task, advance=1, errors=errors,
                         calls=f"calls {stats.made} ({rate:.1f}/s) cached {stats.cached} tokens {stats.tokens}")
 
+    from memrun.accuracy.stage import AnswerStage
+
     stage = AnswerStage(setup, dataset, make_row, on_row)
     task = progress.add_task(label, total=stage.total, errors=0, calls="calls 0")
 
@@ -173,7 +174,11 @@ def execute(cfg: DictConfig, out_dir: Path, console: Console) -> dict[str, Any]:
             f"arm.top_k={top_k} < max(ks)={max(ks)}: metrics @K for K > {top_k} see only "
             f"{top_k} hits (and fewer sessions); set arm.top_k={max(ks)} or ks=[...] up to {top_k}"
         )
-    setup = build_setup(cfg, arm) if accuracy else None  # API keys, prompts, judges: before any work
+    setup = None
+    if accuracy:  # API keys, prompts, judges: checked before any work
+        from memrun.accuracy.setup import build_setup
+
+        setup = build_setup(cfg, arm)
     for warning in setup.warnings if setup else []:
         _warn(warning)
 
@@ -293,6 +298,8 @@ def execute(cfg: DictConfig, out_dir: Path, console: Console) -> dict[str, Any]:
     for warning in [*dataset.warnings[n_warned:], *check_warnings, *([close_error] if close_error else [])]:
         _warn(warning)
     if setup:
+        from memrun.report.accuracy_summary import print_accuracy_summary
+
         print_accuracy_summary(console, summary, title=f"{label} (accuracy axis)", out_dir=str(out_dir))
     else:
         print_retrieval_summary(
@@ -318,6 +325,8 @@ def _accuracy_summary(
     stopped: str | None,
 ) -> dict[str, Any]:
     """The accuracy summary, plus retrieval metrics over each item's first repeat."""
+    from memrun.metrics.accuracy import summarize_accuracy
+
     summary = summarize_accuracy(
         rows, categories=dataset.categories, comparable_categories=dataset.comparable_categories,
         denominator=setup.headline,

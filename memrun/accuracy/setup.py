@@ -14,14 +14,14 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
-from omegaconf import DictConfig, OmegaConf
+from omegaconf import DictConfig
 
 from memrun.errors import ConfigError
 from memrun.instrument import DENOMINATOR_ABSTAIN_WRONG, DENOMINATOR_EXCLUDE_ABSTAIN
 from memrun.http_policy import HttpPolicy
 from memrun.judges import Judge, build_judge
 from memrun.llm.cache import CallCache
-from memrun.llm.endpoint import Redactor, find_literal_secrets
+from memrun.llm.endpoint import Redactor
 from memrun.llm.prompts import load_prompt
 from memrun.llm.endpoint import resolve_endpoint
 from memrun.llm.reader import OVERFLOW_POLICIES, READER_FIELDS, Reader
@@ -38,29 +38,6 @@ def default_cache_dir() -> Path:
     from platformdirs import user_cache_dir
 
     return Path(user_cache_dir("memrun")) / "llm"
-
-
-class LiteralSecretError(ConfigError):
-    """The config carries a literal key; ``values`` are the secrets to redact from files already written."""
-
-    def __init__(self, message: str, values: list[str]) -> None:
-        super().__init__(message)
-        self.values = values
-
-
-def check_no_secrets(cfg: DictConfig) -> None:
-    """Refuse a config that carries a literal API key (memrun reads keys from the environment).
-
-    Raises LiteralSecretError naming the first offending key.
-    """
-    found = list(find_literal_secrets(OmegaConf.to_container(cfg, resolve=True)))
-    if found:
-        path, _ = found[0]
-        raise LiteralSecretError(
-            f"{path}: a literal key or token in the config would be saved with the run; remove it, "
-            "export it as an environment variable and name that variable with api_key_env",
-            [value for _, value in found],
-        )
 
 
 @dataclass

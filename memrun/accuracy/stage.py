@@ -19,7 +19,6 @@ from __future__ import annotations
 
 import asyncio
 from collections.abc import Callable, Mapping
-from dataclasses import dataclass, field
 from typing import Any
 
 from memrun.accuracy.setup import AccuracySetup
@@ -29,27 +28,14 @@ from memrun.llm.client import CallError
 from memrun.llm.service import BudgetExhausted
 from memrun.metrics.failure import failure_stage
 from memrun.metrics.stale import SUPERSEDED_KEY, stale_label
-from memrun.records import Dataset, Group, Hit, Item, Record
+from memrun.records import Dataset, Group, Record
+from memrun.retrieval import Retrieved
 from memrun.stats.labels import ABSTAIN, CORRECT, ERROR, WRONG
 
 Row = dict[str, Any]
 # Row fields holding text that came from an LLM endpoint or an error: the only places a
 # key echoed by a server could land, so the only ones redacted.
 NETWORK_TEXT = ("reader_answer", "judge_explanation", "judge2_explanation", "error")
-
-
-@dataclass(frozen=True)
-class Retrieved:
-    """One item after retrieval: its hits (None when retrieval failed), search latency in
-    ms, the retrieval error, the arm's own answer when the arm answers itself, and its
-    group's record -> session map (for session gold)."""
-
-    item: Item
-    hits: list[Hit] | None
-    latency_ms: float | None
-    error: str | None
-    arm_answer: str | None = None
-    session_of: Mapping[str, str | None] = field(default_factory=dict)  # record key -> session (session gold)
 
 
 class _Failed(Exception):

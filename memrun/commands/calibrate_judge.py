@@ -61,7 +61,8 @@ def main(argv: list[str]) -> int:
     if args.n < 1:
         raise ConfigError(f"--n {args.n}: must be at least 1")
     cfg = compose(list(args.overrides))
-    from memrun.accuracy.setup import check_no_secrets, default_cache_dir
+    from memrun.accuracy.setup import default_cache_dir
+    from memrun.llm.endpoint import check_no_secrets
     from memrun.benchmarks.download import data_dir
     from memrun.config import BENCHMARK_RESERVED_KEYS
     from memrun.http_policy import HttpPolicy

@@ -157,3 +157,28 @@ class Redactor:
                 path.write_text(clean, encoding="utf-8")
                 changed += 1
         return changed
+
+
+class LiteralSecretError(ConfigError):
+    """The config carries a literal key; ``values`` are the secrets to redact from files already written."""
+
+    def __init__(self, message: str, values: list[str]) -> None:
+        super().__init__(message)
+        self.values = values
+
+
+def check_no_secrets(cfg: Any) -> None:
+    """Refuse a config that carries a literal API key (memrun reads keys from the environment).
+
+    Raises LiteralSecretError naming the first offending key.
+    """
+    from omegaconf import OmegaConf
+
+    found = list(find_literal_secrets(OmegaConf.to_container(cfg, resolve=True)))
+    if found:
+        path, _ = found[0]
+        raise LiteralSecretError(
+            f"{path}: a literal key or token in the config would be saved with the run; remove it, "
+            "export it as an environment variable and name that variable with api_key_env",
+            [value for _, value in found],
+        )
