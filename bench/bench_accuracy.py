@@ -67,6 +67,7 @@ def main() -> None:
     os.environ["OPENAI_BASE_URL"] = f"http://127.0.0.1:{port}/v1"
     os.environ["OPENAI_API_KEY"] = "sk-bench-loopback-0123456789"
     sys.path.insert(0, str(ROOT))
+    import memrun.accuracy.stage  # noqa: F401 - import the openai SDK before timing, as a warm process has it
     from memrun.commands.calibrate_judge import compose
     from memrun.run import execute
 
