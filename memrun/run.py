@@ -169,7 +169,7 @@ def execute(cfg: DictConfig, out_dir: Path, console: Console) -> dict[str, Any]:
     for method in ("ingest", "search", "close"):
         if not callable(getattr(arm, method, None)):
             raise ArmError(f"arm: {cfg.arm._target_} has no {method}() method; see memrun.arms.Arm")
-    if top_k < max(ks):
+    if top_k < max(ks) and not accuracy:
         _warn(
             f"arm.top_k={top_k} < max(ks)={max(ks)}: metrics @K for K > {top_k} see only "
             f"{top_k} hits (and fewer sessions); set arm.top_k={max(ks)} or ks=[...] up to {top_k}"

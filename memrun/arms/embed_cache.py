@@ -60,7 +60,9 @@ class EmbeddingCache:
         self.path = self.path / CACHE_FILE
         try:
             self.path.parent.mkdir(parents=True, exist_ok=True)
-            self._db = sqlite3.connect(self.path, timeout=30.0)
+            # The arm is built on the main thread and used from the accuracy axis's worker
+            # thread (one at a time), so the connection must not be pinned to its thread.
+            self._db = sqlite3.connect(self.path, timeout=30.0, check_same_thread=False)
             self._db.execute("PRAGMA journal_mode=WAL")
             self._db.execute(
                 "CREATE TABLE IF NOT EXISTS vectors (model TEXT NOT NULL, sha TEXT NOT NULL, "

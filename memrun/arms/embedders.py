@@ -47,6 +47,9 @@ def api_key_from_env(env: str | None, key: str) -> str | None:
     return value
 
 
+DEFAULT_BASE_URL = "https://api.openai.com/v1"
+
+
 class OpenAIEmbedder:
     """Embeddings from an OpenAI-compatible endpoint.
 
@@ -65,7 +68,7 @@ class OpenAIEmbedder:
         self,
         *,
         model: str = "text-embedding-3-small",
-        base_url: str = "https://api.openai.com/v1",
+        base_url: str | None = None,
         api_key_env: str | None = "OPENAI_API_KEY",
         dimensions: int | None = None,
         batch_size: int = 256,
@@ -76,6 +79,8 @@ class OpenAIEmbedder:
         key = api_key_from_env(api_key_env, "arm.embedder.api_key_env")
         self.model, self.dimensions, self.batch_size = model, dimensions, batch_size
         self.name = f"{model}@{dimensions}" if dimensions else model
+        # null: the same gateway as the reader ($OPENAI_BASE_URL), else OpenAI itself
+        base_url = base_url or os.environ.get("OPENAI_BASE_URL") or DEFAULT_BASE_URL
         self.url = base_url.rstrip("/") + "/embeddings"
         headers = {"Authorization": f"Bearer {key}"} if key else {}
         self._client = httpx.Client(headers=headers, timeout=timeout_s)
@@ -89,7 +94,10 @@ class OpenAIEmbedder:
         body: dict[str, Any] = {"model": self.model, "input": texts, "encoding_format": "float"}
         if self.dimensions:
             body["dimensions"] = self.dimensions
-        response = send(self._client, "POST", self.url, json=body, policy=self.policy)
+        try:
+            response = send(self._client, "POST", self.url, json=body, policy=self.policy)
+        except httpx.TransportError as exc:  # say where: the URL is the usual culprit
+            raise type(exc)(f"{exc} (POST {self.url}; set arm.embedder.base_url)") from exc
         try:
             data = sorted(response.json()["data"], key=lambda d: d["index"])
             vectors = np.asarray([d["embedding"] for d in data], dtype=np.float32)

@@ -161,6 +161,14 @@ def _accuracy_scores(run: RunTable, cols: dict[str, list[Any]], cluster_by: str 
     return out
 
 
+def _reasons(scores: ArmScores) -> dict[str, int]:
+    """How many items one arm left out, by reason (error, unscored, abstain)."""
+    counts: dict[str, int] = defaultdict(int)
+    for reason in scores.excluded.values():
+        counts[reason] += 1
+    return dict(counts)
+
+
 def pair(a: RunTable, b: RunTable, *, metric: str, cluster_by: str | None,
          categories: list[str] | None = None) -> Paired:
     """Pair two runs by item_id on the items both scored (of ``categories``, when given).
@@ -190,9 +198,13 @@ def pair(a: RunTable, b: RunTable, *, metric: str, cluster_by: str | None,
             continue
         keep.append(item)
     if not keep:
+        why = "; ".join(f"{side}: {n} {reason}" for side, scores in (("A", sa), ("B", sb))
+                        for reason, n in sorted(_reasons(scores).items()))
         raise CompareUsageError(
             f"no item is scored in both runs ({len(only_a)} only in A, {len(only_b)} only in B, "
-            f"{sum(excluded.values())} excluded); check that both ran the same benchmark"
+            f"{sum(excluded.values())} excluded{': ' + why if why else ''}); "
+            + ("the runs share no item: check that both ran the same benchmark" if not excluded
+               else "nothing is left to compare")
         )
     return Paired(
         item_ids=keep,

@@ -36,7 +36,7 @@ class OpenAIEmbedderConfig:
 
     _target_: str = "memrun.arms.embedders.OpenAIEmbedder"
     model: str = "text-embedding-3-small"
-    base_url: str = "https://api.openai.com/v1"
+    base_url: Optional[str] = None  # null: $OPENAI_BASE_URL, else OpenAI
     api_key_env: Optional[str] = "OPENAI_API_KEY"
     dimensions: Optional[int] = None
     batch_size: int = 256

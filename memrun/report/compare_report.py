@@ -31,7 +31,7 @@ def _interval(block: Mapping[str, Any]) -> str:
 
 
 def _rate(x: float | None) -> str:
-    return "-" if x is None else f"{100 * x:.1f}%"
+    return "-" if x is None or x != x else f"{100 * x:.1f}%"  # x != x: NaN (no repeated item)
 
 
 def summary_lines(d: Mapping[str, Any]) -> list[str]:

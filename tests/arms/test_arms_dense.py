@@ -147,3 +147,23 @@ def test_minilm_hybrid_on_locomo_conversation(locomo, minilm_cache) -> None:
     # arm well above itself and stay near BM25; an arm that dropped one ranking would not.
     assert fused > vector + 0.05 and fused > 0.9 * lexical, (fused, lexical, vector)
     hybrid.close()
+
+
+@pytest.mark.parametrize("arm", ["dense", "hybrid"])
+def test_embedding_arms_on_the_accuracy_axis_use_the_readers_gateway(llm_env, tmp_path, arm) -> None:
+    """The arm is built on the main thread and ingests in the answer stage's worker thread;
+    with arm.embedder.base_url null it embeds through $OPENAI_BASE_URL like the reader."""
+    import io
+
+    from rich.console import Console
+
+    from memrun.commands.calibrate_judge import compose
+    from memrun.io.reader import read_run
+    from memrun.run import execute
+
+    cfg = compose(["axis=accuracy", "benchmark=synthetic", f"arm={arm}", "arm/embedder=openai", "judge=exact",
+                   f"arm.cache_dir={tmp_path / 'vectors'}", f"cache_dir={tmp_path / 'calls'}", "progress=false"])
+    execute(cfg, tmp_path / "run", Console(file=io.StringIO()))
+    run = read_run(tmp_path / "run")
+    assert run.table.num_rows == 30 and run.instrument.n_errors == 0
+    assert llm_env.count(EMBEDDINGS) > 0
