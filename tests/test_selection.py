@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import hashlib
+import re
 from collections.abc import Iterator
 from pathlib import Path
 
@@ -173,3 +174,23 @@ def test_locomo_slice_to_published_column_and_limit(data_dir: Path) -> None:
     assert head.n_items == 282 + 321 + 96 + 841  # the published per-category counts
     limited = select(dataset, Selection(categories=frozenset({"5"}), limit=7))
     assert [i.category for i in limited.items()] == ["5"] * 7
+
+
+@pytest.mark.parametrize(
+    "node,needle",
+    [
+        ({"slice": {"ids": []}}, "benchmark.slice.ids=[] selects nothing"),
+        ({"slice": {"category": []}}, "benchmark.slice.category=[] selects nothing"),
+        ({"slice": {"category": ["1"], "question_type": ["x"]}}, "category and question_type name the same column"),
+    ],
+)
+def test_empty_or_doubled_slices_are_config_errors(node, needle) -> None:
+    with pytest.raises(ConfigError, match=re.escape(needle)):
+        selection_from_config(OmegaConf.create(node))
+
+
+def test_validate_names_a_folder(tmp_path) -> None:
+    from memrun.commands.validate import main
+
+    with pytest.raises(ConfigError, match="is a folder; name the benchmark file"):
+        main([str(tmp_path)])

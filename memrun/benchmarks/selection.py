@@ -83,6 +83,11 @@ def selection_from_config(node: Mapping[str, Any]) -> Selection:
     unknown = [k for k in slice_node if k not in SLICE_KEYS]
     if unknown:
         raise ConfigError(f"benchmark.slice.{unknown[0]}: unknown key; use {', '.join(SLICE_KEYS)}")
+    for key in ("category", "question_type", "ids"):
+        if slice_node.get(key) is not None and len(slice_node[key]) == 0:
+            raise ConfigError(f"benchmark.slice.{key}=[] selects nothing; list at least one value, or null for all")
+    if slice_node.get("category") and slice_node.get("question_type"):
+        raise ConfigError("benchmark.slice: category and question_type name the same column; use one of them")
     categories = [str(c) for key in ("category", "question_type") for c in (slice_node.get(key) or [])]
     ids = [str(i) for i in (slice_node.get("ids") or [])]
     if slice_node.get("ids_file"):

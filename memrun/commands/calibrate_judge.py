@@ -15,6 +15,7 @@ from __future__ import annotations
 import argparse
 import asyncio
 import json
+import sys
 from datetime import datetime, timezone
 from pathlib import Path
 
@@ -121,4 +122,7 @@ def main(argv: list[str]) -> int:
         f"FPR {calibration.fpr:.3f} (n={calibration.n_neg}), J {calibration.youden_j:.3f}, "
         f"errors {counts['n_errors']} | wrote {args.out}"
     )
+    if calibration.youden_j <= 0:
+        sys.stderr.write(f"memrun: warning: {cfg.judge.name} has Youden's J = {calibration.youden_j:.3f} <= 0 on "
+                         "these probes: it cannot tell right answers from wrong ones; do not gate on it\n")
     return 0

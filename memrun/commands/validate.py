@@ -38,6 +38,8 @@ def main(argv: Sequence[str]) -> int:
     """Entry point of ``memrun validate``. Returns 0 when valid; raises DataError otherwise."""
     args = _parser().parse_args(list(argv))
     path = Path(args.file).expanduser()
+    if path.is_dir():
+        raise ConfigError(f"validate: {path} is a folder; name the benchmark file")
     if not path.is_file():
         raise ConfigError(f"validate: {path}: no such file")
     fmt = args.format or ("jsonl" if path.suffix == ".jsonl" else "longmemeval" if path.suffix == ".json" else None)
