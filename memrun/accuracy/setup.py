@@ -11,7 +11,6 @@ from __future__ import annotations
 
 import random
 from dataclasses import dataclass, field
-from pathlib import Path
 from typing import Any
 
 from omegaconf import DictConfig
@@ -21,23 +20,16 @@ from memrun.instrument import DENOMINATOR_ABSTAIN_WRONG, DENOMINATOR_EXCLUDE_ABS
 from memrun.http_policy import HttpPolicy
 from memrun.judges import Judge, build_judge
 from memrun.llm.cache import CallCache
-from memrun.llm.endpoint import Redactor
+from memrun.llm.endpoint import Redactor, resolve_endpoint
 from memrun.llm.prompts import load_prompt
-from memrun.llm.endpoint import resolve_endpoint
 from memrun.llm.reader import OVERFLOW_POLICIES, READER_FIELDS, Reader
 from memrun.llm.service import LLMService
+from memrun.paths import configured_or_cache
 from memrun.records import Dataset
 
 JUDGES = "gpt41, gpt4o, claude, exact, substring, f1"
 # config ``denominator`` (the summary's ratio) -> the instrument's denominator (what compare reads)
 DENOMINATORS = {"accuracy_abstain_wrong": DENOMINATOR_ABSTAIN_WRONG, "accuracy": DENOMINATOR_EXCLUDE_ABSTAIN}
-
-
-def default_cache_dir() -> Path:
-    """``<user cache dir>/memrun/llm`` (platformdirs)."""
-    from platformdirs import user_cache_dir
-
-    return Path(user_cache_dir("memrun")) / "llm"
 
 
 @dataclass
@@ -127,7 +119,7 @@ def build_setup(cfg: DictConfig, arm: Any) -> AccuracySetup:
         hint = f"judge={pin.judge} (pinned for {benchmark})" if pin is not None and pin.judge else "judge=gpt41"
         raise ConfigError(f"axis=accuracy needs a judge; add {hint}, or choose one of {JUDGES}")
 
-    cache = CallCache(Path(cfg.cache_dir).expanduser() if cfg.cache_dir else default_cache_dir())
+    cache = CallCache(configured_or_cache(cfg.cache_dir, "llm"))
     llm = LLMService(
         cache,
         concurrency=int(cfg.concurrency),

@@ -15,9 +15,9 @@ from pathlib import Path
 from typing import Protocol, runtime_checkable
 
 import numpy as np
-import platformdirs
 
 from memrun.errors import ArmError
+from memrun.paths import configured_or_cache
 
 CACHE_FILE = "embeddings.sqlite"
 _SQL_VARS = 500  # keys per SELECT ... IN (...), under SQLite's variable limit
@@ -44,11 +44,6 @@ def text_sha256(text: str) -> str:
     return hashlib.sha256(text.encode("utf-8")).hexdigest()
 
 
-def default_cache_dir() -> Path:
-    """``platformdirs.user_cache_dir("memrun")`` (not created here)."""
-    return Path(platformdirs.user_cache_dir("memrun"))
-
-
 class EmbeddingCache:
     """Vectors keyed by (embedder name, text sha256) in one SQLite file under ``folder``.
 
@@ -56,7 +51,7 @@ class EmbeddingCache:
     """
 
     def __init__(self, folder: str | Path | None = None) -> None:
-        self.path = Path(folder).expanduser() if folder else default_cache_dir()
+        self.path = configured_or_cache(str(folder) if folder else None)
         self.path = self.path / CACHE_FILE
         try:
             self.path.parent.mkdir(parents=True, exist_ok=True)

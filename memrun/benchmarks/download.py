@@ -12,9 +12,9 @@ import os
 from pathlib import Path
 
 import httpx
-import platformdirs
 
 from memrun.errors import DataError, DownloadError
+from memrun.paths import user_cache
 
 ENV_DATA_DIR = "MEMRUN_DATA_DIR"
 _CHUNK = 1 << 20
@@ -27,7 +27,7 @@ def data_dir(configured: str | None = None) -> Path:
     env = os.environ.get(ENV_DATA_DIR)
     if env:
         return Path(env).expanduser()
-    return Path(platformdirs.user_cache_dir("memrun")) / "datasets"
+    return user_cache("datasets")
 
 
 def sha256_of(path: Path) -> str:

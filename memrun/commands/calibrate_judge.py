@@ -62,7 +62,6 @@ def main(argv: list[str]) -> int:
     if args.n < 1:
         raise ConfigError(f"--n {args.n}: must be at least 1")
     cfg = compose(list(args.overrides))
-    from memrun.accuracy.setup import default_cache_dir
     from memrun.llm.endpoint import check_no_secrets
     from memrun.benchmarks.download import data_dir
     from memrun.config import BENCHMARK_RESERVED_KEYS
@@ -70,6 +69,7 @@ def main(argv: list[str]) -> int:
     from memrun.judges import build_judge
     from memrun.judges.calibration import build_probes, calibration_from, grade_probes
     from memrun.llm.cache import CallCache
+    from memrun.paths import configured_or_cache
     from memrun.llm.service import LLMService
     from memrun.plugins import build
 
@@ -77,7 +77,7 @@ def main(argv: list[str]) -> int:
     if cfg.judge.name == "none":
         raise ConfigError("calibrate-judge needs a judge; add judge=gpt41 (or gpt4o, claude, exact, substring, f1)")
     console = Console(stderr=True)
-    cache = CallCache(Path(cfg.cache_dir).expanduser() if cfg.cache_dir else default_cache_dir())
+    cache = CallCache(configured_or_cache(cfg.cache_dir, "llm"))
     llm = LLMService(cache, concurrency=int(cfg.concurrency), policy=HttpPolicy(attempts=int(cfg.http_attempts)),
                      timeout=float(cfg.request_timeout_s))
     judge = build_judge(cfg.judge, "judge", llm)

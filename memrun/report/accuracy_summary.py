@@ -9,9 +9,7 @@ from rich import box
 from rich.console import Console
 from rich.table import Table
 
-
-def _pct(value: Any) -> str:
-    return "-" if value is None else f"{100 * float(value):.1f}"
+from memrun.report.run_summary import pct
 
 
 def _ms(block: Mapping[str, Any]) -> str:
@@ -32,7 +30,7 @@ def accuracy_table(summary: Mapping[str, Any], title: str) -> Table:
     def add(name: str, block: Mapping[str, Any], style: str | None = None) -> None:
         cells = [
             name, str(block["n_items"]), str(block["correct"]), str(block["wrong"]), str(block["abstained"]),
-            str(block["errors"]), _pct(block["accuracy"]), _pct(block["accuracy_abstain_wrong"]), _pct(block["flip_rate"]),
+            str(block["errors"]), pct(block["accuracy"]), pct(block["accuracy_abstain_wrong"]), pct(block["flip_rate"]),
         ]
         if len(table.columns) > len(cells):
             score = block.get("mean_judge_score")
@@ -55,7 +53,7 @@ def print_accuracy_summary(console: Console, summary: Mapping[str, Any], *, titl
     console.print(accuracy_table(summary, title))
     head = summary["headline"]
     console.print(
-        f"verdicts read {head['metric']} on {head['slice']}: [bold]{_pct(head['value'])}%[/] | "
+        f"verdicts read {head['metric']} on {head['slice']}: [bold]{pct(head['value'])}%[/] | "
         f"score {summary['score']} (accuracy / p50 search ms / mean context tokens)"
     )
     tokens = summary["context_tokens"]
@@ -63,18 +61,18 @@ def print_accuracy_summary(console: Console, summary: Mapping[str, Any], *, titl
     console.print(
         f"items {summary['n_items']} x repeats {summary.get('repeats', 1)} | errors (excluded) "
         f"{summary['overall_all']['errors']} items, {summary['n_row_errors']} rows | success rate "
-        f"{_pct(summary['success_rate'])}% | search ms {_ms(summary['search_latency_ms'])} | answer ms "
+        f"{pct(summary['success_rate'])}% | search ms {_ms(summary['search_latency_ms'])} | answer ms "
         f"{_ms(summary['answer_latency_ms'])} | context tokens mean {mean_tokens} ({tokens['n_reported']} reported)"
     )
     if summary.get("identical_retrieval_share") is not None:
-        console.print(f"identical retrieval across repeats: {_pct(summary['identical_retrieval_share'])}% of items")
+        console.print(f"identical retrieval across repeats: {pct(summary['identical_retrieval_share'])}% of items")
     if summary.get("failure_stages"):
         console.print("failure stages: " + ", ".join(f"{k} {v}" for k, v in sorted(summary["failure_stages"].items())))
     if summary.get("judge2"):
         j2 = summary["judge2"]
         kappa = "-" if j2["cohen_kappa"] is None else f"{j2['cohen_kappa']:.3f}"
         console.print(
-            f"second judge on {j2['n_rows']} rows: agreement {_pct(j2['agreement'])}%, Cohen's kappa {kappa} "
+            f"second judge on {j2['n_rows']} rows: agreement {pct(j2['agreement'])}%, Cohen's kappa {kappa} "
             f"({j2['n_errors']} errored)"
         )
     if summary.get("stale"):
