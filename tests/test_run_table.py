@@ -21,6 +21,7 @@ def test_parts_are_readable_before_close_and_merged_after(tmp_path):
     writer = ItemsWriter(tmp_path, items_schema(KS), inst, flush_rows=2)
     for i in range(5):
         writer.add(row(i))
+    writer.wait()  # the parts handed to the writer thread are on disk
     # as after a kill: two full parts on disk, one row still buffered
     partial = read_run(tmp_path)
     assert not partial.complete and partial.table.num_rows == 4
@@ -37,7 +38,15 @@ def test_parts_are_readable_before_close_and_merged_after(tmp_path):
 def test_flush_by_time(tmp_path):
     writer = ItemsWriter(tmp_path, items_schema(KS), Instrument(), flush_rows=1000, flush_seconds=0.0)
     writer.add(row(0))
+    writer.wait()
     assert read_run(tmp_path).table.num_rows == 1
+
+
+def test_a_failed_part_write_is_raised_not_lost(tmp_path):
+    writer = ItemsWriter(tmp_path, items_schema(KS), Instrument(), flush_rows=1)
+    writer.add({"item_id": "x", "repeat": "not an int"})  # the writer thread cannot encode it
+    with pytest.raises(Exception, match="repeat|int"):
+        writer.wait()
 
 
 def test_reader_errors_name_the_path(tmp_path):

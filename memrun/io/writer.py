@@ -5,6 +5,11 @@ Rows are buffered and flushed as small, complete Parquet files under
 finished survives a crash or a kill. :meth:`ItemsWriter.close` merges the parts into
 ``items.parquet`` with the instrument in its schema metadata and removes them.
 :func:`memrun.io.reader.read_run` reads either form.
+
+Parts are written by one background thread, in order: building and encoding 500 rows
+takes 15-60 ms, and on the accuracy axis the caller is the event loop that every
+in-flight call is waiting on. A failed write is raised by the next ``flush``,
+``wait`` or ``close``.
 """
 
 from __future__ import annotations
@@ -12,6 +17,7 @@ from __future__ import annotations
 import shutil
 import time
 from collections.abc import Mapping
+from concurrent.futures import Future, ThreadPoolExecutor
 from pathlib import Path
 from typing import Any
 
@@ -52,6 +58,8 @@ class ItemsWriter:
         self._last_flush = time.monotonic()
         self._n_parts = 0
         self._tables: list[pa.Table] = []  # what the parts hold, kept to merge without re-reading
+        self._pool = ThreadPoolExecutor(max_workers=1, thread_name_prefix="memrun-writer")
+        self._pending: list[Future[None]] = []
         self.rows_written = 0
 
     def _with_metadata(self) -> pa.Schema:
@@ -64,23 +72,43 @@ class ItemsWriter:
             self.flush()
 
     def flush(self) -> None:
-        """Write buffered rows as one complete part file (atomic rename)."""
+        """Hand the buffered rows to the writer thread as one part file (atomic rename); do not wait."""
+        self._raise_failed()
         if not self._buffer:
             return
-        table = pa.Table.from_pylist(self._buffer, schema=self._with_metadata())
+        rows, self._buffer = self._buffer, []
         name = self.parts / f"part-{self._n_parts:05d}.parquet"
+        self._n_parts += 1
+        self._pending.append(self._pool.submit(self._write_part, rows, self._with_metadata(), name))
+        self._last_flush = time.monotonic()
+
+    def _write_part(self, rows: list[Mapping[str, Any]], schema: pa.Schema, name: Path) -> None:
+        table = pa.Table.from_pylist(rows, schema=schema)
         tmp = name.with_suffix(".tmp")
         pq.write_table(table, tmp)
         tmp.replace(name)
-        self._tables.append(table)
-        self._n_parts += 1
-        self.rows_written += len(self._buffer)
-        self._buffer.clear()
-        self._last_flush = time.monotonic()
+        self._tables.append(table)  # parts finish in order: one thread
+        self.rows_written += len(rows)
+
+    def _raise_failed(self) -> None:
+        done = [f for f in self._pending if f.done()]
+        self._pending = [f for f in self._pending if not f.done()]
+        for future in done:
+            future.result()  # re-raises the write's error
+
+    def wait(self) -> None:
+        """Wait until every part handed to the writer thread is on disk (raises a failed write's error)."""
+        pending, self._pending = self._pending, []
+        for future in pending:
+            future.result()
 
     def close(self) -> Path:
         """Flush, merge the parts into ``items.parquet`` (with the instrument), return its path."""
-        self.flush()
+        try:
+            self.flush()
+            self.wait()
+        finally:
+            self._pool.shutdown(wait=True)
         table = pa.concat_tables(self._tables) if self._tables else self.schema.empty_table()
         table = table.replace_schema_metadata({METADATA_KEY: self.instrument.to_json().encode()})
         target = self.folder / ITEMS_FILE
