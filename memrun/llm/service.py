@@ -2,7 +2,9 @@
 
 Readers and judges call :meth:`LLMService.call`; it answers from the cache when it can,
 else waits for one of ``concurrency`` slots, sends the request under the HTTP policy,
-stores the reply and counts calls and tokens. Once ``max_tokens_total`` tokens (as the
+stores the reply and counts calls and tokens. Cache lookups made in the same turn of the
+event loop are answered by one query (a re-run looks up thousands of keys, and each
+query also waits for the GIL while the arm retrieves in its thread). Once ``max_tokens_total`` tokens (as the
 API reported them) were spent, new calls raise :class:`BudgetExhausted` and the run
 stops cleanly; cache hits stay free.
 """
@@ -87,6 +89,8 @@ class LLMService:
         self.redactor = Redactor()
         self._clients: dict[Endpoint, ChatClient] = {}
         self._slots: asyncio.Semaphore | None = None
+        self._lookups: list[tuple[str, asyncio.Future[ChatResult | None]]] = []
+        self.in_flight = 0  # requests sent and not yet answered
 
     def _client(self, endpoint: Endpoint) -> ChatClient:
         client = self._clients.get(endpoint)
@@ -106,7 +110,7 @@ class LLMService:
         :class:`BudgetExhausted` when the token cap is reached before the call starts.
         """
         key = call_key(endpoint.public_url, request, repeat)
-        if self.cache is not None and (hit := self.cache.get(key)) is not None:
+        if self.cache is not None and (hit := await self._lookup(key)) is not None:
             self.stats.cached += 1
             return Outcome(hit, cached=True)
         if self._slots is None:
@@ -116,12 +120,14 @@ class LLMService:
                 raise BudgetExhausted(f"max_tokens_total={self.max_tokens_total} reached")
             client = self._client(endpoint)
             self.stats.made += 1
+            self.in_flight += 1
             try:
                 result = await client.complete(request)
             except Exception:
                 self.stats.failed += 1
                 raise
             finally:
+                self.in_flight -= 1
                 self.stats.rate_limit_waits = sum(c.rate_limit_waits for c in self._clients.values())
                 self.stats.server_error_retries = sum(c.server_error_retries for c in self._clients.values())
         self.stats.prompt_tokens += result.prompt_tokens or 0
@@ -133,7 +139,31 @@ class LLMService:
             self.cache.put(key, result)
         return Outcome(result, cached=False)
 
+    def _lookup(self, key: str) -> asyncio.Future[ChatResult | None]:
+        """The cached reply for ``key`` (or None), looked up with the others asked this turn."""
+        future: asyncio.Future[ChatResult | None] = asyncio.get_running_loop().create_future()
+        self._lookups.append((key, future))
+        if len(self._lookups) == 1:
+            future.get_loop().call_soon(self._resolve_lookups)
+        return future
+
+    def _resolve_lookups(self) -> None:
+        batch, self._lookups = self._lookups, []
+        try:
+            found = self.cache.get_many([key for key, _ in batch]) if self.cache is not None else {}
+        except Exception as exc:  # noqa: BLE001 - every waiter gets the error
+            for _, future in batch:
+                if not future.done():
+                    future.set_exception(exc)
+            return
+        for key, future in batch:
+            if not future.done():
+                future.set_result(found.get(key))
+
     async def aclose(self) -> None:
+        """Close the HTTP clients and the cache (its write-ahead log is merged into the file)."""
         for client in self._clients.values():
             await client.close()
         self._clients.clear()
+        if self.cache is not None:
+            self.cache.close()
