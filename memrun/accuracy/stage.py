@@ -1,13 +1,19 @@
 """The answer stage of an accuracy run: retrieve once per item, then read and judge N times.
 
-Groups are retrieved one after another in a worker thread (the arm protocol is
-synchronous; the event loop stays free), and as soon as a group's items are retrieved,
+Groups are retrieved one after another, and as soon as a group's items are retrieved,
 one task per item x repeat reads (or takes the arm's own answer) and judges. At most
 ``concurrency`` item x repeats are in progress at once (their calls are sequential, so
 as many calls are in flight), which finishes started items before new ones begin: rows
 arrive steadily, and a crash or budget stop loses at most the items in progress. Each
 finished item x repeat becomes one row, handed to ``emit`` at once (so the writer
 persists it as it finishes).
+
+Retrieval stays just ahead of the answers: the next group is retrieved once fewer than
+``concurrency`` item x repeats wait for a slot. The arm protocol is synchronous, so
+while calls are in flight it runs in a worker thread and the event loop keeps serving
+them; when none is (a re-run answered from the cache, or the first group) it runs on
+the loop itself, since a thread would only make the two take turns on the GIL, each
+cache query waiting up to a switch interval (5 ms) to get it back.
 
 Failures never become misses: a failed retrieval, reader or judge call, an unreadable
 verdict, or a context overflow gives label ``error`` and a one-line ``error``; such
@@ -67,6 +73,8 @@ class AnswerStage:
         self.stale_check = setup.stale_check
         self.stopped: str | None = None
         self._slots = asyncio.Semaphore(setup.llm.concurrency)
+        self._waiting = 0  # item x repeats created but not yet holding a slot
+        self._room = asyncio.Event()  # set when _waiting drops below concurrency
 
     @property
     def total(self) -> int | None:
@@ -75,28 +83,45 @@ class AnswerStage:
         return None if n is None else n * self.setup.repeats
 
     async def run(self, retrieve_group: Callable[[Group], list[Retrieved]]) -> None:
-        """Retrieve each group (in a worker thread) and answer its items; return when all rows are emitted."""
+        """Retrieve each group and answer its items (see the module docstring); return when all rows are emitted."""
         tasks: list[asyncio.Task[None]] = []
+        ahead = self.setup.llm.concurrency
         try:
             for group in self.dataset.groups:
+                while self._waiting >= ahead and not self.stopped:
+                    self._room.clear()
+                    await self._room.wait()
                 if self.stopped:
                     break
-                retrieved = await asyncio.to_thread(retrieve_group, group)
+                if self.setup.llm.in_flight:
+                    retrieved = await asyncio.to_thread(retrieve_group, group)
+                else:
+                    retrieved = retrieve_group(group)
                 records = {r.key: r for r in group.records}
                 for r in retrieved:
                     base = self.make_row(r)  # retrieval is scored once per item
                     base["retrieved_texts"] = None if r.hits is None else [h.text for h in r.hits]
                     for repeat in range(self.setup.repeats):
+                        self._waiting += 1
                         tasks.append(asyncio.create_task(self._one(r, dict(base, repeat=repeat), records)))
+                await asyncio.sleep(0)  # let the new tasks start before deciding on the next group
             await asyncio.gather(*tasks)
         finally:
             for task in tasks:
                 task.cancel()
 
     async def _one(self, r: Retrieved, row: Row, records: Mapping[str, Record]) -> None:
-        async with self._slots:
+        try:
+            await self._slots.acquire()
+        finally:
+            self._waiting -= 1
+            if self._waiting < self.setup.llm.concurrency:
+                self._room.set()
+        try:
             if not self.stopped:
                 await self._row(r, row, records)
+        finally:
+            self._slots.release()
 
     async def _row(self, r: Retrieved, row: Row, records: Mapping[str, Record]) -> None:
         repeat = int(row["repeat"])
