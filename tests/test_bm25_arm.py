@@ -57,3 +57,23 @@ def test_empty_history_and_empty_query():
 def test_unknown_method_is_a_clear_error():
     with pytest.raises(ArmError, match="arm.method='bm99' is not a bm25s method"):
         BM25Arm(method="bm99")
+
+
+@pytest.mark.parametrize("stopwords", ["en", "german", None])
+def test_tokens_are_bm25s_tokenize_on_real_text(data_dir, stopwords):
+    import json
+
+    import bm25s
+
+    texts = [turn["text"] for conv in json.loads((data_dir / "locomo10.json").read_text())
+             for key, session in conv["conversation"].items() if key.startswith("session_") and isinstance(session, list)
+             for turn in session]
+    texts += ["", "a I x", "Ünïcödé CAFÉ's 3rd-place 2023-05-08 e-mail", "THE the The", "snake_case and tabs\tand\nlines"]
+    arm = BM25Arm(stopwords=stopwords)
+    expected = bm25s.tokenize(texts, stopwords=stopwords, return_ids=False, show_progress=False)
+    assert arm._tokens(texts) == expected and len(texts) > 5000
+
+
+def test_unknown_stopword_list_is_an_arm_error():
+    with pytest.raises(ArmError, match="arm.stopwords='klingon'"):
+        BM25Arm(stopwords="klingon")
