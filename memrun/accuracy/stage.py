@@ -31,6 +31,7 @@ from memrun.accuracy.setup import AccuracySetup
 from memrun.judges import Case, is_abstention
 from memrun.judges.lexical import lexical_scores
 from memrun.llm.client import CallError
+from memrun.llm.reader import Prepared
 from memrun.llm.service import BudgetExhausted
 from memrun.metrics.failure import failure_stage
 from memrun.metrics.stale import SUPERSEDED_KEY, stale_label
@@ -101,16 +102,23 @@ class AnswerStage:
                 for r in retrieved:
                     base = self.make_row(r)  # retrieval is scored once per item
                     base["retrieved_texts"] = None if r.hits is None else [h.text for h in r.hits]
+                    prepared = self._prepare(r, records)  # and the reader's prompt built once
                     for repeat in range(self.setup.repeats):
                         self._waiting += 1
-                        tasks.append(asyncio.create_task(self._one(r, dict(base, repeat=repeat), records)))
+                        tasks.append(asyncio.create_task(self._one(r, dict(base, repeat=repeat), records, prepared)))
                 await asyncio.sleep(0)  # let the new tasks start before deciding on the next group
             await asyncio.gather(*tasks)
         finally:
             for task in tasks:
                 task.cancel()
 
-    async def _one(self, r: Retrieved, row: Row, records: Mapping[str, Record]) -> None:
+    def _prepare(self, r: Retrieved, records: Mapping[str, Record]) -> Prepared | None:
+        """The reader's request for ``r`` (None: the arm answers, or retrieval failed)."""
+        if self.setup.reader is None or r.error is not None:
+            return None
+        return self.setup.reader.prepare(r.item, r.hits or [], records)
+
+    async def _one(self, r: Retrieved, row: Row, records: Mapping[str, Record], prepared: Prepared | None) -> None:
         try:
             await self._slots.acquire()
         finally:
@@ -119,16 +127,16 @@ class AnswerStage:
                 self._room.set()
         try:
             if not self.stopped:
-                await self._row(r, row, records)
+                await self._row(r, row, records, prepared)
         finally:
             self._slots.release()
 
-    async def _row(self, r: Retrieved, row: Row, records: Mapping[str, Record]) -> None:
+    async def _row(self, r: Retrieved, row: Row, records: Mapping[str, Record], prepared: Prepared | None) -> None:
         repeat = int(row["repeat"])
         try:
             if r.error is not None:
                 raise _Failed(r.error)
-            await self._answer_and_judge(row, r, repeat, records)
+            await self._answer_and_judge(row, r, repeat, records, prepared)
         except _Failed as exc:
             row["label"] = ERROR
             row["error"] = str(exc)
@@ -147,15 +155,14 @@ class AnswerStage:
             self._judge2_first.add(item_id)
         return item_id in self._judge2_first
 
-    async def _answer(self, row: Row, r: Retrieved, repeat: int, records: Mapping[str, Record]) -> str:
+    async def _answer(self, row: Row, r: Retrieved, repeat: int, prepared: Prepared | None) -> str:
         reader = self.setup.reader
-        if reader is None:
+        if reader is None or prepared is None:
             row["answer_source"] = "arm"
             if r.arm_answer is None:
                 raise _Failed("answer: the arm has no answer for this item")
             return r.arm_answer
         row["answer_source"] = "reader"
-        prepared = reader.prepare(r.item, r.hits or [], records)
         row["context_dropped"] = prepared.dropped
         if prepared.overflow:
             raise _Failed(prepared.overflow)
@@ -172,8 +179,10 @@ class AnswerStage:
         )
         return result.text.strip()
 
-    async def _answer_and_judge(self, row: Row, r: Retrieved, repeat: int, records: Mapping[str, Record]) -> None:
-        answer = await self._answer(row, r, repeat, records)
+    async def _answer_and_judge(
+        self, row: Row, r: Retrieved, repeat: int, records: Mapping[str, Record], prepared: Prepared | None
+    ) -> None:
+        answer = await self._answer(row, r, repeat, prepared)
         row["reader_answer"] = answer
         item = r.item
         case = Case(

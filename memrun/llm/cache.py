@@ -29,18 +29,13 @@ from memrun.llm.client import ChatRequest, ChatResult
 CACHE_FILE = "calls.sqlite"
 WAL_CHECKPOINT_PAGES = 16_384
 LOOKUP_CHUNK = 500  # keys per query (sqlite allows 32,766 parameters)
-KEY_VERSION = 1
+KEY_VERSION = 2  # 2: sha256 over (version, URL, repeat, ChatRequest.digest); 1 hashed one JSON of all
 
 
 def call_key(base_url: str, request: ChatRequest, repeat: int) -> str:
     """Hex sha256 of everything that determines a call's reply (see the module docstring)."""
-    blob = json.dumps(
-        {"v": KEY_VERSION, "url": base_url, "repeat": int(repeat), **request.key_fields()},
-        sort_keys=True,
-        ensure_ascii=False,
-        separators=(",", ":"),
-    )
-    return hashlib.sha256(blob.encode()).hexdigest()
+    head = f"memrun-call-v{KEY_VERSION}\0{base_url}\0{int(repeat)}\0".encode()
+    return hashlib.sha256(head + request.digest).hexdigest()
 
 
 class CallCache:

@@ -17,11 +17,13 @@ concurrency a run needs.
 from __future__ import annotations
 
 import asyncio
+import hashlib
 import json
 import logging
 import time
 from collections.abc import Awaitable, Callable, Mapping
 from dataclasses import dataclass, field
+from functools import cached_property
 from typing import Any
 
 import openai
@@ -44,9 +46,16 @@ class ChatRequest:
     messages: tuple[Message, ...]
     params: Mapping[str, Any] = field(default_factory=dict)
 
-    def key_fields(self) -> dict[str, Any]:
-        """Everything in the request that determines the reply (for the cache key)."""
-        return {"model": self.model, "messages": [dict(m) for m in self.messages], "params": dict(self.params)}
+    @cached_property
+    def digest(self) -> bytes:
+        """sha256 (32 bytes) of everything in the request that determines the reply:
+        model, messages and parameters as canonical JSON (sorted keys, no spaces).
+        Computed once per request; a reader's request serves every repeat of an item."""
+        blob = json.dumps(
+            {"model": self.model, "messages": [dict(m) for m in self.messages], "params": dict(self.params)},
+            sort_keys=True, ensure_ascii=False, separators=(",", ":"),
+        )
+        return hashlib.sha256(blob.encode()).digest()
 
 
 @dataclass(frozen=True)
