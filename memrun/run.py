@@ -45,6 +45,7 @@ if TYPE_CHECKING:  # the accuracy axis imports the openai SDK (~1 s): only when 
     from memrun.accuracy.setup import AccuracySetup
 
 SUMMARY_FILE = "summary.json"
+PROGRESS_SECONDS = 0.1
 
 
 def _warn(message: str) -> None:
@@ -116,16 +117,22 @@ def _run_accuracy(
 ) -> str | None:
     """Run the answer stage to the end; returns why it stopped early (token budget) or None."""
     stats = setup.llm.stats
-    t0 = time.perf_counter()
-    errors = 0
+    t0 = shown = time.perf_counter()
+    rows = errors = 0
+
+    def show() -> None:
+        rate = stats.made / max(time.perf_counter() - t0, 1e-9)
+        progress.update(task, completed=rows, errors=errors,
+                        calls=f"calls {stats.made} ({rate:.1f}/s) cached {stats.cached} tokens {stats.tokens}")
 
     def on_row(row: dict[str, Any]) -> None:
-        nonlocal errors
+        nonlocal rows, errors, shown
         emit(row)
+        rows += 1
         errors += row.get("label") == "error"
-        rate = stats.made / max(time.perf_counter() - t0, 1e-9)
-        progress.update(task, advance=1, errors=errors,
-                        calls=f"calls {stats.made} ({rate:.1f}/s) cached {stats.cached} tokens {stats.tokens}")
+        if time.perf_counter() - shown >= PROGRESS_SECONDS:  # the bar redraws at 10 Hz; rows come faster
+            shown = time.perf_counter()
+            show()
 
     from memrun.accuracy.stage import AnswerStage
 
@@ -146,6 +153,7 @@ def _run_accuracy(
         asyncio.run(main())
     finally:
         gc.unfreeze()
+        show()
     return stage.stopped
 
 
