@@ -103,12 +103,19 @@ class ItemsWriter:
             future.result()
 
     def close(self) -> Path:
-        """Flush, merge the parts into ``items.parquet`` (with the instrument), return its path."""
+        """Merge the parts and the buffered rows into ``items.parquet`` (with the instrument), return its path.
+
+        The buffered rows go straight into the merged file, not through a last part.
+        """
         try:
-            self.flush()
+            self._raise_failed()
             self.wait()
         finally:
             self._pool.shutdown(wait=True)
+        if self._buffer:
+            self._tables.append(pa.Table.from_pylist(self._buffer, schema=self.schema))
+            self.rows_written += len(self._buffer)
+            self._buffer = []
         table = pa.concat_tables(self._tables) if self._tables else self.schema.empty_table()
         table = table.replace_schema_metadata({METADATA_KEY: self.instrument.to_json().encode()})
         target = self.folder / ITEMS_FILE
