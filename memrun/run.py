@@ -16,8 +16,10 @@ import subprocess
 import time
 import uuid
 from datetime import datetime, timezone
+from collections.abc import Callable
+from concurrent.futures import Future, ThreadPoolExecutor
 from pathlib import Path
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING, Any, TypeVar
 
 from omegaconf import DictConfig, OmegaConf
 from rich.console import Console
@@ -44,6 +46,7 @@ from memrun.retrieval import Retrieved, arm_checks, ingest, make_row, retrieve_g
 if TYPE_CHECKING:  # the accuracy axis imports the openai SDK (~1 s): only when it runs
     from memrun.accuracy.setup import AccuracySetup
 
+T = TypeVar("T")
 SUMMARY_FILE = "summary.json"
 PROGRESS_SECONDS = 0.1
 
@@ -96,6 +99,15 @@ def _git_commit() -> str | None:
     if sha.returncode:
         return None
     return sha.stdout.strip() + ("+dirty" if dirty.stdout.strip() else "")
+
+
+def _background(fn: Callable[[], T]) -> Future[T]:
+    """``fn()`` started on a thread of its own."""
+    pool = ThreadPoolExecutor(max_workers=1)
+    try:
+        return pool.submit(fn)
+    finally:
+        pool.shutdown(wait=False)
 
 
 def _progress(console: Console, enabled: bool, calls: bool = False) -> Progress:
@@ -165,6 +177,7 @@ def execute(cfg: DictConfig, out_dir: Path, console: Console) -> dict[str, Any]:
     the finished rows were written (status ``interrupted``).
     """
     t_start = time.perf_counter()
+    commit = _background(_git_commit)  # two git processes: waited for while the data loads
     accuracy = cfg.axis == Axis.accuracy
     try:
         check_no_secrets(cfg)
@@ -226,7 +239,7 @@ def execute(cfg: DictConfig, out_dir: Path, console: Console) -> dict[str, Any]:
         warnings=list(dataset.warnings) + (setup.warnings if setup else []),
         n_items=dataset.n_items,
         memrun_version=memrun.__version__,
-        git_commit=_git_commit(),
+        git_commit=commit.result(),
         started_at=_now(),
         config=OmegaConf.to_container(cfg, resolve=True),  # type: ignore[arg-type]
         **{k: v for k, v in arm_fields.items() if k in DESCRIBE_KEYS and k != "fake_providers"},
