@@ -99,13 +99,17 @@ class AnswerStage:
                 else:
                     retrieved = retrieve_group(group)
                 records = {r.key: r for r in group.records}
-                for r in retrieved:
+                prepared = [self._prepare(r, records) for r in retrieved]  # the reader's prompt built once per item
+                if self.setup.reader is not None:  # and its cached replies read in one query
+                    self.setup.llm.prefetch(self.setup.reader.endpoint, [
+                        (p.request, repeat) for p in prepared if p is not None and p.request is not None
+                        for repeat in range(self.setup.repeats)])
+                for r, p in zip(retrieved, prepared):
                     base = self.make_row(r)  # retrieval is scored once per item
                     base["retrieved_texts"] = None if r.hits is None else [h.text for h in r.hits]
-                    prepared = self._prepare(r, records)  # and the reader's prompt built once
                     for repeat in range(self.setup.repeats):
                         self._waiting += 1
-                        tasks.append(asyncio.create_task(self._one(r, dict(base, repeat=repeat), records, prepared)))
+                        tasks.append(asyncio.create_task(self._one(r, dict(base, repeat=repeat), records, p)))
                 await asyncio.sleep(0)  # let the new tasks start before deciding on the next group
             await asyncio.gather(*tasks)
         finally:

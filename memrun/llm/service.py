@@ -13,6 +13,7 @@ from __future__ import annotations
 
 import asyncio
 import dataclasses
+from collections.abc import Iterable
 from dataclasses import dataclass
 
 from memrun.http_policy import HttpPolicy
@@ -90,6 +91,7 @@ class LLMService:
         self._clients: dict[Endpoint, ChatClient] = {}
         self._slots: asyncio.Semaphore | None = None
         self._lookups: list[tuple[str, asyncio.Future[ChatResult | None]]] = []
+        self._prefetched: dict[str, ChatResult] = {}
         self.in_flight = 0  # requests sent and not yet answered
 
     def _client(self, endpoint: Endpoint) -> ChatClient:
@@ -110,7 +112,10 @@ class LLMService:
         :class:`BudgetExhausted` when the token cap is reached before the call starts.
         """
         key = call_key(endpoint.public_url, request, repeat)
-        if self.cache is not None and (hit := await self._lookup(key)) is not None:
+        hit = self._prefetched.pop(key, None)
+        if hit is None and self.cache is not None:
+            hit = await self._lookup(key)
+        if hit is not None:
             self.stats.cached += 1
             return Outcome(hit, cached=True)
         if self._slots is None:
@@ -138,6 +143,17 @@ class LLMService:
         if self.cache is not None:
             self.cache.put(key, result)
         return Outcome(result, cached=False)
+
+    def prefetch(self, endpoint: Endpoint, calls: Iterable[tuple[ChatRequest, int]]) -> int:
+        """Read the cached replies to ``calls`` ((request, repeat) pairs) in one query, so
+        that :meth:`call` answers them without waiting on the event loop; returns how many
+        were found. Call it with requests that will be made soon (one group's readers)."""
+        if self.cache is None:
+            return 0
+        keys = [call_key(endpoint.public_url, request, repeat) for request, repeat in calls]
+        found = self.cache.get_many(keys)
+        self._prefetched.update(found)
+        return len(found)
 
     def _lookup(self, key: str) -> asyncio.Future[ChatResult | None]:
         """The cached reply for ``key`` (or None), looked up with the others asked this turn."""
