@@ -3,10 +3,11 @@
 Readers and judges call :meth:`LLMService.call`; it answers from the cache when it can,
 else waits for one of ``concurrency`` slots, sends the request under the HTTP policy,
 stores the reply and counts calls and tokens. Cache lookups made in the same turn of the
-event loop are answered by one query (a re-run looks up thousands of keys, and each
-query also waits for the GIL while the arm retrieves in its thread). Once ``max_tokens_total`` tokens (as the
-API reported them) were spent, new calls raise :class:`BudgetExhausted` and the run
-stops cleanly; cache hits stay free.
+event loop are answered by one query, and :meth:`LLMService.prefetch` reads a batch of
+replies ahead (a re-run looks up thousands of keys; each query releases the GIL and may
+wait for it to come back). Once ``max_tokens_total`` tokens (as the API reported them)
+were spent, new calls raise :class:`BudgetExhausted` and the run stops cleanly; cache
+hits stay free.
 """
 
 from __future__ import annotations
