@@ -1,7 +1,8 @@
 """The on-disk call cache: every finished reader and judge call, keyed by what determines it.
 
 One sqlite file (``<cache_dir>/calls.sqlite``, WAL mode) maps a key to the reply
-(:class:`memrun.llm.client.ChatResult` as JSON). The key is the sha256 of the endpoint's
+(the fields of :class:`memrun.llm.client.ChatResult`, one column each, table
+``replies``; the table ``calls`` of key version 1 held them as JSON and is left as is). The key is the sha256 of the endpoint's
 public URL, the model, the messages, the parameters and the repeat index, so
 
 - re-running a command (after a crash, Ctrl-C, or to completion) finds every finished
@@ -16,7 +17,6 @@ key and never stored.
 from __future__ import annotations
 
 import hashlib
-import json
 import sqlite3
 import time
 from collections.abc import Sequence
@@ -29,6 +29,7 @@ from memrun.llm.client import ChatRequest, ChatResult
 CACHE_FILE = "calls.sqlite"
 WAL_CHECKPOINT_PAGES = 16_384
 LOOKUP_CHUNK = 500  # keys per query (sqlite allows 32,766 parameters)
+REPLY_COLUMNS = "text, prompt_tokens, completion_tokens, latency_ms, finish_reason"  # ChatResult's fields, in order
 KEY_VERSION = 2  # 2: sha256 over (version, URL, repeat, ChatRequest.digest); 1 hashed one JSON of all
 
 
@@ -57,7 +58,9 @@ class CallCache:
             # stalls ~7 times. 16,384 pages (64 MiB) is ~6,000 puts between stalls.
             self._db.execute(f"PRAGMA wal_autocheckpoint={WAL_CHECKPOINT_PAGES}")
             self._db.execute(
-                "CREATE TABLE IF NOT EXISTS calls (key TEXT PRIMARY KEY, value TEXT NOT NULL, created REAL NOT NULL)"
+                "CREATE TABLE IF NOT EXISTS replies (key TEXT PRIMARY KEY, text TEXT NOT NULL, prompt_tokens INTEGER,"
+                " completion_tokens INTEGER, latency_ms REAL NOT NULL, finish_reason TEXT, created REAL NOT NULL)"
+                " WITHOUT ROWID"
             )
         except (OSError, sqlite3.Error) as exc:
             raise ConfigError(
@@ -80,19 +83,21 @@ class CallCache:
         for start in range(0, len(unique), LOOKUP_CHUNK):
             chunk = unique[start:start + LOOKUP_CHUNK]
             marks = ",".join("?" * len(chunk))
-            for key, value in self._db.execute(f"SELECT key, value FROM calls WHERE key IN ({marks})", chunk):
-                try:
-                    found[key] = ChatResult.from_dict(json.loads(value))
-                except (ValueError, KeyError, TypeError):
-                    pass  # a damaged entry is a miss; the call is made again and overwrites it
+            query = f"SELECT key, {REPLY_COLUMNS} FROM replies WHERE key IN ({marks})"
+            for key, *fields in self._db.execute(query, chunk):
+                found[key] = ChatResult(*fields)
         return found
 
     def put(self, key: str, result: ChatResult) -> None:
-        value = json.dumps(result.to_dict(), ensure_ascii=False)
-        self._db.execute("INSERT OR REPLACE INTO calls VALUES (?, ?, ?)", (key, value, time.time()))
+        """Store ``result`` under ``key`` (committed at once; replaces an existing entry)."""
+        self._db.execute(
+            "INSERT OR REPLACE INTO replies VALUES (?, ?, ?, ?, ?, ?, ?)",
+            (key, result.text, result.prompt_tokens, result.completion_tokens, result.latency_ms,
+             result.finish_reason, time.time()),
+        )
 
     def __len__(self) -> int:
-        return int(self._db.execute("SELECT COUNT(*) FROM calls").fetchone()[0])
+        return int(self._db.execute("SELECT COUNT(*) FROM replies").fetchone()[0])
 
     def close(self) -> None:
         self._db.close()

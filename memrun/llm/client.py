@@ -71,25 +71,6 @@ class ChatResult:
     latency_ms: float
     finish_reason: str | None = None
 
-    def to_dict(self) -> dict[str, Any]:
-        return {
-            "text": self.text,
-            "prompt_tokens": self.prompt_tokens,
-            "completion_tokens": self.completion_tokens,
-            "latency_ms": self.latency_ms,
-            "finish_reason": self.finish_reason,
-        }
-
-    @classmethod
-    def from_dict(cls, data: Mapping[str, Any]) -> ChatResult:
-        return cls(
-            text=str(data["text"]),
-            prompt_tokens=data.get("prompt_tokens"),
-            completion_tokens=data.get("completion_tokens"),
-            latency_ms=float(data.get("latency_ms") or 0.0),
-            finish_reason=data.get("finish_reason"),
-        )
-
 
 class CallError(Exception):
     """A call failed for good. ``kind``: ``http`` (status >= 400 after the policy),
