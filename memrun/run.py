@@ -16,10 +16,8 @@ import subprocess
 import time
 import uuid
 from datetime import datetime, timezone
-from collections.abc import Callable
-from concurrent.futures import Future, ThreadPoolExecutor
 from pathlib import Path
-from typing import TYPE_CHECKING, Any, TypeVar
+from typing import TYPE_CHECKING, Any
 
 from omegaconf import DictConfig, OmegaConf
 from rich.console import Console
@@ -27,6 +25,7 @@ from rich.progress import BarColumn, MofNCompleteColumn, Progress, TextColumn, T
 
 import memrun
 from memrun.arms import DESCRIBE_KEYS, Arm, describe
+from memrun.background import in_background
 from memrun.benchmarks import Benchmark
 from memrun.benchmarks.download import data_dir
 from memrun.benchmarks.selection import select, selection_from_config
@@ -46,7 +45,6 @@ from memrun.retrieval import Retrieved, arm_checks, ingest, make_row, retrieve_g
 if TYPE_CHECKING:  # the accuracy axis imports the openai SDK (~1 s): only when it runs
     from memrun.accuracy.setup import AccuracySetup
 
-T = TypeVar("T")
 SUMMARY_FILE = "summary.json"
 PROGRESS_SECONDS = 0.1
 
@@ -99,15 +97,6 @@ def _git_commit() -> str | None:
     if sha.returncode:
         return None
     return sha.stdout.strip() + ("+dirty" if dirty.stdout.strip() else "")
-
-
-def _background(fn: Callable[[], T]) -> Future[T]:
-    """``fn()`` started on a thread of its own."""
-    pool = ThreadPoolExecutor(max_workers=1)
-    try:
-        return pool.submit(fn)
-    finally:
-        pool.shutdown(wait=False)
 
 
 def _progress(console: Console, enabled: bool, calls: bool = False) -> Progress:
@@ -177,7 +166,7 @@ def execute(cfg: DictConfig, out_dir: Path, console: Console) -> dict[str, Any]:
     the finished rows were written (status ``interrupted``).
     """
     t_start = time.perf_counter()
-    commit = _background(_git_commit)  # two git processes: waited for while the data loads
+    commit = in_background(_git_commit)  # two git processes: waited for while the data loads
     accuracy = cfg.axis == Axis.accuracy
     try:
         check_no_secrets(cfg)

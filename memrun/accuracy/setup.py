@@ -144,8 +144,7 @@ def build_setup(cfg: DictConfig, arm: Any) -> AccuracySetup:
     described = [judge.describe()] + ([judge2.describe()] if judge2 else [])
     endpoints = [reader.endpoint] if reader else []
     endpoints += [d["endpoint"] for d in described if d.get("endpoint") is not None]
-    for endpoint in endpoints:
-        redactor.add(endpoint.api_key)
+    llm.open(endpoints)  # registers the keys with the redactor; the clients build meanwhile
     fake = any(e.fake for e in endpoints)
     instrument = {
         "reader_model": reader.model if reader else f"arm:{cfg.arm.name}",

@@ -15,8 +15,10 @@ from __future__ import annotations
 import asyncio
 import dataclasses
 from collections.abc import Iterable
+from concurrent.futures import Future
 from dataclasses import dataclass
 
+from memrun.background import in_background
 from memrun.http_policy import HttpPolicy
 from memrun.llm.cache import CallCache, call_key
 from memrun.llm.client import ChatClient, ChatRequest, ChatResult
@@ -93,13 +95,33 @@ class LLMService:
         self._slots: asyncio.Semaphore | None = None
         self._lookups: list[tuple[str, asyncio.Future[ChatResult | None]]] = []
         self._prefetched: dict[str, ChatResult] = {}
+        self._opening: Future[dict[Endpoint, ChatClient]] | None = None
         self.in_flight = 0  # requests sent and not yet answered
 
+    def open(self, endpoints: Iterable[Endpoint]) -> None:
+        """Start building the HTTP clients for ``endpoints`` on a thread, and register their
+        keys with the redactor now. Loading the TLS trust store and the transport takes
+        0.1-0.2 s, which the run's first call then does not wait for."""
+        todo = [e for e in dict.fromkeys(endpoints) if e not in self._clients]
+        for endpoint in todo:
+            self.redactor.add(endpoint.api_key)
+        if todo:
+            self._opening = in_background(lambda: {e: self._new_client(e) for e in todo})
+
+    def _new_client(self, endpoint: Endpoint) -> ChatClient:
+        return ChatClient(endpoint, policy=self.policy, timeout=self.timeout)
+
+    def _opened(self) -> None:
+        if self._opening is not None:
+            opening, self._opening = self._opening, None
+            self._clients.update(opening.result())
+
     def _client(self, endpoint: Endpoint) -> ChatClient:
+        self._opened()
         client = self._clients.get(endpoint)
         if client is None:
             self.redactor.add(endpoint.api_key)
-            client = self._clients[endpoint] = ChatClient(endpoint, policy=self.policy, timeout=self.timeout)
+            client = self._clients[endpoint] = self._new_client(endpoint)
         return client
 
     @property
@@ -179,8 +201,11 @@ class LLMService:
 
     async def aclose(self) -> None:
         """Close the HTTP clients and the cache (its write-ahead log is merged into the file)."""
-        for client in self._clients.values():
-            await client.close()
-        self._clients.clear()
-        if self.cache is not None:
-            self.cache.close()
+        try:
+            self._opened()
+            for client in self._clients.values():
+                await client.close()
+        finally:
+            self._clients.clear()
+            if self.cache is not None:
+                self.cache.close()
