@@ -1,6 +1,9 @@
-"""A test arm that answers itself (the ``answer_for`` hook of an answers-file arm)."""
+"""Test arms: one that answers itself (the ``answer_for`` hook of an answers-file arm), one that notes its ingests."""
 
 from __future__ import annotations
+
+import time
+from typing import Any
 
 from memrun.arms.bm25 import BM25Arm
 from memrun.records import Item
@@ -11,3 +14,14 @@ class AnsweringArm(BM25Arm):
 
     def answer_for(self, item: Item) -> str | None:
         return None if item.item_id.endswith(":0") else f"arm says {item.answer}"
+
+
+INGESTED: list[float] = []  # time.monotonic() of each ingest, for the look-ahead test
+
+
+class RecordingArm(BM25Arm):
+    """BM25 that notes when each history is ingested (in :data:`INGESTED`)."""
+
+    def ingest(self, history_id: str, records: Any) -> None:
+        INGESTED.append(time.monotonic())
+        super().ingest(history_id, records)

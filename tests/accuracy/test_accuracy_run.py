@@ -176,3 +176,28 @@ def test_pinned_reader_override_warns_and_is_recorded(server, tmp_path, capsys):
     assert "overrides synthetic's pinned gpt-4.1-mini" in warned and "not synthetic's pinned judge" in warned
     inst = read_run(out).instrument
     assert inst.reader_model == "gpt-4o-mini-2024-07-18" and any("overrides" in w for w in inst.warnings)
+
+
+def test_retrieval_stays_just_ahead_of_the_answers(server, tmp_path):
+    from accuracy.answering_arm import INGESTED
+
+    server.latency = 0.05
+    INGESTED.clear()
+    execute_run(tmp_path, "judge=gpt41", "concurrency=2", "arm._target_=accuracy.answering_arm.RecordingArm")
+    requests = sorted(e.t for e in server.log)
+    assert len(INGESTED) == 5 and len(requests) == 2 * N_ITEMS
+    # Five histories of six items: the next one is ingested once fewer than two items
+    # wait for a slot, so only the first was ingested before any call, and the last
+    # not before most of the earlier items' calls were made.
+    assert sum(t < requests[0] for t in INGESTED) == 1
+    assert sum(t < INGESTED[-1] for t in requests) >= 2 * (N_ITEMS - 6 - 2) - 2
+
+
+def test_a_rerun_retrieves_and_rows_match(server, tmp_path):
+    first, _ = execute_run(tmp_path, "judge=gpt41", "repeats=2", name="first")
+    made = server.count()
+    second, _ = execute_run(tmp_path, "judge=gpt41", "repeats=2", name="second")
+    assert server.count() == made
+    key = ("item_id", "repeat", "label", "reader_answer", "retrieved_keys", "rr")
+    assert sorted(tuple(str(r[k]) for k in key) for r in rows(first)) == sorted(tuple(str(r[k]) for k in key) for r in rows(second))
+    assert all(r["reader_cache_hit"] and r["judge_cache_hit"] for r in rows(second))

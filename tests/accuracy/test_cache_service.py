@@ -113,3 +113,61 @@ def test_token_budget_stops_new_calls(openai_server):
 
     assert asyncio.run(go()) == 2  # 50 + 50 tokens reach the cap of 100
     assert openai_server.count() == 2
+
+
+def test_open_registers_keys_at_once_and_builds_clients_ahead(tmp_path, openai_server):
+    key = "sk-opened-ahead-0123456789abcdef"
+    endpoint = Endpoint(openai_server.base_url, key)
+
+    async def go() -> tuple[bool, int, bool]:
+        svc = LLMService(CallCache(tmp_path))
+        svc.open([endpoint, endpoint])
+        redacted_before_any_call = key not in svc.redactor.text(f"echo {key}")
+        try:
+            first = await svc.call(endpoint, req(), 0)
+            return redacted_before_any_call, len(svc._clients), first.cached
+        finally:
+            await svc.aclose()
+
+    assert asyncio.run(go()) == (True, 1, False)
+    assert openai_server.count() == 1
+
+
+def test_prefetch_answers_calls_without_a_lookup(tmp_path, openai_server):
+    endpoint = Endpoint(openai_server.base_url, "sk-test")
+
+    async def go() -> tuple[int, list[bool], int]:
+        svc = LLMService(CallCache(tmp_path))
+        try:
+            await svc.call(endpoint, req("a"), 0)
+            await svc.call(endpoint, req("b"), 0)
+            found = svc.prefetch(endpoint, [(req("a"), 0), (req("b"), 0), (req("c"), 0)])
+            svc.cache.close()  # a lookup now would fail: prefetched replies must not need one
+            outs = [await svc.call(endpoint, req(x), 0) for x in "ab"]
+            return found, [o.cached for o in outs], svc.stats.cached
+        finally:
+            svc.cache = None
+            await svc.aclose()
+
+    assert asyncio.run(go()) == (2, [True, True], 2)
+    assert openai_server.count() == 2
+
+
+def test_lookups_in_one_loop_turn_share_one_query(tmp_path, openai_server, monkeypatch):
+    endpoint = Endpoint(openai_server.base_url, "sk-test")
+    batches: list[int] = []
+
+    async def go() -> list[bool]:
+        svc = LLMService(CallCache(tmp_path))
+        try:
+            for i in range(5):
+                await svc.call(endpoint, req(str(i)), 0)
+            real = svc.cache.get_many
+            monkeypatch.setattr(svc.cache, "get_many", lambda keys: batches.append(len(keys)) or real(keys))
+            outs = await asyncio.gather(*(svc.call(endpoint, req(str(i)), 0) for i in range(5)))
+            return [o.cached for o in outs]
+        finally:
+            await svc.aclose()
+
+    assert asyncio.run(go()) == [True] * 5
+    assert batches == [5] and openai_server.count() == 5
