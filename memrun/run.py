@@ -289,6 +289,11 @@ def execute(cfg: DictConfig, out_dir: Path, console: Console) -> dict[str, Any]:
         if instrument.n_items is None and instrument.status == "complete":
             instrument.n_items = len({r["item_id"] for r in rows})  # accuracy: rows are item x repeat
         check_counts, check_warnings = arm_checks(rows, history_sizes, top_k, instrument.search_mode)
+        if setup and setup.reader:
+            from memrun.llm.reader import emptied_context_warning
+
+            emptied = emptied_context_warning(rows, setup.reader.max_context_tokens)
+            check_warnings += [emptied] if emptied else []
         instrument.warnings.extend(check_warnings)
         writer.close()
         if setup:

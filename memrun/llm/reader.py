@@ -16,8 +16,9 @@ instrument (:attr:`Reader.context_policy`).
 from __future__ import annotations
 
 import math
-from collections.abc import Mapping, Sequence
+from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass
+from typing import Any
 
 from memrun.llm.client import ChatRequest
 from memrun.llm.endpoint import Endpoint
@@ -52,6 +53,20 @@ def context_lines(hits: Sequence[Hit], records: Mapping[str, Record]) -> list[st
         date = record.timestamp if record is not None else None
         lines.append(f"[{date}] {text}" if date else text)
     return lines
+
+
+def emptied_context_warning(rows: Iterable[Mapping[str, Any]], max_context_tokens: int | None) -> str | None:
+    """A warning when the context limit dropped every retrieved hit of some items (their
+    reader answered from no memories at all), else None. rows: accuracy rows
+    (``n_retrieved``, ``context_dropped``); each item counted once (repeat 0)."""
+    emptied = sum(
+        1 for r in rows
+        if r.get("repeat") == 0 and (r.get("n_retrieved") or 0) > 0 and r.get("context_dropped") == r.get("n_retrieved")
+    )
+    if not emptied:
+        return None
+    return (f"reader.max_context_tokens={max_context_tokens} dropped every retrieved hit of {emptied} item(s): "
+            "their answers saw no memories; raise the limit or lower arm.top_k")
 
 
 class Reader:

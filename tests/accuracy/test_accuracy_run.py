@@ -168,6 +168,14 @@ def test_context_overflow_skip_and_truncate(server, tmp_path):
     out, printed = execute_run(tmp_path, "judge=exact", "reader.max_context_tokens=12", name="truncated")
     table = rows(out)
     assert any(r["context_dropped"] for r in table) and not any(r["label"] == "error" for r in table)
+    emptied = sum(1 for r in table if r["repeat"] == 0 and r["n_retrieved"] and r["context_dropped"] == r["n_retrieved"])
+    warnings = [w for w in read_run(out).instrument.warnings if "dropped every retrieved hit" in w]
+    assert emptied and warnings == [
+        f"reader.max_context_tokens=12 dropped every retrieved hit of {emptied} item(s): "
+        "their answers saw no memories; raise the limit or lower arm.top_k"]
+
+    out, _ = execute_run(tmp_path, "judge=exact", "reader.max_context_tokens=100000", name="roomy")
+    assert not any("dropped every" in w for w in read_run(out).instrument.warnings)
 
 
 def test_pinned_reader_override_warns_and_is_recorded(server, tmp_path, capsys):
