@@ -136,6 +136,10 @@ class HttpArm:
                            "configure erase or set arm.keep_namespaces=true")
         if ingest_batch_size < 1:
             raise ArmError(f"arm.ingest_batch_size={ingest_batch_size}: must be at least 1")
+        if not timeout_s > 0:
+            raise ArmError(f"arm.timeout_s={timeout_s}: must be a positive number of seconds")
+        if attempts < 1:
+            raise ArmError(f"arm.attempts={attempts}: must be at least 1")
         if not _UNSAFE.sub("", namespace_prefix):
             raise ArmError(f"arm.namespace_prefix={namespace_prefix!r}: give a prefix with letters or digits")
         token = api_key_from_env(auth_token_env, "arm.auth_token_env")

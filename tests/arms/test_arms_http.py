@@ -104,6 +104,8 @@ def test_fake_providers_are_flagged_or_refused(memory, tmp_path) -> None:
     ("arm.ingest.record.id='{{ record.kee }}'", r"arm.ingest.record.id: 'dict object' has no attribute 'kee'"),
     ("arm.erase=null", "arm.erase is not configured"),
     ("arm.search.result=null", "arm.search.result is not set"),
+    ("arm.timeout_s=-1", r"arm.timeout_s=-1.0: must be a positive number of seconds"),
+    ("arm.attempts=0", r"arm.attempts=0: must be at least 1"),
 ])
 def test_misconfiguration_fails_before_any_request(memory, tmp_path, override, message) -> None:
     state, url = memory
