@@ -211,7 +211,10 @@ def explain_config_error(exc: BaseException) -> str:
         return f"{where}{getattr(cause, 'full_key', '?')} has no value; set it in the config file or as key=value"
     if isinstance(cause, ValidationError):
         msg = str(getattr(cause, "msg", cause)).splitlines()[0]
-        return f"{where}{getattr(cause, 'full_key', '?')}: {msg}"
+        full_key = getattr(cause, "full_key", "?")
+        if "is not a ListConfig, list or tuple" in msg:
+            msg += f" Give a list: {full_key}=[...]"
+        return f"{where}{full_key}: {msg}"
     if m := re.search(r"raised while composing config:\n(.*)\n\s+full_key: (\S+)", text):
         # an error inside a YAML file; Hydra keeps no cause here, only this text
         message, full_key = m.groups()

@@ -89,6 +89,7 @@ def test_sweep_writes_one_folder_per_job(tmp_path, data_dir):
         (["arm.method=bm99"], "arm: could not build memrun.arms.bm25.BM25Arm: arm.method='bm99' is not a bm25s method"),
         (["ks=[0,5]"], "ks=[0, 5]: cut-offs must be positive integers"),
         (["arm=bm25", "arm.top_k"], "cannot parse the override"),
+        (["benchmark.slice.category=2"], "int is not a ListConfig, list or tuple. Give a list: benchmark.slice.category=[...]"),
     ],
 )
 def test_bad_config_is_one_line_not_a_traceback(tmp_path, args, needle):
