@@ -206,6 +206,9 @@ class HttpArm:
         op = self.ops["health"]
         try:
             response = self._request(op, flags=self.flags)
+        except httpx.HTTPStatusError as exc:
+            raise ArmError(f"arm.health: memory server at {self.base_url} refused the health check: {exc}; "
+                           "check arm.base_url, arm.health and the server's credentials") from exc
         except httpx.HTTPError as exc:
             raise ArmError(f"arm.health: memory server at {self.base_url} did not answer: {exc}") from exc
         if op.result is None:
