@@ -64,3 +64,14 @@ def test_reader_errors_name_the_path(tmp_path):
     pq.write_table(pa.table({"a": [1]}), plain)
     with pytest.raises(RunTableError, match="no memrun instrument"):
         read_run(plain)
+
+
+def test_a_folder_that_holds_a_run_is_not_written_again(tmp_path):
+    writer = ItemsWriter(tmp_path, items_schema(KS), Instrument(), flush_rows=1)
+    writer.add(row(0))
+    writer.wait()
+    with pytest.raises(RunTableError, match="already holds a run's rows; give this run its own folder"):
+        ItemsWriter(tmp_path, items_schema(KS), Instrument())  # parts of a run in progress
+    writer.close()
+    with pytest.raises(RunTableError, match="already holds a run's rows"):
+        ItemsWriter(tmp_path, items_schema(KS), Instrument())  # a finished run

@@ -24,6 +24,7 @@ from typing import Any
 import pyarrow as pa
 import pyarrow.parquet as pq
 
+from memrun.errors import RunTableError
 from memrun.instrument import METADATA_KEY, Instrument
 
 ITEMS_FILE = "items.parquet"
@@ -49,6 +50,10 @@ class ItemsWriter:
     ) -> None:
         self.folder = Path(folder)
         self.parts = self.folder / PARTS_DIR
+        if (self.folder / ITEMS_FILE).exists() or (self.parts.is_dir() and any(self.parts.iterdir())):
+            raise RunTableError(
+                f"{self.folder} already holds a run's rows; give this run its own folder (hydra.run.dir=...)"
+            )
         self.parts.mkdir(parents=True, exist_ok=True)
         self.schema = schema
         self.instrument = instrument
