@@ -160,5 +160,6 @@ class LLMJudge:
         try:
             label, explanation = parse_verdict(result.text)
         except Unparseable as exc:
+            self.llm.forget(self.endpoint, request, repeat)  # a failure: a re-run asks again
             return Verdict(ERROR, None, f"judge reply unparseable: {exc}", prompt.name, outcome.cached, tokens)
         return Verdict(label, 1.0 if label == CORRECT else 0.0, explanation, prompt.name, outcome.cached, tokens)

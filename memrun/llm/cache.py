@@ -10,7 +10,8 @@ public URL, the model, the messages, the parameters and the repeat index, so
 - raising ``repeats`` or adding a second judge makes only the new calls;
 - a different model, prompt, parameter or provider misses.
 
-Failed calls are never stored (a re-run retries them). API keys are not part of the
+Failed calls are never stored, and a reply its reader cannot use (an unparseable
+verdict) is removed again: a re-run retries both. API keys are not part of the
 key and never stored.
 """
 
@@ -95,6 +96,10 @@ class CallCache:
             (key, result.text, result.prompt_tokens, result.completion_tokens, result.latency_ms,
              result.finish_reason, time.time()),
         )
+
+    def delete(self, key: str) -> None:
+        """Remove the entry under ``key`` (none: nothing happens)."""
+        self._db.execute("DELETE FROM replies WHERE key = ?", (key,))
 
     def __len__(self) -> int:
         return int(self._db.execute("SELECT COUNT(*) FROM replies").fetchone()[0])

@@ -178,6 +178,14 @@ class LLMService:
         self._prefetched.update(found)
         return len(found)
 
+    def forget(self, endpoint: Endpoint, request: ChatRequest, repeat: int) -> None:
+        """Drop the stored reply to ``request`` (a reply its reader could not use, such as
+        an unparseable verdict), so that the next run makes the call again."""
+        key = call_key(endpoint.public_url, request, repeat)
+        self._prefetched.pop(key, None)
+        if self.cache is not None:
+            self.cache.delete(key)
+
     def _lookup(self, key: str) -> asyncio.Future[ChatResult | None]:
         """The cached reply for ``key`` (or None), looked up with the others asked this turn."""
         future: asyncio.Future[ChatResult | None] = asyncio.get_running_loop().create_future()

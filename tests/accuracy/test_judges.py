@@ -90,6 +90,22 @@ def test_llm_judge_turns_an_unparseable_reply_into_error(openai_server, monkeypa
     assert first.label == "error" and first.score is None and "unparseable" in first.explanation
     assert second.label == "correct" and second.score == 1.0 and second.explanation == "ok"
 
+    # The unparseable reply was not kept: grading the first case again asks the judge again.
+    openai_server.script(Reply.ok(json.dumps({"verdict": "WRONG", "explanation": "retried"})))
+
+    async def again() -> tuple:
+        llm = LLMService(CallCache(tmp_path))
+        judge = LLMJudge(llm=llm, model="gpt-test", prompts=PROMPTS, base_url=openai_server.base_url)
+        try:
+            return await judge.grade(case("7 May"), 0), await judge.grade(case("May 7th 2023"), 0)
+        finally:
+            await llm.aclose()
+
+    retried, cached = asyncio.run(again())
+    assert (retried.label, retried.cached, retried.explanation) == ("wrong", False, "retried")
+    assert (cached.label, cached.cached) == ("correct", True)
+    assert openai_server.count() == 3
+
 
 def test_llm_judge_prompt_by_question_type_and_dates(monkeypatch):
     monkeypatch.setenv("OPENAI_API_KEY", "sk-test-key-0123456789")
