@@ -114,6 +114,8 @@ def build_setup(cfg: DictConfig, arm: Any) -> AccuracySetup:
         raise ConfigError(f"judge2_sample={cfg.judge2_sample}: must be at least 1, or null for every item")
     if int(cfg.http_attempts) < 1:
         raise ConfigError(f"http_attempts={cfg.http_attempts}: must be at least 1")
+    if not float(cfg.request_timeout_s) > 0:
+        raise ConfigError(f"request_timeout_s={cfg.request_timeout_s}: must be a positive number of seconds")
     if cfg.judge.name == "none":
         pin = cfg.reader.pins.get(benchmark) if cfg.reader.pins else None
         hint = f"judge={pin.judge} (pinned for {benchmark})" if pin is not None and pin.judge else "judge=gpt41"

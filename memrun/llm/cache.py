@@ -48,6 +48,8 @@ class CallCache:
 
     def __init__(self, folder: Path) -> None:
         self.path = Path(folder) / CACHE_FILE
+        if Path(folder).exists() and not Path(folder).is_dir():
+            raise ConfigError(f"cache_dir={folder} is a file; point cache_dir at a folder")
         try:
             self.path.parent.mkdir(parents=True, exist_ok=True)
             self._db = sqlite3.connect(self.path, timeout=30.0, isolation_level=None, check_same_thread=False)
@@ -63,11 +65,18 @@ class CallCache:
                 " completion_tokens INTEGER, latency_ms REAL NOT NULL, finish_reason TEXT, created REAL NOT NULL)"
                 " WITHOUT ROWID"
             )
+            columns = [row[1] for row in self._db.execute("PRAGMA table_info(replies)")]
         except (OSError, sqlite3.Error) as exc:
             raise ConfigError(
                 f"cache_dir={folder}: cannot open the call cache {self.path.name} ({exc}); "
                 "point cache_dir at a writable folder, or remove a damaged cache file"
             ) from exc
+        if columns != ["key", *REPLY_COLUMNS.split(", "), "created"]:
+            self._db.close()
+            raise ConfigError(
+                f"cache_dir={folder}: {self.path.name} has a table 'replies' that memrun did not write "
+                f"(columns {', '.join(columns)}); point cache_dir at another folder"
+            )
 
     def get(self, key: str) -> ChatResult | None:
         """The reply stored under ``key``, or None."""

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import hashlib
 import json
+import re
 from importlib import resources
 from pathlib import Path
 
@@ -209,3 +210,25 @@ def test_a_rerun_retrieves_and_rows_match(server, tmp_path):
     key = ("item_id", "repeat", "label", "reader_answer", "retrieved_keys", "rr")
     assert sorted(tuple(str(r[k]) for k in key) for r in rows(first)) == sorted(tuple(str(r[k]) for k in key) for r in rows(second))
     assert all(r["reader_cache_hit"] and r["judge_cache_hit"] for r in rows(second))
+
+
+def test_unusable_cache_folders_and_timeouts_are_config_errors(server, tmp_path):
+    import sqlite3
+
+    from memrun.errors import ConfigError
+
+    (tmp_path / "afile").write_text("x")
+    foreign = tmp_path / "foreign"
+    foreign.mkdir()
+    with sqlite3.connect(foreign / "calls.sqlite") as db:
+        db.execute("CREATE TABLE replies (key TEXT PRIMARY KEY, value TEXT)")
+    cases = [
+        (f"cache_dir={tmp_path / 'afile'}", "is a file; point cache_dir at a folder"),
+        (f"cache_dir={foreign}", "has a table 'replies' that memrun did not write (columns key, value)"),
+        ("request_timeout_s=-1", "request_timeout_s=-1.0: must be a positive number of seconds"),
+        ("request_timeout_s=0", "request_timeout_s=0.0: must be a positive number of seconds"),
+    ]
+    for override, message in cases:
+        with pytest.raises(ConfigError, match=re.escape(message)):
+            execute_run(tmp_path, "judge=gpt41", override)
+    assert server.count() == 0
