@@ -25,7 +25,12 @@ from memrun.records import GoldMatch, Hit, Item, Record
 
 @runtime_checkable
 class Arm(Protocol):
-    """The protocol every arm implements."""
+    """The protocol every arm implements.
+
+    Methods are called one at a time, never concurrently, but not always from the thread
+    that built the arm: on the accuracy axis ``ingest`` and ``search`` may run on a worker
+    thread (docs/arms.md, "Threads").
+    """
 
     def ingest(self, history_id: str, records: Sequence[Record]) -> None:
         """Replace what the arm holds with ``records`` (one history), ready to search."""
