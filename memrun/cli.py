@@ -102,10 +102,12 @@ def _run_hydra(args: list[str]) -> int:
     console = Console(width=None if sys.stdout.isatty() else 120)
 
     failures: list[MemrunError] = []
+    current: list[Path] = []  # the run folder in progress, for the interrupt message
 
     def task(cfg: DictConfig) -> None:
         # Report a user error here, in one line; a sweep goes on with its next job.
         out_dir = Path(HydraConfig.get().runtime.output_dir)
+        current[:] = [out_dir]
         try:
             execute(cfg, out_dir, console)
         except MemrunError as exc:
@@ -131,7 +133,12 @@ def _run_hydra(args: list[str]) -> int:
     except yaml.YAMLError as exc:
         return _fail(explain_yaml_error(exc))
     except KeyboardInterrupt:
-        return _fail("interrupted; the rows that finished are in the run folder", EXIT_INTERRUPTED)
+        from memrun.io.writer import ITEMS_FILE
+
+        kept = bool(current) and (current[0] / ITEMS_FILE).exists()
+        where = f"the rows that finished are in {current[0]}" if kept else "no row had finished"
+        return _fail(f"interrupted; {where}. Run the same command again to redo it "
+                     "(on the accuracy axis, the calls already made come from the cache)", EXIT_INTERRUPTED)
     finally:
         sys.argv = saved_argv
         signal.signal(signal.SIGTERM, saved_term)

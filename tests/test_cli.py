@@ -171,7 +171,8 @@ def test_interrupt_or_kill_keeps_finished_rows(tmp_path, data_dir, sig):
     run = read_run(run_dirs(tmp_path / "outputs")[0])
     assert 0 < run.table.num_rows < 1986
     if sig == signal.SIGINT:
-        assert proc.returncode == 130 and "interrupted" in err
+        assert proc.returncode == 130 and f"interrupted; the rows that finished are in {run_dirs(tmp_path / 'outputs')[0]}" in err
+        assert "Run the same command again" in err
         assert run.complete and run.instrument.status == "interrupted" and run.instrument.n_rows == run.table.num_rows
     else:
         assert not run.complete and run.instrument.status == "running"
