@@ -52,6 +52,9 @@ def test_a_failed_part_write_is_raised_not_lost(tmp_path):
 def test_reader_errors_name_the_path(tmp_path):
     with pytest.raises(RunTableError, match="no items.parquet"):
         read_run(tmp_path)
+    (tmp_path / "killed" / "items.parts").mkdir(parents=True)  # killed before its first part
+    with pytest.raises(RunTableError, match="this run wrote no rows"):
+        read_run(tmp_path / "killed")
     with pytest.raises(RunTableError, match="no such file"):
         read_run(tmp_path / "missing.parquet")
     bogus = tmp_path / "x.parquet"

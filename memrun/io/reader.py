@@ -42,6 +42,8 @@ def read_run(path: str | Path) -> RunTable:
         if parts:
             tables = [pq.read_table(p) for p in parts]
             return RunTable(path, pa.concat_tables(tables), _instrument(tables[-1].schema, path), complete=False)
+        if (path / PARTS_DIR).is_dir() or (path / ".hydra").is_dir():
+            raise RunTableError(f"{path}: this run wrote no rows (it stopped before its first rows were saved)")
         raise RunTableError(f"{path}: no {ITEMS_FILE} and no {PARTS_DIR}/ here; is this a memrun run folder?")
     if path.is_file():
         return _read_file(path)
