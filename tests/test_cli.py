@@ -251,3 +251,20 @@ def test_sigterm_keeps_finished_rows(tmp_path):
     assert proc.returncode == 130
     run = read_run(run_dirs(tmp_path / "outputs")[0])
     assert run.complete and run.instrument.status == "interrupted" and 0 < run.table.num_rows < 30
+
+
+def test_a_full_disk_is_one_line(tmp_path, monkeypatch, capsys):
+    import errno
+
+    import pyarrow.parquet as pq
+
+    from memrun.cli import main
+
+    def full(*args, **kwargs):
+        raise OSError(errno.ENOSPC, "No space left on device", str(args[1]))
+
+    monkeypatch.chdir(tmp_path)
+    monkeypatch.setattr(pq, "write_table", full)
+    assert main(["progress=false"]) == 2
+    err = capsys.readouterr().err.strip().splitlines()
+    assert len(err) == 1 and err[0].startswith("memrun: error: No space left on device: ") and "while writing" in err[0]
