@@ -52,7 +52,7 @@ class LocomoConfig(SelectionConfig):
     sha256: Optional[str] = MISSING
     path: Optional[str] = None
     categories: Dict[int, str] = MISSING
-    expected_counts: Dict[int, int] = field(default_factory=dict)
+    expected_counts: Optional[Dict[int, int]] = field(default_factory=dict)  # null: no check
     comparable_categories: List[int] = field(default_factory=list)
 
 
@@ -88,7 +88,7 @@ class LongMemEvalConfig(SelectionConfig):
     roles: List[str] = field(default_factory=lambda: ["user", "assistant"])
     cluster_by: str = "question_type"
     categories: Dict[str, str] = MISSING
-    expected_counts: Dict[str, int] = field(default_factory=dict)
+    expected_counts: Optional[Dict[str, int]] = field(default_factory=dict)  # null: no check
 
 
 @dataclass
