@@ -99,14 +99,24 @@ def _git_commit() -> str | None:
     return sha.stdout.strip() + ("+dirty" if dirty.stdout.strip() else "")
 
 
+def _thousands(n: int) -> str:
+    """``n`` in at most 4 characters plus a unit: 950, 12k, 3.4M."""
+    if n < 1000:
+        return str(n)
+    if n < 1_000_000:
+        return f"{n / 1000:.1f}k" if n < 9_950 else f"{round(n / 1000)}k"
+    return f"{n / 1_000_000:.1f}M"
+
+
 def _progress(console: Console, enabled: bool, calls: bool = False) -> Progress:
+    # The accuracy axis adds a calls line (calls, rate, cached, tokens) and, to fit 80
+    # columns, trades the elapsed time and half the bar for it.
     return Progress(
         TextColumn("[progress.description]{task.description}"),
-        BarColumn(),
+        BarColumn(bar_width=10 if calls else 40),
         MofNCompleteColumn(),
-        TextColumn("errors {task.fields[errors]}"),
-        *([TextColumn("{task.fields[calls]}")] if calls else []),
-        TimeElapsedColumn(),
+        TextColumn("{task.fields[errors]} err"),
+        *([TextColumn("{task.fields[calls]}")] if calls else [TimeElapsedColumn()]),
         console=console,
         disable=not enabled,
         transient=True,
@@ -124,7 +134,7 @@ def _run_accuracy(
     def show() -> None:
         rate = stats.made / max(time.perf_counter() - t0, 1e-9)
         progress.update(task, completed=rows, errors=errors,
-                        calls=f"calls {stats.made} ({rate:.1f}/s) cached {stats.cached} tokens {stats.tokens}")
+                        calls=f"{stats.made} calls {rate:.0f}/s {stats.cached} cached {_thousands(stats.tokens)} tok")
 
     def on_row(row: dict[str, Any]) -> None:
         nonlocal rows, errors, shown
@@ -138,7 +148,7 @@ def _run_accuracy(
     from memrun.accuracy.stage import AnswerStage
 
     stage = AnswerStage(setup, dataset, make_row, on_row)
-    task = progress.add_task(label, total=stage.total, errors=0, calls="calls 0")
+    task = progress.add_task(label, total=stage.total, errors=0, calls="0 calls")
 
     async def main() -> None:
         try:

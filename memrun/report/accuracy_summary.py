@@ -19,13 +19,17 @@ def _ms(block: Mapping[str, Any]) -> str:
 
 def accuracy_table(summary: Mapping[str, Any], title: str) -> Table:
     """A rich Table: one row per overall slice and category; ratios in percent."""
-    table = Table(title=title, title_justify="left", box=box.SIMPLE_HEAD, pad_edge=False)
+    table = Table(title=title, title_justify="left", caption_justify="left", box=box.SIMPLE_HEAD, pad_edge=False,
+                  collapse_padding=True)
+    # Short headers (explained in the caption) keep the table within 80 columns.
     for name, justify in (("slice", "left"), ("n", "right"), ("correct", "right"), ("wrong", "right"),
-                          ("abstain", "right"), ("errors", "right"), ("accuracy", "right"),
-                          ("acc(abstain=wrong)", "right"), ("flip rate", "right")):
-        table.add_column(name, justify=justify, no_wrap=name == "slice")
+                          ("abst", "right"), ("err", "right"), ("acc", "right"), ("acc_aw", "right"),
+                          ("flip", "right")):
+        table.add_column(name, justify=justify, no_wrap=True)
     if any(b.get("mean_judge_score") is not None for b in summary["per_category"].values()):
-        table.add_column("mean score", justify="right")
+        table.add_column("score", justify="right", no_wrap=True)
+    legend = ["abst: abstained", "err: errors (excluded)", "acc: accuracy %", "acc_aw: accuracy % with abstentions wrong",
+              "flip: flip rate %"] + (["score: mean judge score"] if len(table.columns) == 10 else [])
 
     def add(name: str, block: Mapping[str, Any], style: str | None = None) -> None:
         cells = [
@@ -38,11 +42,12 @@ def accuracy_table(summary: Mapping[str, Any], title: str) -> Table:
         table.add_row(*cells, style=style)
 
     if "overall_comparable" in summary:
-        table.caption = "overall_comparable: categories " + ", ".join(summary.get("comparable_categories", []))
+        legend.append("overall_comparable: categories " + ", ".join(summary.get("comparable_categories", [])))
         add("overall_comparable", summary["overall_comparable"], "bold")
     add("overall_all", summary["overall_all"], "bold")
     for cat, block in summary["per_category"].items():
         add(f"{cat} {block['label']}" if block["label"] != cat else cat, block)
+    table.caption = "; ".join(legend)
     return table
 
 
