@@ -19,6 +19,7 @@ recall_all@K and nDCG@K is ndcg_any@K (binary relevance).
 
 from __future__ import annotations
 
+import functools
 import math
 from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass
@@ -165,7 +166,7 @@ def item_columns(
     """
     ks = tuple(ks)
     if score is None:
-        return {c: None for c in metric_columns(ks) if _granularity(c) == prefix}
+        return dict.fromkeys(_columns_of(ks, prefix))
     out: dict[str, object] = {f"{prefix}first_gold_rank": score.first_gold_rank, f"{prefix}rr": score.rr}
     for name, values in (
         ("hit", score.hit),
@@ -176,6 +177,12 @@ def item_columns(
         for k in ks:
             out[f"{prefix}{name}_at_{k}"] = values[k]
     return out
+
+
+@functools.lru_cache(maxsize=64)
+def _columns_of(ks: tuple[int, ...], prefix: str) -> tuple[str, ...]:
+    """One granularity's metric columns (every row of a run asks for the same ones)."""
+    return tuple(c for c in metric_columns(ks) if _granularity(c) == prefix)
 
 
 def _granularity(column: str) -> str:
