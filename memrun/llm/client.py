@@ -48,14 +48,22 @@ class ChatRequest:
 
     @cached_property
     def digest(self) -> bytes:
-        """sha256 (32 bytes) of everything in the request that determines the reply:
-        model, messages and parameters as canonical JSON (sorted keys, no spaces).
-        Computed once per request; a reader's request serves every repeat of an item."""
-        blob = json.dumps(
-            {"model": self.model, "messages": [dict(m) for m in self.messages], "params": dict(self.params)},
-            sort_keys=True, ensure_ascii=False, separators=(",", ":"),
-        )
-        return hashlib.sha256(blob.encode()).digest()
+        """sha256 (32 bytes) of everything in the request that determines the reply.
+
+        The model and the parameters (sorted by name, values as ``repr``), then every
+        message's fields in name order, each name and value length-prefixed, so no two
+        different requests hash the same bytes. Prompts are hashed as they are: JSON-
+        escaping them first cost more than anything else a cached re-run does per call.
+        Computed once per request; a reader's request serves every repeat of an item.
+        """
+        digest = hashlib.sha256(repr((self.model, sorted(self.params.items()))).encode())
+        for message in self.messages:
+            digest.update(b"\x1e%d" % len(message))
+            for name, value in sorted(message.items()):
+                for part in (name.encode(), str(value).encode()):
+                    digest.update(b"\x1f%d:" % len(part))
+                    digest.update(part)
+        return digest.digest()
 
 
 @dataclass(frozen=True)
