@@ -1,18 +1,17 @@
 """Crash-safe writing of ``items.parquet``.
 
-Rows are buffered and flushed as small, complete Parquet files under
-``items.parts/`` (at most once a second, sooner when ``flush_rows`` rows wait), so what
-finished survives a crash or a kill: a kill -9 loses at most the last second of rows
-(on the accuracy axis their calls are in the cache). Flushing by time, not every few
-hundred rows, keeps a short run (a cached re-run takes ~0.5 s) from encoding its rows
-twice, once into parts and again into the merged file. :meth:`ItemsWriter.close` merges the parts into
-``items.parquet`` with the instrument in its schema metadata and removes them.
-:func:`memrun.io.reader.read_run` reads either form.
+Rows are buffered and flushed as small, complete Parquet files under ``items.parts/``
+(at most once a second, sooner when ``flush_rows`` rows wait), so what finished survives
+a crash or a kill: a kill -9 loses about the last second of rows (on the accuracy axis
+their calls are in the cache). Flushing by time, not every few hundred rows, keeps a
+short run (a cached re-run takes ~0.5 s) from encoding its rows twice, into parts and
+again into the merged file. :meth:`ItemsWriter.close` merges the parts and the last
+buffered rows into ``items.parquet`` with the instrument in its schema metadata and
+removes the parts. :func:`memrun.io.reader.read_run` reads either form.
 
-Parts are written by one background thread, in order: building and encoding 500 rows
-takes 15-60 ms, and on the accuracy axis the caller is the event loop that every
-in-flight call is waiting on. A failed write is raised by the next ``flush``,
-``wait`` or ``close``.
+Parts are written by one background thread, in order: encoding a part takes up to tens
+of ms, and on the accuracy axis the caller is the event loop that every in-flight call
+is waiting on. A failed write is raised by the next ``flush``, ``wait`` or ``close``.
 """
 
 from __future__ import annotations

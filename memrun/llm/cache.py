@@ -1,9 +1,10 @@
 """The on-disk call cache: every finished reader and judge call, keyed by what determines it.
 
-One sqlite file (``<cache_dir>/calls.sqlite``, WAL mode) maps a key to the reply
-(the fields of :class:`memrun.llm.client.ChatResult`, one column each, table
-``replies``; the table ``calls`` of key version 1 held them as JSON and is left as is). The key is the sha256 of the endpoint's
-public URL, the model, the messages, the parameters and the repeat index, so
+One sqlite file (``<cache_dir>/calls.sqlite``, WAL mode) maps a key to the reply (the
+fields of :class:`memrun.llm.client.ChatResult`, one column each, in the table
+``replies``; the table ``calls`` of key version 1 held them as JSON and is left as is).
+The key is the sha256 of the endpoint's public URL, the model, the messages, the
+parameters and the repeat index, so
 
 - re-running a command (after a crash, Ctrl-C, or to completion) finds every finished
   call and makes none of them again; resume does not depend on the run folder;
