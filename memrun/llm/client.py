@@ -151,13 +151,21 @@ class ChatClient:
                 await self._sleep(wait)
                 continue
             except openai.APIConnectionError as exc:  # includes APITimeoutError
-                cause = f" ({type(exc.__cause__).__name__}: {exc.__cause__})" if exc.__cause__ else ""
-                raise CallError("transport", f"{type(exc).__name__}: {exc}{cause}".splitlines()[0]) from None
+                raise CallError("transport", _transport_message(exc, self.endpoint.public_url)) from None
             latency = (time.perf_counter() - t0) * 1000.0
             return parse_completion(raw, latency)
 
     async def close(self) -> None:
         await self._client.close()
+
+
+def _transport_message(exc: openai.APIConnectionError, url: str) -> str:
+    """One line for a failed connection. The SDK's aiohttp transport reports a refused
+    connection as a timeout ("Request timed out ... Connect call failed"); say what it is."""
+    cause = f"{type(exc.__cause__).__name__}: {exc.__cause__}" if exc.__cause__ else ""
+    if type(exc.__cause__).__name__ == "ConnectError" or "Connect call failed" in cause or "Cannot connect to host" in cause:
+        return f"cannot connect to {url} (nothing answers there; is the server running?)"
+    return f"{type(exc).__name__}: {exc}{f' ({cause})' if cause else ''}".splitlines()[0]
 
 
 def _transport() -> dict[str, Any]:

@@ -128,7 +128,9 @@ def test_transport_error_raises_transport_kind():
             await client.close()
         raise AssertionError("no error")
 
-    assert asyncio.run(go()).kind == "transport"
+    error = asyncio.run(go())
+    assert error.kind == "transport"
+    assert str(error) == f"cannot connect to {server.base_url} (nothing answers there; is the server running?)"
 
 
 def test_default_policy_delays_without_sleeping():
