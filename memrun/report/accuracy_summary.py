@@ -9,7 +9,7 @@ from rich import box
 from rich.console import Console
 from rich.table import Table
 
-from memrun.report.run_summary import pct
+from memrun.report.run_summary import pct, percent
 
 
 def _ms(block: Mapping[str, Any]) -> str:
@@ -58,7 +58,7 @@ def print_accuracy_summary(console: Console, summary: Mapping[str, Any], *, titl
     console.print(accuracy_table(summary, title))
     head = summary["headline"]
     console.print(
-        f"verdicts read {head['metric']} on {head['slice']}: [bold]{pct(head['value'])}%[/] | "
+        f"verdicts read {head['metric']} on {head['slice']}: [bold]{percent(head['value'])}[/] | "
         f"score {summary['score']} (accuracy / p50 search ms / mean context tokens)"
     )
     tokens = summary["context_tokens"]
@@ -66,18 +66,18 @@ def print_accuracy_summary(console: Console, summary: Mapping[str, Any], *, titl
     console.print(
         f"items {summary['n_items']} x repeats {summary.get('repeats', 1)} | errors (excluded) "
         f"{summary['overall_all']['errors']} items, {summary['n_row_errors']} rows | success rate "
-        f"{pct(summary['success_rate'])}% | search ms {_ms(summary['search_latency_ms'])} | answer ms "
+        f"{percent(summary['success_rate'])} | search ms {_ms(summary['search_latency_ms'])} | answer ms "
         f"{_ms(summary['answer_latency_ms'])} | context tokens mean {mean_tokens} ({tokens['n_reported']} reported)"
     )
     if summary.get("identical_retrieval_share") is not None:
-        console.print(f"identical retrieval across repeats: {pct(summary['identical_retrieval_share'])}% of items")
+        console.print(f"identical retrieval across repeats: {percent(summary['identical_retrieval_share'])} of items")
     if summary.get("failure_stages"):
         console.print("failure stages: " + ", ".join(f"{k} {v}" for k, v in sorted(summary["failure_stages"].items())))
     if summary.get("judge2"):
         j2 = summary["judge2"]
         kappa = "-" if j2["cohen_kappa"] is None else f"{j2['cohen_kappa']:.3f}"
         console.print(
-            f"second judge on {j2['n_rows']} rows: agreement {pct(j2['agreement'])}%, Cohen's kappa {kappa} "
+            f"second judge on {j2['n_rows']} rows: agreement {percent(j2['agreement'])}, Cohen's kappa {kappa} "
             f"({j2['n_errors']} errored)"
         )
     if summary.get("stale"):

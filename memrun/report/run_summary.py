@@ -15,6 +15,11 @@ def pct(value: Any) -> str:
     return "-" if value is None else f"{100 * float(value):.1f}"
 
 
+def percent(value: Any) -> str:
+    """:func:`pct` with its sign (``12.5%``), or ``-`` for None (not ``-%``)."""
+    return "-" if value is None else f"{pct(value)}%"
+
+
 def retrieval_table(summary: Mapping[str, Any], ks: list[int], title: str) -> Table:
     """A rich Table: one row per overall slice and category, metrics in percent."""
     table = Table(title=title, title_justify="left", box=box.SIMPLE_HEAD, pad_edge=False)

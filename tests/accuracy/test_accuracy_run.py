@@ -127,6 +127,16 @@ def test_unparseable_verdicts_are_errors_not_misses(server, tmp_path):
     assert s["overall_all"]["errors"] == N_ITEMS and s["overall_all"]["wrong"] == 0
     assert s["overall_all"]["accuracy"] is None
 
+    import io
+
+    from rich.console import Console
+
+    from memrun.report.accuracy_summary import print_accuracy_summary
+
+    printed = io.StringIO()
+    print_accuracy_summary(Console(file=printed, width=200), s, title="t", out_dir="o")
+    assert "on overall_all: - |" in printed.getvalue() and "-%" not in printed.getvalue()
+
 
 def test_token_budget_stops_cleanly_and_a_rerun_continues(server, tmp_path):
     out, printed = execute_run(tmp_path, "judge=gpt41", "max_tokens_total=300", "concurrency=2")
