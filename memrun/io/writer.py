@@ -117,7 +117,6 @@ class ItemsWriter:
         The buffered rows go straight into the merged file, not through a last part.
         """
         try:
-            self._raise_failed()
             self.wait()
         finally:
             self._pool.shutdown(wait=True)

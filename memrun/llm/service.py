@@ -46,15 +46,7 @@ class CallStats:
         return self.prompt_tokens + self.completion_tokens
 
     def to_dict(self) -> dict[str, int]:
-        return {
-            "made": self.made,
-            "cached": self.cached,
-            "failed": self.failed,
-            "prompt_tokens": self.prompt_tokens,
-            "completion_tokens": self.completion_tokens,
-            "rate_limit_waits": self.rate_limit_waits,
-            "server_error_retries": self.server_error_retries,
-        }
+        return dataclasses.asdict(self)
 
 
 @dataclass(frozen=True)
