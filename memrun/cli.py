@@ -118,8 +118,8 @@ def _run_hydra(args: list[str]) -> int:
             _fail(explain_config_error(exc))
             failures.append(MemrunError(str(exc)))
             _discard_if_empty(out_dir)
-        except OSError as exc:  # the machine's side: disk full, permissions, a vanished folder
-            _fail(f"{exc.strerror or exc}{f': {exc.filename}' if exc.filename else ''} (while writing {out_dir})")
+        except OSError as exc:  # the machine's side: disk full, permissions, a vanished file or folder
+            _fail(f"{exc.strerror or exc}{f': {exc.filename}' if exc.filename else ''} (run folder {out_dir})")
             failures.append(MemrunError(str(exc)))
 
     app = hydra.main(config_path=str(conf_dir()), config_name="config", version_base=None)(task)

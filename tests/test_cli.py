@@ -267,4 +267,4 @@ def test_a_full_disk_is_one_line(tmp_path, monkeypatch, capsys):
     monkeypatch.setattr(pq, "write_table", full)
     assert main(["progress=false"]) == 2
     err = capsys.readouterr().err.strip().splitlines()
-    assert len(err) == 1 and err[0].startswith("memrun: error: No space left on device: ") and "while writing" in err[0]
+    assert len(err) == 1 and err[0].startswith("memrun: error: No space left on device: ") and "(run folder " in err[0]
