@@ -12,6 +12,7 @@ import hashlib
 import re
 from collections.abc import Iterable, Mapping
 from dataclasses import dataclass
+from functools import cached_property
 from importlib import resources
 from pathlib import Path
 
@@ -33,9 +34,16 @@ class Prompt:
         """The placeholder names the template uses."""
         return set(_PLACEHOLDER.findall(self.text))
 
+    @cached_property
+    def _parts(self) -> list[str]:
+        # literal text at even indices, placeholder names at odd ones: split once, not per render
+        return _PLACEHOLDER.split(self.text)
+
     def render(self, values: Mapping[str, str]) -> str:
         """The text with each ``{{name}}`` replaced by ``values[name]``. Raises KeyError for a missing one."""
-        return _PLACEHOLDER.sub(lambda m: values[m.group(1)], self.text)
+        parts = list(self._parts)
+        parts[1::2] = [values[name] for name in parts[1::2]]
+        return "".join(parts)
 
 
 def load_prompt(package: str, name_or_path: str, where: str, required: Iterable[str] = ()) -> Prompt:
