@@ -14,6 +14,7 @@ unparseable reply is an ERROR, never WRONG and never CORRECT.
 
 from __future__ import annotations
 
+import functools
 import json
 import re
 from collections.abc import Mapping, Sequence
@@ -29,6 +30,7 @@ from memrun.stats.labels import ABSTAIN, CORRECT, ERROR, WRONG
 
 JUDGE_FIELDS = ("question", "gold", "answer", "question_date_line")
 _WORDS = {"CORRECT": CORRECT, "WRONG": WRONG, "INCORRECT": WRONG, "ABSTAIN": ABSTAIN}
+REQUEST_MEMO = 1024  # judge requests kept for reuse by later repeats
 _FENCE = re.compile(r"^```(?:json)?\s*(.*?)\s*```$", re.DOTALL | re.IGNORECASE)
 
 
@@ -119,6 +121,8 @@ class LLMJudge:
             where, model=model, base_url=base_url, base_url_env=base_url_env, api_key_env=api_key_env, provider=provider
         )
         self.params = {"temperature": float(temperature), "max_tokens": int(max_tokens)}
+        # repeats of an item are graded close together: a small memo finds them
+        self._request = functools.lru_cache(maxsize=REQUEST_MEMO)(self._build_request)
 
     def describe(self) -> dict[str, Any]:
         return {
@@ -135,18 +139,22 @@ class LLMJudge:
         return self.prompts.get(case.category_label) or self.prompts["default"]
 
     def request(self, case: Case) -> tuple[Prompt, ChatRequest]:
+        """The prompt chosen for ``case`` and the request that asks it. Cases that render the
+        same text (an item's repeats with the same answer) share one request object, so its
+        text is rendered and hashed once."""
         prompt = self.prompt_for(case)
-        gold = case.gold if case.gold is not None else "(none: the conversation does not contain the answer)"
-        date = case.item.question_date
+        return prompt, self._request(prompt, case.item.question, case.gold, case.answer, case.item.question_date)
+
+    def _build_request(self, prompt: Prompt, question: str, gold: str | None, answer: str, date: str | None) -> ChatRequest:
         text = prompt.render(
             {
-                "question": case.item.question,
-                "gold": gold,
-                "answer": case.answer,
+                "question": question,
+                "gold": gold if gold is not None else "(none: the conversation does not contain the answer)",
+                "answer": answer,
                 "question_date_line": f"\nDate of the question: {date}\n" if date else "",
             }
         )
-        return prompt, ChatRequest(self.model, ({"role": "user", "content": text},), self.params)
+        return ChatRequest(self.model, ({"role": "user", "content": text},), self.params)
 
     async def grade(self, case: Case, repeat: int) -> Verdict:
         """Ask the judge model (or the cache); an unreadable verdict is an ERROR."""
