@@ -19,6 +19,8 @@ from __future__ import annotations
 from collections.abc import Mapping, Sequence
 from typing import Any, Protocol, runtime_checkable
 
+import numpy as np
+
 from memrun.errors import ArmError
 from memrun.records import GoldMatch, Hit, Item, Record
 
@@ -74,9 +76,10 @@ RESERVED_KEYS = ("axis", "benchmark", "split", "slice", "dataset_sha256", "corre
 
 def ranked_hits(records: Sequence[Record], order: Any, scores: Any, k: int) -> list[Hit]:
     """The first ``k`` hits of a ranking: record indices ``order`` (best first) and their scores."""
+    # tolist(): plain ints and floats, not one numpy scalar per hit
     return [
         Hit(key=records[i].key, score=float(s), text=records[i].text)
-        for i, s in zip(order[:k], scores[:k])
+        for i, s in zip(np.asarray(order[:k]).tolist(), np.asarray(scores[:k]).tolist())
     ]
 
 

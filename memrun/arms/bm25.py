@@ -64,8 +64,10 @@ class BM25Arm:
         if not any(corpus):
             self._index = None  # nothing indexable: every search returns no hit
             return
+        vocab: dict[str, int] = {}  # token -> id, as bm25s numbers them (first seen first)
+        ids = [[vocab.setdefault(token, len(vocab)) for token in tokens] for tokens in corpus]
         index = bm25s.BM25(method=self.method, k1=self.k1, b=self.b)
-        index.index(corpus, show_progress=False)
+        index.index((ids, vocab), show_progress=False)  # from ids: skips bm25s's own vocab pass
         self._index = index
 
     def rank(self, query: str) -> tuple[np.ndarray, np.ndarray]:
