@@ -365,7 +365,8 @@ def _accuracy_summary(
         denominator=setup.headline,
     )
     # Retrieval is done once per item: score it on repeat 0, excluding only failed retrievals.
-    first = [{**r, "error": None if r["retrieved_keys"] is not None else r["error"]} for r in rows if r["repeat"] == 0]
+    first = [{**r, "error": None} if r["error"] is not None and r["retrieved_keys"] is not None else r
+             for r in rows if r["repeat"] == 0]
     summary["retrieval"] = summarize_by_granularity(
         first, ks=ks, categories=dataset.categories, comparable_categories=dataset.comparable_categories,
         task_averaged=dataset.task_averaged,
