@@ -121,6 +121,19 @@ def test_llm_judge_prompt_by_question_type_and_dates(monkeypatch):
     assert judge.describe()["judge_prompt_sha256"] != LLMJudge(llm=None, model="gpt-test", prompts={"default": "default"}).describe()["judge_prompt_sha256"]
 
 
+def test_llm_judge_shares_one_request_between_repeats_with_the_same_answer(monkeypatch):
+    monkeypatch.setenv("OPENAI_API_KEY", "sk-test-key-0123456789")
+    judge = LLMJudge(llm=None, model="gpt-test", prompts=PROMPTS)
+    first = judge.request(case("7 May"))[1]
+    assert judge.request(case("7 May"))[1] is first  # rendered and hashed once
+    other = judge.request(case("8 May"))[1]
+    assert other is not first and "8 May" in other.messages[0]["content"] and other.digest != first.digest
+    temporal = judge.request(case("7 May", label="temporal"))
+    assert temporal[0].name == "temporal" and temporal[1] is not first  # another prompt, another request
+    no_gold = judge.request(case("7 May", gold=None))[1]
+    assert no_gold is not first and "(none: the conversation does not contain the answer)" in no_gold.messages[0]["content"]
+
+
 def test_locomo_f1_matches_the_official_definition():
     # normalize: drop commas, punctuation, a/an/the/and; Porter-stem; multiset overlap.
     assert locomo_f1_score("The painting, and a sunset.", "painting sunset") == 1.0
