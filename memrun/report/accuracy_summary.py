@@ -26,17 +26,18 @@ def accuracy_table(summary: Mapping[str, Any], title: str) -> Table:
                           ("abst", "right"), ("err", "right"), ("acc", "right"), ("acc_aw", "right"),
                           ("flip", "right")):
         table.add_column(name, justify=justify, no_wrap=True)
-    if any(b.get("mean_judge_score") is not None for b in summary["per_category"].values()):
+    scored = any(b.get("mean_judge_score") is not None for b in summary["per_category"].values())
+    if scored:
         table.add_column("score", justify="right", no_wrap=True)
     legend = ["abst: abstained", "err: errors (excluded)", "acc: accuracy %", "acc_aw: accuracy % with abstentions wrong",
-              "flip: flip rate %"] + (["score: mean judge score"] if len(table.columns) == 10 else [])
+              "flip: flip rate %"] + (["score: mean judge score"] if scored else [])
 
     def add(name: str, block: Mapping[str, Any], style: str | None = None) -> None:
         cells = [
             name, str(block["n_items"]), str(block["correct"]), str(block["wrong"]), str(block["abstained"]),
             str(block["errors"]), pct(block["accuracy"]), pct(block["accuracy_abstain_wrong"]), pct(block["flip_rate"]),
         ]
-        if len(table.columns) > len(cells):
+        if scored:
             score = block.get("mean_judge_score")
             cells.append("-" if score is None else f"{score:.3f}")
         table.add_row(*cells, style=style)
