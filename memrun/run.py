@@ -288,8 +288,6 @@ def execute(cfg: DictConfig, out_dir: Path, console: Console) -> dict[str, Any]:
         raise
     finally:
         close_error = _close(arm)
-        if close_error:
-            instrument.warnings.append(close_error)
         instrument.finished_at = _now()
         instrument.n_rows = len(rows)
         # Lazy groups finish their counts and warnings while they are produced.
