@@ -20,17 +20,30 @@ from memrun.stats.labels import (
 from memrun.stats.paired_tests import (
     McNemarResult,
     WilcoxonResult,
+    holm,
     mcnemar_exact,
-    wilcoxon_seeds,
+    wilcoxon_signed_rank,
     wilcoxon_skip_reason,
 )
-from memrun.stats.verdict import DEFAULT_BAND, ExitCode, Verdict, band_from_null, decide
+from memrun.stats.small_clusters import SMALL_CLUSTERS, SmallClusterResult, cr2_interval
+from memrun.stats.verdict import (
+    DEFAULT_BAND,
+    MIN_CLUSTERS,
+    MIN_PAIRED_ITEMS,
+    ExitCode,
+    Verdict,
+    band_from_null,
+    decide,
+)
 
 __all__ = [
     "ABSTAIN",
     "CORRECT",
     "DEFAULT_BAND",
     "ERROR",
+    "MIN_CLUSTERS",
+    "MIN_PAIRED_ITEMS",
+    "SMALL_CLUSTERS",
     "LABELS",
     "WRONG",
     "BootstrapResult",
@@ -38,19 +51,22 @@ __all__ = [
     "ExitCode",
     "JudgeCalibration",
     "McNemarResult",
+    "SmallClusterResult",
     "Verdict",
     "WilcoxonResult",
     "agreement",
     "band_from_null",
     "cohen_kappa",
     "correct_for_judge",
+    "cr2_interval",
     "decide",
     "flip_rate",
     "format_interval",
+    "holm",
     "is_stable",
     "majority_label",
     "mcnemar_exact",
     "paired_bootstrap",
-    "wilcoxon_seeds",
+    "wilcoxon_signed_rank",
     "wilcoxon_skip_reason",
 ]

@@ -23,6 +23,20 @@ Two draw schemes, same distribution, neither holding a resamples x items matrix:
 
 ``index`` is used while resamples x C <= ``INDEX_DRAW_BUDGET``; above it ``types`` when
 C >= ``TYPE_RATIO`` x K, else ``index``. ``BootstrapResult.draw`` records the choice.
+
+Stratified resampling (``strata``): clusters are drawn with replacement *within* each
+stratum, C_s of the C_s clusters of stratum s, so every resample keeps each stratum's
+cluster count (Davison & Hinkley 1997, sec. 3.2.2, "stratified sampling"). Use it when
+a column is a design stratum rather than a source of correlation: LongMemEval's
+question types, whose questions each have their own haystack. Strata are drawn one
+after the other, in order of first appearance, each by the rule above; with a single
+stratum the draws are exactly the unstratified ones. A cluster must lie in one stratum.
+
+``BootstrapResult.p_value`` is the two-sided percentile-bootstrap p-value of "no
+difference", ``min(1, 2 * min(#{m* <= 0}, #{m* >= 0}) / B)`` over the B resampled
+means m* (Efron & Tibshirani 1993, sec. 15.4, the achieved significance level of the
+percentile method); it is below 1 - confidence about when the interval excludes 0.
+Holm's procedure over per-category intervals reads it.
 """
 
 from __future__ import annotations
@@ -52,7 +66,9 @@ class BootstrapResult:
     """A paired bootstrap interval: observed ``mean`` delta and percentile bounds
     ``low``/``high``, all in the deltas' unit (fractions for labels, never percentage
     points; ``line`` scales for display), with the settings that produced it. ``draw``
-    names the draw scheme used, ``"index"`` or ``"types"`` (module docstring)."""
+    names the draw scheme used, ``"index"`` or ``"types"`` (module docstring; with strata,
+    the schemes of the strata joined by ``+`` when they differ). ``p_value`` is the
+    two-sided bootstrap p-value of a zero delta, ``n_strata`` the strata resampled within."""
 
     mean: float
     low: float
@@ -63,6 +79,8 @@ class BootstrapResult:
     seed: int
     confidence: float
     draw: str = "index"
+    p_value: float = 1.0
+    n_strata: int = 1
 
     def line(self, unit: str = "pp", scale: float = 100.0, digits: int = 1) -> str:
         """Render ``mean [low, high]`` scaled by ``scale``, e.g. ``+6.7 pp [-1.7, +16.7]``.
@@ -100,6 +118,7 @@ def paired_bootstrap(
     resamples: int = DEFAULT_RESAMPLES,
     seed: int = DEFAULT_SEED,
     confidence: float = DEFAULT_CONFIDENCE,
+    strata: ArrayLike | Iterable[Hashable] | None = None,
 ) -> BootstrapResult:
     """Percentile interval of the mean paired delta under a cluster bootstrap.
 
@@ -111,13 +130,15 @@ def paired_bootstrap(
         resamples: number of bootstrap resamples B (>= 1).
         seed: non-negative int; same data and settings give the same result.
         confidence: two-sided level in (0, 1); 0.95 reads the 2.5th/97.5th percentiles.
+        strata: None, or shape (n,) hashable keys: clusters are resampled within each
+            stratum (module docstring); every cluster must lie in one stratum.
 
     Returns:
         BootstrapResult in the deltas' unit (fractions, not percentage points).
 
     Raises:
-        ValueError: empty or non-1-D deltas, non-finite (NaN/inf) deltas, clusters of
-            another length, or an out-of-range setting.
+        ValueError: empty or non-1-D deltas, non-finite (NaN/inf) deltas, clusters or
+            strata of another length, a cluster in two strata, or an out-of-range setting.
         TypeError: an unhashable cluster key.
 
     Method: cluster bootstrap (Davison & Hinkley 1997, sec. 3.8) with the percentile
@@ -126,20 +147,67 @@ def paired_bootstrap(
     """
     values = _as_deltas(deltas)
     _check_settings(resamples, seed, confidence)
-    sums, sizes = _cluster_totals(values, clusters)
+    sums, sizes, inverse = _cluster_totals(values, clusters)
     gen = np.random.Generator(_python_mt(seed))
-    n_clusters = len(sums)
-    types = _types(sums, sizes) if resamples * n_clusters > INDEX_DRAW_BUDGET else None
-    if types is not None and n_clusters >= TYPE_RATIO * len(types[0]):
-        draw, means = "types", _means_by_types(*types, resamples, gen)
-    else:
-        draw, means = "index", _means_by_index(sums, sizes, resamples, gen)
+    totals, weights = np.zeros(resamples), np.zeros(resamples)
+    draws = []
+    groups = [np.arange(len(sums))] if strata is None else _strata_members(strata, inverse, len(values))
+    for members in groups:
+        draw, t, w = _resample_totals(sums[members], sizes[members], resamples, gen)
+        totals += t
+        weights += w
+        draws.append(draw)
+    means = totals / weights
     low, high = _percentile_bounds(means, confidence)
     return BootstrapResult(
         mean=float(values.mean()), low=low, high=high, n_items=len(values),
-        n_clusters=n_clusters, resamples=int(resamples), seed=int(seed),
-        confidence=float(confidence), draw=draw,
+        n_clusters=len(sums), resamples=int(resamples), seed=int(seed),
+        confidence=float(confidence), draw="+".join(dict.fromkeys(draws)),
+        p_value=_p_value(means), n_strata=len(groups),
     )
+
+
+def _resample_totals(
+    sums: FloatArray, sizes: FloatArray, resamples: int, gen: np.random.Generator
+) -> tuple[str, FloatArray, FloatArray]:
+    """(draw scheme, per-resample delta totals, per-resample item counts) for one
+    stratum's clusters, by the rule in the module docstring."""
+    n_clusters = len(sums)
+    types = _types(sums, sizes) if resamples * n_clusters > INDEX_DRAW_BUDGET else None
+    if types is not None and n_clusters >= TYPE_RATIO * len(types[0]):
+        return "types", *_totals_by_types(*types, resamples, gen)
+    return "index", *_totals_by_index(sums, sizes, resamples, gen)
+
+
+def _strata_members(
+    strata: ArrayLike | Iterable[Hashable], inverse: NDArray[np.intp], n: int
+) -> list[NDArray[np.intp]]:
+    """Cluster numbers of each stratum, strata in order of first appearance.
+
+    Raises ValueError when ``strata`` has another length than the deltas or a cluster
+    holds items of two strata.
+    """
+    keys = strata if isinstance(strata, np.ndarray) else list(strata)
+    if len(keys) != n:
+        raise ValueError(f"strata has {len(keys)} keys but deltas has {n} items")
+    codes = _first_appearance_codes(keys)
+    n_clusters = int(inverse.max()) + 1
+    of_cluster = np.full(n_clusters, -1, dtype=np.intp)
+    of_cluster[inverse] = codes
+    if not np.array_equal(of_cluster[inverse], codes):
+        bad = int(np.flatnonzero(of_cluster[inverse] != codes)[0])
+        raise ValueError(f"item {bad}'s cluster also holds items of another stratum; "
+                         "clusters must lie within one stratum")
+    order = np.argsort(of_cluster, kind="stable")
+    bounds = np.searchsorted(of_cluster[order], np.arange(int(codes.max()) + 2))
+    return [order[bounds[i]:bounds[i + 1]] for i in range(len(bounds) - 1)]
+
+
+def _p_value(means: FloatArray) -> float:
+    """Two-sided percentile-bootstrap p-value of a zero delta (module docstring)."""
+    b = len(means)
+    at_or_below, at_or_above = int((means <= 0).sum()), int((means >= 0).sum())
+    return min(1.0, 2.0 * min(at_or_below, at_or_above) / b)
 
 
 def _as_deltas(deltas: ArrayLike) -> FloatArray:
@@ -169,34 +237,42 @@ def _check_settings(resamples: int, seed: int, confidence: float) -> None:
         raise ValueError(f"confidence must lie strictly between 0 and 1, got {confidence!r}")
 
 
-def _cluster_totals(
-    values: FloatArray, clusters: ArrayLike | Iterable[Hashable] | None
-) -> tuple[FloatArray, FloatArray]:
-    """Per-cluster delta sums and sizes, clusters in order of first appearance."""
-    n = len(values)
-    if clusters is None:
-        return values, np.ones(n)
-    keys = clusters if isinstance(clusters, np.ndarray) else list(clusters)
-    if len(keys) != n:
-        raise ValueError(f"clusters has {len(keys)} keys but deltas has {n} items")
+def _first_appearance_codes(keys: Any) -> NDArray[np.intp]:
+    """Integer codes 0..G-1 of hashable keys, numbered in order of first appearance.
+
+    Raises TypeError for an unhashable key.
+    """
     if isinstance(keys, np.ndarray) and keys.ndim == 1 and keys.dtype.kind in "biufUS":
         # Sort-based grouping (faster than a dict for numeric and string arrays),
         # then renumber the groups in order of first appearance.
         uniq, first, inverse = np.unique(keys, return_index=True, return_inverse=True)
         rank = np.empty(len(uniq), dtype=np.intp)
         rank[np.argsort(first, kind="stable")] = np.arange(len(uniq))
-        inverse, n_clusters = rank[inverse.ravel()], len(uniq)
-    else:
-        ids: dict[Hashable, int] = {}
-        listed = keys.tolist() if isinstance(keys, np.ndarray) else keys
-        try:
-            inverse = np.fromiter((ids.setdefault(k, len(ids)) for k in listed), np.intp, n)
-        except TypeError as exc:
-            raise TypeError(f"cluster keys must be hashable: {exc}") from None
-        n_clusters = len(ids)
+        return rank[inverse.ravel()]
+    ids: dict[Hashable, int] = {}
+    listed = keys.tolist() if isinstance(keys, np.ndarray) else keys
+    try:
+        return np.fromiter((ids.setdefault(k, len(ids)) for k in listed), np.intp, len(listed))
+    except TypeError as exc:
+        raise TypeError(f"cluster keys must be hashable: {exc}") from None
+
+
+def _cluster_totals(
+    values: FloatArray, clusters: ArrayLike | Iterable[Hashable] | None
+) -> tuple[FloatArray, FloatArray, NDArray[np.intp]]:
+    """Per-cluster delta sums and sizes, clusters in order of first appearance, and
+    each item's cluster number."""
+    n = len(values)
+    if clusters is None:
+        return values, np.ones(n), np.arange(n)
+    keys = clusters if isinstance(clusters, np.ndarray) else list(clusters)
+    if len(keys) != n:
+        raise ValueError(f"clusters has {len(keys)} keys but deltas has {n} items")
+    inverse = _first_appearance_codes(keys)
+    n_clusters = int(inverse.max()) + 1 if n else 0
     sums = np.bincount(inverse, weights=values, minlength=n_clusters)
     sizes = np.bincount(inverse, minlength=n_clusters).astype(np.float64)
-    return sums, sizes
+    return sums, sizes, inverse
 
 
 def _python_mt(seed: int) -> np.random.MT19937:
@@ -239,12 +315,13 @@ class _RandBelow:
         return drawn[:count].astype(np.intp)
 
 
-def _means_by_index(
+def _totals_by_index(
     sums: FloatArray, sizes: FloatArray, resamples: int, gen: np.random.Generator,
     block: int = BLOCK,
-) -> FloatArray:
-    """Resampled means from cluster-index draws, at most ``block`` indices at a time
-    (whole resamples per block, or one resample in pieces when C > block)."""
+) -> tuple[FloatArray, FloatArray]:
+    """Per-resample delta totals and item counts from cluster-index draws, at most
+    ``block`` indices at a time (whole resamples per block, or one resample in pieces
+    when C > block)."""
     n_clusters = len(sums)
     stream = _RandBelow(gen, n_clusters)
     equal = bool(sizes.min() == sizes.max())  # then every resample has n_clusters * size items
@@ -259,7 +336,7 @@ def _means_by_index(
             totals[start:stop] += np.take(sums, idx).sum(axis=1)
             if not equal:
                 weights[start:stop] += np.take(sizes, idx).sum(axis=1)
-    return totals / weights
+    return totals, weights
 
 
 def _types(sums: FloatArray, sizes: FloatArray) -> tuple[FloatArray, FloatArray, NDArray[np.intp]]:
@@ -272,21 +349,22 @@ def _types(sums: FloatArray, sizes: FloatArray) -> tuple[FloatArray, FloatArray,
     return s[starts], z[starts], np.diff(np.append(starts, len(s)))
 
 
-def _means_by_types(
+def _totals_by_types(
     type_sums: FloatArray, type_sizes: FloatArray, multiplicity: NDArray[np.intp],
     resamples: int, gen: np.random.Generator, block: int = BLOCK,
-) -> FloatArray:
-    """Resampled means from Multinomial(C, multiplicity / C) counts over the types
-    that ``_types`` returns, at most ``block`` counts at a time."""
+) -> tuple[FloatArray, FloatArray]:
+    """Per-resample delta totals and item counts from Multinomial(C, multiplicity / C)
+    counts over the types that ``_types`` returns, at most ``block`` counts at a time."""
     n_clusters = int(multiplicity.sum())
     p = multiplicity / n_clusters
     per = max(1, block // len(type_sums))
-    means = np.empty(resamples)
+    totals, weights = np.empty(resamples), np.empty(resamples)
     for start in range(0, resamples, per):
         stop = min(start + per, resamples)
         counts = gen.multinomial(n_clusters, p, size=stop - start).astype(np.float64)
-        means[start:stop] = (counts @ type_sums) / (counts @ type_sizes)
-    return means
+        totals[start:stop] = counts @ type_sums
+        weights[start:stop] = counts @ type_sizes
+    return totals, weights
 
 
 def _percentile_bounds(means: FloatArray, confidence: float) -> tuple[float, float]:

@@ -22,6 +22,8 @@ import math
 from collections import Counter
 from collections.abc import Iterable, Sequence
 
+import numpy as np
+
 CORRECT = "correct"
 WRONG = "wrong"
 ABSTAIN = "abstain"
@@ -98,3 +100,36 @@ def flip_rate(labels_per_item: Iterable[Sequence[str]]) -> float:
             eligible += 1
             flipped += len(set(usable)) > 1
     return flipped / eligible if eligible else math.nan
+
+
+LABEL_ORDER = (CORRECT, WRONG, ABSTAIN, ERROR)
+"""Column order of the label-count matrices that :func:`majority_codes` reads."""
+
+
+def majority_codes(counts: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
+    """The majority rule (module docstring) over many items at once.
+
+    Args:
+        counts: shape (n, 4) non-negative ints, how many repeats of each item got each
+            label, columns in :data:`LABEL_ORDER` (correct, wrong, abstain, error).
+
+    Returns:
+        (majority, stable): shape (n,) int8 indices into :data:`LABEL_ORDER` (the same
+        label ``majority_label`` gives for those repeats), and shape (n,) bool
+        (``is_stable``: at most one distinct non-error label).
+
+    Raises:
+        ValueError: counts not of shape (n, 4), or negative.
+    """
+    counts = np.asarray(counts)
+    if counts.ndim != 2 or counts.shape[1] != len(LABEL_ORDER):
+        raise ValueError(f"counts must have shape (n, {len(LABEL_ORDER)}), got {counts.shape}")
+    if (counts < 0).any():
+        raise ValueError("label counts must be >= 0")
+    usable = counts[:, :3]
+    top = usable.max(axis=1)
+    n_top = (usable == top[:, None]).sum(axis=1)
+    majority = np.where(top == 0, LABEL_ORDER.index(ERROR),
+                        np.where(n_top > 1, LABEL_ORDER.index(WRONG), usable.argmax(axis=1)))
+    stable = (usable > 0).sum(axis=1) <= 1
+    return majority.astype(np.int8), stable

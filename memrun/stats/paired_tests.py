@@ -1,4 +1,5 @@
-"""Classical paired tests beside the bootstrap: exact McNemar and Wilcoxon over seeds.
+"""Classical paired tests beside the bootstrap: exact McNemar, Wilcoxon signed-rank over
+paired units, and Holm's adjustment for several intervals read at once.
 
 scipy.stats is imported inside the functions: it takes about a second to import, and
 most memrun commands never run these tests.
@@ -30,16 +31,18 @@ class McNemarResult:
 
 @dataclass(frozen=True)
 class WilcoxonResult:
-    """Wilcoxon signed-rank test over per-seed means. ``statistic`` is scipy's
-    (the smaller rank sum for a two-sided test); ``mean_delta`` is the mean of
-    b - a over seeds, in the metric's unit; ``n_nonzero`` counts seeds with a
-    non-zero difference (zeros are dropped, Wilcoxon's convention)."""
+    """Wilcoxon signed-rank test over paired units (items or clusters, each scored by its
+    mean over repeats). ``statistic`` is scipy's (the smaller rank sum for a two-sided
+    test); ``mean_delta`` is the mean of b - a over units, in the metric's unit;
+    ``n_units`` counts the units and ``n_nonzero`` those with a non-zero difference
+    (zeros are dropped, Wilcoxon's convention); ``unit`` names what a unit is."""
 
     statistic: float
     p_value: float
-    n_seeds: int
+    n_units: int
     n_nonzero: int
     mean_delta: float
+    unit: str = "item"
 
     def to_dict(self) -> dict[str, Any]:
         """The fields as a JSON-ready dict."""
@@ -89,49 +92,52 @@ def mcnemar_exact(a_correct: ArrayLike, b_correct: ArrayLike) -> McNemarResult:
     return McNemarResult(b01=b01, b10=b10, n_pairs=len(a), p_value=min(1.0, p))
 
 
-def _seed_arrays(a_means: ArrayLike, b_means: ArrayLike) -> tuple[NDArray[np.float64], NDArray[np.float64]]:
+def _unit_arrays(a_means: ArrayLike, b_means: ArrayLike) -> tuple[NDArray[np.float64], NDArray[np.float64]]:
     a = np.asarray(a_means, dtype=np.float64)
     b = np.asarray(b_means, dtype=np.float64)
     if a.ndim != 1 or b.ndim != 1:
-        raise ValueError(f"per-seed means must be 1-D, got shapes {a.shape} and {b.shape}")
+        raise ValueError(f"per-unit means must be 1-D, got shapes {a.shape} and {b.shape}")
     if len(a) != len(b):
-        raise ValueError(f"a_means has {len(a)} seeds but b_means has {len(b)}")
+        raise ValueError(f"a_means has {len(a)} units but b_means has {len(b)}")
     if not (np.isfinite(a).all() and np.isfinite(b).all()):
-        raise ValueError("per-seed means contain NaN/inf")
+        raise ValueError("per-unit means contain NaN/inf")
     return a, b
 
 
 def wilcoxon_skip_reason(a_means: ArrayLike, b_means: ArrayLike) -> str | None:
-    """Why ``wilcoxon_seeds`` would return None, or None when the test can run.
+    """Why ``wilcoxon_signed_rank`` would return None, or None when the test can run.
 
     Args:
-        a_means, b_means: shape (s,), per-seed means of arm A and arm B, paired by seed.
+        a_means, b_means: shape (u,), per-unit mean scores of arm A and arm B, paired.
 
     Returns:
-        ``"fewer than 2 seeds"``, ``"all per-seed differences are zero"``, or None.
+        ``"fewer than 2 paired units"``, ``"every paired difference is zero"``, or None.
 
     Raises:
         ValueError: not 1-D, lengths differ, or NaN/inf values.
     """
-    a, b = _seed_arrays(a_means, b_means)
+    a, b = _unit_arrays(a_means, b_means)
     if len(a) < 2:
-        return "fewer than 2 seeds"
+        return "fewer than 2 paired units"
     if not np.any(b - a):
-        return "all per-seed differences are zero"
+        return "every paired difference is zero"
     return None
 
 
-def wilcoxon_seeds(a_means: ArrayLike, b_means: ArrayLike) -> WilcoxonResult | None:
-    """Paired Wilcoxon signed-rank test of B against A over per-seed means.
+def wilcoxon_signed_rank(a_means: ArrayLike, b_means: ArrayLike, *, unit: str = "item") -> WilcoxonResult | None:
+    """Paired Wilcoxon signed-rank test of B against A over paired units.
 
     Args:
-        a_means, b_means: shape (s,), per-seed means (e.g. per-task mean score of each
-            seed), paired by seed, in the metric's unit.
+        a_means, b_means: shape (u,), each unit's mean score over repeats (the
+            methodology's "per-task means across seeds"), paired by unit, in the
+            metric's unit. Units must be independent: pass items, or cluster means
+            when items within a cluster are correlated.
+        unit: what a unit is (``"item"``, ``"cluster"``), recorded in the result.
 
     Returns:
-        WilcoxonResult (two-sided; scipy picks the exact null distribution for
-        small samples without ties), or None when the test cannot run; the reason is
-        ``wilcoxon_skip_reason(a_means, b_means)``.
+        WilcoxonResult (two-sided; scipy picks the exact null distribution for small
+        samples without ties or zeros, the normal approximation otherwise), or None when
+        the test cannot run; the reason is ``wilcoxon_skip_reason(a_means, b_means)``.
 
     Raises:
         ValueError: not 1-D, lengths differ, or NaN/inf values.
@@ -142,13 +148,47 @@ def wilcoxon_seeds(a_means: ArrayLike, b_means: ArrayLike) -> WilcoxonResult | N
         return None
     from scipy import stats
 
-    a, b = _seed_arrays(a_means, b_means)
+    a, b = _unit_arrays(a_means, b_means)
     diff = b - a
     res = stats.wilcoxon(diff, zero_method="wilcox", alternative="two-sided")
     return WilcoxonResult(
         statistic=float(res.statistic),
         p_value=float(res.pvalue),
-        n_seeds=len(a),
+        n_units=len(a),
         n_nonzero=int(np.count_nonzero(diff)),
         mean_delta=float(diff.mean()),
+        unit=unit,
     )
+
+
+def holm(p_values: ArrayLike, alpha: float = 0.05) -> tuple[NDArray[np.float64], NDArray[np.bool_]]:
+    """Holm's step-down adjustment of m p-values read together (family-wise error alpha).
+
+    Args:
+        p_values: shape (m,), p-values in [0, 1].
+        alpha: the family-wise error rate in (0, 1).
+
+    Returns:
+        (adjusted p-values, shape (m,), in the input order; rejected, shape (m,) bool:
+        adjusted p <= alpha). The adjusted value of the i-th smallest p is
+        ``max_{j <= i} min(1, (m - j + 1) * p_(j))``.
+
+    Raises:
+        ValueError: not 1-D, a value outside [0, 1] or NaN, or alpha outside (0, 1).
+
+    Source: Holm, S. (1979), "A simple sequentially rejective multiple test procedure",
+    Scandinavian Journal of Statistics 6(2), 65-70.
+    """
+    p = np.asarray(p_values, dtype=np.float64)
+    if p.ndim != 1:
+        raise ValueError(f"p_values must be 1-D, got shape {p.shape}")
+    if not ((p >= 0) & (p <= 1)).all():
+        raise ValueError("p-values must lie in [0, 1]")
+    if not 0.0 < alpha < 1.0:
+        raise ValueError(f"alpha must lie strictly between 0 and 1, got {alpha!r}")
+    m = len(p)
+    order = np.argsort(p, kind="stable")
+    stepped = np.minimum(1.0, (m - np.arange(m)) * p[order])
+    adjusted = np.empty(m)
+    adjusted[order] = np.maximum.accumulate(stepped) if m else stepped
+    return adjusted, adjusted <= alpha

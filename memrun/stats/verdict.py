@@ -31,6 +31,16 @@ ABOVE_THRESHOLD = "lower_bound_above_threshold"
 BELOW_THRESHOLD = "upper_bound_below_threshold"
 INSIDE_NULL_BAND = "inside_null_band"
 UNDERPOWERED = "underpowered"
+TOO_FEW_ITEMS = "too_few_items"
+TOO_FEW_CLUSTERS = "too_few_clusters"
+
+MIN_PAIRED_ITEMS = 10
+"""Fewer paired items than this never pass or fail: one item moves the mean by 10 pp or
+more, and the bootstrap of a handful of items has no resolution (the methodology's set
+sizes: a 15-question set "catches collapse only")."""
+MIN_CLUSTERS = 2
+"""Fewer clusters than this never pass or fail: a cluster bootstrap over one cluster
+redraws the same cluster every time and its interval has zero width."""
 
 DEFAULT_BAND = 0.04
 """Default null band, 4.0 pp as a fraction. Measure your own with ``band_from_null``."""
@@ -63,8 +73,10 @@ class Interval(Protocol):
 class Verdict:
     """Outcome of ``decide``: ``outcome`` is ``"pass"``, ``"fail"`` or
     ``"unresolved"``; ``reason`` is one of ``lower_bound_above_threshold``,
-    ``upper_bound_below_threshold``, ``inside_null_band`` or ``underpowered``.
-    ``low``/``high`` are the interval decided on; all values are fractions."""
+    ``upper_bound_below_threshold``, ``inside_null_band``, ``underpowered``,
+    ``too_few_items`` or ``too_few_clusters``; ``detail`` says it in words when the
+    evidence was too thin. ``low``/``high`` are the interval decided on; all values
+    are fractions."""
 
     outcome: str
     reason: str
@@ -72,6 +84,7 @@ class Verdict:
     band: float
     low: float
     high: float
+    detail: str | None = None
 
     @property
     def exit_code(self) -> ExitCode:
@@ -88,7 +101,10 @@ class Verdict:
         return {**asdict(self), "exit_code": int(self.exit_code)}
 
 
-def decide(result: Interval, *, min_delta: float = 0.0, band: float = DEFAULT_BAND) -> Verdict:
+def decide(
+    result: Interval, *, min_delta: float = 0.0, band: float = DEFAULT_BAND,
+    n_items: int | None = None, n_clusters: int | None = None,
+) -> Verdict:
     """Judge a paired B-minus-A interval against a threshold.
 
     Args:
@@ -97,9 +113,13 @@ def decide(result: Interval, *, min_delta: float = 0.0, band: float = DEFAULT_BA
         min_delta: threshold in fractions; 0 asks "is B better", a negative value
             is a non-inferiority gate ("B is at most this much worse").
         band: half-width of the null band in fractions (>= 0); the noise floor.
+        n_items, n_clusters: the paired items and clusters behind the interval, when
+            known; below :data:`MIN_PAIRED_ITEMS` items or :data:`MIN_CLUSTERS`
+            clusters the verdict is ``unresolved`` (``too_few_items`` /
+            ``too_few_clusters``) whatever the interval says.
 
     Returns:
-        ``pass`` when low > min_delta (strictly: a bound that only reaches the
+        ``unresolved`` on too little evidence (above); else ``pass`` when low > min_delta (strictly: a bound that only reaches the
         threshold does not pass); ``fail`` when high < min_delta; otherwise
         ``unresolved``, with reason ``inside_null_band`` when -band <= low and
         high <= band, else ``underpowered``.
@@ -119,6 +139,9 @@ def decide(result: Interval, *, min_delta: float = 0.0, band: float = DEFAULT_BA
         raise ValueError(f"band must be >= 0, got {band}")
     if low > high:
         raise ValueError(f"interval is inverted: low={low} > high={high}")
+    short = evidence_shortfall(n_items, n_clusters)
+    if short:
+        return Verdict(UNRESOLVED, short[0], min_delta, band, low, high, short[1])
     if low > min_delta:
         outcome, reason = PASS, ABOVE_THRESHOLD
     elif high < min_delta:
@@ -128,6 +151,23 @@ def decide(result: Interval, *, min_delta: float = 0.0, band: float = DEFAULT_BA
     else:
         outcome, reason = UNRESOLVED, UNDERPOWERED
     return Verdict(outcome, reason, min_delta, band, low, high)
+
+
+def evidence_shortfall(n_items: int | None, n_clusters: int | None) -> tuple[str, str] | None:
+    """(reason, words) when too few paired items or clusters back an interval, else None.
+
+    Args:
+        n_items: paired items (None: unknown, not checked).
+        n_clusters: clusters the bootstrap resampled (None: unknown, not checked).
+    """
+    if n_clusters is not None and n_clusters < MIN_CLUSTERS:
+        return TOO_FEW_CLUSTERS, (f"{n_clusters} cluster(s): a cluster bootstrap needs at least {MIN_CLUSTERS} "
+                                  "(one cluster's interval has zero width); run more clusters or --cluster-by none "
+                                  "if the items are independent")
+    if n_items is not None and n_items < MIN_PAIRED_ITEMS:
+        return TOO_FEW_ITEMS, (f"{n_items} paired item(s): a verdict needs at least {MIN_PAIRED_ITEMS} "
+                               f"(one item moves the mean by {100 / max(n_items, 1):.0f} pp)")
+    return None
 
 
 def band_from_null(result: Interval) -> float:

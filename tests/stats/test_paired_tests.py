@@ -7,7 +7,7 @@ import math
 import numpy as np
 import pytest
 
-from memrun.stats.paired_tests import mcnemar_exact, wilcoxon_seeds, wilcoxon_skip_reason
+from memrun.stats.paired_tests import mcnemar_exact, wilcoxon_signed_rank, wilcoxon_skip_reason
 
 
 def pairs(b01: int, b10: int, both: int, neither: int) -> tuple[list[bool], list[bool]]:
@@ -58,35 +58,35 @@ def test_wilcoxon_hand_values() -> None:
     a = np.array([0.50, 0.40, 0.30, 0.20, 0.10])
     # differences +1, -2, +3, +4, +5 (x 0.01): W- = 2, exact two-sided p = 2 * 3 / 32
     b = a + np.array([0.01, -0.02, 0.03, 0.04, 0.05])
-    result = wilcoxon_seeds(a, b)
+    result = wilcoxon_signed_rank(a, b)
     assert result is not None
     assert result.statistic == 2.0
     assert result.p_value == pytest.approx(6 / 32)
-    assert (result.n_seeds, result.n_nonzero) == (5, 5)
+    assert (result.n_units, result.n_nonzero) == (5, 5)
     assert result.mean_delta == pytest.approx(0.022)
-    all_up = wilcoxon_seeds(a, a + 0.1)
+    all_up = wilcoxon_signed_rank(a, a + 0.1)
     assert all_up is not None and all_up.p_value == pytest.approx(2 / 32)
 
 
 def test_wilcoxon_drops_zero_differences() -> None:
     a = [0.5, 0.5, 0.5, 0.5]
-    result = wilcoxon_seeds(a, [0.6, 0.5, 0.7, 0.8])
-    assert result is not None and result.n_nonzero == 3 and result.n_seeds == 4
+    result = wilcoxon_signed_rank(a, [0.6, 0.5, 0.7, 0.8])
+    assert result is not None and result.n_nonzero == 3 and result.n_units == 4
     assert result.p_value == pytest.approx(2 / 8)
 
 
 @pytest.mark.parametrize(
     "a, b, reason",
-    [([0.5], [0.6], "fewer than 2 seeds"), ([], [], "fewer than 2 seeds"),
-     ([0.5, 0.4], [0.5, 0.4], "all per-seed differences are zero")],
+    [([0.5], [0.6], "fewer than 2 paired units"), ([], [], "fewer than 2 paired units"),
+     ([0.5, 0.4], [0.5, 0.4], "every paired difference is zero")],
 )
 def test_wilcoxon_returns_none_with_a_reason(a, b, reason: str) -> None:
-    assert wilcoxon_seeds(a, b) is None
+    assert wilcoxon_signed_rank(a, b) is None
     assert wilcoxon_skip_reason(a, b) == reason
 
 
 def test_wilcoxon_rejects_bad_input() -> None:
-    with pytest.raises(ValueError, match="seeds"):
-        wilcoxon_seeds([0.1, 0.2], [0.1])
+    with pytest.raises(ValueError, match="units"):
+        wilcoxon_signed_rank([0.1, 0.2], [0.1])
     with pytest.raises(ValueError, match="NaN"):
-        wilcoxon_seeds([0.1, math.nan], [0.1, 0.2])
+        wilcoxon_signed_rank([0.1, math.nan], [0.1, 0.2])

@@ -1,0 +1,112 @@
+"""An interval for a mean paired delta that stays honest with few clusters: CR2 + t(G-1).
+
+The percentile cluster bootstrap under-covers when the clusters are few: with G = 10
+clusters a nominal 95% interval can cover 85% or less (Cameron, Gelbach & Miller 2008;
+MacKinnon & Webb 2017). Below :data:`SMALL_CLUSTERS` clusters memrun computes, beside
+the bootstrap, the bias-reduced cluster-robust interval of Bell & McCaffrey (2002), CR2,
+with critical values from Student's t with G - 1 degrees of freedom, as recommended by
+Cameron & Miller (2015, sec. VI.B) and Imbens & Kolesár (2016), and the gate reads the
+wider of the two.
+
+For the mean of N per-item deltas d_i in G clusters (a regression on a constant), CR2
+has a closed form. With residuals e_i = d_i - mean, cluster residual sums S_g and sizes
+n_g, the leverage of cluster g is n_g / N and its CR2 adjustment (I - H_gg)^(-1/2) scales
+S_g by 1 / sqrt(1 - n_g / N), so
+
+    Var_CR2(mean) = sum_g S_g**2 / (1 - n_g / N) / N**2,
+    interval      = mean -/+ t_{G-1, 1 - alpha/2} * sqrt(Var_CR2).
+
+With one item per cluster this is the ordinary one-sample t interval (variance s**2 / N).
+
+Sources: Bell, R. M. & McCaffrey, D. F. (2002), "Bias reduction in standard errors for
+linear regression with multi-stage samples", Survey Methodology 28(2), 169-181; Cameron,
+A. C. & Miller, D. L. (2015), "A practitioner's guide to cluster-robust inference",
+Journal of Human Resources 50(2), 317-372; Imbens, G. W. & Kolesár, M. (2016), "Robust
+standard errors in small samples", Review of Economics and Statistics 98(4), 701-712.
+"""
+
+from __future__ import annotations
+
+import math
+from collections.abc import Hashable, Iterable
+from dataclasses import asdict, dataclass
+from typing import Any
+
+import numpy as np
+from numpy.typing import ArrayLike
+
+from memrun.stats.bootstrap import DEFAULT_CONFIDENCE, _as_deltas, _cluster_totals
+
+SMALL_CLUSTERS = 30
+"""Below this many clusters a comparison also gets the CR2 interval (and gates on the wider)."""
+
+
+@dataclass(frozen=True)
+class SmallClusterResult:
+    """A CR2 cluster-robust t interval of the mean delta: ``mean``, ``low``, ``high`` and
+    the standard error ``se`` in the deltas' unit (fractions), ``df`` = G - 1 degrees
+    of freedom, the two-sided t-test ``p_value`` of a zero mean, and the counts."""
+
+    mean: float
+    low: float
+    high: float
+    se: float
+    df: int
+    p_value: float
+    n_items: int
+    n_clusters: int
+    confidence: float
+    method: str = "cr2_t"
+
+    def to_dict(self) -> dict[str, Any]:
+        """The fields as a JSON-ready dict."""
+        return asdict(self)
+
+
+def cr2_interval(
+    deltas: ArrayLike,
+    clusters: ArrayLike | Iterable[Hashable] | None = None,
+    *,
+    confidence: float = DEFAULT_CONFIDENCE,
+) -> SmallClusterResult:
+    """CR2 standard error of the mean paired delta with a t(G - 1) interval.
+
+    Args:
+        deltas: shape (n,), per-item B-minus-A deltas in the metric's unit.
+        clusters: None (every item its own cluster) or shape (n,) hashable keys.
+        confidence: two-sided level in (0, 1).
+
+    Returns:
+        SmallClusterResult in the deltas' unit. When every cluster's residual sum is 0
+        the standard error is 0 and the interval is the point ``[mean, mean]``.
+
+    Raises:
+        ValueError: empty, non-1-D or non-finite deltas, clusters of another length,
+            fewer than 2 clusters (no between-cluster variance to estimate), or a
+            confidence outside (0, 1).
+
+    Method and sources: the module docstring (Bell & McCaffrey 2002; Cameron & Miller 2015).
+    """
+    from scipy import stats
+
+    values = _as_deltas(deltas)
+    if not 0.0 < float(confidence) < 1.0:
+        raise ValueError(f"confidence must lie strictly between 0 and 1, got {confidence!r}")
+    n = len(values)
+    mean = float(values.mean())
+    residual_sums, sizes, _ = _cluster_totals(values - mean, clusters)
+    g = len(sizes)
+    if g < 2:
+        raise ValueError(f"the CR2 interval needs at least 2 clusters, got {g}")
+    variance = float(np.sum(residual_sums**2 / (1.0 - sizes / n))) / n**2
+    se = math.sqrt(max(variance, 0.0))
+    df = g - 1
+    crit = float(stats.t.ppf(1.0 - (1.0 - confidence) / 2.0, df))
+    if se > 0:
+        p = float(2.0 * stats.t.sf(abs(mean) / se, df))
+    else:
+        p = 1.0 if mean == 0 else 0.0
+    return SmallClusterResult(
+        mean=mean, low=mean - crit * se, high=mean + crit * se, se=se, df=df, p_value=min(1.0, p),
+        n_items=n, n_clusters=g, confidence=float(confidence),
+    )
