@@ -1,181 +1,162 @@
-"""Time memrun.stats.paired_bootstrap against a plain loop and scipy.stats.bootstrap.
+"""Time ``memrun compare`` as a whole process against a minimal numpy reference.
 
-Usage: python bench/bench_bootstrap.py [--quick]
+Usage: python bench/bench_bootstrap.py [--items 1000000] [--clusters 10000] [--pairs 3]
 
-Every measurement runs in a fresh spawned process, so each "peak MiB" is that
-process's own ru_maxrss (interpreter, numpy/scipy, the data and the work).
-Data come from a seeded generator:
+Two retrieval-axis ``items.parquet`` files are written once (the documented schema,
+``--items`` items in ``--clusters`` clusters and 5 categories, B a few points better
+than A). Then, alternating in pairs (memrun, reference, memrun, reference, ...), each
+side runs in a fresh subprocess and is timed from start to exit, imports included;
+peak RSS is the child's own ``ru_maxrss``, reported as it exits.
 
-* binary: +1/0/-1 label deltas, wins ~10% (cluster-dependent), losses ~6%;
-* mrr: reciprocal-rank differences, ranks 1..10 or a miss (at most 121 values);
-* gauss: normal deltas, every value distinct (the worst case for type collapse).
+* memrun: ``python -m memrun compare A B --format json`` (everything it does: reading,
+  pairing, the overall, per-category and small-cluster intervals, McNemar, Wilcoxon).
+* reference: the least a correct answer needs, in plain numpy: read the five columns
+  of both files, pair by item_id, drop errored/unscored items, per-cluster sums, one
+  clustered percentile bootstrap of the overall delta (10,000 resamples).
 
-Cluster keys are Python strings ("conv-00042"), as a harness would pass them;
-mapping them to clusters is inside the timed call.
-
-Baselines, both at the same 10,000 resamples:
-
-* loop: per resample, draw C cluster indices with numpy and take the mean over the
-  drawn clusters (per-cluster sums precomputed, inside the timing);
-* scipy: scipy.stats.bootstrap on the deltas, percentile method, vectorised in
-  batches that keep memory near 200 MB (unclustered cases only; scipy has no
-  cluster resampling).
-
-A baseline whose full run would exceed ~20 s is timed on fewer resamples and scaled
-linearly; such figures are marked "~" and the resamples used are listed below.
+Targets (issue 11): memrun < 5 s and < 1 GiB peak RSS on the 1M / 10k case. The ratio
+column is memrun / reference of the medians; absolute seconds are noisy on shared
+machines, the ratio is the figure to read.
 """
 
 from __future__ import annotations
 
 import argparse
-import multiprocessing as mp
-import resource
+import os
+import statistics
+import subprocess
 import sys
+import tempfile
 import time
-from concurrent.futures import ProcessPoolExecutor
 from pathlib import Path
 
 import numpy as np
+import pyarrow as pa
+import pyarrow.parquet as pq
 
-sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
+ROOT = Path(__file__).resolve().parents[1]
+sys.path.insert(0, str(ROOT))
 
-RESAMPLES = 10_000
-FULL_RUN_LIMIT_S = 20.0
+TARGET_S = 5.0
+TARGET_MIB = 1024.0
 
-# (name, kind, n items, n clusters or None, target seconds or None)
-CASES = [
-    ("binary 100k/1k", "binary", 100_000, 1_000, 0.5),
-    ("binary 1M/10k", "binary", 1_000_000, 10_000, 5.0),
-    ("binary 1M flat", "binary", 1_000_000, None, 2.0),
-    ("mrr 1M/10k", "mrr", 1_000_000, 10_000, None),
-    ("mrr 1M flat", "mrr", 1_000_000, None, None),
-    ("gauss 100k/1k", "gauss", 100_000, 1_000, None),
-    ("gauss 1M/10k", "gauss", 1_000_000, 10_000, None),
-    ("gauss 1M flat", "gauss", 1_000_000, None, None),
-]
+REFERENCE = r'''
+import sys
+import numpy as np
+import pyarrow.parquet as pq
+
+cols = ["item_id", "error", "cluster", "category", "hit_at_5"]
+a = pq.read_table(sys.argv[1], columns=cols)
+b = pq.read_table(sys.argv[2], columns=cols)
+
+def scores(t):
+    ok = np.asarray(t.column("error").is_null()) & np.asarray(t.column("hit_at_5").is_valid())
+    ids = t.column("item_id").to_numpy(zero_copy_only=False)[ok]
+    return ids, t.column("hit_at_5").to_numpy(zero_copy_only=False)[ok].astype(float), \
+        t.column("cluster").to_numpy(zero_copy_only=False)[ok]
+
+ia, sa, ca = scores(a)
+ib, sb, _ = scores(b)
+order = np.argsort(ib)
+pos = np.searchsorted(ib, ia, sorter=order)
+pos[pos == len(ib)] = 0
+match = ib[order[pos]] == ia
+d = sb[order[pos]][match] - sa[match]
+_, inverse = np.unique(ca[match], return_inverse=True)
+sums = np.bincount(inverse, weights=d)
+sizes = np.bincount(inverse).astype(float)
+rng = np.random.default_rng(7)
+means = np.empty(10_000)
+for start in range(0, 10_000, 500):
+    idx = rng.integers(0, len(sums), size=(500, len(sums)))
+    means[start:start + 500] = np.take(sums, idx).sum(axis=1) / np.take(sizes, idx).sum(axis=1)
+low, high = np.percentile(means, [2.5, 97.5])
+print(f"{d.mean():+.4f} [{low:+.4f}, {high:+.4f}] n={d.size}")
+'''
 
 
-def make_data(kind: str, n: int, n_clusters: int | None) -> tuple[np.ndarray, list[str] | None]:
+def write_runs(folder: Path, n: int, n_clusters: int) -> tuple[Path, Path]:
+    """Two paired retrieval runs (A, B) with the documented schema and instrument."""
+    from memrun.instrument import DENOMINATOR_RETRIEVAL, METADATA_KEY, Instrument
+    from memrun.io.schema import items_schema
+
     rng = np.random.default_rng(20_240_601)
-    cid = rng.integers(0, n_clusters or n, size=n)
-    if kind == "binary":
-        shift = rng.normal(0.0, 0.04, size=n_clusters)[cid] if n_clusters else 0.0
-        u = rng.random(n)
-        deltas = np.where(u < 0.10 + shift, 1.0, np.where(u > 0.94, -1.0, 0.0))
-    elif kind == "mrr":
-        def rr(hit_rate: float) -> np.ndarray:
-            rank = np.minimum(rng.geometric(0.45, size=n), 10)
-            return np.where(rng.random(n) < hit_rate, 1.0 / rank, 0.0)
-
-        deltas = rr(0.72) - rr(0.70)
-    else:
-        deltas = rng.normal(0.01, 0.3, size=n)
-    keys = None if n_clusters is None else [f"conv-{k:05d}" for k in cid]
-    return deltas, keys
-
-
-def _peak_mib() -> float:
-    return resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 1024.0
-
-
-def run_memrun(kind: str, n: int, n_clusters: int | None, repeats: int) -> dict:
-    from memrun.stats import paired_bootstrap
-
-    deltas, keys = make_data(kind, n, n_clusters)
-    probe_start = time.perf_counter()
-    result = paired_bootstrap(deltas, keys, resamples=200)  # probe: is a full run feasible?
-    probe = (time.perf_counter() - probe_start) * RESAMPLES / 200
-    resamples = RESAMPLES if probe < 3 * FULL_RUN_LIMIT_S else 500
-    times = []
-    for _ in range(repeats if resamples == RESAMPLES else 1):
-        start = time.perf_counter()
-        result = paired_bootstrap(deltas, keys, resamples=resamples)
-        times.append(time.perf_counter() - start)
-    seconds = min(times) * RESAMPLES / resamples
-    return {"s": seconds, "used": resamples, "draw": result.draw, "mib": _peak_mib(),
-            "line": result.line()}
+    cid = rng.integers(0, n_clusters, size=n)
+    shift = rng.normal(0.0, 0.05, size=n_clusters)[cid]
+    base = rng.random(n) < 0.6 + shift
+    better = np.where(rng.random(n) < 0.1, True, base)
+    better &= ~(rng.random(n) < 0.05)
+    ids = np.char.add("it", np.arange(n).astype(str)).astype(object)
+    clusters = np.char.add("conv-", cid.astype(str)).astype(object)
+    categories = (np.arange(n) % 5 + 1).astype(str).astype(object)
+    paths = []
+    for name, hits in (("a", base), ("b", better)):
+        inst = Instrument(axis="recall", benchmark="bench", split="bench", dataset_sha256="bench",
+                          search_mode="lexical", denominator=DENOMINATOR_RETRIEVAL, ks=[5],
+                          status="complete", run_id=f"bench-{name}", n_items=n)
+        schema = items_schema([5]).with_metadata({METADATA_KEY: inst.to_json().encode()})
+        data = {f.name: pa.nulls(n, f.type) for f in schema}
+        data.update(
+            run_id=pa.array(np.full(n, f"bench-{name}", dtype=object), pa.string()),
+            item_id=pa.array(ids, pa.string()), repeat=pa.array(np.zeros(n, np.int32)),
+            cluster=pa.array(clusters, pa.string()), category=pa.array(categories, pa.string()),
+            category_label=pa.array(categories, pa.string()),
+            hit_at_5=pa.array(hits), rr=pa.array(hits.astype(float)),
+        )
+        path = folder / f"{name}.parquet"
+        pq.write_table(pa.table(data, schema=schema), path)
+        paths.append(path)
+    return paths[0], paths[1]
 
 
-def _cluster_sums(deltas: np.ndarray, keys: list[str] | None) -> tuple[np.ndarray, np.ndarray]:
-    if keys is None:
-        return deltas, np.ones(len(deltas))
-    ids: dict[str, int] = {}
-    inverse = np.array([ids.setdefault(k, len(ids)) for k in keys])
-    return (np.bincount(inverse, weights=deltas),
-            np.bincount(inverse).astype(np.float64))
-
-
-def _loop(deltas: np.ndarray, keys: list[str] | None, resamples: int) -> np.ndarray:
-    rng = np.random.default_rng(7)
-    sums, sizes = _cluster_sums(deltas, keys)
-    means = np.empty(resamples)
-    for b in range(resamples):
-        idx = rng.integers(0, len(sums), size=len(sums))
-        means[b] = sums[idx].sum() / sizes[idx].sum()
-    return np.percentile(means, [2.5, 97.5])
-
-
-def _scipy(deltas: np.ndarray, keys: object, resamples: int) -> object:
-    from scipy import stats
-
-    batch = max(1, 25_000_000 // len(deltas))
-    return stats.bootstrap((deltas,), np.mean, n_resamples=resamples, batch=batch,
-                           vectorized=True, method="percentile", rng=np.random.default_rng(7))
-
-
-def run_baseline(which: str, kind: str, n: int, n_clusters: int | None) -> dict:
-    fn = _loop if which == "loop" else _scipy
-    deltas, keys = make_data(kind, n, n_clusters)
-    probe_n = 20
+def run_child(cmd: list[str]) -> tuple[float, float, str]:
+    """(wall seconds, peak RSS MiB, stdout) of one child; the child reports its own peak RSS."""
+    wrapper = ("import resource, runpy, sys; sys.argv = sys.argv[1:]; "
+               "import atexit; atexit.register(lambda: sys.stderr.write("
+               "f'\\nPEAK_KIB {resource.getrusage(resource.RUSAGE_SELF).ru_maxrss}\\n'));"
+               "runpy.run_module(sys.argv[0], run_name='__main__') if not sys.argv[0].endswith('.py') "
+               "else runpy.run_path(sys.argv[0], run_name='__main__')")
     start = time.perf_counter()
-    fn(deltas, keys, probe_n)
-    per = (time.perf_counter() - start) / probe_n
-    used = RESAMPLES if per * RESAMPLES <= FULL_RUN_LIMIT_S else max(probe_n, int(5.0 / per))
-    start = time.perf_counter()
-    fn(deltas, keys, used)
-    seconds = (time.perf_counter() - start) * RESAMPLES / used
-    return {"s": seconds, "used": used, "mib": _peak_mib()}
-
-
-def in_child(fn, *args) -> dict:
-    with ProcessPoolExecutor(max_workers=1, mp_context=mp.get_context("spawn")) as pool:
-        return pool.submit(fn, *args).result()
-
-
-def fmt_s(row: dict | None) -> str:
-    if row is None:
-        return "-"
-    return ("" if row["used"] == RESAMPLES else "~") + f"{row['s']:.2f}"
+    proc = subprocess.run([sys.executable, "-c", wrapper, *cmd], capture_output=True, text=True,
+                          cwd=ROOT, env={**os.environ, "PYTHONPATH": str(ROOT)})
+    wall = time.perf_counter() - start
+    peak = [line for line in proc.stderr.splitlines() if line.startswith("PEAK_KIB ")]
+    if proc.returncode not in (0, 1, 2) or not peak:
+        raise SystemExit(f"{' '.join(cmd)} exited {proc.returncode}:\n{proc.stderr[-3000:]}")
+    return wall, int(peak[-1].split()[1]) / 1024, proc.stdout
 
 
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
-    parser.add_argument("--quick", action="store_true", help="skip the baselines")
+    parser.add_argument("--items", type=int, default=1_000_000)
+    parser.add_argument("--clusters", type=int, default=10_000)
+    parser.add_argument("--pairs", type=int, default=3, help="memrun/reference pairs, alternated")
     args = parser.parse_args()
-    header = ("case", "items", "clusters", "draw", "memrun s", "target", "peak MiB",
-              "loop s", "loop/memrun", "scipy s", "scipy/memrun")
-    rows, notes = [], []
-    for name, kind, n, n_clusters, target in CASES:
-        ours = in_child(run_memrun, kind, n, n_clusters, 3)
-        loop = None if args.quick else in_child(run_baseline, "loop", kind, n, n_clusters)
-        sp = None if args.quick or n_clusters else in_child(run_baseline, "scipy", kind, n, n_clusters)
-        for label, r in (("memrun", ours), ("loop", loop), ("scipy", sp)):
-            if r is not None and r["used"] != RESAMPLES:
-                notes.append(f"{name}: {label} timed on {r['used']} resamples, scaled to {RESAMPLES}"
-                             f" (peak {r['mib']:.0f} MiB)")
-        rows.append((
-            name, f"{n:,}", f"{n_clusters:,}" if n_clusters else "-", ours["draw"],
-            fmt_s(ours), f"< {target:g}" if target else "-", f"{ours['mib']:.0f}",
-            fmt_s(loop), f"{loop['s'] / ours['s']:.0f}x" if loop else "-",
-            fmt_s(sp), f"{sp['s'] / ours['s']:.0f}x" if sp else "-",
-        ))
-        notes.append(f"{name}: {ours['line']}")
-    widths = [max(len(str(r[i])) for r in [header, *rows]) for i in range(len(header))]
-    for r in [header, *rows]:
-        print("  ".join(str(c).rjust(w) if i else str(c).ljust(w) for i, (c, w) in enumerate(zip(r, widths))))
-    print(f"\n{RESAMPLES:,} resamples, seed 7, confidence 0.95; '~' = extrapolated:")
-    for note in notes:
-        print(f"  {note}")
+    with tempfile.TemporaryDirectory() as tmp:
+        a, b = write_runs(Path(tmp), args.items, args.clusters)
+        ref_script = Path(tmp) / "reference.py"
+        ref_script.write_text(REFERENCE)
+        ours, ref = [], []
+        for _ in range(args.pairs):
+            ours.append(run_child(["memrun", "compare", str(a), str(b), "--format", "json"]))
+            ref.append(run_child([str(ref_script), str(a), str(b)]))
+        import json
+
+        verdict = json.loads(ours[-1][2])
+        o = verdict["overall"]
+        m_s, r_s = statistics.median(x[0] for x in ours), statistics.median(x[0] for x in ref)
+        m_mib, r_mib = max(x[1] for x in ours), max(x[1] for x in ref)
+        print(f"{args.items:,} paired items in {args.clusters:,} clusters, 5 categories, {args.pairs} pairs (A B A B)")
+        print(f"{'':22}{'memrun compare':>16}{'numpy reference':>17}{'ratio':>8}{'target':>12}")
+        print(f"{'wall s (median)':22}{m_s:16.2f}{r_s:17.2f}{m_s / r_s:8.2f}"
+              f"{'< %g s' % TARGET_S:>12}  {'met' if m_s < TARGET_S else 'MISSED'}")
+        print(f"{'peak RSS MiB (max)':22}{m_mib:16.0f}{r_mib:17.0f}{m_mib / r_mib:8.2f}"
+              f"{'< %g' % TARGET_MIB:>12}  {'met' if m_mib < TARGET_MIB else 'MISSED'}")
+        print(f"memrun: B - A {100 * o['delta']:+.2f} pp [{100 * o['low']:+.2f}, {100 * o['high']:+.2f}], "
+              f"verdict {verdict['verdict']['outcome']}")
+        print(f"reference: {ref[-1][2].strip()}")
+        print("memrun runs s:", ", ".join(f"{x[0]:.2f}" for x in ours),
+              "| reference runs s:", ", ".join(f"{x[0]:.2f}" for x in ref))
 
 
 if __name__ == "__main__":

@@ -23,6 +23,15 @@ DENOMINATOR_EXCLUDE_ABSTAIN = "correct+wrong"  # accuracy: abstentions left out 
 DENOMINATOR_ABSTAIN_WRONG = "correct+wrong+abstained"  # accuracy: an abstention counts as wrong
 
 
+CONFIGURATION_KEYS = ("axis", "benchmark", "arm", "reader", "judge", "judge2", "ks", "repeats", "denominator",
+                      "stale_check", "lexical_scores", "shard")
+"""Sections of the composed config that define *what* a run measures (not where or how
+fast it runs): two runs of one configuration agree on all of them."""
+LOCATION_KEYS = ("benchmark.path",)
+"""Keys inside those sections that say where a file is, not what it holds (the dataset's
+sha256, a comparability field, covers its content)."""
+
+
 def _cmp(why: str, default: Any = None) -> Any:
     """A comparability field: runs compare only when both carry the same value."""
     return field(default=default, metadata={"compare": True, "why": why})
@@ -64,6 +73,7 @@ class Instrument:
     gold_match: str | None = None
     categories: dict[str, str] = field(default_factory=dict)
     comparable_categories: list[str] | None = None
+    stratify_by: str | None = None  # a column compare resamples within by default (LongMemEval: category)
     ks: list[int] = field(default_factory=list)
     repeats: int = 1
     seed: int | None = None
@@ -108,6 +118,25 @@ class Instrument:
             if name not in treatments and getattr(self, name) != getattr(other, name)
         ]
 
+    def configuration_diff(self, other: Instrument) -> list[tuple[str, Any, Any]]:
+        """(dotted key, self's value, other's value) for every key of the run's configuration
+        (the :data:`CONFIGURATION_KEYS` sections of the composed config, the arm's name
+        included) on which two runs differ. Empty for two runs of one configuration, even
+        with different seeds, folders or concurrency."""
+        def flat(value: Any, prefix: str) -> dict[str, Any]:
+            if isinstance(value, dict):
+                out: dict[str, Any] = {}
+                for k, v in value.items():
+                    out.update(flat(v, f"{prefix}.{k}" if prefix else str(k)))
+                return out
+            return {prefix: value}
+
+        mine = flat({k: self.config.get(k) for k in CONFIGURATION_KEYS if k in self.config}, "")
+        theirs = flat({k: other.config.get(k) for k in CONFIGURATION_KEYS if k in other.config}, "")
+        mine["arm"], theirs["arm"] = self.arm, other.arm
+        keys = sorted((set(mine) | set(theirs)) - set(LOCATION_KEYS))
+        return [(k, mine.get(k), theirs.get(k)) for k in keys if mine.get(k) != theirs.get(k)]
+
     # -- serialization ------------------------------------------------------------------
 
     def to_json(self) -> str:
@@ -116,8 +145,13 @@ class Instrument:
 
     @classmethod
     def from_json(cls, text: str | bytes) -> Instrument:
-        """Parse :meth:`to_json` output; unknown keys (from newer versions) are kept out."""
+        """Parse :meth:`to_json` output; unknown keys (from newer versions) are kept out.
+
+        Raises ValueError (json.JSONDecodeError included) when ``text`` is not a JSON object.
+        """
         data = json.loads(text)
+        if not isinstance(data, dict):
+            raise ValueError(f"expected a JSON object, got {type(data).__name__}")
         known = {f.name for f in dataclasses.fields(cls)}
         return cls(**{k: v for k, v in data.items() if k in known})
 

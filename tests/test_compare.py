@@ -5,9 +5,11 @@ from __future__ import annotations
 import json
 from pathlib import Path
 
+import numpy as np
 import pyarrow as pa
 import pyarrow.parquet as pq
 import pytest
+from scipy import stats as sps
 from conftest import run_dirs, run_memrun
 
 from memrun.commands.compare import main as compare_main
@@ -106,15 +108,22 @@ def test_every_verdict_branch(tmp_path, capsys, wins, ties, losses, min_delta, o
 
 
 def test_reference_row_through_the_cli(tmp_path, capsys):
-    """60 items, 6 clusters of 10, 8/50/2 with wins in two clusters: +10.0 pp [+0.0, +30.0]."""
+    """60 items, 6 clusters of 10, 8/50/2: the bootstrap is the reference row +10.0 pp [+0.0, +30.0];
+    with 6 clusters the wider CR2 t(5) interval decides."""
     a, b = wtl(8, 50, 2)
     clusters = [f"c{i // 10}" for i in range(60)]
-    # reorder to the reference layout: wins, losses, ties
     code, d = compare_json(capsys, str(retrieval_run(tmp_path / "a", a, clusters)),
                            str(retrieval_run(tmp_path / "b", b, clusters)))
     o = d["overall"]
-    assert (round(100 * o["delta"], 1), round(100 * o["low"], 1), round(100 * o["high"], 1)) == (10.0, 0.0, 30.0)
-    assert o["n_clusters"] == 6 and code == ExitCode.UNRESOLVED  # the bound only reaches zero
+    boot = o["bootstrap"]
+    assert (round(100 * boot["mean"], 1), round(100 * boot["low"], 1), round(100 * boot["high"], 1)) == (10.0, 0.0, 30.0)
+    # CR2 by hand: cluster c0 holds 8 wins and 2 losses (sum 6), the others sum 0; mean 0.1.
+    residual_sums = np.array([6 - 10 * 0.1] + [-10 * 0.1] * 5)
+    se = np.sqrt(np.sum(residual_sums**2 / (1 - 10 / 60)) / 60**2)
+    half = sps.t.ppf(0.975, 5) * se
+    assert o["interval"] == "cr2_t" and o["small_clusters"]["df"] == 5
+    assert (o["low"], o["high"]) == pytest.approx((0.1 - half, 0.1 + half))
+    assert o["n_clusters"] == 6 and code == ExitCode.UNRESOLVED
 
 
 @pytest.mark.parametrize("field_name", sorted(Instrument.comparability_fields()))
@@ -270,16 +279,19 @@ def test_mrr_metric_and_formats_carry_the_same_numbers(tmp_path, capsys):
     compare_main([str(ra), str(rb), "--metric", "mrr", "--format", "markdown"])
     md = capsys.readouterr().out
     o = d["overall"]
-    needle = f"{100 * o['delta']:+.1f} pp [{100 * o['low']:+.1f}, {100 * o['high']:+.1f}]"
+    needle = f"{o['delta']:+.3f} [{o['low']:+.3f}, {o['high']:+.3f}]"  # MRR is a 0-1 score, never a %
     assert needle in text and needle in md and "| 1 odd |" in md
-    assert d["metric"] == "mrr"
+    assert d["metric"] == "mrr" and d["unit"] == "score" and " pp" not in text.split("B - A:")[1].split("|")[0]
+    assert f"A {o['a_mean']:.3f} B {o['b_mean']:.3f}" in text and "%" not in text.split("| A ")[1].split("\n")[0]
     assert compare_main([str(ra), str(rb), "--metric", "recall@10"]) == ExitCode.USAGE_ERROR
-    assert "needs column hit_at_10" in capsys.readouterr().err
+    assert "no column hit_at_10" in capsys.readouterr().err
 
 
 def test_judge_calibration_divides_by_j(tmp_path, capsys):
     a, b = wtl(40, 440, 20)
-    ra, rb = retrieval_run(tmp_path / "a", a), retrieval_run(tmp_path / "b", b)
+    label = {True: ["correct"], False: ["wrong"]}
+    ra = accuracy_run(tmp_path / "a", {f"i{i}": label[x] for i, x in enumerate(a)})
+    rb = accuracy_run(tmp_path / "b", {f"i{i}": label[x] for i, x in enumerate(b)})
     cal = tmp_path / "cal.json"
     cal.write_text(json.dumps({"tpr": 0.9, "fpr": 0.1, "n_pos": 400, "n_neg": 400}))
     _, d = compare_json(capsys, str(ra), str(rb), "--cluster-by", "none", "--judge-calibration", str(cal))

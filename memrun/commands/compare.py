@@ -10,7 +10,12 @@ Exit codes (:class:`memrun.stats.ExitCode`), for CI gates:
 | 3 | refused: the runs are not comparable (or made with fake providers) |
 | 4 | usage error: bad arguments, unreadable run, nothing to pair |
 
-``null-band`` exits 0 when it printed a band, 3 or 4 like ``compare`` otherwise.
+``null-band`` exits 0 when it printed a band, 3 or 4 like ``compare`` otherwise (it
+refuses two runs of different configurations: their difference is not noise).
+
+Every failure, an unexpected one included, is one ``memrun: error:`` line on stderr
+and exit 4; with ``--format json`` stdout always holds a JSON document (``outcome``
+``refused`` or ``usage_error`` with ``reason``, when there is no comparison).
 """
 
 from __future__ import annotations
@@ -22,8 +27,8 @@ from collections.abc import Sequence
 from pathlib import Path
 from typing import NoReturn
 
-from memrun.compare.analysis import Comparison, Settings, analyze
-from memrun.compare.pairing import pair
+from memrun.compare.analysis import Bounds, Comparison, Settings, analyze, metric_unit
+from memrun.compare.pairing import pair, read_for_compare
 from memrun.errors import MemrunError
 from memrun.instrument import Instrument
 from memrun.io.reader import RunTable, read_run
@@ -47,6 +52,10 @@ def _common(parser: argparse.ArgumentParser) -> None:
     parser.add_argument("--cluster-by", default="cluster",
                         help="column whose values are resampled together (default: cluster, the benchmark's "
                              "cluster key); 'none' resamples items")
+    parser.add_argument("--stratify-by", default="auto", metavar="COLUMN",
+                        help="resample clusters within each value of this column, keeping stratum sizes; "
+                             "'auto' (default): the benchmark's design strata (LongMemEval: category, "
+                             "its question type), 'none': no strata")
     parser.add_argument("--categories", metavar="LIST",
                         help="only these categories, comma-separated, or 'comparable' for the benchmark's "
                              "published subset (LoCoMo: 1,2,3,4); default: every category")
@@ -61,13 +70,15 @@ def build_parser() -> argparse.ArgumentParser:
     parser.add_argument("a", help="run A (the baseline): a run folder or items.parquet")
     parser.add_argument("b", help="run B (the change)")
     _common(parser)
-    parser.add_argument("--treatment", action="append", default=[], metavar="FIELD",
-                        help="an instrument field the comparison is meant to vary (repeatable), e.g. search_mode")
+    parser.add_argument("--treatment", action="append", default=[], metavar="FIELD[,FIELD...]",
+                        help="instrument field(s) the comparison is meant to vary (repeatable or "
+                             "comma-separated), e.g. search_mode or embedder,embedder_dim")
     parser.add_argument("--allow-noncomparable", action="store_true",
                         help="show the numbers anyway, every output line labelled NON-COMPARABLE; "
                              "the exit code stays 3 (refused) so that no gate passes on them")
     parser.add_argument("--gate-min-delta", type=float, default=0.0, metavar="PP",
-                        help="pass when the lower bound is above this, in pp (default 0; negative: non-inferiority)")
+                        help="pass when the lower bound is above this, in pp (default 0; negative: "
+                             "non-inferiority); for mrr and ndcg@K in hundredths of the score (1 = 0.01)")
     parser.add_argument("--gate-band", type=float, default=100 * DEFAULT_BAND, metavar="PP",
                         help="null band (noise floor) in pp, default 4.0; measure yours with memrun null-band")
     parser.add_argument("--judge-calibration", type=Path, metavar="FILE",
@@ -76,8 +87,10 @@ def build_parser() -> argparse.ArgumentParser:
     return parser
 
 
-def _load(path: str) -> RunTable:
-    run = read_run(path)
+def _load(path: str, metric: str, cluster_by: str | None, stratify: str) -> RunTable:
+    """Read only the columns the comparison needs (the instrument first, to know the axis)."""
+    instrument = read_run(path, columns=[]).instrument
+    run = read_for_compare(path, instrument.axis, metric, cluster_by, _stratify_by(stratify, instrument))
     if not run.complete:
         sys.stderr.write(f"memrun: warning: {path} did not finish; comparing the {run.table.num_rows} rows it wrote\n")
     elif run.instrument.status != "complete":
@@ -85,9 +98,23 @@ def _load(path: str) -> RunTable:
     return run
 
 
+def _stratify_by(arg: str, instrument: Instrument) -> str | None:
+    if arg == "none":
+        return None
+    if arg == "auto":
+        return instrument.stratify_by
+    return arg
+
+
+def _treatments(values: list[str]) -> list[str]:
+    """``--treatment a --treatment b,c`` -> ``[a, b, c]``."""
+    return [t.strip() for value in values for t in value.split(",") if t.strip()]
+
+
 def _refusal(a: Instrument, b: Instrument, treatments: list[str], allow_noncomparable: bool, allow_fake: bool,
              path_a: str, path_b: str) -> tuple[list, str | None]:
-    """(differences, refusal message or None)."""
+    """(differences, refusal message or None). The message lists every differing field
+    at once and the exact flags that would name them all as treatments."""
     try:
         differences = a.diff(b, treatments)
     except ValueError as exc:
@@ -97,12 +124,36 @@ def _refusal(a: Instrument, b: Instrument, treatments: list[str], allow_noncompa
         return differences, (f"refused: {' and '.join(fake)} ran with fake or stub providers; their scores "
                              "measure nothing (pass --allow-fake to compare anyway)")
     if differences and not allow_noncomparable:
+        flags = " ".join(f"--treatment {d.field}" for d in differences)
         lines = [f"refused: the runs are not comparable ({len(differences)} field(s) differ):"]
         lines += [f"  {d.field}: A={d.a!r} B={d.b!r}: {d.why}" for d in differences]
-        lines.append("  name the fields the comparison is meant to vary with --treatment FIELD, "
-                     "or pass --allow-noncomparable to see the numbers labelled NON-COMPARABLE")
+        lines.append(f"  if the comparison is meant to vary these, name them: {flags}")
+        lines.append("  or pass --allow-noncomparable to see the numbers labelled NON-COMPARABLE")
         return differences, "\n".join(lines)
     return differences, None
+
+
+def _calibration(args: argparse.Namespace, axis: str | None) -> JudgeCalibration | None:
+    """The --judge-calibration file, or None; refused off the accuracy axis or when fake."""
+    path = getattr(args, "judge_calibration", None)
+    if not path:
+        return None
+    if axis != "accuracy":
+        raise MemrunError(f"--judge-calibration: the runs are on the {axis} axis, which has no judge; "
+                          "a judge calibration corrects judged accuracy only (axis=accuracy)")
+    try:
+        data = json.loads(path.read_text())
+        calibration = JudgeCalibration.from_dict(data)
+    except (OSError, ValueError, KeyError, TypeError, AttributeError) as exc:
+        raise MemrunError(f"--judge-calibration {path}: {exc}") from exc
+    if data.get("fake_providers") and not args.allow_fake:
+        raise _Refused(f"refused: --judge-calibration {path} was measured with a fake or stub judge; its rates "
+                       "measure nothing (pass --allow-fake to use it anyway)")
+    return calibration
+
+
+class _Refused(Exception):
+    """A refusal (exit 3) raised from inside the set-up."""
 
 
 def _categories(arg: str | None, run: RunTable) -> list[str] | None:
@@ -116,94 +167,142 @@ def _categories(arg: str | None, run: RunTable) -> list[str] | None:
 
 
 def compare(args: argparse.Namespace) -> tuple[Comparison | None, int, str | None]:
-    """Run a comparison from parsed arguments: (comparison, exit code, refusal text)."""
-    run_a, run_b = _load(args.a), _load(args.b)
+    """Run a comparison from parsed arguments: (comparison, exit code, refusal text).
+
+    Raises MemrunError (exit 4) for a usage error: bad arguments, unreadable runs,
+    nothing to pair.
+    """
+    cluster_by = None if args.cluster_by == "none" else args.cluster_by
+    run_a = _load(args.a, args.metric, cluster_by, args.stratify_by)
+    run_b = _load(args.b, args.metric, cluster_by, args.stratify_by)
     same_id = run_a.instrument.run_id and run_a.instrument.run_id == run_b.instrument.run_id
     if same_id or run_a.path.resolve() == run_b.path.resolve():
         raise MemrunError(f"{args.a} and {args.b} are the same run; compare two runs "
                           "(for the noise floor, two runs of one config with memrun null-band)")
-    treatments = getattr(args, "treatment", [])
+    treatments = _treatments(getattr(args, "treatment", []))
     allow_noncomparable = getattr(args, "allow_noncomparable", False)
     differences, refusal = _refusal(run_a.instrument, run_b.instrument, treatments,
                                     allow_noncomparable, args.allow_fake, args.a, args.b)
     if refusal:
         return None, int(ExitCode.REFUSAL), refusal
+    if getattr(args, "same_configuration", False):
+        changed = run_a.instrument.configuration_diff(run_b.instrument)
+        if changed:
+            lines = [f"refused: a null band needs two runs of one configuration; {len(changed)} key(s) differ:"]
+            lines += [f"  {key}: A={va!r} B={vb!r}" for key, va, vb in changed]
+            lines.append("  their difference is the change itself, not noise: compare them with memrun compare")
+            return None, int(ExitCode.REFUSAL), "\n".join(lines)
     for name in ("gate_band", "resamples"):
         if getattr(args, name, 0) < 0 or (name == "resamples" and args.resamples < 1):
             raise MemrunError(f"--{name.replace('_', '-')} {getattr(args, name)}: must be "
                               + ("at least 1" if name == "resamples" else ">= 0 pp"))
-    calibration = None
-    if getattr(args, "judge_calibration", None):
-        try:
-            calibration = JudgeCalibration.from_dict(json.loads(args.judge_calibration.read_text()))
-        except (OSError, ValueError, KeyError, TypeError) as exc:
-            raise MemrunError(f"--judge-calibration {args.judge_calibration}: {exc}") from exc
-    cluster_by = None if args.cluster_by == "none" else args.cluster_by
+    try:
+        calibration = _calibration(args, run_a.instrument.axis)
+    except _Refused as exc:
+        return None, int(ExitCode.REFUSAL), str(exc)
+    stratify_by = _stratify_by(args.stratify_by, run_a.instrument)
     settings = Settings(
         metric=args.metric, cluster_by=cluster_by, resamples=args.resamples, seed=args.seed,
         min_delta=getattr(args, "gate_min_delta", 0.0) / 100, band=getattr(args, "gate_band", 100 * DEFAULT_BAND) / 100,
-        treatments=tuple(treatments), calibration=calibration,
+        treatments=tuple(treatments), calibration=calibration, stratify_by=stratify_by,
     )
-    paired = pair(run_a, run_b, metric=args.metric, cluster_by=cluster_by,
+    paired = pair(run_a, run_b, metric=args.metric, cluster_by=cluster_by, stratify_by=stratify_by,
                   categories=_categories(args.categories, run_a))
     try:
         result = analyze(paired, settings, run_a=args.a, run_b=args.b, axis=run_a.instrument.axis,
                          denominator=run_a.instrument.denominator, differences=differences)
     except ValueError as exc:
+        if stratify_by and "stratum" in str(exc):
+            raise MemrunError(f"--stratify-by {stratify_by}: a {cluster_by} cluster holds items of several "
+                              f"{stratify_by} values; strata must contain whole clusters (stratify by a "
+                              f"coarser column, or --cluster-by none)") from exc
         raise MemrunError(str(exc)) from exc
     return result, result.exit_code, None
 
 
-def _compare_or_exit_code(args: argparse.Namespace) -> tuple[Comparison, int] | int:
-    """(comparison, exit code), or the exit code after printing why there is none.
+def _wants_json(argv: Sequence[str]) -> bool:
+    argv = list(argv)
+    if "--format=json" in argv:
+        return True
+    return any(a == "--format" and i + 1 < len(argv) and argv[i + 1] == "json" for i, a in enumerate(argv))
 
-    With ``--format json`` the reason is also written to stdout as JSON, so a machine
-    reading stdout always gets a document.
+
+def _fail(code: int, reason: str, as_json: bool) -> int:
+    """Print why there is no comparison (stderr; and a JSON document on stdout for --format json)."""
+    sys.stderr.write(f"{reason}\n")
+    if as_json:
+        outcome = "refused" if code == ExitCode.REFUSAL else "usage_error"
+        sys.stdout.write(json.dumps({"outcome": outcome, "exit_code": code, "reason": reason,
+                                     "error": reason if outcome == "usage_error" else None}, indent=2) + "\n")
+    return code
+
+
+def _guarded(argv: Sequence[str], parser: argparse.ArgumentParser, body) -> int:
+    """Parse ``argv`` and run ``body(args)``; every failure becomes one line and an exit code.
+
+    MemrunError -> exit 4 (usage); any other exception is a bug, reported in one line
+    naming it, and exit 4 too: CI must never read a crash as a FAIL (1).
     """
+    as_json = _wants_json(argv)
     try:
-        result, code, refusal = compare(args)
-        reason = refusal
+        args = parser.parse_args(list(argv))
+    except SystemExit as exc:
+        if as_json and exc.code == ExitCode.USAGE_ERROR:
+            _fail(int(ExitCode.USAGE_ERROR), "memrun: error: bad arguments (see the usage line above)", True)
+        raise
+    try:
+        return body(args)
     except MemrunError as exc:
-        result, code, reason = None, int(ExitCode.USAGE_ERROR), f"memrun: error: {exc}"
-    if result is None:
-        sys.stderr.write(f"{reason}\n")
-        if getattr(args, "format", None) == "json":
-            outcome = "refused" if code == ExitCode.REFUSAL else "usage_error"
-            sys.stdout.write(json.dumps({"outcome": outcome, "exit_code": code, "reason": reason}, indent=2) + "\n")
-        return code
-    return result, code
+        return _fail(int(ExitCode.USAGE_ERROR), f"memrun: error: {exc}", as_json)
+    except Exception as exc:  # noqa: BLE001 - a bug must not exit 1 (FAIL) with a traceback
+        return _fail(int(ExitCode.USAGE_ERROR),
+                     f"memrun: error: {parser.prog} failed unexpectedly: {type(exc).__name__}: {exc} "
+                     "(a bug in memrun: please report it with the two run files)", as_json)
 
 
 def main(argv: Sequence[str]) -> int:
     """``memrun compare A B [options]``; returns the exit code in the module docstring."""
-    args = build_parser().parse_args(list(argv))
-    outcome = _compare_or_exit_code(args)
-    if isinstance(outcome, int):
-        return outcome
-    result, code = outcome
-    render = {"text": render_text, "markdown": render_markdown, "json": render_json}[args.format]
-    sys.stdout.write(render(result.to_dict()))
-    return code
+    def body(args: argparse.Namespace) -> int:
+        result, code, refusal = compare(args)
+        if result is None:
+            return _fail(code, refusal or "", args.format == "json")
+        render = {"text": render_text, "markdown": render_markdown, "json": render_json}[args.format]
+        sys.stdout.write(render(result.to_dict()))
+        return code
+
+    return _guarded(argv, build_parser(), body)
 
 
 def null_band_main(argv: Sequence[str]) -> int:
-    """``memrun null-band A A2``: the gate band measured from two same-config runs."""
+    """``memrun null-band A A2``: the gate band measured from two same-config runs.
+
+    Refuses (exit 3) runs whose instruments differ or whose configurations differ
+    (:meth:`memrun.instrument.Instrument.configuration_diff`): the band is the noise
+    between two runs of one configuration.
+    """
     parser = _Parser(prog="memrun null-band",
                      description="Measure the null band from two runs of the same configuration.")
     parser.add_argument("a", help="a run")
     parser.add_argument("b", metavar="a2", help="a second run of the same configuration")
     _common(parser)
-    outcome = _compare_or_exit_code(parser.parse_args(list(argv)))
-    if isinstance(outcome, int):
-        return outcome
-    result = outcome[0]
-    band = band_from_null(result.overall["bootstrap"])
-    o = result.overall
-    print(f"A2 - A: {100 * o['delta']:+.1f} pp [{100 * o['low']:+.1f}, {100 * o['high']:+.1f}] over {o['n_items']} items "
-          f"in {o['n_clusters']} clusters ({o['wins']}/{o['ties']}/{o['losses']})")
-    print(f"null band (the interval's wider side): {100 * band:.1f} pp")
-    if result.discordance == 0:
-        print("note: the two runs agree on every item (a deterministic arm?); the band is 0 and any "
-              "difference will look significant: measure noise where it exists (repeats, another seed)")
-    print(f"pass it on: memrun compare A B --gate-band {100 * band:.1f}")
-    return 0
+
+    def body(args: argparse.Namespace) -> int:
+        args.same_configuration = True
+        result, code, refusal = compare(args)
+        if result is None:
+            return _fail(code, refusal or "", False)
+        band = band_from_null(Bounds.of(result.overall))
+        o = result.overall
+        score = metric_unit(args.metric, result.axis) == "score"
+        fmt = (lambda x: f"{x:+.3f}") if score else (lambda x: f"{100 * x:+.1f}")
+        unit = "" if score else " pp"
+        print(f"A2 - A: {fmt(o['delta'])}{unit} [{fmt(o['low'])}, {fmt(o['high'])}] over {o['n_items']} items "
+              f"in {o['n_clusters']} clusters ({o['wins']}/{o['ties']}/{o['losses']})")
+        print(f"null band (the interval's wider side): {100 * band:.1f}{unit or ' (hundredths of the score)'}")
+        if result.discordance == 0:
+            print("note: the two runs agree on every item (a deterministic arm?); the band is 0 and any "
+                  "difference will look significant: measure noise where it exists (repeats, another seed)")
+        print(f"pass it on: memrun compare A B --gate-band {100 * band:.1f}")
+        return 0
+
+    return _guarded(argv, parser, body)

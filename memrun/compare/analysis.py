@@ -1,9 +1,15 @@
 """Statistics of a paired comparison: the verdict and everything reported beside it.
 
-Computes, from :class:`memrun.compare.pairing.Paired`: wins/ties/losses, discordance,
-the paired clustered bootstrap of B minus A (overall, per category, stable-only), the
-verdict, exact McNemar on binary scores, Wilcoxon over per-repeat means, and the judge
-correction when a calibration is given. Returns plain data; reports render it.
+Computes, from :class:`memrun.compare.pairing.Paired` (the paired, category-filtered
+items; every figure reads those and nothing else): wins/ties/losses, discordance of the
+majority labels, the paired clustered (optionally stratified) bootstrap of B minus A
+overall, per category and stable-only; below :data:`memrun.stats.SMALL_CLUSTERS`
+clusters the CR2 t(G-1) interval beside it, the gate reading the wider of the two; the
+verdict (never pass or fail on fewer than :data:`memrun.stats.MIN_CLUSTERS` clusters or
+:data:`memrun.stats.MIN_PAIRED_ITEMS` items); Holm-adjusted per-category flags; exact
+McNemar on binary scores; a Wilcoxon signed-rank test over the independent units'
+(items' or clusters') mean scores over repeats; flip rates; the judge correction when a
+calibration is given. Returns plain data; reports render it.
 """
 
 from __future__ import annotations
@@ -16,16 +22,34 @@ import numpy as np
 from memrun.compare.pairing import Paired
 from memrun.instrument import Difference
 from memrun.stats import (
+    SMALL_CLUSTERS,
     BootstrapResult,
     ExitCode,
     JudgeCalibration,
+    SmallClusterResult,
     correct_for_judge,
+    cr2_interval,
     decide,
+    holm,
     mcnemar_exact,
     paired_bootstrap,
-    wilcoxon_seeds,
+    wilcoxon_signed_rank,
     wilcoxon_skip_reason,
 )
+from memrun.stats.verdict import evidence_shortfall
+
+SCORE_METRICS = ("mrr", "ndcg")
+"""Metrics that are mean scores, not proportions: reported on their own 0-1 scale, never as %."""
+
+PERCENTILE = "percentile_bootstrap"
+CR2 = "cr2_t"
+
+
+def metric_unit(metric: str, axis: str | None) -> str:
+    """``"pp"`` for proportions (recall@K, precision@K, accuracy), ``"score"`` for mean
+    scores (MRR, nDCG@K), whose deltas read on the metric's 0-1 scale."""
+    base = metric.removeprefix("session_").split("@")[0]
+    return "score" if axis != "accuracy" and base in SCORE_METRICS else "pp"
 
 
 @dataclass(frozen=True)
@@ -40,9 +64,7 @@ class Settings:
     band: float = 0.04
     treatments: tuple[str, ...] = ()
     calibration: JudgeCalibration | None = None
-
-
-FEW_CLUSTERS = 10  # below this a cluster bootstrap understates the interval's width
+    stratify_by: str | None = None
 
 
 def _category_order(cat: str) -> tuple[int, int | str]:
@@ -54,9 +76,21 @@ def _counts(d: np.ndarray) -> dict[str, int]:
     return {"wins": int((d > 0).sum()), "ties": int((d == 0).sum()), "losses": int((d < 0).sum())}
 
 
-def _block(a: np.ndarray, b: np.ndarray, clusters: list[str] | None, s: Settings) -> dict[str, Any]:
+def _block(a: np.ndarray, b: np.ndarray, clusters: np.ndarray | None, strata: np.ndarray | None,
+           s: Settings) -> dict[str, Any]:
+    """One interval: the bootstrap, the CR2 interval when clusters are few, and which decides.
+
+    ``low``/``high`` are the deciding interval's (the wider one); ``interval`` names it.
+    """
     d = b - a
-    boot = paired_bootstrap(d, clusters, resamples=s.resamples, seed=s.seed)
+    boot = paired_bootstrap(d, clusters, resamples=s.resamples, seed=s.seed, strata=strata)
+    small: SmallClusterResult | None = None
+    if 2 <= boot.n_clusters < SMALL_CLUSTERS:
+        small = cr2_interval(d, clusters)
+    decided: BootstrapResult | SmallClusterResult = boot
+    if small is not None and small.high - small.low > boot.high - boot.low:
+        decided = small
+    short = evidence_shortfall(int(d.size), boot.n_clusters)
     return {
         "n_items": int(d.size),
         "n_clusters": boot.n_clusters,
@@ -64,9 +98,13 @@ def _block(a: np.ndarray, b: np.ndarray, clusters: list[str] | None, s: Settings
         "a_mean": float(a.mean()),
         "b_mean": float(b.mean()),
         "delta": boot.mean,
-        "low": boot.low,
-        "high": boot.high,
+        "low": decided.low,
+        "high": decided.high,
+        "p_value": decided.p_value,
+        "interval": CR2 if decided is small else PERCENTILE,
+        "insufficient": short[1] if short else None,
         "bootstrap": boot,
+        "small_clusters": small,
     }
 
 
@@ -78,6 +116,7 @@ class Comparison:
     run_b: str
     axis: str | None
     metric: str
+    unit: str
     denominator: str | None
     settings: Settings
     differences: list[Difference]
@@ -108,10 +147,10 @@ class Comparison:
         return int(ExitCode.REFUSAL) if self.noncomparable else int(self.verdict["exit_code"])
 
     def to_dict(self) -> dict[str, Any]:
-        """JSON-ready dict; bootstrap objects flattened to their fields."""
+        """JSON-ready dict; result objects flattened to their fields."""
 
         def clean(value: Any) -> Any:
-            if isinstance(value, BootstrapResult):
+            if isinstance(value, (BootstrapResult, SmallClusterResult)):
                 return value.to_dict()
             if isinstance(value, dict):
                 return {k: clean(v) for k, v in value.items()}
@@ -129,70 +168,127 @@ class Comparison:
         return out
 
 
+def _sub(values: np.ndarray | None, mask: np.ndarray) -> np.ndarray | None:
+    return None if values is None else values[mask]
+
+
+def _per_category(paired: Paired, s: Settings) -> dict[str, dict[str, Any]]:
+    """Each category's own interval, with Holm-adjusted flags across the categories.
+
+    A category with too little evidence for a verdict enters Holm's procedure with p = 1.
+    """
+    out: dict[str, dict[str, Any]] = {}
+    for cat in sorted(set(paired.categories.tolist()), key=_category_order):
+        mask = paired.categories == cat
+        out[cat] = {"label": paired.category_labels.get(cat, cat),
+                    **_block(paired.a[mask], paired.b[mask], _sub(paired.clusters, mask), _sub(paired.strata, mask), s)}
+    if out:
+        p = [1.0 if blk["insufficient"] else blk["p_value"] for blk in out.values()]
+        adjusted, reject = holm(p, alpha=1.0 - 0.95)
+        for blk, adj, rej in zip(out.values(), adjusted, reject):
+            blk["holm_p"] = float(adj)
+            blk["holm_significant"] = bool(rej)
+    return out
+
+
+def _wilcoxon(paired: Paired) -> tuple[dict[str, Any] | None, str | None]:
+    """Wilcoxon over the independent units' mean scores over repeats (clusters when the
+    bootstrap resamples clusters, items otherwise)."""
+    a, b, unit = paired.a_mean, paired.b_mean, "item"
+    if paired.clusters is not None and len(np.unique(paired.clusters)) < paired.n:
+        sizes = np.bincount(paired.clusters).astype(float)
+        used = sizes > 0
+        a = np.bincount(paired.clusters, weights=paired.a_mean)[used] / sizes[used]
+        b = np.bincount(paired.clusters, weights=paired.b_mean)[used] / sizes[used]
+        unit = "cluster"
+    result = wilcoxon_signed_rank(a, b, unit=unit)
+    return (result.to_dict(), None) if result else (None, wilcoxon_skip_reason(a, b))
+
+
+def _flip_rate(repeated: np.ndarray, flipped: np.ndarray) -> float | None:
+    """Share of paired items with two or more non-error repeats whose labels disagree."""
+    n = int(repeated.sum())
+    return float(flipped.sum()) / n if n else None
+
+
 def analyze(paired: Paired, settings: Settings, *, run_a: str, run_b: str, axis: str | None,
             denominator: str | None, differences: list[Difference]) -> Comparison:
-    """Run every statistic on ``paired`` (see the module docstring)."""
-    a, b, clusters = paired.a, paired.b, paired.clusters
-    overall = _block(a, b, clusters, settings)
-    decided_on: Any = overall["bootstrap"]
+    """Run every statistic on ``paired`` (see the module docstring).
+
+    Raises ValueError from the statistics (e.g. clusters that straddle strata).
+    """
+    a, b = paired.a, paired.b
+    overall = _block(a, b, paired.clusters, paired.strata, settings)
+    decided_on: Any = overall
     calibrated = None
     warnings: list[str] = []
     if settings.calibration is not None:
-        corrected = correct_for_judge(overall["bootstrap"], settings.calibration)
+        corrected = correct_for_judge(overall["small_clusters"] if overall["interval"] == CR2
+                                      else overall["bootstrap"], settings.calibration)
         calibrated = corrected.to_dict()
         if corrected.warning:
             warnings.append(corrected.warning)
         if corrected.corrected:
-            decided_on = corrected
-    verdict = decide(decided_on, min_delta=settings.min_delta, band=settings.band)
-    if clusters is not None and overall["n_clusters"] < FEW_CLUSTERS:
-        warnings.append(f"only {overall['n_clusters']} clusters: too few clusters make the interval too narrow; "
-                        "read the bound with care")
-
-    per_category: dict[str, dict[str, Any]] = {}
-    cats = np.array(paired.categories)
-    for cat in sorted(set(paired.categories), key=_category_order):
-        mask = cats == cat
-        sub_clusters = [c for c, m in zip(clusters, mask) if m] if clusters is not None else None
-        per_category[cat] = {"label": paired.category_labels.get(cat, cat), **_block(a[mask], b[mask], sub_clusters, settings)}
+            decided_on = calibrated
+    verdict = decide(Bounds.of(decided_on), min_delta=settings.min_delta,
+                     band=settings.band, n_items=overall["n_items"],
+                     n_clusters=overall["n_clusters"] if settings.cluster_by else None)
+    if paired.null_clusters:
+        warnings.append(f"{paired.null_clusters} paired item(s) have no {settings.cluster_by} value: "
+                        "each was resampled as a cluster of its own")
+    if settings.cluster_by and 2 <= overall["n_clusters"] < SMALL_CLUSTERS:
+        which = "the CR2 t interval" if overall["interval"] == CR2 else "the percentile bootstrap"
+        warnings.append(f"only {overall['n_clusters']} clusters: a percentile cluster bootstrap is too narrow with "
+                        f"fewer than {SMALL_CLUSTERS}; the CR2 t({overall['n_clusters'] - 1}) interval was computed "
+                        f"beside it and the gate reads the wider, {which}")
 
     stable_only = None
     n_unstable = int((~paired.stable).sum())
     if n_unstable and paired.stable.any():
         mask = paired.stable
-        sub_clusters = [c for c, m in zip(clusters, mask) if m] if clusters is not None else None
-        stable_only = _block(a[mask], b[mask], sub_clusters, settings)
+        stable_only = _block(a[mask], b[mask], _sub(paired.clusters, mask), _sub(paired.strata, mask), settings)
 
     binary = bool(np.isin(a, (0.0, 1.0)).all() and np.isin(b, (0.0, 1.0)).all())
     mcnemar = mcnemar_exact(a.astype(bool), b.astype(bool)).to_dict() if binary else None
-    common = sorted(set(paired.a_scores.repeat_means) & set(paired.b_scores.repeat_means))
-    seed_a = [paired.a_scores.repeat_means[r] for r in common]
-    seed_b = [paired.b_scores.repeat_means[r] for r in common]
-    wilcoxon = wilcoxon_seeds(seed_a, seed_b) if len(common) >= 2 else None
-    skipped = None if wilcoxon else (wilcoxon_skip_reason(seed_a, seed_b) if len(common) >= 2 else
-                                     "each run needs at least 2 repeats")
+    wilcoxon, skipped = _wilcoxon(paired)
+    accuracy = axis == "accuracy"
+    discordance = float((paired.a_label != paired.b_label).mean()) if accuracy else float((a != b).mean())
     return Comparison(
         run_a=run_a,
         run_b=run_b,
         axis=axis,
-        metric=settings.metric if axis != "accuracy" else "majority label (correct = 1)",
+        metric=settings.metric if not accuracy else "majority label (correct = 1)",
+        unit=metric_unit(settings.metric, axis),
         denominator=denominator,
         settings=settings,
         differences=differences,
         overall=overall,
         verdict=verdict.to_dict(),
-        discordance=float((a != b).mean()),
-        per_category=per_category,
+        discordance=discordance,
+        per_category=_per_category(paired, settings),
         stable_only=stable_only,
         n_unstable=n_unstable,
         mcnemar=mcnemar,
-        wilcoxon=wilcoxon.to_dict() if wilcoxon else None,
+        wilcoxon=wilcoxon,
         wilcoxon_skipped=skipped,
         calibrated=calibrated,
-        flip_rate_a=paired.a_scores.flip_rate,
-        flip_rate_b=paired.b_scores.flip_rate,
-        only_a=len(paired.only_a),
-        only_b=len(paired.only_b),
+        flip_rate_a=_flip_rate(paired.a_repeated, paired.a_flipped) if accuracy else None,
+        flip_rate_b=_flip_rate(paired.b_repeated, paired.b_flipped) if accuracy else None,
+        only_a=paired.only_a,
+        only_b=paired.only_b,
         excluded=paired.excluded,
         warnings=warnings,
     )
+
+
+@dataclass(frozen=True)
+class Bounds:
+    """An interval's bounds (fractions), for ``decide`` and ``band_from_null``."""
+
+    low: float
+    high: float
+
+    @classmethod
+    def of(cls, block: dict[str, Any]) -> Bounds:
+        """The deciding interval of a ``_block`` (or calibrated) dict."""
+        return cls(float(block["low"]), float(block["high"]))

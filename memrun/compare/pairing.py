@@ -5,30 +5,42 @@ One score per item and arm, after collapsing repeats:
 - retrieval axis: the per-item column behind ``metric`` (``recall@5`` -> ``hit_at_5``,
   a hit is 1 and a miss 0; ``mrr`` -> ``rr``, the reciprocal rank), read from the
   item's first non-errored repeat (retrieval runs once per item);
-- accuracy axis: the majority label over repeats (:func:`memrun.stats.majority_label`:
+- accuracy axis: the majority label over repeats (:func:`memrun.stats.majority_codes`:
   a tie is wrong; error only when every repeat errored); correct is 1, wrong 0, and an
   abstention is 0 under the ``correct+wrong+abstained`` denominator or left out under
   ``correct+wrong``.
 
 Errored items are left out of both arms and counted, never scored as misses; so are
 items without retrieval gold (unscored) and, under ``correct+wrong``, abstentions.
+Everything downstream (the bootstrap, McNemar, Wilcoxon, flip rates, discordance) reads
+the paired, category-filtered items this module returns, and nothing else.
+
+The work is columnar: only the columns a comparison needs are read, item ids are
+matched with Arrow's hash kernels (``unique``, ``index_in``) and every per-item
+reduction is a numpy ``bincount``; no Python loop runs per row.
 """
 
 from __future__ import annotations
 
-from collections import defaultdict
-from dataclasses import dataclass, field
-from typing import Any
+from dataclasses import dataclass
 
 import numpy as np
+import pyarrow as pa
+import pyarrow.compute as pc
 
 from memrun.errors import MemrunError
 from memrun.instrument import DENOMINATOR_ABSTAIN_WRONG, DENOMINATOR_EXCLUDE_ABSTAIN
-from memrun.io.reader import RunTable
+from memrun.io.reader import RunTable, read_run
 from memrun.metrics.retrieval import item_column_for
-from memrun.stats.labels import ABSTAIN, CORRECT, ERROR, flip_rate, is_stable, majority_label
+from memrun.stats.labels import ABSTAIN, CORRECT, ERROR, LABEL_ORDER, majority_codes
 
 LABEL_COLUMN = "label"
+BASE_COLUMNS = ("item_id", "error", "category", "category_label")
+_CODE = {label: i for i, label in enumerate(LABEL_ORDER)}
+REASONS = ("error", "abstain", "unscored")
+"""Why an item is left out, in precedence order (an item left out by both arms for two
+reasons is counted under the first); ``ArmScores.excluded`` holds indices into it."""
+SCORED = len(REASONS)  # ArmScores.excluded of an item that is scored
 
 
 class CompareUsageError(MemrunError):
@@ -37,186 +49,259 @@ class CompareUsageError(MemrunError):
 
 @dataclass
 class ArmScores:
-    """One arm's per-item outcome after collapsing repeats.
+    """One arm's per-item outcome after collapsing repeats, aligned to the item index
+    the pairing built (shape (m,) arrays, m = items of run A).
 
-    score: item_id -> score (float), or None when the item is left out.
-    excluded: item_id -> why ("error", "unscored", "abstain") for items left out.
-    stable: item_id -> whether every repeat gave the same label (True with one repeat).
-    repeat_means: repeat index -> mean score over that repeat's scorable items (the
-        per-seed means of a Wilcoxon test; repeats stand for seeds).
-    flip_rate: share of repeated items whose labels disagree; None on the retrieval axis.
+    present: the arm has a row for the item.
+    score: the collapsed score (NaN when the item is left out; ``excluded`` says why:
+        an index into :data:`REASONS`, or :data:`SCORED`).
+    mean: the item's mean score over its repeats (Wilcoxon's per-item score).
+    label: majority label index into :data:`memrun.stats.labels.LABEL_ORDER` (accuracy
+        axis; -1 on the retrieval axis).
+    stable: every non-error repeat gave the same label (True on the retrieval axis).
+    repeated: the item has at least two non-error repeats (flip rate's denominator).
     """
 
-    score: dict[str, float | None]
-    excluded: dict[str, str]
-    stable: dict[str, bool]
-    cluster: dict[str, str]
-    category: dict[str, str]
-    category_label: dict[str, str]
-    repeat_means: dict[int, float] = field(default_factory=dict)
-    flip_rate: float | None = None
+    present: np.ndarray
+    score: np.ndarray
+    excluded: np.ndarray
+    mean: np.ndarray
+    label: np.ndarray
+    stable: np.ndarray
+    repeated: np.ndarray
 
 
 @dataclass
 class Paired:
-    """Items scored in both arms, aligned (arrays of shape (n,)), plus what was left out."""
+    """Items scored in both arms, in run A's order, as shape (n,) arrays, plus what was
+    left out.
 
-    item_ids: list[str]
+    a, b: collapsed scores; a_mean, b_mean: per-item means over repeats; a_label,
+    b_label: majority label indices (-1 on the retrieval axis); stable: stable in both
+    arms; a_repeated/b_repeated and a_flipped/b_flipped: flip-rate terms.
+    clusters: int cluster codes (None: every item its own cluster); strata: int stratum
+    codes or None. null_clusters: paired items whose cluster key was null (each made
+    its own cluster).
+    """
+
+    item_ids: pa.Array
     a: np.ndarray
     b: np.ndarray
-    clusters: list[str] | None
-    categories: list[str]
+    a_mean: np.ndarray
+    b_mean: np.ndarray
+    a_label: np.ndarray
+    b_label: np.ndarray
+    clusters: np.ndarray | None
+    strata: np.ndarray | None
+    categories: np.ndarray
     category_labels: dict[str, str]
     stable: np.ndarray
-    only_a: list[str]
-    only_b: list[str]
+    a_repeated: np.ndarray
+    b_repeated: np.ndarray
+    a_flipped: np.ndarray
+    b_flipped: np.ndarray
+    only_a: int
+    only_b: int
     excluded: dict[str, int]
-    a_scores: ArmScores
-    b_scores: ArmScores
+    null_clusters: int = 0
+
+    @property
+    def n(self) -> int:
+        """Number of paired items."""
+        return len(self.a)
 
 
-def _columns(run: RunTable, names: list[str]) -> dict[str, list[Any]]:
-    missing = [n for n in names if n not in run.table.column_names]
-    if missing:
-        raise CompareUsageError(f"{run.path}: no column {', '.join(missing)} in this run table")
-    return {n: run.table.column(n).to_pylist() for n in names}
+def columns_needed(axis: str | None, metric: str, cluster_by: str | None, stratify_by: str | None) -> list[str]:
+    """The columns a comparison reads from a run table.
 
-
-def arm_scores(run: RunTable, metric: str, cluster_by: str | None) -> ArmScores:
-    """Collapse one run's rows into per-item scores (see the module docstring).
-
-    Raises CompareUsageError for a metric the run has no column for, or a missing
-    cluster column.
+    Raises CompareUsageError for an unknown retrieval metric.
     """
-    axis = run.instrument.axis
-    base = ["item_id", "repeat", "error", "category", "category_label"]
-    if cluster_by:
-        base.append(cluster_by)
+    cols = [*BASE_COLUMNS]
     if axis == "accuracy":
-        cols = _columns(run, [*base, LABEL_COLUMN])
-        return _accuracy_scores(run, cols, cluster_by)
-    try:
-        column = item_column_for(metric)
-    except ValueError as exc:
-        raise CompareUsageError(str(exc)) from exc
-    if column not in run.table.column_names:
-        ks = run.instrument.ks
-        raise CompareUsageError(f"{run.path}: --metric {metric} needs column {column}; this run has cut-offs ks={ks}")
-    cols = _columns(run, [*base, column])
-    return _retrieval_scores(cols, column, cluster_by)
+        cols.append(LABEL_COLUMN)
+    else:
+        try:
+            cols.append(item_column_for(metric))
+        except ValueError as exc:
+            raise CompareUsageError(str(exc)) from exc
+    cols += [c for c in (cluster_by, stratify_by) if c and c not in cols]
+    return cols
 
 
-def _meta(cols: dict[str, list[Any]], i: int, cluster_by: str | None, out: ArmScores, item: str) -> None:
-    out.cluster.setdefault(item, str(cols[cluster_by][i]) if cluster_by else item)
-    out.category.setdefault(item, str(cols["category"][i]))
-    out.category_label.setdefault(item, str(cols["category_label"][i]))
+def read_for_compare(path: str, axis: str | None, metric: str, cluster_by: str | None,
+                     stratify_by: str | None) -> RunTable:
+    """A run with only the columns the comparison needs; CompareUsageError names a missing one."""
+    columns = columns_needed(axis, metric, cluster_by, stratify_by)
+    run = read_run(path, columns=columns)
+    missing = [c for c in columns if c not in run.table.column_names]
+    if missing:
+        hint = ""
+        if axis != "accuracy" and item_column_for(metric) in missing:
+            hint = f" (--metric {metric}; this run has cut-offs ks={run.instrument.ks})"
+        raise CompareUsageError(f"{run.path}: no column {', '.join(missing)} in this run table{hint}")
+    return run
 
 
-def _retrieval_scores(cols: dict[str, list[Any]], column: str, cluster_by: str | None) -> ArmScores:
-    out = ArmScores({}, {}, {}, {}, {}, {})
-    for i, item in enumerate(cols["item_id"]):
-        _meta(cols, i, cluster_by, out, item)
-        if out.score.get(item) is not None:
-            continue  # retrieval runs once per item: the first usable repeat decides
-        value = cols[column][i]
-        if cols["error"][i] is not None:
-            out.score.setdefault(item, None)
-            out.excluded.setdefault(item, "error")
-        elif value is None:
-            out.score[item] = None
-            out.excluded[item] = "unscored"
-        else:
-            out.score[item] = float(value)
-            out.excluded.pop(item, None)
-        out.stable[item] = True
-    return out
+def _column(table: pa.Table, name: str) -> pa.Array:
+    col = table.column(name)
+    return col.combine_chunks() if isinstance(col, pa.ChunkedArray) else col
 
 
-def _accuracy_scores(run: RunTable, cols: dict[str, list[Any]], cluster_by: str | None) -> ArmScores:
+def _first_rows(codes: np.ndarray, rows: np.ndarray, m: int) -> tuple[np.ndarray, np.ndarray]:
+    """(has a row, first such row index) per item code in [0, m), rows given in order."""
+    first = np.full(m, -1, dtype=np.int64)
+    uniq, pos = np.unique(codes, return_index=True)
+    first[uniq] = rows[pos]
+    return first >= 0, first
+
+
+def _as_float(col: pa.Array) -> np.ndarray:
+    """A numeric or boolean column as float64, null -> NaN."""
+    return pc.cast(col, pa.float64()).to_numpy(zero_copy_only=False)
+
+
+def _retrieval(table: pa.Table, codes: np.ndarray, valid: np.ndarray, m: int, column: str) -> ArmScores:
+    errored = np.asarray(_column(table, "error").is_valid())
+    rows = np.flatnonzero(valid)
+    present, _ = _first_rows(codes[rows], rows, m)
+    ok_rows = np.flatnonzero(valid & ~errored)
+    has_ok, first_ok = _first_rows(codes[ok_rows], ok_rows, m)
+    values = _as_float(_column(table, column))
+    score = np.full(m, np.nan)
+    score[has_ok] = values[first_ok[has_ok]]
+    excluded = np.full(m, SCORED, dtype=np.int8)
+    excluded[present & ~has_ok] = REASONS.index("error")
+    excluded[has_ok & np.isnan(score)] = REASONS.index("unscored")
+    ones = np.ones(m, dtype=bool)
+    return ArmScores(present, score, excluded, score.copy(), np.full(m, -1, np.int8), ones, ~ones)
+
+
+def _accuracy(run: RunTable, table: pa.Table, codes: np.ndarray, valid: np.ndarray, m: int) -> ArmScores:
     denominator = run.instrument.denominator
     if denominator not in (DENOMINATOR_ABSTAIN_WRONG, DENOMINATOR_EXCLUDE_ABSTAIN):
         raise CompareUsageError(f"{run.path}: unknown accuracy denominator {denominator!r}")
     abstain_counts = denominator == DENOMINATOR_ABSTAIN_WRONG
-    out = ArmScores({}, {}, {}, {}, {}, {})
-    labels: dict[str, list[str]] = defaultdict(list)
-    per_repeat: dict[int, list[float]] = defaultdict(list)
-    for i, item in enumerate(cols["item_id"]):
-        _meta(cols, i, cluster_by, out, item)
-        label = ERROR if cols["error"][i] is not None else (cols[LABEL_COLUMN][i] or ERROR)
-        labels[item].append(label)
-        if label == CORRECT:
-            per_repeat[int(cols["repeat"][i])].append(1.0)
-        elif label != ERROR and (label != ABSTAIN or abstain_counts):
-            per_repeat[int(cols["repeat"][i])].append(0.0)
-    for item, item_labels in labels.items():
-        majority = majority_label(item_labels)
-        out.stable[item] = is_stable(item_labels)
-        if majority == ERROR or (majority == ABSTAIN and not abstain_counts):
-            out.score[item] = None
-            out.excluded[item] = majority
-        else:
-            out.score[item] = 1.0 if majority == CORRECT else 0.0
-    out.flip_rate = flip_rate(list(labels.values()))
-    out.repeat_means = {r: float(np.mean(v)) for r, v in sorted(per_repeat.items()) if v}
-    return out
+    labels = _column(table, LABEL_COLUMN)
+    label_codes = pc.index_in(labels, value_set=pa.array(LABEL_ORDER))
+    unknown = pc.and_(labels.is_valid(), label_codes.is_null())
+    if pc.any(unknown).as_py():
+        row = int(np.flatnonzero(np.asarray(unknown))[0])
+        raise CompareUsageError(
+            f"{run.path}: column {LABEL_COLUMN} holds {labels[row].as_py()!r} (row {row}); "
+            f"memrun labels are {', '.join(LABEL_ORDER)} (lower case)")
+    lab = label_codes.fill_null(_CODE[ERROR]).to_numpy(zero_copy_only=False).astype(np.int64)
+    lab[np.asarray(_column(table, "error").is_valid())] = _CODE[ERROR]
+    rows = np.flatnonzero(valid)
+    counts = np.bincount(codes[rows] * 4 + lab[rows], minlength=4 * m).reshape(m, 4)
+    present = counts.sum(axis=1) > 0
+    majority, stable = majority_codes(counts)
+    correct, wrong, abstain = counts[:, 0], counts[:, 1], counts[:, 2]
+    score = np.where(majority == _CODE[CORRECT], 1.0, 0.0)
+    excluded = np.full(m, SCORED, dtype=np.int8)
+    excluded[present & (majority == _CODE[ERROR])] = REASONS.index("error")
+    if not abstain_counts:
+        excluded[present & (majority == _CODE[ABSTAIN])] = REASONS.index("abstain")
+    score[excluded != SCORED] = np.nan
+    denominators = correct + wrong + (abstain if abstain_counts else 0)
+    with np.errstate(invalid="ignore", divide="ignore"):
+        mean = np.where(denominators > 0, correct / np.maximum(denominators, 1), score)
+    repeated = (correct + wrong + abstain) >= 2
+    return ArmScores(present, score, excluded, mean, majority, stable, repeated)
 
 
-def _reasons(scores: ArmScores) -> dict[str, int]:
-    """How many items one arm left out, by reason (error, unscored, abstain)."""
-    counts: dict[str, int] = defaultdict(int)
-    for reason in scores.excluded.values():
-        counts[reason] += 1
-    return dict(counts)
+def _arm(run: RunTable, codes: np.ndarray, valid: np.ndarray, m: int, metric: str) -> ArmScores:
+    if run.instrument.axis == "accuracy":
+        return _accuracy(run, run.table, codes, valid, m)
+    return _retrieval(run.table, codes, valid, m, item_column_for(metric))
 
 
-def pair(a: RunTable, b: RunTable, *, metric: str, cluster_by: str | None,
+def _per_item(table: pa.Table, name: str, first: np.ndarray) -> pa.Array:
+    """Column ``name`` at each item's first row (``first``: row indices)."""
+    return _column(table, name).take(pa.array(first))
+
+
+def _codes(values: pa.Array) -> tuple[np.ndarray, np.ndarray]:
+    """(int codes, null mask) of a column's values, codes in order of first appearance."""
+    encoded = pc.dictionary_encode(values if values.type == pa.string() else pc.cast(values, pa.string()))
+    codes = encoded.indices.fill_null(-1).to_numpy(zero_copy_only=False).astype(np.int64)
+    return codes, codes < 0
+
+
+def pair(a: RunTable, b: RunTable, *, metric: str, cluster_by: str | None, stratify_by: str | None = None,
          categories: list[str] | None = None) -> Paired:
     """Pair two runs by item_id on the items both scored (of ``categories``, when given).
 
-    Raises CompareUsageError when no item is scored in both runs, or a category named
-    in ``categories`` occurs in neither run.
+    Runs A's item order (the dataset's) is kept. Clusters, strata and categories are
+    read from run A. A null cluster key makes its item a cluster of its own (counted in
+    ``null_clusters``).
+
+    Raises CompareUsageError when no item is scored in both runs, a category named in
+    ``categories`` occurs in neither run, or a label is not one of memrun's.
     """
-    sa, sb = arm_scores(a, metric, cluster_by), arm_scores(b, metric, cluster_by)
+    ids_a, ids_b = _column(a.table, "item_id"), _column(b.table, "item_id")
+    items = pc.unique(ids_a)  # run A's items, in order of first appearance
+    m = len(items)
+    codes_a = pc.index_in(ids_a, value_set=items).to_numpy(zero_copy_only=False)
+    found_b = pc.index_in(ids_b, value_set=items)
+    valid_b = np.asarray(found_b.is_valid())
+    codes_b = found_b.fill_null(0).to_numpy(zero_copy_only=False)
+    sa = _arm(a, codes_a, np.ones(len(codes_a), dtype=bool), m, metric)
+    sb = _arm(b, codes_b, valid_b, m, metric)
+
+    _, first_a = _first_rows(codes_a, np.arange(len(codes_a)), m)
+    category = _per_item(a.table, "category", first_a).cast(pa.string()).fill_null("None")
+    category_np = np.asarray(category.to_numpy(zero_copy_only=False), dtype=object)
+    only_b_ids = ids_b.filter(pc.invert(pa.array(valid_b)))
+    in_scope = np.ones(m, dtype=bool)
     if categories is not None:
-        unknown = set(categories) - set(sa.category.values()) - set(sb.category.values())
+        present_cats = set(pc.unique(category).to_pylist()) | set(
+            pc.unique(_column(b.table, "category").cast(pa.string()).fill_null("None")).to_pylist())
+        unknown = set(categories) - present_cats
         if unknown:
-            present = ", ".join(sorted(set(sa.category.values())))
-            raise CompareUsageError(f"--categories: no item has category {', '.join(sorted(unknown))}; present: {present}")
-        keep_cats = set(categories)
-        for scores in (sa, sb):
-            scores.score = {i: v for i, v in scores.score.items() if scores.category[i] in keep_cats}
-    only_a = sorted(set(sa.score) - set(sb.score))
-    only_b = sorted(set(sb.score) - set(sa.score))
-    excluded: dict[str, int] = defaultdict(int)
-    keep: list[str] = []
-    for item in sa.score:  # A's order: the dataset's order
-        if item not in sb.score:
-            continue
-        reasons = {sa.excluded.get(item), sb.excluded.get(item)} - {None}
-        if reasons:
-            excluded["error" if "error" in reasons else sorted(reasons)[0]] += 1
-            continue
-        keep.append(item)
-    if not keep:
-        why = "; ".join(f"{side}: {n} {reason}" for side, scores in (("A", sa), ("B", sb))
-                        for reason, n in sorted(_reasons(scores).items()))
+            raise CompareUsageError(f"--categories: no item has category {', '.join(sorted(unknown))}; "
+                                    f"present: {', '.join(sorted(present_cats))}")
+        wanted = pa.array(sorted(set(categories)))
+        in_scope = np.asarray(pc.is_in(category, value_set=wanted))
+        cat_b = _column(b.table, "category").cast(pa.string()).fill_null("None")
+        only_b_ids = only_b_ids.filter(pc.is_in(cat_b.filter(pc.invert(pa.array(valid_b))), value_set=wanted))
+    both = in_scope & sb.present
+    only_a = int((in_scope & ~sb.present).sum())
+    only_b = len(pc.unique(only_b_ids))
+    reason = np.minimum(sa.excluded, sb.excluded)[both]
+    excluded = {REASONS[r]: int(n) for r, n in enumerate(np.bincount(reason, minlength=SCORED + 1)[:SCORED]) if n}
+    keep = np.flatnonzero(both & (sa.excluded == SCORED) & (sb.excluded == SCORED))
+    if not len(keep):
+        why = "; ".join(f"{side}: {n} {reason}" for side, s in (("A", sa), ("B", sb))
+                        for reason, n in sorted(_reason_counts(s, in_scope).items()))
         raise CompareUsageError(
-            f"no item is scored in both runs ({len(only_a)} only in A, {len(only_b)} only in B, "
+            f"no item is scored in both runs ({only_a} only in A, {only_b} only in B, "
             f"{sum(excluded.values())} excluded{': ' + why if why else ''}); "
             + ("the runs share no item: check that both ran the same benchmark" if not excluded
-               else "nothing is left to compare")
-        )
+               else "nothing is left to compare"))
+
+    clusters, null_clusters = None, 0
+    if cluster_by:
+        codes, null = _codes(_per_item(a.table, cluster_by, first_a[keep]))
+        null_clusters = int(null.sum())
+        codes[null] = codes.max(initial=-1) + 1 + np.arange(null_clusters)
+        clusters = codes
+    strata = _codes(_per_item(a.table, stratify_by, first_a[keep]))[0] if stratify_by else None
+    labels_a = _per_item(a.table, "category_label", first_a[keep]).cast(pa.string()).to_pylist()
+    cats = category_np[keep]
     return Paired(
-        item_ids=keep,
-        a=np.array([sa.score[i] for i in keep], dtype=float),
-        b=np.array([sb.score[i] for i in keep], dtype=float),
-        clusters=[sa.cluster[i] for i in keep] if cluster_by else None,
-        categories=[sa.category[i] for i in keep],
-        category_labels={sa.category[i]: sa.category_label[i] for i in keep},
-        stable=np.array([sa.stable[i] and sb.stable[i] for i in keep], dtype=bool),
-        only_a=only_a,
-        only_b=only_b,
-        excluded=dict(excluded),
-        a_scores=sa,
-        b_scores=sb,
+        item_ids=items.take(pa.array(keep)),
+        a=sa.score[keep], b=sb.score[keep], a_mean=sa.mean[keep], b_mean=sb.mean[keep],
+        a_label=sa.label[keep], b_label=sb.label[keep],
+        clusters=clusters, strata=strata, categories=cats,
+        category_labels={c: (lbl if lbl is not None else c) for c, lbl in zip(cats, labels_a)},
+        stable=sa.stable[keep] & sb.stable[keep],
+        a_repeated=sa.repeated[keep], b_repeated=sb.repeated[keep],
+        a_flipped=(sa.repeated & ~sa.stable)[keep], b_flipped=(sb.repeated & ~sb.stable)[keep],
+        only_a=only_a, only_b=only_b, excluded=excluded, null_clusters=null_clusters,
     )
+
+
+def _reason_counts(scores: ArmScores, in_scope: np.ndarray) -> dict[str, int]:
+    """How many in-scope items one arm left out, by reason."""
+    counts = np.bincount(scores.excluded[in_scope & scores.present], minlength=SCORED + 1)
+    return {REASONS[r]: int(n) for r, n in enumerate(counts[:SCORED]) if n}

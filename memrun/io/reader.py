@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+from collections.abc import Sequence
 from dataclasses import dataclass
 from pathlib import Path
 
@@ -27,34 +28,47 @@ class RunTable:
     complete: bool
 
 
-def read_run(path: str | Path) -> RunTable:
+def read_run(path: str | Path, columns: Sequence[str] | None = None) -> RunTable:
     """Open a run folder or an ``items.parquet`` file.
 
     A folder without ``items.parquet`` but with ``items.parts/`` (a run killed before
-    it finished) is read from its parts. Raises RunTableError naming the path when
-    there is nothing to read or the file is not a memrun table.
+    it finished) is read from its parts. ``columns``: read only these (those the file
+    lacks are left out; the caller checks), None for all. Raises RunTableError naming
+    the path when there is nothing to read, a file is damaged (truncated, a bad footer,
+    unparseable instrument JSON) or is not a memrun table.
     """
     path = Path(path)
     if path.is_dir():
         if (path / ITEMS_FILE).is_file():
-            return _read_file(path / ITEMS_FILE)
+            return _read_file(path / ITEMS_FILE, columns)
         parts = sorted((path / PARTS_DIR).glob("part-*.parquet"))
         if parts:
-            tables = [pq.read_table(p) for p in parts]
-            return RunTable(path, pa.concat_tables(tables), _instrument(tables[-1].schema, path), complete=False)
+            tables = [_read_table(p, columns) for p in parts]
+            try:
+                table = pa.concat_tables(tables, promote_options="default")
+            except (pa.ArrowInvalid, pa.ArrowTypeError) as exc:
+                raise RunTableError(f"{path / PARTS_DIR}: the parts do not share one schema ({exc})") from exc
+            return RunTable(path, table, _instrument(tables[-1].schema, parts[-1]), complete=False)
         if (path / PARTS_DIR).is_dir() or (path / ".hydra").is_dir():
             raise RunTableError(f"{path}: this run wrote no rows (it stopped before its first rows were saved)")
         raise RunTableError(f"{path}: no {ITEMS_FILE} and no {PARTS_DIR}/ here; is this a memrun run folder?")
     if path.is_file():
-        return _read_file(path)
+        return _read_file(path, columns)
     raise RunTableError(f"{path}: no such file or folder")
 
 
-def _read_file(path: Path) -> RunTable:
+def _read_table(path: Path, columns: Sequence[str] | None) -> pa.Table:
     try:
-        table = pq.read_table(path)
-    except (pa.ArrowInvalid, OSError) as exc:
-        raise RunTableError(f"{path}: not a readable Parquet file ({exc})") from exc
+        if columns is not None:
+            present = set(pq.read_schema(path).names)
+            columns = [c for c in columns if c in present]
+        return pq.read_table(path, columns=columns)
+    except (pa.ArrowException, OSError) as exc:
+        raise RunTableError(f"{path}: not a readable Parquet file, damaged or truncated? ({exc})") from exc
+
+
+def _read_file(path: Path, columns: Sequence[str] | None = None) -> RunTable:
+    table = _read_table(path, columns)
     return RunTable(path, table, _instrument(table.schema, path), complete=True)
 
 
@@ -62,4 +76,8 @@ def _instrument(schema: pa.Schema, path: Path) -> Instrument:
     meta = schema.metadata or {}
     if METADATA_KEY not in meta:
         raise RunTableError(f"{path}: no memrun instrument in the Parquet metadata; not written by memrun")
-    return Instrument.from_json(meta[METADATA_KEY])
+    try:
+        return Instrument.from_json(meta[METADATA_KEY])
+    except (ValueError, TypeError) as exc:  # JSONDecodeError, UnicodeDecodeError, a non-object
+        raise RunTableError(f"{path}: its memrun instrument (Parquet metadata {METADATA_KEY.decode()}) is not "
+                            f"valid JSON ({exc}); the file is damaged: re-run or restore it") from exc

@@ -26,28 +26,69 @@ def _pp(x: float | None, signed: bool = True) -> str:
     return f"{value:+.1f}" if signed else f"{value:.1f}"
 
 
-def _interval(block: Mapping[str, Any]) -> str:
-    return f"{_pp(block['delta'])} pp [{_pp(block['low'])}, {_pp(block['high'])}]"
+def _score(x: float | None, signed: bool = True) -> str:
+    if x is None:
+        return "-"
+    value = round(x, 3) or 0.0
+    return f"{value:+.3f}" if signed else f"{value:.3f}"
+
+
+def _delta(d: Mapping[str, Any]) -> tuple[Any, str]:
+    """(formatter of a signed delta, unit suffix) for the comparison's metric."""
+    return (_score, "") if d.get("unit") == "score" else (_pp, " pp")
+
+
+def _interval(block: Mapping[str, Any], d: Mapping[str, Any]) -> str:
+    fmt, unit = _delta(d)
+    return f"{fmt(block['delta'])}{unit} [{fmt(block['low'])}, {fmt(block['high'])}]"
 
 
 def _rate(x: float | None) -> str:
-    return "-" if x is None or x != x else f"{100 * x:.1f}%"  # x != x: NaN (no repeated item)
+    return "-" if x is None or x != x else f"{100 * x:.1f}%"  # x != x: NaN
+
+
+def _level(x: float | None, d: Mapping[str, Any]) -> str:
+    """An arm's mean: a percentage for proportions, the 0-1 score for MRR and nDCG."""
+    return _score(x, signed=False) if d.get("unit") == "score" else _rate(x)
+
+
+def _p(p: float) -> str:
+    """A p-value; one too small for a double prints as a bound, never as 0."""
+    return "< 1e-300" if p < 1e-300 else f"{p:.4g}"
+
+
+def _how(block: Mapping[str, Any], s: Mapping[str, Any]) -> str:
+    """Which 95% interval decided, and how it was computed."""
+    boot = block["bootstrap"]
+    strata = f", stratified by {s['stratify_by']}" if s.get("stratify_by") else ""
+    resampled = (f"paired bootstrap, {s['resamples']:,} resamples, seed {s['seed']}, clusters by "
+                 f"{s['cluster_by'] or 'item'}{strata}")
+    if block.get("interval") == "cr2_t":
+        small = block["small_clusters"]
+        return (f"95% CR2 t({small['df']}) interval (few clusters; wider than the {resampled}: "
+                f"[{_pp(boot['low'])}, {_pp(boot['high'])}] pp)")
+    return f"95% {resampled}"
 
 
 def summary_lines(d: Mapping[str, Any]) -> list[str]:
     """The report's header lines (shared by text and markdown)."""
     s, o, v = d["settings"], d["overall"], d["verdict"]
+    fmt, unit = _delta(d)
     treatments = ", ".join(s["treatments"]) or "none"
+    scale = " (a mean score on 0-1, not a percentage)" if d.get("unit") == "score" else ""
     lines = [
         f"A = {d['run_a']}",
         f"B = {d['run_b']}",
-        f"axis {d['axis']} | metric {d['metric']} | denominator {d['denominator']} | treatments: {treatments}",
-        f"verdict: {v['outcome'].upper()} ({v['reason'].replace('_', ' ')}) | gate min delta {_pp(v['min_delta'])} pp, "
-        f"null band {_pp(v['band'], signed=False)} pp | exit code {d['exit_code']}",
-        f"B - A: {_interval(o)} | 95% paired bootstrap, {s['resamples']:,} resamples, seed {s['seed']}, "
-        f"clusters by {s['cluster_by'] or 'item'}",
+        f"axis {d['axis']} | metric {d['metric']}{scale} | denominator {d['denominator']} | treatments: {treatments}",
+        f"verdict: {v['outcome'].upper()} ({v['reason'].replace('_', ' ')}) | gate min delta {fmt(v['min_delta'])}{unit}, "
+        f"null band {fmt(v['band'], signed=False)}{unit} | exit code {d['exit_code']}",
+    ]
+    if v.get("detail"):
+        lines.append(f"not enough evidence for a verdict: {v['detail']}")
+    lines += [
+        f"B - A: {_interval(o, d)} | {_how(o, s)}",
         f"n items {o['n_items']} in {o['n_clusters']} clusters | wins {o['wins']} ties {o['ties']} losses {o['losses']} "
-        f"| discordance {_rate(d['discordance'])} | A {_rate(o['a_mean'])} B {_rate(o['b_mean'])}",
+        f"| discordance {_rate(d['discordance'])} | A {_level(o['a_mean'], d)} B {_level(o['b_mean'], d)}",
     ]
     if d["calibrated"]:
         c = d["calibrated"]
@@ -56,15 +97,20 @@ def summary_lines(d: Mapping[str, Any]) -> list[str]:
             + ("" if c["corrected"] else " (not corrected)")
         )
     m = d["mcnemar"]
-    lines.append(f"McNemar exact: B right/A wrong {m['b01']}, A right/B wrong {m['b10']}, p = {m['p_value']:.4g}"
+    lines.append(f"McNemar exact: B right/A wrong {m['b01']}, A right/B wrong {m['b10']}, p = {_p(m['p_value'])}"
                  if m else "McNemar exact: n/a (scores are not binary)")
     w = d["wilcoxon"]
-    lines.append(f"Wilcoxon over {w['n_seeds']} seeds: p = {w['p_value']:.4g}" if w
-                 else f"Wilcoxon over seeds: skipped ({d['wilcoxon_skipped']})")
-    lines.append(f"flip rate across repeats: A {_rate(d['flip_rate_a'])} | B {_rate(d['flip_rate_b'])}")
+    lines.append(f"Wilcoxon signed-rank over {w['n_units']} {w['unit']}s' mean scores: p = {_p(w['p_value'])}" if w
+                 else f"Wilcoxon signed-rank: skipped ({d['wilcoxon_skipped']})")
+    if d["axis"] == "accuracy":
+        lines.append(f"flip rate across repeats (paired items): A {_rate(d['flip_rate_a'])} | B {_rate(d['flip_rate_b'])}")
     st = d["stable_only"]
-    lines.append(f"stable-only ({st['n_items']} items, {d['n_unstable']} unstable left out): {_interval(st)}" if st
-                 else f"stable-only: same as above ({d['n_unstable']} unstable items)")
+    if st:
+        lines.append(f"stable-only ({st['n_items']} items, {d['n_unstable']} unstable left out): {_interval(st, d)}")
+    elif d["n_unstable"]:
+        lines.append(f"stable-only: none (all {d['n_unstable']} paired items are unstable in A or B)")
+    elif d["axis"] == "accuracy":
+        lines.append("stable-only: every paired item is stable; same as above")
     excluded = ", ".join(f"{k} {n}" for k, n in sorted(d["excluded"].items())) or "none"
     lines.append(f"excluded from both arms: {excluded} | only in A {d['only_a']} | only in B {d['only_b']}")
     for diff in d["differences"]:
@@ -77,12 +123,18 @@ def _category_rows(d: Mapping[str, Any]) -> list[list[str]]:
     rows = []
     for cat, block in d["per_category"].items():
         name = cat if block["label"] == cat else f"{cat} {block['label']}"
-        rows.append([name, str(block["n_items"]), f"{block['wins']}/{block['ties']}/{block['losses']}",
-                     _rate(block["a_mean"]), _rate(block["b_mean"]), _interval(block)])
+        mark = " *" if block.get("interval") == "cr2_t" else ""
+        holm = "too few" if block.get("insufficient") else ("yes" if block.get("holm_significant") else "no")
+        rows.append([name, str(block["n_items"]), str(block["n_clusters"]),
+                     f"{block['wins']}/{block['ties']}/{block['losses']}",
+                     _level(block["a_mean"], d), _level(block["b_mean"], d), _interval(block, d) + mark, holm])
     return rows
 
 
-HEADERS = ["category", "n", "wins/ties/losses", "A", "B", "B - A [95% interval]"]
+HEADERS = ["category", "n", "clusters", "wins/ties/losses", "A", "B", "B - A [95% interval]", "Holm 5%"]
+CATEGORY_NOTE = ("per-category intervals are unadjusted 95% intervals; 'Holm 5%' says whether a category's "
+                 "difference survives Holm's adjustment over all the categories (family-wise 5%); "
+                 "'too few': fewer than 10 items or 2 clusters; * the CR2 t interval (few clusters) decided")
 
 
 def render_text(d: Mapping[str, Any], width: int = 120) -> str:
@@ -97,6 +149,7 @@ def render_text(d: Mapping[str, Any], width: int = 120) -> str:
     for row in _category_rows(d):
         table.add_row(*row)
     console.print(table)
+    console.print(CATEGORY_NOTE, soft_wrap=True)
     return _label(buf.getvalue(), d)
 
 
@@ -107,6 +160,7 @@ def render_markdown(d: Mapping[str, Any]) -> str:
     out += [f"- {line}" for line in summary_lines(d)]
     out += ["", "| " + " | ".join(HEADERS) + " |", "|" + "---|" * len(HEADERS)]
     out += ["| " + " | ".join(row) + " |" for row in _category_rows(d)]
+    out += ["", CATEGORY_NOTE]
     return _label("\n".join(out) + "\n", d, markdown=True)
 
 
