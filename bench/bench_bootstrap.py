@@ -6,7 +6,7 @@ Two retrieval-axis ``items.parquet`` files are written once (the documented sche
 ``--items`` items in ``--clusters`` clusters and 5 categories, B a few points better
 than A). Then, alternating in pairs (memrun, reference, memrun, reference, ...), each
 side runs in a fresh subprocess and is timed from start to exit, imports included;
-peak RSS is the child's own ``ru_maxrss``, reported as it exits.
+peak RSS is the child's own high-water mark (``VmHWM``), reported as it exits.
 
 * memrun: ``python -m memrun compare A B --format json`` (everything it does: reading,
   pairing, the overall, per-category and small-cluster intervals, McNemar, Wilcoxon).
@@ -111,9 +111,10 @@ def write_runs(folder: Path, n: int, n_clusters: int) -> tuple[Path, Path]:
 
 def run_child(cmd: list[str]) -> tuple[float, float, str]:
     """(wall seconds, peak RSS MiB, stdout) of one child; the child reports its own peak RSS."""
-    wrapper = ("import resource, runpy, sys; sys.argv = sys.argv[1:]; "
-               "import atexit; atexit.register(lambda: sys.stderr.write("
-               "f'\\nPEAK_KIB {resource.getrusage(resource.RUSAGE_SELF).ru_maxrss}\\n'));"
+    # VmHWM, not ru_maxrss: Linux carries the parent's ru_maxrss into a forked child.
+    wrapper = ("import atexit, re, runpy, sys; sys.argv = sys.argv[1:]; "
+               "atexit.register(lambda: sys.stderr.write('\\nPEAK_KIB ' + re.search(r'VmHWM:\\s+(\\d+)', "
+               "open('/proc/self/status').read()).group(1) + '\\n')); "
                "runpy.run_module(sys.argv[0], run_name='__main__') if not sys.argv[0].endswith('.py') "
                "else runpy.run_path(sys.argv[0], run_name='__main__')")
     start = time.perf_counter()

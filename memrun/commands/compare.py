@@ -21,6 +21,7 @@ and exit 4; with ``--format json`` stdout always holds a JSON document (``outcom
 from __future__ import annotations
 
 import argparse
+import importlib
 import json
 import sys
 from collections.abc import Sequence
@@ -29,6 +30,7 @@ from typing import NoReturn
 
 from memrun.compare.analysis import Bounds, Comparison, Settings, analyze, metric_unit
 from memrun.compare.pairing import pair, read_for_compare
+from memrun.background import in_background
 from memrun.errors import MemrunError
 from memrun.instrument import Instrument
 from memrun.io.reader import RunTable, read_run
@@ -172,6 +174,7 @@ def compare(args: argparse.Namespace) -> tuple[Comparison | None, int, str | Non
     Raises MemrunError (exit 4) for a usage error: bad arguments, unreadable runs,
     nothing to pair.
     """
+    in_background(lambda: importlib.import_module("scipy.stats"))  # Wilcoxon's; ~1 s, overlaps the reading
     cluster_by = None if args.cluster_by == "none" else args.cluster_by
     run_a = _load(args.a, args.metric, cluster_by, args.stratify_by)
     run_b = _load(args.b, args.metric, cluster_by, args.stratify_by)

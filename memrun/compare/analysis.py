@@ -14,6 +14,8 @@ calibration is given. Returns plain data; reports render it.
 
 from __future__ import annotations
 
+import os
+from concurrent.futures import ThreadPoolExecutor
 from dataclasses import asdict, dataclass, field
 from typing import Any
 
@@ -172,23 +174,45 @@ def _sub(values: np.ndarray | None, mask: np.ndarray) -> np.ndarray | None:
     return None if values is None else values[mask]
 
 
-def _per_category(paired: Paired, s: Settings) -> dict[str, dict[str, Any]]:
-    """Each category's own interval, with Holm-adjusted flags across the categories.
+def _blocks(paired: Paired, s: Settings) -> tuple[dict[str, Any], dict[str, dict[str, Any]], dict[str, Any] | None]:
+    """(overall, per category, stable-only) blocks, computed on a thread pool.
+
+    Each block seeds its own generator, so the figures do not depend on the scheduling;
+    the bootstraps spend their time in numpy with the GIL released.
+    """
+    order = sorted(range(len(paired.category_names)), key=lambda i: _category_order(paired.category_names[i]))
+    masks: list[np.ndarray | None] = [None] + [paired.categories == i for i in order]
+    with_stable = bool((~paired.stable).any() and paired.stable.any())
+    if with_stable:
+        masks.append(paired.stable)
+
+    def block(mask: np.ndarray | None) -> dict[str, Any]:
+        if mask is None:
+            return _block(paired.a, paired.b, paired.clusters, paired.strata, s)
+        return _block(paired.a[mask], paired.b[mask], _sub(paired.clusters, mask), _sub(paired.strata, mask), s)
+
+    with ThreadPoolExecutor(max_workers=max(1, min(len(masks), os.cpu_count() or 1))) as pool:
+        done = list(pool.map(block, masks))
+    overall, stable_only = done[0], (done[-1] if with_stable else None)
+    per_category = {paired.category_names[i]: {"label": paired.category_labels.get(paired.category_names[i],
+                                                                                  paired.category_names[i]), **blk}
+                    for i, blk in zip(order, done[1:len(order) + 1])}
+    _holm_flags(per_category)
+    return overall, per_category, stable_only
+
+
+def _holm_flags(per_category: dict[str, dict[str, Any]]) -> None:
+    """Holm-adjusted p-values and flags across the categories (family-wise 5%).
 
     A category with too little evidence for a verdict enters Holm's procedure with p = 1.
     """
-    out: dict[str, dict[str, Any]] = {}
-    for cat in sorted(set(paired.categories.tolist()), key=_category_order):
-        mask = paired.categories == cat
-        out[cat] = {"label": paired.category_labels.get(cat, cat),
-                    **_block(paired.a[mask], paired.b[mask], _sub(paired.clusters, mask), _sub(paired.strata, mask), s)}
-    if out:
-        p = [1.0 if blk["insufficient"] else blk["p_value"] for blk in out.values()]
-        adjusted, reject = holm(p, alpha=1.0 - 0.95)
-        for blk, adj, rej in zip(out.values(), adjusted, reject):
-            blk["holm_p"] = float(adj)
-            blk["holm_significant"] = bool(rej)
-    return out
+    if not per_category:
+        return
+    p = [1.0 if blk["insufficient"] else blk["p_value"] for blk in per_category.values()]
+    adjusted, reject = holm(p, alpha=0.05)
+    for blk, adj, rej in zip(per_category.values(), adjusted, reject):
+        blk["holm_p"] = float(adj)
+        blk["holm_significant"] = bool(rej)
 
 
 def _wilcoxon(paired: Paired) -> tuple[dict[str, Any] | None, str | None]:
@@ -218,7 +242,7 @@ def analyze(paired: Paired, settings: Settings, *, run_a: str, run_b: str, axis:
     Raises ValueError from the statistics (e.g. clusters that straddle strata).
     """
     a, b = paired.a, paired.b
-    overall = _block(a, b, paired.clusters, paired.strata, settings)
+    overall, per_category, stable_only = _blocks(paired, settings)
     decided_on: Any = overall
     calibrated = None
     warnings: list[str] = []
@@ -242,12 +266,7 @@ def analyze(paired: Paired, settings: Settings, *, run_a: str, run_b: str, axis:
                         f"fewer than {SMALL_CLUSTERS}; the CR2 t({overall['n_clusters'] - 1}) interval was computed "
                         f"beside it and the gate reads the wider, {which}")
 
-    stable_only = None
     n_unstable = int((~paired.stable).sum())
-    if n_unstable and paired.stable.any():
-        mask = paired.stable
-        stable_only = _block(a[mask], b[mask], _sub(paired.clusters, mask), _sub(paired.strata, mask), settings)
-
     binary = bool(np.isin(a, (0.0, 1.0)).all() and np.isin(b, (0.0, 1.0)).all())
     mcnemar = mcnemar_exact(a.astype(bool), b.astype(bool)).to_dict() if binary else None
     wilcoxon, skipped = _wilcoxon(paired)
@@ -265,7 +284,7 @@ def analyze(paired: Paired, settings: Settings, *, run_a: str, run_b: str, axis:
         overall=overall,
         verdict=verdict.to_dict(),
         discordance=discordance,
-        per_category=_per_category(paired, settings),
+        per_category=per_category,
         stable_only=stable_only,
         n_unstable=n_unstable,
         mcnemar=mcnemar,

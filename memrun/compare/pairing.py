@@ -81,7 +81,8 @@ class Paired:
     arms; a_repeated/b_repeated and a_flipped/b_flipped: flip-rate terms.
     clusters: int cluster codes (None: every item its own cluster); strata: int stratum
     codes or None. null_clusters: paired items whose cluster key was null (each made
-    its own cluster).
+    its own cluster). categories: int codes into ``category_names`` (raw categories;
+    ``category_labels`` maps each to its label).
     """
 
     item_ids: pa.Array
@@ -94,6 +95,7 @@ class Paired:
     clusters: np.ndarray | None
     strata: np.ndarray | None
     categories: np.ndarray
+    category_names: list[str]
     category_labels: dict[str, str]
     stable: np.ndarray
     a_repeated: np.ndarray
@@ -250,7 +252,6 @@ def pair(a: RunTable, b: RunTable, *, metric: str, cluster_by: str | None, strat
 
     _, first_a = _first_rows(codes_a, np.arange(len(codes_a)), m)
     category = _per_item(a.table, "category", first_a).cast(pa.string()).fill_null("None")
-    category_np = np.asarray(category.to_numpy(zero_copy_only=False), dtype=object)
     only_b_ids = ids_b.filter(pc.invert(pa.array(valid_b)))
     in_scope = np.ones(m, dtype=bool)
     if categories is not None:
@@ -286,14 +287,17 @@ def pair(a: RunTable, b: RunTable, *, metric: str, cluster_by: str | None, strat
         codes[null] = codes.max(initial=-1) + 1 + np.arange(null_clusters)
         clusters = codes
     strata = _codes(_per_item(a.table, stratify_by, first_a[keep]))[0] if stratify_by else None
-    labels_a = _per_item(a.table, "category_label", first_a[keep]).cast(pa.string()).to_pylist()
-    cats = category_np[keep]
+    encoded = pc.dictionary_encode(category.take(pa.array(keep)))
+    cat_codes = encoded.indices.to_numpy(zero_copy_only=False).astype(np.int64)
+    names = encoded.dictionary.to_pylist()
+    first_of = _first_rows(cat_codes, np.arange(len(cat_codes)), len(names))[1]
+    labels = _per_item(a.table, "category_label", first_a[keep][first_of]).cast(pa.string()).to_pylist()
     return Paired(
         item_ids=items.take(pa.array(keep)),
         a=sa.score[keep], b=sb.score[keep], a_mean=sa.mean[keep], b_mean=sb.mean[keep],
         a_label=sa.label[keep], b_label=sb.label[keep],
-        clusters=clusters, strata=strata, categories=cats,
-        category_labels={c: (lbl if lbl is not None else c) for c, lbl in zip(cats, labels_a)},
+        clusters=clusters, strata=strata, categories=cat_codes, category_names=names,
+        category_labels={c: (lbl if lbl is not None else c) for c, lbl in zip(names, labels)},
         stable=sa.stable[keep] & sb.stable[keep],
         a_repeated=sa.repeated[keep], b_repeated=sb.repeated[keep],
         a_flipped=(sa.repeated & ~sa.stable)[keep], b_flipped=(sb.repeated & ~sb.stable)[keep],

@@ -69,7 +69,10 @@ def mcnemar_exact(a_correct: ArrayLike, b_correct: ArrayLike) -> McNemarResult:
     Returns:
         McNemarResult; the p-value is the two-sided exact binomial test of
         b01 successes in b01 + b10 trials at p = 0.5, and 1.0 when there is no
-        discordant pair.
+        discordant pair. At p = 0.5 the binomial is symmetric, so the two-sided
+        p-value (outcomes no more likely than the one observed) is
+        ``min(1, 2 * P(X <= min(b01, b10)))``, computed with ``scipy.special.bdtr``
+        (``scipy.stats.binomtest`` gives the same value and imports ~1 s of code).
 
     Raises:
         ValueError: not 1-D, lengths differ, empty, or values other than 0/1.
@@ -83,12 +86,12 @@ def mcnemar_exact(a_correct: ArrayLike, b_correct: ArrayLike) -> McNemarResult:
         raise ValueError(f"a_correct has {len(a)} items but b_correct has {len(b)}")
     if len(a) == 0:
         raise ValueError("mcnemar_exact needs at least one pair")
-    from scipy import stats
+    from scipy.special import bdtr
 
     b01 = int(np.count_nonzero(~a & b))
     b10 = int(np.count_nonzero(a & ~b))
     discordant = b01 + b10
-    p = 1.0 if discordant == 0 else float(stats.binomtest(b01, discordant, 0.5).pvalue)
+    p = 1.0 if discordant == 0 else float(2.0 * bdtr(min(b01, b10), discordant, 0.5))
     return McNemarResult(b01=b01, b10=b10, n_pairs=len(a), p_value=min(1.0, p))
 
 
