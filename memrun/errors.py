@@ -31,6 +31,16 @@ class ArmError(MemrunError):
     """An arm could not be built or broke its protocol (not an error on one item)."""
 
 
+class AuthError(MemrunError):
+    """A server refused memrun's credentials (HTTP 401 or 403). Every later call would be
+    refused too, so the run stops at the first one (the rows so far are kept).
+    ``status``: the HTTP status."""
+
+    def __init__(self, message: str, status: int | None = None) -> None:
+        super().__init__(message)
+        self.status = status
+
+
 class RunTableError(MemrunError):
     """A run folder or items.parquet is missing or is not a memrun run table."""
 

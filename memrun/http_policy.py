@@ -1,25 +1,38 @@
-"""One HTTP policy for every call memrun makes (LLM reader and judge, memory servers).
+"""One HTTP policy for every call memrun makes: the LLM reader and judges (through the
+``openai`` SDK), the OpenAI-compatible embedder and the memory servers of ``arm=http``.
 
 | response                  | policy                                                        |
 |---------------------------|---------------------------------------------------------------|
 | 2xx / 3xx                 | returned                                                      |
-| 429                       | wait out ``Retry-After`` (1 s when absent or unparseable,     |
-|                           | clamped to 0.2-60 s) and retry; waits do not use the 5xx      |
-|                           | budget, but at most ``max_rate_limit_waits`` of them           |
-| 5xx                       | retry after 0.5 x 2^n s (n = 0, 1, ...) until ``attempts``    |
+| 429                       | wait out ``retry-after-ms`` or ``Retry-After`` (1 s when      |
+|                           | absent or unparseable, clamped to 0.2-60 s) and retry; waits  |
+|                           | do not use the retry budget, but at most                      |
+|                           | ``max_rate_limit_waits`` of them                              |
+| 408, 5xx                  | retry after 0.5 x 2^n s (n = 0, 1, ...) until ``attempts``    |
 |                           | requests were sent                                            |
+| transport error           | (connection refused or reset, truncated body, timeout) retried |
+|                           | like a 5xx, from the same budget, when the request is         |
+|                           | idempotent or was never sent (connect errors); else raised    |
+| 401 / 403                 | raise :class:`memrun.errors.AuthError` at once: every later   |
+|                           | call would fail the same way, so the run stops                |
 | other >= 400, or the last | raise :class:`httpx.HTTPStatusError` with the start of the    |
-| 429 / 5xx                 | body                                                          |
-| transport error           | propagates (the caller counts it as an errored item)          |
+| 429 / 408 / 5xx           | body                                                          |
+
+Every wait is jittered (``jitter``, a fraction): backoffs are drawn from
+``[1 - jitter, 1 + jitter]`` times their nominal value and a server's ``Retry-After``
+from ``[1, 1 + jitter]`` times it (never earlier than asked), so that the calls in
+flight when a server stumbles do not all come back at the same instant.
 
 Callers record a raised error on the item (``error`` column): errors are excluded from
-ratios and counted, never scored as misses. :class:`Retrier` holds the decision logic so
-that clients with their own transport (the ``openai`` SDK) apply the same rules.
+ratios and counted, never scored as misses. :class:`Retrier` holds the decisions, so
+that a client with its own transport (the ``openai`` SDK) applies the same rules;
+:func:`send` / :func:`asend` apply them to an ``httpx`` client.
 """
 
 from __future__ import annotations
 
 import asyncio
+import random
 import time
 from collections.abc import Awaitable, Callable, Mapping
 from dataclasses import dataclass
@@ -28,12 +41,20 @@ from typing import Any
 
 import httpx
 
+from memrun.errors import AuthError
+
 BODY_PREVIEW_CHARS = 300
+RETRY_STATUSES = frozenset({408})  # besides every 5xx
+AUTH_STATUSES = frozenset({401, 403})
+IDEMPOTENT_METHODS = frozenset({"GET", "HEAD", "OPTIONS", "PUT", "DELETE", "TRACE"})
+# Raised before the request left this machine: safe to retry whatever the method.
+NOT_SENT = (httpx.ConnectError, httpx.ConnectTimeout, httpx.PoolTimeout)
 
 
 @dataclass(frozen=True)
 class HttpPolicy:
-    """Retry settings (seconds). ``attempts`` counts requests sent, the first included."""
+    """Retry settings (seconds). ``attempts`` counts requests sent, the first included;
+    ``jitter`` is the fraction by which every wait is spread (0: exact waits)."""
 
     attempts: int = 4
     backoff_base: float = 0.5
@@ -41,64 +62,124 @@ class HttpPolicy:
     retry_after_min: float = 0.2
     retry_after_max: float = 60.0
     max_rate_limit_waits: int = 30
+    jitter: float = 0.25
+
+
+def _header(headers: Mapping[str, str], name: str) -> str | None:
+    """``name``'s value in ``headers``, any case (httpx headers are case-insensitive; dicts are not)."""
+    value = headers.get(name)
+    if value is None and not isinstance(headers, httpx.Headers):
+        value = next((v for k, v in headers.items() if k.lower() == name), None)
+    return value
 
 
 def retry_after_seconds(headers: Mapping[str, str], policy: HttpPolicy = HttpPolicy()) -> float:
-    """Seconds to wait after a 429: ``Retry-After`` as seconds or an HTTP date, clamped."""
-    value = headers.get("retry-after") or headers.get("Retry-After")
-    seconds = policy.retry_after_default
-    if value is not None:
+    """Seconds to wait after a 429, before jitter: ``retry-after-ms`` (milliseconds, as
+    OpenAI sends it) when present, else ``Retry-After`` as seconds or an HTTP date;
+    ``retry_after_default`` when neither parses; clamped to the policy's bounds."""
+    seconds: float | None = None
+    millis = _header(headers, "retry-after-ms")
+    if millis is not None:
+        try:
+            seconds = float(millis) / 1000.0
+        except ValueError:
+            seconds = None
+    value = _header(headers, "retry-after")
+    if seconds is None and value is not None:
         try:
             seconds = float(value)
         except ValueError:
             try:
                 seconds = parsedate_to_datetime(value).timestamp() - time.time()
             except (TypeError, ValueError):
-                seconds = policy.retry_after_default
+                seconds = None
+    if seconds is None or seconds != seconds:  # absent, unparseable or NaN
+        seconds = policy.retry_after_default
     return min(max(seconds, policy.retry_after_min), policy.retry_after_max)
 
 
-class Retrier:
-    """Decides, response by response, whether to retry and after how long.
+def is_retryable_status(status: int) -> bool:
+    """True for the statuses retried with backoff: 408 and every 5xx."""
+    return status >= 500 or status in RETRY_STATUSES
 
-    ``delay(status, headers)`` returns None to stop (the response is final: return it
-    when < 400, raise otherwise) or the seconds to sleep before the next request.
-    One Retrier serves one logical call.
+
+class Retrier:
+    """Decides, outcome by outcome, whether to retry and after how long.
+
+    ``delay(status, headers)`` (a response) and ``transport_delay(exc, idempotent)`` (a
+    transport error) return None to stop (the outcome is final: return a < 400
+    response, raise otherwise) or the seconds to sleep before the next request.
+    One Retrier serves one logical call. rand: a source of floats in [0, 1) for jitter.
     """
 
-    def __init__(self, policy: HttpPolicy = HttpPolicy()) -> None:
+    def __init__(self, policy: HttpPolicy = HttpPolicy(), rand: Callable[[], float] = random.random) -> None:
         self.policy = policy
+        self.rand = rand
         self.sent = 0
         self.rate_limit_waits = 0
         self.server_errors = 0
+        self.transport_errors = 0
+
+    def _backoff(self) -> float:
+        n = self.server_errors + self.transport_errors
+        spread = self.policy.jitter * (2.0 * self.rand() - 1.0)
+        return self.policy.backoff_base * 2**n * (1.0 + spread)
 
     def delay(self, status: int, headers: Mapping[str, str]) -> float | None:
+        """Seconds to wait before retrying a response with ``status``, or None (final)."""
         self.sent += 1
         if status == 429:
             if self.rate_limit_waits >= self.policy.max_rate_limit_waits:
                 return None
             self.rate_limit_waits += 1
-            self.sent -= 1  # a 429 does not use the 5xx budget
-            return retry_after_seconds(headers, self.policy)
-        if status >= 500:
+            self.sent -= 1  # a 429 does not use the retry budget
+            return retry_after_seconds(headers, self.policy) * (1.0 + self.policy.jitter * self.rand())
+        if is_retryable_status(status):
             if self.sent >= self.policy.attempts:
                 return None
-            wait = self.policy.backoff_base * 2**self.server_errors
+            wait = self._backoff()
             self.server_errors += 1
             return wait
         return None
 
+    def transport_delay(self, exc: BaseException, idempotent: bool) -> float | None:
+        """Seconds to wait before retrying after transport error ``exc``, or None (raise it).
 
-def raise_for_status(response: httpx.Response) -> httpx.Response:
-    """Return a < 400 response; raise HTTPStatusError with the body's start otherwise."""
+        Retried from the same budget as a 5xx when ``idempotent`` or when ``exc`` is a
+        connect error (:data:`NOT_SENT`: the server never saw the request).
+        """
+        self.sent += 1
+        if not (idempotent or isinstance(exc, NOT_SENT)) or self.sent >= self.policy.attempts:
+            return None
+        wait = self._backoff()
+        self.transport_errors += 1
+        return wait
+
+
+def auth_error(status: int, method: str, url: str, body: str, hint: str) -> AuthError:
+    """The one-line :class:`AuthError` for a 401/403 from ``method url`` (``hint``: what to check)."""
+    detail = " ".join(body[:BODY_PREVIEW_CHARS].split())
+    return AuthError(f"HTTP {status} from {method} {url}{f': {detail}' if detail else ''}; {hint} "
+                     "(every later call would be refused too, so the run stops)", status=status)
+
+
+def raise_for_status(response: httpx.Response, auth_hint: str = "check the credentials") -> httpx.Response:
+    """Return a < 400 response; raise AuthError for 401/403, HTTPStatusError with the body's start otherwise."""
     if response.status_code >= 400:
+        request = response.request
+        if response.status_code in AUTH_STATUSES:
+            raise auth_error(response.status_code, request.method, str(request.url), response.text, auth_hint)
         body = response.text[:BODY_PREVIEW_CHARS].replace("\n", " ")
         raise httpx.HTTPStatusError(
-            f"HTTP {response.status_code} from {response.request.method} {response.request.url}: {body}",
-            request=response.request,
+            f"HTTP {response.status_code} from {request.method} {request.url}: {body}",
+            request=request,
             response=response,
         )
     return response
+
+
+def _idempotent(method: str, idempotent: bool | None) -> bool:
+    return method.upper() in IDEMPOTENT_METHODS if idempotent is None else idempotent
 
 
 def send(
@@ -107,16 +188,30 @@ def send(
     url: str,
     *,
     policy: HttpPolicy = HttpPolicy(),
+    idempotent: bool | None = None,
+    auth_hint: str = "check the credentials",
     sleep: Callable[[float], None] = time.sleep,
     **kwargs: Any,
 ) -> httpx.Response:
-    """Send a request under the policy (blocking). Raises HTTPStatusError or a transport error."""
+    """Send a request under the policy (blocking); the response is read in full.
+
+    idempotent: whether a transport error may be retried (None: by ``method``; POST
+    is not). auth_hint: what the AuthError for a 401/403 tells the user to check.
+    Raises AuthError, httpx.HTTPStatusError, or the last httpx.TransportError.
+    """
     retrier = Retrier(policy)
     while True:
-        response = client.request(method, url, **kwargs)
+        try:
+            response = client.request(method, url, **kwargs)
+        except httpx.TransportError as exc:
+            wait = retrier.transport_delay(exc, _idempotent(method, idempotent))
+            if wait is None:
+                raise
+            sleep(wait)
+            continue
         wait = retrier.delay(response.status_code, response.headers)
         if wait is None:
-            return raise_for_status(response)
+            return raise_for_status(response, auth_hint)
         response.close()
         sleep(wait)
 
@@ -127,15 +222,24 @@ async def asend(
     url: str,
     *,
     policy: HttpPolicy = HttpPolicy(),
+    idempotent: bool | None = None,
+    auth_hint: str = "check the credentials",
     sleep: Callable[[float], Awaitable[None]] = asyncio.sleep,
     **kwargs: Any,
 ) -> httpx.Response:
-    """Send a request under the policy (asyncio). Raises HTTPStatusError or a transport error."""
+    """:func:`send` for asyncio (same arguments, same errors)."""
     retrier = Retrier(policy)
     while True:
-        response = await client.request(method, url, **kwargs)
+        try:
+            response = await client.request(method, url, **kwargs)
+        except httpx.TransportError as exc:
+            wait = retrier.transport_delay(exc, _idempotent(method, idempotent))
+            if wait is None:
+                raise
+            await sleep(wait)
+            continue
         wait = retrier.delay(response.status_code, response.headers)
         if wait is None:
-            return raise_for_status(response)
+            return raise_for_status(response, auth_hint)
         await response.aclose()
         await sleep(wait)

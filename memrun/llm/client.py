@@ -3,9 +3,11 @@
 The ``openai`` SDK's async client is built with ``max_retries=0`` (and on aiohttp, the
 SDK's faster transport for many concurrent calls, when installed); every retry decision
 is :class:`memrun.http_policy.Retrier`'s (429: wait out Retry-After without using the
-retry budget; 5xx: 0.5 x 2^n s backoff up to ``attempts``; other >= 400: raise with the
-body's start). Errors reach the caller as :class:`CallError` with a one-line message;
-the caller records them on the item, where they are counted and excluded from ratios.
+retry budget; 408, 5xx and transport errors: jittered 0.5 x 2^n s backoff up to
+``attempts``; 401/403: :class:`memrun.errors.AuthError`, which stops the run; other
+>= 400: raise with the body's start). Errors reach the caller as :class:`CallError` with
+a one-line message; the caller records them on the item, where they are counted and
+excluded from ratios.
 
 Requests go through the SDK's client (auth, headers, error mapping to ``APIStatusError``
 with the response headers) via its ``post`` with the JSON body as bytes, and the reply is
@@ -28,8 +30,9 @@ from typing import Any
 
 import openai
 
-from memrun.http_policy import BODY_PREVIEW_CHARS, HttpPolicy, Retrier
-from memrun.llm.endpoint import Endpoint
+from memrun.errors import AuthError
+from memrun.http_policy import AUTH_STATUSES, BODY_PREVIEW_CHARS, HttpPolicy, Retrier, auth_error
+from memrun.llm.endpoint import Endpoint, Redactor
 
 Message = Mapping[str, str]
 
@@ -127,9 +130,11 @@ class ChatClient:
         )
         self.rate_limit_waits = 0
         self.server_error_retries = 0
+        self.transport_retries = 0
 
     async def complete(self, request: ChatRequest) -> ChatResult:
-        """Send ``request`` under the policy. Raises :class:`CallError`."""
+        """Send ``request`` under the policy. Raises :class:`CallError` for a failed call and
+        :class:`memrun.errors.AuthError` when the server refuses the key (401/403)."""
         retrier = Retrier(self.policy)
         while True:
             t0 = time.perf_counter()
@@ -142,6 +147,8 @@ class ChatClient:
             except openai.APIStatusError as exc:
                 wait = retrier.delay(exc.status_code, exc.response.headers)
                 if wait is None:
+                    if exc.status_code in AUTH_STATUSES:
+                        raise self._auth_error(exc) from None
                     kind = "context_overflow" if exc.status_code == 400 and _is_overflow(exc) else "http"
                     raise CallError(kind, f"HTTP {exc.status_code}: {_body_start(exc)}", exc.status_code) from None
                 if exc.status_code == 429:
@@ -150,10 +157,22 @@ class ChatClient:
                     self.server_error_retries += 1
                 await self._sleep(wait)
                 continue
-            except openai.APIConnectionError as exc:  # includes APITimeoutError
-                raise CallError("transport", _transport_message(exc, self.endpoint.public_url)) from None
+            except openai.APIConnectionError as exc:  # includes APITimeoutError, resets and truncated bodies
+                # A chat completion changes nothing on the server: safe to send again.
+                wait = retrier.transport_delay(exc, idempotent=True)
+                if wait is None:
+                    raise CallError("transport", _transport_message(exc, self.endpoint.public_url)) from None
+                self.transport_retries += 1
+                await self._sleep(wait)
+                continue
             latency = (time.perf_counter() - t0) * 1000.0
             return parse_completion(raw, latency)
+
+    def _auth_error(self, exc: openai.APIStatusError) -> AuthError:
+        key = f"the key in ${self.endpoint.key_env}" if self.endpoint.key_env else "the API key"
+        body = Redactor([self.endpoint.api_key]).text(_body_start(exc))  # a gateway may echo the key
+        return auth_error(exc.status_code, "POST", f"{self.endpoint.public_url}/chat/completions", body,
+                          f"the server refused {key}; check it and the model's access")
 
     async def close(self) -> None:
         await self._client.close()

@@ -10,6 +10,7 @@ keys in use with ``***``; :func:`find_literal_secrets` refuses configs that carr
 
 from __future__ import annotations
 
+import ipaddress
 import os
 import re
 from collections.abc import Iterable, Iterator, Mapping
@@ -28,6 +29,9 @@ _ENV_NAME = re.compile(r"[A-Za-z_][A-Za-z0-9_]*")
 _FAKE = re.compile(r"(?<![a-z])(fake|stub|mock|dummy)(?![a-z])", re.IGNORECASE)
 # Config keys whose value would be a secret; memrun never accepts one in a config.
 _SECRET_KEY = re.compile(r"(^|_)(api_?key|token|secret|password)$", re.IGNORECASE)
+# Header names whose value is a credential (arm.headers): Authorization, Proxy-Authorization,
+# Cookie, X-Api-Key, X-Auth-Token, ... A token belongs in an environment variable.
+_AUTH_HEADER = re.compile(r"authorization|cookie|key|token|secret", re.IGNORECASE)
 # Strings shaped like provider keys (OpenAI, Anthropic, gateways): refused wherever they appear.
 _KEY_SHAPE = re.compile(r"\b(sk-[A-Za-z0-9_\-]{16,}|sk-ant-[A-Za-z0-9_\-]{16,})\b")
 
@@ -37,12 +41,14 @@ class Endpoint:
     """A resolved OpenAI-compatible endpoint.
 
     base_url: the API root (``.../v1``); api_key: never printed (``repr`` hides it);
-    fake: True when the endpoint or config says it is a fake/stub provider.
+    fake: True when the endpoint or config says it is a fake/stub provider;
+    key_env: the variable the key came from (for messages; not part of equality).
     """
 
     base_url: str
     api_key: str = field(repr=False)
     fake: bool = False
+    key_env: str | None = field(default=None, compare=False)
 
     @cached_property
     def public_url(self) -> str:
@@ -59,6 +65,17 @@ def is_fake(*names: str | None) -> bool:
     return any(n and _FAKE.search(n) for n in names)
 
 
+def is_loopback(url: str) -> bool:
+    """True when ``url``'s host is this machine (``localhost``, 127.0.0.0/8, ``::1``)."""
+    host = urlsplit(url).hostname or ""
+    if host == "localhost" or host.endswith(".localhost"):
+        return True
+    try:
+        return ipaddress.ip_address(host).is_loopback
+    except ValueError:
+        return False
+
+
 def resolve_endpoint(
     where: str,
     *,
@@ -71,8 +88,12 @@ def resolve_endpoint(
 ) -> Endpoint:
     """Resolve a config's endpoint; ``where`` names the config node in errors (``reader``).
 
-    Raises ConfigError (one line) when ``api_key_env`` is not a variable name or the
-    variable is unset or empty (a ``provider: fake`` endpoint needs no key).
+    A fake provider (``provider: fake``, or a model or URL saying fake/stub/mock/dummy)
+    never reads the key variable (its key is ``fake``) and must be pointed at its server:
+    a ``base_url`` given in the config, or a loopback address.
+    Raises ConfigError (one line) when ``api_key_env`` is not a variable name, the
+    variable is unset or empty (real providers), or a fake provider would reach another
+    address than one given or on this machine (OpenAI's, or a gateway's from the environment).
     """
     if not _ENV_NAME.fullmatch(api_key_env or ""):
         raise ConfigError(
@@ -80,28 +101,37 @@ def resolve_endpoint(
         )
     url = base_url or (environ.get(base_url_env) if base_url_env else None) or DEFAULT_BASE_URL
     fake = provider == "fake" or is_fake(model, url)
+    if fake:
+        if not base_url and not is_loopback(url):
+            source = f"${base_url_env}" if url != DEFAULT_BASE_URL else "the default"
+            raise ConfigError(
+                f"{where}: a fake provider would send its requests to {url} ({source}); set {where}.base_url "
+                "to the fake server's address (e.g. http://127.0.0.1:8000/v1)"
+            )
+        return Endpoint(base_url=url.rstrip("/"), api_key="fake", fake=True)
     key = environ.get(api_key_env, "")
     if not key:
-        if not fake:
-            raise ConfigError(
-                f"{where}: no API key: ${api_key_env} is not set; export it, or set "
-                f"{where}.api_key_env to the variable that holds the key"
-            )
-        key = "fake"
-    return Endpoint(base_url=url.rstrip("/"), api_key=key, fake=fake)
+        raise ConfigError(
+            f"{where}: no API key: ${api_key_env} is not set; export it, or set "
+            f"{where}.api_key_env to the variable that holds the key"
+        )
+    return Endpoint(base_url=url.rstrip("/"), api_key=key, fake=False, key_env=api_key_env)
 
 
 def find_literal_secrets(node: Any, path: str = "") -> Iterator[tuple[str, str]]:
     """``(dotted path, value)`` of config values that are, or look like, literal secrets.
 
-    A key named like ``api_key``/``token``/``secret``/``password`` holding a string, or any
-    string shaped like a provider key (``sk-...``), is reported. ``*_env`` keys hold
+    A key named like ``api_key``/``token``/``secret``/``password`` holding a string, an
+    auth-like header in a ``headers`` mapping (:func:`is_auth_header`) holding one, or
+    any string shaped like a provider key (``sk-...``), is reported. ``*_env`` keys hold
     variable names and are fine.
     """
     if isinstance(node, Mapping):
+        in_headers = path.rsplit(".", 1)[-1] == "headers"
         for k, v in node.items():
             sub = f"{path}.{k}" if path else str(k)
-            if isinstance(v, str) and _SECRET_KEY.search(str(k)) and v and not str(k).endswith("_env"):
+            named = is_auth_header(str(k)) if in_headers else bool(_SECRET_KEY.search(str(k)))
+            if isinstance(v, str) and v and named and not str(k).endswith("_env"):
                 yield sub, v
             else:
                 yield from find_literal_secrets(v, sub)
@@ -110,6 +140,12 @@ def find_literal_secrets(node: Any, path: str = "") -> Iterator[tuple[str, str]]
             yield from find_literal_secrets(v, f"{path}[{i}]")
     elif isinstance(node, str) and (m := _KEY_SHAPE.search(node)):
         yield path or "<value>", m.group(0)
+
+
+def is_auth_header(name: str) -> bool:
+    """True for a header whose value is a credential: Authorization, Proxy-Authorization,
+    Cookie, or a name containing key, token or secret (any case)."""
+    return bool(_AUTH_HEADER.search(name))
 
 
 class Redactor:
@@ -123,8 +159,9 @@ class Redactor:
         for s in secrets:
             self.add(s)
 
-    def add(self, secret: str) -> None:
-        if secret and len(secret) >= 8 and secret not in self._secrets:
+    def add(self, secret: str, min_length: int = 8) -> None:
+        """Register ``secret`` (ignored when shorter than ``min_length`` characters)."""
+        if secret and len(secret) >= min_length and secret not in self._secrets:
             self._secrets.append(secret)
             self._secrets.sort(key=len, reverse=True)
 
@@ -144,19 +181,19 @@ class Redactor:
 
     def files(self, folder: Path) -> int:
         """Redact every text file under ``folder`` in place; returns how many changed."""
-        changed = 0
-        for path in folder.rglob("*"):
-            if not path.is_file() or path.suffix not in {".yaml", ".yml", ".log", ".json", ".txt"}:
-                continue
-            try:
-                text = path.read_text(encoding="utf-8")
-            except (OSError, UnicodeDecodeError):
-                continue
-            clean = self.text(text)
-            if clean != text:
-                path.write_text(clean, encoding="utf-8")
-                changed += 1
-        return changed
+        return sum(self.file(path) for path in folder.rglob("*")
+                   if path.is_file() and path.suffix in {".yaml", ".yml", ".log", ".json", ".txt"})
+
+    def file(self, path: Path) -> bool:
+        """Redact one text file in place; True when it changed (unreadable files are left)."""
+        try:
+            text = path.read_text(encoding="utf-8")
+        except (OSError, UnicodeDecodeError):
+            return False
+        clean = self.text(text)
+        if clean != text:
+            path.write_text(clean, encoding="utf-8")
+        return clean != text
 
 
 class LiteralSecretError(ConfigError):
@@ -165,6 +202,18 @@ class LiteralSecretError(ConfigError):
     def __init__(self, message: str, values: list[str]) -> None:
         super().__init__(message)
         self.values = values
+
+    def scrub(self, run_dir: Path) -> None:
+        """Redact the secrets from the files Hydra already wrote: the run folder's
+        (``.hydra/config.yaml``, ``overrides.yaml``, ``memrun.log``) and, in a sweep, the
+        sweep folder's ``multirun.yaml``. Every value is redacted, however short."""
+        redactor = Redactor()
+        for value in self.values:
+            redactor.add(value, min_length=1)
+        redactor.files(run_dir)
+        sweep = run_dir.parent / "multirun.yaml"
+        if sweep.is_file():
+            redactor.file(sweep)
 
 
 def check_no_secrets(cfg: Any) -> None:
@@ -177,6 +226,14 @@ def check_no_secrets(cfg: Any) -> None:
     found = list(find_literal_secrets(OmegaConf.to_container(cfg, resolve=True)))
     if found:
         path, _ = found[0]
+        node, _, header = path.rpartition(".headers.")
+        if node:
+            raise LiteralSecretError(
+                f"{path}: a credential in a header would be saved with the run; remove it, export it as an "
+                f"environment variable, name that variable with {node}.auth_token_env and set "
+                f"{node}.auth_header={header} ({node}.auth_scheme='' sends the bare value)",
+                [value for _, value in found],
+            )
         raise LiteralSecretError(
             f"{path}: a literal key or token in the config would be saved with the run; remove it, "
             "export it as an environment variable and name that variable with api_key_env",

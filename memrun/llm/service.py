@@ -39,7 +39,8 @@ class CallStats:
     prompt_tokens: int = 0
     completion_tokens: int = 0
     rate_limit_waits: int = 0
-    server_error_retries: int = 0
+    server_error_retries: int = 0  # 408 and 5xx
+    transport_retries: int = 0  # resets, truncated replies, timeouts
 
     @property
     def tokens(self) -> int:
@@ -150,6 +151,7 @@ class LLMService:
                 self.in_flight -= 1
                 self.stats.rate_limit_waits = sum(c.rate_limit_waits for c in self._clients.values())
                 self.stats.server_error_retries = sum(c.server_error_retries for c in self._clients.values())
+                self.stats.transport_retries = sum(c.transport_retries for c in self._clients.values())
         self.stats.prompt_tokens += result.prompt_tokens or 0
         self.stats.completion_tokens += result.completion_tokens or 0
         clean = self.redactor.text(result.text)

@@ -81,7 +81,7 @@ def test_no_judge_names_the_pinned_one(server, tmp_path, capsys):
 def test_the_key_is_written_nowhere(server, tmp_path):
     # A gateway that echoes the key into replies and error bodies.
     server.responder = lambda body: f"echo {KEY} " + gold_reader(body)
-    server.script(Reply.error(401, f"invalid key {KEY}"), Reply.error(403, f"key {KEY} may not use this model"))
+    server.script(Reply.error(400, f"invalid key {KEY}"), Reply.error(404, f"key {KEY} may not use this model"))
     rc, out = run_memrun(tmp_path, "judge=exact")
     assert rc == 0
     table = rows(out)
@@ -94,12 +94,34 @@ def test_the_key_is_written_nowhere(server, tmp_path):
     assert KEY not in json.dumps(table)
 
 
-def test_a_literal_key_in_the_config_is_refused_and_scrubbed(server, tmp_path, capsys):
-    literal = "sk-live-abcdefghijklmnopqrstuvwxyz123456"
-    rc, out = run_memrun(tmp_path, "judge=gpt41", f"data_dir=/data/{literal}")
-    assert rc == 2 and "data_dir: a literal key or token" in capsys.readouterr().err
+USER_ARM = """_target_: memrun.arms.bm25.BM25Arm
+name: mine
+headers:
+  Authorization: Bearer tok-in-a-yaml-file-0123
+"""
+
+
+@pytest.mark.parametrize(("flags", "overrides", "literal", "message"), [
+    ([], ["data_dir=/data/sk-live-abcdefghijklmnopqrstuvwxyz123456"], "sk-live-abcdefghijklmnopqrstuvwxyz123456",
+     "data_dir: a literal key or token"),
+    ([], ["+arm.headers.X-Api-Key=k3y"], "k3y", "arm.headers.X-Api-Key: a credential in a header"),
+    (["-m"], ["+arm.headers.cookie=session-abc"], "session-abc", "arm.headers.cookie: a credential in a header"),
+    (["--config-dir", "CONF"], ["arm=mine"], "tok-in-a-yaml-file-0123", "arm.headers.Authorization: a credential"),
+])
+def test_a_literal_key_in_the_config_is_refused_and_scrubbed(server, tmp_path, capsys, flags, overrides, literal,
+                                                              message):
+    conf = tmp_path / "conf"
+    (conf / "arm").mkdir(parents=True)
+    (conf / "arm" / "mine.yaml").write_text(USER_ARM)
+    runs = tmp_path / "runs"
+    rc = main([*(str(conf) if f == "CONF" else f for f in flags), "axis=accuracy", "judge=gpt41", "progress=false",
+               f"cache_dir={tmp_path / 'cache'}", f"hydra.run.dir={runs / 'run'}", f"hydra.sweep.dir={runs / 'sweep'}",
+               *overrides])
+    err = capsys.readouterr().err.strip().splitlines()
+    assert rc == 2 and message in err[-1], err
+    assert "auth_token_env" in err[-1] or "api_key_env" in err[-1]
     assert server.count() == 0
-    for path in out.rglob("*"):
+    for path in runs.rglob("*"):  # the run folder, a sweep's multirun.yaml: every file
         if path.is_file():
             assert literal.encode() not in path.read_bytes(), path
 
@@ -159,7 +181,10 @@ def test_fake_providers_are_recorded_and_loud(server, tmp_path):
 
 
 def test_an_arm_that_answers_replaces_the_reader(server, tmp_path):
-    out, printed = execute_run(tmp_path, "judge=gpt41", "arm._target_=accuracy.answering_arm.AnsweringArm")
+    # five of 30 items unanswered: 83% < min_coverage=0.95 would be a partial headline (exit 2)
+    out, printed = execute_run(tmp_path, "judge=gpt41", "arm._target_=accuracy.answering_arm.AnsweringArm",
+                               "min_coverage=0.8")
+    assert summary(out)["coverage"]["answered"] == N_ITEMS - 5 and not summary(out)["headline"]["partial"]
     table = rows(out)
     assert all(r["answer_source"] == "arm" for r in table)
     assert server.count() == N_ITEMS - 5  # judge only; five items (':0') have no answer

@@ -7,23 +7,25 @@ import time
 
 import pytest
 
+from memrun.errors import AuthError
 from memrun.http_policy import HttpPolicy, Retrier
 from memrun.llm.client import CallError, ChatClient, ChatRequest, parse_completion
 from memrun.llm.endpoint import Endpoint
 from servers.openai_server import OpenAIServer, Reply
 
-FAST = HttpPolicy(attempts=3, backoff_base=0.05, retry_after_default=0.15, retry_after_min=0.1, retry_after_max=0.4)
+FAST = HttpPolicy(attempts=3, backoff_base=0.05, retry_after_default=0.15, retry_after_min=0.1, retry_after_max=0.4,
+                  jitter=0)
 REQUEST = ChatRequest("gpt-test", ({"role": "user", "content": "hi"},), {"temperature": 0.0})
 
 
-def complete(server: OpenAIServer, policy: HttpPolicy = FAST) -> tuple[object, float]:
-    """(result or CallError, seconds) of one call."""
+def complete(server: OpenAIServer, policy: HttpPolicy = FAST, timeout: float = 5) -> tuple[object, float]:
+    """(result or CallError / AuthError, seconds) of one call."""
 
     async def go() -> object:
-        client = ChatClient(Endpoint(server.base_url, "sk-test"), policy=policy, timeout=5)
+        client = ChatClient(Endpoint(server.base_url, "sk-test", key_env="MY_KEY"), policy=policy, timeout=timeout)
         try:
             return await client.complete(REQUEST)
-        except CallError as exc:
+        except (CallError, AuthError) as exc:
             return exc
         finally:
             await client.close()
@@ -134,17 +136,37 @@ def test_transport_error_raises_transport_kind():
 
 
 def test_default_policy_delays_without_sleeping():
-    r = Retrier()  # the documented defaults
+    r = Retrier(HttpPolicy(jitter=0))  # the documented defaults, without jitter
     assert r.delay(429, {}) == 1.0
     assert r.delay(429, {"retry-after": "0"}) == 0.2
     assert r.delay(429, {"retry-after": "600"}) == 60.0
     assert r.delay(429, {"retry-after": "2.5"}) == 2.5
     assert [r.delay(500, {}), r.delay(502, {}), r.delay(503, {})] == [0.5, 1.0, 2.0]
     assert r.delay(500, {}) is None  # the 4th request was the last of attempts=4
-    assert Retrier().delay(404, {}) is None
+    assert Retrier().delay(404, {}) is None and Retrier().delay(401, {}) is None
     assert Retrier().delay(200, {}) is None
 
 
 def test_parse_completion_rejects_non_integer_usage():
     result = parse_completion(b'{"choices":[{"message":{"content":"x"}}],"usage":{"prompt_tokens":"12","completion_tokens":true}}', 1.0)
     assert result.text == "x" and result.prompt_tokens is None and result.completion_tokens is None
+
+
+def test_resets_truncated_replies_and_timeouts_are_retried(openai_server):
+    openai_server.script(Reply.reset(), Reply.truncated(), Reply.ok("late", delay=1.0), Reply.ok("fine"))
+    result, _ = complete(openai_server, HttpPolicy(attempts=4, backoff_base=0.01, jitter=0), timeout=0.4)
+    assert result.text == "fine" and openai_server.count() == 4
+
+
+def test_transport_errors_give_up_after_attempts(openai_server):
+    openai_server.script(*[Reply.reset()] * 5)
+    result, _ = complete(openai_server)  # attempts=3
+    assert isinstance(result, CallError) and result.kind == "transport" and openai_server.count() == 3
+
+
+@pytest.mark.parametrize("status", [401, 403])
+def test_an_auth_failure_raises_auth_error_at_once(openai_server, status):
+    openai_server.script(Reply.error(status, "Incorrect API key provided"), Reply.ok("never"))
+    result, _ = complete(openai_server)
+    assert isinstance(result, AuthError) and openai_server.count() == 1
+    assert f"HTTP {status}" in str(result) and "Incorrect API key" in str(result) and "$MY_KEY" in str(result)

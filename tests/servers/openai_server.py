@@ -29,6 +29,8 @@ import argparse
 import asyncio
 import json
 import re
+import socket
+import struct
 import threading
 import time
 import zlib
@@ -41,12 +43,17 @@ from typing import Any
 
 @dataclass
 class Reply:
-    """One scripted response: status, headers, body (dict -> JSON, str -> raw), extra delay (s)."""
+    """One scripted response: status, headers, body (dict -> JSON, str -> raw), extra delay (s).
+
+    fault: ``reset`` closes the connection with a TCP reset instead of answering;
+    ``truncate`` sends the headers and half the body, then closes the connection.
+    """
 
     status: int = 200
     body: Any = None
     headers: dict[str, str] = field(default_factory=dict)
     delay: float = 0.0
+    fault: str | None = None
 
     @classmethod
     def ok(cls, text: str, *, prompt_tokens: int | None = 10, completion_tokens: int | None = 5, delay: float = 0.0) -> Reply:
@@ -64,6 +71,16 @@ class Reply:
     @classmethod
     def error(cls, status: int, message: str, code: str | None = None) -> Reply:
         return cls(status, {"error": {"message": message, "type": "invalid_request_error", "code": code}})
+
+    @classmethod
+    def reset(cls) -> Reply:
+        """The connection is reset before any byte of the response."""
+        return cls(fault="reset")
+
+    @classmethod
+    def truncated(cls, text: str = "cut short") -> Reply:
+        """A 200 whose body stops halfway (Content-Length promises more)."""
+        return cls(200, completion(text), fault="truncate")
 
     @classmethod
     def malformed(cls) -> Reply:
@@ -249,20 +266,33 @@ class OpenAIServer:
                     body = None
                 reply = self._respond(target.split("?")[0], body, headers)
                 await asyncio.sleep(self.latency + reply.delay)
+                if reply.fault == "reset":
+                    reset(writer)
+                    return
                 payload = reply.body if isinstance(reply.body, (str, bytes)) else json.dumps(reply.body)
                 data = payload.encode() if isinstance(payload, str) else payload
                 extra = "".join(f"{k}: {v}\r\n" for k, v in reply.headers.items())
                 writer.write(
                     f"HTTP/1.1 {reply.status} {HTTPStatus(reply.status).phrase}\r\nContent-Type: application/json\r\n"
-                    f"Content-Length: {len(data)}\r\n{extra}\r\n".encode() + data
+                    f"Content-Length: {len(data)}\r\n{extra}\r\n".encode() + data[: len(data) // 2 if reply.fault else None]
                 )
                 await writer.drain()
+                if reply.fault == "truncate":
+                    return
                 if headers.get("connection", "").lower() == "close":
                     return
         except (ConnectionError, asyncio.CancelledError):
             return
         finally:
             writer.close()
+
+
+def reset(writer: asyncio.StreamWriter) -> None:
+    """Abort the connection with a TCP RST (SO_LINGER 0), as a crashing proxy does."""
+    sock = writer.get_extra_info("socket")
+    if sock is not None:
+        sock.setsockopt(socket.SOL_SOCKET, socket.SO_LINGER, struct.pack("ii", 1, 0))
+    writer.transport.abort()
 
 
 def main() -> None:
