@@ -12,10 +12,15 @@ Lifecycle: at start the arm erases namespaces that dead runs left (the ledger, s
 namespace ``<namespace_prefix><run token>-<history id>``, recorded in the ledger, then
 created and filled; it is erased when the next history starts and at ``close`` (also
 on Ctrl-C, SIGTERM and SIGHUP), unless ``keep_namespaces`` keeps and lists them.
+A server that indexes asynchronously (it acknowledges a write before the write is
+searchable) gets an optional ``ready`` operation, polled after each history's ingest
+until its ``result`` equals ``equals`` (or is true), and/or a fixed ``settle_s`` wait.
 Searches send ``eval_flags`` (no reinforcement, pinned scope) unless ``crediting`` is
 set, when they send ``crediting_flags``; the instrument records ``crediting``.
-Every request goes through :func:`memrun.http_policy.send` (429 waits, 5xx retries);
-a request that still fails is recorded on the item by the run, never as a miss.
+Every request goes through :func:`memrun.http_policy.send` (429 waits; 408, 5xx and,
+for idempotent operations, transport errors retried); a request that still fails is
+recorded on the item by the run, never as a miss; a 401/403 stops the run.
+Warnings (failed erases, leftovers) go to stderr, with a total at the end of the run.
 """
 
 from __future__ import annotations
@@ -26,6 +31,7 @@ import hashlib
 import logging
 import re
 import secrets
+import time
 from collections.abc import Mapping, Sequence
 from pathlib import Path
 from typing import Any
@@ -34,46 +40,22 @@ from urllib.parse import urljoin
 import httpx
 
 from memrun.arms.embedders import api_key_from_env
-from memrun.arms.http_templates import JsonTemplate, ResponsePath, describe_shape
-from memrun.arms.namespaces import NamespaceLedger, TerminationGuard, default_ledger_dir, orphaned_ledgers
-from memrun.errors import ArmError
+from memrun.arms.http_templates import CONTEXT, Operation, describe_shape
+from memrun.arms.namespaces import NamespaceLedger, TerminationGuard, default_ledger_dir, orphaned_ledgers, warn
+from memrun.errors import ArmError, AuthError
 from memrun.http_policy import HttpPolicy, send
+from memrun.llm.endpoint import Redactor
 from memrun.records import Hit, Record
 
 log = logging.getLogger(__name__)
 # httpx logs every request at INFO; a run sends thousands.
 logging.getLogger("httpx").setLevel(logging.WARNING)
 
-OPERATIONS = ("health", "create", "ingest", "search", "erase")
+OPERATIONS = ("health", "create", "ingest", "ready", "search", "erase")
 HEALTH_FIELDS = ("search_mode", "server_build", "embedder", "embedder_dim", "server_model", "index_revision",
                  "providers")
 FAKE_PROVIDER = re.compile(r"fake|stub|mock|dummy", re.IGNORECASE)
 _UNSAFE = re.compile(r"[^A-Za-z0-9_.-]+")
-# The names each operation's templates see (``record`` too in ingest's ``record``).
-CONTEXT = {
-    "health": ("flags",),
-    "create": ("namespace", "history_id", "flags"),
-    "ingest": ("namespace", "history_id", "flags", "records"),
-    "search": ("namespace", "query", "k", "flags"),
-    "erase": ("namespace", "flags"),
-}
-
-
-class Operation:
-    """One configured request: method, path template, body template, result path."""
-
-    def __init__(self, name: str, spec: Mapping[str, Any]) -> None:
-        where = f"arm.{name}"
-        unknown = sorted(set(spec) - {"method", "path", "body", "result", "record"})
-        if unknown:
-            raise ArmError(f"{where}: unknown key {', '.join(unknown)}; use method, path, body, result, record")
-        if not spec.get("path"):
-            raise ArmError(f"{where}.path is not set; give the request path, e.g. /namespaces/{{{{ namespace }}}}")
-        self.name, self.method = name, str(spec.get("method") or "POST").upper()
-        self.path = JsonTemplate(str(spec["path"]), f"{where}.path")
-        self.body = JsonTemplate(spec["body"], f"{where}.body") if spec.get("body") is not None else None
-        self.result = ResponsePath(spec["result"], f"{where}.result") if spec.get("result") else None
-        self.record = JsonTemplate(spec["record"], f"{where}.record") if spec.get("record") is not None else None
 
 
 def provider_names(value: Any) -> list[str]:
@@ -111,6 +93,8 @@ class HttpArm:
         health: Mapping[str, Any] | None = None,
         create: Mapping[str, Any] | None = None,
         erase: Mapping[str, Any] | None = None,
+        ready: Mapping[str, Any] | None = None,
+        settle_s: float = 0.0,
         auth_token_env: str | None = None,
         auth_header: str = "Authorization",
         auth_scheme: str = "Bearer",
@@ -126,8 +110,10 @@ class HttpArm:
         timeout_s: float = 30.0,
         attempts: int = 4,
     ) -> None:
-        specs = {"health": health, "create": create, "ingest": ingest, "search": search, "erase": erase}
-        self.ops = {name: Operation(name, spec) for name, spec in specs.items() if spec}
+        if ready is not None and ready.get("path") is None and ready.get("result") is None:
+            ready = None  # the schema's node, left empty: no readiness check
+        specs = {"health": health, "create": create, "ingest": ingest, "ready": ready, "search": search, "erase": erase}
+        self.ops = {name: Operation(name, spec, crediting) for name, spec in specs.items() if spec}
         if self.ops["search"].result is None:
             raise ArmError("arm.search.result is not set; give the JMESPath of the hits, e.g. "
                            "results[].{key: id, score: score, text: content}")
@@ -140,9 +126,14 @@ class HttpArm:
             raise ArmError(f"arm.timeout_s={timeout_s}: must be a positive number of seconds")
         if attempts < 1:
             raise ArmError(f"arm.attempts={attempts}: must be at least 1")
+        if not settle_s >= 0:
+            raise ArmError(f"arm.settle_s={settle_s}: must be a number of seconds >= 0")
         if not _UNSAFE.sub("", namespace_prefix):
             raise ArmError(f"arm.namespace_prefix={namespace_prefix!r}: give a prefix with letters or digits")
         token = api_key_from_env(auth_token_env, "arm.auth_token_env")
+        self.auth_hint = (f"the server refused the token in ${auth_token_env}; check it" if auth_token_env else
+                          "the server wants credentials; set arm.auth_token_env (and arm.auth_header)")
+        self._redactor = Redactor([token] if token else [])
         all_headers = dict(headers or {})
         if token:
             all_headers[auth_header] = f"{auth_scheme} {token}".strip()
@@ -150,6 +141,12 @@ class HttpArm:
         self.keep_namespaces, self.crediting = keep_namespaces, crediting
         self.flags = dict((crediting_flags if crediting else eval_flags) or {})
         self.batch_size = ingest_batch_size
+        self.settle_s = float(settle_s)
+        self._ever_ready = False  # a ready timeout before any history was ready is a config problem
+        self.created = 0  # namespaces this run created
+        self.erase_failures = 0
+        self._erase_exc: Exception | None = None
+        self._erase_error: str | None = None
         self.policy = dataclasses.replace(HttpPolicy(), attempts=attempts)
         self.prefix = f"{namespace_prefix}{secrets.token_hex(4)}-"
         self._check_templates()
@@ -175,21 +172,28 @@ class HttpArm:
     def _check_templates(self) -> None:
         """Render every template once with sample values, so a typo fails before any work."""
         record = {"key": "D1:1", "text": "text", "timestamp": None, "session": "session_1", "index": 0}
-        sample = {"namespace": f"{self.prefix}h", "history_id": "h", "flags": self.flags, "query": "q", "k": 1}
+        sample = {"namespace": f"{self.prefix}h", "history_id": "h", "flags": self.flags, "query": "q", "k": 1,
+                  "n_records": 1}
         for name, op in self.ops.items():
             context = {k: sample[k] for k in CONTEXT[name] if k in sample}
             if name == "ingest":
                 context["records"] = [op.record.render(**context, record=record) if op.record else record]
-            op.path.render(**context)
-            if op.body:
-                op.body.render(**context)
+            for template in (op.path, op.body, op.equals):
+                if template is not None:
+                    template.render(**context)
 
     def _request(self, op: Operation, **context: Any) -> httpx.Response:
+        """Send ``op`` under the HTTP policy. Raises ArmError for a 401/403 (the run stops),
+        httpx errors otherwise (recorded on the item)."""
         url = urljoin(self.base_url, str(op.path.render(**context)).lstrip("/"))
         body = op.body.render(**context) if op.body else None
-        return send(self._client, op.method, url, json=body, policy=self.policy)
+        try:
+            return send(self._client, op.method, url, json=body, policy=self.policy, idempotent=op.idempotent,
+                        auth_hint=self.auth_hint)
+        except AuthError as exc:  # the server may echo the token
+            raise ArmError(self._redactor.text(f"arm.{op.name}: the memory server answered {exc}")) from exc
 
-    def _result(self, op: Operation, response: httpx.Response) -> Any:
+    def _result(self, op: Operation, response: httpx.Response, missing_ok: bool = False) -> Any:
         try:
             document = response.json()
         except ValueError as exc:
@@ -197,7 +201,7 @@ class HttpArm:
                            f"({response.text[:80]!r})") from exc
         assert op.result is not None
         value = op.result.search(document)
-        if value is None:
+        if value is None and not missing_ok:
             raise ArmError(f"arm.{op.name}.result {op.result.expression!r} found nothing in the response of "
                            f"{op.method} {response.request.url}, which is {describe_shape(document)}")
         return value
@@ -226,33 +230,44 @@ class HttpArm:
     # -- namespaces ----------------------------------------------------------------------
 
     def _erase(self, name: str) -> bool:
-        """Erase one namespace; True when it is gone (a 404 counts as gone)."""
+        """Erase one namespace; True when it is gone (a 404 counts as gone). A failure is
+        counted and its reason kept for the end-of-run total; the first one is a warning."""
         try:
             self._request(self.ops["erase"], namespace=name, flags=self.flags)
         except httpx.HTTPStatusError as exc:
-            if exc.response.status_code != 404:
-                log.warning("could not erase namespace %s: %s", name, exc)
-                return False
+            if exc.response.status_code == 404:
+                return True
+            error: Exception = exc
         except httpx.HTTPError as exc:
-            log.warning("could not erase namespace %s: %s", name, exc)
-            return False
-        return True
+            error = exc
+        else:
+            return True
+        self._erase_exc, self._erase_error = error, f"{type(error).__name__}: {error}"
+        self.erase_failures += 1
+        if self.erase_failures == 1:
+            warn(f"could not erase namespace {name} on {self.base_url} ({self._erase_error}); "
+                 "memrun tries again at the end of the run")
+        return False
 
     def _erase_leftovers(self) -> int:
         """Erase what dead runs' ledgers list for this server; the number erased."""
         if "erase" not in self.ops:
             return 0
-        erased = 0
-        for path, names in orphaned_ledgers(self.ledger.folder, self.base_url):
-            left = [n for n in names if not self._erase(n)]
-            erased += len(names) - len(left)
+        erased = {True: 0, False: 0}  # by whether the earlier run ended itself (and failed to erase)
+        for leftover in orphaned_ledgers(self.ledger.folder, self.base_url):
+            left = [n for n in leftover.names if not self._erase(n)]
+            erased[leftover.unerased is not None] += len(leftover.names) - len(left)
             if left:
-                log.warning("%d namespaces listed in %s could not be erased; will retry next run", len(left), path)
+                warn(f"{len(left)} namespaces listed in {leftover.path} could not be erased; the next run tries again")
             else:
-                path.unlink(missing_ok=True)
-        if erased:
-            log.warning("erased %d namespaces left on %s by an earlier run that was killed", erased, self.base_url)
-        return erased
+                leftover.path.unlink(missing_ok=True)
+        self.erase_failures, self._erase_error = 0, None  # this run's own total starts now
+        if erased[False]:
+            warn(f"erased {erased[False]} namespaces left on {self.base_url} by an earlier run that was killed")
+        if erased[True]:
+            warn(f"erased {erased[True]} namespaces on {self.base_url} that an earlier run could not erase "
+                 "before it ended (the server failed or was unreachable then)")
+        return erased[False] + erased[True]
 
     def namespace_for(self, history_id: str) -> str:
         """This run's namespace for ``history_id``: unsafe characters become ``-``, and then a
@@ -277,6 +292,7 @@ class HttpArm:
         self._release_current()
         name = self.namespace_for(history_id)
         self.ledger.add(name)  # before the server has it: a crash from here on is repaired
+        self.created += 1
         self._namespace = name
         context = {"namespace": name, "history_id": history_id, "flags": self.flags}
         if "create" in self.ops:
@@ -288,6 +304,32 @@ class HttpArm:
             batch = rows[start : start + self.batch_size]
             rendered = [op.record.render(**context, record=r) for r in batch] if op.record else batch
             self._request(op, **context, records=rendered)
+        if "ready" in self.ops:
+            self._await_ready(self.ops["ready"], {**context, "n_records": len(rows)})
+        if self.settle_s:
+            time.sleep(self.settle_s)
+
+    def _await_ready(self, op: Operation, context: dict[str, Any]) -> None:
+        """Poll ``op`` every ``interval_s`` until its result equals ``equals`` (no ``equals``:
+        until it is true), for at most ``timeout_s``. Raises TimeoutError (recorded on the
+        history's items), or ArmError when no history of this run was ever ready (a config problem)."""
+        expected = op.equals.render(**context) if op.equals is not None else None
+        deadline = time.monotonic() + op.timeout_s
+        while True:
+            value = self._result(op, self._request(op, **context), missing_ok=True)
+            if (value == expected or str(value) == str(expected)) if op.equals is not None else bool(value):
+                self._ever_ready = True
+                return
+            if time.monotonic() + op.interval_s > deadline:
+                break
+            time.sleep(op.interval_s)
+        assert op.result is not None
+        wanted = f"{expected!r}" if op.equals is not None else "a true value"
+        message = (f"arm.ready: namespace {context['namespace']} not ready after {op.timeout_s:g} s: "
+                   f"{op.result.expression!r} gave {value!r}, waiting for {wanted}")
+        if not self._ever_ready:
+            raise ArmError(f"{message}; no history has been ready in this run: check arm.ready (or raise timeout_s)")
+        raise TimeoutError(message)
 
     def search(self, query: str, k: int) -> list[Hit]:
         if self._namespace is None:
@@ -325,8 +367,21 @@ class HttpArm:
                                 self.base_url, ", ".join(self.ledger.names), kept)
             else:
                 self._namespace = None
-                for name in list(self.ledger.names):
-                    if self._erase(name):
-                        self.ledger.discard(name)
+                self._erase_all()
         finally:
             self._client.close()
+
+    def _erase_all(self) -> None:
+        """Erase every namespace the ledger lists; when some stay, mark the ledger (the next
+        run then says the server, not a kill, left them) and print the total."""
+        names = list(self.ledger.names)
+        for name in names:
+            if self._erase(name):
+                self.ledger.discard(name)
+            elif isinstance(self._erase_exc, httpx.TransportError):
+                break  # the server does not answer: the rest would each wait out the retries
+        if self.ledger.names:
+            self.ledger.mark_unerased(self._erase_error or "unknown error")
+            warn(f"could not erase {len(self.ledger.names)} of the {self.created} namespaces "
+                 f"this run created on {self.base_url} (last error: {self._erase_error}); they are listed in "
+                 f"{self.ledger.path}, and the next arm=http run against this server on this host erases them")

@@ -7,6 +7,9 @@ rendered as text (``"/namespaces/{{ namespace }}/search"``). Unlike Jinja's
 NativeEnvironment, a text value is never re-parsed, so a record whose text is ``"42"``
 stays the string ``"42"``. Undefined names are errors (StrictUndefined).
 
+An :class:`Operation` is one configured request of ``arm=http``: method, path and body
+templates, a response path, and whether it may be retried after a transport error.
+
 A response path is a JMESPath expression (https://jmespath.org) over the parsed JSON
 response, e.g. ``results[].{key: id, score: score, text: content}``.
 
@@ -109,3 +112,53 @@ def describe_shape(document: Any) -> str:
     if isinstance(document, list):
         return f"a list of {len(document)}"
     return f"{type(document).__name__} {str(document)[:60]!r}"
+
+
+# The names each operation's templates see (``record`` too in ingest's ``record``).
+CONTEXT = {
+    "health": ("flags",),
+    "create": ("namespace", "history_id", "flags"),
+    "ingest": ("namespace", "history_id", "flags", "records"),
+    "ready": ("namespace", "history_id", "flags", "n_records"),
+    "search": ("namespace", "query", "k", "flags"),
+    "erase": ("namespace", "flags"),
+}
+KEYS = ("method", "path", "body", "result", "record", "idempotent")
+READY_KEYS = ("equals", "timeout_s", "interval_s")
+# Whether a transport error may be retried (the request may have reached the server):
+# reads and erases are safe to repeat; creating and writing are not, nor is a crediting
+# search (it reinforces what it finds). A connect error is retried whatever this says.
+IDEMPOTENT = {"health": True, "ready": True, "search": True, "erase": True, "create": False, "ingest": False}
+
+
+class Operation:
+    """One configured request: method, path template, body template, result path.
+
+    ``idempotent`` (None: the operation's default, :data:`IDEMPOTENT`) decides whether
+    a transport error is retried. ``ready`` also takes ``equals``, ``timeout_s``, ``interval_s``.
+    """
+
+    def __init__(self, name: str, spec: Mapping[str, Any], crediting: bool = False) -> None:
+        where = f"arm.{name}"
+        allowed = KEYS + (READY_KEYS if name == "ready" else ())
+        unknown = sorted(set(spec) - set(allowed))
+        if unknown:
+            raise ArmError(f"{where}: unknown key {', '.join(unknown)}; use {', '.join(allowed)}")
+        if not spec.get("path"):
+            raise ArmError(f"{where}.path is not set; give the request path, e.g. /namespaces/{{{{ namespace }}}}")
+        self.name, self.method = name, str(spec.get("method") or "POST").upper()
+        self.path = JsonTemplate(str(spec["path"]), f"{where}.path")
+        self.body = JsonTemplate(spec["body"], f"{where}.body") if spec.get("body") is not None else None
+        self.result = ResponsePath(spec["result"], f"{where}.result") if spec.get("result") else None
+        self.record = JsonTemplate(spec["record"], f"{where}.record") if spec.get("record") is not None else None
+        default = IDEMPOTENT[name] and not (name == "search" and crediting)
+        self.idempotent = default if spec.get("idempotent") is None else bool(spec["idempotent"])
+        self.equals = JsonTemplate(spec["equals"], f"{where}.equals") if spec.get("equals") is not None else None
+        self.timeout_s = float(60.0 if spec.get("timeout_s") is None else spec["timeout_s"])
+        self.interval_s = float(0.5 if spec.get("interval_s") is None else spec["interval_s"])
+        if name == "ready":
+            if self.result is None:
+                raise ArmError(f"{where}.result is not set; give the JMESPath of the readiness value, e.g. count "
+                               "(with equals: '{{ n_records }}') or \"status == 'done'\"")
+            if not (self.timeout_s > 0 and self.interval_s > 0):
+                raise ArmError(f"{where}: timeout_s and interval_s must be positive numbers of seconds")

@@ -5,7 +5,9 @@ nothing behind when a run dies, each process records a namespace in a *ledger* f
 before creating it (``<ledger_dir>/<host>-<pid>-<token>.json``) and removes the file
 once everything it lists is erased. A run that starts later erases what the ledgers of
 dead processes on the same host list for the same server (:func:`orphaned_ledgers`),
-so a SIGKILL, a power cut or a failed erase is repaired by the next run. Kept
+so a SIGKILL, a power cut or a failed erase is repaired by the next run. A run that
+ends with namespaces it could not erase (the server failed or died) marks its ledger
+(``unerased``: the last error), so that the next run says so rather than blaming a kill. Kept
 namespaces (``keep_namespaces=true``) move to ``kept-<...>.json`` and are never erased
 automatically.
 
@@ -20,18 +22,25 @@ import json
 import os
 import signal
 import socket
+import sys
 import threading
 from collections.abc import Iterator
 from datetime import datetime, timezone
 from pathlib import Path
 from types import FrameType
-from typing import Any
+from typing import Any, NamedTuple
 
 from memrun.paths import user_cache
 
 
 LEDGER_GLOB = "*-*-*.json"
 KEPT_PREFIX = "kept-"
+
+
+def warn(message: str) -> None:
+    """One ``warning:`` line on stderr (stdout carries the results)."""
+    sys.stderr.write(f"warning: {message}\n")
+    sys.stderr.flush()
 
 
 def default_ledger_dir() -> Path:
@@ -54,13 +63,15 @@ class NamespaceLedger:
         self.path = folder / f"{socket.gethostname()}-{os.getpid()}-{token}.json"
         self.base_url = base_url
         self.names: list[str] = []
+        self.unerased: str | None = None
         self._started = datetime.now(timezone.utc).isoformat(timespec="seconds")
 
     def _save(self, path: Path | None = None) -> None:
-        _write_json(path or self.path, {
-            "base_url": self.base_url, "host": socket.gethostname(), "pid": os.getpid(),
-            "started_at": self._started, "namespaces": self.names,
-        })
+        data = {"base_url": self.base_url, "host": socket.gethostname(), "pid": os.getpid(),
+                "started_at": self._started, "namespaces": self.names}
+        if self.unerased is not None:
+            data["unerased"] = self.unerased
+        _write_json(path or self.path, data)
 
     def add(self, name: str) -> None:
         """Record ``name`` (call before creating it on the server)."""
@@ -75,6 +86,13 @@ class NamespaceLedger:
             self._save()
         else:
             self.path.unlink(missing_ok=True)
+
+    def mark_unerased(self, reason: str) -> None:
+        """Record that the run ended with these namespaces still on the server (``reason``:
+        the last erase error), so the next run does not report them as left by a kill."""
+        if self.names:
+            self.unerased = reason
+            self._save()
 
     def keep(self) -> Path | None:
         """Move the list to ``kept-<name>.json`` (never cleaned automatically); its path."""
@@ -96,8 +114,17 @@ def _alive(pid: int) -> bool:
     return True
 
 
-def orphaned_ledgers(folder: Path, base_url: str) -> Iterator[tuple[Path, list[str]]]:
-    """(ledger file, namespaces) left by dead processes of this host for ``base_url``.
+class Leftover(NamedTuple):
+    """A dead process's ledger: its file, the namespaces it lists, and ``unerased`` (the
+    error its run ended with, when it ended itself; None when it was killed)."""
+
+    path: Path
+    names: list[str]
+    unerased: str | None
+
+
+def orphaned_ledgers(folder: Path, base_url: str) -> Iterator[Leftover]:
+    """The ledgers left by dead processes of this host for ``base_url``.
 
     Unreadable files are skipped (a process may be writing one right now).
     """
@@ -113,7 +140,8 @@ def orphaned_ledgers(folder: Path, base_url: str) -> Iterator[tuple[Path, list[s
         except (OSError, ValueError, KeyError, TypeError):
             continue
         if data.get("host") == host and data.get("base_url") == base_url and not _alive(pid):
-            yield path, names
+            unerased = data.get("unerased")
+            yield Leftover(path, names, None if unerased is None else str(unerased))
 
 
 class TerminationGuard:

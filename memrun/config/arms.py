@@ -126,6 +126,20 @@ class HttpOperationConfig:
     body: Any = None
     result: Optional[str] = None
     record: Any = None
+    idempotent: Optional[bool] = None  # may a transport error be retried? null: the operation's default
+
+
+@dataclass
+class HttpReadyConfig(HttpOperationConfig):
+    """``arm.ready``: polled after each history's ingest until the server has indexed it.
+    Off while ``path`` and ``result`` are null (a node, not null, so that command-line
+    overrides such as ``arm.ready.path=...`` can fill it)."""
+
+    method: str = "GET"
+    path: Optional[str] = None
+    equals: Any = None  # ready when ``result`` equals this template's value; null: when it is true
+    timeout_s: float = 60.0
+    interval_s: float = 0.5
 
 
 @dataclass
@@ -141,6 +155,8 @@ class HttpArmConfig:
     ingest: HttpOperationConfig = MISSING
     search: HttpOperationConfig = MISSING
     erase: Optional[HttpOperationConfig] = None
+    ready: HttpReadyConfig = field(default_factory=HttpReadyConfig)
+    settle_s: float = 0.0
     auth_token_env: Optional[str] = None
     auth_header: str = "Authorization"
     auth_scheme: str = "Bearer"

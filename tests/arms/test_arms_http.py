@@ -79,7 +79,7 @@ def test_auth_token_comes_from_the_environment(memory, tmp_path, monkeypatch) ->
     with pytest.raises(ArmError, match="arm.auth_token_env: environment variable MEMSRV_TOKEN is not set"):
         http_arm(url, tmp_path, "arm.auth_token_env=MEMSRV_TOKEN")
     monkeypatch.setenv("MEMSRV_TOKEN", "wrong")
-    with pytest.raises(ArmError, match="refused the health check: HTTP 401"):
+    with pytest.raises(ArmError, match=r"arm.health: .*HTTP 401 .*refused the token in \$MEMSRV_TOKEN"):
         http_arm(url, tmp_path, "arm.auth_token_env=MEMSRV_TOKEN")
     monkeypatch.setenv("MEMSRV_TOKEN", "s3cret")
     arm = http_arm(url, tmp_path, "arm.auth_token_env=MEMSRV_TOKEN")

@@ -4,11 +4,14 @@ For tests and for trying ``arm=http`` by hand::
 
     python tests/servers/memory_server.py --port 8080 [--token SECRET]
 
-Endpoints: ``GET /v1/health``, ``GET|POST /v1/namespaces``,
+Endpoints: ``GET /v1/health``, ``GET|POST /v1/namespaces``, ``GET /v1/namespaces/{ns}``
+(``{"namespace", "count", "pending"}``: memories searchable and not yet),
 ``POST /v1/namespaces/{ns}/memories``, ``POST /v1/namespaces/{ns}/search``,
 ``DELETE /v1/namespaces/{ns}``. Search scores a memory by the number of distinct query
 words it contains (ties in insertion order). Tests steer it through :class:`MemoryState`:
-injected failures (``fail``), a delay per search, and logs of what was asked.
+injected failures (``fail``: a status, or ``"reset"`` for a TCP reset instead of an
+answer), a delay per search, asynchronous indexing (``index_delay_s``: a memory becomes
+searchable that long after it was acknowledged, as mem0 or Zep do), and logs of what was asked.
 """
 
 from __future__ import annotations
@@ -16,6 +19,8 @@ from __future__ import annotations
 import argparse
 import json
 import re
+import socket
+import struct
 import threading
 import time
 from collections import defaultdict
@@ -35,8 +40,10 @@ class MemoryState:
     build: str = "refmem 1.0.0"
     providers: dict[str, str] = field(default_factory=lambda: {"embedder": "none", "llm": "none"})
     namespaces: dict[str, list[dict[str, Any]]] = field(default_factory=dict)
-    fail: dict[str, list[int]] = field(default_factory=lambda: defaultdict(list))  # op -> statuses to return next
+    fail: dict[str, list[int | str]] = field(default_factory=lambda: defaultdict(list))  # op -> statuses / "reset"
     search_delay_s: float = 0.0
+    index_delay_s: float = 0.0
+    ready_at: dict[str, list[float]] = field(default_factory=lambda: defaultdict(list))  # ns -> per memory
     searches: list[dict[str, Any]] = field(default_factory=list)
     requests: list[str] = field(default_factory=list)
     lock: threading.Lock = field(default_factory=threading.Lock)
@@ -77,15 +84,20 @@ class Handler(BaseHTTPRequestHandler):
             ("GET", "/v1/health"): "health", ("GET", "/v1/namespaces"): "list", ("POST", "/v1/namespaces"): "create",
         }.get((method, self.path.split("?")[0]))
         if op is None and m:
-            op = {("POST", "/memories"): "ingest", ("POST", "/search"): "search", ("DELETE", None): "erase"}.get(
-                (method, m.group(2)))
+            op = {("POST", "/memories"): "ingest", ("POST", "/search"): "search", ("DELETE", None): "erase",
+                  ("GET", None): "stats"}.get((method, m.group(2)))
         if op is None:
             return self._send(404, {"error": f"no route {method} {self.path}"})
         with st.lock:
             st.requests.append(op)
             failing = st.fail[op].pop(0) if st.fail[op] else None
+        if failing == "reset":
+            self.connection.setsockopt(socket.SOL_SOCKET, socket.SO_LINGER, struct.pack("ii", 1, 0))
+            self.connection.close()
+            self.close_connection = True
+            return None
         if failing:
-            return self._send(failing, {"error": "injected"}, {"Retry-After": "0"} if failing == 429 else None)
+            return self._send(int(failing), {"error": "injected"}, {"Retry-After": "0"} if failing == 429 else None)
         getattr(self, f"_{op}")(m.group(1) if m else None, body)
 
     def _health(self, ns: str | None, body: Any) -> None:
@@ -101,6 +113,7 @@ class Handler(BaseHTTPRequestHandler):
             if not name or name in self.state.namespaces:
                 return self._send(409, {"error": f"namespace {name!r} exists or is empty"})
             self.state.namespaces[name] = []
+            self.state.ready_at[name] = []
         self._send(201, {"namespace": name})
 
     def _ingest(self, ns: str, body: Any) -> None:
@@ -108,14 +121,24 @@ class Handler(BaseHTTPRequestHandler):
             if ns not in self.state.namespaces:
                 return self._send(404, {"error": f"no namespace {ns}"})
             self.state.namespaces[ns].extend(body["memories"])
+            self.state.ready_at[ns].extend([time.monotonic() + self.state.index_delay_s] * len(body["memories"]))
         self._send(200, {"added": len(body["memories"])})
+
+    def _stats(self, ns: str, body: Any) -> None:
+        with self.state.lock:
+            if ns not in self.state.namespaces:
+                return self._send(404, {"error": f"no namespace {ns}"})
+            now, memories = time.monotonic(), self.state.namespaces[ns]
+            count = sum(t <= now for t in self.state.ready_at[ns][: len(memories)])
+        self._send(200, {"namespace": ns, "count": count, "pending": len(memories) - count})
 
     def _search(self, ns: str, body: Any) -> None:
         if self.state.search_delay_s:
             time.sleep(self.state.search_delay_s)
         with self.state.lock:
             self.state.searches.append({"namespace": ns, **body})
-            memories = list(self.state.namespaces.get(ns, []))
+            now, ready_at = time.monotonic(), self.state.ready_at.get(ns, [])
+            memories = [m for m, t in zip(self.state.namespaces.get(ns, []), ready_at) if t <= now]  # indexed ones
         if ns not in self.state.namespaces:
             return self._send(404, {"error": f"no namespace {ns}"})
         query = _words(body["query"])
@@ -126,6 +149,7 @@ class Handler(BaseHTTPRequestHandler):
 
     def _erase(self, ns: str, body: Any) -> None:
         with self.state.lock:
+            self.state.ready_at.pop(ns, None)
             if self.state.namespaces.pop(ns, None) is None:
                 return self._send(404, {"error": f"no namespace {ns}"})
         self._send(204)

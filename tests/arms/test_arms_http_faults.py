@@ -1,0 +1,152 @@
+"""arm=http when the server misbehaves: resets, refused tokens, asynchronous indexing, death
+(against the loopback reference memory server, tests/servers/memory_server.py)."""
+
+from __future__ import annotations
+
+import json
+import subprocess
+import sys
+from pathlib import Path
+
+import httpx
+import pytest
+from arms.support import compose_run
+from servers import memory_server
+
+from memrun.cli import main
+from memrun.config import ARM_RESERVED_KEYS
+from memrun.errors import ArmError
+from memrun.io.reader import read_run
+from memrun.plugins import build
+from memrun.records import Record
+
+RECORDS = [Record("D1:1", "Ann: I adopted a grey cat", "1 May 2023", "session_1"),
+           Record("D1:2", "Ben: what is the cat called", "1 May 2023", "session_1"),
+           Record("D2:1", "Ann: Pixel, and she loves tuna", "8 May 2023", "session_2")]
+# A readiness check for the reference API: the namespace counts every memory as indexed.
+READY = ["arm.ready.path='/v1/namespaces/{{ namespace }}'", "arm.ready.result=count", "arm.ready.equals='{{ n_records }}'",
+         "arm.ready.interval_s=0.05", "arm.ready.timeout_s=5"]
+
+
+def http_arm(url: str, ledger: Path, *overrides: str):
+    cfg = compose_run(["arm=http", f"arm.base_url={url}", f"arm.ledger_dir={ledger}", *overrides])
+    return build(cfg.arm, ARM_RESERVED_KEYS, "arm")
+
+
+def cli(tmp_path: Path, url: str, *overrides: str) -> tuple[int, Path]:
+    out = tmp_path / "run"
+    rc = main(["benchmark=synthetic", "arm=http", f"arm.base_url={url}", f"arm.ledger_dir={tmp_path / 'ledger'}",
+               "progress=false", f"hydra.run.dir={out}", *overrides])
+    return rc, out
+
+
+def test_a_refused_token_stops_the_run_at_the_first_refusal(memory, tmp_path, capsys) -> None:
+    state, url = memory
+    state.fail["search"] = [401]  # the first search is refused
+    rc, out = cli(tmp_path, url)
+    err = [line for line in capsys.readouterr().err.splitlines() if not line.startswith("warning:")]
+    assert rc == 2 and len(err) == 1 and err[0].startswith("memrun: error: arm.search: "), err
+    assert "HTTP 401" in err[0] and "arm.auth_token_env" in err[0]
+    assert state.requests.count("search") == 1  # not one doomed request per item
+    assert read_run(out).instrument.status == "failed" and state.namespaces == {}
+
+
+def test_resets_are_retried_for_reads_and_for_writes_declared_idempotent(memory, tmp_path) -> None:
+    state, url = memory
+    arm = http_arm(url, tmp_path, "arm.attempts=3")
+    state.fail["ingest"] = ["reset"]
+    with pytest.raises(httpx.TransportError):
+        arm.ingest("a", RECORDS)  # a write that may have arrived is not sent twice
+    assert state.requests.count("ingest") == 1
+    arm.close()
+
+    arm = http_arm(url, tmp_path, "arm.attempts=3", "arm.ingest.idempotent=true")
+    state.fail["ingest"] = ["reset"]
+    arm.ingest("a", RECORDS)
+    state.fail["search"] = ["reset", "reset"]
+    assert [h.key for h in arm.search("tuna", 1)] == ["D2:1"]  # two resets, then the answer
+    assert state.requests.count("search") == 3
+    arm.close()
+
+
+def test_asynchronous_indexing_is_waited_for(memory, tmp_path) -> None:
+    state, url = memory
+    state.index_delay_s = 0.3
+    arm = http_arm(url, tmp_path)
+    arm.ingest("a", RECORDS)
+    assert arm.search("tuna", 1) == []  # acknowledged, not yet searchable: measuring this measures nothing
+    arm.close()
+    for overrides in (READY, ["arm.settle_s=0.4"]):
+        arm = http_arm(url, tmp_path, *overrides)
+        arm.ingest("a", RECORDS)
+        assert [h.key for h in arm.search("tuna", 1)] == ["D2:1"]
+        arm.close()
+    assert state.requests.count("stats") >= 2  # the ready check polled
+
+
+def test_a_ready_check_that_never_holds_is_reported(memory, tmp_path) -> None:
+    state, url = memory
+    never = [*READY[:2], "arm.ready.equals='{{ n_records + 1 }}'", "arm.ready.timeout_s=0.3"]
+    arm = http_arm(url, tmp_path, *never)
+    with pytest.raises(ArmError, match=r"arm.ready: namespace .* not ready after 0.3 s: 'count' gave 3, "
+                                       r"waiting for 4; no history has been ready"):
+        arm.ingest("a", RECORDS)
+    arm.close()
+
+
+@pytest.mark.parametrize(("overrides", "message"), [
+    (["arm.ready.intervl_s=1"], "intervl_s"),
+    (["arm.ready.path=/x"], "arm.ready.result is not set"),
+    (["arm.ready.result=count"], "arm.ready.path is not set"),
+    (["arm.ready.path=/x", "arm.ready.result=count", "arm.ready.timeout_s=0"], "timeout_s and interval_s must be"),
+    (["arm.settle_s=-1"], "arm.settle_s=-1.0: must be a number of seconds >= 0"),
+    (["arm.ready.path=/x", "arm.ready.result=count", "arm.ready.equals='{{ nrecords }}'"], "nrecords"),
+])
+def test_ready_and_settle_are_validated(memory, tmp_path, overrides, message) -> None:
+    state, url = memory
+    with pytest.raises(Exception, match=message):
+        http_arm(url, tmp_path, *overrides)
+    assert "ingest" not in state.requests
+
+
+def dead_pid() -> int:
+    done = subprocess.run([sys.executable, "-c", "import os; print(os.getpid())"], capture_output=True, text=True)
+    return int(done.stdout)
+
+
+def test_a_server_that_dies_mid_run(tmp_path, capsys) -> None:
+    state = memory_server.MemoryState()
+    server = memory_server.serve(state)
+    port = server.server_address[1]
+    url = f"http://127.0.0.1:{port}"
+    arm = http_arm(url, tmp_path, "arm.attempts=1", "arm.timeout_s=2")
+    arm.ingest("a", RECORDS)
+    arm.ingest("b", RECORDS)
+    server.shutdown()
+    server.server_close()  # the server is gone: connections are refused
+    with pytest.raises(httpx.ConnectError):
+        arm.ingest("c", RECORDS)
+    arm.close()
+    out, err = capsys.readouterr()
+    assert out == ""  # warnings never go to stdout, where the results are
+    lines = err.strip().splitlines()
+    assert lines[0].startswith("warning: could not erase namespace memrun-")
+    assert lines[-1].startswith("warning: could not erase 2 of the 3 namespaces this run created on") and \
+        "the next arm=http run against this server" in lines[-1]
+    (ledger,) = tmp_path.glob("*.json")
+    data = json.loads(ledger.read_text())
+    assert len(data["namespaces"]) == 2 and "ConnectError" in data["unerased"]
+
+    # The next run against the restarted server erases them, and says what happened.
+    data["pid"] = dead_pid()
+    ledger.write_text(json.dumps(data))
+    state2 = memory_server.MemoryState(namespaces={n: [] for n in data["namespaces"]})
+    server = memory_server.serve(state2, port)
+    try:
+        http_arm(url, tmp_path).close()
+    finally:
+        server.shutdown()
+        server.server_close()
+    err = capsys.readouterr().err
+    assert "that an earlier run could not erase before it ended" in err and "killed" not in err
+    assert state2.namespaces == {} and not ledger.exists()
