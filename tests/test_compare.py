@@ -3,88 +3,18 @@
 from __future__ import annotations
 
 import json
-from pathlib import Path
 
 import numpy as np
-import pyarrow as pa
-import pyarrow.parquet as pq
 import pytest
 from scipy import stats as sps
 from conftest import run_dirs, run_memrun
 
+from run_tables import accuracy_run, compare_json, retrieval_run, wtl
+
 from memrun.commands.compare import main as compare_main
 from memrun.commands.compare import null_band_main
-from memrun.instrument import (
-    DENOMINATOR_ABSTAIN_WRONG,
-    DENOMINATOR_EXCLUDE_ABSTAIN,
-    DENOMINATOR_RETRIEVAL,
-    METADATA_KEY,
-    Instrument,
-)
-from memrun.io.schema import items_schema
-from memrun.io.writer import ItemsWriter
+from memrun.instrument import DENOMINATOR_ABSTAIN_WRONG, DENOMINATOR_EXCLUDE_ABSTAIN, Instrument
 from memrun.stats import ExitCode
-
-KS = (1, 5)
-
-
-def base_instrument(**kw) -> Instrument:
-    fields = dict(axis="recall", benchmark="locomo", split="locomo10", dataset_sha256="abc", search_mode="lexical",
-                  denominator=DENOMINATOR_RETRIEVAL, ks=list(KS), status="complete")
-    fields.update(kw)
-    return Instrument(**fields)
-
-
-def retrieval_run(folder: Path, hits: list[bool | None], clusters: list[str] | None = None, *,
-                  errors: dict[int, str] | None = None, ids: list[str] | None = None, **inst) -> Path:
-    """A retrieval-axis run: item i hits at rank 1 when hits[i] (None: no gold)."""
-    writer = ItemsWriter(folder, items_schema(KS), base_instrument(**inst))
-    for i, h in enumerate(hits):
-        scored = h is not None
-        writer.add({
-            "run_id": folder.name, "item_id": ids[i] if ids else f"it{i}", "repeat": 0,
-            "cluster": clusters[i] if clusters else f"c{i % 4}", "category": str(1 + i % 2),
-            "category_label": "odd" if i % 2 == 0 else "even",
-            "error": (errors or {}).get(i),
-            "rr": (1.0 if h else 0.0) if scored else None,
-            "hit_at_1": h if scored else None, "hit_at_5": h if scored else None,
-        })
-    writer.close()
-    return folder
-
-
-def accuracy_run(folder: Path, labels: dict[str, list[str]], *, denominator=DENOMINATOR_ABSTAIN_WRONG, **inst) -> Path:
-    """An accuracy-axis run: labels[item] = one label per repeat ("error" sets the error column)."""
-    rows = {"run_id": [], "item_id": [], "repeat": [], "cluster": [], "category": [], "category_label": [],
-            "error": [], "label": []}
-    for item, per_repeat in labels.items():
-        for r, label in enumerate(per_repeat):
-            rows["run_id"].append(folder.name)
-            rows["item_id"].append(item)
-            rows["repeat"].append(r)
-            rows["cluster"].append(item[:2])
-            rows["category"].append("x")
-            rows["category_label"].append("x")
-            rows["error"].append("HTTP 500" if label == "error" else None)
-            rows["label"].append(None if label == "error" else label)
-    instrument = base_instrument(axis="accuracy", denominator=denominator, reader_model="r", judge_model="j", **inst)
-    table = pa.table(rows).replace_schema_metadata({METADATA_KEY: instrument.to_json()})
-    folder.mkdir(parents=True, exist_ok=True)
-    pq.write_table(table, folder / "items.parquet")
-    return folder
-
-
-def compare_json(capsys, *args: str) -> tuple[int, dict]:
-    code = compare_main([*args, "--format", "json"])
-    out = capsys.readouterr().out
-    return code, (json.loads(out) if out.strip() else {})
-
-
-def wtl(wins: int, ties: int, losses: int) -> tuple[list[bool], list[bool]]:
-    a = [False] * wins + [True] * losses + [True] * ties
-    b = [True] * wins + [False] * losses + [True] * ties
-    return a, b
-
 
 @pytest.mark.parametrize(
     "wins,ties,losses,min_delta,outcome,reason,code",

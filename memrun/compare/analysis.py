@@ -216,17 +216,22 @@ def _holm_flags(per_category: dict[str, dict[str, Any]]) -> None:
 
 
 def _wilcoxon(paired: Paired) -> tuple[dict[str, Any] | None, str | None]:
-    """Wilcoxon over the independent units' mean scores over repeats (clusters when the
-    bootstrap resamples clusters, items otherwise)."""
-    a, b, unit = paired.a_mean, paired.b_mean, "item"
+    """Wilcoxon over the independent units' mean score deltas over repeats (clusters when
+    the bootstrap resamples clusters, items otherwise).
+
+    Unit deltas are rounded to 12 decimals: equal means reached by different float sums
+    (1/3 + 1/3 vs 2/3) must count as the ties they are in the signed ranks.
+    """
+    d, unit = paired.b_mean - paired.a_mean, "item"
     if paired.clusters is not None and len(np.unique(paired.clusters)) < paired.n:
         sizes = np.bincount(paired.clusters).astype(float)
         used = sizes > 0
-        a = np.bincount(paired.clusters, weights=paired.a_mean)[used] / sizes[used]
-        b = np.bincount(paired.clusters, weights=paired.b_mean)[used] / sizes[used]
+        d = np.bincount(paired.clusters, weights=d)[used] / sizes[used]
         unit = "cluster"
-    result = wilcoxon_signed_rank(a, b, unit=unit)
-    return (result.to_dict(), None) if result else (None, wilcoxon_skip_reason(a, b))
+    d = np.round(d, 12)
+    zeros = np.zeros_like(d)
+    result = wilcoxon_signed_rank(zeros, d, unit=unit)
+    return (result.to_dict(), None) if result else (None, wilcoxon_skip_reason(zeros, d))
 
 
 def _flip_rate(repeated: np.ndarray, flipped: np.ndarray) -> float | None:

@@ -261,3 +261,41 @@ def test_type_draws_do_not_depend_on_block_size() -> None:
     whole = _means_by_types(*types, 100, np.random.Generator(bs._python_mt(3)))
     blocked = _means_by_types(*types, 100, np.random.Generator(bs._python_mt(3)), block=12)
     np.testing.assert_array_equal(blocked, whole)
+
+
+def test_one_stratum_draws_exactly_the_unstratified_interval() -> None:
+    deltas = label_deltas(8, 50, 2)
+    clusters = [f"c{i // 10}" for i in range(60)]
+    plain = paired_bootstrap(deltas, clusters)
+    one = paired_bootstrap(deltas, clusters, strata=["s"] * 60)
+    assert (one.low, one.high, one.p_value) == (plain.low, plain.high, plain.p_value)
+
+
+def test_strata_keep_their_cluster_counts() -> None:
+    """Stratum x: 20 items all +1; stratum y: 40 items all 0. Each resample keeps 20 x-items
+    of 60, so every resampled mean is exactly 1/3; without strata the mean varies."""
+    deltas = [1.0] * 20 + [0.0] * 40
+    strata = ["x"] * 20 + ["y"] * 40
+    fixed = paired_bootstrap(deltas, strata=strata)
+    assert fixed.low == fixed.high == pytest.approx(1 / 3) and fixed.n_strata == 2
+    free = paired_bootstrap(deltas)
+    assert free.low < 0.25 and free.high > 0.42
+
+
+def test_a_cluster_across_strata_is_refused() -> None:
+    with pytest.raises(ValueError, match="clusters must lie within one stratum"):
+        paired_bootstrap([1.0, 0.0, 1.0], ["c1", "c1", "c2"], strata=["x", "y", "y"])
+    with pytest.raises(ValueError, match="strata has 2 keys"):
+        paired_bootstrap([1.0, 0.0, 1.0], strata=["x", "y"])
+
+
+def test_p_value_is_the_two_sided_share_of_resampled_means() -> None:
+    """The p-value, recomputed from the same resampled means by a plain loop."""
+    deltas = np.array(label_deltas(6, 52, 2))
+    result = paired_bootstrap(deltas, resamples=2000, seed=3)
+    totals, weights = bs._totals_by_index(deltas, np.ones(60), 2000, np.random.Generator(bs._python_mt(3)))
+    means = totals / weights
+    below = sum(1 for m in means if m <= 0)
+    above = sum(1 for m in means if m >= 0)
+    assert result.p_value == pytest.approx(min(1.0, 2 * min(below, above) / 2000))
+    assert paired_bootstrap([0.0] * 10).p_value == 1.0

@@ -89,3 +89,19 @@ def test_flip_rate_is_nan_without_repeats() -> None:
 def test_flip_rate_rejects_unknown_labels() -> None:
     with pytest.raises(ValueError, match="unknown label"):
         flip_rate([[C, "maybe"]])
+
+
+def test_majority_codes_agree_with_majority_label_on_every_count_vector() -> None:
+    """Every way of splitting up to 5 repeats over the four labels, against the scalar rule."""
+    import itertools
+
+    import numpy as np
+
+    from memrun.stats.labels import LABEL_ORDER, majority_codes
+
+    vectors = [v for v in itertools.product(range(6), repeat=4) if 1 <= sum(v) <= 5]
+    majority, stable = majority_codes(np.array(vectors))
+    for v, m, s in zip(vectors, majority, stable):
+        labels = [lab for lab, n in zip(LABEL_ORDER, v) for _ in range(n)]
+        assert LABEL_ORDER[m] == majority_label(labels), v
+        assert bool(s) == is_stable(labels), v

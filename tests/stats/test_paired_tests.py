@@ -90,3 +90,26 @@ def test_wilcoxon_rejects_bad_input() -> None:
         wilcoxon_signed_rank([0.1, 0.2], [0.1])
     with pytest.raises(ValueError, match="NaN"):
         wilcoxon_signed_rank([0.1, math.nan], [0.1, 0.2])
+
+
+def test_holm_by_hand() -> None:
+    from memrun.stats import holm
+
+    adjusted, reject = holm([0.01, 0.04, 0.03, 0.005], alpha=0.05)
+    # sorted: 0.005*4 = 0.02, 0.01*3 = 0.03, 0.03*2 = 0.06, 0.04*1 = 0.04 -> max-accumulated 0.06
+    assert adjusted.tolist() == pytest.approx([0.03, 0.06, 0.06, 0.02])
+    assert reject.tolist() == [True, False, False, True]
+    with pytest.raises(ValueError):
+        holm([1.5])
+
+
+def test_mcnemar_matches_scipy_binomtest() -> None:
+    from scipy import stats as sps
+
+    rng = np.random.default_rng(4)
+    for _ in range(20):
+        a = rng.random(200) < 0.6
+        b = rng.random(200) < rng.uniform(0.4, 0.8)
+        got = mcnemar_exact(a, b)
+        n = got.b01 + got.b10
+        assert got.p_value == pytest.approx(sps.binomtest(got.b01, n, 0.5).pvalue, rel=1e-9)
