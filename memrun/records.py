@@ -113,6 +113,9 @@ class Dataset:
         them before producing lazy groups; None otherwise (see :meth:`item_index`).
     task_averaged: report the mean over categories beside the overall mean (as
         LongMemEval's official metrics script does).
+    stratify_by: a row column that is a design stratum of the items (LongMemEval:
+        ``category``, the question type); ``memrun compare`` resamples clusters within
+        its values by default. None: no strata.
     """
 
     split: str
@@ -125,6 +128,7 @@ class Dataset:
     warnings: list[str] = field(default_factory=list)
     index: list[tuple[str, str]] | None = None
     task_averaged: bool = False
+    stratify_by: str | None = None
 
     @property
     def n_items(self) -> int | None:

@@ -33,7 +33,7 @@ def test_items_records_and_gold_at_both_granularities(tmp_path: Path) -> None:
     assert group.records[2].timestamp == D2 and group.records[2].session == "answer_q1_1"
     (item,) = group.items
     assert item.item_id == item.history_id == "q1"
-    assert item.category == item.cluster == "single-session-user"
+    assert item.category == "single-session-user" and item.cluster == "q1"  # questions are the units
     assert item.gold_keys == ("answer_q1_1_1",)
     assert item.gold_sessions == ("answer_q1_1",)
     assert item.extra["superseded_answer"] == "red"
@@ -200,10 +200,14 @@ def test_bad_split_roles_and_cluster_key_are_config_errors() -> None:
         LongMemEval(split="s", files=FILES, categories={}, cluster_by="session")
 
 
-def test_cluster_by_question_id(tmp_path: Path) -> None:
+def test_questions_are_clusters_stratified_by_type(tmp_path: Path) -> None:
+    """Each question has its own haystack: by default it is its own cluster and its type a
+    stratum; cluster_by=question_type clusters by type and declares no strata."""
     path = write_lme(tmp_path / "f.json", [question("q", [("s", DATE, [turn("user", "x", True)])], ["s"])])
-    _, (group,) = _load(path, cluster_by="question_id")
-    assert group.items[0].cluster == "q"
+    dataset, (group,) = _load(path)
+    assert group.items[0].cluster == "q" and dataset.stratify_by == "category"
+    dataset, (group,) = _load(path, cluster_by="question_type")
+    assert group.items[0].cluster == "single-session-user" and dataset.stratify_by is None
 
 
 def test_history_records_index_like_a_list(tmp_path: Path) -> None:

@@ -20,7 +20,10 @@ Mapping to memrun:
   turn id), text ``"<role>: <content>"``, timestamp = the session's date, session = the
   session id. Sessions are content-addressed (:mod:`memrun.benchmarks.sessions`);
 - one :class:`~memrun.records.Item` per question: category = question_type, cluster =
-  question_type (``cluster_by=question_id`` makes every question its own cluster),
+  question_id (each question has its own haystack, so questions are the independent
+  units; the dataset's ``stratify_by="category"`` tells ``memrun compare`` to resample
+  them within question types, a stratum, not a cluster; ``cluster_by=question_type``
+  clusters by type instead, 6 clusters, which the comparison then treats as few),
   answer as text (integers too), ``abstention`` for ``_abs`` ids, the optional
   ``superseded_answer`` field (a memrun extension; see :mod:`memrun.metrics.stale`)
   kept in ``extra``;
@@ -90,7 +93,8 @@ class LongMemEval:
         the pinned file.
     roles: the turn roles that become records (the official retrieval baselines index
         ``[user]`` only).
-    cluster_by: ``question_type`` or ``question_id`` (the bootstrap's cluster key).
+    cluster_by: ``question_id`` (default: every question its own cluster, stratified by
+        type) or ``question_type`` (the bootstrap's cluster key).
     categories: question_type -> label, in report order.
     expected_counts: question_type -> count in the published files (a warning when a
         full file differs).
@@ -104,7 +108,7 @@ class LongMemEval:
         categories: Mapping[str, str],
         path: str | None = None,
         roles: Sequence[str] = ROLES,
-        cluster_by: str = "question_type",
+        cluster_by: str = "question_id",
         expected_counts: Mapping[str, int] | None = None,
     ) -> None:
         if split not in files:
@@ -147,6 +151,8 @@ class LongMemEval:
             warnings=warnings,
             index=index,
             task_averaged=True,
+            # Questions are independent (each has its own haystack); their types are strata.
+            stratify_by="category" if self.cluster_by == "question_id" else None,
         )
 
     def _resolve(self, data_dir: Path) -> tuple[Path, str, list[str]]:

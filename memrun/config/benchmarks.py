@@ -86,7 +86,7 @@ class LongMemEvalConfig(SelectionConfig):
     files: Dict[str, LongMemEvalFileConfig] = MISSING
     path: Optional[str] = None
     roles: List[str] = field(default_factory=lambda: ["user", "assistant"])
-    cluster_by: str = "question_type"
+    cluster_by: str = "question_id"
     categories: Dict[str, str] = MISSING
     expected_counts: Optional[Dict[str, int]] = field(default_factory=dict)  # null: no check
 
