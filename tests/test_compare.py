@@ -267,6 +267,10 @@ def test_cli_on_two_real_locomo_runs(tmp_path, data_dir):
     assert d["verdict"]["exit_code"] == done.returncode
     o = d["overall"]
     assert o["n_items"] == 1982 and o["n_clusters"] == 10 and d["excluded"] == {"unscored": 4}
+    # 10 conversations are few clusters: the CR2 t(9) interval is computed and the wider one decides
+    assert o["small_clusters"]["df"] == 9
+    boot_width, cr2_width = o["bootstrap"]["high"] - o["bootstrap"]["low"], o["small_clusters"]["high"] - o["small_clusters"]["low"]
+    assert o["high"] - o["low"] == pytest.approx(max(boot_width, cr2_width))
     assert o["wins"] + o["ties"] + o["losses"] == 1982 and o["wins"] != o["losses"]
     assert list(d["per_category"]) == ["1", "2", "3", "4", "5"]
     assert d["per_category"]["2"]["label"] == "temporal"

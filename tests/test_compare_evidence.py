@@ -299,3 +299,25 @@ def test_damaged_run_files_are_one_line_exit_4(tmp_path, capsys):
     assert compare_main([str(ra), str(tmp_path / "c")]) == ExitCode.USAGE_ERROR
     err = capsys.readouterr().err
     assert "not a readable Parquet file" in err and err.count("\n") == 1
+
+
+@pytest.mark.realdata
+def test_real_locomo_slice_inside_one_conversation_is_unresolved(tmp_path, data_dir):
+    """The issue's input: bm25 vs bm25_nostop on LoCoMo's first 150 questions (one
+    conversation) printed PASS +1.4 [+1.4, +1.4]; it is unresolved for every metric."""
+    from conftest import run_dirs, run_memrun
+
+    done = run_memrun(["-m", "benchmark=locomo", "arm=bm25,bm25_nostop", "benchmark.limit=150", "progress=false"],
+                      tmp_path, {"MEMRUN_DATA_DIR": str(data_dir)})
+    assert done.returncode == 0, done.stderr
+    a, b = run_dirs(tmp_path / "outputs")
+    for metric in ("recall@5", "mrr"):
+        code = compare_main([str(a), str(b), "--metric", metric, "--format", "json"])
+        assert code == ExitCode.UNRESOLVED, metric
+
+
+def test_bad_arguments_with_json_still_write_a_json_document(capsys):
+    with pytest.raises(SystemExit) as exc:
+        compare_main(["only-one", "--format", "json"])
+    assert exc.value.code == ExitCode.USAGE_ERROR
+    assert json.loads(capsys.readouterr().out)["outcome"] == "usage_error"
