@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import json
 from collections.abc import Sequence
 from dataclasses import dataclass
 from pathlib import Path
@@ -11,7 +12,7 @@ import pyarrow.parquet as pq
 
 from memrun.errors import RunTableError
 from memrun.instrument import METADATA_KEY, Instrument
-from memrun.io.writer import ITEMS_FILE, PARTS_DIR
+from memrun.io.writer import ITEMS_FILE, PARTS_DIR, SHA256_KEY, SUMMARY_FILE, file_sha256
 
 
 @dataclass
@@ -62,14 +63,37 @@ def _read_table(path: Path, columns: Sequence[str] | None) -> pa.Table:
         if columns is not None:
             present = set(pq.read_schema(path).names)
             columns = [c for c in columns if c in present]
-        return pq.read_table(path, columns=columns)
-    except (pa.ArrowException, OSError) as exc:
+        table = pq.read_table(path, columns=columns, page_checksum_verification=True)
+        table.schema.names  # noqa: B018 - a damaged footer can hold names that are not UTF-8
+        return table
+    except (pa.ArrowException, OSError, UnicodeDecodeError) as exc:
         raise RunTableError(f"{path}: not a readable Parquet file, damaged or truncated? ({exc})") from exc
 
 
 def _read_file(path: Path, columns: Sequence[str] | None = None) -> RunTable:
+    _check_recorded_sha256(path)
     table = _read_table(path, columns)
     return RunTable(path, table, _instrument(table.schema, path), complete=True)
+
+
+def _check_recorded_sha256(path: Path) -> None:
+    """Compare ``path`` with the sha256 its run recorded in ``summary.json`` beside it.
+
+    Page checksums catch most damage; this catches the rest (a changed footer, a file
+    replaced by another run's). Runs from before the key existed are not checked.
+    Raises RunTableError naming the file when they differ.
+    """
+    summary = path.parent / SUMMARY_FILE
+    if path.name != ITEMS_FILE or not summary.is_file():
+        return
+    try:
+        recorded = json.loads(summary.read_text()).get(SHA256_KEY)
+    except (OSError, ValueError, AttributeError):
+        return  # an unreadable summary says nothing about the table
+    if recorded and file_sha256(path) != recorded:
+        raise RunTableError(f"{path}: its sha256 differs from the one its run recorded in {SUMMARY_FILE} "
+                            f"({recorded[:12]}...); the file was changed or damaged after the run: "
+                            "re-run or restore it")
 
 
 def _instrument(schema: pa.Schema, path: Path) -> Instrument:

@@ -12,10 +12,16 @@ removes the parts. :func:`memrun.io.reader.read_run` reads either form.
 Parts are written by one background thread, in order: encoding a part takes up to tens
 of ms, and on the accuracy axis the caller is the event loop that every in-flight call
 is waiting on. A failed write is raised by the next ``flush``, ``wait`` or ``close``.
+
+Every file is written with Parquet page checksums (CRC32), which the reader verifies: a
+flipped bit in the data fails the read instead of changing a value. ``close`` also
+records the finished file's sha256 (:attr:`ItemsWriter.sha256`), which the run saves in
+``summary.json`` as :data:`SHA256_KEY` and the reader checks.
 """
 
 from __future__ import annotations
 
+import hashlib
 import shutil
 import time
 from collections.abc import Mapping
@@ -31,6 +37,17 @@ from memrun.instrument import METADATA_KEY, Instrument
 
 ITEMS_FILE = "items.parquet"
 PARTS_DIR = "items.parts"
+SUMMARY_FILE = "summary.json"  # the run-level figures, beside items.parquet
+SHA256_KEY = "items_sha256"  # summary.json: the sha256 of the finished items.parquet
+
+
+def file_sha256(path: Path) -> str:
+    """Hex sha256 of a file's bytes, read in 1 MiB blocks."""
+    digest = hashlib.sha256()
+    with open(path, "rb") as handle:
+        for block in iter(lambda: handle.read(1 << 20), b""):
+            digest.update(block)
+    return digest.hexdigest()
 
 
 class ItemsWriter:
@@ -70,6 +87,7 @@ class ItemsWriter:
         self._pool = ThreadPoolExecutor(max_workers=1, thread_name_prefix="memrun-writer")
         self._pending: list[Future[None]] = []
         self.rows_written = 0
+        self.sha256: str | None = None  # of items.parquet, once close() wrote it
 
     def _with_metadata(self) -> pa.Schema:
         return self.schema.with_metadata({METADATA_KEY: self.instrument.to_json().encode()})
@@ -94,7 +112,7 @@ class ItemsWriter:
     def _write_part(self, rows: list[Mapping[str, Any]], schema: pa.Schema, name: Path) -> None:
         table = pa.Table.from_pylist(rows, schema=schema)
         tmp = name.with_suffix(".tmp")
-        pq.write_table(table, tmp)
+        pq.write_table(table, tmp, write_page_checksum=True)
         tmp.replace(name)
         self._tables.append(table)  # parts finish in order: one thread
         self.rows_written += len(rows)
@@ -115,6 +133,7 @@ class ItemsWriter:
         """Merge the parts and the buffered rows into ``items.parquet`` (with the instrument), return its path.
 
         The buffered rows go straight into the merged file, not through a last part.
+        Sets :attr:`sha256` to the written file's sha256.
         """
         try:
             self.wait()
@@ -128,7 +147,8 @@ class ItemsWriter:
         table = table.replace_schema_metadata({METADATA_KEY: self.instrument.to_json().encode()})
         target = self.folder / ITEMS_FILE
         tmp = target.with_suffix(".tmp")
-        pq.write_table(table, tmp)
+        pq.write_table(table, tmp, write_page_checksum=True)
+        self.sha256 = file_sha256(tmp)
         tmp.replace(target)
         shutil.rmtree(self.parts, ignore_errors=True)
         return target
