@@ -2,7 +2,14 @@ import math
 
 import pytest
 
-from memrun.metrics.retrieval import aggregate, item_column_for, item_columns, score_item
+from memrun.metrics.retrieval import (
+    aggregate,
+    distinct_ranking,
+    item_column_for,
+    item_columns,
+    measured_ks,
+    score_item,
+)
 
 NO = frozenset()
 
@@ -75,3 +82,16 @@ def test_item_column_for(metric, column):
 def test_item_column_for_rejects(bad):
     with pytest.raises(ValueError, match="unknown retrieval metric"):
         item_column_for(bad)
+
+
+def test_distinct_ranking_keeps_first_occurrences() -> None:
+    assert distinct_ranking(["a", "a", "b", "a", "c", "b"]) == [0, 2, 4]
+    assert distinct_ranking([]) == []
+
+
+def test_measured_ks_and_unmeasured_columns_are_null() -> None:
+    assert measured_ks((1, 5, 20), 10) == (1, 5) and measured_ks((1, 5), None) == (1, 5)
+    columns = item_columns(score_item([m("a")], 1, measured_ks((1, 20), 10)), (1, 20))
+    assert columns["hit_at_1"] is True and columns["hit_at_20"] is None and columns["ndcg_at_20"] is None
+    agg = aggregate([columns, columns], (1, 20))
+    assert agg["recall@1"] == 1.0 and agg["recall@20"] is None and agg["precision@20"] is None

@@ -7,6 +7,19 @@ least one of the item's gold keys (see :func:`memrun.records.gold_matches`). Ran
 1-based. An item without gold keys has no retrieval score (all fields None) and is left
 out of every mean; the run counts such items.
 
+**Each key is credited once, at its first rank.** An arm's hits are first reduced to
+their distinct keys in order of first appearance (:func:`distinct_ranking`): a later
+hit repeating a key is dropped from the ranking and occupies no rank position, as
+trec_eval-like tools treat a duplicate document. So an arm that returns its best record
+five times has a ranking of one hit: recall@K, recall_all@K, MRR and nDCG@K read that
+one hit, and precision@K divides by the distinct hits within the top K (one), not by
+five. The run counts items whose hits repeat a key (``arm_checks.duplicate_keys`` in
+``summary.json``) and warns.
+
+**Metrics @K need K hits.** An arm asked for ``top_k`` hits cannot be measured at a
+cut-off K > ``top_k``: those columns are None (not a number read from fewer hits),
+see :func:`measured_ks`.
+
 Two gold granularities: the item's ``gold_keys`` (records, e.g. LongMemEval turns) give
 the unprefixed columns; its ``gold_sessions`` give the same columns prefixed
 ``session_``, scored on the ranking of the *distinct sessions* of the hits in order of
@@ -109,6 +122,26 @@ def score_item(
     )
 
 
+def distinct_ranking(keys: Iterable[str]) -> list[int]:
+    """Positions (0-based) of the first occurrence of each distinct key, in rank order.
+
+    keys: hit keys in rank order. ``["a", "a", "b", "a"]`` gives ``[0, 2]``: the
+    ranking that every metric reads is ``a`` at rank 1 and ``b`` at rank 2.
+    """
+    seen: set[str] = set()
+    positions: list[int] = []
+    for i, key in enumerate(keys):
+        if key not in seen:
+            seen.add(key)
+            positions.append(i)
+    return positions
+
+
+def measured_ks(ks: Iterable[int], top_k: int | None) -> tuple[int, ...]:
+    """The cut-offs K that ``top_k`` hits can measure (K <= top_k; all when top_k is None)."""
+    return tuple(k for k in ks if top_k is None or k <= top_k)
+
+
 def session_ranking(hit_keys: Iterable[str], session_of: Mapping[str, str | None]) -> list[str]:
     """The distinct sessions of ranked hits, in order of first appearance.
 
@@ -162,7 +195,8 @@ def item_columns(
 ) -> dict[str, object]:
     """Flatten an :class:`ItemRetrieval` into one granularity's columns (None when unscored).
 
-    prefix: ``""`` for record gold, ``"session_"`` for session gold.
+    prefix: ``""`` for record gold, ``"session_"`` for session gold. A K of ``ks`` that
+    ``score`` was not computed at (K > top_k, :func:`measured_ks`) gives None columns.
     """
     ks = tuple(ks)
     if score is None:
@@ -175,7 +209,7 @@ def item_columns(
         ("ndcg", score.ndcg),
     ):
         for k in ks:
-            out[f"{prefix}{name}_at_{k}"] = values[k]
+            out[f"{prefix}{name}_at_{k}"] = values.get(k)
     return out
 
 
@@ -227,7 +261,8 @@ def aggregate(
     Returns ``n_scored`` plus recall@K (share of items with a relevant hit in the top K),
     recall_all@K, precision@K, ndcg@K for each K, ``mrr`` (mean reciprocal rank, 0 for an
     item with no relevant hit) and ``rank@1`` (= recall@1). Means are fractions in
-    [0, 1], None when no item was scored.
+    [0, 1], None when no item was scored or when a scored item's column is None (a
+    cut-off K beyond the arm's top_k is not measured).
     """
     ks = tuple(ks)
     scored = [r for r in rows if r.get(f"{prefix}rr") is not None]
@@ -235,7 +270,10 @@ def aggregate(
     out: dict[str, float | int | None] = {"n_scored": n}
 
     def mean(col: str) -> float | None:
-        return sum(float(r[prefix + col]) for r in scored) / n if n else None  # type: ignore[arg-type]
+        values = [r.get(prefix + col) for r in scored]
+        if not n or any(v is None for v in values):
+            return None
+        return sum(float(v) for v in values) / n  # type: ignore[arg-type]
 
     out["mrr"] = mean("rr")
     for k in ks:
