@@ -12,7 +12,7 @@ from omegaconf import OmegaConf
 
 from memrun.benchmarks.corrections import load_corrections
 from memrun.benchmarks.locomo import LoCoMo
-from memrun.benchmarks.selection import Selection, select, selection_from_config
+from memrun.benchmarks.selection import Selection, apply_selection, select, selection_from_config
 from memrun.benchmarks.synthetic import Synthetic
 from memrun.errors import ConfigError
 from memrun.records import Dataset, Group, Item, Record
@@ -65,6 +65,21 @@ def test_limit_stops_reading_lazy_groups() -> None:
     picked = select(dataset, Selection(limit=3, categories=frozenset({"odd"})))
     assert _ids(picked) == ["i1", "i3", "i5"]
     assert groups.produced == 6  # stopped after the third kept item, not at 100
+
+
+def test_a_limit_that_keeps_every_item_is_dropped_with_a_warning() -> None:
+    dataset, _ = _lazy(10)
+    picked, applied = apply_selection(dataset, Selection(categories=frozenset({"odd"}), limit=5))
+    assert _ids(picked) == ["i1", "i3", "i5", "i7", "i9"]  # five odd items: the limit keeps them all
+    assert applied == Selection(categories=frozenset({"odd"})) and applied.describe() == "category=odd"
+    assert picked.warnings == ["benchmark.limit=5 keeps all 5 items left after slicing and sampling: it is no slice, "
+                               "so the run's slice does not name it"]
+    dataset, _ = _lazy(10)
+    picked, applied = apply_selection(dataset, Selection(categories=frozenset({"odd"}), limit=4))
+    assert applied.describe() == "category=odd;limit=4" and picked.n_items == 4 and picked.warnings == []
+    dataset, _ = _lazy(10)
+    picked, applied = apply_selection(dataset, Selection(limit=100000))
+    assert applied.describe() is None and applied.empty and picked.n_items == 10
 
 
 def test_sample_is_seeded_and_independent_of_file_order() -> None:

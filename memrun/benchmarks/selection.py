@@ -10,7 +10,10 @@ order:
 3. ``benchmark.sample``: ``n`` items drawn without replacement under ``seed``: the
    ``n`` items whose sha256 of ``"<seed>:<item id>"`` is smallest, so a sample does
    not depend on file order and stays stable when other items are added or dropped;
-4. ``benchmark.limit``: the first ``limit`` remaining items in file order.
+4. ``benchmark.limit``: the first ``limit`` remaining items in file order. A limit that
+   keeps every remaining item (``limit`` >= their count) is no slice: it is dropped
+   from the selection as applied, with a warning, so the run's ``slice`` does not
+   change (:func:`apply_selection`).
 
 The result is summed up in one canonical string (:meth:`Selection.describe`), e.g.
 ``category=knowledge-update;sample=100,seed=0;limit=20``; it is the instrument's
@@ -19,6 +22,7 @@ The result is summed up in one canonical string (:meth:`Selection.describe`), e.
 
 from __future__ import annotations
 
+import dataclasses
 import hashlib
 from collections.abc import Iterable, Iterator, Mapping
 from dataclasses import dataclass
@@ -124,7 +128,17 @@ def sample_ids(ids: Iterable[str], n: int, seed: int) -> set[str]:
 
 
 def select(dataset: Dataset, selection: Selection) -> Dataset:
-    """Apply ``selection`` to ``dataset`` (see the module docstring); return the selected Dataset.
+    """The selected Dataset of :func:`apply_selection`."""
+    return apply_selection(dataset, selection)[0]
+
+
+def apply_selection(dataset: Dataset, selection: Selection) -> tuple[Dataset, Selection]:
+    """Apply ``selection`` to ``dataset`` (see the module docstring).
+
+    Returns the selected Dataset and the selection as applied: ``selection`` itself, or
+    without its ``limit`` when the limit keeps every item left after the other
+    selections (a warning then joins the dataset's warnings). Its
+    :meth:`Selection.describe` is the run's ``slice``.
 
     Lazy groups stay lazy: items are filtered and corrected as groups are produced,
     and iteration stops once every selected item was produced (a limit reads only
@@ -134,13 +148,19 @@ def select(dataset: Dataset, selection: Selection) -> Dataset:
     is left to sample from.
     """
     if selection.empty:
-        return dataset
+        return dataset, selection
     groups = dataset.groups
     index = dataset.item_index()
     if index is None:  # lazy groups without an index: one pass to list their items
         groups = _replayable(groups)
         index = [(item.item_id, item.category) for group in groups for item in group.items]
-    keep = _keep(index, selection, dataset.split)
+    keep, n_eligible = _keep(index, selection, dataset.split)
+    if selection.limit is not None and selection.limit >= n_eligible:
+        dataset.warnings.append(
+            f"benchmark.limit={selection.limit} keeps all {n_eligible} items left after slicing and sampling: "
+            "it is no slice, so the run's slice does not name it"
+        )
+        selection = dataclasses.replace(selection, limit=None)
     corrections = dict(selection.corrections.by_id) if selection.corrections else {}
     present = {item_id for item_id, _ in index}
     if selection.corrections:
@@ -161,11 +181,11 @@ def select(dataset: Dataset, selection: Selection) -> Dataset:
         warnings=dataset.warnings,
         index=[(i, c) for i, c in index if i in keep],
         task_averaged=dataset.task_averaged,
-    )
+    ), selection
 
 
-def _keep(index: list[tuple[str, str]], selection: Selection, split: str) -> set[str]:
-    """The ids of the items the selection keeps."""
+def _keep(index: list[tuple[str, str]], selection: Selection, split: str) -> tuple[set[str], int]:
+    """The ids of the items the selection keeps, and how many were left before the limit."""
     present = {item_id for item_id, _ in index}
     if selection.ids is not None:
         missing = sorted(selection.ids - present)
@@ -194,9 +214,10 @@ def _keep(index: list[tuple[str, str]], selection: Selection, split: str) -> set
             )
         chosen = sample_ids(eligible, selection.sample, selection.sample_seed)
         eligible = [i for i in eligible if i in chosen]
+    n_eligible = len(eligible)
     if selection.limit is not None:
         eligible = eligible[: selection.limit]
-    return set(eligible)
+    return set(eligible), n_eligible
 
 
 class _Selected:
