@@ -11,8 +11,10 @@ Two formats (``format=auto`` picks by the path):
 
 Ids are matched to :attr:`memrun.records.Item.item_id`. The arm retrieves nothing
 (``search`` returns no hits; ``describe`` says ``search_mode=none``, so the run refuses
-``axis=recall`` in one line); the accuracy axis asks :meth:`AnswersFileArm.answer_for`
-instead of calling a reader.
+``axis=recall`` in one line, scores no retrieval and blames no retrieval stage); the
+accuracy axis asks :meth:`AnswersFileArm.answer_for` instead of calling a reader, and
+reports the answer coverage and the ids naming no item (:meth:`AnswersFileArm.unknown_ids`;
+below the run's ``min_coverage`` the headline is partial and the run exits 2).
 """
 
 from __future__ import annotations
@@ -143,6 +145,15 @@ class AnswersFileArm:
         ids = {item.item_id for item in items}
         answered = {key for key, repeat in self.answers if repeat == 0}
         return {"matched": len(ids & answered), "missing": len(ids - answered), "unused": len(answered - ids)}
+
+    def unknown_ids(self, item_ids: Iterable[str]) -> list[str]:
+        """The file's ids (any repeat) naming none of ``item_ids``, sorted.
+
+        item_ids: every item id of the benchmark, before any slice (answers for items
+        a slice left out are expected, not unknown). The run reports them.
+        """
+        known = set(item_ids)
+        return sorted({key for key, _ in self.answers if key not in known})
 
     def describe(self) -> dict[str, Any]:
         """``search_mode=none`` (the run refuses ``axis=recall``) and the file's identity."""

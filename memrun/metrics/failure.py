@@ -13,6 +13,11 @@ benchmark methodology defines it (failure taxonomy):
    or the gold is phrased differently from the history).
 
 "Verbatim" compares SQuAD-normalized text (lower case, no punctuation or articles).
+
+A stage the arm did not run is never blamed: an arm that retrieves nothing
+(``search_mode=none``, e.g. answers from a file) has no retrieval score (``recalled``
+None) and no excerpts, so only an answered abstention item gets a stage (``reader``);
+any other miss is None, since nothing tells where its answer was lost.
 """
 
 from __future__ import annotations
@@ -44,6 +49,8 @@ def failure_stage(
         return "reader"
     if recalled is False:
         return "retrieval_ranking"
+    if recalled is None and not excerpts and not raw:
+        return None  # nothing was retrieved and nothing is scored: no stage to blame
     needle = squad_normalize(gold or "")
     if not needle:
         return None

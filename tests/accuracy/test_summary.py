@@ -79,3 +79,6 @@ def test_failure_stage_in_pipeline_order():
     assert failure_stage(recalled=True, abstention=False, gold="7 May 2023", excerpts=["yesterday"], raw=["yesterday"]) == "not_verbatim"
     assert failure_stage(recalled=False, abstention=True, gold=None, excerpts=[], raw=[]) == "reader"
     assert failure_stage(recalled=True, abstention=False, gold=None, excerpts=["x"], raw=["x"]) is None
+    # an arm that retrieves nothing (answers from a file): no stage it did not run is blamed
+    assert failure_stage(recalled=None, abstention=False, gold="Paris", excerpts=[], raw=[]) is None
+    assert failure_stage(recalled=None, abstention=True, gold=None, excerpts=[], raw=[]) == "reader"
