@@ -11,20 +11,29 @@ from __future__ import annotations
 import json
 import time
 from dataclasses import dataclass, field
-from collections.abc import Mapping, Sequence
+from collections.abc import Iterator, Mapping, Sequence
 from typing import Any
 
-from memrun.arms import BYPASS_MODES, Arm
+from memrun.arms import Arm
 from memrun.errors import ArmError
-from memrun.metrics.retrieval import SESSION_PREFIX, item_columns, score_item, score_sessions
+from memrun.metrics.retrieval import (
+    SESSION_PREFIX,
+    distinct_ranking,
+    item_columns,
+    measured_ks,
+    score_item,
+    score_sessions,
+)
 from memrun.records import Dataset, GoldMatch, Group, Hit, Item, gold_matches
 
 
 @dataclass(frozen=True)
 class Retrieved:
     """One item after retrieval: its hits (None when retrieval failed), search latency in
-    ms, the retrieval error, the arm's own answer when the arm answers itself, and its
-    group's record -> session map (for session gold)."""
+    ms, the retrieval error, the arm's own answer when the arm answers itself, its
+    group's record -> session map (for session gold), and what the run checks hits
+    against: ``history``, the record keys and session ids of the item's history, and
+    ``n_records``, how many records it holds."""
 
     item: Item
     hits: list[Hit] | None
@@ -32,16 +41,30 @@ class Retrieved:
     error: str | None
     arm_answer: str | None = None
     session_of: Mapping[str, str | None] = field(default_factory=dict)  # record key -> session (session gold)
+    history: frozenset[str] = frozenset()
+    n_records: int = 0
 
 
-def make_row(run_id: str, item: Item, dataset: Dataset, hits: list[Hit] | None, latency_ms: float | None,
-         error: str | None, ks: Sequence[int], session_of: dict[str, str | None]) -> dict[str, Any]:
+def make_row(run_id: str, r: Retrieved, dataset: Dataset, ks: Sequence[int], top_k: int | None = None,
+             scored: bool = True) -> dict[str, Any]:
+    """The retrieval part of one item's row (columns of :mod:`memrun.io.schema`).
+
+    Metrics read the hits' distinct keys in order of first appearance
+    (:func:`memrun.metrics.retrieval.distinct_ranking`); ``retrieved_keys``,
+    ``retrieved_scores`` and ``n_retrieved`` keep what the arm returned. Metric columns
+    at a K > ``top_k`` are None (not measured), and all of them are None when
+    ``scored`` is False (an arm that retrieves nothing, ``search_mode=none``).
+    """
+    item, hits = r.item, r.hits
     scores = session_scores = None
-    if hits is not None and item.gold_keys:
-        matches = [gold_matches(h, item.gold_keys, dataset.gold_match) for h in hits]
-        scores = score_item(matches, len(set(item.gold_keys)), ks)
-    if hits is not None and item.gold_sessions:
-        session_scores = score_sessions([h.key for h in hits], session_of, item.gold_sessions, ks)
+    if hits is not None and scored:
+        distinct = [hits[i] for i in distinct_ranking(h.key for h in hits)]
+        measured = measured_ks(ks, top_k)
+        if item.gold_keys:
+            matches = [gold_matches(h, item.gold_keys, dataset.gold_match) for h in distinct]
+            scores = score_item(matches, len(set(item.gold_keys)), measured)
+        if item.gold_sessions:
+            session_scores = score_sessions([h.key for h in distinct], r.session_of, item.gold_sessions, measured)
     return {
         "run_id": run_id,
         "item_id": item.item_id,
@@ -59,43 +82,13 @@ def make_row(run_id: str, item: Item, dataset: Dataset, hits: list[Hit] | None, 
         "retrieved_keys": None if hits is None else [h.key for h in hits],
         "retrieved_scores": None if hits is None else [h.score for h in hits],
         "n_retrieved": None if hits is None else len(hits),
-        "search_latency_ms": latency_ms,
-        "error": error,
+        "search_latency_ms": r.latency_ms,
+        "error": r.error,
         "gold_sessions": list(item.gold_sessions),
         "abstention": item.abstention,
         **item_columns(scores, ks),
         **item_columns(session_scores, ks, SESSION_PREFIX),
     }
-
-
-def arm_checks(rows: Sequence[dict[str, Any]], history_sizes: Mapping[str, int], top_k: int,
-               search_mode: str | None) -> tuple[dict[str, int], list[str]]:
-    """Count the items whose ranking is not a top-k retrieval, and say so once each.
-
-    rows: the run's rows (repeat 0 is counted); history_sizes: item_id -> records in its
-    history (items missing from it are not counted there).
-    ``over_top_k``: items whose arm returned more than ``top_k`` hits.
-    ``history_within_top_k``: items whose history has at most ``top_k`` records, so
-    retrieval is bypassed (any arm may return the whole history). Arms whose
-    ``search_mode`` is in :data:`memrun.arms.BYPASS_MODES` get one line saying so instead.
-    Errored rows are not counted. Returns (counts, warning lines).
-    """
-    done = [r for r in rows if r.get("error") is None and not r.get("repeat")]
-    counts = {
-        "over_top_k": sum(1 for r in done if (r["n_retrieved"] or 0) > top_k),
-        "history_within_top_k": sum(1 for r in done if history_sizes.get(r["item_id"], top_k + 1) <= top_k),
-    }
-    if search_mode in BYPASS_MODES:
-        return counts, [f"search_mode={search_mode} does not rank: its retrieval figures are not a retrieval result"]
-    warnings = []
-    if counts["over_top_k"]:
-        warnings.append(f"the arm returned more than top_k={top_k} hits on {counts['over_top_k']} of {len(done)} items")
-    if counts["history_within_top_k"]:
-        warnings.append(
-            f"top_k={top_k} >= the number of records in the history for {counts['history_within_top_k']} of "
-            f"{len(done)} items: retrieval is bypassed there"
-        )
-    return counts, warnings
 
 
 def sessions_of(group: Group) -> dict[str, str | None]:
@@ -146,12 +139,18 @@ def check_hits(arm: Arm, result: Any) -> list[Hit]:
     return hits
 
 
-def retrieve_group(arm: Arm, group: Group, top_k: int, gold_match: GoldMatch) -> list[Retrieved]:
-    """Ingest a group and search each item (and take the arm's own answer when it has one)."""
+def history_keys(group: Group) -> frozenset[str]:
+    """The keys a hit may name for the group's items: its record keys and session ids."""
+    return frozenset(r.key for r in group.records) | frozenset(r.session for r in group.records if r.session)
+
+
+def iter_group(arm: Arm, group: Group, top_k: int, gold_match: GoldMatch, answers: bool = False) -> Iterator[Retrieved]:
+    """Ingest a group, then search each item as it is asked for (and, with ``answers``,
+    take the arm's own answer when it has ``answer_for``)."""
     ingest_error = ingest(arm, group)
     session_of = sessions_of(group)
-    answer_for = getattr(arm, "answer_for", None)
-    out = []
+    known = history_keys(group)
+    answer_for = getattr(arm, "answer_for", None) if answers else None
     for item in group.items:
         hits, latency, error = (None, None, ingest_error) if ingest_error else search(arm, item, top_k, gold_match)
         answer = None
@@ -160,5 +159,9 @@ def retrieve_group(arm: Arm, group: Group, top_k: int, gold_match: GoldMatch) ->
                 answer = answer_for(item)
             except Exception as exc:  # noqa: BLE001
                 error = f"answer_for: {type(exc).__name__}: {exc}"
-        out.append(Retrieved(item, hits, latency, error, answer, session_of))
-    return out
+        yield Retrieved(item, hits, latency, error, answer, session_of, known, len(group.records))
+
+
+def retrieve_group(arm: Arm, group: Group, top_k: int, gold_match: GoldMatch) -> list[Retrieved]:
+    """Ingest a group and search each item (and take the arm's own answer when it has one)."""
+    return list(iter_group(arm, group, top_k, gold_match, answers=True))

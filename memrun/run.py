@@ -21,6 +21,7 @@ from typing import TYPE_CHECKING, Any
 
 from omegaconf import DictConfig, OmegaConf
 from rich.console import Console
+from rich.markup import escape
 from rich.progress import BarColumn, MofNCompleteColumn, Progress, TextColumn, TimeElapsedColumn
 
 import memrun
@@ -28,19 +29,20 @@ from memrun.arms import DESCRIBE_KEYS, Arm, describe
 from memrun.background import in_background
 from memrun.benchmarks import Benchmark
 from memrun.benchmarks.download import data_dir
-from memrun.benchmarks.selection import select, selection_from_config
-from memrun.config import ARM_RESERVED_KEYS, BENCHMARK_RESERVED_KEYS, Axis
+from memrun.benchmarks.selection import Selection, apply_selection, selection_from_config
+from memrun.checks import HitChecks, RunWarnings, coverage_warnings, cutoff_warning, refuse_unmeasured
+from memrun.config import ARM_RESERVED_KEYS, BENCHMARK_RESERVED_KEYS, Axis, cutoffs, default_top_k
 from memrun.errors import ArmError, ConfigError, RunFailed
 from memrun.instrument import DENOMINATOR_RETRIEVAL, Instrument
 from memrun.io.schema import items_schema
 from memrun.io.writer import ItemsWriter
 from memrun.llm.endpoint import LiteralSecretError, check_no_secrets
 from memrun.metrics.by_category import summarize_by_granularity
-from memrun.metrics.retrieval import DEFAULT_KS
+from memrun.metrics.summary import not_measurable
 from memrun.plugins import build
 from memrun.records import Dataset
 from memrun.report.run_summary import print_retrieval_summary
-from memrun.retrieval import Retrieved, arm_checks, ingest, make_row, retrieve_group, search, sessions_of
+from memrun.retrieval import Retrieved, iter_group, make_row, retrieve_group
 
 if TYPE_CHECKING:  # the accuracy axis imports the openai SDK (~1 s): only when it runs
     from memrun.accuracy.setup import AccuracySetup
@@ -51,7 +53,7 @@ PROGRESS_SECONDS = 0.1
 
 def _warn(message: str) -> None:
     """A warning line on stderr (stdout carries the results)."""
-    _STDERR.print(f"[yellow]warning:[/] {message}", soft_wrap=True, highlight=False)
+    _STDERR.print(f"[yellow]warning:[/] {escape(message)}", soft_wrap=True, highlight=False)
 
 
 _STDERR = Console(stderr=True)
@@ -173,51 +175,42 @@ def execute(cfg: DictConfig, out_dir: Path, console: Console) -> dict[str, Any]:
 
     Returns the summary dict. Raises ConfigError / DataError / ArmError before any item
     runs when the config, data or arm is unusable; KeyboardInterrupt propagates after
-    the finished rows were written (status ``interrupted``).
+    the finished rows were written (status ``interrupted``). After the rows and summary
+    are written, raises RunFailed when every item failed, ArmError when the retrieval
+    metrics of a recall run are not measurable and DataError when an arm that answers
+    itself covers less than ``min_coverage`` of the items (:mod:`memrun.checks`).
     """
     t_start = time.perf_counter()
     commit = in_background(_git_commit)  # two git processes: waited for while the data loads
     accuracy = cfg.axis == Axis.accuracy
+    ks = cutoffs(cfg)  # first: the arms' ${memrun_top_k:} reads them
     try:
         check_no_secrets(cfg)
     except LiteralSecretError as exc:
         exc.scrub(out_dir)  # Hydra saved the composed config (and a sweep's multirun.yaml) before we ran
         raise
-    if cfg.get("stale_check") and not accuracy:
-        raise ConfigError("stale_check=true labels judged answers; it needs axis=accuracy")
-    raw_ks = cfg.ks if cfg.get("ks") is not None else (cfg.benchmark.get("ks") or DEFAULT_KS)
-    ks = sorted({int(k) for k in raw_ks})
-    if not ks or ks[0] < 1:
-        raise ConfigError(f"ks={list(raw_ks)}: cut-offs must be positive integers")
-    top_k = _positive_int(cfg.arm.get("top_k", max(ks)), "arm.top_k")
-    _positive_int(cfg.get("repeats", 1), "repeats")
+    top_k = _check_settings(cfg, accuracy)
     selection = selection_from_config(cfg.benchmark)
     benchmark: Benchmark = build(cfg.benchmark, BENCHMARK_RESERVED_KEYS, "benchmark")
     arm: Arm = build(cfg.arm, ARM_RESERVED_KEYS, "arm")
     for method in ("ingest", "search", "close"):
         if not callable(getattr(arm, method, None)):
             raise ArmError(f"arm: {cfg.arm._target_} has no {method}() method; see memrun.arms.Arm")
-    if top_k < max(ks) and not accuracy:
-        _warn(
-            f"arm.top_k={top_k} < max(ks)={max(ks)}: metrics @K for K > {top_k} see only "
-            f"{top_k} hits (and fewer sessions); set arm.top_k={max(ks)} or ks=[...] up to {top_k}"
-        )
+    warnings = RunWarnings(_warn)
     setup = None
     if accuracy:  # API keys, prompts, judges: checked before any work
         from memrun.accuracy.setup import build_setup
 
         setup = build_setup(cfg, arm)
-    for warning in setup.warnings if setup else []:
-        _warn(warning)
-
-    dataset = select(benchmark.load(data_dir(cfg.data_dir)), selection)
-    for warning in dataset.warnings:
-        _warn(warning)
+        warnings.show(*setup.warnings)
+    dataset, selection, benchmark_ids = _load(cfg, benchmark, selection)
     n_warned = len(dataset.warnings)
     run_id = f"{cfg.benchmark.name}-{cfg.arm.name}-{datetime.now():%Y%m%d-%H%M%S}-{uuid.uuid4().hex[:6]}"
     arm_fields = describe(arm)
-    if not accuracy and arm_fields.get("search_mode") == "none":
+    search_mode = arm_fields.get("search_mode")
+    if not accuracy and search_mode == "none":
         raise ConfigError(f"arm={cfg.arm.name} retrieves nothing (search_mode=none): run it with axis=accuracy")
+    warnings.show(*dataset.warnings, cutoff_warning(ks, top_k, search_mode))
     instrument = Instrument(
         axis=cfg.axis.value,
         benchmark=cfg.benchmark.name,
@@ -235,7 +228,7 @@ def execute(cfg: DictConfig, out_dir: Path, console: Console) -> dict[str, Any]:
         repeats=int(cfg.repeats),
         seed=int(cfg.seed),
         load_counts=dict(dataset.counts),
-        warnings=list(dataset.warnings) + (setup.warnings if setup else []),
+        warnings=list(warnings.lines),
         n_items=dataset.n_items,
         memrun_version=memrun.__version__,
         git_commit=commit.result(),
@@ -251,7 +244,7 @@ def execute(cfg: DictConfig, out_dir: Path, console: Console) -> dict[str, Any]:
     out_dir.mkdir(parents=True, exist_ok=True)
     writer = ItemsWriter(out_dir, items_schema(ks), instrument)
     rows: list[dict[str, Any]] = []
-    history_sizes: dict[str, int] = {}  # item_id -> records in its history (retrieval axis), for arm_checks
+    checks = HitChecks(top_k, search_mode, dataset.gold_match)
     stopped: str | None = None
 
     def emit(row: dict[str, Any]) -> None:
@@ -260,25 +253,17 @@ def execute(cfg: DictConfig, out_dir: Path, console: Console) -> dict[str, Any]:
         if row.get("error"):
             instrument.n_errors += 1
 
+    def item_row(r: Retrieved) -> dict[str, Any]:
+        checks.observe(r)  # once per item, on both axes
+        return make_row(run_id, r, dataset, ks, top_k, scored=search_mode != "none")
+
     label = f"{cfg.benchmark.name} x {cfg.arm.name}"
     try:
         with _progress(console, bool(cfg.progress), calls=accuracy) as progress:
             if setup:
-                def accuracy_row(r: Retrieved) -> dict[str, Any]:
-                    return make_row(run_id, r.item, dataset, r.hits, r.latency_ms, r.error, ks, r.session_of)
-
-                stopped = _run_accuracy(setup, dataset, arm, top_k, accuracy_row, emit, progress, label)
+                stopped = _run_accuracy(setup, dataset, arm, top_k, item_row, emit, progress, label)
             else:
-                task = progress.add_task(label, total=dataset.n_items, errors=0)
-                for group in dataset.groups:
-                    session_of = sessions_of(group)
-                    ingest_error = ingest(arm, group)
-                    for item in group.items:
-                        history_sizes[item.item_id] = len(group.records)
-                        hits, latency, error = (
-                            (None, None, ingest_error) if ingest_error else search(arm, item, top_k, dataset.gold_match))
-                        emit(make_row(run_id, item, dataset, hits, latency, error, ks, session_of))
-                        progress.update(task, advance=1, errors=instrument.n_errors)
+                _run_recall(dataset, arm, top_k, item_row, emit, progress, label, instrument)
         instrument.status = "stopped" if stopped else "complete"
     except KeyboardInterrupt:
         instrument.status = "interrupted"
@@ -292,26 +277,25 @@ def execute(cfg: DictConfig, out_dir: Path, console: Console) -> dict[str, Any]:
         instrument.n_rows = len(rows)
         # Lazy groups finish their counts and warnings while they are produced.
         instrument.load_counts = dict(dataset.counts)
-        instrument.warnings = list(dataset.warnings) + (setup.warnings if setup else []) + \
-            ([close_error] if close_error else [])
         if instrument.n_items is None and instrument.status == "complete":
             instrument.n_items = len({r["item_id"] for r in rows})  # accuracy: rows are item x repeat
-        check_counts, check_warnings = arm_checks(rows, history_sizes, top_k, instrument.search_mode)
+        warnings.add(*dataset.warnings[n_warned:], close_error, *checks.warnings())
+        coverage = None
+        if setup and setup.reader is None:  # the arm answers itself
+            ids = benchmark_ids if benchmark_ids is not None else {r["item_id"] for r in rows}
+            coverage = checks.coverage(arm, ids, float(cfg.get("min_coverage", 0.95)))
         if setup and setup.reader:
             from memrun.llm.reader import emptied_context_warning
 
-            emptied = emptied_context_warning(rows, setup.reader.max_context_tokens)
-            check_warnings += [emptied] if emptied else []
-        instrument.warnings.extend(check_warnings)
+            warnings.add(emptied_context_warning(rows, setup.reader.max_context_tokens))
+        warnings.add(*(coverage_warnings(coverage) if coverage else []))
+        instrument.warnings = list(warnings.lines)
         writer.close()
         if setup:
-            summary = _accuracy_summary(rows, setup, dataset, ks, instrument, stopped)
+            summary = _accuracy_summary(rows, setup, dataset, ks, instrument, stopped, checks, coverage)
             setup.redactor.files(out_dir)
         else:
-            summary = summarize_by_granularity(
-                rows, ks=ks, categories=dataset.categories, comparable_categories=dataset.comparable_categories,
-                task_averaged=dataset.task_averaged,
-            )
+            summary = _retrieval_summary(rows, dataset, ks, checks)
         summary.update(
             run_id=run_id,
             status=instrument.status,
@@ -322,12 +306,11 @@ def execute(cfg: DictConfig, out_dir: Path, console: Console) -> dict[str, Any]:
             corrections_sha256=instrument.corrections_sha256,
             load_counts=dataset.counts,
             pipeline_seconds=time.perf_counter() - t_start,
-            arm_checks=check_counts,
-            warnings=check_warnings,
+            arm_checks=dict(checks.counts),
+            warnings=list(warnings.lines),
         )
         (out_dir / SUMMARY_FILE).write_text(json.dumps(summary, indent=2) + "\n")
-    for warning in [*dataset.warnings[n_warned:], *check_warnings, *([close_error] if close_error else [])]:
-        _warn(warning)
+    warnings.show()
     if setup:
         from memrun.report.accuracy_summary import print_accuracy_summary
 
@@ -338,7 +321,50 @@ def execute(cfg: DictConfig, out_dir: Path, console: Console) -> dict[str, Any]:
             load_counts=dataset.counts, out_dir=str(out_dir),
         )
     _report_errors(rows)
+    refuse_unmeasured(cfg.arm.name, summary, out_dir)
     return summary
+
+
+def _check_settings(cfg: DictConfig, accuracy: bool) -> int:
+    """Check the run-wide settings before any work; return ``arm.top_k``.
+
+    ``arm.top_k`` unset or null takes :func:`memrun.config.default_top_k`. Raises
+    ConfigError for a non-positive top_k or repeats, repeats > 1 on axis=recall (a
+    search is made and scored once per item, so repeats would be recorded and
+    ignored), a min_coverage outside [0, 1], and stale_check off the accuracy axis.
+    """
+    if cfg.get("stale_check") and not accuracy:
+        raise ConfigError("stale_check=true labels judged answers; it needs axis=accuracy")
+    repeats = _positive_int(cfg.get("repeats", 1), "repeats")
+    if repeats > 1 and not accuracy:
+        raise ConfigError(
+            f"repeats={repeats}: axis=recall searches and scores each item once, so repeats would be ignored; "
+            "repeats is for axis=accuracy (reader and judge). Drop it, or run the two axes as separate commands"
+        )
+    coverage = cfg.get("min_coverage", 0.95)
+    if not isinstance(coverage, (int, float)) or not 0 <= coverage <= 1:
+        raise ConfigError(f"min_coverage={coverage}: must be a share between 0 and 1 (0.95: 95% of the items)")
+    top_k = cfg.arm.get("top_k")
+    return default_top_k(cfg) if top_k is None else _positive_int(top_k, "arm.top_k")
+
+
+def _load(cfg: DictConfig, benchmark: Benchmark, selection: Selection) -> tuple[Dataset, Selection, list[str] | None]:
+    """The selected dataset, the selection as applied, and every item id of the benchmark
+    before selection (None when its lazy groups come without an index)."""
+    loaded = benchmark.load(data_dir(cfg.data_dir))
+    index = loaded.item_index()
+    dataset, selection = apply_selection(loaded, selection)
+    return dataset, selection, None if index is None else [item_id for item_id, _ in index]
+
+
+def _run_recall(dataset: Dataset, arm: Arm, top_k: int, item_row: Any, emit: Any, progress: Progress, label: str,
+                instrument: Instrument) -> None:
+    """The retrieval axis: ingest each group, search each item, emit its row."""
+    task = progress.add_task(label, total=dataset.n_items, errors=0)
+    for group in dataset.groups:
+        for r in iter_group(arm, group, top_k, dataset.gold_match):
+            emit(item_row(r))
+            progress.update(task, advance=1, errors=instrument.n_errors)
 
 
 def _report_errors(rows: list[dict[str, Any]]) -> None:
@@ -351,11 +377,22 @@ def _report_errors(rows: list[dict[str, Any]]) -> None:
     _warn(f"{len(errors)} of {len(rows)} rows failed and are excluded from every ratio; the first error: {errors[0]}")
 
 
+def _retrieval_summary(rows: list[dict[str, Any]], dataset: Dataset, ks: list[int], checks: HitChecks) -> dict[str, Any]:
+    """The retrieval summary (:func:`summarize_by_granularity`), voided when not measurable."""
+    summary = summarize_by_granularity(
+        rows, ks=ks, categories=dataset.categories, comparable_categories=dataset.comparable_categories,
+        task_averaged=dataset.task_averaged,
+    )
+    reason = checks.not_measurable()
+    return not_measurable(summary, reason) if reason else summary
+
+
 def _accuracy_summary(
     rows: list[dict[str, Any]], setup: AccuracySetup, dataset: Dataset, ks: list[int], instrument: Instrument,
-    stopped: str | None,
+    stopped: str | None, checks: HitChecks, coverage: dict[str, Any] | None,
 ) -> dict[str, Any]:
-    """The accuracy summary, plus retrieval metrics over each item's first repeat."""
+    """The accuracy summary, plus retrieval metrics over each item's first repeat and, for
+    an arm that answers itself, its answer coverage (a partial headline says so)."""
     from memrun.metrics.accuracy import summarize_accuracy
 
     summary = summarize_accuracy(
@@ -365,10 +402,10 @@ def _accuracy_summary(
     # Retrieval is done once per item: score it on repeat 0, excluding only failed retrievals.
     first = [{**r, "error": None} if r["error"] is not None and r["retrieved_keys"] is not None else r
              for r in rows if r["repeat"] == 0]
-    summary["retrieval"] = summarize_by_granularity(
-        first, ks=ks, categories=dataset.categories, comparable_categories=dataset.comparable_categories,
-        task_averaged=dataset.task_averaged,
-    )
+    summary["retrieval"] = _retrieval_summary(first, dataset, ks, checks)
+    if coverage is not None:
+        summary["coverage"] = coverage
+        summary["headline"]["partial"] = coverage["partial"]
     summary.update(
         repeats=setup.repeats, calls=setup.llm.stats.to_dict(), fake_providers=instrument.fake_providers,
         stopped=stopped, instrument={k: getattr(instrument, k) for k in setup.instrument},

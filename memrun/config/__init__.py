@@ -41,6 +41,8 @@ from memrun.config.llm import (
     ReaderConfig,
     SubstringJudgeConfig,
 )
+from memrun.errors import ConfigError
+from memrun.metrics.retrieval import DEFAULT_KS
 
 
 class Axis(str, Enum):
@@ -53,6 +55,34 @@ class Axis(str, Enum):
 # Keys memrun reads itself from a group node; the rest go to the ``_target_`` class.
 ARM_RESERVED_KEYS = ("name", "top_k")
 BENCHMARK_RESERVED_KEYS = ("name", "ks", "slice", "sample", "limit", "corrections")
+
+
+ACCURACY_TOP_K = 10
+"""``arm.top_k`` on the accuracy axis when the config leaves it unset: the hits the reader
+sees. It does not follow ``ks`` there, so that a reporting choice cannot change the answers."""
+
+
+def cutoffs(cfg: Any) -> list[int]:
+    """The run's retrieval cut-offs K, sorted and distinct: ``ks``, else ``benchmark.ks``,
+    else :data:`memrun.metrics.retrieval.DEFAULT_KS`. Raises ConfigError unless they
+    are positive integers."""
+    raw = cfg.ks if cfg.get("ks") is not None else (cfg.benchmark.get("ks") or DEFAULT_KS)
+    try:
+        ks = sorted({int(k) for k in raw})
+    except (TypeError, ValueError):
+        ks = []
+    if not ks or ks[0] < 1:
+        raise ConfigError(f"ks={list(raw)}: cut-offs must be positive integers")
+    return ks
+
+
+def default_top_k(cfg: Any) -> int:
+    """``arm.top_k`` when the config gives none: ``max(ks)`` on axis=recall (every cut-off
+    measured), :data:`ACCURACY_TOP_K` on axis=accuracy. The built-in arms' YAML says
+    ``top_k: ${memrun_top_k:}``, which resolves to this. Raises ConfigError for bad ks."""
+    if str(getattr(cfg.axis, "value", cfg.axis)) == Axis.accuracy.value:
+        return ACCURACY_TOP_K
+    return max(cutoffs(cfg))
 
 
 class Denominator(str, Enum):
@@ -74,6 +104,7 @@ class RunConfig:
     seed: int = 7
     data_dir: Optional[str] = None
     ks: Optional[List[int]] = None  # None: the benchmark's ks, else DEFAULT_KS
+    min_coverage: float = 0.95  # arms that answer themselves: least share of items answered
     stale_check: bool = False
     progress: bool = True
     # -- accuracy axis (see docs/accuracy.md) --
@@ -103,6 +134,8 @@ def register() -> None:
     """Register the schemas with Hydra's ConfigStore and memrun's resolvers (idempotent)."""
     if not OmegaConf.has_resolver("memrun_path"):
         OmegaConf.register_new_resolver("memrun_path", path_safe)
+    if not OmegaConf.has_resolver("memrun_top_k"):
+        OmegaConf.register_new_resolver("memrun_top_k", lambda *, _root_: default_top_k(_root_))
     cs = ConfigStore.instance()
     cs.store(name="memrun_schema", node=RunConfig)
     cs.store(group="schema/benchmark", name="locomo", node=LocomoConfig)

@@ -61,3 +61,30 @@ def summarize_retrieval(
     latencies = [float(r["search_latency_ms"]) for r in ok if r.get("search_latency_ms") is not None]
     summary["search_latency_ms"] = {"p50": percentile(latencies, 50), "p95": percentile(latencies, 95)}
     return summary
+
+
+def _is_metric(name: str) -> bool:
+    return name == "mrr" or "@" in name
+
+
+def not_measurable(summary: dict[str, Any], reason: str) -> dict[str, Any]:
+    """Void a retrieval summary whose metrics cannot be measured, in place; returns it.
+
+    summary: as :func:`memrun.metrics.by_category.summarize_by_granularity` returns it.
+    Every metric (``mrr``, ``rank@1``, ``recall@K``, ...) of every block, at every
+    granularity, becomes None; counts stay; ``not_measurable`` holds ``reason``.
+    """
+
+    def void(node: Any) -> None:
+        if not isinstance(node, dict):
+            return
+        block = "n_scored" in node or "n_categories" in node  # a block of metrics
+        for key, value in node.items():
+            if block and _is_metric(str(key)):
+                node[key] = None
+            else:
+                void(value)
+
+    void(summary)
+    summary["not_measurable"] = reason
+    return summary

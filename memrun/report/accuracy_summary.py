@@ -7,6 +7,7 @@ from typing import Any
 
 from rich import box
 from rich.console import Console
+from rich.markup import escape
 from rich.table import Table
 
 from memrun.report.run_summary import pct, percent
@@ -15,6 +16,18 @@ from memrun.report.run_summary import pct, percent
 def _ms(block: Mapping[str, Any]) -> str:
     p50, p95 = block.get("p50"), block.get("p95")
     return "-" if p50 is None else f"p50 {p50:.0f} p95 {p95:.0f}"
+
+
+def coverage_line(coverage: Mapping[str, Any]) -> str:
+    """The answer coverage of an arm that answers itself, in one line (see :func:`memrun.checks.answer_coverage`)."""
+    line = (f"answers for {coverage['answered']} of {coverage['items']} items ({percent(coverage['share'])}; "
+            f"min_coverage {percent(coverage['min_coverage'])})")
+    if coverage["partial"]:
+        line += ": [bold red]partial[/], the unanswered items are errors"
+    if coverage["unknown_ids"]:
+        line += (f" | {coverage['unknown_ids']} answer ids name no item (e.g. "
+                 f"{escape(', '.join(coverage['unknown_id_examples']))})")
+    return line
 
 
 def accuracy_table(summary: Mapping[str, Any], title: str) -> Table:
@@ -58,10 +71,13 @@ def print_accuracy_summary(console: Console, summary: Mapping[str, Any], *, titl
         console.print("[bold red]FAKE PROVIDERS: a reader or judge is a fake/stub; these scores are meaningless.[/]")
     console.print(accuracy_table(summary, title))
     head = summary["headline"]
+    partial = " [bold red]PARTIAL[/]" if head.get("partial") else ""
     console.print(
-        f"verdicts read {head['metric']} on {head['slice']}: [bold]{percent(head['value'])}[/] | "
+        f"verdicts read {head['metric']} on {head['slice']}: [bold]{percent(head['value'])}[/]{partial} | "
         f"score {summary['score']} (accuracy / p50 search ms / mean context tokens)"
     )
+    if summary.get("coverage"):
+        console.print(coverage_line(summary["coverage"]))
     tokens = summary["context_tokens"]
     mean_tokens = "-" if tokens["mean"] is None else f"{tokens['mean']:.0f}"
     console.print(

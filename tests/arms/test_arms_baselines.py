@@ -9,8 +9,9 @@ from memrun.arms.full_context import FullContextArm, truncate
 from memrun.arms.oracle import OracleArm
 from memrun.errors import ArmError
 from memrun.io.reader import read_run
-from memrun.records import Item, Record
-from memrun.retrieval import arm_checks
+from memrun.checks import HitChecks
+from memrun.records import Hit, Item, Record
+from memrun.retrieval import Retrieved
 
 RECORDS = [Record(f"D{s}:{i}", "x" * 10, session=f"session_{s}") for s in (1, 2) for i in (1, 2, 3)]
 
@@ -45,22 +46,34 @@ def test_oracle_levels_and_gold_rules() -> None:
         arm.search("q", 1)
 
 
-def test_arm_checks_count_items_not_lines() -> None:
-    rows = [{"item_id": "s1", "n_retrieved": 3, "error": None},
-            {"item_id": "b0", "n_retrieved": 5, "error": None},
-            {"item_id": "b1", "n_retrieved": 4, "error": None},
-            {"item_id": "b2", "n_retrieved": None, "error": "search: boom"}]
-    sizes = {"s1": 3, "b0": 6, "b1": 6, "b2": 6}  # s1's history has 3 records, the others 6
-    counts, warnings = arm_checks(rows, sizes, 4, "lexical")
-    assert counts == {"over_top_k": 1, "history_within_top_k": 1}
-    assert warnings == ["the arm returned more than top_k=4 hits on 1 of 3 items",
-                        "top_k=4 >= the number of records in the history for 1 of 3 items: retrieval is bypassed there"]
-    assert arm_checks(rows, sizes, 10, "lexical")[1] == [
+def _retrieved(item_id: str, n_hits: int | None, n_records: int) -> Retrieved:
+    """An item whose search returned ``n_hits`` of its history's records (None: failed)."""
+    records = [Record(f"r{i}", "x") for i in range(n_records)]
+    hits = None if n_hits is None else [Hit(r.key, 1.0) for r in records[:n_hits]]
+    item = Item(item_id, "h", "h", "1", "q?", None, "null", ("r0",))
+    return Retrieved(item, hits, 1.0, None if hits is not None else "search: boom",
+                     history=frozenset(r.key for r in records), n_records=n_records)
+
+
+def test_hit_checks_count_items_not_lines() -> None:
+    items = [_retrieved("s1", 3, 3), _retrieved("b0", 5, 6), _retrieved("b1", 4, 6), _retrieved("b2", None, 6)]
+
+    def checked(top_k: int, search_mode: str = "lexical") -> HitChecks:
+        checks = HitChecks(top_k, search_mode)
+        for r in items:
+            checks.observe(r)
+        return checks
+
+    checks = checked(4)
+    assert checks.counts == {"n_searches": 3, "n_hits": 12, "over_top_k": 1, "history_within_top_k": 1,
+                             "duplicate_keys": 0, "unknown_keys": 0, "empty_searches": 0}
+    assert checks.warnings() == ["the arm returned more than top_k=4 hits on 1 of 3 items",
+                                 "top_k=4 >= the number of records in the history for 1 of 3 items: "
+                                 "retrieval is bypassed there"]
+    assert checked(10).warnings() == [
         "top_k=10 >= the number of records in the history for 3 of 3 items: retrieval is bypassed there"]
-    assert arm_checks([{**r, "repeat": 1} for r in rows], sizes, 4, "lexical")[0] == {
-        "over_top_k": 0, "history_within_top_k": 0}  # repeats of an item are not counted again
-    _, bypass = arm_checks(rows, sizes, 4, "full_context")
-    assert bypass == ["search_mode=full_context does not rank: its retrieval figures are not a retrieval result"]
+    assert checked(4, "full_context").warnings() == [
+        "search_mode=full_context does not rank: its retrieval figures are not a retrieval result"]
 
 
 @pytest.mark.realdata
@@ -76,6 +89,7 @@ def test_full_context_on_locomo(locomo, tmp_path) -> None:
         assert row["retrieved_keys"] == history[-300:] and row["n_retrieved"] == 300  # the last 300, in order
     assert run.instrument.search_mode == "full_context"
     assert summary["arm_checks"]["over_top_k"] == 1986
+    assert summary["arm_checks"]["unknown_keys"] == 0 and "not_measurable" not in summary  # records are known keys
     assert any("does not rank" in w for w in run.instrument.warnings)
     assert run.instrument.config["arm"]["max_records"] == 300  # the truncation policy is recorded
 
@@ -90,6 +104,8 @@ def test_oracle_on_locomo_is_the_upper_bound(locomo, tmp_path) -> None:
         assert set(row["retrieved_keys"]) == set(row["gold_keys"])
         assert row["first_gold_rank"] == (1 if row["gold_keys"] else None)
     assert summary["overall_all"]["recall@1"] == 1.0 and summary["overall_all"]["mrr"] == 1.0
+    assert summary["arm_checks"]["unknown_keys"] == 0 and "not_measurable" not in summary
+    assert summary["arm_checks"]["empty_searches"] == sum(1 for it in locomo.items() if not it.gold_keys)
     assert summary["overall_all"]["n_scored"] == sum(1 for it in locomo.items() if it.gold_keys)
 
 
@@ -108,5 +124,6 @@ def test_oracle_sessions_on_locomo(locomo) -> None:
 @pytest.mark.realdata
 def test_bm25_on_locomo_reports_no_bypass(tmp_path) -> None:
     summary = run_in_process(["benchmark=locomo", "arm=bm25"], tmp_path / "run")
-    assert summary["arm_checks"] == {"over_top_k": 0, "history_within_top_k": 0}
+    assert summary["arm_checks"] == {"n_searches": 1986, "n_hits": 19860, "over_top_k": 0, "history_within_top_k": 0,
+                                     "duplicate_keys": 0, "unknown_keys": 0, "empty_searches": 0}
     assert summary["warnings"] == [] and summary["overall_all"]["recall@10"] > 0.5
