@@ -189,3 +189,23 @@ def test_repeats_on_the_recall_axis_is_refused_in_one_line(tmp_path, capsys) -> 
     err = capsys.readouterr().err.strip().splitlines()
     assert len(err) == 1 and err[0].startswith("memrun: error: repeats=3: axis=recall searches and scores each item once")
     assert not (tmp_path / "r").exists()
+
+
+def test_unknown_keys_on_the_accuracy_axis_void_only_the_retrieval_block(llm_env, tmp_path, data_dir) -> None:
+    """The headline does not read retrieval: the run goes on, its retrieval block is null,
+    and no miss is put down to a retrieval that cannot be seen."""
+    from accuracy.helpers import execute_run, gold_judge, is_judge
+    from servers.openai_server import prompt_text
+
+    llm_env.responder = lambda body: gold_judge(prompt_text(body)) if is_judge(prompt_text(body)) else "no idea"
+    out, _ = execute_run(tmp_path, "benchmark=locomo", "benchmark.limit=40", "judge=gpt41", f"data_dir={data_dir}",
+                         *faulty("OwnIdsArm"))
+    summary = json.loads((out / "summary.json").read_text())
+    run_table = read_run(out)
+    rows = run_table.table.to_pylist()
+    assert summary["retrieval"]["not_measurable"] and summary["retrieval"]["overall_all"]["recall@10"] is None
+    assert "not_measurable" not in summary and summary["headline"]["value"] is not None
+    wrong = [r for r in rows if r["label"] == "wrong"]
+    assert wrong and not any(r["failure_stage"] == "retrieval_ranking" for r in rows)
+    assert summary["warnings"] == run_table.instrument.warnings
+    assert any(w.startswith("retrieval metrics not measurable") for w in summary["warnings"])

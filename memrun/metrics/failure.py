@@ -14,10 +14,15 @@ benchmark methodology defines it (failure taxonomy):
 
 "Verbatim" compares SQuAD-normalized text (lower case, no punctuation or articles).
 
-A stage the arm did not run is never blamed: an arm that retrieves nothing
-(``search_mode=none``, e.g. answers from a file) has no retrieval score (``recalled``
-None) and no excerpts, so only an answered abstention item gets a stage (``reader``);
-any other miss is None, since nothing tells where its answer was lost.
+A stage that cannot be seen is never blamed:
+
+- an arm that retrieves nothing (``search_mode=none``, e.g. answers from a file) has
+  no retrieval score (``recalled`` None) and no excerpts, so only an answered
+  abstention item gets a stage (``reader``); any other miss is None;
+- hits that name no record of the history (``raw`` empty while ``excerpts`` is not: a
+  server answering with ids of its own, or with sessions) cannot satisfy key gold, so
+  ``recalled=False`` says nothing about retrieval, and there is no raw record to look
+  in: such a miss is ``reader`` when the gold is verbatim in an excerpt, else None.
 """
 
 from __future__ import annotations
@@ -47,10 +52,11 @@ def failure_stage(
     """
     if abstention:
         return "reader"
-    if recalled is False:
-        return "retrieval_ranking"
     if recalled is None and not excerpts and not raw:
         return None  # nothing was retrieved and nothing is scored: no stage to blame
+    keyed = bool(raw) or not excerpts  # the hits name records of the history (or there are none)
+    if recalled is False and keyed:
+        return "retrieval_ranking"
     needle = squad_normalize(gold or "")
     if not needle:
         return None
@@ -58,4 +64,4 @@ def failure_stage(
         return "reader"
     if any(needle in squad_normalize(t) for t in raw):
         return "compression_loss"
-    return "not_verbatim"
+    return "not_verbatim" if keyed else None

@@ -11,6 +11,7 @@ from pathlib import Path
 import pytest
 
 from accuracy.helpers import gold_judge, rows, run_memrun, summary
+from memrun.io.reader import read_run
 from servers.openai_server import prompt_text
 
 pytestmark = pytest.mark.realdata
@@ -59,6 +60,7 @@ def test_low_coverage_is_a_partial_headline_and_exits_2(judge, tmp_path, data_di
     assert "PARTIAL" in out_text and "3 answer ids name no item (e.g. conv-99:0" in out_text
     assert any(w.startswith("the arm answered 30 of 1986 items") for w in s["warnings"])
     assert any(w.startswith("3 answer ids name no item of the benchmark") for w in s["warnings"])
+    assert read_run(out).instrument.warnings == s["warnings"]
     # The arm retrieves nothing: no retrieval score, and no miss blamed on retrieval.
     wrong = [r for r in table if r["label"] == "wrong"]
     assert len(wrong) >= 10 and not any(r["failure_stage"] == "retrieval_ranking" for r in table)

@@ -82,3 +82,8 @@ def test_failure_stage_in_pipeline_order():
     # an arm that retrieves nothing (answers from a file): no stage it did not run is blamed
     assert failure_stage(recalled=None, abstention=False, gold="Paris", excerpts=[], raw=[]) is None
     assert failure_stage(recalled=None, abstention=True, gold=None, excerpts=[], raw=[]) == "reader"
+    # hits naming no record of the history (a server's own ids): recall by key and raw records cannot be seen
+    kw = dict(abstention=False, gold="Paris", raw=[])
+    assert failure_stage(recalled=False, excerpts=["We met in Paris."], **kw) == "reader"
+    assert failure_stage(recalled=False, excerpts=["a fact about a city"], **kw) is None
+    assert failure_stage(recalled=False, excerpts=[], **kw) == "retrieval_ranking"  # nothing retrieved
