@@ -28,6 +28,7 @@ from typing import Any
 import pyarrow as pa
 import pyarrow.parquet as pq
 
+from memrun.benchmarks.text import jsonl_lines
 from memrun.errors import ArmError, DataError, MemrunError
 from memrun.instrument import METADATA_KEY
 from memrun.records import Hit, Item, Record
@@ -37,29 +38,39 @@ Answers = dict[tuple[str, int], str]
 
 
 def load_jsonl(path: Path, id_field: str = "question_id", answer_field: str = "hypothesis") -> Answers:
-    """Answers keyed by (id, repeat 0) from a hypothesis JSONL file.
+    """Answers keyed by (id, repeat 0) from a hypothesis JSONL file (strict UTF-8, a BOM
+    allowed, lines split on ``\n`` only: :func:`memrun.benchmarks.text.jsonl_lines`).
 
-    Raises DataError naming ``path:line`` for a line that is not a JSON object, lacks
-    either field, has a non-text answer, or repeats an id.
+    Raises DataError naming ``path:line`` for a line that is not UTF-8 or not a JSON
+    object, lacks either field, has an id that is not text or an integer, has a non-text
+    answer, or repeats an id.
     """
+    try:
+        blob = path.read_bytes()
+    except OSError as exc:
+        raise DataError(f"{path}: cannot read the file ({exc.strerror or exc})") from exc
     answers: Answers = {}
-    with path.open(encoding="utf-8") as handle:
-        for number, line in enumerate(handle, start=1):
-            if not line.strip():
-                continue
-            where = f"{path}:{number}"
-            try:
-                obj = json.loads(line)
-            except json.JSONDecodeError as exc:
-                raise DataError(f"{where}: not a JSON object ({exc.msg}); expected one object per line") from exc
-            if not isinstance(obj, dict) or id_field not in obj or answer_field not in obj:
-                raise DataError(f"{where}: expected an object with '{id_field}' and '{answer_field}'")
-            if not isinstance(obj[answer_field], str):
-                raise DataError(f"{where}: '{answer_field}' is {type(obj[answer_field]).__name__}, expected text")
-            key = (str(obj[id_field]), 0)
-            if key in answers:
-                raise DataError(f"{where}: {id_field} {key[0]!r} appears twice; keep one answer per question")
-            answers[key] = obj[answer_field]
+    for line in jsonl_lines(blob):
+        where = f"{path}:{line.number}"
+        if line.text is None:
+            raise DataError(f"{where}: {line.error}")
+        if not line.text.strip():
+            continue
+        try:
+            obj = json.loads(line.text)
+        except json.JSONDecodeError as exc:
+            raise DataError(f"{where}: not a JSON object ({exc.msg}); expected one object per line") from exc
+        if not isinstance(obj, dict) or id_field not in obj or answer_field not in obj:
+            raise DataError(f"{where}: expected an object with '{id_field}' and '{answer_field}'")
+        item_id = obj[id_field]
+        if isinstance(item_id, bool) or not isinstance(item_id, (str, int)) or item_id == "":
+            raise DataError(f"{where}: '{id_field}' is {json.dumps(item_id)[:40]}, expected text (or an integer)")
+        if not isinstance(obj[answer_field], str):
+            raise DataError(f"{where}: '{answer_field}' is {type(obj[answer_field]).__name__}, expected text")
+        key = (str(item_id), 0)
+        if key in answers:
+            raise DataError(f"{where}: {id_field} {key[0]!r} appears twice; keep one answer per question")
+        answers[key] = obj[answer_field]
     return answers
 
 
@@ -80,8 +91,10 @@ def _read_table(path: Path) -> pa.Table:
 def load_parquet(path: Path, id_column: str = "item_id", answer_column: str = "hypothesis") -> Answers:
     """Answers keyed by (item_id, repeat) from a Parquet file or memrun run folder.
 
-    Null answers are left out (the item then has no answer). Raises DataError for a
-    missing column, the gold ``answer`` column of a memrun table, or a repeated key.
+    Null answers are left out (the item then has no answer); numbers are kept as text.
+    Raises DataError for a missing column, the gold ``answer`` column of a memrun table,
+    an id that is null or not text/an integer, a repeat that is not an integer, an answer
+    that is a list or a struct, or a repeated key.
     """
     table = _read_table(path)
     is_run_table = METADATA_KEY in (table.schema.metadata or {})
@@ -101,9 +114,16 @@ def load_parquet(path: Path, id_column: str = "item_id", answer_column: str = "h
     repeats = table.column("repeat").to_pylist() if "repeat" in table.column_names else [0] * len(ids)
     answers: Answers = {}
     for row, (item_id, repeat, text) in enumerate(zip(ids, repeats, texts)):
+        where = f"{path}: row {row}"
+        if isinstance(item_id, bool) or not isinstance(item_id, (str, int)) or item_id == "":
+            raise DataError(f"{where}: {id_column} is {item_id!r:.40}, expected text (or an integer)")
+        if isinstance(repeat, bool) or not isinstance(repeat, (int, type(None))):
+            raise DataError(f"{where}: repeat is {repeat!r:.40}, expected an integer")
+        if text is not None and (isinstance(text, bool) or not isinstance(text, (str, int, float))):
+            raise DataError(f"{where}: {answer_column} is {type(text).__name__}, expected text")
         key = (str(item_id), int(repeat or 0))
         if key in answers:
-            raise DataError(f"{path}: row {row}: {id_column} {key[0]!r} repeat {key[1]} appears twice")
+            raise DataError(f"{where}: {id_column} {key[0]!r} repeat {key[1]} appears twice")
         if text is not None:
             answers[key] = str(text)
     return answers

@@ -36,6 +36,7 @@ from typing import Any
 
 import yaml
 
+from memrun.benchmarks.text import decode_strict
 from memrun.errors import ConfigError
 from memrun.metrics.stale import SUPERSEDED_KEY
 from memrun.records import Item
@@ -82,8 +83,9 @@ class Corrections:
 def load_corrections(path: str | Path) -> Corrections:
     """Parse and validate a corrections file.
 
-    Raises ConfigError (one line, naming the file, the item id and the field) for a
-    missing or unparseable file, an id that is not a string, an unknown field, a
+    The file is strict UTF-8 (a BOM is accepted); ``*.json`` is read as JSON, anything
+    else as YAML. Raises DataError for bytes that are not UTF-8 and ConfigError (one
+    line, naming the file, the item id and the field) for a missing or unparseable file, an id that is not a string, an unknown field, a
     missing reason, a correction that changes nothing, or a drop combined with a
     replacement.
     """
@@ -93,12 +95,20 @@ def load_corrections(path: str | Path) -> Corrections:
         blob = path.read_bytes()
     except OSError as exc:
         raise ConfigError(f"{where}: cannot read the file ({exc.strerror or exc})") from exc
-    try:
-        data = yaml.safe_load(blob)
-    except yaml.YAMLError as exc:
-        mark = getattr(exc, "problem_mark", None)
-        at = f" at line {mark.line + 1}" if mark is not None else ""
-        raise ConfigError(f"{where}: not valid YAML/JSON{at} ({getattr(exc, 'problem', None) or exc})") from exc
+    text = decode_strict(blob, path)
+    if path.suffix.lower() == ".json":  # YAML would fold U+0085 in a string into a space
+        try:
+            data = json.loads(text)
+        except json.JSONDecodeError as exc:
+            raise ConfigError(f"{where}: not valid JSON at line {exc.lineno} ({exc.msg})") from exc
+    else:
+        try:
+            data = yaml.safe_load(text)
+        except yaml.YAMLError as exc:
+            mark = getattr(exc, "problem_mark", None)
+            at = f" at line {mark.line + 1}" if mark is not None else ""
+            problem = getattr(exc, "problem", None) or str(exc).strip().splitlines()[0]
+            raise ConfigError(f"{where}: not valid YAML/JSON{at} ({problem})") from exc
     if not isinstance(data, dict):
         raise ConfigError(f"{where}: expected a mapping from item id to a correction")
     by_id = {}
@@ -121,7 +131,7 @@ def _correction(where: str, entry: Any) -> Correction:
     if not isinstance(reason, str) or not reason.strip():
         raise ConfigError(f"{where}: 'reason' is missing; say why the published gold is wrong")
     changes = [k for k in FIELDS[:-2] if entry.get(k) is not None]
-    drop = entry.get("drop", False)
+    drop = False if entry.get("drop") is None else entry["drop"]
     if not isinstance(drop, bool):
         raise ConfigError(f"{where}: 'drop' must be true or false")
     if drop and changes:

@@ -1,7 +1,8 @@
 """``benchmark=jsonl``: a team's own benchmark in memrun's JSON Lines format.
 
-One JSON object per line (blank lines and lines starting with ``//`` are skipped), of
-one of two kinds:
+One JSON object per line (blank lines and lines starting with ``//`` are skipped; UTF-8,
+with or without a byte-order mark; lines end at ``\n`` only, so U+2028 or U+0085 inside a
+string is text, not a line break), of one of two kinds:
 
 - a *conversation*: one history and the questions asked against it::
 
@@ -41,6 +42,7 @@ from pathlib import Path
 from typing import Any
 
 from memrun.errors import ConfigError, DataError
+from memrun.benchmarks.text import jsonl_lines
 from memrun.records import Dataset, GoldMatch, Group, Item, Record
 
 CONVERSATION_FIELDS = ("conversation_id", "history", "questions")
@@ -72,8 +74,10 @@ class ParsedFile:
 def parse_file(path: Path, gold_match: GoldMatch = "key", max_errors: int = MAX_ERRORS) -> ParsedFile:
     """Parse and validate a benchmark JSONL file, collecting up to ``max_errors`` errors.
 
-    A line with an error contributes no group. Raises DataError only when the file
-    cannot be read at all.
+    The file is strict UTF-8 (a leading BOM is dropped; a line that is not UTF-8 is the
+    error ``file:line: invalid UTF-8 at byte N``) split on ``\n`` only (see
+    :mod:`memrun.benchmarks.text`). A line with an error contributes no group. Raises
+    DataError only when the file cannot be read at all.
     """
     try:
         blob = path.read_bytes()
@@ -82,11 +86,14 @@ def parse_file(path: Path, gold_match: GoldMatch = "key", max_errors: int = MAX_
     out = ParsedFile(sha256=hashlib.sha256(blob).hexdigest())
     item_lines: dict[str, int] = {}
     history_lines: dict[str, int] = {}
-    for number, line in enumerate(blob.decode("utf-8", errors="replace").splitlines(), start=1):
-        if not line.strip() or line.lstrip().startswith("//"):
-            continue
+    for line in jsonl_lines(blob):
+        number, text = line.number, line.text
         try:
-            group = _line(line, gold_match, item_lines, history_lines, number)
+            if text is None:
+                raise _Invalid("", str(line.error))
+            if not text.strip() or text.lstrip().startswith("//"):
+                continue
+            group = _line(text, gold_match, item_lines, history_lines, number)
         except _Invalid as exc:
             out.n_errors += 1
             if len(out.errors) < max_errors:
@@ -180,7 +187,7 @@ def _question(where: str, q: Any, history_id: str, default_id: str | None, recor
     for j, session in enumerate(sessions):
         if session not in known_sessions:
             raise _Invalid(f"{prefix}gold_sessions[{j}]", f"{session!r} names no session of this history")
-    abstention = q.get("abstention", False)
+    abstention = False if q.get("abstention") is None else q["abstention"]
     if not isinstance(abstention, bool):
         raise _Invalid(f"{prefix}abstention", "must be true or false")
     return Item(
@@ -216,7 +223,7 @@ def _string(obj: Mapping[str, Any], key: str, where: str, default: Any = _REQUIR
 
 def _strings(obj: Mapping[str, Any], key: str, where: str) -> list[str]:
     path = f"{where}.{key}" if where else key
-    value = obj.get(key) or []
+    value = [] if obj.get(key) is None else obj[key]
     if not isinstance(value, list) or not all(isinstance(v, str) and v for v in value):
         raise _Invalid(path, "must be a list of non-empty strings")
     return value

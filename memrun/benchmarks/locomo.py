@@ -34,8 +34,11 @@ not resolve (keys of :attr:`Dataset.counts`):
 - ``category_missing``: a QA row without a category (kept, category ``"unknown"``).
 
 A file that is not LoCoMo-shaped at all (not a list, a conversation or session of the
-wrong type, two conversations with one ``sample_id``, no conversation) is a DataError
-naming the file and the place.
+wrong type, two conversations with one ``sample_id``, no conversation), a field of a
+JSON type with no reading (``"evidence": 7``, an object as an answer, a list as a
+speaker) or bytes that are not UTF-8 is a DataError naming the file and the place.
+Types with one reading are read so: numbers as text (answers are counted), a string
+``evidence`` as a one-element list, null as absent.
 """
 
 from __future__ import annotations
@@ -48,6 +51,7 @@ from pathlib import Path
 from typing import Any
 
 from memrun.benchmarks import count_differences, download
+from memrun.benchmarks.text import json_type, read_text_strict
 from memrun.errors import DataError
 from memrun.records import Dataset, Group, Item, Record
 
@@ -102,9 +106,9 @@ class LoCoMo:
             self.file, url=self.url, sha256=self.sha256, folder=data_dir, path=self.path
         )
         try:
-            raw = json.loads(path.read_text(encoding="utf-8"))
-        except (UnicodeDecodeError, json.JSONDecodeError) as exc:
-            raise DataError(f"{path}: not valid JSON ({exc})") from exc
+            raw = json.loads(read_text_strict(path))
+        except json.JSONDecodeError as exc:
+            raise DataError(f"{path}:{exc.lineno}: not valid JSON ({exc.msg} at column {exc.colno})") from exc
         if not isinstance(raw, list):
             raise DataError(f"{path}: expected a list of conversations, got {type(raw).__name__}")
         if not raw:
@@ -134,7 +138,7 @@ class LoCoMo:
         where = f"{path.name}: conversation {index}"
         if not isinstance(conv, dict) or not isinstance(conv.get("conversation"), dict):
             raise DataError(f"{where}: expected an object with a 'conversation' object")
-        sample_id = str(conv.get("sample_id") or f"conv-{index}")
+        sample_id = str(_typed(conv, "sample_id", where, (str, int), "a string") or f"conv-{index}")
         records = _records(conv["conversation"], counts, f"{path}: {sample_id}")
         known = {r.key for r in records}
         items: list[Item] = []
@@ -149,34 +153,38 @@ class LoCoMo:
             if question in asked:
                 counts["questions_repeated"] += 1
             asked.add(question)
-            items.append(self._item(sample_id, row, qa, known, counts))
+            items.append(self._item(sample_id, row, qa, known, counts, f"{where} ({sample_id}) qa row {row}"))
         return Group(history_id=sample_id, records=records, items=items)
 
-    def _item(self, sample_id: str, row: int, qa: dict[str, Any], known: set[str], counts: Counter[str]) -> Item:
-        if "answer" in qa and qa["answer"] is not None:
-            raw_answer = qa["answer"]
-            if isinstance(raw_answer, int) and not isinstance(raw_answer, bool):
-                counts["answer_int"] += 1
-            answer: str | None = str(raw_answer)
-        else:
-            raw_answer, answer = None, None
+    def _item(self, sample_id: str, row: int, qa: dict[str, Any], known: set[str], counts: Counter[str],
+              where: str) -> Item:
+        raw_answer = _typed(qa, "answer", where, (str, int, float), "a string or a number")
+        answer = None if raw_answer is None else str(raw_answer)
+        if raw_answer is None:
             counts["answer_missing"] += 1
-        evidence_raw = qa.get("evidence") or []
+        elif isinstance(raw_answer, int):
+            counts["answer_int"] += 1
+        evidence_raw = _typed(qa, "evidence", where, (list, str), "a list of dia_id strings") or []
         if isinstance(evidence_raw, str):
             evidence_raw = [evidence_raw]
-        gold = _normalize_evidence([str(e) for e in evidence_raw], known, counts)
+        for i, entry in enumerate(evidence_raw):
+            if not isinstance(entry, str):
+                raise DataError(f"{where}: 'evidence[{i}]' must be a dia_id string such as D1:3, got {json_type(entry)}")
+        gold = _normalize_evidence(evidence_raw, known, counts)
         if not gold:
             counts["gold_empty"] += 1
-        if qa.get("category") is None:
+        category = _typed(qa, "category", where, (int, str), "an integer")
+        if category is None:
             counts["category_missing"] += 1
         extra: dict[str, Any] = {}
-        if "adversarial_answer" in qa:
-            extra["adversarial_answer"] = str(qa["adversarial_answer"])
+        adversarial = _typed(qa, "adversarial_answer", where, (str, int, float), "a string")
+        if adversarial is not None:
+            extra["adversarial_answer"] = str(adversarial)
         return Item(
             item_id=f"{sample_id}:{row}",
             history_id=sample_id,
             cluster=sample_id,
-            category="unknown" if qa.get("category") is None else str(qa["category"]),
+            category="unknown" if category is None else str(category),
             question=qa["question"],
             answer=answer,
             answer_raw=json.dumps(raw_answer, ensure_ascii=False),
@@ -205,24 +213,36 @@ def _records(conversation: dict[str, Any], counts: Counter[str], where: str = "c
     counts["sessions_empty"] += len(dated - present)
     records: list[Record] = []
     for n, key in sessions:
-        turns = conversation[key] or []
+        turns = [] if conversation[key] is None else conversation[key]
         if not isinstance(turns, list) or not all(isinstance(t, dict) for t in turns):
             raise DataError(f"{where} {key}: expected a list of turn objects")
-        date = conversation.get(f"{key}_date_time")
-        for turn in turns:
-            text = str(turn.get("text") or "").strip()
-            caption = str(turn.get("blip_caption") or "").strip()
+        date = _typed(conversation, f"{key}_date_time", where, (str,), "a string")
+        for i, turn in enumerate(turns):
+            at = f"{where} {key} turn {i}"
+            text = str(_typed(turn, "text", at, (str, int, float), "a string") or "").strip()
+            caption = str(_typed(turn, "blip_caption", at, (str, int, float), "a string") or "").strip()
+            dia_id = _typed(turn, "dia_id", at, (str,), "a string such as D1:3")
+            speaker = _typed(turn, "speaker", at, (str, int, float), "a string")
             if not (text or caption):
                 counts["turns_empty"] += 1
                 continue
-            if not turn.get("dia_id"):
+            if not dia_id:
                 counts["turns_without_id"] += 1
                 continue
-            body = f"{turn.get('speaker', '?')}: {text}"
+            body = f"{'?' if speaker is None else speaker}: {text}"
             if caption:
                 body += f" [image: {caption}]"
-            records.append(Record(key=str(turn["dia_id"]), text=body, timestamp=date, session=key))
+            records.append(Record(key=dia_id, text=body, timestamp=date, session=key))
     return records
+
+
+def _typed(obj: Mapping[str, Any], key: str, where: str, kinds: tuple[type, ...], what: str) -> Any:
+    """``obj[key]``, None when absent or null; DataError ``<where>: 'key' must be <what>,
+    got <JSON type>`` when it is not one of ``kinds`` (a boolean never passes as a number)."""
+    value = obj.get(key)
+    if value is None or (isinstance(value, kinds) and not isinstance(value, bool)):
+        return value
+    raise DataError(f"{where}: '{key}' must be {what}, got {json_type(value)}")
 
 
 def _normalize_evidence(raw: list[str], known: set[str], counts: Counter[str]) -> list[str]:

@@ -61,6 +61,7 @@ import ijson
 
 from memrun.benchmarks import count_differences, download
 from memrun.benchmarks.sessions import HistoryRecords, Session, SessionStore, TurnError
+from memrun.benchmarks.lme_scan import first_line, open_json, scan_index
 from memrun.errors import ConfigError, DataError
 from memrun.metrics.stale import SUPERSEDED_KEY
 from memrun.records import Dataset, Group, Item
@@ -186,13 +187,13 @@ class LongMemEval:
         """
         counts.update(dict.fromkeys(COUNT_KEYS, 0))
         store = SessionStore(self.roles)
-        with path.open("rb") as f:
+        with open_json(path) as f:
             try:
                 for position, raw in enumerate(ijson.items(f, "item", use_float=True)):
                     yield self.group(raw, f"{path.name}: question {position}", store, counts)
                     counts["sessions_shared"] = store.shared
             except ijson.JSONError as exc:
-                raise DataError(f"{path}: not valid JSON ({_first_line(exc)})") from exc
+                raise DataError(f"{path}: not valid JSON ({first_line(exc)})") from exc
 
     def group(self, raw: Any, where: str, store: SessionStore, counts: MutableMapping[str, int]) -> Group:
         """Normalize one question object into a Group (see the module docstring)."""
@@ -281,58 +282,6 @@ class _Questions:
 
     def __iter__(self) -> Iterator[Group]:
         return self.loader.stream(self.path, self.counts)
-
-
-def scan_index(path: Path) -> list[tuple[str, str]]:
-    """``(question_id, question_type)`` of every question, in file order, in one fast pass.
-
-    Validates the whole file's JSON syntax on the way. Raises DataError for broken
-    JSON, a top level that is not an array, a question without a string id or type,
-    or a question_id that occurs twice (naming both positions).
-    """
-    index: list[tuple[str, str]] = []
-    first_at: dict[str, int] = {}
-    current: dict[str, Any] = {}
-    with path.open("rb") as f:
-        events = ijson.parse(f)
-        try:
-            head = next(events, None)
-            if head is None or head[1] != "start_array":
-                raise DataError(f"{path}: expected a JSON array of questions")
-            for prefix, event, value in events:
-                if prefix == "item.question_id" or prefix == "item.question_type":
-                    current[prefix[5:]] = value
-                elif prefix == "item":
-                    if event == "start_map":
-                        current = {}
-                    elif event == "end_map":
-                        index.append(_index_entry(path, len(index), current, first_at))
-                    elif event != "map_key":
-                        raise DataError(f"{path}: question {len(index)}: expected an object, got a JSON {event}")
-        except ijson.JSONError as exc:
-            raise DataError(
-                f"{path}: not valid JSON after {len(index)} questions ({_first_line(exc)}); "
-                "a truncated download? delete the file to fetch it again"
-            ) from exc
-    return index
-
-
-def _index_entry(path: Path, position: int, fields: dict[str, Any], first_at: dict[str, int]) -> tuple[str, str]:
-    for key in ("question_id", "question_type"):
-        if not isinstance(fields.get(key), str):
-            raise DataError(f"{path}: question {position}: '{key}' is missing or not a string")
-    qid = fields["question_id"]
-    if qid in first_at:
-        raise DataError(
-            f"{path}: question_id {qid!r} occurs twice (questions {first_at[qid]} and {position}); ids must be unique"
-        )
-    first_at[qid] = position
-    return qid, fields["question_type"]
-
-
-def _first_line(exc: Exception) -> str:
-    """yajl's messages span lines (they draw an arrow under the text); keep the first."""
-    return str(exc).strip().splitlines()[0].strip() if str(exc).strip() else type(exc).__name__
 
 
 def _field(raw: dict[str, Any], key: str, kind: type, where: str) -> Any:

@@ -1,0 +1,178 @@
+"""The first, fast pass over a LongMemEval file: every question's id and type, and the
+whole file validated (JSON syntax, UTF-8, every field's JSON type, required fields,
+list lengths, unique ids), so that a malformed question fails before a run starts
+rather than in the middle of it, when :mod:`memrun.benchmarks.longmemeval` streams the
+questions again. Events come from ijson's parser (the yajl2_c backend when installed).
+"""
+
+from __future__ import annotations
+
+from pathlib import Path
+from typing import Any, BinaryIO, NoReturn
+
+import ijson
+
+from memrun.benchmarks.text import BOM
+from memrun.errors import DataError
+
+_STRING, _NUMBER, _NULL = frozenset({"string"}), frozenset({"number", "integer", "double"}), frozenset({"null"})
+_SESSIONS = "item.haystack_sessions.item"
+_TURN = _SESSIONS + ".item"
+# The JSON value events each field may start with, and what to call the type in errors.
+_TYPES: dict[str, tuple[frozenset[str], str]] = {
+    "item.question_id": (_STRING, "a string"),
+    "item.question_type": (_STRING, "a string"),
+    "item.question": (_STRING, "a string"),
+    "item.answer": (_STRING | _NUMBER, "a string or a number"),
+    "item.question_date": (_STRING | _NULL, "a string"),
+    "item.haystack_session_ids": (frozenset({"start_array"}), "a list"),
+    "item.haystack_session_ids.item": (_STRING | _NUMBER, "a string"),
+    "item.haystack_dates": (frozenset({"start_array"}), "a list"),
+    "item.haystack_dates.item": (_STRING | _NULL, "a string"),
+    "item.haystack_sessions": (frozenset({"start_array"}), "a list of sessions"),
+    _SESSIONS: (frozenset({"start_array"}), "a list of turns"),
+    _TURN: (frozenset({"start_map"}), "an object with 'role' and 'content'"),
+    _TURN + ".role": (_STRING, "a string"),
+    _TURN + ".content": (_STRING, "a string"),
+    _TURN + ".has_answer": (frozenset({"boolean"}) | _NULL, "true or false"),
+    "item.answer_session_ids": (frozenset({"start_array"}), "a list"),
+    "item.answer_session_ids.item": (_STRING | _NUMBER, "a string"),
+    "item.superseded_answer": (_STRING | _NUMBER | _NULL, "a string or a number"),
+}
+_REQUIRED = ("question_id", "question_type", "question", "answer", "haystack_session_ids", "haystack_dates",
+             "haystack_sessions", "answer_session_ids")
+_EVENT_TYPES = {"null": "null", "boolean": "a boolean", "integer": "a number", "double": "a number",
+                "number": "a number", "string": "a string", "start_map": "an object", "start_array": "a list"}
+_LISTS = ("item.haystack_session_ids.item", "item.haystack_dates.item", _SESSIONS, "item.answer_session_ids.item")
+
+
+def open_json(path: Path) -> BinaryIO:
+    """``path`` opened for ijson, past a UTF-8 byte-order mark when there is one."""
+    f = path.open("rb")
+    if f.read(len(BOM)) != BOM:
+        f.seek(0)
+    return f
+
+
+class _Question:
+    """What the scan knows of the question being read: id, type, keys, list positions."""
+
+    def __init__(self, path: Path, position: int) -> None:
+        self.path, self.position = path, position
+        self.fields: dict[str, Any] = {}
+        self.keys: set[str] = set()
+        self.lengths = dict.fromkeys(_LISTS, 0)  # entries seen so far in each list
+        self.turn = -1  # index of the turn being read in the current session
+        self.turn_keys: set[str] = set()
+
+    def where(self, prefix: str) -> str:
+        """The field at ``prefix`` as the user wrote it: ``haystack_sessions[3][1].role``."""
+        if prefix.startswith(_SESSIONS):
+            session = f"haystack_sessions[{self.lengths[_SESSIONS] - (prefix != _SESSIONS)}]"
+            rest = prefix[len(_TURN):] if prefix.startswith(_TURN) else None
+            return session if rest is None else f"{session}[{self.turn}]{rest}"
+        if prefix in self.lengths:
+            return f"{prefix[5:-5]}[{self.lengths[prefix]}]"
+        return prefix[5:]
+
+    def fail(self, field: str, problem: str) -> NoReturn:
+        qid = f" ({self.fields['question_id']})" if isinstance(self.fields.get("question_id"), str) else ""
+        raise DataError(f"{self.path}: question {self.position}{qid}: {field}{problem}")
+
+    def value(self, prefix: str, event: str, value: Any) -> None:
+        """Check one value event against :data:`_TYPES`; note what later checks need."""
+        allowed = _TYPES.get(prefix)
+        if allowed is None:
+            return
+        if event not in allowed[0]:
+            self.fail(f"'{self.where(prefix)}'", f" must be {allowed[1]}, got {_EVENT_TYPES[event]}")
+        if prefix == "item.question_id" or prefix == "item.question_type":
+            self.fields[prefix[5:]] = value
+        elif prefix in self.lengths:
+            self.lengths[prefix] += 1
+            if prefix == _SESSIONS:
+                self.turn = -1
+        elif prefix == _TURN:
+            self.turn += 1
+            self.turn_keys = set()
+
+    def end_turn(self) -> None:
+        for key in ("role", "content"):
+            if key not in self.turn_keys:
+                self.fail(f"'{self.where(_TURN)}.{key}'", " is missing")
+
+    def end(self) -> None:
+        for key in _REQUIRED:
+            if key not in self.keys:
+                self.fail(f"'{key}'", " is missing")
+        n = [self.lengths[k] for k in _LISTS[:3]]
+        if not n[0] == n[1] == n[2]:
+            self.fail("", f"haystack_session_ids, haystack_dates and haystack_sessions have {n[0]}, {n[1]} "
+                          f"and {n[2]} entries; they must be equal")
+
+
+def scan_index(path: Path) -> list[tuple[str, str]]:
+    """``(question_id, question_type)`` of every question, in file order, in one fast pass.
+
+    Validates the whole file on the way, so that a malformed question stops the run
+    before it starts (the questions are read again, lazily, while the run goes): JSON
+    syntax and UTF-8 (a byte-order mark is skipped), a top level that is an array of
+    objects, each field's JSON type (:data:`_TYPES`), the required fields, turns with
+    ``role`` and ``content``, the three haystack lists of equal length, and question ids
+    that occur once. Raises DataError naming the question and the field.
+    """
+    index: list[tuple[str, str]] = []
+    first_at: dict[str, int] = {}
+    q = _Question(path, 0)
+    with open_json(path) as f:
+        events = ijson.parse(f)
+        try:
+            head = next(events, None)
+            if head is None or head[1] != "start_array":
+                raise DataError(f"{path}: expected a JSON array of questions")
+            for prefix, event, value in events:
+                if event == "map_key":
+                    if prefix == "item":
+                        q.keys.add(value)
+                    elif prefix == _TURN:
+                        q.turn_keys.add(value)
+                elif event == "end_map":
+                    if prefix == "item":
+                        q.end()
+                        index.append(_index_entry(path, len(index), q.fields, first_at))
+                        q = _Question(path, len(index))
+                    elif prefix == _TURN:
+                        q.end_turn()
+                elif event == "end_array":
+                    continue
+                elif prefix == "item":
+                    if event != "start_map":
+                        raise DataError(f"{path}: question {len(index)}: expected an object, got {_EVENT_TYPES[event]}")
+                elif prefix in _TYPES:
+                    q.value(prefix, event, value)
+        except ijson.JSONError as exc:
+            raise DataError(
+                f"{path}: not valid JSON after {len(index)} questions ({first_line(exc)}); "
+                "a truncated download? delete the file to fetch it again"
+            ) from exc
+    return index
+
+
+def _index_entry(path: Path, position: int, fields: dict[str, Any], first_at: dict[str, int]) -> tuple[str, str]:
+    qid = fields["question_id"]
+    if qid in first_at:
+        raise DataError(
+            f"{path}: question_id {qid!r} occurs twice (questions {first_at[qid]} and {position}); ids must be unique"
+        )
+    first_at[qid] = position
+    return qid, fields["question_type"]
+
+
+def first_line(exc: Exception) -> str:
+    """yajl's messages span lines (they draw an arrow under the text) and may be bytes;
+    keep the first line, and say plainly when the bytes are not UTF-8."""
+    arg = exc.args[0] if exc.args else ""
+    text = (arg.decode("utf-8", "replace") if isinstance(arg, bytes) else str(arg)).strip()
+    if "invalid bytes in UTF8" in text:
+        return "invalid UTF-8"
+    return text.splitlines()[0].strip() if text else type(exc).__name__
