@@ -238,7 +238,7 @@ class HttpArm:
             if exc.response.status_code == 404:
                 return True
             error: Exception = exc
-        except httpx.HTTPError as exc:
+        except (httpx.HTTPError, ArmError) as exc:  # ArmError: the server refused the token
             error = exc
         else:
             return True
@@ -378,8 +378,8 @@ class HttpArm:
         for name in names:
             if self._erase(name):
                 self.ledger.discard(name)
-            elif isinstance(self._erase_exc, httpx.TransportError):
-                break  # the server does not answer: the rest would each wait out the retries
+            elif isinstance(self._erase_exc, (httpx.TransportError, ArmError)):
+                break  # the server does not answer or refuses the token: so it would for the rest
         if self.ledger.names:
             self.ledger.mark_unerased(self._erase_error or "unknown error")
             warn(f"could not erase {len(self.ledger.names)} of the {self.created} namespaces "
