@@ -12,7 +12,6 @@ import difflib
 import importlib
 import os
 import re
-import shutil
 import signal
 import sys
 from collections.abc import Sequence
@@ -28,6 +27,7 @@ SUBCOMMANDS: dict[str, str] = {
     "datasets": "memrun.commands.datasets:main",
     "failures": "memrun.commands.failures:main",
     "calibrate-judge": "memrun.commands.calibrate_judge:main",
+    "sweep": "memrun.commands.sweep:main",
 }
 
 EXIT_USER_ERROR = 2
@@ -79,50 +79,20 @@ def _check_config_dirs(args: list[str]) -> str | None:
     return None
 
 
-def _discard_if_empty(out_dir: Path) -> None:
-    """Remove a run folder in which nothing ran (only Hydra's files): no litter from failed starts."""
-    if out_dir.is_dir() and not any(p.name.startswith(("items", "summary")) for p in out_dir.iterdir()):
-        shutil.rmtree(out_dir, ignore_errors=True)
-
-
 def _run_hydra(args: list[str]) -> int:
     import hydra
-    from hydra.core.hydra_config import HydraConfig
-    from hydra.errors import HydraException
-    from omegaconf import DictConfig
-    from omegaconf.errors import OmegaConfBaseException
     import yaml
-    from rich.console import Console
+    from hydra.errors import HydraException
+    from omegaconf.errors import OmegaConfBaseException
 
+    from memrun import launch, sweep
     from memrun.config import register
-    from memrun.run import execute
 
     register()
-    # Piped output (CI logs, files) gets a table wide enough to read; terminals keep their width.
-    console = Console(width=None if sys.stdout.isatty() else 120)
-
-    failures: list[MemrunError] = []
-    current: list[Path] = []  # the run folder in progress, for the interrupt message
-
-    def task(cfg: DictConfig) -> None:
-        # Report a user error here, in one line; a sweep goes on with its next job.
-        out_dir = Path(HydraConfig.get().runtime.output_dir)
-        current[:] = [out_dir]
-        try:
-            execute(cfg, out_dir, console)
-        except MemrunError as exc:
-            _fail(str(exc), exc.exit_code)
-            failures.append(exc)
-            _discard_if_empty(out_dir)
-        except OmegaConfBaseException as exc:
-            _fail(explain_config_error(exc))
-            failures.append(MemrunError(str(exc)))
-            _discard_if_empty(out_dir)
-        except OSError as exc:  # the machine's side: disk full, permissions, a vanished file or folder
-            _fail(f"{exc.strerror or exc}{f': {exc.filename}' if exc.filename else ''} (run folder {out_dir})")
-            failures.append(MemrunError(str(exc)))
-
-    app = hydra.main(config_path=str(conf_dir()), config_name="config", version_base=None)(task)
+    launch.last_exit_code, launch.current_dir, sweep.last_sweep_exit_code = 0, None, None
+    # launch.job runs each job (a user error is one line there; a sweep goes on with its
+    # next job); it captures nothing, so every launcher can pickle it.
+    app = hydra.main(config_path=str(conf_dir()), config_name="config", version_base=None)(launch.job)
     # Let Hydra's exceptions reach us so each becomes one line instead of a trace.
     os.environ.setdefault("HYDRA_FULL_ERROR", "1")
     saved_argv = sys.argv
@@ -138,14 +108,17 @@ def _run_hydra(args: list[str]) -> int:
     except KeyboardInterrupt:
         from memrun.io.writer import ITEMS_FILE
 
-        kept = bool(current) and (current[0] / ITEMS_FILE).exists()
-        where = f"the rows that finished are in {current[0]}" if kept else "no row had finished"
+        current = launch.current_dir
+        kept = current is not None and (current / ITEMS_FILE).exists()
+        where = f"the rows that finished are in {current}" if kept else "no row had finished"
         return _fail(f"interrupted; {where}. Run the same command again to redo it "
                      "(on the accuracy axis, the calls already made come from the cache)", EXIT_INTERRUPTED)
     finally:
         sys.argv = saved_argv
         signal.signal(signal.SIGTERM, saved_term)
-    return failures[0].exit_code if failures else 0
+    if sweep.last_sweep_exit_code is not None:  # a multirun: its jobs may have run anywhere
+        return sweep.last_sweep_exit_code
+    return launch.last_exit_code
 
 
 def _interrupt(signum: int, frame: object) -> None:

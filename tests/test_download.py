@@ -53,7 +53,7 @@ def test_download_with_wrong_sha_keeps_nothing(served, tmp_path):
     folder = tmp_path / "cache"
     with pytest.raises(DownloadError, match="expected 0000"):
         download.resolve("data.json", url=f"{base}/data.json", sha256="0" * 64, folder=folder)
-    assert list(folder.iterdir()) == []
+    assert not folder.exists() or list(folder.iterdir()) == []
 
 
 def test_offline_error_names_file_address_sha_and_folder(tmp_path):
@@ -89,3 +89,25 @@ def test_explicit_path_must_exist(tmp_path):
     f = tmp_path / "mine.json"
     f.write_text("[]")
     assert download.resolve("x.json", url=None, sha256=None, folder=Path("/nonexistent"), path=str(f))[0] == f
+
+
+def test_two_processes_downloading_one_file_leave_one_valid_file(served, tmp_path):
+    """Two processes resolve the same missing file from a loopback server at once: one valid
+    file, no temporary or lock file left."""
+    import subprocess
+    import sys
+
+    base, www = served
+    payload = bytes(range(256)) * 40_000  # 10 MB: the two downloads overlap
+    (www / "big.json").write_bytes(payload)
+    sha = hashlib.sha256(payload).hexdigest()
+    folder = tmp_path / "cache"
+    code = ("import sys; from pathlib import Path; from memrun.benchmarks import download; "
+            "print(download.resolve('big.json', url=sys.argv[1], sha256=sys.argv[2], folder=Path(sys.argv[3]))[1])")
+    procs = [subprocess.Popen([sys.executable, "-c", code, f"{base}/big.json", sha, str(folder)],
+                              stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True) for _ in range(2)]
+    outs = [p.communicate(timeout=120) for p in procs]
+    assert [p.returncode for p in procs] == [0, 0], outs
+    assert [o[0].strip() for o in outs] == [sha, sha]
+    assert (folder / "big.json").read_bytes() == payload
+    assert sorted(p.name for p in folder.iterdir()) == ["big.json"]

@@ -3,6 +3,11 @@
 Precedence for the data directory: the ``data_dir`` config key, else the
 ``MEMRUN_DATA_DIR`` environment variable, else a per-user cache folder
 (``platformdirs.user_cache_dir("memrun")/datasets``).
+
+Several processes (a sweep's jobs, shards on one node) may need the same missing file at
+once: a download holds a file lock (``<file>.lock``, :mod:`filelock`) while it streams
+into a temporary file of its own and renames it into place; a process that waited for
+the lock finds the file there and only checks its sha256.
 """
 
 from __future__ import annotations
@@ -80,18 +85,41 @@ def resolve(
         return target, _check(target, sha256)
     if not url:
         raise DataError(f"{file} is not in {folder} and the config names no url to download it from")
-    return target, _download(url, target, sha256)
+    return target, _download_once(url, target, sha256)
+
+
+def _download_once(url: str, target: Path, sha256: str | None) -> str:
+    """Download under the file lock; re-check after waiting. The lock file, and a folder
+    made only for it, are removed afterwards: correctness never rests on the lock alone,
+    since every download streams into its own temporary file, is checked against the
+    sha256, and is renamed into place atomically."""
+    from filelock import FileLock
+
+    made = [p for p in (target.parent, *target.parent.parents) if not p.exists()]  # innermost first
+    target.parent.mkdir(parents=True, exist_ok=True)
+    lock_path = Path(str(target) + ".lock")
+    try:
+        with FileLock(str(lock_path)):
+            if target.is_file():  # another process downloaded it while this one waited
+                return _check(target, sha256)
+            return _download(url, target, sha256)
+    finally:
+        lock_path.unlink(missing_ok=True)
+        for folder in made:  # only folders this call made, and only while empty
+            if any(folder.iterdir()):
+                break
+            folder.rmdir()
 
 
 def _download(url: str, target: Path, sha256: str | None) -> str:
-    """Stream ``url`` into ``target`` via a ``.part`` file; return the verified sha256."""
+    """Stream ``url`` into ``target`` via a ``.part`` file of this process's own; return the
+    verified sha256. The caller holds the download lock."""
     from rich.progress import BarColumn, DownloadColumn, Progress, TransferSpeedColumn
 
-    part = target.with_name(target.name + ".part")
+    part = target.with_name(f"{target.name}.{os.getpid()}.part")
     try:
         with httpx.stream("GET", url, follow_redirects=True, timeout=30.0) as response:
             response.raise_for_status()
-            target.parent.mkdir(parents=True, exist_ok=True)  # only once there is something to keep
             total = int(response.headers.get("content-length", 0)) or None
             with (
                 part.open("wb") as out,

@@ -1,0 +1,45 @@
+"""``memrun sweep DIR``: the table of a finished (or running) sweep, and its rows as one table.
+
+Exit code: the worst job's (0 all complete, 2 a job failed or recorded nothing, 130 a
+job was interrupted); 2 for a folder that is not a sweep.
+"""
+
+from __future__ import annotations
+
+import argparse
+import sys
+from collections.abc import Sequence
+from pathlib import Path
+
+from memrun.errors import MemrunError
+
+
+def build_parser() -> argparse.ArgumentParser:
+    parser = argparse.ArgumentParser(prog="memrun sweep", description="The jobs of a sweep as one table.")
+    parser.add_argument("dir", type=Path, help="a sweep folder (outputs/multirun/<time>)")
+    parser.add_argument("--format", choices=("text", "markdown", "json", "csv"), default="text")
+    parser.add_argument("--out", type=Path, metavar="FILE.parquet",
+                        help="also write every job's rows as one Parquet table (union of columns, "
+                             "the instrument's key fields as columns)")
+    return parser
+
+
+def main(argv: Sequence[str]) -> int:
+    """``memrun sweep DIR [--format F] [--out FILE]``; returns the worst job's exit code."""
+    from memrun.report.sweep_table import render
+    from memrun.sweep import sweep_rows, worst_exit_code
+
+    args = build_parser().parse_args(list(argv))
+    try:
+        rows = sweep_rows(args.dir)
+    except FileNotFoundError:
+        raise MemrunError(f"{args.dir}: no such folder") from None
+    if not rows:
+        raise MemrunError(f"{args.dir}: no job of a memrun sweep here (expected outputs/multirun/<time>)")
+    sys.stdout.write(render(rows, args.format, title=f"sweep {args.dir}"))
+    if args.out:
+        from memrun.io.combine import combine_runs
+
+        n = combine_runs([Path(r.run_dir) for r in rows if r.value is not None or r.n_items], args.out)
+        sys.stderr.write(f"wrote {n} rows of {len(rows)} jobs to {args.out}\n")
+    return worst_exit_code(rows)

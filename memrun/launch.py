@@ -1,0 +1,215 @@
+"""One Hydra job of memrun: claim its folder, save its config, run it, record its outcome.
+
+:func:`job` is the function Hydra's launchers call. It is module-level and captures
+nothing, so every launcher can pickle it: the basic launcher runs it in-process, joblib
+in worker processes, submitit on SLURM nodes (or ``submitit_local``), Ray on a cluster.
+
+Order of work, so that a refused job writes nothing:
+
+1. **Claim** the run folder atomically (:func:`claim`): an exclusive create of
+   :data:`CLAIM_FILE`, refused when another process holds it or the folder already holds
+   a run's rows. Hydra itself only creates the folder (``hydra.output_subdir`` is null
+   in ``conf/config.yaml``); the loser of a race never touches the winner's files.
+2. **Check** the config for literal secrets (a refusal scrubs the sweep's
+   ``multirun.yaml``, which Hydra wrote before any job), then **save** ``.hydra/config.yaml``,
+   ``hydra.yaml`` and ``overrides.yaml`` (what Hydra would have written).
+3. **Run** (:func:`memrun.run.execute`), turning a user error into one line.
+4. **Record** the outcome: in a multirun, ``<sweep dir>/.memrun/job-<num>.json``
+   (:data:`OUTCOME_DIR`), read by :class:`memrun.sweep.SweepCallback` in the launching
+   process, whatever process or node ran the job; the claim is released.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import socket
+import sys
+import time
+from dataclasses import asdict, dataclass
+from pathlib import Path
+from typing import Any
+
+from memrun.errors import MemrunError
+
+CLAIM_FILE = ".memrun-claim"
+OUTCOME_DIR = ".memrun"
+EXIT_USER_ERROR = 2
+EXIT_INTERRUPTED = 130
+
+last_exit_code = 0
+"""The exit code of the last job run in this process (a single run reads it)."""
+current_dir: Path | None = None
+"""The run folder of the job in progress in this process (for the interrupt message)."""
+
+
+class RunFolderTaken(MemrunError):
+    """Another run holds, or already filled, the run folder."""
+
+
+@dataclass
+class Outcome:
+    """How one job ended. ``status``: complete | failed | interrupted | refused;
+    ``exit_code`` as a single run's (0, 2, 130); ``error``: the one-line reason, or None;
+    ``run_dir``: its folder; ``overrides``: the job's Hydra overrides; ``seconds``: wall
+    time; ``host`` and ``pid``: where it ran."""
+
+    job: int
+    status: str
+    exit_code: int
+    error: str | None
+    run_dir: str
+    overrides: list[str]
+    seconds: float
+    host: str
+    pid: int
+
+    def write(self, sweep_dir: Path) -> Path:
+        """Save as ``<sweep_dir>/.memrun/job-<num>.json`` (atomic rename); returns the path."""
+        folder = sweep_dir / OUTCOME_DIR
+        folder.mkdir(parents=True, exist_ok=True)
+        path = folder / f"job-{self.job}.json"
+        tmp = path.with_suffix(f".{os.getpid()}.tmp")
+        tmp.write_text(json.dumps(asdict(self), indent=2) + "\n")
+        tmp.replace(path)
+        return path
+
+    @classmethod
+    def read_all(cls, sweep_dir: Path) -> list[Outcome]:
+        """Every outcome recorded under ``sweep_dir``, by job number (unreadable files skipped)."""
+        out = []
+        for path in sorted((sweep_dir / OUTCOME_DIR).glob("job-*.json")):
+            try:
+                out.append(cls(**json.loads(path.read_text())))
+            except (OSError, ValueError, TypeError):
+                continue
+        return sorted(out, key=lambda o: o.job)
+
+
+def claim(folder: Path) -> Path:
+    """Claim ``folder`` for this process: create :data:`CLAIM_FILE` exclusively.
+
+    Returns the claim file's path (remove it with :func:`release`).
+    Raises RunFolderTaken when another process holds the claim, or when the folder
+    already holds a run's rows (``items.parquet``, ``items.parts/``, ``summary.json``).
+    """
+    from memrun.io.writer import ITEMS_FILE, PARTS_DIR, SUMMARY_FILE
+
+    folder.mkdir(parents=True, exist_ok=True)
+    lock = folder / CLAIM_FILE
+    try:
+        fd = os.open(lock, os.O_CREAT | os.O_EXCL | os.O_WRONLY, 0o644)
+    except FileExistsError:
+        try:
+            holder = json.loads(lock.read_text())
+            who = f"pid {holder.get('pid')} on {holder.get('host')} since {holder.get('since')}"
+        except (OSError, ValueError):
+            who = "another process"
+        raise RunFolderTaken(f"{folder} is claimed by another run ({who}); give this run its own folder "
+                             f"(hydra.run.dir=...), or remove {lock} if that run is dead") from None
+    with os.fdopen(fd, "w") as handle:
+        handle.write(json.dumps({"pid": os.getpid(), "host": socket.gethostname(),
+                                 "since": time.strftime("%Y-%m-%dT%H:%M:%S")}))
+    filled = [name for name in (ITEMS_FILE, PARTS_DIR, SUMMARY_FILE) if (folder / name).exists()]
+    if filled:
+        lock.unlink(missing_ok=True)
+        raise RunFolderTaken(f"{folder} already holds a run ({', '.join(filled)}); give this run its own "
+                             "folder (hydra.run.dir=...)")
+    return lock
+
+
+def release(lock: Path) -> None:
+    """Remove a claim made by :func:`claim` (a missing file is fine)."""
+    lock.unlink(missing_ok=True)
+
+
+def _save_hydra_files(out_dir: Path, cfg: Any, hydra_cfg: Any) -> None:
+    """Write ``.hydra/{config,hydra,overrides}.yaml`` as Hydra does with an output subdir."""
+    from omegaconf import OmegaConf
+
+    folder = out_dir / ".hydra"
+    folder.mkdir(parents=True, exist_ok=True)
+    OmegaConf.save(cfg, folder / "config.yaml", resolve=False)
+    OmegaConf.save(OmegaConf.create({"hydra": hydra_cfg}), folder / "hydra.yaml", resolve=False)
+    OmegaConf.save(hydra_cfg.overrides.task, folder / "overrides.yaml", resolve=False)
+
+
+def _discard_if_empty(out_dir: Path) -> None:
+    """Remove a run folder in which nothing ran (only the saved config): no litter from failed starts."""
+    import shutil
+
+    if out_dir.is_dir() and not any(p.name.startswith(("items", "summary")) for p in out_dir.iterdir()):
+        shutil.rmtree(out_dir, ignore_errors=True)
+
+
+def _say(message: str) -> None:
+    sys.stderr.write(f"memrun: error: {message}\n")
+    sys.stderr.flush()
+
+
+def job(cfg: Any) -> int:
+    """Run one composed config as a Hydra job; returns its exit code (0, 2 or 130).
+
+    A user error (config, data, arm, a taken folder, the machine's OSError) is printed
+    as one line and returned as 2; KeyboardInterrupt is recorded (status
+    ``interrupted``) and re-raised for the command line to report.
+    """
+    global last_exit_code, current_dir
+    from hydra.core.hydra_config import HydraConfig
+    from hydra.types import RunMode
+    from omegaconf.errors import OmegaConfBaseException
+    from rich.console import Console
+
+    from memrun.cli import explain_config_error
+    from memrun.llm.endpoint import LiteralSecretError, Redactor, check_no_secrets
+    from memrun.run import execute
+
+    hydra_cfg = HydraConfig.get()
+    out_dir = Path(hydra_cfg.runtime.output_dir)
+    multirun = hydra_cfg.mode == RunMode.MULTIRUN
+    current_dir = out_dir
+    started = time.perf_counter()
+    status, code, error, lock = "complete", 0, None, None
+    redactor = Redactor()  # literal secrets of a refused config stay out of the outcome file
+    try:
+        lock = claim(out_dir)
+        check_no_secrets(cfg)
+        _save_hydra_files(out_dir, cfg, hydra_cfg)
+        # Piped output (CI logs, files) gets a table wide enough to read; terminals keep their width.
+        execute(cfg, out_dir, Console(width=None if sys.stdout.isatty() else 120))
+    except KeyboardInterrupt:
+        status, code, error = "interrupted", EXIT_INTERRUPTED, "interrupted"
+        raise
+    except RunFolderTaken as exc:
+        status, code, error = "refused", exc.exit_code, str(exc)
+        lock = None  # not ours: leave the folder as it is
+        _say(error)
+    except LiteralSecretError as exc:  # nothing of this run holds it; a sweep's multirun.yaml may
+        exc.scrub(out_dir)
+        for value in exc.values:
+            redactor.add(value, min_length=1)
+        status, code, error = "failed", exc.exit_code, str(exc)
+        _say(error)
+    except MemrunError as exc:
+        status, code, error = "failed", exc.exit_code, str(exc)
+        _say(error)
+    except OmegaConfBaseException as exc:
+        status, code, error = "failed", EXIT_USER_ERROR, explain_config_error(exc)
+        _say(error)
+    except OSError as exc:  # the machine's side: disk full, permissions, a vanished file or folder
+        status, code = "failed", EXIT_USER_ERROR
+        error = f"{exc.strerror or exc}{f': {exc.filename}' if exc.filename else ''} (run folder {out_dir})"
+        _say(error)
+    finally:
+        if lock is not None:
+            release(lock)
+            if status == "failed":
+                _discard_if_empty(out_dir)
+        last_exit_code = code
+        if multirun:
+            Outcome(
+                job=int(hydra_cfg.job.num), status=status, exit_code=code, error=error, run_dir=str(out_dir),
+                overrides=[redactor.text(o) for o in hydra_cfg.overrides.task], seconds=round(time.perf_counter() - started, 3),
+                host=socket.gethostname(), pid=os.getpid(),
+            ).write(Path(hydra_cfg.sweep.dir))
+    return code

@@ -1,0 +1,59 @@
+"""Render a sweep's jobs (:class:`memrun.sweep.SweepRow`) as a terminal table, markdown,
+JSON or CSV. All formats carry the same fields."""
+
+from __future__ import annotations
+
+import csv
+import io
+import json
+from collections.abc import Sequence
+
+from rich import box
+from rich.console import Console
+from rich.table import Table
+
+from memrun.report.run_summary import pct
+from memrun.sweep import SweepRow
+
+HEADERS = ["job", "overrides", "status", "exit", "headline", "value %", "items", "errors", "seconds"]
+
+
+def _cells(r: SweepRow) -> list[str]:
+    return [str(r.job), r.overrides, r.status, str(r.exit_code), r.headline or "-", pct(r.value),
+            "-" if r.n_items is None else str(r.n_items), "-" if r.n_errors is None else str(r.n_errors),
+            "-" if r.seconds is None else f"{r.seconds:.1f}"]
+
+
+def print_sweep_table(console: Console, rows: Sequence[SweepRow], title: str) -> None:
+    """One row per job, then the first error of each job that did not complete."""
+    table = Table(title=title, title_justify="left", box=box.SIMPLE_HEAD, pad_edge=False)
+    for h in HEADERS:
+        left = h in ("overrides", "status", "headline")
+        table.add_column(h, justify="left" if left else "right", overflow="fold", no_wrap=h != "overrides",
+                         ratio=1 if h == "overrides" else None)
+    for r in rows:
+        table.add_row(*_cells(r), style=None if r.status == "complete" else "red")
+    console.print(table)
+    for r in rows:
+        if r.error and r.status != "complete":
+            console.print(f"job {r.job} ({r.status}): {r.error}", soft_wrap=True, highlight=False)
+
+
+def render(rows: Sequence[SweepRow], fmt: str, title: str = "sweep") -> str:
+    """The table as ``text``, ``markdown``, ``json`` (every field) or ``csv`` (every field)."""
+    if fmt == "json":
+        return json.dumps([r.to_dict() for r in rows], indent=2) + "\n"
+    if fmt == "csv":
+        buf = io.StringIO()
+        fields = list(rows[0].to_dict()) if rows else list(SweepRow.__dataclass_fields__)
+        writer = csv.DictWriter(buf, fieldnames=fields)
+        writer.writeheader()
+        writer.writerows(r.to_dict() for r in rows)
+        return buf.getvalue()
+    if fmt == "markdown":
+        lines = ["| " + " | ".join(HEADERS) + " |", "|" + "---|" * len(HEADERS)]
+        lines += ["| " + " | ".join(c.replace("|", "\\|") for c in _cells(r)) + " |" for r in rows]
+        return "\n".join(lines) + "\n"
+    buf = io.StringIO()
+    print_sweep_table(Console(file=buf, width=120, color_system=None), rows, title)
+    return buf.getvalue()

@@ -1,0 +1,120 @@
+"""A sweep's jobs as one table: status, headline and exit code of every job, on any launcher.
+
+Each job records its outcome (:class:`memrun.launch.Outcome`) under the sweep folder,
+whatever process or node ran it. :class:`SweepCallback` (a Hydra callback registered in
+``conf/config.yaml``) reads them in the launching process when the multirun ends, prints
+the table and leaves the worst job's exit code for the command line to return;
+``memrun sweep DIR`` prints the same table later (:mod:`memrun.commands.sweep`).
+"""
+
+from __future__ import annotations
+
+import json
+from dataclasses import asdict, dataclass
+from pathlib import Path
+from typing import Any
+
+from hydra.experimental.callback import Callback
+
+from memrun.launch import EXIT_USER_ERROR, Outcome
+from memrun.io.writer import SUMMARY_FILE
+
+last_sweep_exit_code: int | None = None
+"""Set by :class:`SweepCallback` when a multirun ends in this process: the worst job's code."""
+
+RETRIEVAL_HEADLINE = ("recall@5", "recall@10", "recall@1", "mrr")
+"""The retrieval metric a sweep table shows, the first a run has."""
+
+
+@dataclass
+class SweepRow:
+    """One job of a sweep. ``headline``/``value``: the metric the table shows (accuracy:
+    the verdict denominator's value; retrieval: the first of :data:`RETRIEVAL_HEADLINE`)
+    as a fraction, None when the job wrote no summary."""
+
+    job: int
+    overrides: str
+    status: str
+    exit_code: int
+    headline: str | None
+    value: float | None
+    n_items: int | None
+    n_errors: int | None
+    seconds: float | None
+    run_dir: str
+    error: str | None
+
+    def to_dict(self) -> dict[str, Any]:
+        """The fields as a JSON-ready dict."""
+        return asdict(self)
+
+
+def headline(summary: dict[str, Any]) -> tuple[str | None, float | None]:
+    """(metric name, value as a fraction) of a run's ``summary.json``; (None, None) when it has none."""
+    head = summary.get("headline")
+    if isinstance(head, dict) and "value" in head:
+        return str(head.get("metric")), head.get("value")
+    block = summary.get("overall_comparable") or summary.get("overall_all") or {}
+    for name in RETRIEVAL_HEADLINE:
+        if block.get(name) is not None:
+            return name, float(block[name])
+    return None, None
+
+
+def _summary(run_dir: Path) -> dict[str, Any]:
+    try:
+        return json.loads((run_dir / SUMMARY_FILE).read_text())
+    except (OSError, ValueError):
+        return {}
+
+
+def sweep_rows(sweep_dir: Path) -> list[SweepRow]:
+    """Every job of the sweep under ``sweep_dir``, by job number.
+
+    Jobs come from the recorded outcomes; a job folder without one (a worker killed
+    before it could record) is listed with status ``unknown`` and exit code 2.
+    Raises FileNotFoundError when ``sweep_dir`` is not a folder.
+    """
+    if not sweep_dir.is_dir():
+        raise FileNotFoundError(sweep_dir)
+    rows = []
+    seen: set[str] = set()
+    for o in Outcome.read_all(sweep_dir):
+        summary = _summary(Path(o.run_dir))
+        name, value = headline(summary)
+        rows.append(SweepRow(o.job, " ".join(o.overrides), o.status, o.exit_code, name, value,
+                             summary.get("n_items"), summary.get("n_errors"), o.seconds, o.run_dir, o.error))
+        seen.add(str(Path(o.run_dir).resolve()))
+    for folder in sorted(p for p in sweep_dir.iterdir() if p.is_dir() and (p / ".hydra").is_dir()):
+        if str(folder.resolve()) in seen:
+            continue
+        summary = _summary(folder)
+        name, value = headline(summary)
+        job = int(folder.name.split("_", 1)[0]) if folder.name.split("_", 1)[0].isdigit() else -1
+        status = summary.get("status", "unknown")
+        rows.append(SweepRow(job, folder.name, status, 0 if status == "complete" else EXIT_USER_ERROR, name, value,
+                             summary.get("n_items"), summary.get("n_errors"), summary.get("pipeline_seconds"),
+                             str(folder), None if status == "complete" else "the job recorded no outcome"))
+    return sorted(rows, key=lambda r: r.job)
+
+
+def worst_exit_code(rows: list[SweepRow]) -> int:
+    """The exit code of the sweep: the worst of its jobs' (130 > 2 > 0); 2 for no job."""
+    return max((r.exit_code for r in rows), default=EXIT_USER_ERROR)
+
+
+class SweepCallback(Callback):
+    """Prints the sweep table when a multirun ends and records the worst exit code."""
+
+    def on_multirun_end(self, config: Any, **kwargs: Any) -> None:
+        global last_sweep_exit_code
+        from rich.console import Console
+
+        from memrun.report.sweep_table import print_sweep_table
+
+        rows = sweep_rows(Path(config.hydra.sweep.dir))
+        last_sweep_exit_code = worst_exit_code(rows)
+        import sys
+
+        console = Console(width=None if sys.stdout.isatty() else 120)
+        print_sweep_table(console, rows, title=f"sweep {config.hydra.sweep.dir}")

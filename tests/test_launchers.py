@@ -1,0 +1,99 @@
+"""Sweeps on Hydra's real launchers (joblib, submitit_local, a local Ray), the sweep table,
+and run folders claimed atomically. Every memrun process is the real CLI in a subprocess."""
+
+from __future__ import annotations
+
+import json
+import re
+import subprocess
+from pathlib import Path
+
+import pyarrow.parquet as pq
+import pytest
+from conftest import memrun_exe, run_memrun
+
+LAUNCHERS = {
+    "basic": [],
+    "joblib": ["hydra/launcher=joblib", "hydra.launcher.n_jobs=2"],
+    "submitit_local": ["hydra/launcher=submitit_local", "hydra.launcher.timeout_min=5"],
+    "ray": ["hydra/launcher=ray", "+hydra.launcher.ray.init.num_cpus=2",
+            "+hydra.launcher.ray.init.include_dashboard=false"],
+}
+SWEEP = ["arm=bm25,bm25_nostop", "benchmark.limit=0,12", "progress=false"]  # limit=0 is a config error
+
+
+def _sweep(tmp_path: Path, launcher: str) -> tuple[subprocess.CompletedProcess[str], Path]:
+    done = run_memrun(["-m", *LAUNCHERS[launcher], *SWEEP], tmp_path, timeout=600)
+    (sweep_dir,) = (tmp_path / "outputs" / "multirun").iterdir()
+    return done, sweep_dir
+
+
+def _rows(sweep_dir: Path) -> list[dict]:
+    done = run_memrun(["sweep", str(sweep_dir), "--format", "json"], sweep_dir)
+    assert done.returncode == 2, done.stderr  # a job failed
+    return json.loads(done.stdout)
+
+
+@pytest.fixture(scope="module")
+def basic_sweep(tmp_path_factory) -> Path:
+    tmp = tmp_path_factory.mktemp("basic")
+    done, sweep_dir = _sweep(tmp, "basic")
+    assert done.returncode == 2, done.stderr
+    return sweep_dir
+
+
+@pytest.mark.parametrize("launcher", ["basic", "joblib", "submitit_local", "ray"])
+def test_a_sweep_with_a_failing_job_exits_2_with_one_table(tmp_path, launcher, basic_sweep):
+    done, sweep_dir = _sweep(tmp_path, launcher) if launcher != "basic" else (None, basic_sweep)
+    if done is not None:
+        assert done.returncode == 2, done.stderr[-3000:]
+        # submitit keeps a job's own stderr in its log folder: the table carries the error
+        assert "Traceback" not in done.stderr
+        table = done.stdout[done.stdout.index("sweep outputs/multirun"):]
+        assert len(re.findall(r"complete\s+0\s", table)) == 2 and len(re.findall(r"failed\s+2\s", table)) == 2
+        assert table.count("(failed): benchmark.limit=0") == 2
+    rows = _rows(sweep_dir)
+    assert [r["job"] for r in rows] == [0, 1, 2, 3]
+    assert [r["status"] for r in rows] == ["failed", "complete", "failed", "complete"]
+    assert [r["exit_code"] for r in rows] == [2, 0, 2, 0]
+    # the same rows and summary numbers as the basic launcher (times and ids aside)
+    for mine, basic in zip(rows, _rows(basic_sweep)):
+        assert (mine["headline"], mine["value"], mine["n_items"]) == (basic["headline"], basic["value"], basic["n_items"])
+        if mine["status"] != "complete":
+            continue
+        a = pq.read_table(Path(mine["run_dir"]) / "items.parquet").drop_columns(["run_id", "search_latency_ms"])
+        b = pq.read_table(Path(basic["run_dir"]) / "items.parquet").drop_columns(["run_id", "search_latency_ms"])
+        assert a.replace_schema_metadata(None).equals(b.replace_schema_metadata(None))
+
+
+def test_sweep_command_formats_and_combined_table(basic_sweep, tmp_path):
+    md = run_memrun(["sweep", str(basic_sweep), "--format", "markdown"], tmp_path)
+    assert md.returncode == 2 and md.stdout.startswith("| job | overrides | status |")
+    csv = run_memrun(["sweep", str(basic_sweep), "--format", "csv", "--out", str(tmp_path / "all.parquet")], tmp_path)
+    assert csv.stdout.splitlines()[0].startswith("job,overrides,status,exit_code")
+    combined = pq.read_table(tmp_path / "all.parquet")
+    assert combined.num_rows == 24  # two complete jobs of 12 items
+    assert set(combined.column("instrument_arm").to_pylist()) == {"bm25", "bm25_nostop"}
+    assert len(set(combined.column("run_id").to_pylist())) == 2
+    missing = run_memrun(["sweep", str(tmp_path / "nope")], tmp_path)
+    assert missing.returncode == 2 and "no such folder" in missing.stderr
+
+
+def test_two_processes_racing_for_one_run_folder(tmp_path):
+    """Exactly one runs; the other exits 2 in one line and leaves the winner's files as they were."""
+    folder = tmp_path / "run"
+    procs = [subprocess.Popen([*memrun_exe(), f"hydra.run.dir={folder}", f"seed={seed}", "progress=false"],
+                              cwd=tmp_path, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
+             for seed in (1, 2)]
+    outs = [p.communicate(timeout=300) for p in procs]
+    codes = [p.returncode for p in procs]
+    assert sorted(codes) == [0, 2], outs
+    loser = codes.index(2)
+    assert "memrun: error:" in outs[loser][1] and outs[loser][1].count("\n") == 1
+    winner_seed = (1, 2)[codes.index(0)]
+    assert (folder / ".hydra" / "overrides.yaml").read_text().count(f"seed={winner_seed}") == 1
+    assert pq.read_table(folder / "items.parquet").num_rows == 30
+    assert not (folder / ".memrun-claim").exists()
+    again = run_memrun([f"hydra.run.dir={folder}", "seed=3", "progress=false"], tmp_path)
+    assert again.returncode == 2 and "already holds a run" in again.stderr
+    assert "seed=3" not in (folder / ".hydra" / "overrides.yaml").read_text()
