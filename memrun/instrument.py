@@ -74,6 +74,7 @@ class Instrument:
     categories: dict[str, str] = field(default_factory=dict)
     comparable_categories: list[str] | None = None
     stratify_by: str | None = None  # a column compare resamples within by default (LongMemEval: category)
+    retrieval_not_measurable: str | None = None  # why the hits cannot be scored (ids the arm made up), or None
     ks: list[int] = field(default_factory=list)
     repeats: int = 1
     seed: int | None = None

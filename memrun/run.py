@@ -35,7 +35,7 @@ from memrun.config import ARM_RESERVED_KEYS, BENCHMARK_RESERVED_KEYS, Axis, cuto
 from memrun.errors import ArmError, ConfigError, RunFailed
 from memrun.instrument import DENOMINATOR_RETRIEVAL, Instrument
 from memrun.io.schema import items_schema
-from memrun.io.writer import ItemsWriter
+from memrun.io.writer import SHA256_KEY, SUMMARY_FILE, ItemsWriter
 from memrun.llm.endpoint import LiteralSecretError, check_no_secrets
 from memrun.metrics.by_category import summarize_by_granularity
 from memrun.metrics.summary import not_measurable
@@ -47,7 +47,6 @@ from memrun.retrieval import Retrieved, iter_group, make_row, retrieve_group
 if TYPE_CHECKING:  # the accuracy axis imports the openai SDK (~1 s): only when it runs
     from memrun.accuracy.setup import AccuracySetup
 
-SUMMARY_FILE = "summary.json"
 PROGRESS_SECONDS = 0.1
 
 
@@ -224,6 +223,7 @@ def execute(cfg: DictConfig, out_dir: Path, console: Console) -> dict[str, Any]:
         gold_match=dataset.gold_match,
         categories=dict(dataset.categories),
         comparable_categories=dataset.comparable_categories,
+        stratify_by=dataset.stratify_by,
         ks=ks,
         repeats=int(cfg.repeats),
         seed=int(cfg.seed),
@@ -290,6 +290,7 @@ def execute(cfg: DictConfig, out_dir: Path, console: Console) -> dict[str, Any]:
             warnings.add(emptied_context_warning(rows, setup.reader.max_context_tokens))
         warnings.add(*(coverage_warnings(coverage) if coverage else []))
         instrument.warnings = list(warnings.lines)
+        instrument.retrieval_not_measurable = checks.not_measurable()  # compare refuses such a run
         writer.close()
         if setup:
             summary = _accuracy_summary(rows, setup, dataset, ks, instrument, stopped, checks, coverage)
@@ -308,6 +309,7 @@ def execute(cfg: DictConfig, out_dir: Path, console: Console) -> dict[str, Any]:
             pipeline_seconds=time.perf_counter() - t_start,
             arm_checks=dict(checks.counts),
             warnings=list(warnings.lines),
+            **{SHA256_KEY: writer.sha256},  # the reader checks items.parquet against it
         )
         (out_dir / SUMMARY_FILE).write_text(json.dumps(summary, indent=2) + "\n")
     warnings.show()

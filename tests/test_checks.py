@@ -66,7 +66,7 @@ def by_hand(rows: list[dict[str, Any]], k: int) -> dict[str, float]:
         top = ranking[:k]
         relevant = [key in gold for key in top]
         totals["recall"] += any(relevant)
-        totals["precision"] += sum(relevant) / len(top) if top else 0.0
+        totals["precision"] += sum(relevant) / k  # trec_eval's P@k: divided by k
         dcg = sum(1 / math.log2(i + 2) for i, hit in enumerate(relevant) if hit)
         totals["ndcg"] += dcg / sum(1 / math.log2(i + 2) for i in range(min(k, len(gold))))
         first = next((i + 1 for i, key in enumerate(ranking) if key in gold), None)
@@ -82,12 +82,24 @@ def test_a_repeated_best_record_is_credited_once(tmp_path) -> None:
     assert overall["precision@5"] == pytest.approx(expected["precision"])
     assert overall["recall@5"] == pytest.approx(expected["recall"]) and overall["mrr"] == pytest.approx(expected["mrr"])
     assert overall["ndcg@5"] == pytest.approx(expected["ndcg"])
-    # one distinct hit: precision@5 reads it alone, so it equals recall@1, far from the 1.0 the repeats claimed
-    assert overall["precision@5"] == pytest.approx(overall["recall@1"]) and overall["precision@5"] < 0.5
+    # one distinct hit: precision@5 is recall@1 / 5, far from the 1.0 the repeats claimed
+    assert overall["precision@5"] == pytest.approx(overall["recall@1"] / 5) and overall["precision@5"] <= 0.2
     repeated = sum(1 for r in rows if len(set(r["retrieved_keys"])) < len(r["retrieved_keys"]))
     assert summary["arm_checks"]["duplicate_keys"] == repeated > 1000
     line = f"the arm returned a key more than once on {repeated} of 1986 items"
     assert any(w.startswith(line) for w in summary["warnings"]) and summary["warnings"] == instrument.warnings
+
+
+def test_repeating_the_best_record_no_longer_passes_compare_on_precision(tmp_path, capsys) -> None:
+    """The issue's input: an arm returning its best record 5 times PASSed bm25 by +25 pp on
+    compare --metric precision@5. precision@5 now divides by 5: it fails."""
+    from memrun.commands.compare import main as compare_main
+
+    run(tmp_path, "bm25")
+    run(tmp_path, "repeat", *faulty("RepeatingArm"))
+    code = compare_main([str(tmp_path / "bm25"), str(tmp_path / "repeat"), "--metric", "precision@5", "--format", "json"])
+    d = json.loads(capsys.readouterr().out)
+    assert code == 1 and d["verdict"]["outcome"] == "fail" and d["overall"]["high"] < 0
 
 
 def test_a_repeated_key_takes_no_rank(tmp_path) -> None:
@@ -127,6 +139,13 @@ def test_keys_the_arm_never_received_make_retrieval_not_measurable(tmp_path, dat
     assert blocks[0]["n_scored"] == 1982  # counts stay
     assert any(w.startswith("retrieval metrics not measurable") for w in run_table.instrument.warnings)
     assert summary["warnings"] == run_table.instrument.warnings
+    # the rows' metric columns hold zeros that measure nothing: compare refuses the run
+    from memrun.commands.compare import main as compare_main
+
+    run(tmp_path, "bm25")
+    assert compare_main([str(tmp_path / "bm25"), str(out)]) == 3
+    err = capsys.readouterr().err
+    assert "refused: a run's retrieval metrics are not measurable" in err and str(out) in err
 
 
 def test_session_ids_are_known_keys_and_half_unknown_only_warns(tmp_path, histories) -> None:

@@ -321,3 +321,27 @@ def test_bad_arguments_with_json_still_write_a_json_document(capsys):
         compare_main(["only-one", "--format", "json"])
     assert exc.value.code == ExitCode.USAGE_ERROR
     assert json.loads(capsys.readouterr().out)["outcome"] == "usage_error"
+
+
+def test_longmemeval_runs_compare_as_questions_stratified_by_type(tmp_path, capsys, monkeypatch):
+    """A real memrun LongMemEval run records stratify_by=category; compare then resamples
+    questions within their types by default, with no few-clusters warning."""
+    from helpers import DATE, question, turn, write_lme
+
+    from memrun.cli import main
+
+    types = ["single-session-user", "multi-session", "temporal-reasoning"]
+    questions = [question(f"q{i}", [(f"s{i}", DATE, [turn("user", f"my car is colour {i}", True),
+                                                      turn("assistant", "noted")]),
+                                    (f"f{i}", DATE, [turn("user", "the weather is nice")])], [f"s{i}"],
+                          qtype=types[i % 3], text=f"what colour is my car {i}?") for i in range(36)]
+    path = write_lme(tmp_path / "lme.json", questions)
+    monkeypatch.chdir(tmp_path)
+    for arm in ("bm25", "bm25_nostop"):
+        assert main(["benchmark=longmemeval", f"benchmark.path={path}", "benchmark.expected_counts=null",
+                     f"arm={arm}", "progress=false", f"hydra.run.dir={tmp_path / arm}"]) == 0
+    capsys.readouterr()
+    _, d = compare_json(capsys, str(tmp_path / "bm25"), str(tmp_path / "bm25_nostop"))
+    assert d["settings"]["stratify_by"] == "category"
+    assert d["overall"]["n_clusters"] == 36 and d["overall"]["bootstrap"]["n_strata"] == 3
+    assert not any("clusters" in w for w in d["warnings"])

@@ -58,3 +58,20 @@ def test_recorded_sha256_catches_every_flip(run_folder):
         with pytest.raises(RunTableError, match="sha256 differs|not a readable Parquet file"):
             read_run(run_folder)
     assert read_run(run_folder).table.num_rows == 400  # restored: reads again
+
+
+def test_a_run_records_its_tables_sha256_and_compare_refuses_a_changed_file(tmp_path, capsys, monkeypatch):
+    from memrun.cli import main
+    from memrun.commands.compare import main as compare_main
+
+    monkeypatch.chdir(tmp_path)
+    for seed in (1, 2):
+        assert main(["progress=false", f"seed={seed}", f"hydra.run.dir={tmp_path / str(seed)}"]) == 0
+    summary = json.loads((tmp_path / "1" / SUMMARY_FILE).read_text())
+    assert summary[SHA256_KEY] == file_sha256(tmp_path / "1" / ITEMS_FILE)
+    capsys.readouterr()
+    raw = (tmp_path / "2" / ITEMS_FILE).read_bytes()
+    (tmp_path / "2" / ITEMS_FILE).write_bytes(raw[:-9] + bytes([raw[-9] ^ 1]) + raw[-8:])  # a footer byte
+    assert compare_main([str(tmp_path / "1"), str(tmp_path / "2")]) == 4
+    err = capsys.readouterr().err
+    assert err.count("\n") == 1 and str(tmp_path / "2" / ITEMS_FILE) in err

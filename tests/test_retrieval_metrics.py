@@ -25,10 +25,10 @@ def test_first_hit_at_rank_two_of_two_gold():
     assert s.rr == 0.5
     assert s.hit == {1: False, 3: True, 5: True}
     assert s.all == {1: False, 3: False, 5: True}
-    # precision@K divides by the hits returned within K (4 returned)
+    # precision@K divides by K (trec_eval's P@K), even with 4 hits returned
     assert s.precision[1] == 0.0
     assert s.precision[3] == pytest.approx(1 / 3)
-    assert s.precision[5] == pytest.approx(2 / 4)
+    assert s.precision[5] == pytest.approx(2 / 5)
     # nDCG@5: DCG = 1/log2(3) + 1/log2(5); IDCG = 1 + 1/log2(3)
     expected = (1 / math.log2(3) + 1 / math.log2(5)) / (1 + 1 / math.log2(3))
     assert s.ndcg[5] == pytest.approx(expected)

@@ -170,18 +170,8 @@ def apply_selection(dataset: Dataset, selection: Selection) -> tuple[Dataset, Se
     selected: Iterable[Group] = _Selected(groups, keep, corrections)
     if isinstance(groups, list):
         selected = list(selected)
-    return Dataset(
-        split=dataset.split,
-        sha256=dataset.sha256,
-        groups=selected,
-        categories=dataset.categories,
-        comparable_categories=dataset.comparable_categories,
-        gold_match=dataset.gold_match,
-        counts=dataset.counts,
-        warnings=dataset.warnings,
-        index=[(i, c) for i, c in index if i in keep],
-        task_averaged=dataset.task_averaged,
-    ), selection
+    # replace(): every other field of the dataset (strata, averaging, ...) carries over
+    return dataclasses.replace(dataset, groups=selected, index=[(i, c) for i, c in index if i in keep]), selection
 
 
 def _keep(index: list[tuple[str, str]], selection: Selection, split: str) -> tuple[set[str], int]:

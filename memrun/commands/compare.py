@@ -121,6 +121,10 @@ def _refusal(a: Instrument, b: Instrument, treatments: list[str], allow_noncompa
         differences = a.diff(b, treatments)
     except ValueError as exc:
         raise MemrunError(str(exc)) from exc
+    unmeasurable = [f"{p}: {inst.retrieval_not_measurable}" for p, inst in ((path_a, a), (path_b, b))
+                    if inst.retrieval_not_measurable and inst.axis != "accuracy"]
+    if unmeasurable:  # its metric columns hold zeros that measure nothing
+        return [], "refused: a run's retrieval metrics are not measurable:\n  " + "\n  ".join(unmeasurable)
     fake = [p for p, inst in ((path_a, a), (path_b, b)) if inst.fake_providers]
     if fake and not allow_fake:
         return differences, (f"refused: {' and '.join(fake)} ran with fake or stub providers; their scores "

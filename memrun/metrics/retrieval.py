@@ -12,8 +12,9 @@ their distinct keys in order of first appearance (:func:`distinct_ranking`): a l
 hit repeating a key is dropped from the ranking and occupies no rank position, as
 trec_eval-like tools treat a duplicate document. So an arm that returns its best record
 five times has a ranking of one hit: recall@K, recall_all@K, MRR and nDCG@K read that
-one hit, and precision@K divides by the distinct hits within the top K (one), not by
-five. The run counts items whose hits repeat a key (``arm_checks.duplicate_keys`` in
+one hit. precision@K divides by K, as trec_eval's P@K does (Manning et al., sec. 8.4),
+never by the hits returned: an arm that returns fewer hits cannot raise its precision,
+so precision@5 of that arm is at most 1/5. The run counts items whose hits repeat a key (``arm_checks.duplicate_keys`` in
 ``summary.json``) and warns.
 
 **Metrics @K need K hits.** An arm asked for ``top_k`` hits cannot be measured at a
@@ -51,8 +52,8 @@ class ItemRetrieval:
     rr: reciprocal rank, 1/first_gold_rank, 0.0 when none (the item's MRR term).
     hit: K -> any relevant hit in the top K (recall@K's term; rank@1 is hit[1]).
     all: K -> every gold key satisfied within the top K (recall_all@K's term).
-    precision: K -> relevant hits / hits returned within the top K (0.0 when none
-        returned), i.e. "gold hits among returned hits".
+    precision: K -> relevant distinct hits within the top K, divided by K (trec_eval's
+        P@K: a ranking shorter than K counts its missing ranks as non-relevant).
     ndcg: K -> nDCG@K with binary gains, each gold key credited once.
     """
 
@@ -109,7 +110,7 @@ def score_item(
         n = min(k, len(matches))
         hit[k] = first is not None and first <= k
         full[k] = n > 0 and cum_seen[n - 1] >= n_gold
-        precision[k] = cum_relevant[n - 1] / n if n else 0.0
+        precision[k] = cum_relevant[n - 1] / k if n else 0.0
         idcg = sum(1.0 / math.log2(i + 1) for i in range(1, min(k, n_gold) + 1))
         ndcg[k] = (cum_dcg[n - 1] / idcg) if n else 0.0
     return ItemRetrieval(
