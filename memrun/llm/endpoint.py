@@ -203,23 +203,40 @@ class LiteralSecretError(ConfigError):
         super().__init__(message)
         self.values = values
 
-    def scrub(self, run_dir: Path) -> None:
+    def scrub(self, run_dir: Path, sweep_dir: Path | None = None) -> None:
         """Redact the secrets from the files Hydra already wrote: the run folder's
         (``.hydra/config.yaml``, ``overrides.yaml``, ``memrun.log``) and, in a sweep, the
-        sweep folder's ``multirun.yaml``. Every value is redacted, however short."""
+        sweep folder's ``multirun.yaml`` (``sweep_dir``; None: the run folder's parent).
+        Every value is redacted, however short."""
         redactor = Redactor()
         for value in self.values:
             redactor.add(value, min_length=1)
-        redactor.files(run_dir)
-        sweep = run_dir.parent / "multirun.yaml"
+        if run_dir.is_dir():
+            redactor.files(run_dir)
+        sweep = (sweep_dir or run_dir.parent) / "multirun.yaml"
         if sweep.is_file():
             redactor.file(sweep)
+
+    def scrub_hydra_job(self) -> None:
+        """:meth:`scrub` the folders of the Hydra job in progress, if there is one."""
+        from hydra.core.hydra_config import HydraConfig
+        from hydra.types import RunMode
+
+        if not HydraConfig.initialized():
+            return
+        hydra = HydraConfig.get()
+        try:
+            run_dir = Path(hydra.runtime.output_dir)
+        except Exception:  # noqa: BLE001 - composed without a job (calibrate-judge): nothing was written
+            return
+        self.scrub(run_dir, Path(hydra.sweep.dir) if hydra.mode == RunMode.MULTIRUN else None)
 
 
 def check_no_secrets(cfg: Any) -> None:
     """Refuse a config that carries a literal API key (memrun reads keys from the environment).
 
-    Raises LiteralSecretError naming the first offending key.
+    Raises LiteralSecretError naming the first offending key, after redacting the values
+    from what Hydra already wrote for the job in progress (:meth:`LiteralSecretError.scrub_hydra_job`).
     """
     from omegaconf import OmegaConf
 
@@ -228,14 +245,12 @@ def check_no_secrets(cfg: Any) -> None:
         path, _ = found[0]
         node, _, header = path.rpartition(".headers.")
         if node:
-            raise LiteralSecretError(
-                f"{path}: a credential in a header would be saved with the run; remove it, export it as an "
-                f"environment variable, name that variable with {node}.auth_token_env and set "
-                f"{node}.auth_header={header} ({node}.auth_scheme='' sends the bare value)",
-                [value for _, value in found],
-            )
-        raise LiteralSecretError(
-            f"{path}: a literal key or token in the config would be saved with the run; remove it, "
-            "export it as an environment variable and name that variable with api_key_env",
-            [value for _, value in found],
-        )
+            message = (f"{path}: a credential in a header would be saved with the run; remove it, export it as an "
+                       f"environment variable, name that variable with {node}.auth_token_env and set "
+                       f"{node}.auth_header={header} ({node}.auth_scheme='' sends the bare value)")
+        else:
+            message = (f"{path}: a literal key or token in the config would be saved with the run; remove it, "
+                       "export it as an environment variable and name that variable with api_key_env")
+        error = LiteralSecretError(message, [value for _, value in found])
+        error.scrub_hydra_job()
+        raise error
