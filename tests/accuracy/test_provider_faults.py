@@ -10,6 +10,7 @@ import pytest
 from accuracy.helpers import KEY, rows, run_memrun, summary
 from memrun.cli import main
 from memrun.io.reader import read_run
+from memrun.llm import endpoint
 from servers.openai_server import Reply
 
 
@@ -35,11 +36,13 @@ def test_a_refused_key_stops_the_run_at_the_first_refusal(llm_env, tmp_path, cap
 
 
 def test_a_fake_provider_without_a_local_address_refuses_to_start(openai_server, tmp_path, monkeypatch, capsys):
+    # The default stands in for OpenAI's endpoint: even a regression must not reach a real API.
+    monkeypatch.setattr(endpoint, "DEFAULT_BASE_URL", "https://api.example.invalid/v1")
     monkeypatch.delenv("OPENAI_BASE_URL", raising=False)
     monkeypatch.setenv("OPENAI_API_KEY", KEY)
     rc, out = run_memrun(tmp_path, "judge=exact", "reader.provider=fake")
     err = capsys.readouterr().err.strip().splitlines()
-    assert rc == 2 and len(err) == 1 and "https://api.openai.com/v1" in err[0] and "reader.base_url" in err[0]
+    assert rc == 2 and len(err) == 1 and "https://api.example.invalid/v1" in err[0] and "reader.base_url" in err[0]
     assert not out.exists()
     # A gateway named in the environment is not the fake server either.
     monkeypatch.setenv("OPENAI_BASE_URL", "https://gateway.example.com/v1")
