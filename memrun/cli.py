@@ -28,6 +28,7 @@ SUBCOMMANDS: dict[str, str] = {
     "failures": "memrun.commands.failures:main",
     "calibrate-judge": "memrun.commands.calibrate_judge:main",
     "sweep": "memrun.commands.sweep:main",
+    "merge": "memrun.commands.merge:main",
 }
 
 EXIT_USER_ERROR = 2

@@ -24,9 +24,9 @@ DENOMINATOR_ABSTAIN_WRONG = "correct+wrong+abstained"  # accuracy: an abstention
 
 
 CONFIGURATION_KEYS = ("axis", "benchmark", "arm", "reader", "judge", "judge2", "ks", "repeats", "denominator",
-                      "stale_check", "lexical_scores", "shard")
-"""Sections of the composed config that define *what* a run measures (not where or how
-fast it runs): two runs of one configuration agree on all of them."""
+                      "stale_check", "lexical_scores")
+"""Sections of the composed config that define *what* a run measures (not where, how fast
+or in how many shards it runs): two runs of one configuration agree on all of them."""
 LOCATION_KEYS = ("benchmark.path",)
 """Keys inside those sections that say where a file is, not what it holds (the dataset's
 sha256, a comparability field, covers its content)."""
@@ -74,6 +74,8 @@ class Instrument:
     categories: dict[str, str] = field(default_factory=dict)
     comparable_categories: list[str] | None = None
     stratify_by: str | None = None  # a column compare resamples within by default (LongMemEval: category)
+    task_averaged: bool = False  # the summary reports the mean over categories too (LongMemEval)
+    shard: dict[str, Any] | None = None  # memrun.shards.shard_facts; a merged run: count, merged, missing
     retrieval_not_measurable: str | None = None  # why the hits cannot be scored (ids the arm made up), or None
     ks: list[int] = field(default_factory=list)
     repeats: int = 1

@@ -25,6 +25,7 @@ from rich.markup import escape
 from rich.progress import BarColumn, MofNCompleteColumn, Progress, TextColumn, TimeElapsedColumn
 
 import memrun
+from memrun import shards
 from memrun.arms import DESCRIBE_KEYS, Arm, describe
 from memrun.background import in_background
 from memrun.benchmarks import Benchmark
@@ -37,8 +38,7 @@ from memrun.instrument import DENOMINATOR_RETRIEVAL, Instrument
 from memrun.io.schema import items_schema
 from memrun.io.writer import SHA256_KEY, SUMMARY_FILE, ItemsWriter
 from memrun.llm.endpoint import LiteralSecretError, check_no_secrets
-from memrun.metrics.by_category import summarize_by_granularity
-from memrun.metrics.summary import not_measurable
+from memrun.metrics.run_level import summarize_rows
 from memrun.plugins import build
 from memrun.records import Dataset
 from memrun.report.run_summary import print_retrieval_summary
@@ -203,6 +203,10 @@ def execute(cfg: DictConfig, out_dir: Path, console: Console) -> dict[str, Any]:
         setup = build_setup(cfg, arm)
         warnings.show(*setup.warnings)
     dataset, selection, benchmark_ids = _load(cfg, benchmark, selection)
+    shard_cfg = cfg.get("shard") or {}  # configs built by hand may leave it out: no sharding
+    n_shards, shard_index = shards.check(shard_cfg.get("count", 1), shard_cfg.get("index", 0))
+    shard = shards.shard_facts(dataset, n_shards, shard_index)
+    dataset = shards.take_shard(dataset, n_shards, shard_index)
     n_warned = len(dataset.warnings)
     run_id = f"{cfg.benchmark.name}-{cfg.arm.name}-{datetime.now():%Y%m%d-%H%M%S}-{uuid.uuid4().hex[:6]}"
     arm_fields = describe(arm)
@@ -224,6 +228,8 @@ def execute(cfg: DictConfig, out_dir: Path, console: Console) -> dict[str, Any]:
         categories=dict(dataset.categories),
         comparable_categories=dataset.comparable_categories,
         stratify_by=dataset.stratify_by,
+        task_averaged=dataset.task_averaged,
+        shard=shard,
         ks=ks,
         repeats=int(cfg.repeats),
         seed=int(cfg.seed),
@@ -293,10 +299,10 @@ def execute(cfg: DictConfig, out_dir: Path, console: Console) -> dict[str, Any]:
         instrument.retrieval_not_measurable = checks.not_measurable()  # compare refuses such a run
         writer.close()
         if setup:
-            summary = _accuracy_summary(rows, setup, dataset, ks, instrument, stopped, checks, coverage)
+            summary = _accuracy_summary(rows, setup, instrument, stopped, coverage)
             setup.redactor.files(out_dir)
         else:
-            summary = _retrieval_summary(rows, dataset, ks, checks)
+            summary = _metrics(rows, instrument)
         summary.update(
             run_id=run_id,
             status=instrument.status,
@@ -379,32 +385,22 @@ def _report_errors(rows: list[dict[str, Any]]) -> None:
     _warn(f"{len(errors)} of {len(rows)} rows failed and are excluded from every ratio; the first error: {errors[0]}")
 
 
-def _retrieval_summary(rows: list[dict[str, Any]], dataset: Dataset, ks: list[int], checks: HitChecks) -> dict[str, Any]:
-    """The retrieval summary (:func:`summarize_by_granularity`), voided when not measurable."""
-    summary = summarize_by_granularity(
-        rows, ks=ks, categories=dataset.categories, comparable_categories=dataset.comparable_categories,
-        task_averaged=dataset.task_averaged,
+def _metrics(rows: list[dict[str, Any]], instrument: Instrument, headline: str | None = None) -> dict[str, Any]:
+    """The run's metrics from its rows (:func:`memrun.metrics.run_level.summarize_rows`)."""
+    return summarize_rows(
+        rows, axis=str(instrument.axis), ks=instrument.ks, categories=instrument.categories,
+        comparable_categories=instrument.comparable_categories, task_averaged=instrument.task_averaged,
+        headline=headline, unmeasurable=instrument.retrieval_not_measurable,
     )
-    reason = checks.not_measurable()
-    return not_measurable(summary, reason) if reason else summary
 
 
 def _accuracy_summary(
-    rows: list[dict[str, Any]], setup: AccuracySetup, dataset: Dataset, ks: list[int], instrument: Instrument,
-    stopped: str | None, checks: HitChecks, coverage: dict[str, Any] | None,
+    rows: list[dict[str, Any]], setup: AccuracySetup, instrument: Instrument,
+    stopped: str | None, coverage: dict[str, Any] | None,
 ) -> dict[str, Any]:
-    """The accuracy summary, plus retrieval metrics over each item's first repeat and, for
-    an arm that answers itself, its answer coverage (a partial headline says so)."""
-    from memrun.metrics.accuracy import summarize_accuracy
-
-    summary = summarize_accuracy(
-        rows, categories=dataset.categories, comparable_categories=dataset.comparable_categories,
-        denominator=setup.headline,
-    )
-    # Retrieval is done once per item: score it on repeat 0, excluding only failed retrievals.
-    first = [{**r, "error": None} if r["error"] is not None and r["retrieved_keys"] is not None else r
-             for r in rows if r["repeat"] == 0]
-    summary["retrieval"] = _retrieval_summary(first, dataset, ks, checks)
+    """The accuracy summary (with retrieval over each item's first repeat) and, for an arm
+    that answers itself, its answer coverage (a partial headline says so)."""
+    summary = _metrics(rows, instrument, setup.headline)
     if coverage is not None:
         summary["coverage"] = coverage
         summary["headline"]["partial"] = coverage["partial"]

@@ -96,7 +96,9 @@ def _load(path: str, metric: str, cluster_by: str | None, stratify: str) -> RunT
     if not run.complete:
         sys.stderr.write(f"memrun: warning: {path} did not finish; comparing the {run.table.num_rows} rows it wrote\n")
     elif run.instrument.status != "complete":
-        sys.stderr.write(f"memrun: warning: {path} ended {run.instrument.status}; comparing the rows it wrote\n")
+        missing = (run.instrument.shard or {}).get("missing")
+        shards = f" (shards {', '.join(map(str, missing))} missing)" if missing else ""
+        sys.stderr.write(f"memrun: warning: {path} ended {run.instrument.status}{shards}; comparing the rows it wrote\n")
     return run
 
 

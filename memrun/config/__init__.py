@@ -14,7 +14,7 @@ A user's own arm or benchmark config (``_target_`` plus its parameters) needs no
 from __future__ import annotations
 
 import re
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from enum import Enum
 from typing import Any, List, Optional
 
@@ -93,6 +93,14 @@ class Denominator(str, Enum):
 
 
 @dataclass
+class ShardConfig:
+    """``shard``: run only the groups shard ``index`` of ``count`` owns (memrun/shards.py)."""
+
+    count: int = 1  # 1: no sharding
+    index: int = 0
+
+
+@dataclass
 class RunConfig:
     """The root config: one benchmark x arm x judge, plus run-wide settings."""
 
@@ -107,6 +115,7 @@ class RunConfig:
     min_coverage: float = 0.95  # arms that answer themselves: least share of items answered
     stale_check: bool = False
     progress: bool = True
+    shard: ShardConfig = field(default_factory=ShardConfig)
     # -- accuracy axis (see docs/accuracy.md) --
     reader: Any = MISSING
     judge2: Any = MISSING
@@ -130,10 +139,20 @@ def path_safe(name: object) -> str:
     return text or "_"
 
 
+def job_dir(num: object, benchmark: object, arm: object, count: object, index: object) -> str:
+    """A sweep job's folder name: ``<num>_<benchmark>_<arm>``, or ``shard-<i>-of-<n>`` for the
+    shards of one run, so that they land side by side under one run folder (the sweep's)."""
+    if int(count) > 1:
+        return f"shard-{int(index)}-of-{int(count)}"
+    return f"{num}_{path_safe(benchmark)}_{path_safe(arm)}"
+
+
 def register() -> None:
     """Register the schemas with Hydra's ConfigStore and memrun's resolvers (idempotent)."""
     if not OmegaConf.has_resolver("memrun_path"):
         OmegaConf.register_new_resolver("memrun_path", path_safe)
+    if not OmegaConf.has_resolver("memrun_job_dir"):
+        OmegaConf.register_new_resolver("memrun_job_dir", job_dir)
     if not OmegaConf.has_resolver("memrun_top_k"):
         OmegaConf.register_new_resolver("memrun_top_k", lambda *, _root_: default_top_k(_root_))
     cs = ConfigStore.instance()

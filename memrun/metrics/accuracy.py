@@ -35,7 +35,7 @@ def _ratio(num: int, den: int) -> float | None:
 
 
 def _mean(values: Sequence[float]) -> float | None:
-    return sum(values) / len(values) if values else None
+    return math.fsum(values) / len(values) if values else None  # exact sum: the same in any row order
 
 
 def _nan_to_none(value: float) -> float | None:

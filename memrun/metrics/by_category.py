@@ -9,6 +9,8 @@ module computes those blocks from per-item rows; :mod:`memrun.report.run_summary
 
 from __future__ import annotations
 
+import math
+
 from collections.abc import Iterable, Mapping, Sequence
 from typing import Any
 
@@ -30,7 +32,7 @@ def task_average(per_category: Mapping[str, Mapping[str, Any]]) -> dict[str, Any
     names = [k for k in (counted[0] if counted else {}) if k not in _NOT_METRICS]
     for name in names:
         values = [float(b[name]) for b in counted if b.get(name) is not None]
-        out[name] = sum(values) / len(values) if values else None
+        out[name] = math.fsum(values) / len(values) if values else None
     return out
 
 
@@ -83,7 +85,7 @@ def mean_by_category(
     scored = [r for r in rows if r.get("error") is None and r.get(column) is not None]
 
     def mean(values: list[float]) -> float | None:
-        return sum(values) / len(values) if values else None
+        return math.fsum(values) / len(values) if values else None  # exact: the same in any row order
 
     present = {r.get("category") for r in scored}
     order = [c for c in categories if c in present] + sorted(str(c) for c in present if c not in categories)

@@ -274,7 +274,7 @@ def aggregate(
         values = [r.get(prefix + col) for r in scored]
         if not n or any(v is None for v in values):
             return None
-        return sum(float(v) for v in values) / n  # type: ignore[arg-type]
+        return math.fsum(float(v) for v in values) / n  # type: ignore[arg-type]  # exact: order-free
 
     out["mrr"] = mean("rr")
     for k in ks:

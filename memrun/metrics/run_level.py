@@ -1,0 +1,47 @@
+"""A run's metrics from its rows: the one computation behind ``summary.json``, shared by a
+run as it ends and by ``memrun merge`` over the rows of its shards."""
+
+from __future__ import annotations
+
+from collections.abc import Mapping, Sequence
+from typing import Any
+
+from memrun.metrics.by_category import summarize_by_granularity
+from memrun.metrics.summary import not_measurable
+
+
+def summarize_rows(
+    rows: Sequence[Mapping[str, Any]],
+    *,
+    axis: str,
+    ks: Sequence[int],
+    categories: Mapping[str, str],
+    comparable_categories: Sequence[str] | None,
+    task_averaged: bool,
+    headline: str | None = None,
+    unmeasurable: str | None = None,
+) -> dict[str, Any]:
+    """The metrics of a run's rows (columns of :mod:`memrun.io.schema`), as ``summary.json`` holds them.
+
+    axis ``recall``: :func:`memrun.metrics.by_category.summarize_by_granularity`;
+    ``accuracy``: :func:`memrun.metrics.accuracy.summarize_accuracy` with ``headline``
+    (the denominator verdicts read: ``accuracy_abstain_wrong`` or ``accuracy``), plus a
+    ``retrieval`` block scored on each item's first repeat (retrieval runs once per item;
+    only failed retrievals are left out). ``unmeasurable``: the reason the retrieval
+    metrics cannot be measured; they are then null (:func:`memrun.metrics.summary.not_measurable`).
+    """
+    def retrieval(part: Sequence[Mapping[str, Any]]) -> dict[str, Any]:
+        summary = summarize_by_granularity(part, ks=ks, categories=categories,
+                                           comparable_categories=comparable_categories, task_averaged=task_averaged)
+        return not_measurable(summary, unmeasurable) if unmeasurable else summary
+
+    if axis != "accuracy":
+        return retrieval(rows)
+    from memrun.metrics.accuracy import summarize_accuracy
+
+    summary = summarize_accuracy(rows, categories=categories, comparable_categories=comparable_categories,
+                                 denominator=headline)
+    first = [{**r, "error": None} if r["error"] is not None and r["retrieved_keys"] is not None else r
+             for r in rows if r["repeat"] == 0]
+    summary["retrieval"] = retrieval(first)
+    return summary
