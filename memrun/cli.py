@@ -29,6 +29,7 @@ SUBCOMMANDS: dict[str, str] = {
     "calibrate-judge": "memrun.commands.calibrate_judge:main",
     "sweep": "memrun.commands.sweep:main",
     "merge": "memrun.commands.merge:main",
+    "cache": "memrun.commands.cache:main",
 }
 
 EXIT_USER_ERROR = 2

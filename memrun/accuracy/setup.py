@@ -130,6 +130,10 @@ def build_setup(cfg: DictConfig, arm: Any) -> AccuracySetup:
         max_tokens_total=cfg.max_tokens_total,
     )
     warnings: list[str] = []
+    from memrun.cache_files import network_warning
+
+    if shared := network_warning(cache.path.parent, "cache_dir"):
+        warnings.append(shared)
     arm_answers = callable(getattr(arm, "answer_for", None))
     reader = None if arm_answers else _reader(cfg, llm, benchmark, warnings)
     judge = build_judge(cfg.judge, "judge", llm)

@@ -10,6 +10,7 @@ from __future__ import annotations
 
 import hashlib
 import sqlite3
+import sys
 from collections.abc import Iterable, Sequence
 from pathlib import Path
 from typing import Protocol, runtime_checkable
@@ -65,6 +66,10 @@ class EmbeddingCache:
             )
         except (OSError, sqlite3.Error) as exc:
             raise ArmError(f"arm.cache_dir: cannot open the embedding cache {self.path}: {exc}") from exc
+        from memrun.cache_files import network_warning
+
+        if shared := network_warning(self.path.parent, "arm.cache_dir"):
+            sys.stderr.write(f"warning: {shared}\n")
 
     def get(self, model: str, shas: Sequence[str]) -> dict[str, np.ndarray]:
         """The cached vectors among ``shas`` (missing keys are absent from the result)."""

@@ -1,0 +1,33 @@
+"""``memrun cache merge SRC... DEST``: fold per-shard caches (node-local disk) into one.
+
+Each SRC and DEST is a cache folder (``cache_dir`` of the call cache, ``arm.cache_dir``
+of the embedding cache); entries are inserted or ignored by key (:mod:`memrun.cache_files`).
+"""
+
+from __future__ import annotations
+
+import argparse
+from collections.abc import Sequence
+from pathlib import Path
+
+from memrun.errors import MemrunError
+
+
+def main(argv: Sequence[str]) -> int:
+    """``memrun cache merge SRC... DEST``; returns 0, or raises MemrunError (exit 2)."""
+    from memrun.cache_files import merge_caches
+
+    parser = argparse.ArgumentParser(prog="memrun cache", description="Manage memrun's caches.")
+    sub = parser.add_subparsers(dest="action", required=True)
+    merge = sub.add_parser("merge", help="copy the entries of SRC cache folders into DEST (insert or ignore)")
+    merge.add_argument("folders", nargs="+", type=Path, metavar="SRC... DEST")
+    args = parser.parse_args(list(argv))
+    if len(args.folders) < 2:
+        raise MemrunError("memrun cache merge needs at least one SRC folder and a DEST folder")
+    *sources, dest = args.folders
+    missing = [str(s) for s in sources if not s.is_dir()]
+    if missing:
+        raise MemrunError(f"no such cache folder: {', '.join(missing)}")
+    for name, (added, read) in merge_caches(sources, dest).items():
+        print(f"{dest / name}: {added} new of {read} entries read from {len(sources)} folder(s)")
+    return 0
