@@ -12,7 +12,6 @@ import difflib
 import importlib
 import os
 import re
-import signal
 import sys
 from collections.abc import Sequence
 from pathlib import Path
@@ -87,7 +86,7 @@ def _run_hydra(args: list[str]) -> int:
     from hydra.errors import HydraException
     from omegaconf.errors import OmegaConfBaseException
 
-    from memrun import launch, sweep
+    from memrun import launch, signals, sweep
     from memrun.config import register
 
     register()
@@ -99,32 +98,36 @@ def _run_hydra(args: list[str]) -> int:
     os.environ.setdefault("HYDRA_FULL_ERROR", "1")
     saved_argv = sys.argv
     sys.argv = ["memrun", *args]
-    # SIGTERM (a CI timeout, `kill`) ends a run like Ctrl-C: finished rows are merged and kept.
-    saved_term = signal.signal(signal.SIGTERM, _interrupt)
+    # Ctrl-C and SIGTERM (a CI timeout, `kill`) stop the run at a safe point; the finished
+    # rows are merged and kept, the run ends interrupted with exit 130 (memrun.signals).
+    restore_signals = signals.install()
     try:
         app()
+        signals.check()  # a stop asked for after the last job's own check: still an interrupt
     except (HydraException, OmegaConfBaseException) as exc:
         return _fail(explain_config_error(exc))
     except yaml.YAMLError as exc:
         return _fail(explain_yaml_error(exc))
+    except OSError as exc:  # Hydra creating the run or sweep folder: read-only, missing, full
+        where = f": {exc.filename}" if exc.filename else ""
+        return _fail(f"cannot create the output folder{where} ({exc.strerror or exc}); point hydra.run.dir "
+                     "(hydra.sweep.dir for -m) at a writable folder")
     except KeyboardInterrupt:
         from memrun.io.writer import ITEMS_FILE
 
+        from memrun.io.writer import PARTS_DIR
+
         current = launch.current_dir
-        kept = current is not None and (current / ITEMS_FILE).exists()
+        kept = current is not None and ((current / ITEMS_FILE).exists() or (current / PARTS_DIR).is_dir())
         where = f"the rows that finished are in {current}" if kept else "no row had finished"
         return _fail(f"interrupted; {where}. Run the same command again to redo it "
                      "(on the accuracy axis, the calls already made come from the cache)", EXIT_INTERRUPTED)
     finally:
         sys.argv = saved_argv
-        signal.signal(signal.SIGTERM, saved_term)
+        restore_signals()
     if sweep.last_sweep_exit_code is not None:  # a multirun: its jobs may have run anywhere
         return sweep.last_sweep_exit_code
     return launch.last_exit_code
-
-
-def _interrupt(signum: int, frame: object) -> None:
-    raise KeyboardInterrupt
 
 
 def explain_yaml_error(exc: Exception) -> str:

@@ -41,6 +41,11 @@ class AuthError(MemrunError):
         self.status = status
 
 
+class CacheError(MemrunError):
+    """A cache file cannot be read or written any more (a full disk, a damaged file). Every
+    later call would fail the same way, so the run stops (the rows so far are kept)."""
+
+
 class RunTableError(MemrunError):
     """A run folder or items.parquet is missing or is not a memrun run table."""
 

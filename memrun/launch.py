@@ -30,6 +30,7 @@ from dataclasses import asdict, dataclass
 from pathlib import Path
 from typing import Any
 
+from memrun import signals
 from memrun.errors import MemrunError
 
 CLAIM_FILE = ".memrun-claim"
@@ -123,6 +124,40 @@ def release(lock: Path) -> None:
     lock.unlink(missing_ok=True)
 
 
+def stale_runs(out_dir: Path, cfg: Any, limit: int = 200) -> list[tuple[Path, int]]:
+    """Unfinished runs of the same configuration near ``out_dir``: (folder, rows in its parts).
+
+    Looks at the run folders beside ``out_dir`` and, for a sweep job, in the sweeps beside
+    its sweep (at most ``limit`` folders). Unfinished: ``items.parts/`` holds parts and
+    there is no ``items.parquet`` (a run killed with -9, or whose machine died). Same
+    configuration: :meth:`memrun.instrument.Instrument.configuration_diff` finds nothing.
+    """
+    import pyarrow.parquet as pq
+    from omegaconf import OmegaConf
+
+    from memrun.instrument import METADATA_KEY, Instrument
+    from memrun.io.writer import ITEMS_FILE, PARTS_DIR
+
+    mine = Instrument(arm=str(cfg.arm.name), config=OmegaConf.to_container(cfg, resolve=True))  # type: ignore[arg-type]
+    near = [p for p in out_dir.parent.glob("*/" + PARTS_DIR)]
+    near += [p for p in out_dir.parent.parent.glob("*/*/" + PARTS_DIR) if p.parent.parent != out_dir.parent]
+    found = []
+    for parts in near[:limit]:
+        folder = parts.parent
+        if folder == out_dir or (folder / ITEMS_FILE).exists():
+            continue
+        files = sorted(parts.glob("part-*.parquet"))
+        try:
+            meta = pq.read_schema(files[-1]).metadata or {}
+            theirs = Instrument.from_json(meta[METADATA_KEY])
+            rows = sum(pq.read_metadata(f).num_rows for f in files)
+        except (IndexError, KeyError, OSError, ValueError):
+            continue  # no readable part: nothing of it to speak of
+        if not mine.configuration_diff(theirs):
+            found.append((folder, rows))
+    return found
+
+
 def _save_hydra_files(out_dir: Path, cfg: Any, hydra_cfg: Any) -> None:
     """Write ``.hydra/{config,hydra,overrides}.yaml`` as Hydra does with an output subdir."""
     from omegaconf import OmegaConf
@@ -175,8 +210,13 @@ def job(cfg: Any) -> int:
         lock = claim(out_dir)
         check_no_secrets(cfg)
         _save_hydra_files(out_dir, cfg, hydra_cfg)
+        for folder, rows in stale_runs(out_dir, cfg):
+            sys.stderr.write(f"warning: an earlier run of this configuration did not finish: {folder} holds {rows} "
+                             "rows in items.parts/ (killed?); this run starts over (on the accuracy axis the calls "
+                             "it made come from the cache), so that folder is stale: remove it when done\n")
         # Piped output (CI logs, files) gets a table wide enough to read; terminals keep their width.
         execute(cfg, out_dir, Console(width=None if sys.stdout.isatty() else 120))
+        signals.check()  # a stop asked for while the table was written: it was finished first
     except KeyboardInterrupt:
         status, code, error = "interrupted", EXIT_INTERRUPTED, "interrupted"
         raise

@@ -25,7 +25,7 @@ from rich.markup import escape
 from rich.progress import BarColumn, MofNCompleteColumn, Progress, TextColumn, TimeElapsedColumn
 
 import memrun
-from memrun import shards
+from memrun import shards, signals
 from memrun.arms import DESCRIBE_KEYS, Arm, describe
 from memrun.background import in_background
 from memrun.benchmarks import Benchmark
@@ -152,8 +152,12 @@ def _run_accuracy(
     task = progress.add_task(label, total=stage.total, errors=0, calls="0 calls")
 
     async def main() -> None:
+        loop, me = asyncio.get_running_loop(), asyncio.current_task()
+        assert me is not None
         try:
-            await stage.run(lambda group: retrieve_group(arm, group, top_k, dataset.gold_match))
+            # Ctrl-C / SIGTERM cancel this task on the loop, a safe point (memrun.signals).
+            with signals.on_request(lambda: loop.call_soon_threadsafe(me.cancel)):
+                await stage.run(lambda group: retrieve_group(arm, group, top_k, dataset.gold_match))
         finally:
             await setup.llm.aclose()
 
@@ -163,6 +167,9 @@ def _run_accuracy(
     gc.freeze()
     try:
         asyncio.run(main())
+    except asyncio.CancelledError:
+        signals.check()  # cancelled because a stop was asked for: end as interrupted
+        raise
     finally:
         gc.unfreeze()
         show()
@@ -373,6 +380,7 @@ def _run_recall(dataset: Dataset, arm: Arm, top_k: int, item_row: Any, emit: Any
         for r in iter_group(arm, group, top_k, dataset.gold_match):
             emit(item_row(r))
             progress.update(task, advance=1, errors=instrument.n_errors)
+            signals.check()  # Ctrl-C / SIGTERM stop here, between items (memrun.signals)
 
 
 def _report_errors(rows: list[dict[str, Any]]) -> None:

@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import json
 import re
+import shutil
 import subprocess
 from pathlib import Path
 
@@ -97,3 +98,25 @@ def test_two_processes_racing_for_one_run_folder(tmp_path):
     again = run_memrun([f"hydra.run.dir={folder}", "seed=3", "progress=false"], tmp_path)
     assert again.returncode == 2 and "already holds a run" in again.stderr
     assert "seed=3" not in (folder / ".hydra" / "overrides.yaml").read_text()
+
+
+def test_a_new_run_names_an_earlier_unfinished_run_of_its_configuration(tmp_path):
+    """A run killed with -9 leaves items.parts/ and no items.parquet; the next run of the same
+    configuration says so in one line (folder, rows); another configuration says nothing."""
+    first = run_memrun(["progress=false", f"hydra.run.dir={tmp_path / 'runs' / 'done'}"], tmp_path)
+    assert first.returncode == 0, first.stderr
+    killed = tmp_path / "runs" / "killed" / "items.parts"
+    killed.mkdir(parents=True)
+    shutil.copy(tmp_path / "runs" / "done" / "items.parquet", killed / "part-00000.parquet")
+    again = run_memrun(["progress=false", f"hydra.run.dir={tmp_path / 'runs' / 'again'}"], tmp_path)
+    assert again.returncode == 0
+    line = [ln for ln in again.stderr.splitlines() if "did not finish" in ln]
+    assert len(line) == 1 and str(tmp_path / "runs" / "killed") in line[0] and "holds 30 rows" in line[0]
+    other = run_memrun(["progress=false", "arm=bm25_nostop", f"hydra.run.dir={tmp_path / 'runs' / 'other'}"], tmp_path)
+    assert other.returncode == 0 and "did not finish" not in other.stderr
+
+
+def test_an_output_folder_that_cannot_be_made_is_one_line(tmp_path):
+    done = run_memrun(["progress=false", "hydra.run.dir=/proc/memrun-cannot-write-here"], tmp_path)
+    assert done.returncode == 2 and "Traceback" not in done.stderr
+    assert done.stderr.strip().splitlines()[-1].startswith("memrun: error: cannot create the output folder")

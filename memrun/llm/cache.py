@@ -25,7 +25,7 @@ from collections.abc import Sequence
 from pathlib import Path
 from typing import Any
 
-from memrun.errors import ConfigError
+from memrun.errors import CacheError, ConfigError
 from memrun.llm.client import ChatRequest, ChatResult
 
 CACHE_FILE = "calls.sqlite"
@@ -100,16 +100,30 @@ class CallCache:
         return found
 
     def put(self, key: str, result: ChatResult) -> None:
-        """Store ``result`` under ``key`` (committed at once; replaces an existing entry)."""
-        self._db.execute(
-            "INSERT OR REPLACE INTO replies VALUES (?, ?, ?, ?, ?, ?, ?)",
-            (key, result.text, result.prompt_tokens, result.completion_tokens, result.latency_ms,
-             result.finish_reason, time.time()),
-        )
+        """Store ``result`` under ``key`` (committed at once; replaces an existing entry).
+
+        Raises CacheError when the file cannot be written (a full disk, a damaged file).
+        """
+        try:
+            self._db.execute(
+                "INSERT OR REPLACE INTO replies VALUES (?, ?, ?, ?, ?, ?, ?)",
+                (key, result.text, result.prompt_tokens, result.completion_tokens, result.latency_ms,
+                 result.finish_reason, time.time()),
+            )
+        except sqlite3.Error as exc:
+            raise self._failed("write to", exc) from exc
 
     def delete(self, key: str) -> None:
-        """Remove the entry under ``key`` (none: nothing happens)."""
-        self._db.execute("DELETE FROM replies WHERE key = ?", (key,))
+        """Remove the entry under ``key`` (none: nothing happens). Raises CacheError like :meth:`put`."""
+        try:
+            self._db.execute("DELETE FROM replies WHERE key = ?", (key,))
+        except sqlite3.Error as exc:
+            raise self._failed("write to", exc) from exc
+
+    def _failed(self, verb: str, exc: sqlite3.Error) -> CacheError:
+        return CacheError(f"cannot {verb} the call cache {self.path} ({exc}); the run stops, keeping its rows: "
+                          "free disk space there or point cache_dir at another folder, then run the same command "
+                          "again (the calls already cached are reused)")
 
     def __len__(self) -> int:
         return int(self._db.execute("SELECT COUNT(*) FROM replies").fetchone()[0])

@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import json
 
+import pyarrow.parquet as pq
 import pytest
 
 from accuracy.helpers import KEY, rows, run_memrun, summary
@@ -65,3 +66,27 @@ def test_calibrate_judge_says_when_its_judge_was_fake(llm_env, tmp_path, overrid
             "--out", str(target), "--n", "4"]
     main(args)  # the loopback judge's verdicts make rates that may say it is useless: not the point here
     assert json.loads(target.read_text())["fake_providers"] is fake
+
+
+def test_a_full_cache_disk_stops_the_run_in_one_line_keeping_its_rows(llm_env, tmp_path, capsys, monkeypatch):
+    """SQLite's own 'database or disk is full' (max_page_count caps the file after 2 puts):
+    the run stops with one line and exit 2; the rows finished before are kept."""
+    from memrun.llm import cache as cache_module
+
+    real_put = cache_module.CallCache.put
+    puts = []
+
+    def put_then_fill(self, key, result):
+        puts.append(key)
+        if len(puts) == 3:  # from here on the file can grow no more
+            pages = self._db.execute("PRAGMA page_count").fetchone()[0]
+            self._db.execute(f"PRAGMA max_page_count = {pages}")
+        return real_put(self, key, result)
+
+    monkeypatch.setattr(cache_module.CallCache, "put", put_then_fill)
+    code, out = run_memrun(tmp_path, "judge=gpt41", "concurrency=1", "repeats=3")
+    err = capsys.readouterr().err.strip().splitlines()
+    assert code == 2 and "Traceback" not in "\n".join(err)
+    assert err[-1].startswith("memrun: error: cannot write to the call cache") and "full" in err[-1]
+    kept = pq.read_table(out / "items.parquet")
+    assert kept.num_rows >= 1 and read_run(out).instrument.status == "failed"
