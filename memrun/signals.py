@@ -25,13 +25,16 @@ from collections.abc import Callable, Iterator
 from contextlib import contextmanager
 from typing import Any
 
-SIGNALS = (signal.SIGINT, signal.SIGTERM)
+SIGNALS = tuple(s for s in (signal.SIGINT, signal.SIGTERM, getattr(signal, "SIGHUP", None)) if s)
+"""Ctrl-C, ``kill`` (and CI time-outs), and a closed terminal."""
 
 _requested: list[int] = []  # the signals received since install(), in order
 _callbacks: list[Callable[[], None]] = []
 
 
-def _handler(signum: int, frame: Any) -> None:
+def handler(signum: int, frame: Any) -> None:
+    """The signal handler: record the request, wake the registered callbacks; on a second
+    signal raise KeyboardInterrupt at once."""
     _requested.append(signum)
     if len(_requested) > 1:
         raise KeyboardInterrupt(f"signal {signal.Signals(signum).name}, again: stopping now")
@@ -46,7 +49,7 @@ def install() -> Callable[[], None]:
     if threading.current_thread() is not threading.main_thread():
         return lambda: None
     _requested.clear()
-    previous = {sig: signal.signal(sig, _handler) for sig in SIGNALS}
+    previous = {sig: signal.signal(sig, handler) for sig in SIGNALS}
 
     def restore() -> None:
         for sig, handler in previous.items():

@@ -27,9 +27,9 @@ import threading
 from collections.abc import Iterator
 from datetime import datetime, timezone
 from pathlib import Path
-from types import FrameType
 from typing import Any, NamedTuple
 
+from memrun import signals
 from memrun.paths import user_cache
 
 
@@ -145,9 +145,12 @@ def orphaned_ledgers(folder: Path, base_url: str) -> Iterator[Leftover]:
 
 
 class TerminationGuard:
-    """While installed, SIGTERM and SIGHUP raise KeyboardInterrupt (main thread only).
+    """While installed, SIGTERM and SIGHUP stop the run like Ctrl-C, at a safe point
+    (:func:`memrun.signals.handler`: the request is recorded and the run's loops stop
+    there, so the namespaces are erased on the way out). Main thread only.
 
-    Handlers someone else installed are left alone; :meth:`uninstall` restores the rest.
+    Handlers someone else installed (the memrun command line installs that one) are left
+    alone; :meth:`uninstall` restores the rest.
     """
 
     SIGNALS = tuple(s for s in (getattr(signal, "SIGTERM", None), getattr(signal, "SIGHUP", None)) if s)
@@ -155,19 +158,15 @@ class TerminationGuard:
     def __init__(self) -> None:
         self._previous: dict[int, Any] = {}
 
-    @staticmethod
-    def _interrupt(signum: int, frame: FrameType | None) -> None:
-        raise KeyboardInterrupt(f"signal {signal.Signals(signum).name}")
-
     def install(self) -> None:
         if threading.current_thread() is not threading.main_thread():
             return
         for sig in self.SIGNALS:
             if signal.getsignal(sig) is signal.SIG_DFL:
-                self._previous[sig] = signal.signal(sig, self._interrupt)
+                self._previous[sig] = signal.signal(sig, signals.handler)
 
     def uninstall(self) -> None:
         for sig, previous in self._previous.items():
-            if signal.getsignal(sig) == self._interrupt:
+            if signal.getsignal(sig) == signals.handler:
                 signal.signal(sig, previous)
         self._previous.clear()
