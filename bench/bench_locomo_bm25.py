@@ -1,87 +1,83 @@
-"""Speed of the full LoCoMo retrieval run (issue: foundation) beside bm25s alone.
+"""The LoCoMo BM25 retrieval run as a whole process, beside a raw floor, in one run.
 
-Prints, in one run on the same machine:
-  1. wall time of `memrun benchmark=locomo arm=bm25` as a user runs it (process start-up
-     included), target < 5 s;
-  2. memrun's own pipeline time (composed config -> written Parquet, measured inside
-     the process and stored in summary.json as pipeline_seconds);
-  3. the peer: bm25s indexing and searching the same records directly in one Python
-     process (tokenize + index each conversation once, score every question);
-and the ratio of 2 to 3 (target <= 3x). Each figure is the median of --repeats runs.
+    MEMRUN_DATA_DIR=/work/shared/datasets python bench/bench_locomo_bm25.py [--pairs 5]
 
-    MEMRUN_DATA_DIR=../shared/datasets python bench/bench_locomo_bm25.py
+Alternates, in fresh subprocesses timed from start to exit (imports included):
+
+* memrun: ``python -m memrun benchmark=locomo arm=bm25 progress=false`` (composing the
+  config, loading, indexing, searching, scoring, writing items.parquet and summary.json);
+* the raw floor: a script with no memrun that does the same imports (hydra, omegaconf,
+  pyarrow, bm25s), loads locomo10.json, indexes each conversation's turns with bm25s,
+  searches every question (top 10) and writes one Parquet table of the hits.
+
+Target (issue 15, target 3): memrun <= 1.5x the floor (median of the pair ratios).
 """
 
 from __future__ import annotations
 
 import argparse
-import json
 import os
-import statistics
-import subprocess
 import sys
 import tempfile
-import time
 from pathlib import Path
 
+sys.path.insert(0, str(Path(__file__).resolve().parent))
+from _pairs import HEADER, alternate, line, run_child  # noqa: E402
 
-def peer_seconds(data_file: Path) -> float:
-    """bm25s directly: the same records (speaker: text [image]), same tokenizer and top 10."""
-    import bm25s
-    import numpy as np
+FLOOR = r'''
+import json, sys
+import bm25s, hydra, numpy as np, omegaconf, pyarrow as pa, pyarrow.parquet as pq
 
-    from memrun.benchmarks.locomo import _records  # the same record texts memrun indexes
-
-    raw = json.loads(data_file.read_text())
-    t0 = time.perf_counter()
-    from collections import Counter
-
-    for conv in raw:
-        records = _records(conv["conversation"], Counter())
-        corpus = bm25s.tokenize([r.text for r in records], stopwords="en", return_ids=False, show_progress=False)
-        index = bm25s.BM25(method="lucene")
-        index.index(corpus, show_progress=False)
-        for qa in conv["qa"]:
-            tokens = bm25s.tokenize([qa["question"]], stopwords="en", return_ids=False, show_progress=False)[0]
-            if tokens:
-                scores = index.get_scores(tokens)
-                np.argsort(-scores, kind="stable")[:10]
-    return time.perf_counter() - t0
-
-
-def memrun_run(data_dir: Path) -> tuple[float, float]:
-    """(wall seconds of the console script, pipeline seconds it reported)."""
-    exe = Path(sys.executable).parent / "memrun"
-    with tempfile.TemporaryDirectory() as tmp:
-        t0 = time.perf_counter()
-        done = subprocess.run(
-            [str(exe), "benchmark=locomo", "arm=bm25", "progress=false"],
-            cwd=tmp, env={**os.environ, "MEMRUN_DATA_DIR": str(data_dir)}, capture_output=True, text=True,
-        )
-        wall = time.perf_counter() - t0
-        if done.returncode:
-            sys.exit(done.stderr)
-        (summary,) = Path(tmp).rglob("summary.json")
-        return wall, json.loads(summary.read_text())["pipeline_seconds"]
+raw = json.load(open(sys.argv[1], encoding="utf-8"))
+split = bm25s.tokenization.Tokenizer(lower=True, stopwords="en")
+splitter, stop = split.splitter, frozenset(split.stopwords)
+rows = {"item_id": [], "keys": [], "scores": []}
+for conv in raw:
+    c = conv["conversation"]
+    keys, texts = [], []
+    for s in sorted((k for k in c if k.startswith("session_") and k.count("_") == 1), key=lambda k: int(k[8:])):
+        for t in c[s] or []:
+            body = f"{t.get('speaker')}: {t.get('text') or ''}"
+            if t.get("blip_caption"):
+                body += f" [image: {t['blip_caption']}]"
+            keys.append(t["dia_id"]); texts.append(body)
+    corpus = [[w for w in splitter(x.lower()) if w not in stop] for x in texts]
+    index = bm25s.BM25(method="lucene")
+    index.index(corpus, show_progress=False)
+    for i, qa in enumerate(conv["qa"]):
+        q = [w for w in splitter(str(qa["question"]).lower()) if w not in stop]
+        top = []
+        if q:
+            scores = index.get_scores(q)
+            order = np.argsort(-scores, kind="stable")[:10]
+            top = [int(j) for j in order if scores[j] > 0]
+        rows["item_id"].append(f"{conv['sample_id']}:{i}")
+        rows["keys"].append([keys[j] for j in top])
+        rows["scores"].append([float(scores[j]) for j in top])
+pq.write_table(pa.table(rows), sys.argv[2])
+'''
 
 
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
-    parser.add_argument("--repeats", type=int, default=5)
+    parser.add_argument("--pairs", type=int, default=5)
     args = parser.parse_args()
-    data_dir = Path(os.environ.get("MEMRUN_DATA_DIR", "../shared/datasets")).resolve()
-    data_file = data_dir / "locomo10.json"
-    peer = [peer_seconds(data_file) for _ in range(args.repeats)]
-    runs = [memrun_run(data_dir) for _ in range(args.repeats)]
-    wall = statistics.median(r[0] for r in runs)
-    pipeline = statistics.median(r[1] for r in runs)
-    peer_s = statistics.median(peer)
-    print(f"LoCoMo retrieval run, 1,986 questions, median of {args.repeats}")
-    print(f"{'figure':<44}{'seconds':>10}{'target':>16}")
-    print(f"{'memrun wall (process start-up included)':<44}{wall:>10.2f}{'< 5 s':>16}")
-    print(f"{'memrun pipeline (config -> Parquet)':<44}{pipeline:>10.3f}")
-    print(f"{'bm25s directly (index + search)':<44}{peer_s:>10.3f}")
-    print(f"{'ratio pipeline / bm25s':<44}{pipeline / peer_s:>10.2f}{'<= 3x':>16}")
+    data_dir = Path(os.environ.get("MEMRUN_DATA_DIR", "/work/shared/datasets")).resolve()
+    with tempfile.TemporaryDirectory() as tmp:
+        work = Path(tmp)
+        floor = work / "floor.py"
+        floor.write_text(FLOOR)
+        env = {"MEMRUN_DATA_DIR": str(data_dir)}
+        pairs = alternate(
+            lambda: run_child(["memrun", "benchmark=locomo", "arm=bm25", "progress=false"], cwd=work, env=env),
+            lambda: run_child([str(floor), str(data_dir / "locomo10.json"), str(work / "floor.parquet")], cwd=work),
+            args.pairs,
+        )
+    print(f"LoCoMo retrieval run (1,986 questions), whole process, {args.pairs} pairs (A B A B)")
+    print(HEADER)
+    print(line("memrun run vs raw floor", pairs, "<= 1.5x", pairs.ratio <= 1.5))
+    print("memrun s:", ", ".join(f"{c.seconds:.2f}" for c in pairs.a),
+          "| floor s:", ", ".join(f"{c.seconds:.2f}" for c in pairs.b))
 
 
 if __name__ == "__main__":

@@ -15,6 +15,7 @@ import re
 import sys
 from collections.abc import Sequence
 from pathlib import Path
+from typing import Any
 
 from memrun.errors import MemrunError
 
@@ -29,6 +30,7 @@ SUBCOMMANDS: dict[str, str] = {
     "sweep": "memrun.commands.sweep:main",
     "merge": "memrun.commands.merge:main",
     "cache": "memrun.commands.cache:main",
+    "plan": "memrun.commands.plan:main",
 }
 
 EXIT_USER_ERROR = 2
@@ -101,6 +103,7 @@ def _run_hydra(args: list[str]) -> int:
     # Ctrl-C and SIGTERM (a CI timeout, `kill`) stop the run at a safe point; the finished
     # rows are merged and kept, the run ends interrupted with exit 130 (memrun.signals).
     restore_signals = signals.install()
+    restore_mode = _skip_mode_compose(args)
     try:
         app()
         signals.check()  # a stop asked for after the last job's own check: still an interrupt
@@ -124,10 +127,36 @@ def _run_hydra(args: list[str]) -> int:
                      "(on the accuracy axis, the calls already made come from the cache)", EXIT_INTERRUPTED)
     finally:
         sys.argv = saved_argv
+        restore_mode()
         restore_signals()
     if sweep.last_sweep_exit_code is not None:  # a multirun: its jobs may have run anywhere
         return sweep.last_sweep_exit_code
     return launch.last_exit_code
+
+
+_MODE_ARGS = ("--config-dir", "-cd", "--config-path", "-cp", "--config-name", "-cn")
+
+
+def _skip_mode_compose(args: list[str]) -> Any:
+    """Spare Hydra its first compose when nothing can set ``hydra.mode``; returns an undo.
+
+    Before a run Hydra composes the whole config once only to read ``hydra.mode`` (run or
+    multirun), then composes it again to run (~0.3 s each). memrun's own configs never set
+    ``hydra.mode`` (a test checks), so without an override naming it and without a user's
+    config folder or primary config, that first compose can only find None: return None
+    at once, as Hydra's ``get_mode`` does when the key is unset. Otherwise Hydra composes.
+    """
+    from hydra._internal.hydra import Hydra
+
+    if any(a.split("=", 1)[0] in _MODE_ARGS or "hydra.mode" in a for a in args):
+        return lambda: None
+    original = Hydra.get_mode
+    Hydra.get_mode = lambda self, config_name, overrides: None  # type: ignore[method-assign]
+
+    def undo() -> None:
+        Hydra.get_mode = original  # type: ignore[method-assign]
+
+    return undo
 
 
 def explain_yaml_error(exc: Exception) -> str:

@@ -16,8 +16,6 @@ import hashlib
 import os
 from pathlib import Path
 
-import httpx
-
 from memrun.errors import DataError, DownloadError
 from memrun.paths import user_cache
 
@@ -114,6 +112,7 @@ def _download_once(url: str, target: Path, sha256: str | None) -> str:
 def _download(url: str, target: Path, sha256: str | None) -> str:
     """Stream ``url`` into ``target`` via a ``.part`` file of this process's own; return the
     verified sha256. The caller holds the download lock."""
+    import httpx  # here, not at module level: a run whose files are present never loads it (~60 ms)
     from rich.progress import BarColumn, DownloadColumn, Progress, TransferSpeedColumn
 
     part = target.with_name(f"{target.name}.{os.getpid()}.part")

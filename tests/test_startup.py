@@ -1,0 +1,64 @@
+"""Start-up work of a run: one Hydra compose, no import the run does not use."""
+
+from __future__ import annotations
+
+import subprocess
+import sys
+from pathlib import Path
+
+import pytest
+import yaml
+
+from memrun import cli
+
+CONF = Path(cli.conf_dir())
+
+
+def test_memruns_configs_never_set_hydra_mode():
+    # cli._skip_mode_compose relies on it: without a user's config, hydra.mode is unset.
+    for path in CONF.rglob("*.yaml"):
+        text = path.read_text()
+        data = yaml.safe_load(text) or {}
+        assert "mode" not in ((data.get("hydra") or {}) if isinstance(data, dict) else {}), path
+        assert "hydra.mode" not in text, path
+
+
+def _count_composes(monkeypatch, args, tmp_path):
+    from hydra._internal.hydra import Hydra
+
+    calls = []
+    original = Hydra.compose_config
+
+    def counting(self, *a, **k):
+        calls.append(k.get("run_mode"))
+        return original(self, *a, **k)
+
+    monkeypatch.setattr(Hydra, "compose_config", counting)
+    monkeypatch.chdir(tmp_path)
+    monkeypatch.setenv("MEMRUN_DATA_DIR", str(tmp_path / "empty"))
+    code = cli.main(["progress=false", *args])
+    return code, calls
+
+
+def test_one_run_composes_the_config_once(monkeypatch, tmp_path):
+    code, calls = _count_composes(monkeypatch, [], tmp_path)
+    assert code == 0 and len(calls) == 1
+    from hydra._internal.hydra import Hydra
+
+    assert Hydra.get_mode.__qualname__ == "Hydra.get_mode"  # restored after the run
+
+
+def test_a_mode_override_still_reaches_hydra(monkeypatch, tmp_path):
+    # hydra.mode=MULTIRUN without -m: Hydra must compose to read it and run a sweep.
+    code, calls = _count_composes(monkeypatch, ["hydra.mode=MULTIRUN", "arm=bm25,bm25_nostop"], tmp_path)
+    assert code == 0
+    assert len(list((tmp_path / "outputs" / "multirun").rglob("summary.json"))) == 2
+
+
+def test_a_retrieval_run_does_not_import_httpx_or_the_openai_sdk(tmp_path):
+    code = ("import sys; from memrun.cli import main; rc = main(['progress=false']); "
+            "bad = [m for m in ('httpx', 'openai', 'click', 'pygments') if m in sys.modules]; "
+            "print(bad); sys.exit(rc or bool(bad))")
+    done = subprocess.run([sys.executable, "-c", code], cwd=tmp_path, capture_output=True, text=True,
+                          env={**__import__("os").environ, "MEMRUN_DATA_DIR": str(tmp_path / "empty")})
+    assert done.returncode == 0, done.stdout + done.stderr
