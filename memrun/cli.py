@@ -30,6 +30,7 @@ SUBCOMMANDS: dict[str, str] = {
     "sweep": "memrun.commands.sweep:main",
     "merge": "memrun.commands.merge:main",
     "cache": "memrun.commands.cache:main",
+    "report": "memrun.commands.report:main",
     "plan": "memrun.commands.plan:main",
 }
 

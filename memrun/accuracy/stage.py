@@ -27,7 +27,7 @@ the calls in flight have finished, so the run ends ``failed`` with the rows so f
 from __future__ import annotations
 
 import asyncio
-from collections.abc import Callable, Mapping
+from collections.abc import Callable, Mapping, Sequence
 from typing import Any
 
 from memrun.accuracy.setup import AccuracySetup
@@ -35,11 +35,11 @@ from memrun.errors import MemrunError
 from memrun.judges import Case, is_abstention
 from memrun.judges.lexical import lexical_scores
 from memrun.llm.client import CallError
-from memrun.llm.reader import Prepared
+from memrun.llm.reader import Prepared, Reader
 from memrun.llm.service import BudgetExhausted
 from memrun.metrics.failure import failure_stage
 from memrun.metrics.stale import SUPERSEDED_KEY, stale_label
-from memrun.records import Dataset, Group, Record
+from memrun.records import Dataset, Group, Item, Record
 from memrun.retrieval import Retrieved
 from memrun.stats.labels import ABSTAIN, CORRECT, ERROR, WRONG
 
@@ -47,6 +47,27 @@ Row = dict[str, Any]
 # Row fields holding text that came from an LLM endpoint or an error: the only places a
 # key echoed by a server could land, so the only ones redacted.
 NETWORK_TEXT = ("reader_answer", "judge_explanation", "judge2_explanation", "error")
+
+
+def reader_request(reader: Reader | None, r: Retrieved, records: Mapping[str, Record]) -> Prepared | None:
+    """The reader's request for ``r`` as a run sends it (None: the arm answers, or retrieval
+    failed). Shared with :mod:`memrun.plan`, which looks the same requests up in the cache."""
+    if reader is None or r.error is not None:
+        return None
+    return reader.prepare(r.item, r.hits or [], records)
+
+
+def judge_case(item: Item, category_label: str, answer: str, substring_gold: bool,
+               abstention_categories: Sequence[str]) -> Case:
+    """What the judges grade for one answer to ``item`` (shared with :mod:`memrun.plan`)."""
+    return Case(
+        item=item,
+        category_label=category_label,
+        answer=answer,
+        gold=item.answer,
+        gold_keys=tuple(item.gold_keys) if substring_gold else (),
+        abstention=is_abstention(item, category_label, abstention_categories),
+    )
 
 
 class _Failed(Exception):
@@ -124,10 +145,7 @@ class AnswerStage:
             raise self.fatal
 
     def _prepare(self, r: Retrieved, records: Mapping[str, Record]) -> Prepared | None:
-        """The reader's request for ``r`` (None: the arm answers, or retrieval failed)."""
-        if self.setup.reader is None or r.error is not None:
-            return None
-        return self.setup.reader.prepare(r.item, r.hits or [], records)
+        return reader_request(self.setup.reader, r, records)
 
     async def _one(self, r: Retrieved, row: Row, records: Mapping[str, Record], prepared: Prepared | None) -> None:
         try:
@@ -201,14 +219,7 @@ class AnswerStage:
         answer = await self._answer(row, r, repeat, prepared)
         row["reader_answer"] = answer
         item = r.item
-        case = Case(
-            item=item,
-            category_label=str(row["category_label"]),
-            answer=answer,
-            gold=item.answer,
-            gold_keys=tuple(item.gold_keys) if self.substring_gold else (),
-            abstention=is_abstention(item, str(row["category_label"]), self.abstention_categories),
-        )
+        case = judge_case(item, str(row["category_label"]), answer, self.substring_gold, self.abstention_categories)
         try:
             verdict = await self.setup.judge.grade(case, repeat)
         except CallError as exc:

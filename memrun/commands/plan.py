@@ -1,0 +1,103 @@
+"""``memrun plan [overrides]``: what a run will call and cost, before it runs.
+
+    memrun plan axis=accuracy benchmark=locomo judge=gpt41 [--format text|json|markdown]
+
+Takes the same overrides as a run (:mod:`memrun.plan` does the work; it makes no network
+call). Prices come from ``conf/prices.yaml`` (``--prices FILE`` for another table).
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import sys
+from collections.abc import Mapping
+from pathlib import Path
+from typing import Any
+
+from memrun.errors import ConfigError
+
+MARKER = "<!-- memrun-plan: {benchmark}/{arm} -->"
+
+
+def _parser() -> argparse.ArgumentParser:
+    parser = argparse.ArgumentParser(prog="memrun plan",
+                                     description="Count a run's calls and estimate its cost without making any call.")
+    parser.add_argument("overrides", nargs="*", help="the run's config overrides, e.g. axis=accuracy benchmark=locomo")
+    parser.add_argument("--format", choices=("text", "json", "markdown"), default="text")
+    parser.add_argument("--prices", type=Path, help="price table (default: conf/prices.yaml)")
+    parser.add_argument("--chars-per-token", type=float, metavar="N",
+                        help="characters per token for calls without reported usage (default: reader.chars_per_token)")
+    return parser
+
+
+def _cost(x: float | None) -> str:
+    return "unknown" if x is None else f"${x:,.2f}"
+
+
+def _lines(d: Mapping[str, Any]) -> tuple[list[str], list[list[str]], list[str]]:
+    """(header lines, endpoint table rows, footer lines) shared by text and markdown."""
+    t = d["totals"]
+    head = [
+        f"plan: {d['benchmark']} x {d['arm']} ({d['axis']} axis)",
+        f"items {d['items']} | repeats {d['repeats']} | items x repeats {d['item_repeats']}"
+        + (f" | retrieval errors {d['retrieval_errors']} (no calls)" if d["retrieval_errors"] else ""),
+    ]
+    if d["axis"] == "accuracy":
+        cost = _cost(t["cost_usd"]) + ("" if t["cost_complete"] else " + unknown (a model is not in the price table)")
+        head.append(f"calls needed {t['needed']} of {t['calls']} ({t['cached']} cached) | estimated tokens "
+                    f"{t['prompt_tokens']:,} prompt + {t['completion_tokens']:,} completion | estimated cost {cost}")
+    else:
+        head.append("no LLM calls (recall axis)")
+    rows = [[e["role"], e["model"], e["url"], str(e["calls"]), str(e["cached"]), str(e["needed"]),
+             f"{e['prompt_tokens']:,}", f"{e['completion_tokens']:,}", _cost(e["cost_usd"])] for e in d["endpoints"]]
+    foot = [f"{e['role']}: {e['estimate']}" for e in d["endpoints"]]
+    p = d["prices"]
+    if d["endpoints"]:
+        foot.append(f"prices: {p.get('file')} (checked {p.get('checked')}, {p.get('source')}); no network call was made")
+    if d["fake_providers"]:
+        foot.append("fake providers: the run's scores will be meaningless")
+    foot.append("comparability: " + ", ".join(f"{k}={v}" for k, v in d["comparability"].items() if v is not None))
+    foot += [f"warning: {w}" for w in d["warnings"]]
+    return head, rows, foot
+
+
+HEADERS = ["role", "model", "endpoint", "calls", "cached", "needed", "prompt tok", "completion tok", "cost"]
+
+
+def render_text(d: Mapping[str, Any]) -> str:
+    """Plain text: header, one line per endpoint, estimates and comparability fields."""
+    head, rows, foot = _lines(d)
+    widths = [max(len(h), *(len(r[i]) for r in rows)) for i, h in enumerate(HEADERS)] if rows else []
+    table = ["  ".join(h.ljust(w) for h, w in zip(HEADERS, widths))] if rows else []
+    table += ["  ".join(c.ljust(w) for c, w in zip(r, widths)) for r in rows]
+    return "\n".join(head + table + foot) + "\n"
+
+
+def render_markdown(d: Mapping[str, Any]) -> str:
+    """Markdown for a pull-request comment, with a hidden marker naming benchmark and arm."""
+    head, rows, foot = _lines(d)
+    out = [MARKER.format(**d), f"### memrun plan: {d['benchmark']} x {d['arm']}", ""] + [f"- {h}" for h in head[1:]]
+    if rows:
+        out += ["", "| " + " | ".join(HEADERS) + " |", "|" + "---|" * len(HEADERS)]
+        out += ["| " + " | ".join(r) + " |" for r in rows]
+    out += [""] + [f"- {f}" for f in foot]
+    return "\n".join(out) + "\n"
+
+
+def main(argv: list[str]) -> int:
+    """Entry point; returns 0. Raises MemrunError subclasses (one line) for user errors."""
+    args = _parser().parse_args(argv)
+    if args.chars_per_token is not None and args.chars_per_token <= 0:
+        raise ConfigError(f"--chars-per-token {args.chars_per_token}: must be positive")
+    from memrun.cli import conf_dir
+    from memrun.commands.calibrate_judge import compose
+    from memrun.plan import load_prices, make_plan
+
+    prices, info = load_prices(args.prices or conf_dir() / "prices.yaml")
+    cfg = compose(["progress=false", *args.overrides])
+    plan = make_plan(cfg, prices, info, args.chars_per_token).to_dict()
+    render = {"text": render_text, "markdown": render_markdown,
+              "json": lambda d: json.dumps(d, indent=2, default=str) + "\n"}[args.format]
+    sys.stdout.write(render(plan))
+    return 0
