@@ -26,19 +26,28 @@ import time
 from collections.abc import Awaitable, Callable, Mapping
 from dataclasses import dataclass, field
 from functools import cached_property
-from typing import Any
-
-import openai
+from typing import TYPE_CHECKING, Any
 
 from memrun.errors import AuthError
 from memrun.http_policy import AUTH_STATUSES, BODY_PREVIEW_CHARS, HttpPolicy, Retrier, auth_error
 from memrun.llm.endpoint import Endpoint, Redactor
+
+if TYPE_CHECKING:
+    import openai
 
 Message = Mapping[str, str]
 
 # The SDK's transport logs every request at INFO; a run makes thousands.
 for _name in ("httpx", "httpx2", "openai"):
     logging.getLogger(_name).setLevel(logging.WARNING)
+
+
+def _openai() -> Any:
+    """The ``openai`` module, imported on first use (~1-2 s of CPU): a run whose every
+    call is cached, and every process that only reads requests and replies, never loads it."""
+    import openai
+
+    return openai
 
 
 @dataclass(frozen=True)
@@ -125,6 +134,7 @@ class ChatClient:
         self.endpoint = endpoint
         self.policy = policy
         self._sleep = sleep
+        openai = self._openai = _openai()
         self._client = openai.AsyncOpenAI(
             base_url=endpoint.base_url, api_key=endpoint.api_key, max_retries=0, timeout=timeout, **_transport()
         )
@@ -136,6 +146,7 @@ class ChatClient:
         """Send ``request`` under the policy. Raises :class:`CallError` for a failed call and
         :class:`memrun.errors.AuthError` when the server refuses the key (401/403)."""
         retrier = Retrier(self.policy)
+        openai = self._openai
         while True:
             t0 = time.perf_counter()
             try:
@@ -189,7 +200,7 @@ def _transport_message(exc: openai.APIConnectionError, url: str) -> str:
 
 def _transport() -> dict[str, Any]:
     """``http_client=`` the SDK's aiohttp client when the ``aiohttp`` extra is installed, else nothing."""
-    factory = getattr(openai, "DefaultAioHttpClient", None)
+    factory = getattr(_openai(), "DefaultAioHttpClient", None)
     if factory is None:
         return {}
     try:

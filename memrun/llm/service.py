@@ -8,6 +8,12 @@ replies ahead (a re-run looks up thousands of keys; each query releases the GIL 
 wait for it to come back). Once ``max_tokens_total`` tokens (as the API reported them)
 were spent, new calls raise :class:`BudgetExhausted` and the run stops cleanly; cache
 hits stay free.
+
+Identical requests in flight at once are sent once (single-flight): the second waits
+for the first's reply and counts as cached, so a run's call count does not depend on
+timing. The HTTP clients (and with them the ``openai`` SDK, ~1-2 s of imports) are built
+on a thread when the first call misses the cache: a run answered wholly from the cache
+never loads the SDK.
 """
 
 from __future__ import annotations
@@ -17,12 +23,16 @@ import dataclasses
 from collections.abc import Iterable
 from concurrent.futures import Future
 from dataclasses import dataclass
+from typing import TYPE_CHECKING
 
 from memrun.background import in_background
 from memrun.http_policy import HttpPolicy
 from memrun.llm.cache import CallCache, call_key
-from memrun.llm.client import ChatClient, ChatRequest, ChatResult
+from memrun.llm.client import ChatRequest, ChatResult
 from memrun.llm.endpoint import Endpoint, Redactor
+
+if TYPE_CHECKING:
+    from memrun.llm.client import ChatClient
 
 
 class BudgetExhausted(Exception):
@@ -89,31 +99,49 @@ class LLMService:
         self._lookups: list[tuple[str, asyncio.Future[ChatResult | None]]] = []
         self._prefetched: dict[str, ChatResult] = {}
         self._opening: Future[dict[Endpoint, ChatClient]] | None = None
+        self._announced: list[Endpoint] = []  # endpoints given to open(), built at the first miss
+        self._in_flight: dict[str, asyncio.Future[ChatResult]] = {}  # key -> the call that will answer it
         self.in_flight = 0  # requests sent and not yet answered
 
     def open(self, endpoints: Iterable[Endpoint]) -> None:
-        """Start building the HTTP clients for ``endpoints`` on a thread, and register their
-        keys with the redactor now. Loading the TLS trust store and the transport takes
-        0.1-0.2 s, which the run's first call then does not wait for."""
-        todo = [e for e in dict.fromkeys(endpoints) if e not in self._clients]
-        for endpoint in todo:
+        """Register the keys of ``endpoints`` with the redactor now and remember the
+        endpoints: their HTTP clients are built together, on a thread, when the first call
+        misses the cache (the SDK's imports and the TLS trust store take 1-2 s, which a run
+        answered from the cache never spends and the event loop never waits on)."""
+        for endpoint in dict.fromkeys(endpoints):
             self.redactor.add(endpoint.api_key)
-        if todo:
-            self._opening = in_background(lambda: {e: self._new_client(e) for e in todo})
+            if endpoint not in self._announced:
+                self._announced.append(endpoint)
 
     def _new_client(self, endpoint: Endpoint) -> ChatClient:
+        from memrun.llm.client import ChatClient
+
         return ChatClient(endpoint, policy=self.policy, timeout=self.timeout)
 
     def _opened(self) -> None:
+        """Wait for clients being built (blocking; for :meth:`aclose`)."""
         if self._opening is not None:
             opening, self._opening = self._opening, None
             self._clients.update(opening.result())
 
-    def _client(self, endpoint: Endpoint) -> ChatClient:
-        self._opened()
+    async def _client(self, endpoint: Endpoint) -> ChatClient:
+        """The client for ``endpoint``; the first one asked for builds every announced
+        endpoint's on a thread, and the event loop goes on meanwhile."""
         client = self._clients.get(endpoint)
-        if client is None:
-            self.redactor.add(endpoint.api_key)
+        if client is not None:
+            return client
+        self.redactor.add(endpoint.api_key)
+        if self._opening is None:
+            todo = [e for e in dict.fromkeys([*self._announced, endpoint]) if e not in self._clients]
+            self._opening = in_background(lambda: {e: self._new_client(e) for e in todo})
+        opening = self._opening
+        built = await asyncio.wrap_future(opening)
+        if self._opening is opening:
+            self._opening = None
+        for e, c in built.items():
+            self._clients.setdefault(e, c)
+        client = self._clients.get(endpoint)
+        if client is None:  # announced after that build started
             client = self._clients[endpoint] = self._new_client(endpoint)
         return client
 
@@ -134,12 +162,38 @@ class LLMService:
         if hit is not None:
             self.stats.cached += 1
             return Outcome(hit, cached=True)
+        twin = self._in_flight.get(key)
+        if twin is not None:  # the same request is on its way: wait for its reply, not a second call
+            result = await asyncio.shield(twin)
+            self.stats.cached += 1
+            return Outcome(result, cached=True)
+        mine: asyncio.Future[ChatResult] = asyncio.get_running_loop().create_future()
+        self._in_flight[key] = mine
+        try:
+            result = await self._send(endpoint, request, key)
+        except BaseException as exc:
+            # Waiting twins fail too (a CallError is the item's error for each); a cancelled
+            # call cancels them only if nobody else can answer.
+            if isinstance(exc, asyncio.CancelledError):
+                mine.cancel()
+            else:
+                mine.set_exception(exc)
+                mine.exception()  # retrieved: no "never retrieved" warning when no twin waited
+            raise
+        else:
+            mine.set_result(result)
+        finally:
+            self._in_flight.pop(key, None)
+        return Outcome(result, cached=False)
+
+    async def _send(self, endpoint: Endpoint, request: ChatRequest, key: str) -> ChatResult:
+        """Make the call under a concurrency slot and the budget; count, redact and cache it."""
         if self._slots is None:
             self._slots = asyncio.Semaphore(self.concurrency)
         async with self._slots:
             if not self.budget_left:
                 raise BudgetExhausted(f"max_tokens_total={self.max_tokens_total} reached")
-            client = self._client(endpoint)
+            client = await self._client(endpoint)
             self.stats.made += 1
             self.in_flight += 1
             try:
@@ -159,7 +213,7 @@ class LLMService:
             result = dataclasses.replace(result, text=clean)
         if self.cache is not None:
             self.cache.put(key, result)
-        return Outcome(result, cached=False)
+        return result
 
     def prefetch(self, endpoint: Endpoint, calls: Iterable[tuple[ChatRequest, int]]) -> int:
         """Read the cached replies to ``calls`` ((request, repeat) pairs) in one query, so
