@@ -18,18 +18,16 @@ from hydra.experimental.callback import Callback
 
 from memrun.launch import EXIT_USER_ERROR, Outcome
 from memrun.io.writer import SUMMARY_FILE
+from memrun.report.model import headline
 
 last_sweep_exit_code: int | None = None
 """Set by :class:`SweepCallback` when a multirun ends in this process: the worst job's code."""
 
-RETRIEVAL_HEADLINE = ("recall@5", "recall@10", "recall@1", "mrr")
-"""The retrieval metric a sweep table shows, the first a run has."""
-
 
 @dataclass
 class SweepRow:
-    """One job of a sweep. ``headline``/``value``: the metric the table shows (accuracy:
-    the verdict denominator's value; retrieval: the first of :data:`RETRIEVAL_HEADLINE`)
+    """One job of a sweep. ``headline``/``value``: the metric the table shows
+    (:func:`memrun.report.model.headline`)
     as a fraction, None when the job wrote no summary."""
 
     job: int
@@ -47,18 +45,6 @@ class SweepRow:
     def to_dict(self) -> dict[str, Any]:
         """The fields as a JSON-ready dict."""
         return asdict(self)
-
-
-def headline(summary: dict[str, Any]) -> tuple[str | None, float | None]:
-    """(metric name, value as a fraction) of a run's ``summary.json``; (None, None) when it has none."""
-    head = summary.get("headline")
-    if isinstance(head, dict) and "value" in head:
-        return str(head.get("metric")), head.get("value")
-    block = summary.get("overall_comparable") or summary.get("overall_all") or {}
-    for name in RETRIEVAL_HEADLINE:
-        if block.get(name) is not None:
-            return name, float(block[name])
-    return None, None
 
 
 def _summary(run_dir: Path) -> dict[str, Any]:

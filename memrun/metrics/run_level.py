@@ -7,6 +7,7 @@ from collections.abc import Mapping, Sequence
 from typing import Any
 
 from memrun.metrics.by_category import summarize_by_granularity
+from memrun.metrics.intervals import category_intervals, retrieval_headline_metric
 from memrun.metrics.summary import not_measurable
 
 
@@ -29,6 +30,8 @@ def summarize_rows(
     ``retrieval`` block scored on each item's first repeat (retrieval runs once per item;
     only failed retrievals are left out). ``unmeasurable``: the reason the retrieval
     metrics cannot be measured; they are then null (:func:`memrun.metrics.summary.not_measurable`).
+    ``intervals``: the headline metric's 95% cluster-bootstrap intervals, overall and per
+    category (:func:`memrun.metrics.intervals.category_intervals`; left out when not measurable).
     """
     def retrieval(part: Sequence[Mapping[str, Any]]) -> dict[str, Any]:
         summary = summarize_by_granularity(part, ks=ks, categories=categories,
@@ -36,7 +39,11 @@ def summarize_rows(
         return not_measurable(summary, unmeasurable) if unmeasurable else summary
 
     if axis != "accuracy":
-        return retrieval(rows)
+        summary = retrieval(rows)
+        if not unmeasurable:
+            summary["intervals"] = category_intervals(rows, axis=axis, metric=retrieval_headline_metric(ks),
+                                                      comparable_categories=comparable_categories)
+        return summary
     from memrun.metrics.accuracy import summarize_accuracy
 
     summary = summarize_accuracy(rows, categories=categories, comparable_categories=comparable_categories,
@@ -44,4 +51,6 @@ def summarize_rows(
     first = [{**r, "error": None} if r["error"] is not None and r["retrieved_keys"] is not None else r
              for r in rows if r["repeat"] == 0]
     summary["retrieval"] = retrieval(first)
+    summary["intervals"] = category_intervals(rows, axis=axis, metric=summary["headline"]["metric"],
+                                              comparable_categories=comparable_categories)
     return summary

@@ -1,0 +1,98 @@
+"""95% cluster-bootstrap intervals of a single run's headline metric, overall and per category.
+
+The interval of a mean: the per-item scores themselves are bootstrapped
+(:func:`memrun.stats.paired_bootstrap` of the scores "against 0"), clusters resampled
+together (the ``cluster`` column: LoCoMo's conversations), seed 7, 10,000 resamples.
+Per-item scores are those the comparison reads (:mod:`memrun.compare.pairing`):
+
+- accuracy axis: the item's majority label over repeats, correct 1, wrong 0, an
+  abstention 0 under ``accuracy_abstain_wrong`` and left out under ``accuracy``;
+  errored items are left out;
+- retrieval axis: the headline metric's per-item column (``recall@5`` -> ``hit_at_5``)
+  on items that did not error and have retrieval gold.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Mapping, Sequence
+from typing import Any
+
+import numpy as np
+
+from memrun.stats.bootstrap import DEFAULT_RESAMPLES, DEFAULT_SEED, paired_bootstrap
+from memrun.stats.labels import ABSTAIN, CORRECT, ERROR
+
+RETRIEVAL_HEADLINE = ("recall@5", "recall@10", "recall@1", "mrr")
+"""The retrieval metric a run's headline reads: the first a run has (sweeps, reports, intervals)."""
+
+
+def retrieval_headline_metric(ks: Sequence[int]) -> str:
+    """The first of :data:`RETRIEVAL_HEADLINE` a run with cut-offs ``ks`` measures."""
+    for name in RETRIEVAL_HEADLINE:
+        if "@" not in name or int(name.split("@")[1]) in ks:
+            return name
+    return "mrr"
+
+
+def _interval(scores: list[float], clusters: list[Any], resamples: int, seed: int) -> dict[str, Any] | None:
+    if not scores:
+        return None
+    keys = [c if c is not None else f"\0item{i}" for i, c in enumerate(clusters)]  # null key: its own cluster
+    boot = paired_bootstrap(np.asarray(scores, dtype=float), keys, resamples=resamples, seed=seed)
+    return {"mean": boot.mean, "low": boot.low, "high": boot.high, "n_items": boot.n_items,
+            "n_clusters": boot.n_clusters}
+
+
+def item_scores(rows: Sequence[Mapping[str, Any]], *, axis: str, metric: str) -> list[tuple[Any, Any, float]]:
+    """``(category, cluster, score)`` per scored item (module docstring), in first-seen order.
+
+    axis ``accuracy``: ``metric`` is the denominator (``accuracy_abstain_wrong`` or
+    ``accuracy``); otherwise a retrieval metric name (:func:`memrun.metrics.retrieval.item_column_for`).
+    """
+    if axis == "accuracy":
+        from memrun.metrics.accuracy import item_outcomes
+
+        out = []
+        for item in item_outcomes(rows):
+            majority = item["majority"]
+            if majority == ERROR or (majority == ABSTAIN and metric == "accuracy"):
+                continue
+            first = item["rows"][0]
+            out.append((item["category"], first.get("cluster"), 1.0 if majority == CORRECT else 0.0))
+        return out
+    from memrun.metrics.retrieval import item_column_for
+
+    column = item_column_for(metric)
+    return [(r.get("category"), r.get("cluster"), float(r[column])) for r in rows
+            if r.get("error") is None and r.get(column) is not None and r.get("repeat", 0) == 0]
+
+
+def category_intervals(
+    rows: Sequence[Mapping[str, Any]],
+    *,
+    axis: str,
+    metric: str,
+    comparable_categories: Sequence[str] | None = None,
+    resamples: int = DEFAULT_RESAMPLES,
+    seed: int = DEFAULT_SEED,
+) -> dict[str, Any]:
+    """95% cluster-bootstrap intervals of ``metric``'s mean: ``overall_all``,
+    ``overall_comparable`` (when ``comparable_categories``) and ``per_category``.
+
+    Each block is ``{mean, low, high, n_items, n_clusters}`` (fractions), None when no
+    item is scored there. The settings are recorded beside them.
+    """
+    scored = item_scores(rows, axis=axis, metric=metric)
+
+    def block(keep: Any) -> dict[str, Any] | None:
+        part = [s for s in scored if keep(s[0])]
+        return _interval([s[2] for s in part], [s[1] for s in part], resamples, seed)
+
+    out: dict[str, Any] = {"metric": metric, "confidence": 0.95, "resamples": resamples, "seed": seed,
+                           "cluster_by": "cluster", "overall_all": block(lambda c: True)}
+    if comparable_categories:
+        wanted = set(comparable_categories)
+        out["overall_comparable"] = block(lambda c: c in wanted)
+    categories = list(dict.fromkeys(str(s[0]) for s in scored))
+    out["per_category"] = {cat: block(lambda c, cat=cat: str(c) == cat) for cat in categories}
+    return out

@@ -1,0 +1,134 @@
+"""What every HTML page shares: the jinja2 environment, the embedded JSON, a run's item rows.
+
+Pages are one self-contained file: styles, the table script and the rows are inlined,
+charts are inline SVG, and nothing is fetched (no CDN, no font, no image request).
+The rows travel as one JSON array the script pages through, so a 100k-row run builds a
+page of rows at a time, never 100k DOM rows.
+"""
+
+from __future__ import annotations
+
+import json
+from collections.abc import Mapping, Sequence
+from functools import lru_cache
+from importlib import resources
+from typing import Any
+
+import pyarrow as pa
+
+from memrun.io.reader import RunTable
+
+MAX_TEXT = 600
+"""Characters of each retrieved text kept in the page (the rest is cut, marked with ...)."""
+
+ITEM_COLUMNS = ("item_id", "repeat", "category", "category_label", "question", "answer", "reader_answer", "label",
+                "failure_stage", "judge_explanation", "retrieved_keys", "gold_keys", "retrieved_texts", "error",
+                "first_gold_rank", "search_latency_ms", "answer_latency_ms", "context_tokens")
+
+
+@lru_cache(maxsize=1)
+def environment() -> Any:
+    """The jinja2 environment over ``memrun/report/templates`` (autoescaped)."""
+    import jinja2
+
+    env = jinja2.Environment(loader=jinja2.PackageLoader("memrun.report", "templates"),
+                             autoescape=jinja2.select_autoescape(default=True, default_for_string=True),
+                             trim_blocks=True, lstrip_blocks=True, keep_trailing_newline=True)
+    env.filters["pct"] = lambda v: "-" if v is None else f"{100 * float(v):.1f}%"
+    env.filters["num"] = lambda v, d=1: "-" if v is None else f"{float(v):.{d}f}"
+    return env
+
+
+def asset(name: str) -> str:
+    """A static file under ``templates/`` (the table script, the style sheet) as text."""
+    return resources.files("memrun.report").joinpath("templates", name).read_text(encoding="utf-8")
+
+
+def embed_json(value: Any) -> str:
+    """JSON safe inside ``<script type="application/json">`` (no ``</``, no HTML comment opener)."""
+    text = json.dumps(value, ensure_ascii=False, separators=(",", ":"), sort_keys=False, default=str)
+    return text.replace("</", "<\\/").replace("<!--", "<\\!--")
+
+
+def render(template: str, **context: Any) -> str:
+    """Render a page template with the shared assets."""
+    return environment().get_template(template).render(style=asset("report.css"), script=asset("table.js"), **context)
+
+
+def _short(text: Any) -> str | None:
+    if text is None:
+        return None
+    text = str(text)
+    return text if len(text) <= MAX_TEXT else text[:MAX_TEXT] + "..."
+
+
+def marked_keys(keys: Sequence[Any] | None, gold: Sequence[Any] | None, *, mode: str | None = "key",
+                texts: Sequence[Any] | None = None, rank: int | None = None) -> list[list[Any]]:
+    """``[[key, 1 if gold else 0], ...]`` in rank order (the gold ones are marked in the page).
+
+    A hit is gold by the run's rule (:func:`memrun.records.gold_matches`: ``key`` or
+    ``substring``, on the hit's text when the row kept it); the hit at the first gold
+    rank the run recorded is gold whatever the page can re-check.
+    """
+    from memrun.records import Hit, gold_matches
+
+    gold_keys = [str(g) for g in gold or ()]
+    texts = list(texts or ())
+    out, first = [], None
+    for i, k in enumerate(keys or ()):
+        hit = Hit(key=str(k), score=0.0, text=str(texts[i]) if i < len(texts) and texts[i] is not None else "")
+        out.append([str(k), int(bool(gold_keys) and bool(gold_matches(hit, gold_keys, mode or "key")))])
+    if rank and 0 < rank <= len(out):
+        distinct = list(dict.fromkeys(k for k, _ in out))
+        first = distinct[rank - 1] if rank <= len(distinct) else None
+    for pair in out:
+        pair[1] = pair[1] or int(pair[0] == first)
+    return out
+
+
+def retrieval_outcome(row: Mapping[str, Any], column: str) -> str:
+    """A retrieval row's outcome on the headline metric's column: hit, miss, unscored or error."""
+    if row.get("error") is not None:
+        return "error"
+    value = row.get(column)
+    if value is None:
+        return "unscored"
+    return "hit" if value else "miss"
+
+
+def item_rows(run: RunTable, *, hit_column: str | None) -> list[dict[str, Any]]:
+    """The page's rows of a run, one per item x repeat, in the run's order.
+
+    Keys: ``id``, ``rep``, ``cat`` (label), ``q``, ``gold``, ``ans``, ``label`` (accuracy:
+    the judge's; retrieval: the outcome on ``hit_column``), ``stage``, ``expl``, ``keys``
+    (:func:`marked_keys`), ``texts`` (cut at :data:`MAX_TEXT`), ``err``, ``rank``.
+    """
+    table: pa.Table = run.table
+    names = [c for c in (*ITEM_COLUMNS, hit_column) if c and c in table.column_names]
+    data = table.select(names).to_pydict()
+    n = table.num_rows
+    col = {c: data.get(c, [None] * n) for c in (*ITEM_COLUMNS, hit_column or "")}
+    accuracy, mode = run.instrument.axis == "accuracy", run.instrument.gold_match
+    out = []
+    for i in range(n):
+        row = {c: col[c][i] for c in col}
+        out.append({
+            "id": row["item_id"], "rep": row["repeat"],
+            "cat": row["category_label"] or row["category"],
+            "q": row["question"], "gold": row["answer"], "ans": row["reader_answer"],
+            "label": (row["label"] or ("error" if row["error"] else None)) if accuracy
+            else retrieval_outcome(row, hit_column or ""),
+            "stage": row["failure_stage"], "expl": row["judge_explanation"],
+            "keys": marked_keys(row["retrieved_keys"], row["gold_keys"], mode=mode, texts=row["retrieved_texts"],
+                                rank=row["first_gold_rank"]),
+            "texts": [_short(t) for t in row["retrieved_texts"] or ()],
+            "err": row["error"], "rank": row["first_gold_rank"],
+        })
+    return out
+
+
+def column_values(run: RunTable, name: str) -> list[float]:
+    """A numeric column's non-null values (empty when the run has no such column)."""
+    if name not in run.table.column_names:
+        return []
+    return [float(v) for v in run.table.column(name).to_pylist() if v is not None]

@@ -1,0 +1,162 @@
+"""The run page of ``memrun report RUN``: instrument, headline, per-category intervals,
+distributions and every item, filterable."""
+
+from __future__ import annotations
+
+import json
+from collections.abc import Mapping
+from pathlib import Path
+from typing import Any
+
+from memrun.instrument import Instrument
+from memrun.io.reader import RunTable, read_run
+from memrun.io.writer import SUMMARY_FILE
+from memrun.metrics.intervals import retrieval_headline_metric
+from memrun.metrics.retrieval import item_column_for
+from memrun.report import model, svg
+from memrun.report.html.common import column_values, embed_json, item_rows, render
+
+INSTRUMENT_FIELDS = ("run_id", "benchmark", "split", "slice", "arm", "axis", "search_mode", "embedder",
+                     "reader_model", "judge_model", "denominator", "dataset_sha256", "git_commit", "memrun_version",
+                     "status", "started_at", "finished_at")
+
+
+def load_summary(run: RunTable) -> tuple[dict[str, Any], str | None]:
+    """(summary, note): the run's ``summary.json``, or the metrics recomputed from its rows
+    (:func:`memrun.metrics.run_level.summarize_rows`) when there is none, with a note saying so."""
+    folder = run.path if run.path.is_dir() else run.path.parent
+    try:
+        return json.loads((folder / SUMMARY_FILE).read_text()), None
+    except (OSError, ValueError):
+        pass
+    from memrun.metrics.run_level import summarize_rows
+
+    inst = run.instrument
+    rows = run.table.to_pylist()
+    if not rows:
+        return {"overall_all": {}, "per_category": {}}, "no summary.json and no rows: nothing to summarize"
+    denominator = (inst.config or {}).get("denominator") or "accuracy_abstain_wrong"
+    summary = summarize_rows(rows, axis=str(inst.axis), ks=inst.ks, categories=inst.categories,
+                             comparable_categories=inst.comparable_categories, task_averaged=inst.task_averaged,
+                             headline=denominator, unmeasurable=inst.retrieval_not_measurable)
+    return summary, f"no {SUMMARY_FILE}: the figures below were recomputed from the {len(rows)} rows it wrote"
+
+
+def status_notes(run: RunTable, summary: Mapping[str, Any], note: str | None) -> list[str]:
+    """What a reader must see first: an unfinished, interrupted, partial or fake run."""
+    inst, notes = run.instrument, []
+    if not run.complete:
+        notes.append(f"INTERRUPTED: this run did not finish; read from items.parts/ ({run.table.num_rows} rows "
+                     "written). Every figure covers those rows only.")
+    elif inst.status != "complete":
+        missing = (inst.shard or {}).get("missing")
+        extra = f" (shards {', '.join(map(str, missing))} missing)" if missing else ""
+        notes.append(f"{inst.status.upper()}: this run ended {inst.status}{extra}; figures cover the rows it wrote.")
+    if summary.get("stopped"):
+        notes.append(f"STOPPED early: {summary['stopped']}")
+    head = summary.get("headline") or {}
+    if head.get("partial"):
+        notes.append("PARTIAL: the arm answered fewer items than min_coverage; the unanswered items are errors.")
+    if inst.fake_providers or summary.get("fake_providers"):
+        notes.append("FAKE PROVIDERS: a reader or judge is a fake/stub; these scores measure nothing.")
+    if inst.retrieval_not_measurable:
+        notes.append(f"NOT MEASURABLE: {inst.retrieval_not_measurable}")
+    if note:
+        notes.append(note)
+    return notes
+
+
+def instrument_rows(inst: Instrument) -> list[tuple[str, str]]:
+    """(field, value) for the page's instrument table; unset fields show ``-``."""
+    return [(name, "-" if getattr(inst, name) in (None, "") else str(getattr(inst, name)))
+            for name in INSTRUMENT_FIELDS]
+
+
+def headline_text(summary: Mapping[str, Any], axis: str | None) -> str:
+    """The MemScore line (accuracy / p50 search ms / context tokens) or the retrieval headline."""
+    if axis == "accuracy" and summary.get("score"):
+        return f"MemScore {summary['score']}  (accuracy / search latency p50 / context tokens)"
+    name, value = model.headline(summary)
+    if name is None:
+        return "no headline: nothing was scored"
+    block = (summary.get("intervals") or {})
+    where = block.get("overall_comparable") or block.get("overall_all")
+    interval = f" [{100 * where['low']:.1f}, {100 * where['high']:.1f}] 95%" if where and name != "mrr" else ""
+    slice_ = "overall_comparable" if "overall_comparable" in summary else "overall_all"
+    shown = f"{value:.3f}" if name == "mrr" else f"{100 * value:.1f}%"
+    latency = (summary.get("search_latency_ms") or {}).get("p50")
+    ms = "" if latency is None else f" | search p50 {latency:.2f} ms"
+    return f"{name} {shown}{interval} on {slice_}{ms}"
+
+
+def run_context(path: str | Path) -> dict[str, Any]:
+    """Everything the run template needs, from a run folder or items.parquet."""
+    run = read_run(path)
+    summary, note = load_summary(run)
+    inst = run.instrument
+    accuracy = inst.axis == "accuracy"
+    metric = (summary.get("intervals") or {}).get("metric") or (
+        None if accuracy else retrieval_headline_metric(inst.ks or [5]))
+    hit_column = None
+    if not accuracy and metric:
+        hit_column = item_column_for(metric)
+    rows = item_rows(run, hit_column=hit_column)
+    bars = model.interval_bars(summary) if summary.get("per_category") is not None else []
+    scale_unit = "score" if metric == "mrr" else "%"
+    charts = [svg.histogram(column_values(run, "search_latency_ms"), title="search latency", unit="ms")]
+    if accuracy:
+        charts += [svg.histogram(column_values(run, "answer_latency_ms"), title="answer latency", unit="ms"),
+                   svg.histogram(column_values(run, "context_tokens"), title="context tokens", unit="tok")]
+    table = {
+        "columns": ([["id", "item"], ["cat", "category"], ["q", "question"], ["gold", "gold"]]
+                    + ([["ans", "answer"]] if accuracy else []) + [["label", "label", "label"]]
+                    + ([["stage", "failure stage"], ["expl", "judge explanation"]] if accuracy
+                       else [["rank", "rank", "num"]])
+                    + [["keys", "retrieved (gold in bold)", "keys"]]),
+        "filters": [["cat", "category"], ["label", "label"]] + ([["stage", "failure stage"]] if accuracy else []),
+        "detail": [["q", "question"], ["gold", "gold"], ["ans", "answer"], ["expl", "judge explanation"],
+                   ["err", "error"], ["rank", "first gold rank"],
+                   ["texts", "retrieved (gold in bold)"] if any(r["texts"] for r in rows)
+                   else ["keys", "retrieved keys, in rank order (gold in bold)"]],
+        "search": ["id", "cat", "q", "gold", "ans", "expl", "err", "keys"],
+        "page": 50,
+    }
+    return {
+        "title": f"memrun report: {inst.benchmark} x {inst.arm} ({inst.axis})",
+        "notes": status_notes(run, summary, note),
+        "instrument": instrument_rows(inst),
+        "warnings": list(summary.get("warnings") or inst.warnings or []),
+        "headline": headline_text(summary, inst.axis),
+        "metric": metric,
+        "bars": svg.interval_bars(bars, unit=scale_unit) if bars else "",
+        "summary_rows": summary_table(summary, accuracy),
+        "charts": charts,
+        "n_rows": len(rows),
+        "table": embed_json(table),
+        "rows": embed_json(rows),
+    }
+
+
+def summary_table(summary: Mapping[str, Any], accuracy: bool) -> dict[str, Any]:
+    """Header and rows of the page's summary table (the terminal table's slices)."""
+    if not summary.get("per_category") and not summary.get("overall_all"):
+        return {"header": [], "rows": []}
+    if accuracy:
+        cols = ["n_items", "correct", "wrong", "abstained", "errors", "accuracy", "accuracy_abstain_wrong", "flip_rate"]
+    else:
+        block = summary.get("overall_all") or {}
+        cols = ["n_scored"] + [k for k in block if "@" in k and not k.startswith(("precision", "rank"))] + ["mrr"]
+    rows = []
+    for s in model.slices(summary):
+        cells = []
+        for c in cols:
+            v = s.block.get(c)
+            ratio = isinstance(v, float) and c not in ("n_items", "n_scored")
+            cells.append("-" if v is None else f"{100 * v:.1f}" if ratio else str(v))
+        rows.append({"name": s.name, "bold": s.bold, "cells": cells})
+    return {"header": cols, "rows": rows}
+
+
+def render_run(path: str | Path) -> str:
+    """The run page as one HTML string."""
+    return render("run.html.j2", **run_context(path))

@@ -1,0 +1,77 @@
+"""The summary model every renderer reads: one place computes, several render.
+
+The terminal tables (:mod:`memrun.report.run_summary`, :mod:`memrun.report.accuracy_summary`),
+``memrun sweep`` (:mod:`memrun.sweep`) and ``memrun report`` (:mod:`memrun.report.html`)
+take a run's slices, its headline and its per-category intervals from here, read off a
+``summary.json`` dict (:func:`memrun.metrics.run_level.summarize_rows` made it).
+"""
+
+from __future__ import annotations
+
+from collections.abc import Mapping
+from dataclasses import dataclass
+from typing import Any
+
+from memrun.metrics.intervals import RETRIEVAL_HEADLINE
+
+
+@dataclass(frozen=True)
+class Slice:
+    """One row of a summary table: ``name`` (a category shows ``"<raw> <label>"``),
+    ``key`` (``overall_all``, ``overall_comparable``, ``task_averaged`` or the raw
+    category), its metric ``block`` and whether it is an overall row (``bold``)."""
+
+    name: str
+    key: str
+    block: Mapping[str, Any]
+    bold: bool
+
+
+def slices(summary: Mapping[str, Any]) -> list[Slice]:
+    """The rows of a run's summary table, in order: overall_comparable (when the
+    benchmark has a comparable subset), overall_all, task_averaged (when reported), then
+    each category."""
+    out = []
+    if "overall_comparable" in summary:
+        out.append(Slice("overall_comparable", "overall_comparable", summary["overall_comparable"], True))
+    out.append(Slice("overall_all", "overall_all", summary["overall_all"], True))
+    if "task_averaged" in summary:
+        averaged = summary["task_averaged"]
+        out.append(Slice("task_averaged", "task_averaged", {**averaged, "n_scored": f"{averaged['n_categories']} cat."},
+                         True))
+    for cat, block in summary["per_category"].items():
+        out.append(Slice(f"{cat} {block['label']}" if block["label"] != cat else cat, cat, block, False))
+    return out
+
+
+def headline(summary: Mapping[str, Any]) -> tuple[str | None, float | None]:
+    """(metric name, value as a fraction) of a run's ``summary.json``; (None, None) when it has none.
+
+    Accuracy axis: the denominator verdicts read; retrieval: the first of
+    :data:`memrun.metrics.intervals.RETRIEVAL_HEADLINE` the run has.
+    """
+    head = summary.get("headline")
+    if isinstance(head, dict) and "value" in head:
+        return str(head.get("metric")), head.get("value")
+    block = summary.get("overall_comparable") or summary.get("overall_all") or {}
+    for name in RETRIEVAL_HEADLINE:
+        if block.get(name) is not None:
+            return name, float(block[name])
+    return None, None
+
+
+def interval_bars(summary: Mapping[str, Any]) -> list[dict[str, Any]]:
+    """The headline metric's mean and 95% interval per slice: ``{name, value, low, high, n}``
+    (fractions; low/high None for a run summarised before intervals were recorded)."""
+    intervals = summary.get("intervals") or {}
+    metric = intervals.get("metric") or headline(summary)[0]
+    bars = []
+    for s in slices(summary):
+        if s.key == "task_averaged":
+            continue
+        where = intervals.get(s.key) if s.bold else (intervals.get("per_category") or {}).get(s.key)
+        value = where["mean"] if where else s.block.get(metric) if metric else None
+        n = where["n_items"] if where else s.block.get("n_scored", s.block.get("n_items"))
+        bars.append({"name": s.name, "value": value, "low": where["low"] if where else None,
+                     "high": where["high"] if where else None, "n": n})
+    return bars
