@@ -1,0 +1,145 @@
+"""The comparison page of ``memrun report A B``: ``memrun compare``'s figures as a page.
+
+The numbers come from :func:`memrun.commands.compare.compare` (``Comparison.to_dict()``)
+and the text lines from :mod:`memrun.report.compare_report`, so the page, the terminal
+and the JSON agree. A refusal still renders: the banner gives its reason and exit code,
+the comparability table shows why; the discordant items need no verdict and are shown.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Mapping, Sequence
+from typing import Any
+
+from memrun.errors import MemrunError
+from memrun.instrument import Instrument
+from memrun.io.reader import RunTable, read_run
+from memrun.report import svg
+from memrun.report.compare_report import HEADERS, CATEGORY_NOTE, _category_rows, summary_lines
+from memrun.report.html.common import embed_json, item_rows, render
+
+
+def _comparison(a: str, b: str, options: Sequence[str]) -> tuple[dict[str, Any] | None, int, str | None, Any]:
+    """(Comparison dict or None, exit code, refusal text, parsed arguments), by compare's own code."""
+    from memrun.commands.compare import build_parser, compare
+
+    try:
+        args = build_parser().parse_args([a, b, *options])
+    except SystemExit:  # compare's parser printed its usage line and the problem
+        raise MemrunError(f"memrun report: bad compare options: {' '.join(options)}") from None
+    result, code, refusal = compare(args)
+    return (result.to_dict() if result else None), code, refusal, args
+
+
+def comparability(a: Instrument, b: Instrument, treatments: Sequence[str]) -> list[dict[str, Any]]:
+    """Every comparability field: both values, and whether it is the same, differs or is a treatment."""
+    rows = []
+    for name, why in Instrument.comparability_fields().items():
+        va, vb = getattr(a, name), getattr(b, name)
+        state = "treatment" if name in treatments else ("same" if va == vb else "differs")
+        rows.append({"field": name, "a": "-" if va is None else str(va), "b": "-" if vb is None else str(vb),
+                     "state": state, "why": why})
+    return rows
+
+
+def _by_item(run: RunTable, hit_column: str | None) -> dict[str, dict[str, Any]]:
+    """One page row per item: its first repeat's answer and hits, the majority label (accuracy)."""
+    rows = item_rows(run, hit_column=hit_column)
+    out: dict[str, dict[str, Any]] = {}
+    labels: dict[str, list[str]] = {}
+    for r in rows:
+        out.setdefault(r["id"], r)
+        labels.setdefault(r["id"], []).append(r["label"] or "error")
+    if run.instrument.axis == "accuracy":
+        from memrun.stats.labels import majority_label
+
+        for item_id, row in out.items():
+            row["label"] = majority_label(labels[item_id])
+    return out
+
+
+def discordant(run_a: RunTable, run_b: RunTable, hit_column: str | None) -> list[dict[str, Any]]:
+    """Items both runs have whose labels (accuracy: majority; retrieval: hit or miss) differ,
+    in A's order, A's and B's answers and hits side by side."""
+    a, b = _by_item(run_a, hit_column), _by_item(run_b, hit_column)
+    good = {"correct": 2, "hit": 2, "abstain": 1}
+    out = []
+    for item_id, ra in a.items():
+        rb = b.get(item_id)
+        if rb is None or ra["label"] == rb["label"]:
+            continue
+        better = "B" if good.get(rb["label"], 0) > good.get(ra["label"], 0) else (
+            "A" if good.get(ra["label"], 0) > good.get(rb["label"], 0) else "neither")
+        out.append({"id": item_id, "cat": ra["cat"], "q": ra["q"], "gold": ra["gold"], "better": better,
+                    "a_ans": ra["ans"], "a_label": ra["label"], "a_keys": ra["keys"], "a_texts": ra["texts"],
+                    "b_ans": rb["ans"], "b_label": rb["label"], "b_keys": rb["keys"], "b_texts": rb["texts"]})
+    return out
+
+
+def forest_rows(d: Mapping[str, Any]) -> list[dict[str, Any]]:
+    """Overall and per-category deltas with their deciding intervals (fractions)."""
+    rows = [{"name": "overall", **{k: d["overall"][k] for k in ("delta", "low", "high")}}]
+    for cat, block in d["per_category"].items():
+        name = cat if block["label"] == cat else f"{cat} {block['label']}"
+        rows.append({"name": name, **{k: block[k] for k in ("delta", "low", "high")}})
+    return rows
+
+
+def compare_context(a: str, b: str, options: Sequence[str] = ()) -> dict[str, Any]:
+    """Everything the compare template needs."""
+    d, code, refusal, args = _comparison(a, b, options)
+    run_a, run_b = read_run(a), read_run(b)
+    accuracy = run_a.instrument.axis == "accuracy"
+    hit_column = None
+    if not accuracy:
+        from memrun.metrics.retrieval import item_column_for
+
+        hit_column = item_column_for(args.metric)
+    from memrun.commands.compare import _treatments
+
+    treatments = _treatments(args.treatment)
+    notes = [f"{name} did not finish: read from items.parts/" for name, r in (("A", run_a), ("B", run_b))
+             if not r.complete]
+    notes += [f"{name} ended {r.instrument.status}" for name, r in (("A", run_a), ("B", run_b))
+              if r.complete and r.instrument.status != "complete"]
+    if d is None:
+        reason = (refusal or "").removeprefix("refused: ")
+        banner = {"outcome": "refused" if code == 3 else "error", "reason": reason, "exit_code": code}
+    else:
+        v = d["verdict"]
+        outcome = "refused" if d["noncomparable"] else v["outcome"]
+        reason = ("NON-COMPARABLE: shown with --allow-noncomparable; no gate passes on it"
+                  if d["noncomparable"] else v["reason"].replace("_", " "))
+        banner = {"outcome": outcome, "reason": reason, "exit_code": d["exit_code"]}
+    same_axis = run_a.instrument.axis == run_b.instrument.axis
+    items = discordant(run_a, run_b, hit_column) if same_axis else []
+    table = {
+        "columns": [["id", "item"], ["cat", "category"], ["q", "question"], ["gold", "gold"],
+                    ["better", "better"]]
+                   + ([["a_ans", "A answer"]] if accuracy else []) + [["a_label", "A", "label"]]
+                   + ([["b_ans", "B answer"]] if accuracy else []) + [["b_label", "B", "label"]]
+                   + [["a_keys", "A hits", "keys"], ["b_keys", "B hits", "keys"]],
+        "filters": [["cat", "category"], ["better", "better"], ["a_label", "A label"], ["b_label", "B label"]],
+        "detail": [["q", "question"], ["gold", "gold"], ["a_ans", "A answer"], ["b_ans", "B answer"],
+                   ["a_texts", "A retrieved"], ["b_texts", "B retrieved"]],
+        "search": ["id", "cat", "q", "gold", "a_ans", "b_ans", "a_keys", "b_keys"],
+        "page": 50,
+    }
+    context: dict[str, Any] = {
+        "title": f"memrun compare: {run_a.instrument.benchmark} {run_a.instrument.arm} vs {run_b.instrument.arm}",
+        "notes": notes, "banner": banner, "run_a": a, "run_b": b,
+        "id_a": run_a.instrument.run_id, "id_b": run_b.instrument.run_id,
+        "comparability": comparability(run_a.instrument, run_b.instrument, treatments),
+        "lines": summary_lines(d) if d else [], "forest": "", "categories": [], "headers": HEADERS,
+        "category_note": CATEGORY_NOTE, "items_title": "Discordant items", "n_rows": len(items), "rows": embed_json(items), "table": embed_json(table),
+    }
+    if d:
+        context["forest"] = svg.forest(forest_rows(d), band=d["verdict"]["band"], min_delta=d["verdict"]["min_delta"],
+                                       unit="score" if d.get("unit") == "score" else "pp")
+        context["categories"] = _category_rows(d)
+    return context
+
+
+def render_compare(a: str, b: str, options: Sequence[str] = ()) -> str:
+    """The comparison page as one HTML string."""
+    return render("compare.html.j2", **compare_context(a, b, options))
