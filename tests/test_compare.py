@@ -91,8 +91,9 @@ def test_allow_noncomparable_labels_every_line(tmp_path, capsys):
     assert any("differs: search_mode" in ln for ln in lines) and any("exit code 3" in ln for ln in lines)
     compare_main([str(ra), str(rb), "--allow-noncomparable", "--format", "markdown"])
     md = capsys.readouterr().out.splitlines()
-    assert md[0].startswith("### NON-COMPARABLE memrun compare")
-    content = [ln for ln in md if ln.strip() and set(ln) - set("|-")]
+    assert md[0] == "<!-- memrun-compare: locomo/unknown -->" and md[1].startswith("### NON-COMPARABLE memrun compare")
+    runs_block = next(i for i, ln in enumerate(md) if ln.startswith("- A = "))  # names, calls, config: no figures
+    content = [ln for ln in md[1:runs_block] if ln.strip() and set(ln) - set("|-")]
     assert content and all("NON-COMPARABLE" in ln for ln in content)
     code, d = compare_json(capsys, str(ra), str(rb), "--allow-noncomparable")
     assert d["noncomparable"] is True and d["exit_code"] == code == ExitCode.REFUSAL

@@ -38,6 +38,9 @@ from memrun.report.compare_report import render_json, render_markdown, render_te
 from memrun.stats import DEFAULT_BAND, ExitCode, JudgeCalibration, band_from_null
 
 
+DEFAULTS = {"metric": "recall@5", "gate_min_delta": 0.0, "gate_band": 100 * DEFAULT_BAND}
+
+
 class _Parser(argparse.ArgumentParser):
     """argparse whose usage errors exit with ExitCode.USAGE_ERROR (2 means unresolved)."""
 
@@ -69,19 +72,27 @@ def _common(parser: argparse.ArgumentParser) -> None:
 
 def build_parser() -> argparse.ArgumentParser:
     parser = _Parser(prog="memrun compare", description="Decide whether run B beats run A (paired, clustered bootstrap).")
-    parser.add_argument("a", help="run A (the baseline): a run folder or items.parquet")
-    parser.add_argument("b", help="run B (the change)")
+    parser.add_argument("a", nargs="?", help="run A (the baseline): a run folder or items.parquet")
+    parser.add_argument("b", nargs="?", help="run B (the change)")
     _common(parser)
+    parser.set_defaults(metric=None)  # filled from --gate, else recall@5 (:func:`_apply_gate`)
+    parser.add_argument("--baseline", metavar="auto",
+                        help="'auto': give only B; A is the newest finished run under --runs-dir comparable to B "
+                             "except the --treatment fields, with another configuration")
+    parser.add_argument("--runs-dir", default="outputs", metavar="DIR", help="where --baseline auto looks (default outputs)")
+    parser.add_argument("--gate", metavar="NAME",
+                        help="read metric, band, gate-min-delta and categories from conf/gates/NAME.yaml "
+                             "(or a YAML file); flags given here override it")
     parser.add_argument("--treatment", action="append", default=[], metavar="FIELD[,FIELD...]",
                         help="instrument field(s) the comparison is meant to vary (repeatable or "
                              "comma-separated), e.g. search_mode or embedder,embedder_dim")
     parser.add_argument("--allow-noncomparable", action="store_true",
                         help="show the numbers anyway, every output line labelled NON-COMPARABLE; "
                              "the exit code stays 3 (refused) so that no gate passes on them")
-    parser.add_argument("--gate-min-delta", type=float, default=0.0, metavar="PP",
+    parser.add_argument("--gate-min-delta", type=float, default=None, metavar="PP",
                         help="pass when the lower bound is above this, in pp (default 0; negative: "
                              "non-inferiority); for mrr and ndcg@K in hundredths of the score (1 = 0.01)")
-    parser.add_argument("--gate-band", type=float, default=100 * DEFAULT_BAND, metavar="PP",
+    parser.add_argument("--gate-band", type=float, default=None, metavar="PP",
                         help="null band (noise floor) in pp, default 4.0; measure yours with memrun null-band")
     parser.add_argument("--judge-calibration", type=Path, metavar="FILE",
                         help="JSON with tpr, fpr, n_pos, n_neg (memrun calibrate-judge): report delta / J")
@@ -181,6 +192,9 @@ def compare(args: argparse.Namespace) -> tuple[Comparison | None, int, str | Non
     nothing to pair.
     """
     in_background(lambda: importlib.import_module("scipy.stats"))  # Wilcoxon's; ~1 s, overlaps the reading
+    for dest, value in DEFAULTS.items():  # left unset by the flags and any --gate file
+        if getattr(args, dest, None) is None:
+            setattr(args, dest, value)
     cluster_by = None if args.cluster_by == "none" else args.cluster_by
     run_a = _load(args.a, args.metric, cluster_by, args.stratify_by)
     run_b = _load(args.b, args.metric, cluster_by, args.stratify_by)
@@ -229,57 +243,111 @@ def compare(args: argparse.Namespace) -> tuple[Comparison | None, int, str | Non
     return result, result.exit_code, None
 
 
-def _wants_json(argv: Sequence[str]) -> bool:
+def _format(argv: Sequence[str]) -> str:
+    """The --format asked for in ``argv`` (read before parsing, so that a bad argument still
+    gets a JSON or markdown document)."""
     argv = list(argv)
-    if "--format=json" in argv:
-        return True
-    return any(a == "--format" and i + 1 < len(argv) and argv[i + 1] == "json" for i, a in enumerate(argv))
+    for i, a in enumerate(argv):
+        if a.startswith("--format="):
+            return a.partition("=")[2]
+        if a == "--format" and i + 1 < len(argv):
+            return argv[i + 1]
+    return "text"
 
 
-def _fail(code: int, reason: str, as_json: bool) -> int:
-    """Print why there is no comparison (stderr; and a JSON document on stdout for --format json)."""
+def _fail(code: int, reason: str, fmt: str, paths: tuple[str | None, str | None] = (None, None)) -> int:
+    """Print why there is no comparison on stderr; with --format json or markdown, also a
+    document on stdout (markdown: the sticky-comment marker and the runs, as far as readable)."""
     sys.stderr.write(f"{reason}\n")
-    if as_json:
-        outcome = "refused" if code == ExitCode.REFUSAL else "usage_error"
+    outcome = "refused" if code == ExitCode.REFUSAL else "usage_error"
+    if fmt == "json":
         sys.stdout.write(json.dumps({"outcome": outcome, "exit_code": code, "reason": reason,
                                      "error": reason if outcome == "usage_error" else None}, indent=2) + "\n")
+    elif fmt == "markdown":
+        from memrun.report.compare_pr import render_outcome_markdown, run_context
+
+        a, b = paths
+        sys.stdout.write(render_outcome_markdown(outcome, code, reason, run_context(a, b or "")))
     return code
 
 
-def _guarded(argv: Sequence[str], parser: argparse.ArgumentParser, body) -> int:
+def _guarded(argv: Sequence[str], parser: argparse.ArgumentParser, body, check=None) -> int:
     """Parse ``argv`` and run ``body(args)``; every failure becomes one line and an exit code.
 
     MemrunError -> exit 4 (usage); any other exception is a bug, reported in one line
     naming it, and exit 4 too: CI must never read a crash as a FAIL (1).
     """
-    as_json = _wants_json(argv)
+    fmt = _format(argv)
     try:
         args = parser.parse_args(list(argv))
+        if check is not None:
+            check(parser, args)
     except SystemExit as exc:
-        if as_json and exc.code == ExitCode.USAGE_ERROR:
-            _fail(int(ExitCode.USAGE_ERROR), "memrun: error: bad arguments (see the usage line above)", True)
+        if fmt != "text" and exc.code == ExitCode.USAGE_ERROR:
+            _fail(int(ExitCode.USAGE_ERROR), "memrun: error: bad arguments (see the usage line above)", fmt)
         raise
     try:
         return body(args)
     except MemrunError as exc:
-        return _fail(int(ExitCode.USAGE_ERROR), f"memrun: error: {exc}", as_json)
+        return _fail(int(ExitCode.USAGE_ERROR), f"memrun: error: {exc}", fmt, _paths(args))
     except Exception as exc:  # noqa: BLE001 - a bug must not exit 1 (FAIL) with a traceback
         return _fail(int(ExitCode.USAGE_ERROR),
                      f"memrun: error: {parser.prog} failed unexpectedly: {type(exc).__name__}: {exc} "
-                     "(a bug in memrun: please report it with the two run files)", as_json)
+                     "(a bug in memrun: please report it with the two run files)", fmt, _paths(args))
+
+
+def _paths(args: argparse.Namespace) -> tuple[str | None, str | None]:
+    """(A, B) as far as known (with --baseline auto, A may not be found yet)."""
+    a, b = getattr(args, "a", None), getattr(args, "b", None)
+    return (None, a) if b is None else (a, b)
 
 
 def main(argv: Sequence[str]) -> int:
     """``memrun compare A B [options]``; returns the exit code in the module docstring."""
     def body(args: argparse.Namespace) -> int:
+        _resolve_runs(args)
         result, code, refusal = compare(args)
         if result is None:
-            return _fail(code, refusal or "", args.format == "json")
+            return _fail(code, refusal or "", args.format, (args.a, args.b))
+        d = result.to_dict()
+        if args.format != "text":
+            from memrun.report.compare_pr import run_context
+
+            d["runs"] = run_context(args.a, args.b)
         render = {"text": render_text, "markdown": render_markdown, "json": render_json}[args.format]
-        sys.stdout.write(render(result.to_dict()))
+        sys.stdout.write(render(d))
         return code
 
-    return _guarded(argv, build_parser(), body)
+    return _guarded(argv, build_parser(), body, _check_runs)
+
+
+def _check_runs(parser: argparse.ArgumentParser, args: argparse.Namespace) -> None:
+    """Two runs, or one with --baseline auto: else a usage error (exit 4)."""
+    if args.baseline is None and args.b is None:
+        parser.error("give two runs, A (the baseline) and B (the change), or --baseline auto B")
+    if args.baseline is not None and args.b is not None:
+        parser.error("--baseline auto finds A itself: give only B")
+    if args.baseline not in (None, "auto"):
+        parser.error(f"--baseline {args.baseline}: only 'auto' is known (or give A and B)")
+
+
+def _resolve_runs(args: argparse.Namespace) -> None:
+    """Apply --gate and --baseline: fill the settings the flags left unset, and find A.
+    Raises MemrunError for a bad gate, a missing run or no baseline."""
+    if args.gate:
+        from memrun.compare.gates import load_gate
+
+        for dest, value in load_gate(args.gate).items():
+            if getattr(args, dest, None) is None:
+                setattr(args, dest, value)
+    if args.baseline is None:
+        return
+    from memrun.compare.baseline import find_baseline
+
+    args.b = args.a
+    folder, why = find_baseline(args.b, args.runs_dir, _treatments(args.treatment))
+    args.a = str(folder)
+    sys.stderr.write(f"memrun: {why}\n")
 
 
 def null_band_main(argv: Sequence[str]) -> int:
@@ -299,7 +367,7 @@ def null_band_main(argv: Sequence[str]) -> int:
         args.same_configuration = True
         result, code, refusal = compare(args)
         if result is None:
-            return _fail(code, refusal or "", False)
+            return _fail(code, refusal or "", "text")
         band = band_from_null(Bounds.of(result.overall))
         o = result.overall
         score = metric_unit(args.metric, result.axis) == "score"

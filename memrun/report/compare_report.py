@@ -154,14 +154,21 @@ def render_text(d: Mapping[str, Any], width: int = 120) -> str:
 
 
 def render_markdown(d: Mapping[str, Any]) -> str:
-    """Markdown for a pull-request comment."""
-    v = d["verdict"]
-    out = [f"### memrun compare: **{v['outcome'].upper()}**", ""]
-    out += [f"- {line}" for line in summary_lines(d)]
+    """Markdown for a pull-request comment. With ``d["runs"]``
+    (:func:`memrun.report.compare_pr.run_context`) it starts with the sticky-comment marker
+    and names the runs by run id and configuration instead of paths."""
+    v, runs = d["verdict"], d.get("runs")
+    out = [f"### memrun compare: **{v['outcome'].upper()}** (exit code {d['exit_code']})", ""]
+    out += [f"- {line}" for line in summary_lines(d)[2 if runs else 0:]]
     out += ["", "| " + " | ".join(HEADERS) + " |", "|" + "---|" * len(HEADERS)]
     out += ["| " + " | ".join(row) + " |" for row in _category_rows(d)]
     out += ["", CATEGORY_NOTE]
-    return _label("\n".join(out) + "\n", d, markdown=True)
+    body = _label("\n".join(out) + "\n", d, markdown=True)
+    if not runs:
+        return body
+    from memrun.report.compare_pr import runs_markdown
+
+    return "\n".join([runs["marker"], body, *runs_markdown(runs)]) + "\n"
 
 
 def render_json(d: Mapping[str, Any]) -> str:

@@ -1,0 +1,114 @@
+"""The pull-request parts of ``memrun compare --format markdown``.
+
+A comment bot updates one sticky comment per benchmark and arm: every markdown document
+starts with :data:`MARKER`. Runs are named by run id and configuration (benchmark, arm,
+the overrides they were run with), never by local paths, with each run's calls line
+(from ``summary.json``'s ``calls``) and a unified diff of the two composed
+configurations, changed keys only (:meth:`memrun.instrument.Instrument.configuration_diff`).
+Refusals and usage errors render too (:func:`render_outcome_markdown`).
+"""
+
+from __future__ import annotations
+
+import json
+from collections.abc import Mapping
+from pathlib import Path
+from typing import Any
+
+import yaml
+
+MARKER = "<!-- memrun-compare: {benchmark}/{arm} -->"
+# Overrides that say where or how fast a run went, not what it measured: left out of its name.
+LOCATION_PREFIXES = ("hydra.", "cache_dir=", "data_dir=", "progress=", "concurrency=", "benchmark.path=")
+
+
+def _folder(path: str | Path) -> Path:
+    path = Path(path)
+    return path if path.is_dir() else path.parent
+
+
+def describe_run(path: str | Path) -> dict[str, Any]:
+    """Run id, benchmark, arm, overrides, status and calls of the run at ``path``; what cannot be
+    read is None (a usage error still names what it can)."""
+    from memrun.io.reader import read_run
+
+    out: dict[str, Any] = {"run_id": None, "benchmark": None, "arm": None, "axis": None, "status": None,
+                           "git_commit": None, "overrides": [], "calls": None, "instrument": None}
+    try:
+        inst = read_run(path, columns=[]).instrument
+    except Exception:  # noqa: BLE001 - unreadable: the reason is reported by compare itself
+        return out
+    out.update(run_id=inst.run_id, benchmark=inst.benchmark, arm=inst.arm, axis=inst.axis, status=inst.status,
+               git_commit=inst.git_commit, instrument=inst)
+    folder = _folder(path)
+    try:
+        overrides = yaml.safe_load((folder / ".hydra" / "overrides.yaml").read_text()) or []
+        out["overrides"] = [str(o) for o in overrides if not str(o).startswith(LOCATION_PREFIXES)]
+    except (OSError, yaml.YAMLError):
+        pass
+    try:
+        out["calls"] = json.loads((folder / "summary.json").read_text()).get("calls")
+    except (OSError, ValueError):
+        pass
+    return out
+
+
+def run_context(path_a: str | Path | None, path_b: str | Path) -> dict[str, Any]:
+    """Both runs described (:func:`describe_run`), the marker and the configuration diff."""
+    a = describe_run(path_a) if path_a else describe_run("")
+    b = describe_run(path_b)
+    diff = []
+    if a["instrument"] is not None and b["instrument"] is not None:
+        diff = [{"key": k, "a": va, "b": vb} for k, va, vb in a["instrument"].configuration_diff(b["instrument"])]
+    named = b if b["benchmark"] else a
+    marker = MARKER.format(benchmark=named["benchmark"] or "unknown", arm=named["arm"] or "unknown")
+    strip = lambda r: {k: v for k, v in r.items() if k != "instrument"}  # noqa: E731
+    return {"marker": marker, "a": strip(a), "b": strip(b), "config_diff": diff}
+
+
+def _name(label: str, run: Mapping[str, Any]) -> str:
+    if not run.get("run_id") and not run.get("benchmark"):
+        return f"{label} = (unreadable run)"
+    config = " ".join(run["overrides"]) or "defaults"
+    commit = f", commit {run['git_commit'][:12]}" if run.get("git_commit") else ""
+    return (f"{label} = `{run.get('run_id') or 'no run id'}` ({run['benchmark']} x {run['arm']}: `{config}`{commit}; "
+            f"{run['status']})")
+
+
+def calls_line(label: str, run: Mapping[str, Any]) -> str:
+    """One run's calls and tokens (from summary.json), or why there are none."""
+    calls = run.get("calls")
+    if not calls:
+        return f"{label} calls: none (no LLM calls)" if run.get("axis") == "recall" else f"{label} calls: not recorded"
+    return (f"{label} calls: made {calls.get('made', 0)}, cached {calls.get('cached', 0)}, failed {calls.get('failed', 0)}"
+            f" | tokens {calls.get('prompt_tokens', 0):,} prompt + {calls.get('completion_tokens', 0):,} completion")
+
+
+def _value(value: Any) -> str:
+    return json.dumps(value, ensure_ascii=False, default=str)
+
+
+def diff_lines(runs: Mapping[str, Any]) -> list[str]:
+    """A unified diff (changed keys only) of the two composed configurations, in a code block."""
+    if not runs["config_diff"]:
+        return ["configuration: no key differs"]
+    out = ["configuration (changed keys):", "", "```diff",
+           f"--- A {runs['a'].get('run_id')}", f"+++ B {runs['b'].get('run_id')}"]
+    for change in runs["config_diff"]:
+        out += [f"-{change['key']}: {_value(change['a'])}", f"+{change['key']}: {_value(change['b'])}"]
+    return out + ["```"]
+
+
+def runs_markdown(runs: Mapping[str, Any]) -> list[str]:
+    """The runs block: names, calls lines and the configuration diff."""
+    lines = [f"- {_name('A', runs['a'])}", f"- {_name('B', runs['b'])}",
+             f"- {calls_line('A', runs['a'])}", f"- {calls_line('B', runs['b'])}", ""]
+    return lines + diff_lines(runs)
+
+
+def render_outcome_markdown(outcome: str, code: int, reason: str, runs: Mapping[str, Any]) -> str:
+    """Markdown for a comparison that has no numbers: a refusal (exit 3) or a usage error (exit 4)."""
+    title = outcome.replace("_", " ").upper()
+    out = [runs["marker"], f"### memrun compare: **{title}** (exit code {code})", "", "```text", reason.strip(),
+           "```", ""]
+    return "\n".join(out + runs_markdown(runs)) + "\n"
