@@ -57,8 +57,9 @@ def _p(p: float) -> str:
     return "< 1e-300" if p < 1e-300 else f"{p:.4g}"
 
 
-def _how(block: Mapping[str, Any], s: Mapping[str, Any]) -> str:
+def _how(block: Mapping[str, Any], s: Mapping[str, Any], d: Mapping[str, Any]) -> str:
     """Which 95% interval decided, and how it was computed."""
+    fmt, unit = _delta(d)
     boot = block["bootstrap"]
     strata = f", stratified by {s['stratify_by']}" if s.get("stratify_by") else ""
     resampled = (f"paired bootstrap, {s['resamples']:,} resamples, seed {s['seed']}, clusters by "
@@ -66,7 +67,7 @@ def _how(block: Mapping[str, Any], s: Mapping[str, Any]) -> str:
     if block.get("interval") == "cr2_t":
         small = block["small_clusters"]
         return (f"95% CR2 t({small['df']}) interval (few clusters; wider than the {resampled}: "
-                f"[{_pp(boot['low'])}, {_pp(boot['high'])}] pp)")
+                f"[{fmt(boot['low'])}, {fmt(boot['high'])}]{unit})")
     return f"95% {resampled}"
 
 
@@ -86,7 +87,7 @@ def summary_lines(d: Mapping[str, Any]) -> list[str]:
     if v.get("detail"):
         lines.append(f"not enough evidence for a verdict: {v['detail']}")
     lines += [
-        f"B - A: {_interval(o, d)} | {_how(o, s)}",
+        f"B - A: {_interval(o, d)} | {_how(o, s, d)}",
         f"n items {o['n_items']} in {o['n_clusters']} clusters | wins {o['wins']} ties {o['ties']} losses {o['losses']} "
         f"| discordance {_rate(d['discordance'])} | A {_level(o['a_mean'], d)} B {_level(o['b_mean'], d)}",
     ]
