@@ -13,6 +13,7 @@ import asyncio
 import gc
 import json
 import subprocess
+import sys
 import time
 import uuid
 from datetime import datetime, timezone
@@ -111,7 +112,12 @@ def _thousands(n: int) -> str:
 
 def _progress(console: Console, enabled: bool, calls: bool = False) -> Progress:
     # The accuracy axis adds a calls line (calls, rate, cached, tokens) and, to fit 80
-    # columns, trades the elapsed time and half the bar for it.
+    # columns, trades the elapsed time and half the bar for it. A stderr that is not a
+    # terminal (CI logs, nohup) gets a plain line every few seconds instead of the bar.
+    if enabled and not sys.stderr.isatty():
+        from memrun.progress_lines import PlainProgress
+
+        return PlainProgress()  # type: ignore[return-value]
     return Progress(
         TextColumn("[progress.description]{task.description}"),
         BarColumn(bar_width=10 if calls else 40),

@@ -10,6 +10,7 @@ from rich.console import Console
 from rich.markup import escape
 from rich.table import Table
 
+from memrun.report.model import slices
 from memrun.report.run_summary import pct, percent
 
 
@@ -45,22 +46,18 @@ def accuracy_table(summary: Mapping[str, Any], title: str) -> Table:
     legend = ["abst: abstained", "err: errors (excluded)", "acc: accuracy %", "acc_aw: accuracy % with abstentions wrong",
               "flip: flip rate %"] + (["score: mean judge score"] if scored else [])
 
-    def add(name: str, block: Mapping[str, Any], style: str | None = None) -> None:
+    for s in slices(summary):
+        block = s.block
         cells = [
-            name, str(block["n_items"]), str(block["correct"]), str(block["wrong"]), str(block["abstained"]),
+            s.name, str(block["n_items"]), str(block["correct"]), str(block["wrong"]), str(block["abstained"]),
             str(block["errors"]), pct(block["accuracy"]), pct(block["accuracy_abstain_wrong"]), pct(block["flip_rate"]),
         ]
         if scored:
             score = block.get("mean_judge_score")
             cells.append("-" if score is None else f"{score:.3f}")
-        table.add_row(*cells, style=style)
-
+        table.add_row(*cells, style="bold" if s.bold else None)
     if "overall_comparable" in summary:
         legend.append("overall_comparable: categories " + ", ".join(summary.get("comparable_categories", [])))
-        add("overall_comparable", summary["overall_comparable"], "bold")
-    add("overall_all", summary["overall_all"], "bold")
-    for cat, block in summary["per_category"].items():
-        add(f"{cat} {block['label']}" if block["label"] != cat else cat, block)
     table.caption = "; ".join(legend)
     return table
 

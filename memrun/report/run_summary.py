@@ -21,37 +21,39 @@ def percent(value: Any) -> str:
 
 
 def retrieval_table(summary: Mapping[str, Any], ks: list[int], title: str) -> Table:
-    """A rich Table: one row per overall slice and category, metrics in percent."""
-    table = Table(title=title, title_justify="left", box=box.SIMPLE_HEAD, pad_edge=False)
-    table.add_column("slice", no_wrap=True)
-    table.add_column("n", justify="right")
-    at = "\n@" if len(ks) > 4 else "@"  # many cut-offs: two-line headers keep the table narrow
-    for k in ks:
-        table.add_column(f"recall{at}{k}", justify="right")
-    table.add_column(f"recall_all{at}{ks[-1]}", justify="right")
-    table.add_column("MRR", justify="right")
-    table.add_column(f"nDCG{at}{ks[-1]}", justify="right")
+    """A rich Table: one row per slice (:func:`memrun.report.model.slices`), metrics in percent.
 
-    def add(name: str, block: Mapping[str, Any], style: str | None = None) -> None:
+    Headers take two lines (``recall`` over ``@5``; with more than four cut-offs ``R``
+    over ``@5``, named in the caption) and long slice names fold, so that the table fits
+    80 columns.
+    """
+    from memrun.report.model import slices
+
+    table = Table(title=title, title_justify="left", box=box.SIMPLE_HEAD, pad_edge=False, collapse_padding=True)
+    table.add_column("slice", overflow="fold", min_width=12)
+    table.add_column("n", justify="right", no_wrap=True)
+    short = len(ks) > 4
+    recall, recall_all = ("R", "Rall") if short else ("recall", "recall")
+    for k in ks:
+        table.add_column(f"{recall}\n@{k}", justify="right", no_wrap=True)
+    table.add_column(f"{recall_all}\n{'@' if short else 'all@'}{ks[-1]}", justify="right", no_wrap=True)
+    table.add_column("MRR", justify="right", no_wrap=True)
+    table.add_column(f"nDCG\n@{ks[-1]}", justify="right", no_wrap=True)
+    captions = ["R@K: recall@K; Rall: recall_all"] if short else []
+    for s in slices(summary):
+        block = s.block
         table.add_row(
-            name,
+            s.name,
             str(block.get("n_scored", 0)),
             *(pct(block.get(f"recall@{k}")) for k in ks),
             pct(block.get(f"recall_all@{ks[-1]}")),
             pct(block.get("mrr")),
             pct(block.get(f"ndcg@{ks[-1]}")),
-            style=style,
+            style="bold" if s.bold else None,
         )
-
     if "overall_comparable" in summary:
-        table.caption = "overall_comparable: categories " + ", ".join(summary.get("comparable_categories", []))
-        add("overall_comparable", summary["overall_comparable"], "bold")
-    add("overall_all", summary["overall_all"], "bold")
-    if "task_averaged" in summary:
-        averaged = summary["task_averaged"]
-        add("task_averaged", {**averaged, "n_scored": f"{averaged['n_categories']} cat."}, "bold")
-    for cat, block in summary["per_category"].items():
-        add(f"{cat} {block['label']}" if block["label"] != cat else cat, block)
+        captions.append("overall_comparable: categories " + ", ".join(summary.get("comparable_categories", [])))
+    table.caption = "; ".join(captions) or None
     return table
 
 
