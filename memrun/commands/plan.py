@@ -25,6 +25,8 @@ def _parser() -> argparse.ArgumentParser:
                                      description="Count a run's calls and estimate its cost without making any call.")
     parser.add_argument("overrides", nargs="*", help="the run's config overrides, e.g. axis=accuracy benchmark=locomo")
     parser.add_argument("--format", choices=("text", "json", "markdown"), default="text")
+    parser.add_argument("--config-dir", type=Path, metavar="DIR",
+                        help="your own config folder, as for a run (memrun --config-dir DIR ...)")
     parser.add_argument("--prices", type=Path, help="price table (default: conf/prices.yaml)")
     parser.add_argument("--chars-per-token", type=float, metavar="N",
                         help="characters per token for calls without reported usage (default: reader.chars_per_token)")
@@ -95,7 +97,12 @@ def main(argv: list[str]) -> int:
     from memrun.plan import load_prices, make_plan
 
     prices, info = load_prices(args.prices or conf_dir() / "prices.yaml")
-    cfg = compose(["progress=false", *args.overrides])
+    extra = []
+    if args.config_dir is not None:
+        if not args.config_dir.is_dir():
+            raise ConfigError(f"--config-dir {args.config_dir}: no such folder")
+        extra = [f"hydra.searchpath=[file://{args.config_dir.resolve()}]"]
+    cfg = compose(["progress=false", *extra, *args.overrides])
     plan = make_plan(cfg, prices, info, args.chars_per_token).to_dict()
     render = {"text": render_text, "markdown": render_markdown,
               "json": lambda d: json.dumps(d, indent=2, default=str) + "\n"}[args.format]
