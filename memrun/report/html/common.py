@@ -96,12 +96,35 @@ def retrieval_outcome(row: Mapping[str, Any], column: str) -> str:
     return "hit" if value else "miss"
 
 
-def item_rows(run: RunTable, *, hit_column: str | None) -> list[dict[str, Any]]:
+class Texts:
+    """Retrieved texts stored once per page: rows hold indices into :attr:`strings`
+    (LoCoMo's 19,860 retrieved texts are 4,023 distinct ones)."""
+
+    def __init__(self) -> None:
+        self.index: dict[str, int] = {}
+        self.strings: list[str] = []
+
+    def ids(self, texts: Sequence[Any] | None) -> list[int | None]:
+        """Each text's index (cut at :data:`MAX_TEXT`; None stays None)."""
+        out: list[int | None] = []
+        for t in texts or ():
+            short = _short(t)
+            if short is None:
+                out.append(None)
+                continue
+            if short not in self.index:
+                self.index[short] = len(self.strings)
+                self.strings.append(short)
+            out.append(self.index[short])
+        return out
+
+
+def item_rows(run: RunTable, *, hit_column: str | None, texts: Texts) -> list[dict[str, Any]]:
     """The page's rows of a run, one per item x repeat, in the run's order.
 
     Keys: ``id``, ``rep``, ``cat`` (label), ``q``, ``gold``, ``ans``, ``label`` (accuracy:
     the judge's; retrieval: the outcome on ``hit_column``), ``stage``, ``expl``, ``keys``
-    (:func:`marked_keys`), ``texts`` (cut at :data:`MAX_TEXT`), ``err``, ``rank``.
+    (:func:`marked_keys`), ``texts`` (indices into ``texts``), ``err``, ``rank``.
     """
     table: pa.Table = run.table
     names = [c for c in (*ITEM_COLUMNS, hit_column) if c and c in table.column_names]
@@ -121,7 +144,7 @@ def item_rows(run: RunTable, *, hit_column: str | None) -> list[dict[str, Any]]:
             "stage": row["failure_stage"], "expl": row["judge_explanation"],
             "keys": marked_keys(row["retrieved_keys"], row["gold_keys"], mode=mode, texts=row["retrieved_texts"],
                                 rank=row["first_gold_rank"]),
-            "texts": [_short(t) for t in row["retrieved_texts"] or ()],
+            "texts": texts.ids(row["retrieved_texts"]),
             "err": row["error"], "rank": row["first_gold_rank"],
         })
     return out

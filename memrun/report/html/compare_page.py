@@ -16,7 +16,7 @@ from memrun.instrument import Instrument
 from memrun.io.reader import RunTable, read_run
 from memrun.report import svg
 from memrun.report.compare_report import HEADERS, CATEGORY_NOTE, _category_rows, summary_lines
-from memrun.report.html.common import embed_json, item_rows, render
+from memrun.report.html.common import Texts, embed_json, item_rows, render
 
 
 def _comparison(a: str, b: str, options: Sequence[str]) -> tuple[dict[str, Any] | None, int, str | None, Any]:
@@ -42,9 +42,9 @@ def comparability(a: Instrument, b: Instrument, treatments: Sequence[str]) -> li
     return rows
 
 
-def _by_item(run: RunTable, hit_column: str | None) -> dict[str, dict[str, Any]]:
+def _by_item(run: RunTable, hit_column: str | None, texts: Texts) -> dict[str, dict[str, Any]]:
     """One page row per item: its first repeat's answer and hits, the majority label (accuracy)."""
-    rows = item_rows(run, hit_column=hit_column)
+    rows = item_rows(run, hit_column=hit_column, texts=texts)
     out: dict[str, dict[str, Any]] = {}
     labels: dict[str, list[str]] = {}
     for r in rows:
@@ -58,10 +58,10 @@ def _by_item(run: RunTable, hit_column: str | None) -> dict[str, dict[str, Any]]
     return out
 
 
-def discordant(run_a: RunTable, run_b: RunTable, hit_column: str | None) -> list[dict[str, Any]]:
+def discordant(run_a: RunTable, run_b: RunTable, hit_column: str | None, texts: Texts) -> list[dict[str, Any]]:
     """Items both runs have whose labels (accuracy: majority; retrieval: hit or miss) differ,
     in A's order, A's and B's answers and hits side by side."""
-    a, b = _by_item(run_a, hit_column), _by_item(run_b, hit_column)
+    a, b = _by_item(run_a, hit_column, texts), _by_item(run_b, hit_column, texts)
     good = {"correct": 2, "hit": 2, "abstain": 1}
     out = []
     for item_id, ra in a.items():
@@ -112,7 +112,8 @@ def compare_context(a: str, b: str, options: Sequence[str] = ()) -> dict[str, An
                   if d["noncomparable"] else v["reason"].replace("_", " "))
         banner = {"outcome": outcome, "reason": reason, "exit_code": d["exit_code"]}
     same_axis = run_a.instrument.axis == run_b.instrument.axis
-    items = discordant(run_a, run_b, hit_column) if same_axis else []
+    texts = Texts()
+    items = discordant(run_a, run_b, hit_column, texts) if same_axis else []
     table = {
         "columns": [["id", "item"], ["cat", "category"], ["q", "question"], ["gold", "gold"],
                     ["better", "better"]]
@@ -132,6 +133,7 @@ def compare_context(a: str, b: str, options: Sequence[str] = ()) -> dict[str, An
         "comparability": comparability(run_a.instrument, run_b.instrument, treatments),
         "lines": summary_lines(d) if d else [], "forest": "", "categories": [], "headers": HEADERS,
         "category_note": CATEGORY_NOTE, "items_title": "Discordant items", "n_rows": len(items), "rows": embed_json(items), "table": embed_json(table),
+        "texts": embed_json(texts.strings),
     }
     if d:
         context["forest"] = svg.forest(forest_rows(d), band=d["verdict"]["band"], min_delta=d["verdict"]["min_delta"],

@@ -14,7 +14,7 @@ from memrun.io.writer import SUMMARY_FILE
 from memrun.metrics.intervals import retrieval_headline_metric
 from memrun.metrics.retrieval import item_column_for
 from memrun.report import model, svg
-from memrun.report.html.common import column_values, embed_json, item_rows, render
+from memrun.report.html.common import Texts, column_values, embed_json, item_rows, render
 
 INSTRUMENT_FIELDS = ("run_id", "benchmark", "split", "slice", "arm", "axis", "search_mode", "embedder",
                      "reader_model", "judge_model", "denominator", "dataset_sha256", "git_commit", "memrun_version",
@@ -100,7 +100,8 @@ def run_context(path: str | Path) -> dict[str, Any]:
     hit_column = None
     if not accuracy and metric:
         hit_column = item_column_for(metric)
-    rows = item_rows(run, hit_column=hit_column)
+    texts = Texts()
+    rows = item_rows(run, hit_column=hit_column, texts=texts)
     bars = model.interval_bars(summary) if summary.get("per_category") is not None else []
     scale_unit = "score" if metric == "mrr" else "%"
     charts = [svg.histogram(column_values(run, "search_latency_ms"), title="search latency", unit="ms")]
@@ -134,6 +135,7 @@ def run_context(path: str | Path) -> dict[str, Any]:
         "n_rows": len(rows),
         "table": embed_json(table),
         "rows": embed_json(rows),
+        "texts": embed_json(texts.strings),
     }
 
 

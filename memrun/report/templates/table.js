@@ -5,6 +5,7 @@
   var cfgEl = document.getElementById("table-config"), rowsEl = document.getElementById("rows");
   if (!cfgEl || !rowsEl) { return; }
   var cfg = JSON.parse(cfgEl.textContent), all = JSON.parse(rowsEl.textContent);
+  var textsEl = document.getElementById("texts"), strings = textsEl ? JSON.parse(textsEl.textContent) : [];
   var root = document.getElementById("items"), thead = root.querySelector("thead"), tbody = root.querySelector("tbody");
   var controls = document.getElementById("controls"), pager = document.getElementById("pager");
   var count = document.getElementById("count");
@@ -50,7 +51,7 @@
         v.forEach(function (t, i) {
           var li = el("li"), k = keys[i];
           if (k) { li.appendChild(el(k[1] ? "b" : "span", k[1] ? {"class": "gold"} : {}, k[0] + ": ")); }
-          li.appendChild(el("span", {}, t));
+          li.appendChild(el("span", {}, t === null ? "-" : strings[t]));
           ol.appendChild(li);
         });
         td.appendChild(ol);
