@@ -84,3 +84,26 @@ def test_the_pr_script_plans_runs_compares_and_writes_the_comments(repo, tmp_pat
     made = [json.loads((out / "runs" / f"{side}-1" / "summary.json").read_text())["calls"]["made"]
             for side in ("base", "head")]
     assert made[0] == 60 and 0 < made[1] < 60 and calls == sum(made)
+
+    # without --allow-fake, compare refuses the fake runs: exit 3 -> failure, still a sticky comment
+    env["MEMRUN_PR_COMPARE_ARGS"] = ""
+    done = subprocess.run(["bash", str(SCRIPT), "compare"], cwd=repo_dir, env=env, capture_output=True, text=True,
+                          timeout=120)
+    assert done.returncode == 0, done.stderr
+    assert (out / "exit_code").read_text().strip() == "3" and (out / "conclusion").read_text().strip() == "failure"
+    assert (out / "comments" / "1.md").read_text().startswith(
+        "<!-- memrun-compare: synthetic/team -->\n### memrun compare: **REFUSED** (exit code 3)")
+
+
+def test_the_workflow_triggers_on_conf_and_runs_the_script_steps():
+    import yaml
+
+    workflow = yaml.safe_load((SCRIPT.parent / "memrun-pr.yml").read_text())
+    assert workflow[True]["pull_request"]["paths"] == ["conf/**"]  # YAML 1.1 reads the key `on` as true
+    steps = workflow["jobs"]["memrun"]["steps"]
+    runs = " ".join(s.get("run", "") for s in steps)
+    for step in ("jobs", "plan", "run", "compare"):
+        assert f'bash "$MEMRUN_PR_SCRIPT" {step}' in runs
+    uses = [s.get("uses", "") for s in steps]
+    assert any(u.startswith("actions/cache@") for u in uses) and any(u.startswith("actions/github-script@") for u in uses)
+    assert "conclusion == 'failure'" in steps[-1]["if"]
