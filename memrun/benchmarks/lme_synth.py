@@ -8,9 +8,11 @@ the files carry no third-party content.
 What a file holds, per question (all deterministic under ``seed``):
 
 - ``sessions`` haystack sessions of ``turns`` alternating user/assistant turns of about
-  ``turn_chars`` characters each; a share ``reuse`` of the filler sessions is drawn
-  from a pool shared by all questions (same id and content, a date of this haystack),
-  the way the published files reuse filler sessions;
+  ``turn_chars`` characters each; a share ``reuse`` (default 0.8) of the filler sessions
+  is drawn from a pool shared by all questions (same id and content, a date of this
+  haystack), each pooled session recurring ``pool_uses`` times on average (default 8),
+  the way the published S and M files draw their haystacks from a shared session pool
+  with heavy reuse (what a per-run token cache must be measured against);
 - evidence sessions (ids ``answer_<question>_<n>``) at random places, one turn of each
   stating the fact and carrying ``has_answer: true`` (the other turns of an evidence
   session carry ``has_answer: false``, filler turns carry no such key);
@@ -61,7 +63,8 @@ class SynthSpec:
     sessions: int = 50
     turns: int = 10
     turn_chars: int = 1065
-    reuse: float = 0.2
+    reuse: float = 0.8
+    pool_uses: int = 8
     abstention: float = 0.06
     empty_sessions: float = 0.0
     repeated_sessions: float = 0.0
@@ -69,7 +72,7 @@ class SynthSpec:
 
     def check(self) -> None:
         """Raise ValueError naming the first knob out of range."""
-        for name in ("questions", "sessions", "turns", "turn_chars"):
+        for name in ("questions", "sessions", "turns", "turn_chars", "pool_uses"):
             if getattr(self, name) < 1:
                 raise ValueError(f"{name}={getattr(self, name)}: must be at least 1")
         if self.sessions < 4:
@@ -108,7 +111,7 @@ class _Generator:
         self.rng = random.Random(spec.seed)
         self.text = _Text(self.rng)
         self.pool: list[tuple[str, list[dict[str, Any]]]] = []
-        self.pool_size = max(1, int(spec.questions * spec.sessions * spec.reuse / 4))
+        self.pool_size = max(1, int(spec.questions * spec.sessions * spec.reuse / spec.pool_uses))
         types = [t for t, w in TYPE_WEIGHTS.items() for _ in range(w)]
         self.types = [types[(i * len(types)) // spec.questions] for i in range(spec.questions)]
         self.rng.shuffle(self.types)

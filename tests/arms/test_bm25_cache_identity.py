@@ -1,0 +1,100 @@
+"""arm=bm25's token cache and lazy scoring change no hit: the arm before them is the reference."""
+
+from __future__ import annotations
+
+import random
+
+import bm25s
+import numpy as np
+import pytest
+from helpers import loader
+
+from memrun.arms.bm25 import METHODS, BM25Arm
+from memrun.benchmarks.lme_synth import SynthSpec, write
+from memrun.records import Record
+
+
+class ReferenceBM25:
+    """arm=bm25 as it was: tokenize every record, build the bm25s index at ingest, query it."""
+
+    def __init__(self, method: str = "lucene", stopwords: str | None = "en") -> None:
+        rule = bm25s.tokenization.Tokenizer(lower=True, stopwords=stopwords)
+        self.split, self.stop, self.method = rule.splitter, frozenset(rule.stopwords), method
+
+    def tokens(self, text: str) -> list[str]:
+        return [t for t in self.split(text.lower()) if t not in self.stop]
+
+    def ingest(self, records: list[Record]) -> None:
+        corpus = [self.tokens(r.text) for r in records]
+        self.index = None
+        if any(corpus):
+            vocab: dict[str, int] = {}
+            ids = [[vocab.setdefault(t, len(vocab)) for t in doc] for doc in corpus]
+            self.index = bm25s.BM25(method=self.method)
+            self.index.index((ids, vocab), show_progress=False)
+
+    def rank(self, query: str) -> tuple[np.ndarray, np.ndarray]:
+        tokens = self.tokens(query)
+        if self.index is None or not tokens:
+            return np.zeros(0, dtype=np.int64), np.zeros(0)
+        scores = self.index.get_scores(tokens)
+        order = np.argsort(-scores, kind="stable")
+        order = order[scores[order] > 0]
+        return order, scores[order]
+
+
+def _same(arm: BM25Arm, ref: ReferenceBM25, query: str) -> None:
+    (o1, s1), (o2, s2) = arm.rank(query), ref.rank(query)
+    assert o1.tolist() == o2.tolist(), query
+    assert s1.tobytes() == s2.tobytes(), query  # bit for bit
+
+
+def test_hits_on_a_generated_longmemeval_file_are_unchanged(tmp_path):
+    path = tmp_path / "lme.json"
+    write(path, SynthSpec(questions=40, sessions=12, turns=4, turn_chars=160, reuse=0.8, empty_sessions=0.1,
+                          repeated_sessions=0.2, seed=3))
+    dataset = loader(path).load(tmp_path)
+    arm, ref = BM25Arm(), ReferenceBM25()
+    n = ingested = 0
+    for group in dataset.groups:
+        ingested += len(group.records)
+        arm.ingest(group.history_id, group.records)
+        ref.ingest(list(group.records))
+        for item in group.items:
+            assert arm.search(item.question, 50) == [h for h in _hits(ref, group.records, item.question, 50)]
+            n += 1
+    assert n == 40
+    assert len(arm._token_cache) < 0.6 * ingested  # the shared pool: texts recur
+
+
+def _hits(ref: ReferenceBM25, records, query: str, k: int):
+    from memrun.arms import ranked_hits
+
+    order, scores = ref.rank(query)
+    return ranked_hits(records, order, scores, k)
+
+
+@pytest.mark.parametrize("method", METHODS)
+def test_lazy_and_indexed_scores_equal_the_reference_bit_for_bit(method):
+    rng = random.Random(5)
+    words = [f"w{i}" for i in range(60)] + ["the", "and", "of"]
+    arm, ref = BM25Arm(method=method), ReferenceBM25(method=method)
+    for history in range(15):
+        records = [Record(f"r{i}", " ".join(rng.choices(words, k=rng.randint(0, 25)))) for i in range(rng.randint(1, 30))]
+        arm.ingest(str(history), records)
+        ref.ingest(records)
+        for _ in range(4):  # the first query is scored lazily, the others from the index
+            _same(arm, ref, " ".join(rng.choices(words + ["unseen"], k=rng.randint(1, 6))))
+
+
+def test_each_distinct_text_is_tokenized_once_per_run(monkeypatch):
+    arm = BM25Arm()
+    calls = []
+    split = arm._split
+    monkeypatch.setattr(arm, "_split", lambda text: calls.append(text) or split(text))
+    shared = [Record("a", "shared session text about tomatoes"), Record("b", "another shared one")]
+    for h in range(5):
+        arm.ingest(str(h), [*shared, Record(f"own{h}", f"history {h} own text")])
+        arm.search("tomatoes", 5)
+    record_texts = [c for c in calls if "shared" in c or "own text" in c]
+    assert len(record_texts) == 2 + 5
