@@ -24,7 +24,7 @@ from memrun.errors import ConfigError, DataError
 PRESETS = {
     "s": SynthSpec(),
     "m": SynthSpec(sessions=500),
-    "tiny": SynthSpec(questions=30, sessions=8, turns=4, turn_chars=200),
+    "tiny": SynthSpec(questions=30, sessions=8, turns=4, turn_chars=200, reuse=0.2, pool_uses=4),  # the tests' file
 }
 
 
