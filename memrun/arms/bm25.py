@@ -46,6 +46,19 @@ LAZY_METHODS = ("robertson", "lucene", "atire")  # no non-occurrence term: a que
 _EMPTY = np.zeros(0, dtype=np.int32)
 
 
+class _Vocab(dict):  # type: ignore[type-arg]
+    """token -> run-wide id; a new token gets the next id on lookup (``__missing__``), so
+    mapping a text's tokens is one C-level ``map``. Stopwords are entered as -1."""
+
+    @classmethod
+    def of(cls, stopwords: frozenset[str]) -> _Vocab:
+        return cls.fromkeys(stopwords, -1)
+
+    def __missing__(self, token: str) -> int:
+        value = self[token] = len(self)
+        return value
+
+
 class BM25Arm:
     """BM25 over the ingested records (see the module docstring).
 
@@ -65,7 +78,7 @@ class BM25Arm:
         self._stop = frozenset(rule.stopwords)
         self._records: Sequence[Record] = ()
         self._index: bm25s.BM25 | None = None
-        self._vocab: dict[str, int] = {}  # token -> run-wide id
+        self._vocab = _Vocab.of(self._stop)  # token -> run-wide id (stopwords: -1)
         self._token_cache: dict[bytes, np.ndarray] = {}  # blake2b-128 of a text -> its token ids (int32)
         self._docs: list[np.ndarray] = []  # the ingested records' token ids, in record order
         self._searches = 0  # searches of the ingested history so far
@@ -84,10 +97,9 @@ class BM25Arm:
         key = hashlib.blake2b(text.encode("utf-8", "surrogatepass"), digest_size=16).digest()
         ids = self._token_cache.get(key)
         if ids is None:
-            vocab, stop = self._vocab, self._stop
-            ids = np.array([vocab.setdefault(t, len(vocab)) for t in self._split(text.lower()) if t not in stop],
-                           dtype=np.int32)
-            self._token_cache[key] = ids
+            tokens = self._split(text.lower())
+            ids = np.fromiter(map(self._vocab.__getitem__, tokens), dtype=np.int32, count=len(tokens))
+            ids = self._token_cache[key] = ids[ids >= 0]  # stopwords out
         return ids
 
     def ingest(self, history_id: str, records: Sequence[Record]) -> None:
@@ -154,7 +166,7 @@ class BM25Arm:
         if not any(len(d) for d in self._docs):
             return np.zeros(0, dtype=np.int64), np.zeros(0)
         vocab = self._vocab
-        query_ids = [vocab[t] for t in self._tokens([query])[0] if t in vocab]
+        query_ids = [vocab[t] for t in self._tokens([query])[0] if t in vocab]  # stopwords are out already
         if not query_ids:
             return np.zeros(0, dtype=np.int64), np.zeros(0)
         if self._lazy and self._searches == 1:
