@@ -98,3 +98,19 @@ def test_baseline_auto_takes_the_newest_comparable_run_of_another_configuration(
     assert code == ExitCode.USAGE_ERROR and "no finished run" in err
     code, _, err = compare(capsys, "--baseline", "auto", str(runs["sliced"]), "--runs-dir", root, "--treatment", "slice")
     assert code in (0, 1, 2) and f"baseline: {runs['b']} " in err  # slice named as the treatment: the newest
+
+
+def test_calls_line_prices_each_run_reader_exactly_and_judges_at_the_judge_model(llm_env, tmp_path, capsys):
+    from accuracy.helpers import execute_run
+    from accuracy.test_accuracy_run import gold_reader
+
+    llm_env.responder = gold_reader
+    a, _ = execute_run(tmp_path, "judge=gpt41", name="a")
+    b, _ = execute_run(tmp_path, "judge=gpt41", "arm.top_k=1", name="b")
+    code, out, _ = compare(capsys, str(a), str(b), "--format", "json")
+    runs = json.loads(out)["runs"]
+    # 30 reader calls (gpt-4.1-mini: $0.40 / $1.60 per 1M) and 30 judge calls (gpt-4.1: $2 / $8), 10 + 5 tokens each
+    assert runs["a"]["cost_usd"] == pytest.approx((300 * 0.4 + 150 * 1.6 + 300 * 2 + 150 * 8) / 1e6)
+    assert runs["b"]["calls"]["made"] < 60 and runs["b"]["cost_usd"] < runs["a"]["cost_usd"]
+    code, md, _ = compare(capsys, str(a), str(b), "--format", "markdown")
+    assert "- A calls: made 60, cached 0, failed 0 | tokens 600 prompt + 300 completion | cost $0.00" in md

@@ -97,6 +97,8 @@ def main(argv: list[str]) -> int:
     from memrun.plan import load_prices, make_plan
 
     prices, info = load_prices(args.prices or conf_dir() / "prices.yaml")
+    if args.prices is None:
+        info["file"] = "conf/prices.yaml"  # memrun's own table: named, not located
     extra = []
     if args.config_dir is not None:
         if not args.config_dir.is_dir():

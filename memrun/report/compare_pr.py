@@ -33,7 +33,7 @@ def describe_run(path: str | Path) -> dict[str, Any]:
     from memrun.io.reader import read_run
 
     out: dict[str, Any] = {"run_id": None, "benchmark": None, "arm": None, "axis": None, "status": None,
-                           "git_commit": None, "overrides": [], "calls": None, "instrument": None}
+                           "git_commit": None, "overrides": [], "calls": None, "cost_usd": None, "instrument": None}
     try:
         inst = read_run(path, columns=[]).instrument
     except Exception:  # noqa: BLE001 - unreadable: the reason is reported by compare itself
@@ -50,7 +50,38 @@ def describe_run(path: str | Path) -> dict[str, Any]:
         out["calls"] = json.loads((folder / "summary.json").read_text()).get("calls")
     except (OSError, ValueError):
         pass
+    if out["calls"] and inst.axis == "accuracy":
+        out["cost_usd"] = run_cost(path, inst, out["calls"])
     return out
+
+
+def run_cost(path: str | Path, inst: Any, calls: Mapping[str, Any]) -> float | None:
+    """What a run's calls cost at ``conf/prices.yaml``'s prices (None: a model without a price,
+    or unreadable rows). The reader's tokens come from the rows of the calls it made; the rest
+    of the summary's tokens are the judges', priced at the first judge's model. Fake: 0."""
+    from memrun.cli import conf_dir
+    from memrun.io.reader import read_run
+    from memrun.plan import load_prices
+
+    if inst.fake_providers:
+        return 0.0
+    try:
+        prices, _ = load_prices(conf_dir() / "prices.yaml")
+        rows = read_run(path, columns=["context_tokens", "completion_tokens", "reader_cache_hit"]).table.to_pylist()
+    except Exception:  # noqa: BLE001 - no cost is better than no comment
+        return None
+    made = [r for r in rows if r.get("reader_cache_hit") is False]
+    reader = (sum(r.get("context_tokens") or 0 for r in made), sum(r.get("completion_tokens") or 0 for r in made))
+    judge = (max(0, int(calls.get("prompt_tokens", 0)) - reader[0]),
+             max(0, int(calls.get("completion_tokens", 0)) - reader[1]))
+    cost = 0.0
+    for model, (prompt, completion) in ((inst.reader_model, reader), (inst.judge_model, judge)):
+        if prompt or completion:
+            price = prices.get(model)
+            if price is None:
+                return None
+            cost += (prompt * float(price["input"]) + completion * float(price["output"])) / 1e6
+    return cost
 
 
 def run_context(path_a: str | Path | None, path_b: str | Path) -> dict[str, Any]:
@@ -80,8 +111,11 @@ def calls_line(label: str, run: Mapping[str, Any]) -> str:
     calls = run.get("calls")
     if not calls:
         return f"{label} calls: none (no LLM calls)" if run.get("axis") == "recall" else f"{label} calls: not recorded"
+    cost = run.get("cost_usd")
+    priced = "cost unknown (a model is not in conf/prices.yaml)" if cost is None else f"cost ${cost:,.2f}"
     return (f"{label} calls: made {calls.get('made', 0)}, cached {calls.get('cached', 0)}, failed {calls.get('failed', 0)}"
-            f" | tokens {calls.get('prompt_tokens', 0):,} prompt + {calls.get('completion_tokens', 0):,} completion")
+            f" | tokens {calls.get('prompt_tokens', 0):,} prompt + {calls.get('completion_tokens', 0):,} completion"
+            f" | {priced}")
 
 
 def _value(value: Any) -> str:
