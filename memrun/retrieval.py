@@ -104,6 +104,14 @@ def ingest(arm: Arm, group: Group) -> str | None:
         raise  # the arm is misconfigured or broke its protocol: stop, not an item error
     except Exception as exc:  # noqa: BLE001 - recorded per item, never a miss
         return f"ingest: {type(exc).__name__}: {exc}"
+    prepare = getattr(arm, "prepare_queries", None)  # optional: e.g. embed the questions in one batch
+    if callable(prepare):
+        try:
+            prepare([item.question for item in group.items])
+        except ArmError:
+            raise
+        except Exception:  # noqa: BLE001 - each search then prepares its own query, and records its error
+            pass
     return None
 
 

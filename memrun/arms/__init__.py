@@ -59,6 +59,16 @@ class ItemSearcher(Protocol):
         ...
 
 
+@runtime_checkable
+class QueryPreparer(Protocol):
+    """Optional: an arm that wants a group's questions before they are searched (the dense
+    arm embeds them in one batch). Called after ``ingest``, before the first ``search``."""
+
+    def prepare_queries(self, queries: Sequence[str]) -> None:
+        """Get ready to search ``queries`` (the group's questions, in item order)."""
+        ...
+
+
 # ``search_mode`` values of arms that do not rank: their hits are not a retrieval
 # result, and returning more than top_k is what they are for.
 BYPASS_MODES = ("full_context", "oracle")

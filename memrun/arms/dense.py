@@ -5,6 +5,10 @@ Each record's text is embedded once per embedder (the on-disk cache,
 vectors are L2-normalized, and a query's scores are one matrix-vector product. Ties are
 broken by record order, so a run is deterministic. The instrument gets
 ``search_mode=vector``, ``embedder`` (the model's name) and ``embedder_dim``.
+
+The run hands the arm each group's questions before searching them
+(:meth:`DenseArm.prepare_queries`): they are embedded in one batch through the cache
+instead of one forward pass each, and each search then takes its question's vector.
 """
 
 from __future__ import annotations
@@ -40,20 +44,35 @@ class DenseArm:
         self.embedder = CachedEmbedder(embedder, EmbeddingCache(cache_dir) if use_cache else None)
         self._records: Sequence[Record] = ()
         self._matrix = np.zeros((0, 0), dtype=np.float32)
+        self._queries: dict[str, np.ndarray] = {}  # question -> normalized vector, for the current group
 
     def describe(self) -> dict[str, Any]:
         return {"search_mode": "vector", "embedder": self.embedder.name, "embedder_dim": self.embedder.dim}
 
     def ingest(self, history_id: str, records: Sequence[Record]) -> None:
         self._records = records
+        self._queries = {}
         self._matrix = normalize_rows(self.embedder.embed([r.text for r in records]))
+
+    def prepare_queries(self, queries: Sequence[str]) -> None:
+        """Embed the questions about to be searched in one batch (through the cache).
+
+        Replaces the vectors prepared for the previous group; a query not prepared is
+        embedded on its own when searched. Errors propagate (the run then lets each
+        search embed its own question).
+        """
+        distinct = list(dict.fromkeys(queries))
+        self._queries = dict(zip(distinct, normalize_rows(self.embedder.embed(distinct)))) if distinct else {}
+
+    def _query_vector(self, query: str) -> np.ndarray:
+        vector = self._queries.get(query)
+        return normalize_rows(self.embedder.embed([query]))[0] if vector is None else vector
 
     def rank(self, query: str) -> tuple[np.ndarray, np.ndarray]:
         """(record indices, cosine scores) of every record, best first."""
         if not len(self._records):
             return np.zeros(0, dtype=np.int64), np.zeros(0, dtype=np.float32)
-        q = normalize_rows(self.embedder.embed([query]))[0]
-        scores = self._matrix @ q
+        scores = self._matrix @ self._query_vector(query)
         order = np.argsort(-scores, kind="stable")
         return order, scores[order]
 
@@ -64,3 +83,4 @@ class DenseArm:
     def close(self) -> None:
         self.embedder.close()
         self._records = ()
+        self._queries = {}

@@ -106,6 +106,10 @@ class HybridArm:
         self.lexical.ingest(history_id, records)
         self.vector.ingest(history_id, records)
 
+    def prepare_queries(self, queries: Sequence[str]) -> None:
+        """Embed the group's questions in one batch (see :meth:`DenseArm.prepare_queries`)."""
+        self.vector.prepare_queries(queries)
+
     def fuse(self, lexical: np.ndarray, vector: np.ndarray, k: int) -> list[Hit]:
         """The top ``k`` hits of the fused rankings (record indices, best first)."""
         scores = rrf_scores([lexical, vector], self.weights, len(self._records), rrf_k=self.rrf_k, depth=self.depth)
