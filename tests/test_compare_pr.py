@@ -93,6 +93,8 @@ def test_baseline_auto_takes_the_newest_comparable_run_of_another_configuration(
     code, out, err = compare(capsys, "--baseline", "auto", str(runs["b"]), "--runs-dir", root, "--format", "json")
     assert code in (0, 1, 2) and f"baseline: {runs['a']} (run synthetic-bm25-" in err
     assert json.loads(out)["run_a"] == str(runs["a"])  # not a_old (older), not b_again (B's configuration)
+    code, md, _ = compare(capsys, "--baseline", "auto", str(runs["b"]), "--runs-dir", root, "--format", "markdown")
+    assert "(chosen by `--baseline auto`" in md and str(runs["a"]) not in md
     # the sliced run differs in a comparability field: a baseline only when it is the treatment
     code, _, err = compare(capsys, "--baseline", "auto", str(runs["sliced"]), "--runs-dir", root)
     assert code == ExitCode.USAGE_ERROR and "no finished run" in err

@@ -23,6 +23,14 @@ _target_: memrun.arms.bm25.BM25Arm
 name: team
 top_k: {top_k}
 """
+JUDGE = """defaults:
+  - /schema/judge/llm@_here_
+  - _self_
+name: teamjudge
+model: gpt-4.1
+prompts: {{default: default, abstention: abstention, temporal: temporal}}
+max_tokens: {max_tokens}
+"""
 
 
 def git(repo: Path, *args: str) -> str:
@@ -33,16 +41,19 @@ def git(repo: Path, *args: str) -> str:
 
 @pytest.fixture
 def repo(tmp_path) -> tuple[Path, str, str]:
-    """A repository whose second commit changes its arm config (and a file outside conf/)."""
+    """A repository whose second commit changes its arm and judge configs (and a file outside conf/)."""
     repo = tmp_path / "repo"
     (repo / "conf" / "arm").mkdir(parents=True)
+    (repo / "conf" / "judge").mkdir(parents=True)
     git(repo, "init", "-q")
     (repo / "conf" / "arm" / "team.yaml").write_text(ARM.format(top_k=10))
+    (repo / "conf" / "judge" / "teamjudge.yaml").write_text(JUDGE.format(max_tokens=256))
     (repo / "README.md").write_text("team\n")
     git(repo, "add", ".")
     git(repo, "commit", "-qm", "base")
     base = git(repo, "rev-parse", "HEAD")
     (repo / "conf" / "arm" / "team.yaml").write_text(ARM.format(top_k=1))
+    (repo / "conf" / "judge" / "teamjudge.yaml").write_text(JUDGE.format(max_tokens=200))
     (repo / "README.md").write_text("team, fewer hits\n")
     git(repo, "commit", "-qam", "fewer hits")
     return repo, base, git(repo, "rev-parse", "HEAD")
@@ -67,11 +78,12 @@ def test_the_pr_script_plans_runs_compares_and_writes_the_comments(repo, tmp_pat
         assert done.returncode == 0, done.stderr
         calls = server.count()
     out = repo_dir / "out"
-    assert (out / "jobs.txt").read_text() == "benchmark=synthetic arm=team\n"  # README.md is not a config
+    jobs = (out / "jobs.txt").read_text()  # README.md is not a config
+    assert jobs == "benchmark=synthetic arm=team\nbenchmark=synthetic judge=teamjudge\n"
 
     plan = (out / "plan.md").read_text()
     assert plan.startswith("<!-- memrun-plan -->") and "### memrun plan: synthetic x team" in plan
-    assert "calls needed 60 of 60 (0 cached)" in plan
+    assert plan.count("calls needed 60 of 60 (0 cached)") == 2 and "### memrun plan: synthetic x bm25" in plan
 
     comment = (out / "comments" / "1.md").read_text()
     assert comment.startswith("<!-- memrun-compare: synthetic/team -->\n### memrun compare: **UNRESOLVED** (exit code 2)")
@@ -81,9 +93,14 @@ def test_the_pr_script_plans_runs_compares_and_writes_the_comments(repo, tmp_pat
     assert comment in (tmp_path / "step_summary.md").read_text()
 
     # the baseline paid for every call; the change only for the items whose retrieval changed
-    made = [json.loads((out / "runs" / f"{side}-1" / "summary.json").read_text())["calls"]["made"]
-            for side in ("base", "head")]
-    assert made[0] == 60 and 0 < made[1] < 60 and calls == sum(made)
+    made = {f"{side}-{n}": json.loads((out / "runs" / f"{side}-{n}" / "summary.json").read_text())["calls"]["made"]
+            for side in ("base", "head") for n in (1, 2)}
+    assert made["base-1"] == 60 and 0 < made["head-1"] < 60 and calls == sum(made.values())
+    # the judge job: the readers' calls were cached by then; only the new judge's requests are sent
+    assert made["head-2"] == 30
+    judged = (out / "comments" / "2.md").read_text()
+    assert judged.startswith("<!-- memrun-compare: synthetic/bm25 judge=teamjudge -->\n")
+    assert "treatments: judge_model, judge_prompt_sha256" in judged and "+judge.max_tokens: 200" in judged
 
     # without --allow-fake, compare refuses the fake runs: exit 3 -> failure, still a sticky comment
     env["MEMRUN_PR_COMPARE_ARGS"] = ""
@@ -91,6 +108,7 @@ def test_the_pr_script_plans_runs_compares_and_writes_the_comments(repo, tmp_pat
                           timeout=120)
     assert done.returncode == 0, done.stderr
     assert (out / "exit_code").read_text().strip() == "3" and (out / "conclusion").read_text().strip() == "failure"
+    assert (out / "comments" / "2.md").read_text().startswith("<!-- memrun-compare: synthetic/bm25 judge=teamjudge -->")
     assert (out / "comments" / "1.md").read_text().startswith(
         "<!-- memrun-compare: synthetic/team -->\n### memrun compare: **REFUSED** (exit code 3)")
 

@@ -122,11 +122,19 @@ compare() {
     gate=()
     if [[ -n ${MEMRUN_PR_GATE:-} ]]; then gate=(--gate "$MEMRUN_PR_GATE")
     elif [[ -f $CONF/gates/$bench.yaml ]]; then gate=(--gate "$CONF/gates/$bench.yaml"); fi
+    # a changed judge is the treatment: the labels of the same answers under the two judges
+    local judge=() marker_tail=""
+    if [[ $job =~ judge=([^ ]+) ]]; then
+      judge=(--treatment judge_model,judge_prompt_sha256)
+      marker_tail=" judge=${BASH_REMATCH[1]}"
+    fi
     set +e
     "${MEMRUN_CMD[@]}" compare "$OUT/runs/base-$n" "$OUT/runs/head-$n" --format markdown "${gate[@]}" \
-      "${COMPARE_ARGS[@]}" > "$OUT/comments/$n.md"
+      "${judge[@]}" "${COMPARE_ARGS[@]}" > "$OUT/comments/$n.md"
     code=$?
     set -e
+    # one sticky comment per benchmark/arm, and per judge for judge changes (they share an arm)
+    [[ -z $marker_tail ]] || sed -i "1s| -->\$|$marker_tail -->|" "$OUT/comments/$n.md"
     echo "memrun-pr: job $n ($job): compare exited $code" >&2
     { cat "$OUT/comments/$n.md"; echo; } >> "$OUT/summary.md"
     if [[ $(severity "$code") -gt $(severity "$worst") ]]; then worst=$code; fi

@@ -314,6 +314,7 @@ def main(argv: Sequence[str]) -> int:
             from memrun.report.compare_pr import run_context
 
             d["runs"] = run_context(args.a, args.b)
+            d["runs"]["baseline"] = args.baseline  # "auto": A was found, not given
         render = {"text": render_text, "markdown": render_markdown, "json": render_json}[args.format]
         sys.stdout.write(render(d))
         return code

@@ -135,7 +135,9 @@ def diff_lines(runs: Mapping[str, Any]) -> list[str]:
 
 def runs_markdown(runs: Mapping[str, Any]) -> list[str]:
     """The runs block: names, calls lines and the configuration diff."""
-    lines = [f"- {_name('A', runs['a'])}", f"- {_name('B', runs['b'])}",
+    chosen = (" (chosen by `--baseline auto`: the newest finished run comparable to B, of another configuration)"
+              if runs.get("baseline") == "auto" else "")
+    lines = [f"- {_name('A', runs['a'])}{chosen}", f"- {_name('B', runs['b'])}",
              f"- {calls_line('A', runs['a'])}", f"- {calls_line('B', runs['b'])}", ""]
     return lines + diff_lines(runs)
 
