@@ -102,3 +102,21 @@ def test_lexical_judge_and_unknown_model_price(server, tmp_path, capsys):
     assert d["endpoints"][0]["cost_usd"] is None and d["totals"]["cost_complete"] is False
     assert main(["plan", "axis=accuracy", "judge=exact", "reader.model=my-model"]) == 0
     assert "unknown" in capsys.readouterr().out
+
+
+def test_an_arm_that_answers_needs_no_reader_and_its_judge_requests_are_exact(server, tmp_path, capsys):
+    args = ["judge=gpt41", "arm._target_=accuracy.answering_arm.AnsweringArm", "min_coverage=0"]
+    d = plan(tmp_path, capsys, *args)
+    judge = by_role(d)["judge"]
+    assert [e["role"] for e in d["endpoints"]] == ["judge"] and d["comparability"]["reader_model"] == "arm:bm25"
+    out, _ = execute_run(tmp_path, *args)
+    assert server.count() == judge["needed"] == summary(out)["calls"]["made"]  # items without an answer: no call
+    assert plan(tmp_path, capsys, *args)["totals"]["needed"] == 0
+
+
+def test_a_bad_price_table_is_one_line(tmp_path, capsys):
+    prices = tmp_path / "prices.yaml"
+    prices.write_text("models: {gpt-4.1: {input: 2}}\n")
+    assert main(["plan", "--prices", str(prices)]) == 2
+    err = capsys.readouterr().err
+    assert err.startswith("memrun: error: prices ") and len(err.strip().splitlines()) == 1
