@@ -148,6 +148,7 @@ class ChatClient:
             aiohttp = self._aiohttp
             self._session = aiohttp.ClientSession(
                 connector=aiohttp.TCPConnector(limit=0),
+                cookie_jar=aiohttp.DummyCookieJar(),  # an API sets no cookies worth keeping; skips the jar per request
                 timeout=aiohttp.ClientTimeout(total=self.timeout),
                 # trust_env would read ~/.netrc on a thread for every request (~1 ms of
                 # CPU each); the proxy from the environment is looked up once instead.
