@@ -15,7 +15,13 @@ refuses two runs of different configurations: their difference is not noise).
 
 Every failure, an unexpected one included, is one ``memrun: error:`` line on stderr
 and exit 4; with ``--format json`` stdout always holds a JSON document (``outcome``
-``refused`` or ``usage_error`` with ``reason``, when there is no comparison).
+``refused`` or ``usage_error`` with ``reason``, when there is no comparison), and with
+``--format markdown`` a markdown document for every outcome
+(:mod:`memrun.report.compare_pr`: the sticky-comment marker, the runs by id and config).
+
+``--gate NAME`` reads ``conf/gates/NAME.yaml`` (:mod:`memrun.compare.gates`; flags win);
+``--baseline auto B`` finds A among the runs under ``--runs-dir``
+(:mod:`memrun.compare.baseline`; none found: exit 4).
 """
 
 from __future__ import annotations
