@@ -3,7 +3,9 @@
 A plan composes the config as a run does, loads the data, runs the retrieval (cheap and
 local) and builds every reader and judge request exactly as the run would
 (:func:`memrun.accuracy.stage.reader_request`, :func:`memrun.accuracy.stage.judge_case`),
-then looks each one up in the call cache. Nothing is sent anywhere.
+then looks each one up in the call cache. No reader or judge request is sent; the
+retrieval is the run's own (an arm that embeds through an API or asks a memory server
+does so, as in the run).
 
 A judge request depends on the reader's answer: when the reader call is cached, the
 cached answer is graded (so the judge request is exact); when it is not, the judge call

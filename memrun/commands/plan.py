@@ -2,7 +2,7 @@
 
     memrun plan axis=accuracy benchmark=locomo judge=gpt41 [--format text|json|markdown]
 
-Takes the same overrides as a run (:mod:`memrun.plan` does the work; it makes no network
+Takes the same overrides as a run (:mod:`memrun.plan` does the work; it makes no LLM
 call). Prices come from ``conf/prices.yaml`` (``--prices FILE`` for another table).
 """
 
@@ -56,7 +56,7 @@ def _lines(d: Mapping[str, Any]) -> tuple[list[str], list[list[str]], list[str]]
     foot = [f"{e['role']}: {e['estimate']}" for e in d["endpoints"]]
     p = d["prices"]
     if d["endpoints"]:
-        foot.append(f"prices: {p.get('file')} (checked {p.get('checked')}, {p.get('source')}); no network call was made")
+        foot.append(f"prices: {p.get('file')} (checked {p.get('checked')}, {p.get('source')}); no LLM call was made")
     if d["fake_providers"]:
         foot.append("fake providers: the run's scores will be meaningless")
     foot.append("comparability: " + ", ".join(f"{k}={v}" for k, v in d["comparability"].items() if v is not None))
