@@ -27,6 +27,7 @@ from __future__ import annotations
 
 import hashlib
 import logging
+import re
 from collections.abc import Sequence
 from typing import Any
 
@@ -44,6 +45,8 @@ logging.getLogger("bm25s").setLevel(logging.WARNING)
 METHODS = ("robertson", "lucene", "atire", "bm25l", "bm25+")
 LAZY_METHODS = ("robertson", "lucene", "atire")  # no non-occurrence term: a query needs only its own tokens
 _EMPTY = np.zeros(0, dtype=np.int32)
+_BM25S_PATTERN = r"(?u)\b\w\w+\b"  # bm25s's default token pattern
+_FAST_SPLIT = re.compile(r"\w\w+").findall
 
 
 class _Vocab(dict):  # type: ignore[type-arg]
@@ -75,6 +78,11 @@ class BM25Arm:
         except ValueError as exc:
             raise ArmError(f"arm.stopwords={stopwords!r}: {exc}") from None
         self._split = rule.splitter
+        if getattr(rule.splitter, "__self__", None) is not None and rule.splitter.__self__.pattern == _BM25S_PATTERN:
+            # The same tokens, ~20% faster: scanning left to right, a run of two or more word
+            # characters is always matched from its first character to its last, so the
+            # word boundaries add nothing (a test checks the two agree).
+            self._split = _FAST_SPLIT
         self._stop = frozenset(rule.stopwords)
         self._records: Sequence[Record] = ()
         self._index: bm25s.BM25 | None = None

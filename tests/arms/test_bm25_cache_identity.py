@@ -98,3 +98,15 @@ def test_each_distinct_text_is_tokenized_once_per_run(monkeypatch):
         arm.search("tomatoes", 5)
     record_texts = [c for c in calls if "shared" in c or "own text" in c]
     assert len(record_texts) == 2 + 5
+
+
+def test_the_fast_splitter_gives_bm25s_tokens():
+    rule = bm25s.tokenization.Tokenizer(lower=True, stopwords="en")
+    arm = BM25Arm()
+    assert arm._split is not rule.splitter  # the default pattern: the faster equivalent is used
+    rng = random.Random(11)
+    alphabet = "ab_1 Zé\u00df\u4e2d-.'\n\t!x"
+    texts = ["", "a", "a b", "ab", "__", "x1 y2_z", "l'été déjà", "naïve café 中文字 a_b-c", "e.g. U.S.A. 3.14 x"]
+    texts += ["".join(rng.choices(alphabet, k=rng.randint(0, 40))) for _ in range(2000)]
+    for text in texts:
+        assert arm._split(text.lower()) == rule.splitter(text.lower()), text
