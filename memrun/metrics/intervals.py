@@ -20,7 +20,7 @@ from typing import Any
 import numpy as np
 
 from memrun.stats.bootstrap import DEFAULT_RESAMPLES, DEFAULT_SEED, paired_bootstrap
-from memrun.stats.labels import ABSTAIN, CORRECT, ERROR
+from memrun.stats.labels import ABSTAIN, CORRECT, ERROR, majority_label
 
 RETRIEVAL_HEADLINE = ("recall@5", "recall@10", "recall@1", "mrr")
 """The retrieval metric a run's headline reads: the first a run has (sweeps, reports, intervals)."""
@@ -49,16 +49,19 @@ def item_scores(rows: Sequence[Mapping[str, Any]], *, axis: str, metric: str) ->
     axis ``accuracy``: ``metric`` is the denominator (``accuracy_abstain_wrong`` or
     ``accuracy``); otherwise a retrieval metric name (:func:`memrun.metrics.retrieval.item_column_for`).
     """
-    if axis == "accuracy":
-        from memrun.metrics.accuracy import item_outcomes
-
+    if axis == "accuracy":  # the majority label as memrun.metrics.accuracy.item_outcomes takes it
+        labels: dict[str, list[str]] = {}
+        first: dict[str, Mapping[str, Any]] = {}
+        for r in rows:
+            key = str(r["item_id"])
+            labels.setdefault(key, []).append(r.get("label") or ERROR)
+            first.setdefault(key, r)
         out = []
-        for item in item_outcomes(rows):
-            majority = item["majority"]
+        for key, item_labels in labels.items():
+            majority = majority_label(item_labels)
             if majority == ERROR or (majority == ABSTAIN and metric == "accuracy"):
                 continue
-            first = item["rows"][0]
-            out.append((item["category"], first.get("cluster"), 1.0 if majority == CORRECT else 0.0))
+            out.append((first[key].get("category"), first[key].get("cluster"), 1.0 if majority == CORRECT else 0.0))
         return out
     from memrun.metrics.retrieval import item_column_for
 

@@ -61,6 +61,10 @@ def test_accuracy_page_in_chromium(browser, accuracy_dir, tmp_path, capsys):
     page.page.select_option("select[data-key=label]", "wrong")
     assert rows_shown(page) == wrong
     assert set(page.page.locator("tbody tr.row td.lbl-wrong").all_text_contents()) == {"wrong"}
+    page.page.select_option("select[data-key=label]", "")
+    stage, n = sorted(summary["failure_stages"].items())[0]
+    page.page.select_option("select[data-key=stage]", stage)
+    assert rows_shown(page) == n
     page.page.locator("tbody tr.row").first.click()
     assert "judge explanation" in page.page.text_content("tr.detail")
     assert page.page.locator("tr.detail ol li").count() >= 1  # the retrieved texts, on expand

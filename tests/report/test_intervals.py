@@ -1,0 +1,46 @@
+"""Per-category intervals of one run (summary.json's ``intervals``) and the page's status notes."""
+
+from __future__ import annotations
+
+from types import SimpleNamespace
+
+import numpy as np
+
+from memrun.instrument import Instrument
+from memrun.metrics.intervals import category_intervals, item_scores, retrieval_headline_metric
+from memrun.report.html.run_page import status_notes
+from memrun.stats import paired_bootstrap
+
+
+def _row(item, label, repeat=0, category="1", cluster="c1"):
+    return {"item_id": item, "label": label, "repeat": repeat, "category": category, "cluster": cluster,
+            "error": None}
+
+
+def test_accuracy_scores_are_majority_labels_with_the_denominator():
+    rows = [_row("a", "correct"), _row("a", "wrong", 1), _row("a", "correct", 2),
+            _row("b", "abstain"), _row("c", "error"), _row("d", "wrong", category="2", cluster="c2")]
+    assert item_scores(rows, axis="accuracy", metric="accuracy_abstain_wrong") == [
+        ("1", "c1", 1.0), ("1", "c1", 0.0), ("2", "c2", 0.0)]
+    assert item_scores(rows, axis="accuracy", metric="accuracy") == [("1", "c1", 1.0), ("2", "c2", 0.0)]
+
+
+def test_intervals_are_the_cluster_bootstrap_of_the_scores():
+    rng = np.random.default_rng(0)
+    rows = [{"item_id": str(i), "repeat": 0, "category": str(i % 3), "cluster": f"conv{i % 10}", "error": None,
+             "hit_at_5": bool(rng.random() < 0.6)} for i in range(300)]
+    out = category_intervals(rows, axis="recall", metric="recall@5", comparable_categories=["0", "1"])
+    expected = paired_bootstrap([float(r["hit_at_5"]) for r in rows], [r["cluster"] for r in rows], seed=7)
+    assert (out["overall_all"]["low"], out["overall_all"]["high"]) == (expected.low, expected.high)
+    assert out["overall_all"]["n_clusters"] == 10 and out["overall_comparable"]["n_items"] == 200
+    assert set(out["per_category"]) == {"0", "1", "2"}
+    assert retrieval_headline_metric([1, 3, 10]) == "recall@10" and retrieval_headline_metric([2]) == "mrr"
+
+
+def test_the_page_says_what_is_wrong_with_a_run_first():
+    inst = Instrument(status="stopped", fake_providers=True, shard={"missing": [2]})
+    run = SimpleNamespace(complete=True, instrument=inst, table=SimpleNamespace(num_rows=5))
+    notes = status_notes(run, {"stopped": "token budget", "headline": {"partial": True}}, None)
+    assert [n.split(":")[0] for n in notes] == ["STOPPED", "STOPPED early", "PARTIAL", "FAKE PROVIDERS"]
+    assert "shards 2 missing" in notes[0]
+    assert status_notes(SimpleNamespace(complete=True, instrument=Instrument(status="complete")), {}, None) == []
