@@ -39,7 +39,6 @@ from dataclasses import dataclass
 from email.utils import parsedate_to_datetime
 from typing import Any
 
-import httpx
 
 from memrun.errors import AuthError
 
@@ -48,7 +47,15 @@ RETRY_STATUSES = frozenset({408})  # besides every 5xx
 AUTH_STATUSES = frozenset({401, 403})
 IDEMPOTENT_METHODS = frozenset({"GET", "HEAD", "OPTIONS", "PUT", "DELETE", "TRACE"})
 # Raised before the request left this machine: safe to retry whatever the method.
-NOT_SENT = (httpx.ConnectError, httpx.ConnectTimeout, httpx.PoolTimeout)
+
+
+def _not_sent() -> tuple[type[BaseException], ...]:
+    """httpx's errors raised before a request reached the server (retried even when not
+    idempotent). httpx is imported here, not at module level: the accuracy axis's chat
+    client (aiohttp) uses this module, and a cached re-run loads neither."""
+    import httpx
+
+    return (httpx.ConnectError, httpx.ConnectTimeout, httpx.PoolTimeout)
 
 
 @dataclass(frozen=True)
@@ -68,7 +75,7 @@ class HttpPolicy:
 def _header(headers: Mapping[str, str], name: str) -> str | None:
     """``name``'s value in ``headers``, any case (httpx headers are case-insensitive; dicts are not)."""
     value = headers.get(name)
-    if value is None and not isinstance(headers, httpx.Headers):
+    if value is None:  # a plain dict: look again ignoring case (httpx's and aiohttp's headers already do)
         value = next((v for k, v in headers.items() if k.lower() == name), None)
     return value
 
@@ -146,10 +153,10 @@ class Retrier:
         """Seconds to wait before retrying after transport error ``exc``, or None (raise it).
 
         Retried from the same budget as a 5xx when ``idempotent`` or when ``exc`` is a
-        connect error (:data:`NOT_SENT`: the server never saw the request).
+        connect error (:func:`_not_sent`: the server never saw the request).
         """
         self.sent += 1
-        if not (idempotent or isinstance(exc, NOT_SENT)) or self.sent >= self.policy.attempts:
+        if not (idempotent or isinstance(exc, _not_sent())) or self.sent >= self.policy.attempts:
             return None
         wait = self._backoff()
         self.transport_errors += 1
@@ -165,6 +172,8 @@ def auth_error(status: int, method: str, url: str, body: str, hint: str) -> Auth
 
 def raise_for_status(response: httpx.Response, auth_hint: str = "check the credentials") -> httpx.Response:
     """Return a < 400 response; raise AuthError for 401/403, HTTPStatusError with the body's start otherwise."""
+    import httpx
+
     if response.status_code >= 400:
         request = response.request
         if response.status_code in AUTH_STATUSES:
@@ -199,6 +208,8 @@ def send(
     is not). auth_hint: what the AuthError for a 401/403 tells the user to check.
     Raises AuthError, httpx.HTTPStatusError, or the last httpx.TransportError.
     """
+    import httpx
+
     retrier = Retrier(policy)
     while True:
         try:
@@ -228,6 +239,8 @@ async def asend(
     **kwargs: Any,
 ) -> httpx.Response:
     """:func:`send` for asyncio (same arguments, same errors)."""
+    import httpx
+
     retrier = Retrier(policy)
     while True:
         try:

@@ -83,8 +83,8 @@ def test_a_run_answered_from_the_cache_never_imports_the_http_stack(tmp_path, op
                 await svc.aclose()
             assert out.cached, out
         asyncio.run(go())
-        print("openai" in sys.modules, "aiohttp" in sys.modules)
+        print("openai" in sys.modules, "aiohttp" in sys.modules, "httpx" in sys.modules)
     """)
     done = subprocess.run([sys.executable, "-c", code, str(tmp_path)], capture_output=True, text=True)
     assert done.returncode == 0, done.stderr
-    assert done.stdout.split() == ["False", "False"]
+    assert done.stdout.split() == ["False", "False", "False"]
