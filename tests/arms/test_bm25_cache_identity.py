@@ -83,7 +83,7 @@ def test_lazy_and_indexed_scores_equal_the_reference_bit_for_bit(method):
         records = [Record(f"r{i}", " ".join(rng.choices(words, k=rng.randint(0, 25)))) for i in range(rng.randint(1, 30))]
         arm.ingest(str(history), records)
         ref.ingest(records)
-        for _ in range(4):  # the first query is scored lazily, the others from the index
+        for _ in range(4):  # several queries of one history: the postings are built once, at the first
             _same(arm, ref, " ".join(rng.choices(words + ["unseen"], k=rng.randint(1, 6))))
 
 
