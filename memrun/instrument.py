@@ -32,6 +32,12 @@ LOCATION_KEYS = ("benchmark.path",)
 sha256, a comparability field, covers its content)."""
 
 
+NEVER_TREATMENTS = {
+    "axis": "recall@K and judged accuracy are different metrics, never compared in one number",
+}
+"""Comparability fields that no comparison may vary, with why."""
+
+
 def _cmp(why: str, default: Any = None) -> Any:
     """A comparability field: runs compare only when both carry the same value."""
     return field(default=default, metadata={"compare": True, "why": why})
@@ -106,15 +112,19 @@ class Instrument:
 
         treatments: fields the comparison is meant to vary; they are left out.
         A field missing on one side (None) while set on the other counts as a difference.
-        Raises ValueError for a treatment that is not a comparability field.
+        Raises ValueError for a treatment that is not a comparability field, or one of
+        :data:`NEVER_TREATMENTS` (the two axes never mix in one number).
         """
         fields = self.comparability_fields()
         unknown = [t for t in treatments if t not in fields]
         if unknown:
             raise ValueError(
                 f"--treatment {', '.join(unknown)} is not a comparability field; "
-                f"choose from {', '.join(fields)}"
+                f"choose from {', '.join(f for f in fields if f not in NEVER_TREATMENTS)}"
             )
+        never = [t for t in treatments if t in NEVER_TREATMENTS]
+        if never:
+            raise ValueError(f"--treatment {', '.join(never)}: {NEVER_TREATMENTS[never[0]]}; it cannot be a treatment")
         return [
             Difference(name, getattr(self, name), getattr(other, name), why)
             for name, why in fields.items()
@@ -137,6 +147,7 @@ class Instrument:
         mine = flat({k: self.config.get(k) for k in CONFIGURATION_KEYS if k in self.config}, "")
         theirs = flat({k: other.config.get(k) for k in CONFIGURATION_KEYS if k in other.config}, "")
         mine["arm"], theirs["arm"] = self.arm, other.arm
+        mine["ks"], theirs["ks"] = self.ks, other.ks  # the cut-offs used, however they were given
         keys = sorted((set(mine) | set(theirs)) - set(LOCATION_KEYS))
         return [(k, mine.get(k), theirs.get(k)) for k in keys if mine.get(k) != theirs.get(k)]
 

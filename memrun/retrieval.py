@@ -50,7 +50,9 @@ def make_row(run_id: str, r: Retrieved, dataset: Dataset, ks: Sequence[int], top
     """The retrieval part of one item's row (columns of :mod:`memrun.io.schema`).
 
     Metrics read the hits' distinct keys in order of first appearance
-    (:func:`memrun.metrics.retrieval.distinct_ranking`); ``retrieved_keys``,
+    (:func:`memrun.metrics.retrieval.distinct_ranking`), the first ``top_k`` of them: hits
+    an arm returns beyond what it was asked for are not scored (they would lift MRR
+    and the first gold rank; ``arm_checks.over_top_k`` counts them); ``retrieved_keys``,
     ``retrieved_scores`` and ``n_retrieved`` keep what the arm returned. Metric columns
     at a K > ``top_k`` are None (not measured), and all of them are None when
     ``scored`` is False (an arm that retrieves nothing, ``search_mode=none``).
@@ -58,7 +60,7 @@ def make_row(run_id: str, r: Retrieved, dataset: Dataset, ks: Sequence[int], top
     item, hits = r.item, r.hits
     scores = session_scores = None
     if hits is not None and scored:
-        distinct = [hits[i] for i in distinct_ranking(h.key for h in hits)]
+        distinct = [hits[i] for i in distinct_ranking(h.key for h in hits)][:top_k]
         measured = measured_ks(ks, top_k)
         if item.gold_keys:
             matches = [gold_matches(h, item.gold_keys, dataset.gold_match) for h in distinct]

@@ -291,46 +291,48 @@ def execute(cfg: DictConfig, out_dir: Path, console: Console) -> dict[str, Any]:
         instrument.status = "failed"
         raise
     finally:
-        close_error = _close(arm)
-        instrument.finished_at = _now()
-        instrument.n_rows = len(rows)
-        # Lazy groups finish their counts and warnings while they are produced.
-        instrument.load_counts = dict(dataset.counts)
-        if instrument.n_items is None and instrument.status == "complete":
-            instrument.n_items = len({r["item_id"] for r in rows})  # accuracy: rows are item x repeat
-        warnings.add(*dataset.warnings[n_warned:], close_error, *checks.warnings())
-        coverage = None
-        if setup and setup.reader is None:  # the arm answers itself
-            ids = benchmark_ids if benchmark_ids is not None else {r["item_id"] for r in rows}
-            coverage = checks.coverage(arm, ids, float(cfg.get("min_coverage", 0.95)))
-        if setup and setup.reader:
-            from memrun.llm.reader import emptied_context_warning
+        # Finishing the table is never interrupted: a signal now is honoured after it (memrun.signals).
+        with signals.shielded():
+            close_error = _close(arm)
+            instrument.finished_at = _now()
+            instrument.n_rows = len(rows)
+            # Lazy groups finish their counts and warnings while they are produced.
+            instrument.load_counts = dict(dataset.counts)
+            if instrument.n_items is None and instrument.status == "complete":
+                instrument.n_items = len({r["item_id"] for r in rows})  # accuracy: rows are item x repeat
+            warnings.add(*dataset.warnings[n_warned:], close_error, *checks.warnings())
+            coverage = None
+            if setup and setup.reader is None:  # the arm answers itself
+                ids = benchmark_ids if benchmark_ids is not None else {r["item_id"] for r in rows}
+                coverage = checks.coverage(arm, ids, float(cfg.get("min_coverage", 0.95)))
+            if setup and setup.reader:
+                from memrun.llm.reader import emptied_context_warning
 
-            warnings.add(emptied_context_warning(rows, setup.reader.max_context_tokens))
-        warnings.add(*(coverage_warnings(coverage) if coverage else []))
-        instrument.warnings = list(warnings.lines)
-        instrument.retrieval_not_measurable = checks.not_measurable()  # compare refuses such a run
-        writer.close()
-        if setup:
-            summary = _accuracy_summary(rows, setup, instrument, stopped, coverage)
-            setup.redactor.files(out_dir)
-        else:
-            summary = _metrics(rows, instrument)
-        summary.update(
-            run_id=run_id,
-            status=instrument.status,
-            benchmark=cfg.benchmark.name,
-            arm=cfg.arm.name,
-            axis=cfg.axis.value,
-            slice=instrument.slice,
-            corrections_sha256=instrument.corrections_sha256,
-            load_counts=dataset.counts,
-            pipeline_seconds=time.perf_counter() - t_start,
-            arm_checks=dict(checks.counts),
-            warnings=list(warnings.lines),
-            **{SHA256_KEY: writer.sha256},  # the reader checks items.parquet against it
-        )
-        (out_dir / SUMMARY_FILE).write_text(json.dumps(summary, indent=2) + "\n")
+                warnings.add(emptied_context_warning(rows, setup.reader.max_context_tokens))
+            warnings.add(*(coverage_warnings(coverage) if coverage else []))
+            instrument.warnings = list(warnings.lines)
+            instrument.retrieval_not_measurable = checks.not_measurable()  # compare refuses such a run
+            writer.close()
+            if setup:
+                summary = _accuracy_summary(rows, setup, instrument, stopped, coverage)
+                setup.redactor.files(out_dir)
+            else:
+                summary = _metrics(rows, instrument)
+            summary.update(
+                run_id=run_id,
+                status=instrument.status,
+                benchmark=cfg.benchmark.name,
+                arm=cfg.arm.name,
+                axis=cfg.axis.value,
+                slice=instrument.slice,
+                corrections_sha256=instrument.corrections_sha256,
+                load_counts=dataset.counts,
+                pipeline_seconds=time.perf_counter() - t_start,
+                arm_checks=dict(checks.counts),
+                warnings=list(warnings.lines),
+                **{SHA256_KEY: writer.sha256},  # the reader checks items.parquet against it
+            )
+            (out_dir / SUMMARY_FILE).write_text(json.dumps(summary, indent=2) + "\n")
     warnings.show()
     if setup:
         from memrun.report.accuracy_summary import print_accuracy_summary

@@ -10,8 +10,9 @@ code that can stop cleanly:
   loop's main task (``loop.call_soon_threadsafe``, safe from a handler);
 - the retrieval loop calls :func:`check` between items, which raises KeyboardInterrupt
   there, in plain code;
-- writing the table (merging the parts) is never interrupted: it finishes, then the run
-  ends with status ``interrupted`` and exit 130.
+- writing the table (merging the parts) is never interrupted (:func:`shielded`), not even
+  by a second signal: it finishes, then the run ends with status ``interrupted`` and
+  exit 130.
 
 A second signal raises KeyboardInterrupt at once, for a call that hangs.
 """
@@ -30,13 +31,14 @@ SIGNALS = tuple(s for s in (signal.SIGINT, signal.SIGTERM, getattr(signal, "SIGH
 
 _requested: list[int] = []  # the signals received since install(), in order
 _callbacks: list[Callable[[], None]] = []
+_shielded: list[bool] = []  # non-empty while a shielded() block runs
 
 
 def handler(signum: int, frame: Any) -> None:
     """The signal handler: record the request, wake the registered callbacks; on a second
     signal raise KeyboardInterrupt at once."""
     _requested.append(signum)
-    if len(_requested) > 1:
+    if len(_requested) > 1 and not _shielded:
         raise KeyboardInterrupt(f"signal {signal.Signals(signum).name}, again: stopping now")
     os.write(2, b"\nmemrun: stopping after the work in progress (press Ctrl-C again to stop at once)\n")
     for callback in list(_callbacks):
@@ -67,6 +69,17 @@ def check() -> None:
     """Raise KeyboardInterrupt when a stop was asked for: call it at safe points."""
     if _requested:
         raise KeyboardInterrupt(f"signal {signal.Signals(_requested[0]).name}")
+
+
+@contextmanager
+def shielded() -> Iterator[None]:
+    """Inside the block even a second signal only records the request: for work that must
+    finish once begun (merging the parts into items.parquet, writing the summary)."""
+    _shielded.append(True)
+    try:
+        yield
+    finally:
+        _shielded.pop()
 
 
 @contextmanager

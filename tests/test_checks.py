@@ -102,6 +102,20 @@ def test_repeating_the_best_record_no_longer_passes_compare_on_precision(tmp_pat
     assert code == 1 and d["verdict"]["outcome"] == "fail" and d["overall"]["high"] < 0
 
 
+def test_hits_beyond_top_k_are_not_scored(tmp_path, capsys) -> None:
+    """An arm returning 3 x top_k hits of bm25's ranking had a higher MRR than bm25 and PASSed
+    compare --metric mrr; only the first top_k hits are scored, so its metrics equal bm25's."""
+    from memrun.commands.compare import main as compare_main
+
+    bm25, _, _ = run(tmp_path, "bm25")
+    deep, rows, _ = run(tmp_path, "deep", *faulty("OverTopKArm"))
+    assert all(r["n_retrieved"] > 10 for r in rows if r["retrieved_keys"] and len(r["retrieved_keys"]) > 10)
+    assert deep["overall_all"]["mrr"] == bm25["overall_all"]["mrr"]
+    assert deep["arm_checks"]["over_top_k"] > 1000
+    code = compare_main([str(tmp_path / "bm25"), str(tmp_path / "deep"), "--metric", "mrr", "--format", "json"])
+    assert code == 2 and json.loads(capsys.readouterr().out)["overall"]["delta"] == 0.0
+
+
 def test_a_repeated_key_takes_no_rank(tmp_path) -> None:
     """Each hit twice: the distinct ranking is bm25's top 5, so every metric @K <= 5 equals bm25's."""
     stutter, rows, _ = run(tmp_path, "stutter", *faulty("StutterArm"))

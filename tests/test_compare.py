@@ -68,10 +68,14 @@ def test_each_comparability_field_refuses(tmp_path, capsys, field_name):
     assert f"  {field_name}: A=" in err and repr(value) in err
     why = Instrument.comparability_fields()[field_name]
     assert why in err
-    # naming it as the treatment compares; the header names it
+    # naming it as the treatment compares; the header names it. The axis never can be one:
+    # recall@K and judged accuracy are never compared in one number.
     code = compare_main([str(ra), str(rb), "--treatment", field_name])
-    out = capsys.readouterr().out
-    assert code != ExitCode.REFUSAL and f"treatments: {field_name}" in out
+    captured = capsys.readouterr()
+    if field_name == "axis":
+        assert code == ExitCode.USAGE_ERROR and "--treatment axis: recall@K and judged accuracy" in captured.err
+        return
+    assert code != ExitCode.REFUSAL and f"treatments: {field_name}" in captured.out
 
 
 def test_missing_field_on_one_side_counts_as_a_difference(tmp_path, capsys):

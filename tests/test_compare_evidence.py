@@ -222,7 +222,7 @@ def test_mcnemar_p_below_a_double_prints_as_a_bound(tmp_path, capsys):
     b = accuracy_run(tmp_path / "b", {f"i{i}": ["correct"] for i in range(n)}, cluster_of=lambda i: i)
     compare_main([str(a), str(b)])
     out = capsys.readouterr().out
-    assert "A right/B wrong 0, p = < 1e-300" in out and "p = 0\n" not in out
+    assert "A right/B wrong 0, p < 1e-300" in out and "p = 0\n" not in out
 
 
 # -- commands that must not answer ---------------------------------------------------------
@@ -345,3 +345,41 @@ def test_longmemeval_runs_compare_as_questions_stratified_by_type(tmp_path, caps
     assert d["settings"]["stratify_by"] == "category"
     assert d["overall"]["n_clusters"] == 36 and d["overall"]["bootstrap"]["n_strata"] == 3
     assert not any("clusters" in w for w in d["warnings"])
+
+
+def test_the_axis_is_never_a_treatment(tmp_path, capsys):
+    a, b = wtl(40, 440, 20)
+    ra = retrieval_run(tmp_path / "a", a)
+    labels = {True: ["correct"], False: ["wrong"]}
+    rb = accuracy_run(tmp_path / "b", {f"it{i}": labels[x] for i, x in enumerate(b)})
+    treat = "axis,denominator,reader_model,judge_model"
+    assert compare_main([str(ra), str(rb), "--treatment", treat, "--format", "json"]) == ExitCode.USAGE_ERROR
+    assert "--treatment axis: recall@K and judged accuracy" in json.loads(capsys.readouterr().out)["error"]
+
+
+def test_json_carries_the_real_argument_error_and_read_warnings(tmp_path, capsys):
+    with pytest.raises(SystemExit):
+        compare_main(["a", "b", "--seed", "x", "--format", "json"])
+    captured = capsys.readouterr()
+    assert "invalid int value: 'x'" in json.loads(captured.out)["error"]
+    assert captured.err.count("memrun: error:") == 1
+    a, b = wtl(40, 440, 20)
+    ra = retrieval_run(tmp_path / "a", a, status="interrupted")
+    rb = retrieval_run(tmp_path / "b", b, shard={"count": 4, "index": 1})
+    _, d = compare_json(capsys, str(ra), str(rb), "--cluster-by", "none")
+    assert any("ended interrupted" in w for w in d["warnings"])
+    assert any("is shard 1 of 4 of a run, not the whole run" in w for w in d["warnings"])
+
+
+def test_null_band_needs_evidence_and_reads_the_cutoffs_used(tmp_path, capsys):
+    one = retrieval_run(tmp_path / "a", [True, False], ["c", "c"])
+    two = retrieval_run(tmp_path / "b", [True, True], ["c", "c"])
+    assert null_band_main([str(one), str(two)]) == ExitCode.USAGE_ERROR
+    assert "no null band from these runs: 1 cluster(s)" in capsys.readouterr().err
+    a, b = wtl(5, 50, 5)
+    cfg = {"arm": {"name": "bm25"}, "benchmark": {"name": "locomo"}}
+    ra = retrieval_run(tmp_path / "c", a, arm="bm25", config={**cfg, "ks": None})
+    rb = retrieval_run(tmp_path / "d", b, arm="bm25", config={**cfg, "ks": [1, 5]})  # the same cut-offs, spelled out
+    assert null_band_main([str(ra), str(rb), "--cluster-by", "none"]) == 0
+    assert null_band_main([str(ra), str(ra)]) == ExitCode.USAGE_ERROR
+    assert "a null band needs two runs of one configuration (run it twice)" in capsys.readouterr().err

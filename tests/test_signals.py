@@ -76,14 +76,16 @@ def test_a_signal_at_any_point_ends_interrupted_with_every_row_once(tmp_path, si
 
 
 def test_a_signal_while_the_table_is_written_finishes_it_then_exits_130(tmp_path, monkeypatch, capsys):
-    """The final merge is shielded: a SIGTERM arriving inside it is honoured after it."""
+    """The final merge is shielded: signals arriving inside it, even a second one, are
+    honoured after it."""
     from memrun.cli import main
     from memrun.io import writer
 
     real_close = writer.ItemsWriter.close
 
     def close_with_a_signal(self):
-        os.kill(os.getpid(), signal.SIGTERM)  # delivered while the parts are being merged
+        os.kill(os.getpid(), signal.SIGTERM)  # delivered while the parts are being merged,
+        os.kill(os.getpid(), signal.SIGINT)  # and a second one, which elsewhere stops at once
         return real_close(self)
 
     monkeypatch.setattr(writer.ItemsWriter, "close", close_with_a_signal)

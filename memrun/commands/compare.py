@@ -47,13 +47,21 @@ from memrun.stats import DEFAULT_BAND, ExitCode, JudgeCalibration, band_from_nul
 DEFAULTS = {"metric": "recall@5", "gate_min_delta": 0.0, "gate_band": 100 * DEFAULT_BAND}
 
 
+class _BadArguments(SystemExit):
+    """A usage error found by argparse (exit 4); ``message`` says which."""
+
+    def __init__(self, message: str) -> None:
+        super().__init__(int(ExitCode.USAGE_ERROR))
+        self.message = message
+
+
 class _Parser(argparse.ArgumentParser):
     """argparse whose usage errors exit with ExitCode.USAGE_ERROR (2 means unresolved)."""
 
     def error(self, message: str) -> NoReturn:
         self.print_usage(sys.stderr)
         sys.stderr.write(f"memrun: error: {message}\n")
-        raise SystemExit(int(ExitCode.USAGE_ERROR))
+        raise _BadArguments(message)
 
 
 def _common(parser: argparse.ArgumentParser) -> None:
@@ -106,16 +114,26 @@ def build_parser() -> argparse.ArgumentParser:
     return parser
 
 
-def _load(path: str, metric: str, cluster_by: str | None, stratify: str) -> RunTable:
-    """Read only the columns the comparison needs (the instrument first, to know the axis)."""
+def _load(path: str, metric: str, cluster_by: str | None, stratify: str, warnings: list[str]) -> RunTable:
+    """Read only the columns the comparison needs (the instrument first, to know the axis);
+    what makes the run read differently (unfinished, partial, one shard) is printed on
+    stderr and appended to ``warnings`` (the report's)."""
     instrument = read_run(path, columns=[]).instrument
     run = read_for_compare(path, instrument.axis, metric, cluster_by, _stratify_by(stratify, instrument))
+    said = []
     if not run.complete:
-        sys.stderr.write(f"memrun: warning: {path} did not finish; comparing the {run.table.num_rows} rows it wrote\n")
+        said.append(f"{path} did not finish; comparing the {run.table.num_rows} rows it wrote")
     elif run.instrument.status != "complete":
         missing = (run.instrument.shard or {}).get("missing")
         shards = f" (shards {', '.join(map(str, missing))} missing)" if missing else ""
-        sys.stderr.write(f"memrun: warning: {path} ended {run.instrument.status}{shards}; comparing the rows it wrote\n")
+        said.append(f"{path} ended {run.instrument.status}{shards}; comparing the rows it wrote")
+    shard = run.instrument.shard or {}
+    if "index" in shard and "merged" not in shard:
+        said.append(f"{path} is shard {shard['index']} of {shard['count']} of a run, not the whole run "
+                    "(memrun merge the shards' folder to compare the whole)")
+    for line in said:
+        sys.stderr.write(f"memrun: warning: {line}\n")
+    warnings.extend(said)
     return run
 
 
@@ -202,12 +220,15 @@ def compare(args: argparse.Namespace) -> tuple[Comparison | None, int, str | Non
         if getattr(args, dest, None) is None:
             setattr(args, dest, value)
     cluster_by = None if args.cluster_by == "none" else args.cluster_by
-    run_a = _load(args.a, args.metric, cluster_by, args.stratify_by)
-    run_b = _load(args.b, args.metric, cluster_by, args.stratify_by)
+    read_warnings: list[str] = []
+    run_a = _load(args.a, args.metric, cluster_by, args.stratify_by, read_warnings)
+    run_b = _load(args.b, args.metric, cluster_by, args.stratify_by, read_warnings)
     same_id = run_a.instrument.run_id and run_a.instrument.run_id == run_b.instrument.run_id
     if same_id or run_a.path.resolve() == run_b.path.resolve():
-        raise MemrunError(f"{args.a} and {args.b} are the same run; compare two runs "
-                          "(for the noise floor, two runs of one config with memrun null-band)")
+        raise MemrunError(f"{args.a} and {args.b} are the same run; "
+                          + ("a null band needs two runs of one configuration (run it twice)"
+                             if getattr(args, "same_configuration", False) else
+                             "compare two runs (for the noise floor, two runs of one config with memrun null-band)"))
     treatments = _treatments(getattr(args, "treatment", []))
     allow_noncomparable = getattr(args, "allow_noncomparable", False)
     differences, refusal = _refusal(run_a.instrument, run_b.instrument, treatments,
@@ -242,10 +263,11 @@ def compare(args: argparse.Namespace) -> tuple[Comparison | None, int, str | Non
                          denominator=run_a.instrument.denominator, differences=differences)
     except ValueError as exc:
         if stratify_by and "stratum" in str(exc):
-            raise MemrunError(f"--stratify-by {stratify_by}: a {cluster_by} cluster holds items of several "
+            raise MemrunError(f"--stratify-by {stratify_by}: a cluster (column {cluster_by}) holds items of several "
                               f"{stratify_by} values; strata must contain whole clusters (stratify by a "
                               f"coarser column, or --cluster-by none)") from exc
         raise MemrunError(str(exc)) from exc
+    result.warnings[:0] = read_warnings
     return result, result.exit_code, None
 
 
@@ -265,6 +287,11 @@ def _fail(code: int, reason: str, fmt: str, paths: tuple[str | None, str | None]
     """Print why there is no comparison on stderr; with --format json or markdown, also a
     document on stdout (markdown: the sticky-comment marker and the runs, as far as readable)."""
     sys.stderr.write(f"{reason}\n")
+    return _document(code, reason, fmt, paths)
+
+
+def _document(code: int, reason: str, fmt: str, paths: tuple[str | None, str | None] = (None, None)) -> int:
+    """The --format json / markdown document of an outcome without a comparison (stdout only)."""
     outcome = "refused" if code == ExitCode.REFUSAL else "usage_error"
     if fmt == "json":
         sys.stdout.write(json.dumps({"outcome": outcome, "exit_code": code, "reason": reason,
@@ -288,9 +315,8 @@ def _guarded(argv: Sequence[str], parser: argparse.ArgumentParser, body, check=N
         args = parser.parse_args(list(argv))
         if check is not None:
             check(parser, args)
-    except SystemExit as exc:
-        if fmt != "text" and exc.code == ExitCode.USAGE_ERROR:
-            _fail(int(ExitCode.USAGE_ERROR), "memrun: error: bad arguments (see the usage line above)", fmt)
+    except _BadArguments as exc:  # argparse printed the usage and the reason on stderr
+        _document(int(ExitCode.USAGE_ERROR), f"memrun: error: {exc.message}", fmt)
         raise
     try:
         return body(args)
@@ -375,6 +401,9 @@ def null_band_main(argv: Sequence[str]) -> int:
         result, code, refusal = compare(args)
         if result is None:
             return _fail(code, refusal or "", "text")
+        if result.verdict.get("detail"):  # too few items or clusters: no interval to read a band from
+            return _fail(int(ExitCode.USAGE_ERROR), f"memrun: error: no null band from these runs: "
+                         f"{result.verdict['detail']}", "text")
         band = band_from_null(Bounds.of(result.overall))
         o = result.overall
         score = metric_unit(args.metric, result.axis) == "score"

@@ -53,8 +53,8 @@ def _level(x: float | None, d: Mapping[str, Any]) -> str:
 
 
 def _p(p: float) -> str:
-    """A p-value; one too small for a double prints as a bound, never as 0."""
-    return "< 1e-300" if p < 1e-300 else f"{p:.4g}"
+    """``p = x``; a p-value too small for a double prints as the bound ``p < 1e-300``, never 0."""
+    return "p < 1e-300" if p < 1e-300 else f"p = {p:.4g}"
 
 
 def _how(block: Mapping[str, Any], s: Mapping[str, Any], d: Mapping[str, Any]) -> str:
@@ -98,10 +98,10 @@ def summary_lines(d: Mapping[str, Any]) -> list[str]:
             + ("" if c["corrected"] else " (not corrected)")
         )
     m = d["mcnemar"]
-    lines.append(f"McNemar exact: B right/A wrong {m['b01']}, A right/B wrong {m['b10']}, p = {_p(m['p_value'])}"
+    lines.append(f"McNemar exact: B right/A wrong {m['b01']}, A right/B wrong {m['b10']}, {_p(m['p_value'])}"
                  if m else "McNemar exact: n/a (scores are not binary)")
     w = d["wilcoxon"]
-    lines.append(f"Wilcoxon signed-rank over {w['n_units']} {w['unit']}s' mean scores: p = {_p(w['p_value'])}" if w
+    lines.append(f"Wilcoxon signed-rank over {w['n_units']} {w['unit']}s' mean scores: {_p(w['p_value'])}" if w
                  else f"Wilcoxon signed-rank: skipped ({d['wilcoxon_skipped']})")
     if d["axis"] == "accuracy":
         lines.append(f"flip rate across repeats (paired items): A {_rate(d['flip_rate_a'])} | B {_rate(d['flip_rate_b'])}")

@@ -27,6 +27,13 @@ class StutterArm(BM25Arm):
         return [hit for hit in super().search(query, k) for _ in range(2)][:k]
 
 
+class OverTopKArm(BM25Arm):
+    """Returns three times the hits it was asked for (deeper hits would lift MRR)."""
+
+    def search(self, query: str, k: int) -> list[Hit]:
+        return super().search(query, 3 * k)
+
+
 def own_id(key: str) -> str:
     """An id of the server's own, unrelated to the record key it was given."""
     return "mem-" + hashlib.sha256(key.encode()).hexdigest()[:12]
