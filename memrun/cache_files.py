@@ -69,7 +69,10 @@ def merge_caches(sources: Sequence[Path], dest: Path) -> dict[str, tuple[int, in
     file, (entries added, entries read). Raises MemrunError for a source that is not a
     memrun cache folder or a file that is not a memrun cache.
     """
-    dest.mkdir(parents=True, exist_ok=True)
+    try:
+        dest.mkdir(parents=True, exist_ok=True)
+    except OSError as exc:
+        raise MemrunError(f"cannot create the cache folder {dest} ({exc.strerror or exc})") from exc
     found = {name: [s / name for s in sources if (s / name).is_file()] for name in TABLES}
     if not any(found.values()):
         raise MemrunError(f"no memrun cache in {', '.join(map(str, sources))} "
@@ -79,38 +82,52 @@ def merge_caches(sources: Sequence[Path], dest: Path) -> dict[str, tuple[int, in
         if not files:
             continue
         table, _ = TABLES[name]
-        if not (dest / name).exists():  # created with the first source's schema
-            _create_like(files[0], dest / name, table)
-        added = read = 0
-        db = sqlite3.connect(dest / name, timeout=60.0, isolation_level=None)
         try:
-            db.execute("PRAGMA journal_mode=WAL")
-            for path in files:
-                db.execute("ATTACH DATABASE ? AS src", (str(path),))
-                try:
-                    read += db.execute(f"SELECT count(*) FROM src.{table}").fetchone()[0]
-                    before = db.execute(f"SELECT count(*) FROM main.{table}").fetchone()[0]
-                    db.execute(f"INSERT OR IGNORE INTO main.{table} SELECT * FROM src.{table}")
-                    added += db.execute(f"SELECT count(*) FROM main.{table}").fetchone()[0] - before
-                except sqlite3.Error as exc:
-                    raise MemrunError(f"{path}: not a memrun cache ({exc})") from exc
-                finally:
-                    db.execute("DETACH DATABASE src")
-        finally:
-            db.close()
-        counts[name] = (added, read)
+            counts[name] = _merge_one(files, dest / name, table)
+        except sqlite3.Error as exc:  # a damaged or unwritable destination
+            raise MemrunError(f"cannot write the cache {dest / name} ({exc}); is it a memrun cache on a "
+                              "writable disk?") from exc
     return counts
+
+
+def _merge_one(files: list[Path], target: Path, table: str) -> tuple[int, int]:
+    """Insert-or-ignore every row of ``table`` in ``files`` into ``target``: (added, read).
+
+    Raises MemrunError naming a source that is not a memrun cache; sqlite3.Error for the target.
+    """
+    if not target.exists():  # created with the first source's schema
+        _create_like(files[0], target, table)
+    added = read = 0
+    db = sqlite3.connect(target, timeout=60.0, isolation_level=None)
+    try:
+        db.execute("PRAGMA journal_mode=WAL")
+        for path in files:
+            try:
+                db.execute("ATTACH DATABASE ? AS src", (str(path),))
+                read += db.execute(f"SELECT count(*) FROM src.{table}").fetchone()[0]
+            except sqlite3.Error as exc:  # not a database, or no such table
+                raise MemrunError(f"{path}: not a memrun cache ({exc})") from exc
+            try:
+                before = db.execute(f"SELECT count(*) FROM main.{table}").fetchone()[0]
+                db.execute(f"INSERT OR IGNORE INTO main.{table} SELECT * FROM src.{table}")
+                added += db.execute(f"SELECT count(*) FROM main.{table}").fetchone()[0] - before
+            finally:
+                db.execute("DETACH DATABASE src")
+    finally:
+        db.close()
+    return added, read
 
 
 def _create_like(source: Path, dest: Path, table: str) -> None:
     """Create ``dest`` with the schema of ``table`` in ``source``."""
-    src = sqlite3.connect(source)
     try:
-        row = src.execute("SELECT sql FROM sqlite_master WHERE type = 'table' AND name = ?", (table,)).fetchone()
+        src = sqlite3.connect(source)
+        try:
+            row = src.execute("SELECT sql FROM sqlite_master WHERE type = 'table' AND name = ?", (table,)).fetchone()
+        finally:
+            src.close()
     except sqlite3.Error as exc:
         raise MemrunError(f"{source}: not a memrun cache ({exc})") from exc
-    finally:
-        src.close()
     if row is None:
         raise MemrunError(f"{source}: not a memrun cache (no table {table})")
     db = sqlite3.connect(dest)

@@ -84,16 +84,23 @@ def _check_config_dirs(args: list[str]) -> str | None:
 
 
 def _run_hydra(args: list[str]) -> int:
+    from memrun import signals
+
+    # Ctrl-C and SIGTERM (a CI timeout, `kill`) stop the run at a safe point; the finished
+    # rows are merged and kept, the run ends interrupted with exit 130 (memrun.signals).
+    # Installed first: a signal during the imports is honoured too.
+    restore_signals = signals.install()
     import hydra
     import yaml
     from hydra.errors import HydraException
     from omegaconf.errors import OmegaConfBaseException
 
-    from memrun import launch, signals, sweep
+    from memrun import launch, sweep
     from memrun.config import register
 
     register()
-    launch.last_exit_code, launch.current_dir, sweep.last_sweep_exit_code = 0, None, None
+    launch.last_exit_code, launch.current_dir = 0, None
+    sweep.last_sweep_exit_code, sweep.current_sweep = None, None
     # launch.job runs each job (a user error is one line there; a sweep goes on with its
     # next job); it captures nothing, so every launcher can pickle it.
     app = hydra.main(config_path=str(conf_dir()), config_name="config", version_base=None)(launch.job)
@@ -101,9 +108,6 @@ def _run_hydra(args: list[str]) -> int:
     os.environ.setdefault("HYDRA_FULL_ERROR", "1")
     saved_argv = sys.argv
     sys.argv = ["memrun", *args]
-    # Ctrl-C and SIGTERM (a CI timeout, `kill`) stop the run at a safe point; the finished
-    # rows are merged and kept, the run ends interrupted with exit 130 (memrun.signals).
-    restore_signals = signals.install()
     restore_mode = _skip_mode_compose(args)
     try:
         app()
@@ -116,7 +120,19 @@ def _run_hydra(args: list[str]) -> int:
         where = f": {exc.filename}" if exc.filename else ""
         return _fail(f"cannot create the output folder{where} ({exc.strerror or exc}); point hydra.run.dir "
                      "(hydra.sweep.dir for -m) at a writable folder")
+    except Exception as exc:  # a launcher failing in a sweep: a worker killed, a cluster error
+        if sweep.current_sweep is None:
+            raise  # not a sweep: a bug, keep its traceback
+        sweep.finish(sweep.current_sweep)
+        first = str(exc).splitlines()[0] if str(exc) else ""
+        return _fail(f"the launcher failed: {type(exc).__name__}: {first} (a worker killed, out of memory?); "
+                     "the table above lists the jobs that recorded how they ended; re-run the sweep to redo the rest")
     except KeyboardInterrupt:
+        if sweep.current_sweep is not None:  # a multirun: its jobs may have run in other processes
+            sweep.finish(sweep.current_sweep)
+            return _fail(f"interrupted; the table above is what the sweep's jobs recorded (memrun sweep "
+                         f"{sweep.current_sweep} prints it again). Run the same command again to redo it "
+                         "(on the accuracy axis, the calls already made come from the cache)", EXIT_INTERRUPTED)
         from memrun.io.writer import ITEMS_FILE
 
         from memrun.io.writer import PARTS_DIR

@@ -52,7 +52,8 @@ class RunFolderTaken(MemrunError):
 class Outcome:
     """How one job ended. ``status``: complete | failed | interrupted | refused;
     ``exit_code`` as a single run's (0, 2, 130); ``error``: the one-line reason, or None;
-    ``run_dir``: its folder; ``overrides``: the job's Hydra overrides; ``seconds``: wall
+    ``run_dir``: its folder, relative to the sweep folder when inside it (so a copied or
+    moved sweep still finds its runs; :meth:`folder` resolves it); ``overrides``: the job's Hydra overrides; ``seconds``: wall
     time; ``host`` and ``pid``: where it ran."""
 
     job: int
@@ -64,6 +65,10 @@ class Outcome:
     seconds: float
     host: str
     pid: int
+
+    def folder(self, sweep_dir: Path) -> Path:
+        """The job's run folder: ``run_dir`` resolved against ``sweep_dir`` when relative."""
+        return sweep_dir / self.run_dir if not Path(self.run_dir).is_absolute() else Path(self.run_dir)
 
     def write(self, sweep_dir: Path) -> Path:
         """Save as ``<sweep_dir>/.memrun/job-<num>.json`` (atomic rename); returns the path."""
@@ -105,7 +110,11 @@ def claim(folder: Path) -> Path:
             holder = json.loads(lock.read_text())
             who = f"pid {holder.get('pid')} on {holder.get('host')} since {holder.get('since')}"
         except (OSError, ValueError):
-            who = "another process"
+            holder, who = {}, "another process"
+        if holder.get("host") == socket.gethostname() and not _alive(holder.get("pid")):
+            lock.unlink(missing_ok=True)  # its process died (kill -9): the claim is stale
+            sys.stderr.write(f"warning: {lock} was left by {who}, which is no longer running; claiming the folder\n")
+            return claim(folder)
         raise RunFolderTaken(f"{folder} is claimed by another run ({who}); give this run its own folder "
                              f"(hydra.run.dir=...), or remove {lock} if that run is dead") from None
     with os.fdopen(fd, "w") as handle:
@@ -117,6 +126,25 @@ def claim(folder: Path) -> Path:
         raise RunFolderTaken(f"{folder} already holds a run ({', '.join(filled)}); give this run its own "
                              "folder (hydra.run.dir=...)")
     return lock
+
+
+def _relative(folder: Path, base: Path) -> str:
+    """``folder`` relative to ``base`` when inside it, else absolute."""
+    try:
+        return str(folder.resolve().relative_to(base.resolve()))
+    except ValueError:
+        return str(folder.resolve())
+
+
+def _alive(pid: Any) -> bool:
+    """Whether a process with this pid runs on this machine (True when it cannot be told)."""
+    try:
+        os.kill(int(pid), 0)
+    except ProcessLookupError:
+        return False
+    except (PermissionError, TypeError, ValueError, OverflowError):
+        return True
+    return True
 
 
 def release(lock: Path) -> None:
@@ -138,7 +166,10 @@ def stale_runs(out_dir: Path, cfg: Any, limit: int = 200) -> list[tuple[Path, in
     from memrun.instrument import METADATA_KEY, Instrument
     from memrun.io.writer import ITEMS_FILE, PARTS_DIR
 
-    mine = Instrument(arm=str(cfg.arm.name), config=OmegaConf.to_container(cfg, resolve=True))  # type: ignore[arg-type]
+    from memrun.config import cutoffs
+
+    mine = Instrument(arm=str(cfg.arm.name), ks=cutoffs(cfg),
+                      config=OmegaConf.to_container(cfg, resolve=True))  # type: ignore[arg-type]
     near = [p for p in out_dir.parent.glob("*/" + PARTS_DIR)]
     near += [p for p in out_dir.parent.parent.glob("*/*/" + PARTS_DIR) if p.parent.parent != out_dir.parent]
     found = []
@@ -169,11 +200,29 @@ def _save_hydra_files(out_dir: Path, cfg: Any, hydra_cfg: Any) -> None:
     OmegaConf.save(hydra_cfg.overrides.task, folder / "overrides.yaml", resolve=False)
 
 
-def _discard_if_empty(out_dir: Path) -> None:
-    """Remove a run folder in which nothing ran (only the saved config): no litter from failed starts."""
+def _rows_kept(out_dir: Path) -> int:
+    """How many rows ``out_dir``'s table (or its parts) holds; 0 when none."""
+    import pyarrow.parquet as pq
+
+    from memrun.io.writer import ITEMS_FILE, PARTS_DIR
+
+    files = [out_dir / ITEMS_FILE] if (out_dir / ITEMS_FILE).is_file() else sorted((out_dir / PARTS_DIR).glob("*.parquet"))
+    try:
+        return sum(pq.read_metadata(f).num_rows for f in files)
+    except (OSError, ValueError):
+        return 1  # unreadable: keep it, someone should look
+
+
+def _discard_if_empty(out_dir: Path, allow_empty_table: bool = False) -> None:
+    """Remove a run folder in which nothing ran (only the saved config; with
+    ``allow_empty_table``, an items.parquet of no rows too): no litter from failed starts."""
     import shutil
 
-    if out_dir.is_dir() and not any(p.name.startswith(("items", "summary")) for p in out_dir.iterdir()):
+    if not out_dir.is_dir():
+        return
+    names = {p.name for p in out_dir.iterdir()}
+    kept = {n for n in names if n.startswith(("items", "summary"))}
+    if not kept or (allow_empty_table and not _rows_kept(out_dir)):
         shutil.rmtree(out_dir, ignore_errors=True)
 
 
@@ -207,6 +256,7 @@ def job(cfg: Any) -> int:
     status, code, error, lock = "complete", 0, None, None
     redactor = Redactor()  # literal secrets of a refused config stay out of the outcome file
     try:
+        signals.check()  # stopped before this job began: it writes nothing
         lock = claim(out_dir)
         check_no_secrets(cfg)
         _save_hydra_files(out_dir, cfg, hydra_cfg)
@@ -243,12 +293,13 @@ def job(cfg: Any) -> int:
     finally:
         if lock is not None:
             release(lock)
-            if status == "failed":
-                _discard_if_empty(out_dir)
+            if status == "failed" or (status == "interrupted" and not _rows_kept(out_dir)):
+                _discard_if_empty(out_dir, allow_empty_table=status == "interrupted")
         last_exit_code = code
         if multirun:
             Outcome(
-                job=int(hydra_cfg.job.num), status=status, exit_code=code, error=error, run_dir=str(out_dir),
+                job=int(hydra_cfg.job.num), status=status, exit_code=code, error=error,
+                run_dir=_relative(out_dir, Path(hydra_cfg.sweep.dir)),
                 overrides=[redactor.text(o) for o in hydra_cfg.overrides.task], seconds=round(time.perf_counter() - started, 3),
                 host=socket.gethostname(), pid=os.getpid(),
             ).write(Path(hydra_cfg.sweep.dir))

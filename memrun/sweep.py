@@ -22,6 +22,8 @@ from memrun.report.model import headline
 
 last_sweep_exit_code: int | None = None
 """Set by :class:`SweepCallback` when a multirun ends in this process: the worst job's code."""
+current_sweep: Path | None = None
+"""The folder of the multirun in progress in this process (set when it starts)."""
 
 
 @dataclass
@@ -66,11 +68,12 @@ def sweep_rows(sweep_dir: Path) -> list[SweepRow]:
     rows = []
     seen: set[str] = set()
     for o in Outcome.read_all(sweep_dir):
-        summary = _summary(Path(o.run_dir))
+        folder = o.folder(sweep_dir)
+        summary = _summary(folder) if o.status != "refused" else {}  # a refused job's folder is another run's
         name, value = headline(summary)
         rows.append(SweepRow(o.job, " ".join(o.overrides), o.status, o.exit_code, name, value,
-                             summary.get("n_items"), summary.get("n_errors"), o.seconds, o.run_dir, o.error))
-        seen.add(str(Path(o.run_dir).resolve()))
+                             summary.get("n_items"), summary.get("n_errors"), o.seconds, str(folder), o.error))
+        seen.add(str(folder.resolve()))
     for folder in sorted(p for p in sweep_dir.iterdir() if p.is_dir() and (p / ".hydra").is_dir()):
         if str(folder.resolve()) in seen:
             continue
@@ -89,18 +92,28 @@ def worst_exit_code(rows: list[SweepRow]) -> int:
     return max((r.exit_code for r in rows), default=EXIT_USER_ERROR)
 
 
+def finish(sweep_dir: Path) -> int:
+    """Print the table of the sweep in ``sweep_dir``; returns (and records) the worst job's code."""
+    global last_sweep_exit_code
+    import sys
+
+    from rich.console import Console
+
+    from memrun.report.sweep_table import print_sweep_table
+
+    rows = sweep_rows(sweep_dir) if sweep_dir.is_dir() else []
+    last_sweep_exit_code = worst_exit_code(rows)
+    print_sweep_table(Console(width=None if sys.stdout.isatty() else 120), rows, title=f"sweep {sweep_dir}")
+    return last_sweep_exit_code
+
+
 class SweepCallback(Callback):
-    """Prints the sweep table when a multirun ends and records the worst exit code."""
+    """Notes the sweep folder when a multirun starts; prints the table and records the worst
+    exit code when it ends."""
+
+    def on_multirun_start(self, config: Any, **kwargs: Any) -> None:
+        global current_sweep
+        current_sweep = Path(config.hydra.sweep.dir)
 
     def on_multirun_end(self, config: Any, **kwargs: Any) -> None:
-        global last_sweep_exit_code
-        from rich.console import Console
-
-        from memrun.report.sweep_table import print_sweep_table
-
-        rows = sweep_rows(Path(config.hydra.sweep.dir))
-        last_sweep_exit_code = worst_exit_code(rows)
-        import sys
-
-        console = Console(width=None if sys.stdout.isatty() else 120)
-        print_sweep_table(console, rows, title=f"sweep {config.hydra.sweep.dir}")
+        finish(Path(config.hydra.sweep.dir))

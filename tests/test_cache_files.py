@@ -71,3 +71,14 @@ def test_cache_merge_refuses_what_is_not_a_cache(tmp_path, capsys):
     assert "not a memrun cache" in capsys.readouterr().err
     with pytest.raises(SystemExit):
         main(["cache", "merge"])
+
+
+def test_cache_merge_names_a_source_that_is_not_a_database(tmp_path, capsys):
+    src = tmp_path / "src"
+    src.mkdir()
+    (src / "calls.sqlite").write_bytes(b"this is not sqlite" * 100)
+    assert main(["cache", "merge", str(src), str(tmp_path / "dest")]) == 2
+    err = capsys.readouterr().err.strip().splitlines()
+    assert len(err) == 1 and "not a memrun cache" in err[0]
+    assert main(["cache", "merge", str(src), "/proc/memrun-no"]) == 2
+    assert "cannot create the cache folder /proc/memrun-no" in capsys.readouterr().err

@@ -75,3 +75,9 @@ def test_a_run_records_its_tables_sha256_and_compare_refuses_a_changed_file(tmp_
     assert compare_main([str(tmp_path / "1"), str(tmp_path / "2")]) == 4
     err = capsys.readouterr().err
     assert err.count("\n") == 1 and str(tmp_path / "2" / ITEMS_FILE) in err
+
+
+def test_a_damaged_summary_does_not_switch_the_check_off(run_folder):
+    (run_folder / SUMMARY_FILE).write_text("{not json")
+    with pytest.raises(RunTableError, match="is damaged .* cannot be checked"):
+        read_run(run_folder)

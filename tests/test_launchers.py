@@ -4,6 +4,7 @@ and run folders claimed atomically. Every memrun process is the real CLI in a su
 from __future__ import annotations
 
 import json
+import os
 import re
 import shutil
 import subprocess
@@ -120,3 +121,43 @@ def test_an_output_folder_that_cannot_be_made_is_one_line(tmp_path):
     done = run_memrun(["progress=false", "hydra.run.dir=/proc/memrun-cannot-write-here"], tmp_path)
     assert done.returncode == 2 and "Traceback" not in done.stderr
     assert done.stderr.strip().splitlines()[-1].startswith("memrun: error: cannot create the output folder")
+
+
+def test_a_worker_that_dies_ends_the_sweep_with_its_table_and_exit_2(tmp_path):
+    env = {"PYTHONPATH": os.pathsep.join([str(Path(__file__).parent), os.environ.get("PYTHONPATH", "")])}
+    done = run_memrun(["-m", "hydra/launcher=joblib", "hydra.launcher.n_jobs=2", "progress=false",
+                       "arm._target_=memrun.arms.bm25.BM25Arm,arms.faulty.DyingArm"], tmp_path, env, timeout=300)
+    assert done.returncode == 2, done.stderr[-3000:]
+    last = done.stderr.strip().splitlines()[-1]
+    assert last.startswith("memrun: error: the launcher failed: ") and "Traceback" not in done.stderr
+    assert "sweep outputs/multirun" in done.stdout
+
+
+def test_sweep_out_is_a_new_parquet_file_outside_the_runs(basic_sweep, tmp_path):
+    run_dir = next(p for p in basic_sweep.iterdir() if (p / "items.parquet").exists())
+    before = (run_dir / "items.parquet").read_bytes()
+    for out, needle in ((run_dir / "items.parquet", "exists"), (tmp_path / "x.csv", "ending in .parquet"),
+                        (tmp_path, "is a folder"), (run_dir / "new.parquet", "into a run folder")):
+        done = run_memrun(["sweep", str(basic_sweep), "--out", str(out)], tmp_path)
+        assert done.returncode == 2 and needle in done.stderr.strip().splitlines()[-1], (out, done.stderr)
+    assert (run_dir / "items.parquet").read_bytes() == before
+
+
+def test_a_moved_sweep_lists_each_job_once_from_its_new_place(basic_sweep, tmp_path):
+    moved = tmp_path / "moved"
+    shutil.copytree(basic_sweep, moved)
+    rows = json.loads(run_memrun(["sweep", str(moved), "--format", "json"], tmp_path).stdout)
+    assert [r["job"] for r in rows] == [0, 1, 2, 3]
+    assert all(r["run_dir"].startswith(str(moved)) for r in rows if r["status"] == "complete")
+
+
+def test_a_claim_left_by_a_dead_process_is_taken_over(tmp_path):
+    import socket
+
+    folder = tmp_path / "run"
+    folder.mkdir()
+    (folder / ".memrun-claim").write_text(json.dumps({"pid": 2**22 + 12345, "host": socket.gethostname(),
+                                                       "since": "earlier"}))
+    done = run_memrun([f"hydra.run.dir={folder}", "progress=false"], tmp_path)
+    assert done.returncode == 0 and "no longer running; claiming the folder" in done.stderr
+    assert pq.read_table(folder / "items.parquet").num_rows == 30

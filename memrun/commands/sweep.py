@@ -24,6 +24,20 @@ def build_parser() -> argparse.ArgumentParser:
     return parser
 
 
+def _check_out(out: Path) -> None:
+    """Refuse an --out that is not a new .parquet file outside every run folder (one line)."""
+    from memrun.io.writer import ITEMS_FILE, SUMMARY_FILE
+
+    if out.is_dir():
+        raise MemrunError(f"--out {out} is a folder; name a file ending in .parquet")
+    if out.suffix != ".parquet":
+        raise MemrunError(f"--out {out}: the combined table is Parquet; name a file ending in .parquet")
+    if out.exists():
+        raise MemrunError(f"--out {out} exists; remove it first or name another file")
+    if out.name == ITEMS_FILE or (out.parent / SUMMARY_FILE).exists() or (out.parent / ".hydra").is_dir():
+        raise MemrunError(f"--out {out} would write into a run folder; name a file outside the runs")
+
+
 def main(argv: Sequence[str]) -> int:
     """``memrun sweep DIR [--format F] [--out FILE]``; returns the worst job's exit code."""
     from memrun.report.sweep_table import render
@@ -40,6 +54,8 @@ def main(argv: Sequence[str]) -> int:
     if args.out:
         from memrun.io.combine import combine_runs
 
-        n = combine_runs([Path(r.run_dir) for r in rows if r.value is not None or r.n_items], args.out)
+        _check_out(args.out)
+        folders = dict.fromkeys(Path(r.run_dir) for r in rows if r.status != "refused" and r.n_items)
+        n = combine_runs(list(folders), args.out)
         sys.stderr.write(f"wrote {n} rows of {len(rows)} jobs to {args.out}\n")
     return worst_exit_code(rows)

@@ -44,6 +44,9 @@ def combine_runs(run_dirs: Sequence[Path], out: Path) -> int:
     if not tables:
         raise RunTableError("no run of the sweep wrote rows; nothing to combine")
     combined = pa.concat_tables(tables, promote_options="permissive")
-    out.parent.mkdir(parents=True, exist_ok=True)
-    pq.write_table(combined, out)
+    try:
+        out.parent.mkdir(parents=True, exist_ok=True)
+        pq.write_table(combined, out)
+    except (OSError, pa.ArrowException) as exc:
+        raise RunTableError(f"cannot write {out} ({exc}); name a writable file") from exc
     return combined.num_rows

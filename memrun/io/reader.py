@@ -88,8 +88,9 @@ def _check_recorded_sha256(path: Path) -> None:
         return
     try:
         recorded = json.loads(summary.read_text()).get(SHA256_KEY)
-    except (OSError, ValueError, AttributeError):
-        return  # an unreadable summary says nothing about the table
+    except (OSError, ValueError, AttributeError) as exc:  # the check cannot be made: say so, never skip it
+        raise RunTableError(f"{summary} is damaged ({exc}), so {path} cannot be checked against the sha256 "
+                            f"its run recorded; restore {SUMMARY_FILE} (or remove it to read the table unchecked)") from exc
     if recorded and file_sha256(path) != recorded:
         raise RunTableError(f"{path}: its sha256 differs from the one its run recorded in {SUMMARY_FILE} "
                             f"({recorded[:12]}...); the file was changed or damaged after the run: "

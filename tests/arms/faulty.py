@@ -74,3 +74,12 @@ class LateIndexArm(BM25Arm):
     def search(self, query: str, k: int) -> list[Hit]:
         self.searches += 1
         return [] if self.searches % 3 == 1 else super().search(query, k)
+
+
+class DyingArm(BM25Arm):
+    """Its process dies while ingesting (as an out-of-memory kill would end it)."""
+
+    def ingest(self, history_id: str, records: Sequence[Record]) -> None:
+        import os
+
+        os._exit(9)
