@@ -17,11 +17,12 @@ Two things make a run over many histories cheap without changing a single score:
   sessions from a shared pool, so the same texts recur across many questions' histories.
 - **Lazy scoring.** bm25s precomputes every (record, token) score when it indexes (a
   Python loop over the records), which pays off only over many queries; LongMemEval
-  asks one query per history. Instead, a history's token ids are sorted once (numpy) at
-  its first search, and each query scores only its own tokens' postings, with bm25s's
-  own idf and term-frequency functions in the same floating-point order, so the scores
-  are bit-identical to bm25s's (a test compares them for every method). Methods with a
-  non-occurrence term (bm25l, bm25+) use the bm25s index.
+  asks one query per history. Instead, each query scores only its own tokens: the first
+  search of a history scans its token ids for them, later searches read postings sorted
+  once (numpy) at the second; both use bm25s's own idf and term-frequency functions in
+  the same floating-point order, so the scores are bit-identical to bm25s's (a test
+  compares them for every method). Methods with a non-occurrence term (bm25l, bm25+)
+  use the bm25s index.
 """
 
 from __future__ import annotations
@@ -89,7 +90,9 @@ class BM25Arm:
         self._vocab = _Vocab.of(self._stop)  # token -> run-wide id (stopwords: -1)
         self._token_cache: dict[bytes, np.ndarray] = {}  # blake2b-128 of a text -> its token ids (int32)
         self._docs: list[np.ndarray] = []  # the ingested records' token ids, in record order
-        self._sorted: tuple[np.ndarray, np.ndarray, np.ndarray, Any] | None = None  # see _postings
+        self._flat_cache: tuple[np.ndarray, np.ndarray, np.ndarray, Any] | None = None  # see _flat
+        self._sorted: tuple[np.ndarray, np.ndarray] | None = None  # see _postings
+        self._searches = 0  # searches of the ingested history so far
         self._lazy = method in LAZY_METHODS
 
     def describe(self) -> dict[str, Any]:
@@ -113,7 +116,8 @@ class BM25Arm:
     def ingest(self, history_id: str, records: Sequence[Record]) -> None:
         self._records = records
         self._index = None
-        self._sorted = None
+        self._flat_cache = self._sorted = None
+        self._searches = 0
         self._docs = [self.token_ids(r.text) for r in records]
 
     def _build_index(self) -> bm25s.BM25 | None:
@@ -134,48 +138,66 @@ class BM25Arm:
         index.index((corpus, vocab), show_progress=False)  # from ids: skips bm25s's own vocab pass
         return index
 
-    def _postings(self) -> tuple[np.ndarray, np.ndarray, np.ndarray, Any]:
-        """(token ids sorted, their records, record lengths, mean length) of the ingested
-        history, built at its first search."""
+    def _flat(self) -> tuple[np.ndarray, np.ndarray, np.ndarray, Any]:
+        """(token ids of every record in order, each one's record, record lengths, mean
+        length as bm25s takes it: an int array's mean) of the ingested history."""
+        if self._flat_cache is None:
+            lengths = np.array([len(d) for d in self._docs])
+            flat = np.concatenate(self._docs)
+            self._flat_cache = (flat, np.repeat(np.arange(len(lengths)), lengths), lengths, lengths.mean())
+        return self._flat_cache
+
+    def _postings(self) -> tuple[np.ndarray, np.ndarray]:
+        """(token ids sorted, their records: ascending within a token), built once per
+        history, at its second search: a history searched once never sorts."""
         if self._sorted is None:
-            docs = self._docs
-            lengths = np.array([len(d) for d in docs])
-            flat = np.concatenate(docs)
-            order = np.argsort(flat, kind="stable")  # by token, records ascending within a token
-            doc_of = np.repeat(np.arange(len(docs)), lengths)
-            self._sorted = (flat[order], doc_of[order], lengths, lengths.mean())  # the mean as bm25s takes it
+            flat, doc_of, _, _ = self._flat()
+            order = np.argsort(flat, kind="stable")
+            self._sorted = (flat[order], doc_of[order])
         return self._sorted
+
+    def _pairs(self, terms: list[int], n_docs: int) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
+        """(term index into ``terms``, record, count) of every (term, record) pair with the
+        term in the record, sorted by term then record."""
+        self._searches += 1
+        if self._searches == 1:  # the first search: scan the history for the query's tokens
+            flat, doc_of, _, _ = self._flat()
+            terms_array = np.array(terms, dtype=flat.dtype)
+            at = np.isin(flat, terms_array)
+            keys = np.searchsorted(terms_array, flat[at]).astype(np.int64) * n_docs + doc_of[at]
+            keys, counts = np.unique(keys, return_counts=True)
+            term_of, doc = np.divmod(keys, n_docs)
+            return term_of, doc, counts
+        tokens, docs = self._postings()  # later searches: the postings, sorted once
+        starts = np.searchsorted(tokens, terms, side="left")
+        ends = np.searchsorted(tokens, terms, side="right")
+        term_at = np.repeat(np.arange(len(terms)), ends - starts)
+        doc_at = np.concatenate([docs[lo:hi] for lo, hi in zip(starts.tolist(), ends.tolist())])
+        keys = term_at.astype(np.int64) * n_docs + doc_at  # sorted already: count the runs
+        first = np.flatnonzero(np.concatenate(([True], keys[1:] != keys[:-1]))) if len(keys) else keys
+        return term_at[first], doc_at[first], np.diff(np.append(first, len(keys)))
 
     def _lazy_scores(self, query_ids: list[int]) -> np.ndarray:
         """bm25s's scores of every record for ``query_ids`` (run-wide ids, query order),
-        computed from the query's tokens' postings only; equal bit for bit to the index's
-        (see the module docstring)."""
-        tokens, docs, lengths, avg_doc_len = self._postings()
+        computed from the query's own tokens only; equal bit for bit to the index's (see
+        the module docstring)."""
+        _, _, lengths, avg_doc_len = self._flat()
         n_docs = len(lengths)
         terms = sorted(set(query_ids))
-        starts = np.searchsorted(tokens, terms, side="left").tolist()
-        ends = np.searchsorted(tokens, terms, side="right").tolist()
-        present = [(t, lo, hi) for t, lo, hi in zip(terms, starts, ends) if hi > lo]  # others: bm25s drops them
+        pair_term, pair_doc, counts = self._pairs(terms, n_docs)
         scores = np.zeros(n_docs, dtype=np.float32)
-        if not present:
+        if not len(pair_term):
             return scores
-        # Every posting of the query's terms, by term then record: count runs of equal
-        # (term, record) pairs for the term frequencies, all terms at once.
-        spans = np.array([hi - lo for _, lo, hi in present])
-        term_at = np.repeat(np.arange(len(present)), spans)
-        doc_at = np.concatenate([docs[lo:hi] for _, lo, hi in present])
-        pair = term_at.astype(np.int64) * n_docs + doc_at
-        first = np.flatnonzero(np.concatenate(([True], pair[1:] != pair[:-1])))
-        counts = np.diff(np.append(first, len(pair)))
-        pair_term, pair_doc = term_at[first], doc_at[first]
-        bounds = np.searchsorted(pair_term, np.arange(len(present) + 1)).tolist()
+        bounds = np.searchsorted(pair_term, np.arange(len(terms) + 1)).tolist()
         idf_fn, tfc_fn = _select_idf_scorer(self.method), _select_tfc_scorer(self.method)
-        # idf as bm25s stores it (float32), per term, from its document frequency.
-        idf = np.array([idf_fn(bounds[i + 1] - bounds[i], N=n_docs) for i in range(len(present))], dtype=np.float32)
+        # idf as bm25s stores it (float32), from each term's document frequency (0: not
+        # in this history, which bm25s leaves out of the query).
+        df = [bounds[i + 1] - bounds[i] for i in range(len(terms))]
+        idf = np.array([idf_fn(n, N=n_docs) if n else 0.0 for n in df], dtype=np.float32)
         tfc = tfc_fn(tf_array=counts.astype(np.float32), l_d=lengths[pair_doc], l_avg=avg_doc_len,
                      k1=self.k1, b=self.b, delta=None)
         values = (idf[pair_term] * tfc).astype(np.float32)  # float32 idf x float64 tfc, stored float32: bm25s's order
-        where = {t: i for i, (t, _, _) in enumerate(present)}
+        where = {t: i for i, t in enumerate(terms) if df[i]}
         for term in query_ids:  # in query order, repeats included, as bm25s adds them
             i = where.get(term)
             if i is not None:
@@ -211,5 +233,5 @@ class BM25Arm:
         self._index = None
         self._records = ()
         self._docs = []
-        self._sorted = None
+        self._flat_cache = self._sorted = None
         self._token_cache.clear()
