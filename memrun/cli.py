@@ -120,6 +120,8 @@ def _run_hydra(args: list[str]) -> int:
         where = f": {exc.filename}" if exc.filename else ""
         return _fail(f"cannot create the output folder{where} ({exc.strerror or exc}); point hydra.run.dir "
                      "(hydra.sweep.dir for -m) at a writable folder")
+    except sweep.SweepRefused as exc:  # the sweep folder is another sweep's: nothing ran
+        return _fail(str(exc))
     except Exception as exc:  # a launcher failing in a sweep: a worker killed, a cluster error
         if sweep.current_sweep is None:
             raise  # not a sweep: a bug, keep its traceback

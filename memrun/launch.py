@@ -92,17 +92,19 @@ class Outcome:
         return sorted(out, key=lambda o: o.job)
 
 
-def claim(folder: Path) -> Path:
-    """Claim ``folder`` for this process: create :data:`CLAIM_FILE` exclusively.
+def claim(folder: Path, name: str = CLAIM_FILE, *, run: bool = True) -> Path:
+    """Claim ``folder`` for this process: create ``name`` (:data:`CLAIM_FILE`) exclusively.
 
-    Returns the claim file's path (remove it with :func:`release`).
-    Raises RunFolderTaken when another process holds the claim, or when the folder
-    already holds a run's rows (``items.parquet``, ``items.parts/``, ``summary.json``).
+    Returns the claim file's path (remove it with :func:`release`). A claim left by a
+    process of this machine that no longer runs is taken over, with a warning.
+    Raises RunFolderTaken when another process holds the claim, or (``run``: the folder
+    of one run) when the folder already holds a run's rows (``items.parquet``,
+    ``items.parts/``, ``summary.json``).
     """
     from memrun.io.writer import ITEMS_FILE, PARTS_DIR, SUMMARY_FILE
 
     folder.mkdir(parents=True, exist_ok=True)
-    lock = folder / CLAIM_FILE
+    lock = folder / name
     try:
         fd = os.open(lock, os.O_CREAT | os.O_EXCL | os.O_WRONLY, 0o644)
     except FileExistsError:
@@ -114,13 +116,13 @@ def claim(folder: Path) -> Path:
         if holder.get("host") == socket.gethostname() and not _alive(holder.get("pid")):
             lock.unlink(missing_ok=True)  # its process died (kill -9): the claim is stale
             sys.stderr.write(f"warning: {lock} was left by {who}, which is no longer running; claiming the folder\n")
-            return claim(folder)
+            return claim(folder, name, run=run)
         raise RunFolderTaken(f"{folder} is claimed by another run ({who}); give this run its own folder "
                              f"(hydra.run.dir=...), or remove {lock} if that run is dead") from None
     with os.fdopen(fd, "w") as handle:
         handle.write(json.dumps({"pid": os.getpid(), "host": socket.gethostname(),
                                  "since": time.strftime("%Y-%m-%dT%H:%M:%S")}))
-    filled = [name for name in (ITEMS_FILE, PARTS_DIR, SUMMARY_FILE) if (folder / name).exists()]
+    filled = [n for n in (ITEMS_FILE, PARTS_DIR, SUMMARY_FILE) if run and (folder / n).exists()]
     if filled:
         lock.unlink(missing_ok=True)
         raise RunFolderTaken(f"{folder} already holds a run ({', '.join(filled)}); give this run its own "

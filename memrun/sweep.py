@@ -16,7 +16,12 @@ from typing import Any
 
 from hydra.experimental.callback import Callback
 
-from memrun.launch import EXIT_USER_ERROR, Outcome
+from memrun.launch import EXIT_USER_ERROR, OUTCOME_DIR, Outcome, RunFolderTaken, claim, release
+
+
+class SweepRefused(BaseException):
+    """The sweep folder belongs to another sweep. A BaseException: Hydra turns an Exception
+    raised by a callback into a warning and would run the jobs anyway."""
 from memrun.io.writer import SUMMARY_FILE
 from memrun.report.model import headline
 
@@ -24,6 +29,8 @@ last_sweep_exit_code: int | None = None
 """Set by :class:`SweepCallback` when a multirun ends in this process: the worst job's code."""
 current_sweep: Path | None = None
 """The folder of the multirun in progress in this process (set when it starts)."""
+SWEEP_CLAIM = "sweep-claim"  # under <sweep dir>/.memrun/: the sweep that owns the folder
+_claim: Path | None = None
 
 
 @dataclass
@@ -93,8 +100,12 @@ def worst_exit_code(rows: list[SweepRow]) -> int:
 
 
 def finish(sweep_dir: Path) -> int:
-    """Print the table of the sweep in ``sweep_dir``; returns (and records) the worst job's code."""
-    global last_sweep_exit_code
+    """Print the table of the sweep in ``sweep_dir`` and release its claim; returns (and
+    records) the worst job's code."""
+    global last_sweep_exit_code, _claim
+    if _claim is not None:
+        release(_claim)
+        _claim = None
     import sys
 
     from rich.console import Console
@@ -112,8 +123,19 @@ class SweepCallback(Callback):
     exit code when it ends."""
 
     def on_multirun_start(self, config: Any, **kwargs: Any) -> None:
-        global current_sweep
-        current_sweep = Path(config.hydra.sweep.dir)
+        """Claim the sweep folder (before Hydra writes anything in it): two sweeps given one
+        ``hydra.sweep.dir`` would overwrite each other's job records. Raises RunFolderTaken."""
+        global current_sweep, _claim
+        folder = Path(config.hydra.sweep.dir)
+        try:
+            lock = claim(folder / OUTCOME_DIR, SWEEP_CLAIM, run=False)
+        except RunFolderTaken as exc:
+            raise SweepRefused(str(exc)) from None
+        if any((folder / OUTCOME_DIR).glob("job-*.json")):
+            release(lock)
+            raise SweepRefused(f"{folder} already holds a sweep's jobs; give this sweep its own folder "
+                               "(hydra.sweep.dir=...)")
+        _claim, current_sweep = lock, folder
 
     def on_multirun_end(self, config: Any, **kwargs: Any) -> None:
         finish(Path(config.hydra.sweep.dir))

@@ -161,3 +161,19 @@ def test_a_claim_left_by_a_dead_process_is_taken_over(tmp_path):
     done = run_memrun([f"hydra.run.dir={folder}", "progress=false"], tmp_path)
     assert done.returncode == 0 and "no longer running; claiming the folder" in done.stderr
     assert pq.read_table(folder / "items.parquet").num_rows == 30
+
+
+def test_two_sweeps_given_one_sweep_folder(tmp_path):
+    """At once or one after the other, the second is refused in one line before any job runs;
+    the first's jobs and table are whole."""
+    folder = tmp_path / "one"
+    args = ["-m", "arm=bm25,bm25_nostop", "progress=false", f"hydra.sweep.dir={folder}"]
+    procs = [subprocess.Popen([*memrun_exe(), *args, f"seed={s}"], cwd=tmp_path, stdout=subprocess.PIPE,
+                              stderr=subprocess.PIPE, text=True) for s in (1, 2)]
+    outs = [p.communicate(timeout=300) for p in procs]
+    assert sorted(p.returncode for p in procs) == [0, 2], outs
+    loser = [o for p, o in zip(procs, outs) if p.returncode == 2][0]
+    last = loser[1].strip().splitlines()[-1]
+    assert "is claimed by another run" in last or "already holds a sweep's jobs" in last
+    rows = json.loads(run_memrun(["sweep", str(folder), "--format", "json"], tmp_path).stdout)
+    assert [r["status"] for r in rows] == ["complete", "complete"]
