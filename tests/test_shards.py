@@ -80,7 +80,8 @@ def test_a_merged_4_shard_locomo_run_equals_the_unsharded_run(locomo_runs, capsy
     assert _table(sharded).equals(_table(tmp / "whole"))
     merged = json.loads((sharded / "summary.json").read_text())
     whole = json.loads((tmp / "whole" / "summary.json").read_text())
-    for key in ("overall_all", "overall_comparable", "per_category", "n_items", "n_errors", "n_unscored"):
+    for key in ("overall_all", "overall_comparable", "per_category", "n_items", "n_errors", "n_unscored",
+                "intervals"):
         assert merged[key] == whole[key], key
     assert merged["arm_checks"] == whole["arm_checks"]
     instrument = read_run(sharded).instrument

@@ -37,8 +37,12 @@ def retrieval_headline_metric(ks: Sequence[int]) -> str:
 def _interval(scores: list[float], clusters: list[Any], resamples: int, seed: int) -> dict[str, Any] | None:
     if not scores:
         return None
-    keys = [c if c is not None else f"\0item{i}" for i, c in enumerate(clusters)]  # null key: its own cluster
-    boot = paired_bootstrap(np.asarray(scores, dtype=float), keys, resamples=resamples, seed=seed)
+    keys = [str(c) if c is not None else f"\0item{i}" for i, c in enumerate(clusters)]  # null: its own cluster
+    # Items sorted by cluster key: the bootstrap numbers clusters in order of appearance, so
+    # the interval is the same whatever the row order (a merge of shards equals the whole run).
+    order = sorted(range(len(keys)), key=keys.__getitem__)
+    values = np.asarray(scores, dtype=float)[order]
+    boot = paired_bootstrap(values, [keys[i] for i in order], resamples=resamples, seed=seed)
     return {"mean": boot.mean, "low": boot.low, "high": boot.high, "n_items": boot.n_items,
             "n_clusters": boot.n_clusters}
 
