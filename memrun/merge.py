@@ -60,6 +60,8 @@ class MergeResult:
     items: dict[int, int] = field(default_factory=dict)
     n_rows: int = 0
     seconds: float = 0.0
+    chosen: dict[int, Path] = field(default_factory=dict)
+    copies: dict[int, int] = field(default_factory=dict)  # index -> complete copies found, when > 1
 
 
 def _shard_runs(run_dir: Path) -> list[RunTable]:
@@ -178,8 +180,19 @@ def merge(run_dir: Path) -> MergeResult:
         summary.update(calls=_summed(list(chosen.values()), "calls"), repeats=instrument.repeats,
                        fake_providers=instrument.fake_providers)
     (run_dir / SUMMARY_FILE).write_text(json.dumps(summary, indent=2) + "\n")
+    copies = {i: n for i, n in _complete_copies(runs).items() if n > 1}
     return MergeResult(run_dir, instrument.status, count, list(chosen), missing, items, table.num_rows,
-                       time.perf_counter() - started)
+                       time.perf_counter() - started, {i: r.path for i, r in chosen.items()}, copies)
+
+
+def _complete_copies(runs: list[RunTable]) -> dict[int, int]:
+    """Shard index -> how many complete runs of it were found."""
+    counts: dict[int, int] = {}
+    for run in runs:
+        if run.complete and run.instrument.status == "complete":
+            index = int(run.instrument.shard["index"])
+            counts[index] = counts.get(index, 0) + 1
+    return counts
 
 
 def _merged_instrument(parts: list[Instrument], count: int, missing: list[int], table: pa.Table) -> Instrument:

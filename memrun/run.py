@@ -209,6 +209,10 @@ def execute(cfg: DictConfig, out_dir: Path, console: Console) -> dict[str, Any]:
         if not callable(getattr(arm, method, None)):
             raise ArmError(f"arm: {cfg.arm._target_} has no {method}() method; see memrun.arms.Arm")
     warnings = RunWarnings(_warn)
+    judge = (cfg.get("judge") or {}).get("name")
+    if not accuracy and judge not in (None, "none"):
+        warnings.show(f"judge={judge} is not used: axis=recall scores retrieval without a judge; "
+                      "axis=accuracy runs the reader and the judge")
     setup = None
     if accuracy:  # API keys, prompts, judges: checked before any work
         from memrun.accuracy.setup import build_setup

@@ -27,6 +27,8 @@ def main(argv: Sequence[str]) -> int:
     items = ", ".join(f"shard {i}: {n}" for i, n in result.items.items())
     print(f"merged {len(result.merged)} of {result.count} shards ({items} items), {result.n_rows} rows "
           f"in {result.seconds:.2f} s -> {result.run_dir}")
+    for index, n in result.copies.items():
+        print(f"shard {index}: {n} complete copies; merged the newest, {result.chosen[index]}")
     if result.missing:
         sys.stderr.write(f"memrun: warning: partial: shard(s) {', '.join(map(str, result.missing))} of "
                          f"{result.count} are missing or did not complete; re-run them (e.g. memrun ... "
