@@ -284,12 +284,12 @@ def make_plan(cfg: DictConfig, prices: Mapping[str, Any], price_info: Mapping[st
     from memrun.llm.endpoint import check_no_secrets
     from memrun.plugins import build
     from memrun.retrieval import retrieve_group
-    from memrun.run import _check_settings, _load
+    from memrun.run import check_settings, load_dataset
 
     accuracy = cfg.axis == Axis.accuracy
     cutoffs(cfg)  # first: the arms' ${memrun_top_k:} reads them
     check_no_secrets(cfg)
-    top_k = _check_settings(cfg, accuracy)
+    top_k = check_settings(cfg, accuracy)
     selection = selection_from_config(cfg.benchmark)
     benchmark = build(cfg.benchmark, BENCHMARK_RESERVED_KEYS, "benchmark")
     arm = build(cfg.arm, ARM_RESERVED_KEYS, "arm")
@@ -299,7 +299,7 @@ def make_plan(cfg: DictConfig, prices: Mapping[str, Any], price_info: Mapping[st
 
         setup = build_setup(cfg, arm)
     try:
-        dataset, selection, _ = _load(cfg, benchmark, selection)
+        dataset, selection, _ = load_dataset(cfg, benchmark, selection)
         shard_cfg = cfg.get("shard") or {}
         n_shards, shard_index = shards.check(shard_cfg.get("count", 1), shard_cfg.get("index", 0))
         dataset = shards.take_shard(dataset, n_shards, shard_index)

@@ -201,7 +201,7 @@ def execute(cfg: DictConfig, out_dir: Path, console: Console) -> dict[str, Any]:
     except LiteralSecretError as exc:
         exc.scrub(out_dir)  # Hydra saved the composed config (and a sweep's multirun.yaml) before we ran
         raise
-    top_k = _check_settings(cfg, accuracy)
+    top_k = check_settings(cfg, accuracy)
     selection = selection_from_config(cfg.benchmark)
     benchmark: Benchmark = build(cfg.benchmark, BENCHMARK_RESERVED_KEYS, "benchmark")
     arm: Arm = build(cfg.arm, ARM_RESERVED_KEYS, "arm")
@@ -219,7 +219,7 @@ def execute(cfg: DictConfig, out_dir: Path, console: Console) -> dict[str, Any]:
 
         setup = build_setup(cfg, arm)
         warnings.show(*setup.warnings)
-    dataset, selection, benchmark_ids = _load(cfg, benchmark, selection)
+    dataset, selection, benchmark_ids = load_dataset(cfg, benchmark, selection)
     shard_cfg = cfg.get("shard") or {}  # configs built by hand may leave it out: no sharding
     n_shards, shard_index = shards.check(shard_cfg.get("count", 1), shard_cfg.get("index", 0))
     shard = shards.shard_facts(dataset, n_shards, shard_index)
@@ -352,7 +352,7 @@ def execute(cfg: DictConfig, out_dir: Path, console: Console) -> dict[str, Any]:
     return summary
 
 
-def _check_settings(cfg: DictConfig, accuracy: bool) -> int:
+def check_settings(cfg: DictConfig, accuracy: bool) -> int:
     """Check the run-wide settings before any work; return ``arm.top_k``.
 
     ``arm.top_k`` unset or null takes :func:`memrun.config.default_top_k`. Raises
@@ -375,7 +375,7 @@ def _check_settings(cfg: DictConfig, accuracy: bool) -> int:
     return default_top_k(cfg) if top_k is None else _positive_int(top_k, "arm.top_k")
 
 
-def _load(cfg: DictConfig, benchmark: Benchmark, selection: Selection) -> tuple[Dataset, Selection, list[str] | None]:
+def load_dataset(cfg: DictConfig, benchmark: Benchmark, selection: Selection) -> tuple[Dataset, Selection, list[str] | None]:
     """The selected dataset, the selection as applied, and every item id of the benchmark
     before selection (None when its lazy groups come without an index)."""
     loaded = benchmark.load(data_dir(cfg.data_dir))

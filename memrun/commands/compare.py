@@ -145,7 +145,7 @@ def _stratify_by(arg: str, instrument: Instrument) -> str | None:
     return arg
 
 
-def _treatments(values: list[str]) -> list[str]:
+def treatments_of(values: list[str]) -> list[str]:
     """``--treatment a --treatment b,c`` -> ``[a, b, c]``."""
     return [t.strip() for value in values for t in value.split(",") if t.strip()]
 
@@ -229,7 +229,7 @@ def compare(args: argparse.Namespace) -> tuple[Comparison | None, int, str | Non
                           + ("a null band needs two runs of one configuration (run it twice)"
                              if getattr(args, "same_configuration", False) else
                              "compare two runs (for the noise floor, two runs of one config with memrun null-band)"))
-    treatments = _treatments(getattr(args, "treatment", []))
+    treatments = treatments_of(getattr(args, "treatment", []))
     allow_noncomparable = getattr(args, "allow_noncomparable", False)
     differences, refusal = _refusal(run_a.instrument, run_b.instrument, treatments,
                                     allow_noncomparable, args.allow_fake, args.a, args.b)
@@ -378,7 +378,7 @@ def _resolve_runs(args: argparse.Namespace) -> None:
     from memrun.compare.baseline import find_baseline
 
     args.b = args.a
-    folder, why = find_baseline(args.b, args.runs_dir, _treatments(args.treatment))
+    folder, why = find_baseline(args.b, args.runs_dir, treatments_of(args.treatment))
     args.a = str(folder)
     sys.stderr.write(f"memrun: {why}\n")
 

@@ -120,7 +120,8 @@ def summary_lines(d: Mapping[str, Any]) -> list[str]:
     return lines
 
 
-def _category_rows(d: Mapping[str, Any]) -> list[list[str]]:
+def category_rows(d: Mapping[str, Any]) -> list[list[str]]:
+    """One row per category (the cells of :data:`HEADERS`), shared by text, markdown and HTML."""
     rows = []
     for cat, block in d["per_category"].items():
         name = cat if block["label"] == cat else f"{cat} {block['label']}"
@@ -147,7 +148,7 @@ def render_text(d: Mapping[str, Any], width: int = 120) -> str:
     table = Table(box=box.SIMPLE_HEAD, title="per category", title_justify="left")
     for h in HEADERS:
         table.add_column(h, justify="left" if h == "category" else "right", no_wrap=True)
-    for row in _category_rows(d):
+    for row in category_rows(d):
         table.add_row(*row)
     console.print(table)
     console.print(CATEGORY_NOTE, soft_wrap=True)
@@ -162,7 +163,7 @@ def render_markdown(d: Mapping[str, Any]) -> str:
     out = [f"### memrun compare: **{v['outcome'].upper()}** (exit code {d['exit_code']})", ""]
     out += [f"- {line}" for line in summary_lines(d)[2 if runs else 0:]]
     out += ["", "| " + " | ".join(HEADERS) + " |", "|" + "---|" * len(HEADERS)]
-    out += ["| " + " | ".join(row) + " |" for row in _category_rows(d)]
+    out += ["| " + " | ".join(row) + " |" for row in category_rows(d)]
     out += ["", CATEGORY_NOTE]
     body = _label("\n".join(out) + "\n", d, markdown=True)
     if not runs:

@@ -15,7 +15,7 @@ from memrun.errors import MemrunError
 from memrun.instrument import Instrument
 from memrun.io.reader import RunTable, read_run
 from memrun.report import svg
-from memrun.report.compare_report import HEADERS, CATEGORY_NOTE, _category_rows, summary_lines
+from memrun.report.compare_report import CATEGORY_NOTE, HEADERS, category_rows, summary_lines
 from memrun.report.html.common import Texts, embed_json, item_rows, render
 
 
@@ -95,9 +95,9 @@ def compare_context(a: str, b: str, options: Sequence[str] = ()) -> dict[str, An
         from memrun.metrics.retrieval import item_column_for
 
         hit_column = item_column_for(args.metric)
-    from memrun.commands.compare import _treatments
+    from memrun.commands.compare import treatments_of
 
-    treatments = _treatments(args.treatment)
+    treatments = treatments_of(args.treatment)
     notes = [f"{name} did not finish: read from items.parts/" for name, r in (("A", run_a), ("B", run_b))
              if not r.complete]
     notes += [f"{name} ended {r.instrument.status}" for name, r in (("A", run_a), ("B", run_b))
@@ -138,7 +138,7 @@ def compare_context(a: str, b: str, options: Sequence[str] = ()) -> dict[str, An
     if d:
         context["forest"] = svg.forest(forest_rows(d), band=d["verdict"]["band"], min_delta=d["verdict"]["min_delta"],
                                        unit="score" if d.get("unit") == "score" else "pp")
-        context["categories"] = _category_rows(d)
+        context["categories"] = category_rows(d)
     return context
 
 
