@@ -165,10 +165,9 @@ def stale_runs(out_dir: Path, cfg: Any, limit: int = 200) -> list[tuple[Path, in
     import pyarrow.parquet as pq
     from omegaconf import OmegaConf
 
+    from memrun.config import cutoffs
     from memrun.instrument import METADATA_KEY, Instrument
     from memrun.io.writer import ITEMS_FILE, PARTS_DIR
-
-    from memrun.config import cutoffs
 
     mine = Instrument(arm=str(cfg.arm.name), ks=cutoffs(cfg),
                       config=OmegaConf.to_container(cfg, resolve=True))  # type: ignore[arg-type]
@@ -179,15 +178,13 @@ def stale_runs(out_dir: Path, cfg: Any, limit: int = 200) -> list[tuple[Path, in
         folder = parts.parent
         if folder == out_dir or (folder / ITEMS_FILE).exists():
             continue
-        files = sorted(parts.glob("part-*.parquet"))
         try:
-            meta = pq.read_schema(files[-1]).metadata or {}
-            theirs = Instrument.from_json(meta[METADATA_KEY])
-            rows = sum(pq.read_metadata(f).num_rows for f in files)
+            last = sorted(parts.glob("part-*.parquet"))[-1]
+            theirs = Instrument.from_json((pq.read_schema(last).metadata or {})[METADATA_KEY])
         except (IndexError, KeyError, OSError, ValueError):
             continue  # no readable part: nothing of it to speak of
         if not mine.configuration_diff(theirs):
-            found.append((folder, rows))
+            found.append((folder, _rows_kept(folder)))
     return found
 
 
@@ -276,8 +273,7 @@ def job(cfg: Any) -> int:
         status, code, error = "refused", exc.exit_code, str(exc)
         lock = None  # not ours: leave the folder as it is
         _say(error)
-    except LiteralSecretError as exc:  # nothing of this run holds it; a sweep's multirun.yaml may
-        exc.scrub(out_dir)
+    except LiteralSecretError as exc:  # check_no_secrets redacted what Hydra wrote; keep it out of the outcome
         for value in exc.values:
             redactor.add(value, min_length=1)
         status, code, error = "failed", exc.exit_code, str(exc)
@@ -295,7 +291,7 @@ def job(cfg: Any) -> int:
     finally:
         if lock is not None:
             release(lock)
-            if status == "failed" or (status == "interrupted" and not _rows_kept(out_dir)):
+            if status in ("failed", "interrupted"):
                 _discard_if_empty(out_dir, allow_empty_table=status == "interrupted")
         last_exit_code = code
         if multirun:

@@ -38,7 +38,7 @@ from memrun.errors import ArmError, ConfigError, RunFailed
 from memrun.instrument import DENOMINATOR_RETRIEVAL, Instrument
 from memrun.io.schema import items_schema
 from memrun.io.writer import SHA256_KEY, SUMMARY_FILE, ItemsWriter
-from memrun.llm.endpoint import LiteralSecretError, check_no_secrets
+from memrun.llm.endpoint import check_no_secrets
 from memrun.metrics.run_level import summarize_rows
 from memrun.plugins import build
 from memrun.records import Dataset
@@ -196,11 +196,7 @@ def execute(cfg: DictConfig, out_dir: Path, console: Console) -> dict[str, Any]:
     commit = in_background(_git_commit)  # two git processes: waited for while the data loads
     accuracy = cfg.axis == Axis.accuracy
     ks = cutoffs(cfg)  # first: the arms' ${memrun_top_k:} reads them
-    try:
-        check_no_secrets(cfg)
-    except LiteralSecretError as exc:
-        exc.scrub(out_dir)  # Hydra saved the composed config (and a sweep's multirun.yaml) before we ran
-        raise
+    check_no_secrets(cfg)  # it redacts what Hydra already wrote for this job itself
     top_k = check_settings(cfg, accuracy)
     selection = selection_from_config(cfg.benchmark)
     benchmark: Benchmark = build(cfg.benchmark, BENCHMARK_RESERVED_KEYS, "benchmark")
