@@ -39,7 +39,7 @@ from memrun.compare.pairing import pair, read_for_compare
 from memrun.background import in_background
 from memrun.errors import MemrunError
 from memrun.instrument import Instrument
-from memrun.io.reader import RunTable, read_run
+from memrun.io.reader import RunTable, read_instrument
 from memrun.report.compare_report import render_json, render_markdown, render_text
 from memrun.stats import DEFAULT_BAND, ExitCode, JudgeCalibration, band_from_null
 
@@ -118,7 +118,7 @@ def _load(path: str, metric: str, cluster_by: str | None, stratify: str, warning
     """Read only the columns the comparison needs (the instrument first, to know the axis);
     what makes the run read differently (unfinished, partial, one shard) is printed on
     stderr and appended to ``warnings`` (the report's)."""
-    instrument = read_run(path, columns=[]).instrument
+    instrument = read_instrument(path)
     run = read_for_compare(path, instrument.axis, metric, cluster_by, _stratify_by(stratify, instrument))
     said = []
     if not run.complete:

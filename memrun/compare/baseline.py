@@ -15,7 +15,7 @@ from pathlib import Path
 
 from memrun.errors import MemrunError
 from memrun.instrument import Instrument
-from memrun.io.reader import read_run
+from memrun.io.reader import read_instrument
 from memrun.io.writer import ITEMS_FILE
 
 
@@ -24,7 +24,7 @@ def _candidates(runs_dir: Path) -> list[tuple[Path, Instrument]]:
     found = []
     for items in runs_dir.rglob(ITEMS_FILE):
         try:
-            found.append((items.parent, read_run(items.parent, columns=[]).instrument))
+            found.append((items.parent, read_instrument(items.parent)))
         except Exception:  # noqa: BLE001 - a damaged run is no baseline; compare reports B's own problems
             continue
     return found
@@ -35,7 +35,7 @@ def find_baseline(b: str | Path, runs_dir: str | Path, treatments: Sequence[str]
     runs_dir = Path(runs_dir)
     if not runs_dir.is_dir():
         raise MemrunError(f"--baseline auto: no runs folder {runs_dir}; pass --runs-dir DIR (where the runs are)")
-    target = read_run(b, columns=[]).instrument
+    target = read_instrument(b)
     b_folder = Path(b).resolve() if Path(b).is_dir() else Path(b).resolve().parent
     fits = []
     try:

@@ -58,6 +58,32 @@ def read_run(path: str | Path, columns: Sequence[str] | None = None) -> RunTable
     raise RunTableError(f"{path}: no such file or folder")
 
 
+def _unreadable(path: Path, exc: Exception) -> RunTableError:
+    """One line for a file Arrow cannot read (its messages may span lines)."""
+    reason = " ".join(str(exc).split())
+    return RunTableError(f"{path}: not a readable Parquet file, damaged or truncated? ({reason})")
+
+
+def read_instrument(path: str | Path) -> Instrument:
+    """The :class:`Instrument` of a run folder or ``items.parquet``, from the Parquet footer
+    alone: no rows are read and no sha256 is computed (:func:`read_run` checks those).
+
+    Raises RunTableError as :func:`read_run` does for a path with nothing to read or a
+    file that is damaged or not a memrun table.
+    """
+    path = Path(path)
+    if path.is_dir():
+        parts = sorted((path / PARTS_DIR).glob("part-*.parquet"))
+        path = path / ITEMS_FILE if (path / ITEMS_FILE).is_file() else (parts[-1] if parts else path)
+    if not path.is_file():
+        return read_run(path, columns=[]).instrument  # raises the reason there is nothing to read
+    try:
+        schema = pq.read_schema(path)
+    except (pa.ArrowException, OSError) as exc:
+        raise _unreadable(path, exc) from exc
+    return _instrument(schema, path)
+
+
 def _read_table(path: Path, columns: Sequence[str] | None) -> pa.Table:
     try:
         if columns is not None:
@@ -67,7 +93,7 @@ def _read_table(path: Path, columns: Sequence[str] | None) -> pa.Table:
         table.schema.names  # noqa: B018 - a damaged footer can hold names that are not UTF-8
         return table
     except (pa.ArrowException, OSError, UnicodeDecodeError) as exc:
-        raise RunTableError(f"{path}: not a readable Parquet file, damaged or truncated? ({exc})") from exc
+        raise _unreadable(path, exc) from exc
 
 
 def _read_file(path: Path, columns: Sequence[str] | None = None) -> RunTable:

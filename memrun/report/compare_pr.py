@@ -30,12 +30,12 @@ def _folder(path: str | Path) -> Path:
 def describe_run(path: str | Path) -> dict[str, Any]:
     """Run id, benchmark, arm, overrides, status and calls of the run at ``path``; what cannot be
     read is None (a usage error still names what it can)."""
-    from memrun.io.reader import read_run
+    from memrun.io.reader import read_instrument
 
     out: dict[str, Any] = {"run_id": None, "benchmark": None, "arm": None, "axis": None, "status": None,
                            "git_commit": None, "overrides": [], "calls": None, "cost_usd": None, "instrument": None}
     try:
-        inst = read_run(path, columns=[]).instrument
+        inst = read_instrument(path)
     except Exception:  # noqa: BLE001 - unreadable: the reason is reported by compare itself
         return out
     out.update(run_id=inst.run_id, benchmark=inst.benchmark, arm=inst.arm, axis=inst.axis, status=inst.status,
