@@ -110,7 +110,7 @@ def _line(line: str, gold_match: GoldMatch, item_lines: dict[str, int], history_
     try:
         obj = json.loads(line)
     except json.JSONDecodeError as exc:
-        raise _Invalid("", f"not valid JSON ({exc.msg} at column {exc.colno})") from None
+        raise _Invalid("", f"not valid JSON ({exc.msg.removesuffix(' at')} at column {exc.colno})") from None
     if not isinstance(obj, dict):
         raise _Invalid("", f"expected a JSON object, got {type(obj).__name__}")
     if "questions" in obj or "conversation_id" in obj:

@@ -108,7 +108,7 @@ class LoCoMo:
         try:
             raw = json.loads(read_text_strict(path))
         except json.JSONDecodeError as exc:
-            raise DataError(f"{path}:{exc.lineno}: not valid JSON ({exc.msg} at column {exc.colno})") from exc
+            raise DataError(f"{path}:{exc.lineno}: not valid JSON ({exc.msg.removesuffix(' at')} at column {exc.colno})") from exc
         if not isinstance(raw, list):
             raise DataError(f"{path}: expected a list of conversations, got {type(raw).__name__}")
         if not raw:
