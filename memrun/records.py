@@ -8,7 +8,7 @@ gold; the run matches hits against gold with :func:`gold_matches`.
 
 from __future__ import annotations
 
-from collections.abc import Iterable, Iterator, Sequence
+from collections.abc import Callable, Iterable, Iterator, Sequence
 from dataclasses import dataclass, field
 from typing import Any, Literal
 
@@ -165,9 +165,24 @@ def gold_matches(hit: Hit, gold_keys: Iterable[str], mode: GoldMatch) -> frozens
     ``substring``: a gold key (case-folded, ``_`` as space) occurs in the hit's key or
     text, case-folded likewise. Raises ValueError for an unknown mode.
     """
+    return gold_matcher(gold_keys, mode)(hit)
+
+
+_NO_MATCH: frozenset[str] = frozenset()
+
+
+def gold_matcher(gold_keys: Iterable[str], mode: GoldMatch) -> Callable[[Hit], frozenset[str]]:
+    """:func:`gold_matches` for one item's gold keys, prepared once for all of its hits."""
+    gold = tuple(gold_keys)
     if mode == "key":
-        return frozenset(k for k in gold_keys if k == hit.key)
+        singles = {k: frozenset((k,)) for k in gold}
+        return lambda hit: singles.get(hit.key, _NO_MATCH)
     if mode == "substring":
-        haystack = _fold(hit.key) + "\n" + _fold(hit.text)
-        return frozenset(k for k in gold_keys if _fold(k) in haystack)
+        folded = [(k, _fold(k)) for k in gold]
+
+        def match(hit: Hit) -> frozenset[str]:
+            haystack = _fold(hit.key) + "\n" + _fold(hit.text)
+            return frozenset(k for k, f in folded if f in haystack)
+
+        return match
     raise ValueError(f"unknown gold match mode {mode!r} (expected 'key' or 'substring')")

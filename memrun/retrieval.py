@@ -24,7 +24,7 @@ from memrun.metrics.retrieval import (
     score_item,
     score_sessions,
 )
-from memrun.records import Dataset, GoldMatch, Group, Hit, Item, gold_matches
+from memrun.records import Dataset, GoldMatch, Group, Hit, Item, gold_matcher
 
 
 @dataclass(frozen=True)
@@ -63,7 +63,7 @@ def make_row(run_id: str, r: Retrieved, dataset: Dataset, ks: Sequence[int], top
         distinct = [hits[i] for i in distinct_ranking(h.key for h in hits)][:top_k]
         measured = measured_ks(ks, top_k)
         if item.gold_keys:
-            matches = [gold_matches(h, item.gold_keys, dataset.gold_match) for h in distinct]
+            matches = list(map(gold_matcher(item.gold_keys, dataset.gold_match), distinct))
             scores = score_item(matches, len(set(item.gold_keys)), measured)
         if item.gold_sessions:
             session_scores = score_sessions([h.key for h in distinct], r.session_of, item.gold_sessions, measured)

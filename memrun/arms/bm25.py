@@ -17,12 +17,15 @@ Two things make a run over many histories cheap without changing a single score:
   sessions from a shared pool, so the same texts recur across many questions' histories.
 - **Lazy scoring.** bm25s precomputes every (record, token) score when it indexes (a
   Python loop over the records), which pays off only over many queries; LongMemEval
-  asks one query per history. Instead, each query scores only its own tokens: the first
-  search of a history scans its token ids for them, later searches read postings sorted
-  once (numpy) at the second; both use bm25s's own idf and term-frequency functions in
-  the same floating-point order, so the scores are bit-identical to bm25s's (a test
-  compares them for every method). Methods with a non-occurrence term (bm25l, bm25+)
-  use the bm25s index.
+  asks one query per history. Instead, the first search of a history scores only its
+  own tokens (a scan of the history's token ids for them); the second computes every
+  (token, record) score of the history at once with numpy, which later searches read
+  (LoCoMo asks ~200 questions per conversation). Both use bm25s's own idf and
+  term-frequency functions in the same floating-point order, so the scores are
+  bit-identical to bm25s's (a test compares them for every method). Methods with a
+  non-occurrence term (bm25l, bm25+) use the bm25s index.
+- **A partial sort.** ``search(query, k)`` sorts only the records that can be in the top
+  k (a partition at the k-th best score, ties kept), not every record with a score.
 """
 
 from __future__ import annotations
@@ -90,8 +93,9 @@ class BM25Arm:
         self._vocab = _Vocab.of(self._stop)  # token -> run-wide id (stopwords: -1)
         self._token_cache: dict[bytes, np.ndarray] = {}  # blake2b-128 of a text -> its token ids (int32)
         self._docs: list[np.ndarray] = []  # the ingested records' token ids, in record order
+        self._has_tokens = False  # whether any ingested record has a token
         self._flat_cache: tuple[np.ndarray, np.ndarray, np.ndarray, Any] | None = None  # see _flat
-        self._sorted: tuple[np.ndarray, np.ndarray] | None = None  # see _postings
+        self._scored: tuple[np.ndarray, list[int], np.ndarray, np.ndarray] | None = None  # see _postings
         self._searches = 0  # searches of the ingested history so far
         self._lazy = method in LAZY_METHODS
 
@@ -116,13 +120,14 @@ class BM25Arm:
     def ingest(self, history_id: str, records: Sequence[Record]) -> None:
         self._records = records
         self._index = None
-        self._flat_cache = self._sorted = None
+        self._flat_cache = self._scored = None
         self._searches = 0
         self._docs = [self.token_ids(r.text) for r in records]
+        self._has_tokens = any(len(d) for d in self._docs)
 
     def _build_index(self) -> bm25s.BM25 | None:
         """The bm25s index of the ingested records (None when no record has a token)."""
-        if not any(len(d) for d in self._docs):
+        if not self._has_tokens:
             return None
         lengths = [len(d) for d in self._docs]
         # Local ids, numbered as bm25s numbers them from tokens: first seen first.
@@ -147,67 +152,84 @@ class BM25Arm:
             self._flat_cache = (flat, np.repeat(np.arange(len(lengths)), lengths), lengths, lengths.mean())
         return self._flat_cache
 
-    def _postings(self) -> tuple[np.ndarray, np.ndarray]:
-        """(token ids sorted, their records: ascending within a token), built once per
-        history, at its second search: a history searched once never sorts."""
-        if self._sorted is None:
-            flat, doc_of, _, _ = self._flat()
-            order = np.argsort(flat, kind="stable")
-            self._sorted = (flat[order], doc_of[order])
-        return self._sorted
+    def _idf(self, df: np.ndarray, n_docs: int) -> np.ndarray:
+        """idf as bm25s stores it (float32), from each term's document frequency (> 0)."""
+        idf_fn = _select_idf_scorer(self.method)
+        return np.array([idf_fn(n, N=n_docs) for n in df.tolist()], dtype=np.float32)
 
-    def _pairs(self, terms: list[int], n_docs: int) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
-        """(term index into ``terms``, record, count) of every (term, record) pair with the
-        term in the record, sorted by term then record."""
-        self._searches += 1
-        if self._searches == 1:  # the first search: scan the history for the query's tokens
-            flat, doc_of, _, _ = self._flat()
-            terms_array = np.array(terms, dtype=flat.dtype)
-            at = np.isin(flat, terms_array)
-            keys = np.searchsorted(terms_array, flat[at]).astype(np.int64) * n_docs + doc_of[at]
-            keys, counts = np.unique(keys, return_counts=True)
-            term_of, doc = np.divmod(keys, n_docs)
-            return term_of, doc, counts
-        tokens, docs = self._postings()  # later searches: the postings, sorted once
-        starts = np.searchsorted(tokens, terms, side="left")
-        ends = np.searchsorted(tokens, terms, side="right")
-        term_at = np.repeat(np.arange(len(terms)), ends - starts)
-        doc_at = np.concatenate([docs[lo:hi] for lo, hi in zip(starts.tolist(), ends.tolist())])
-        keys = term_at.astype(np.int64) * n_docs + doc_at  # sorted already: count the runs
-        first = np.flatnonzero(np.concatenate(([True], keys[1:] != keys[:-1]))) if len(keys) else keys
-        return term_at[first], doc_at[first], np.diff(np.append(first, len(keys)))
+    def _values(self, term_of: np.ndarray, idf: np.ndarray, doc: np.ndarray, counts: np.ndarray) -> np.ndarray:
+        """The score each (term, record) pair adds, as bm25s computes and stores it: a
+        float32 idf times a float64 term-frequency component, stored as float32."""
+        _, _, lengths, avg_doc_len = self._flat()
+        tfc = _select_tfc_scorer(self.method)(tf_array=counts.astype(np.float32), l_d=lengths[doc],
+                                              l_avg=avg_doc_len, k1=self.k1, b=self.b, delta=None)
+        return (idf[term_of] * tfc).astype(np.float32)
+
+    def _first_pairs(self, terms: list[int]) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
+        """(term index into the sorted ``terms``, record, count) of every (term, record)
+        pair with the term in the record, sorted by term then record: a scan of the
+        history for the query's own tokens, for its first search."""
+        flat, doc_of, lengths, _ = self._flat()
+        n_docs = len(lengths)
+        terms_array = np.array(terms, dtype=flat.dtype)
+        at = np.isin(flat, terms_array)
+        keys = np.searchsorted(terms_array, flat[at]).astype(np.int64) * n_docs + doc_of[at]
+        keys, counts = np.unique(keys, return_counts=True)
+        term_of, doc = np.divmod(keys, n_docs)
+        return term_of, doc, counts
+
+    def _postings(self) -> tuple[np.ndarray, list[int], np.ndarray, np.ndarray]:
+        """(the history's distinct token ids, sorted; where each one's postings start in
+        the next two arrays, plus their end; the postings' records, ascending within a
+        token; the score each posting adds), built once per history, at its second
+        search: a history searched once never builds them."""
+        if self._scored is None:
+            flat, doc_of, lengths, _ = self._flat()
+            n_docs = len(lengths)
+            order = np.argsort(flat, kind="stable")
+            keys = flat[order].astype(np.int64) * n_docs + doc_of[order]  # sorted: count the runs
+            first = np.flatnonzero(np.concatenate(([True], keys[1:] != keys[:-1])))
+            counts = np.diff(np.append(first, len(keys)))
+            token, doc = np.divmod(keys[first], n_docs)
+            starts = np.flatnonzero(np.concatenate(([True], token[1:] != token[:-1])))
+            bounds = np.append(starts, len(token))
+            term_of = np.repeat(np.arange(len(starts)), np.diff(bounds))
+            values = self._values(term_of, self._idf(np.diff(bounds), n_docs), doc, counts)
+            self._scored = (token[starts], bounds.tolist(), doc, values)
+        return self._scored
 
     def _lazy_scores(self, query_ids: list[int]) -> np.ndarray:
         """bm25s's scores of every record for ``query_ids`` (run-wide ids, query order),
         computed from the query's own tokens only; equal bit for bit to the index's (see
         the module docstring)."""
-        _, _, lengths, avg_doc_len = self._flat()
-        n_docs = len(lengths)
-        terms = sorted(set(query_ids))
-        pair_term, pair_doc, counts = self._pairs(terms, n_docs)
+        n_docs = len(self._docs)
         scores = np.zeros(n_docs, dtype=np.float32)
-        if not len(pair_term):
-            return scores
-        bounds = np.searchsorted(pair_term, np.arange(len(terms) + 1)).tolist()
-        idf_fn, tfc_fn = _select_idf_scorer(self.method), _select_tfc_scorer(self.method)
-        # idf as bm25s stores it (float32), from each term's document frequency (0: not
-        # in this history, which bm25s leaves out of the query).
-        df = [bounds[i + 1] - bounds[i] for i in range(len(terms))]
-        idf = np.array([idf_fn(n, N=n_docs) if n else 0.0 for n in df], dtype=np.float32)
-        tfc = tfc_fn(tf_array=counts.astype(np.float32), l_d=lengths[pair_doc], l_avg=avg_doc_len,
-                     k1=self.k1, b=self.b, delta=None)
-        values = (idf[pair_term] * tfc).astype(np.float32)  # float32 idf x float64 tfc, stored float32: bm25s's order
-        where = {t: i for i, t in enumerate(terms) if df[i]}
+        terms = sorted(set(query_ids))
+        self._searches += 1
+        if self._searches == 1:  # the first search: scan the history for the query's tokens
+            term_of, doc, counts = self._first_pairs(terms)
+            bounds_array = np.searchsorted(term_of, np.arange(len(terms) + 1))
+            df = np.diff(bounds_array)
+            idf = np.zeros(len(terms), dtype=np.float32)  # 0: not in this history, which bm25s leaves out
+            idf[df > 0] = self._idf(df[df > 0], n_docs)
+            values = self._values(term_of, idf, doc, counts)
+            where = {t: i for i, t in enumerate(terms) if df[i]}
+            bounds = bounds_array.tolist()
+        else:  # later searches: the scored postings, built once
+            tokens, bounds, doc, values = self._postings()
+            at = np.searchsorted(tokens, terms).tolist()
+            where = {t: i for t, i in zip(terms, at) if i < len(tokens) and tokens[i] == t}
         for term in query_ids:  # in query order, repeats included, as bm25s adds them
             i = where.get(term)
             if i is not None:
                 lo, hi = bounds[i], bounds[i + 1]
-                scores[pair_doc[lo:hi]] += values[lo:hi]
+                scores[doc[lo:hi]] += values[lo:hi]
         return scores
 
-    def rank(self, query: str) -> tuple[np.ndarray, np.ndarray]:
-        """(record indices, scores) of every record with a positive score, best first."""
-        if not any(len(d) for d in self._docs):
+    def rank(self, query: str, k: int | None = None) -> tuple[np.ndarray, np.ndarray]:
+        """(record indices, scores) of every record with a positive score, best first
+        (ties in record order); with ``k``, only the first ``k`` of them."""
+        if not self._has_tokens:
             return np.zeros(0, dtype=np.int64), np.zeros(0)
         vocab = self._vocab
         query_ids = [vocab[t] for t in self._tokens([query])[0] if t in vocab]  # stopwords are out already
@@ -221,17 +243,21 @@ class BM25Arm:
             assert self._index is not None
             local = self._index.vocab_dict
             scores = self._index.get_scores_from_ids([local[g] for g in query_ids if g in local])
-        order = np.argsort(-scores, kind="stable")
-        order = order[scores[order] > 0]
+        positive = np.flatnonzero(scores > 0)  # ascending: the stable sort keeps record order on ties
+        if k is not None and len(positive) > k:
+            kth = np.partition(scores[positive], len(positive) - k)[len(positive) - k]  # the k-th best score
+            positive = positive[scores[positive] >= kth]  # the best k, and any tied with the k-th
+        order = positive[np.argsort(-scores[positive], kind="stable")][:k]
         return order, scores[order]
 
     def search(self, query: str, k: int) -> list[Hit]:
-        order, scores = self.rank(query)
+        order, scores = self.rank(query, k)
         return ranked_hits(self._records, order, scores, k)
 
     def close(self) -> None:
         self._index = None
         self._records = ()
         self._docs = []
-        self._flat_cache = self._sorted = None
+        self._has_tokens = False
+        self._flat_cache = self._scored = None
         self._token_cache.clear()

@@ -111,7 +111,7 @@ def score_item(
         hit[k] = first is not None and first <= k
         full[k] = n > 0 and cum_seen[n - 1] >= n_gold
         precision[k] = cum_relevant[n - 1] / k if n else 0.0
-        idcg = sum(1.0 / math.log2(i + 1) for i in range(1, min(k, n_gold) + 1))
+        idcg = _idcg(min(k, n_gold))
         ndcg[k] = (cum_dcg[n - 1] / idcg) if n else 0.0
     return ItemRetrieval(
         first_gold_rank=first,
@@ -202,16 +202,17 @@ def item_columns(
     ks = tuple(ks)
     if score is None:
         return dict.fromkeys(_columns_of(ks, prefix))
-    out: dict[str, object] = {f"{prefix}first_gold_rank": score.first_gold_rank, f"{prefix}rr": score.rr}
-    for name, values in (
-        ("hit", score.hit),
-        ("all", score.all),
-        ("precision", score.precision),
-        ("ndcg", score.ndcg),
-    ):
-        for k in ks:
-            out[f"{prefix}{name}_at_{k}"] = values.get(k)
-    return out
+    names = _columns_of(ks, prefix)  # first_gold_rank, rr, then hit, all, precision, ndcg at each K
+    values = [score.first_gold_rank, score.rr]
+    for by_k in (score.hit, score.all, score.precision, score.ndcg):
+        values += [by_k.get(k) for k in ks]
+    return dict(zip(names, values))
+
+
+@functools.lru_cache(maxsize=256)
+def _idcg(n: int) -> float:
+    """IDCG of ``n`` relevant hits at the top: sum_{i=1}^{n} 1 / log2(i + 1)."""
+    return sum(1.0 / math.log2(i + 1) for i in range(1, n + 1))
 
 
 @functools.lru_cache(maxsize=64)
@@ -271,10 +272,11 @@ def aggregate(
     out: dict[str, float | int | None] = {"n_scored": n}
 
     def mean(col: str) -> float | None:
-        values = [r.get(prefix + col) for r in scored]
-        if not n or any(v is None for v in values):
+        key = prefix + col
+        values = [r.get(key) for r in scored]
+        if not n or None in values:
             return None
-        return math.fsum(float(v) for v in values) / n  # type: ignore[arg-type]  # exact: order-free
+        return math.fsum(values) / n  # type: ignore[arg-type]  # exact, so order-free; bools count as 0/1
 
     out["mrr"] = mean("rr")
     for k in ks:

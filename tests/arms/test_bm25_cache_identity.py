@@ -47,6 +47,10 @@ def _same(arm: BM25Arm, ref: ReferenceBM25, query: str) -> None:
     (o1, s1), (o2, s2) = arm.rank(query), ref.rank(query)
     assert o1.tolist() == o2.tolist(), query
     assert s1.tobytes() == s2.tobytes(), query  # bit for bit
+    for k in (1, 2, 5):  # the top k alone (a partial sort): the same records, ties in record order
+        top_order, top_scores = arm.rank(query, k)
+        assert top_order.tolist() == o2[:k].tolist(), (query, k)
+        assert top_scores.tobytes() == s2[:k].tobytes(), (query, k)
 
 
 def test_hits_on_a_generated_longmemeval_file_are_unchanged(tmp_path):
@@ -78,9 +82,11 @@ def _hits(ref: ReferenceBM25, records, query: str, k: int):
 def test_lazy_and_indexed_scores_equal_the_reference_bit_for_bit(method):
     rng = random.Random(5)
     words = [f"w{i}" for i in range(60)] + ["the", "and", "of"]
+    tied = Record("tied", "w1 w2 w3")  # records with the same text score the same: ties to break
     arm, ref = BM25Arm(method=method), ReferenceBM25(method=method)
     for history in range(15):
         records = [Record(f"r{i}", " ".join(rng.choices(words, k=rng.randint(0, 25)))) for i in range(rng.randint(1, 30))]
+        records[rng.randrange(len(records)):rng.randrange(len(records))] = [tied] * 3
         arm.ingest(str(history), records)
         ref.ingest(records)
         for _ in range(4):  # several queries of one history: the postings are built once, at the first
