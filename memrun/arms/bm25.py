@@ -1,16 +1,15 @@
-"""``arm=bm25``: in-process BM25 over one history's records, with bm25s.
+"""``arm=bm25``: in-process BM25 over one history's records, scored as bm25s scores.
 
-Scoring is bm25s's (Lù, 2024, "BM25S: Orders of magnitude faster lexical search via
-eager sparse scoring"); the arm only tokenizes, indexes once per history and takes the
-top k by score. Tokens follow ``bm25s.tokenize``'s rule (lower case, its token pattern,
-its stopword lists), applied with the splitter and stopwords of a
-``bm25s.tokenization.Tokenizer``: ``bm25s.tokenize`` itself rebuilds the stopword set
+Scores are bm25s's (Lù, 2024, "BM25S: Orders of magnitude faster lexical search via
+eager sparse scoring") bit for bit; the arm tokenizes, scores once per history and
+takes the top k by score. Tokens follow ``bm25s.tokenize``'s rule (lower case, its
+token pattern, its stopword lists; ``bm25s.tokenize`` itself rebuilds the stopword set
 for every text and builds hidden progress bars, which made tokenizing most of a
-search's time. Records with a zero score (no query term in common) are not returned,
+search's time). Records with a zero score (no query term in common) are not returned,
 so an arm may return fewer than k hits. Ties are broken by record order, so a run is
 deterministic.
 
-Two things make a run over many histories cheap without changing a single score:
+Four things make a run over many histories cheap without changing a single score:
 
 - **Tokens once per distinct text.** Each record text is tokenized once per run and kept
   as token ids under its content hash (blake2b-128); LongMemEval's haystacks draw their
@@ -20,10 +19,13 @@ Two things make a run over many histories cheap without changing a single score:
   asks one query per history. Instead, the first search of a history scores only its
   own tokens (a scan of the history's token ids for them); the second computes every
   (token, record) score of the history at once with numpy, which later searches read
-  (LoCoMo asks ~200 questions per conversation). Both use bm25s's own idf and
-  term-frequency functions in the same floating-point order, so the scores are
+  (LoCoMo asks ~200 questions per conversation). Both use bm25s's idf and
+  term-frequency formulas in bm25s's floating-point order, so the scores are
   bit-identical to bm25s's (a test compares them for every method). Methods with a
   non-occurrence term (bm25l, bm25+) use the bm25s index.
+- **No SciPy.** The lazy methods take the formulas and the English stopword list from
+  :mod:`memrun.arms.bm25_rules` without importing bm25s, whose package imports SciPy's
+  sparse matrices (~0.1 s of a run's start) for the index they do not build.
 - **A partial sort.** ``search(query, k)`` sorts only the records that can be in the top
   k (a partition at the k-th best score, ties kept), not every record with a score.
 """
@@ -32,25 +34,24 @@ from __future__ import annotations
 
 import hashlib
 import logging
-import re
 from collections.abc import Sequence
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
-import bm25s
 import numpy as np
-from bm25s.scoring import _select_idf_scorer, _select_tfc_scorer
 
 from memrun.arms import ranked_hits
+from memrun.arms.bm25_rules import IDF, TFC, idf_values, split_tokens, stopword_list
 from memrun.errors import ArmError
 from memrun.records import Hit, Record
+
+if TYPE_CHECKING:
+    import bm25s
 
 # bm25s logs every index build at DEBUG; a run builds one per history.
 logging.getLogger("bm25s").setLevel(logging.WARNING)
 
 METHODS = ("robertson", "lucene", "atire", "bm25l", "bm25+")
-LAZY_METHODS = ("robertson", "lucene", "atire")  # no non-occurrence term: a query needs only its own tokens
-_BM25S_PATTERN = r"(?u)\b\w\w+\b"  # bm25s's default token pattern
-_FAST_SPLIT = re.compile(r"\w\w+").findall
+LAZY_METHODS = tuple(IDF)  # robertson, lucene, atire: no non-occurrence term, a query needs only its own tokens
 
 
 class _Vocab(dict):  # type: ignore[type-arg]
@@ -77,17 +78,8 @@ class BM25Arm:
         if method not in METHODS:
             raise ArmError(f"arm.method={method!r} is not a bm25s method; use one of {', '.join(METHODS)}")
         self.method, self.k1, self.b, self.stopwords = method, k1, b, stopwords
-        try:
-            rule = bm25s.tokenization.Tokenizer(lower=True, stopwords=stopwords)
-        except ValueError as exc:
-            raise ArmError(f"arm.stopwords={stopwords!r}: {exc}") from None
-        self._split = rule.splitter
-        if getattr(rule.splitter, "__self__", None) is not None and rule.splitter.__self__.pattern == _BM25S_PATTERN:
-            # The same tokens, ~20% faster: scanning left to right, a run of two or more word
-            # characters is always matched from its first character to its last, so the
-            # word boundaries add nothing (a test checks the two agree).
-            self._split = _FAST_SPLIT
-        self._stop = frozenset(rule.stopwords)
+        self._split = split_tokens  # bm25s's default pattern (memrun.arms.bm25_rules)
+        self._stop = frozenset(stopword_list(stopwords))
         self._records: Sequence[Record] = ()
         self._index: bm25s.BM25 | None = None
         self._vocab = _Vocab.of(self._stop)  # token -> run-wide id (stopwords: -1)
@@ -139,6 +131,8 @@ class BM25Arm:
         ids = local[np.searchsorted(uniq, flat)]
         corpus = [chunk.tolist() for chunk in np.split(ids, np.cumsum(lengths)[:-1])]
         vocab = {int(g): int(i) for g, i in zip(uniq, local)}  # run-wide id -> local id
+        import bm25s  # only bm25l and bm25+ build its index (and import SciPy with it)
+
         index = bm25s.BM25(method=self.method, k1=self.k1, b=self.b)
         index.index((corpus, vocab), show_progress=False)  # from ids: skips bm25s's own vocab pass
         return index
@@ -154,15 +148,13 @@ class BM25Arm:
 
     def _idf(self, df: np.ndarray, n_docs: int) -> np.ndarray:
         """idf as bm25s stores it (float32), from each term's document frequency (> 0)."""
-        idf_fn = _select_idf_scorer(self.method)
-        return np.array([idf_fn(n, N=n_docs) for n in df.tolist()], dtype=np.float32)
+        return np.array(idf_values(self.method, df.tolist(), n_docs), dtype=np.float32)
 
     def _values(self, term_of: np.ndarray, idf: np.ndarray, doc: np.ndarray, counts: np.ndarray) -> np.ndarray:
         """The score each (term, record) pair adds, as bm25s computes and stores it: a
         float32 idf times a float64 term-frequency component, stored as float32."""
         _, _, lengths, avg_doc_len = self._flat()
-        tfc = _select_tfc_scorer(self.method)(tf_array=counts.astype(np.float32), l_d=lengths[doc],
-                                              l_avg=avg_doc_len, k1=self.k1, b=self.b, delta=None)
+        tfc = TFC[self.method](counts.astype(np.float32), lengths[doc], avg_doc_len, self.k1, self.b)
         return (idf[term_of] * tfc).astype(np.float32)
 
     def _first_pairs(self, terms: list[int]) -> tuple[np.ndarray, np.ndarray, np.ndarray]:

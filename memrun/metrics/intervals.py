@@ -90,10 +90,14 @@ def category_intervals(
     item is scored there. The settings are recorded beside them.
     """
     scored = item_scores(rows, axis=axis, metric=metric)
+    computed: dict[tuple[int, ...], dict[str, Any] | None] = {}  # blocks of the same items share one bootstrap
 
     def block(keep: Any) -> dict[str, Any] | None:
-        part = [s for s in scored if keep(s[0])]
-        return _interval([s[2] for s in part], [s[1] for s in part], resamples, seed)
+        picked = tuple(i for i, s in enumerate(scored) if keep(s[0]))
+        if picked not in computed:  # e.g. one category: overall_all, overall_comparable and it are the same items
+            computed[picked] = _interval([scored[i][2] for i in picked], [scored[i][1] for i in picked], resamples, seed)
+        found = computed[picked]
+        return None if found is None else dict(found)
 
     out: dict[str, Any] = {"metric": metric, "confidence": 0.95, "resamples": resamples, "seed": seed,
                            "cluster_by": "cluster", "overall_all": block(lambda c: True)}

@@ -10,6 +10,7 @@ import pytest
 from helpers import loader
 
 from memrun.arms.bm25 import METHODS, BM25Arm
+from memrun.arms.bm25_rules import BM25S_PATTERN, stopword_list
 from memrun.benchmarks.lme_synth import SynthSpec, write
 from memrun.records import Record
 
@@ -109,6 +110,7 @@ def test_each_distinct_text_is_tokenized_once_per_run(monkeypatch):
 def test_the_fast_splitter_gives_bm25s_tokens():
     rule = bm25s.tokenization.Tokenizer(lower=True, stopwords="en")
     arm = BM25Arm()
+    assert rule.splitter.__self__.pattern == BM25S_PATTERN  # bm25s's default is the pattern memrun follows
     assert arm._split is not rule.splitter  # the default pattern: the faster equivalent is used
     rng = random.Random(11)
     alphabet = "ab_1 Zé\u00df\u4e2d-.'\n\t!x"
@@ -116,3 +118,25 @@ def test_the_fast_splitter_gives_bm25s_tokens():
     texts += ["".join(rng.choices(alphabet, k=rng.randint(0, 40))) for _ in range(2000)]
     for text in texts:
         assert arm._split(text.lower()) == rule.splitter(text.lower()), text
+
+
+@pytest.mark.parametrize("stopwords", ["en", "english", None, "de", ["foo", "bar"]])
+def test_stopwords_are_the_lists_bm25s_takes(stopwords):
+    expected = bm25s.tokenization.Tokenizer(lower=True, stopwords=stopwords).stopwords
+    assert stopword_list(stopwords) == tuple(expected)
+
+
+def test_a_lucene_run_does_not_import_bm25s_or_scipy():
+    """The lazy methods read bm25s's English stopwords from its file and score with memrun's
+    copy of its formulas: a fresh process that runs the arm never imports bm25s or SciPy."""
+    import subprocess
+    import sys
+
+    code = ("import sys; from memrun.arms.bm25 import BM25Arm; from memrun.records import Record; "
+            "arm = BM25Arm(); arm.ingest('h', [Record('a', 'the tomatoes grow'), Record('b', 'pears')]); "
+            "assert sorted(h.key for h in arm.search('tomatoes and pears', 5)) == ['a', 'b']; "
+            "print(sorted(m for m in ('bm25s', 'scipy') if m in sys.modules)); "
+            "print(len(arm._stop))")
+    out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True).stdout.split("\n")
+    assert out[0] == "[]"
+    assert int(out[1]) == len(bm25s.tokenization.Tokenizer(stopwords="en").stopwords) > 20

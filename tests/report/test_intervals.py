@@ -37,6 +37,23 @@ def test_intervals_are_the_cluster_bootstrap_of_the_scores():
     assert retrieval_headline_metric([1, 3, 10]) == "recall@10" and retrieval_headline_metric([2]) == "mrr"
 
 
+def test_blocks_of_the_same_items_share_one_bootstrap(monkeypatch):
+    import memrun.metrics.intervals as intervals
+
+    calls = []
+    real = intervals.paired_bootstrap
+    monkeypatch.setattr(intervals, "paired_bootstrap", lambda *a, **k: calls.append(1) or real(*a, **k))
+    rows = [{"item_id": str(i), "repeat": 0, "category": "4", "cluster": f"conv{i % 10}", "error": None,
+             "hit_at_5": i % 3 == 0} for i in range(100)]
+    out = category_intervals(rows, axis="recall", metric="recall@5", comparable_categories=["4"])
+    assert len(calls) == 1  # one category: overall_all, overall_comparable and category 4 are the same items
+    assert out["overall_all"] == out["overall_comparable"] == out["per_category"]["4"]
+    assert out["overall_all"] is not out["per_category"]["4"]  # copies: editing one block leaves the others
+    two = category_intervals([*rows, {**rows[0], "item_id": "x", "category": "5"}], axis="recall",
+                             metric="recall@5", comparable_categories=["4"])
+    assert two["overall_all"]["n_items"] == 101 and two["overall_comparable"]["n_items"] == 100
+
+
 def test_the_page_says_what_is_wrong_with_a_run_first():
     inst = Instrument(status="stopped", fake_providers=True, shard={"missing": [2]})
     run = SimpleNamespace(complete=True, instrument=inst, table=SimpleNamespace(num_rows=5))
