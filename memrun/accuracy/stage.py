@@ -34,7 +34,7 @@ from memrun.accuracy.setup import AccuracySetup
 from memrun.errors import MemrunError
 from memrun.judges import Case, is_abstention
 from memrun.judges.lexical import lexical_scores
-from memrun.llm.client import CallError
+from memrun.llm.client import CallError, ChatResult
 from memrun.llm.reader import Prepared, Reader
 from memrun.llm.service import BudgetExhausted
 from memrun.metrics.failure import failure_stage
@@ -68,6 +68,11 @@ def judge_case(item: Item, category_label: str, answer: str, substring_gold: boo
         gold_keys=tuple(item.gold_keys) if substring_gold else (),
         abstention=is_abstention(item, category_label, abstention_categories),
     )
+
+
+def answer_text(result: ChatResult) -> str:
+    """The answer a reader's reply gives: its text, stripped."""
+    return result.text.strip()
 
 
 class _Failed(Exception):
@@ -130,9 +135,13 @@ class AnswerStage:
                     self.setup.llm.prefetch(self.setup.reader.endpoint, [
                         (p.request, repeat) for p in prepared if p is not None and p.request is not None
                         for repeat in range(self.setup.repeats)])
-                for r, p in zip(retrieved, prepared):
+                bases = []
+                for r in retrieved:
                     base = self.make_row(r)  # retrieval is scored once per item
                     base["retrieved_texts"] = None if r.hits is None else [h.text for h in r.hits]
+                    bases.append(base)
+                self._prefetch_verdicts(retrieved, prepared, bases)
+                for r, p, base in zip(retrieved, prepared, bases):
                     for repeat in range(self.setup.repeats):
                         self._waiting += 1
                         tasks.append(asyncio.create_task(self._one(r, dict(base, repeat=repeat), records, p)))
@@ -146,6 +155,29 @@ class AnswerStage:
 
     def _prepare(self, r: Retrieved, records: Mapping[str, Record]) -> Prepared | None:
         return reader_request(self.setup.reader, r, records)
+
+    def _prefetch_verdicts(self, retrieved: Sequence[Retrieved], prepared: Sequence[Prepared | None],
+                           bases: Sequence[Row]) -> None:
+        """Read the judge's cached replies to the reader answers already read from the cache
+        (a re-run: every one) in one query, as the readers' were: grading them then never
+        waits for the event loop to batch their lookups."""
+        reader, judge, llm = self.setup.reader, self.setup.judge, self.setup.llm
+        request_for = getattr(judge, "request", None)
+        endpoint = getattr(judge, "endpoint", None)
+        if reader is None or not callable(request_for) or endpoint is None:
+            return
+        calls = []
+        for r, p, base in zip(retrieved, prepared, bases):
+            if p is None or p.request is None or p.overflow:
+                continue
+            for repeat in range(self.setup.repeats):
+                result = llm.prefetched(reader.endpoint, p.request, repeat)
+                if result is not None:
+                    case = judge_case(r.item, str(base["category_label"]), answer_text(result), self.substring_gold,
+                                      self.abstention_categories)
+                    calls.append((request_for(case)[1], repeat))
+        if calls:
+            llm.prefetch(endpoint, calls)
 
     async def _one(self, r: Retrieved, row: Row, records: Mapping[str, Record], prepared: Prepared | None) -> None:
         try:
@@ -211,7 +243,7 @@ class AnswerStage:
             completion_tokens=result.completion_tokens,
             reader_cache_hit=outcome.cached,
         )
-        return result.text.strip()
+        return answer_text(result)
 
     async def _answer_and_judge(
         self, row: Row, r: Retrieved, repeat: int, records: Mapping[str, Record], prepared: Prepared | None

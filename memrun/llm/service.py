@@ -226,6 +226,10 @@ class LLMService:
         self._prefetched.update(found)
         return len(found)
 
+    def prefetched(self, endpoint: Endpoint, request: ChatRequest, repeat: int) -> ChatResult | None:
+        """The reply :meth:`prefetch` read for this call, if any (it stays there for :meth:`call`)."""
+        return self._prefetched.get(call_key(endpoint.public_url, request, repeat)) if self._prefetched else None
+
     def forget(self, endpoint: Endpoint, request: ChatRequest, repeat: int) -> None:
         """Drop the stored reply to ``request`` (a reply its reader could not use, such as
         an unparseable verdict), so that the next run makes the call again."""

@@ -171,3 +171,23 @@ def test_lookups_in_one_loop_turn_share_one_query(tmp_path, openai_server, monke
 
     assert asyncio.run(go()) == [True] * 5
     assert batches == [5] and openai_server.count() == 5
+
+
+def test_a_rerun_reads_every_reply_ahead_in_one_query_per_group_and_endpoint(llm_env, tmp_path, monkeypatch):
+    """An identical re-run reads readers' and then judges' cached replies ahead, one query
+    each per group: no call waits on the event loop for a lookup of its own."""
+    from accuracy.helpers import execute_run, rows
+
+    execute_run(tmp_path, "judge=gpt41", "repeats=2", name="cold")
+    made = llm_env.count()
+    queries: list[int] = []
+    lookups: list[str] = []
+    real_get_many = CallCache.get_many
+    monkeypatch.setattr(CallCache, "get_many", lambda self, keys: queries.append(len(keys)) or real_get_many(self, keys))
+    real_lookup = LLMService._lookup
+    monkeypatch.setattr(LLMService, "_lookup", lambda self, key: lookups.append(key) or real_lookup(self, key))
+    out, _ = execute_run(tmp_path, "judge=gpt41", "repeats=2", name="warm")
+    assert llm_env.count() == made and lookups == []
+    n_rows = len(rows(out))
+    assert sum(queries) == 2 * n_rows  # every reader and judge reply, each read once
+    assert len(queries) == 2 * len({r["cluster"] for r in rows(out)})  # two queries per group
