@@ -9,7 +9,6 @@ from every metric; Ctrl-C or a crash still leaves the finished rows readable.
 
 from __future__ import annotations
 
-import asyncio
 import gc
 import json
 import subprocess
@@ -151,6 +150,8 @@ def _run_accuracy(
         if time.perf_counter() - shown >= PROGRESS_SECONDS:  # the bar redraws at 10 Hz; rows come faster
             shown = time.perf_counter()
             show()
+
+    import asyncio  # the accuracy axis only: a retrieval run never starts an event loop
 
     from memrun.accuracy.stage import AnswerStage
 

@@ -218,11 +218,15 @@ def _records(conversation: dict[str, Any], counts: Counter[str], where: str = "c
             raise DataError(f"{where} {key}: expected a list of turn objects")
         date = _typed(conversation, f"{key}_date_time", where, (str,), "a string")
         for i, turn in enumerate(turns):
-            at = f"{where} {key} turn {i}"
-            text = str(_typed(turn, "text", at, (str, int, float), "a string") or "").strip()
-            caption = str(_typed(turn, "blip_caption", at, (str, int, float), "a string") or "").strip()
-            dia_id = _typed(turn, "dia_id", at, (str,), "a string such as D1:3")
-            speaker = _typed(turn, "speaker", at, (str, int, float), "a string")
+            text, caption, dia_id, speaker = turn.get("text"), turn.get("blip_caption"), turn.get("dia_id"), turn.get("speaker")
+            if not (type(text) in _SCALAR and type(caption) in _SCALAR and type(dia_id) in _ID and type(speaker) in _SCALAR):
+                at = f"{where} {key} turn {i}"  # a field of another type: say which (the common case skips this)
+                text = _typed(turn, "text", at, (str, int, float), "a string")
+                caption = _typed(turn, "blip_caption", at, (str, int, float), "a string")
+                dia_id = _typed(turn, "dia_id", at, (str,), "a string such as D1:3")
+                speaker = _typed(turn, "speaker", at, (str, int, float), "a string")
+            text = str(text or "").strip()
+            caption = str(caption or "").strip()
             if not (text or caption):
                 counts["turns_empty"] += 1
                 continue
@@ -234,6 +238,12 @@ def _records(conversation: dict[str, Any], counts: Counter[str], where: str = "c
                 body += f" [image: {caption}]"
             records.append(Record(key=dia_id, text=body, timestamp=date, session=key))
     return records
+
+
+# The JSON types a turn's fields may have (None: absent or null), as exact types: a bool is
+# an int subclass but never passes as a number (see _typed).
+_SCALAR = frozenset({type(None), str, int, float})
+_ID = frozenset({type(None), str})
 
 
 def _typed(obj: Mapping[str, Any], key: str, where: str, kinds: tuple[type, ...], what: str) -> Any:
