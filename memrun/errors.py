@@ -41,6 +41,13 @@ class AuthError(MemrunError):
         self.status = status
 
 
+class EndpointUnreachable(MemrunError):
+    """Nothing answers at an LLM endpoint that has not answered once in this run (connection
+    refused, unknown host) after the HTTP policy's retries: a wrong base URL or a server
+    that is not running. Every later call would fail the same way, so the run stops at
+    the first one (the rows so far are kept), as for :class:`AuthError`."""
+
+
 class CacheError(MemrunError):
     """A cache file cannot be read or written any more (a full disk, a damaged file). Every
     later call would fail the same way, so the run stops (the rows so far are kept)."""

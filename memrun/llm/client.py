@@ -11,7 +11,10 @@ capped one event loop near 280 calls/s; this path spends a fraction of that, and
 Every retry decision is :class:`memrun.http_policy.Retrier`'s (429: wait out Retry-After
 without using the retry budget; 408, 5xx and transport errors: jittered 0.5 x 2^n s
 backoff up to ``attempts``; 401/403: :class:`memrun.errors.AuthError`, which stops the
-run; other >= 400: raise with the body's start). Errors reach the caller as
+run; other >= 400: raise with the body's start). When nothing answers at an endpoint
+that has not answered once (connection refused, unknown host, after the retries), the
+call raises :class:`memrun.errors.EndpointUnreachable`, which stops the run too: a
+wrong base URL would otherwise fail every item, each after its own retries. Errors reach the caller as
 :class:`CallError` with a one-line message; the caller records them on the item, where
 they are counted and excluded from ratios.
 """
@@ -28,7 +31,7 @@ from dataclasses import dataclass, field
 from functools import cached_property
 from typing import Any
 
-from memrun.errors import AuthError
+from memrun.errors import AuthError, EndpointUnreachable
 from memrun.http_policy import AUTH_STATUSES, BODY_PREVIEW_CHARS, HttpPolicy, Retrier, auth_error
 from memrun.llm.endpoint import Endpoint, Redactor
 
@@ -141,6 +144,7 @@ class ChatClient:
         self.rate_limit_waits = 0
         self.server_error_retries = 0
         self.transport_retries = 0
+        self.answered = False  # any reply (even an HTTP error) came from the endpoint
 
     def _open(self) -> Any:
         """The session, made inside the running event loop (aiohttp binds it to the loop)."""
@@ -171,13 +175,19 @@ class ChatClient:
             try:
                 async with session.post(self._url, data=body, headers=self._headers, proxy=self._proxy) as response:
                     status = response.status
+                    self.answered = True
                     raw = await response.read()
                     headers = response.headers
             except (aiohttp.ClientError, asyncio.TimeoutError) as exc:  # resets, truncated bodies, timeouts
                 # A chat completion changes nothing on the server: safe to send again.
                 wait = retrier.transport_delay(exc, idempotent=True)
                 if wait is None:
-                    raise CallError("transport", _transport_message(exc, self.endpoint.public_url)) from None
+                    message = _transport_message(exc, self.endpoint.public_url)
+                    if not self.answered and _unreachable(exc):
+                        raise EndpointUnreachable(f"{message}; no call to it has succeeded in this run, so the run "
+                                                  "stops here: check the endpoint's base URL (or its *_BASE_URL "
+                                                  "variable) and that the server is up") from None
+                    raise CallError("transport", message) from None
                 self.transport_retries += 1
                 await self._sleep(wait)
                 continue
@@ -223,9 +233,15 @@ def _proxy_for(url: str) -> str | None:
     return proxies.get(parts.scheme) or proxies.get("all")
 
 
+def _unreachable(exc: BaseException) -> bool:
+    """True when ``exc`` says no connection could be made (refused, unknown host), as
+    opposed to a connection that broke or timed out once made."""
+    return type(exc).__name__ in ("ClientConnectorError", "ClientConnectorDNSError") or "Cannot connect to host" in str(exc)
+
+
 def _transport_message(exc: BaseException, url: str) -> str:
     """One line for a failed connection."""
-    if type(exc).__name__ in ("ClientConnectorError", "ClientConnectorDNSError") or "Cannot connect to host" in str(exc):
+    if _unreachable(exc):
         return f"cannot connect to {url} (nothing answers there; is the server running?)"
     if isinstance(exc, asyncio.TimeoutError):
         return f"TimeoutError: no complete reply within the request timeout ({url})"

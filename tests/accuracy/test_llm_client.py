@@ -7,7 +7,7 @@ import time
 
 import pytest
 
-from memrun.errors import AuthError
+from memrun.errors import AuthError, EndpointUnreachable
 from memrun.http_policy import HttpPolicy, Retrier
 from memrun.llm.client import CallError, ChatClient, ChatRequest, parse_completion
 from memrun.llm.endpoint import Endpoint
@@ -116,13 +116,33 @@ def test_tokens_are_what_the_api_reported_or_none(openai_server):
     assert (result.prompt_tokens, result.completion_tokens) == (None, None)
 
 
-def test_transport_error_raises_transport_kind():
+def test_an_endpoint_that_never_answered_is_unreachable():
     server = OpenAIServer().start()
     server.stop()  # nothing listens on the port any more
+
+    async def go() -> EndpointUnreachable:
+        client = ChatClient(Endpoint(server.base_url, "sk-test"), policy=FAST, timeout=2)
+        try:
+            await client.complete(REQUEST)
+        except EndpointUnreachable as exc:
+            return exc
+        finally:
+            await client.close()
+        raise AssertionError("no error")
+
+    error = asyncio.run(go())
+    assert str(error).startswith(f"cannot connect to {server.base_url} (nothing answers there; is the server running?)")
+    assert "run stops" in str(error) and "base URL" in str(error)
+
+
+def test_an_endpoint_that_answered_before_fails_one_call():
+    server = OpenAIServer().start()
 
     async def go() -> CallError:
         client = ChatClient(Endpoint(server.base_url, "sk-test"), policy=FAST, timeout=2)
         try:
+            await client.complete(REQUEST)  # answered once in this run
+            server.stop()
             await client.complete(REQUEST)
         except CallError as exc:
             return exc
@@ -131,8 +151,7 @@ def test_transport_error_raises_transport_kind():
         raise AssertionError("no error")
 
     error = asyncio.run(go())
-    assert error.kind == "transport"
-    assert str(error) == f"cannot connect to {server.base_url} (nothing answers there; is the server running?)"
+    assert error.kind == "transport"  # the item's error; the run goes on (the server may come back)
 
 
 def test_default_policy_delays_without_sleeping():

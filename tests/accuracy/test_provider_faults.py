@@ -36,6 +36,20 @@ def test_a_refused_key_stops_the_run_at_the_first_refusal(llm_env, tmp_path, cap
     assert run.instrument.status == "failed" and 4 <= run.table.num_rows <= 6 + 2
 
 
+def test_an_endpoint_nothing_answers_at_stops_the_run_in_one_line(openai_server, tmp_path, monkeypatch, capsys):
+    base_url = openai_server.base_url
+    openai_server.stop()  # a wrong port, or a server that is not running
+    monkeypatch.setenv("OPENAI_BASE_URL", base_url)
+    monkeypatch.setenv("OPENAI_API_KEY", KEY)
+    rc, out = run_memrun(tmp_path, "judge=gpt41", "concurrency=4", "http_attempts=2")
+    err = [line for line in capsys.readouterr().err.strip().splitlines() if not line.startswith("warning:")]
+    assert rc == 2 and len(err) == 1, err
+    assert err[0].startswith(f"memrun: error: cannot connect to {base_url}") and "run stops" in err[0]
+    run = read_run(out)  # not one doomed call (with its retries) per item: the run ends at the first
+    assert run.instrument.status == "failed" and run.table.num_rows == 0
+    assert summary(out)["calls"]["made"] <= 4  # the calls in flight when the first failed for good
+
+
 def test_a_fake_provider_without_a_local_address_refuses_to_start(openai_server, tmp_path, monkeypatch, capsys):
     # The default stands in for OpenAI's endpoint: even a regression must not reach a real API.
     monkeypatch.setattr(endpoint, "DEFAULT_BASE_URL", "https://api.example.invalid/v1")
