@@ -5,6 +5,7 @@ from __future__ import annotations
 from types import SimpleNamespace
 
 import numpy as np
+import pytest
 
 from memrun.instrument import Instrument
 from memrun.metrics.intervals import category_intervals, item_scores, retrieval_headline_metric
@@ -61,3 +62,27 @@ def test_the_page_says_what_is_wrong_with_a_run_first():
     assert [n.split(":")[0] for n in notes] == ["STOPPED", "STOPPED early", "PARTIAL", "FAKE PROVIDERS"]
     assert "shards 2 missing" in notes[0]
     assert status_notes(SimpleNamespace(complete=True, instrument=Instrument(status="complete")), {}, None) == []
+
+
+@pytest.mark.parametrize("denominator", ["accuracy_abstain_wrong", "accuracy"])
+def test_a_runs_interval_reads_the_per_item_scores_compare_reads(tmp_path, denominator):
+    """Two homes for one rule, kept equal: the run's own intervals collapse rows in Python
+    (memrun.metrics.intervals), memrun compare collapses the same rows with Arrow
+    (memrun.compare.pairing). Random labels over repeats, with ties, abstentions and errors."""
+    from run_tables import accuracy_run
+
+    from memrun.compare.pairing import pair
+    from memrun.instrument import DENOMINATOR_ABSTAIN_WRONG, DENOMINATOR_EXCLUDE_ABSTAIN
+    from memrun.io.reader import read_run
+
+    rng = np.random.default_rng(3)
+    words = ["correct", "wrong", "abstain", "error"]
+    labels = {f"i{n:03d}": [words[k] for k in rng.choice(4, size=int(rng.integers(1, 5)), p=[0.4, 0.3, 0.15, 0.15])]
+              for n in range(300)}
+    stored = DENOMINATOR_ABSTAIN_WRONG if denominator == "accuracy_abstain_wrong" else DENOMINATOR_EXCLUDE_ABSTAIN
+    run = read_run(accuracy_run(tmp_path / "run", labels, denominator=stored))
+    paired = pair(run, run, metric=denominator, cluster_by="cluster")
+    from_compare = dict(zip(paired.item_ids.to_pylist(), paired.a.tolist()))
+    scored = item_scores(run.table.to_pylist(), axis="accuracy", metric=denominator)  # items in first-seen order
+    assert len(scored) == len(from_compare) > 100
+    assert [s for _, _, s in scored] == list(from_compare.values())
