@@ -76,6 +76,7 @@ class Instrument:
     fake_providers: bool = False
     judge2_model: str | None = None  # axis=accuracy: the second judge, when one re-graded a sample
     judge2_prompt_sha256: str | None = None
+    llm_endpoints: dict[str, str] = field(default_factory=dict)  # axis=accuracy: role (reader, judge, judge2) -> base URL
     gold_match: str | None = None
     categories: dict[str, str] = field(default_factory=dict)
     comparable_categories: list[str] | None = None

@@ -145,6 +145,20 @@ def test_fake_providers_refused_unless_allowed(tmp_path, capsys):
     assert compare_main([str(ra), str(rb), "--allow-fake"]) != ExitCode.REFUSAL
 
 
+def test_calls_to_different_endpoints_are_named_in_a_warning(tmp_path, capsys):
+    labels = {f"i{i:02d}": ["correct" if i % 3 else "wrong"] for i in range(40)}
+    here = {"reader": "http://127.0.0.1:8000/v1", "judge": "https://api.openai.com/v1"}
+    a = accuracy_run(tmp_path / "a", labels, llm_endpoints=here)
+    b = accuracy_run(tmp_path / "b", labels, llm_endpoints={**here, "reader": "https://api.openai.com/v1"})
+    code, doc = compare_json(capsys, str(a), str(b))
+    assert code != ExitCode.REFUSAL  # recorded and said, not refused: a gateway may serve the same model
+    said = [w for w in doc["warnings"] if "endpoints" in w]
+    assert len(said) == 1 and "reader" in said[0] and "127.0.0.1:8000" in said[0], doc["warnings"]
+    same = accuracy_run(tmp_path / "c", labels, llm_endpoints=here)
+    _, doc = compare_json(capsys, str(a), str(same))
+    assert not [w for w in doc["warnings"] if "endpoints" in w]
+
+
 def test_deterministic_under_seed_and_seed_matters(tmp_path, capsys):
     a, b = wtl(9, 40, 4)
     ra, rb = retrieval_run(tmp_path / "a", a), retrieval_run(tmp_path / "b", b)

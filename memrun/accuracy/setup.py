@@ -148,8 +148,10 @@ def build_setup(cfg: DictConfig, arm: Any) -> AccuracySetup:
     headline = cfg.denominator.value if hasattr(cfg.denominator, "value") else str(cfg.denominator)
     redactor = llm.redactor
     described = [judge.describe()] + ([judge2.describe()] if judge2 else [])
-    endpoints = [reader.endpoint] if reader else []
-    endpoints += [d["endpoint"] for d in described if d.get("endpoint") is not None]
+    endpoint_of = {"reader": reader.endpoint} if reader else {}  # role -> endpoint (LLM judges only)
+    endpoint_of.update({role: d["endpoint"] for role, d in zip(("judge", "judge2"), described)
+                        if d.get("endpoint") is not None})
+    endpoints = list(endpoint_of.values())
     llm.open(endpoints)  # registers the keys with the redactor; the clients build meanwhile
     fake = any(e.fake for e in endpoints)
     instrument = {
@@ -162,6 +164,8 @@ def build_setup(cfg: DictConfig, arm: Any) -> AccuracySetup:
         "context_policy": reader.context_policy if reader else None,
         "judge2_model": described[1]["judge_model"] if judge2 else None,
         "judge2_prompt_sha256": described[1]["judge_prompt_sha256"] if judge2 else None,
+        # where the calls went (no credentials): the same model name elsewhere may be another model
+        "llm_endpoints": {role: e.public_url for role, e in endpoint_of.items()},
     }
     return AccuracySetup(
         llm=llm, reader=reader, judge=judge, judge2=judge2, repeats=int(cfg.repeats), headline=headline,

@@ -137,6 +137,15 @@ def _load(path: str, metric: str, cluster_by: str | None, stratify: str, warning
     return run
 
 
+def _endpoint_warnings(a: Instrument, b: Instrument) -> list[str]:
+    """One line per LLM role (reader, judge, judge2) whose calls went to different base URLs
+    in the two runs: one model name on two servers may be two models, or two versions."""
+    return [f"the {role} calls went to different endpoints (A: {a.llm_endpoints[role]}, B: {b.llm_endpoints[role]}); "
+            "one model name on two servers may be two models or two versions"
+            for role in ("reader", "judge", "judge2")
+            if role in a.llm_endpoints and role in b.llm_endpoints and a.llm_endpoints[role] != b.llm_endpoints[role]]
+
+
 def _stratify_by(arg: str, instrument: Instrument) -> str | None:
     if arg == "none":
         return None
@@ -235,6 +244,9 @@ def compare(args: argparse.Namespace) -> tuple[Comparison | None, int, str | Non
                                     allow_noncomparable, args.allow_fake, args.a, args.b)
     if refusal:
         return None, int(ExitCode.REFUSAL), refusal
+    for line in _endpoint_warnings(run_a.instrument, run_b.instrument):
+        sys.stderr.write(f"memrun: warning: {line}\n")
+        read_warnings.append(line)
     if getattr(args, "same_configuration", False):
         changed = run_a.instrument.configuration_diff(run_b.instrument)
         if changed:

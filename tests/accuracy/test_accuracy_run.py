@@ -47,6 +47,7 @@ def test_rows_instrument_and_a_free_second_run(server, tmp_path, capsys):
     assert inst.reader_model == "gpt-4.1-mini" and inst.reader_prompt_sha256 == hashlib.sha256(prompt).hexdigest()
     assert inst.judge_model == "gpt-4.1" and len(inst.judge_prompt_sha256) == 64
     assert inst.denominator == "correct+wrong+abstained" and inst.fake_providers is False
+    assert inst.llm_endpoints == {"reader": server.base_url, "judge": server.base_url}  # where the calls went
     s = summary(out)
     assert s["overall_all"]["accuracy"] == 1.0 and s["calls"]["made"] == 4 * N_ITEMS
 
