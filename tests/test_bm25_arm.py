@@ -75,5 +75,31 @@ def test_tokens_are_bm25s_tokenize_on_real_text(data_dir, stopwords):
 
 
 def test_unknown_stopword_list_is_an_arm_error():
-    with pytest.raises(ArmError, match="arm.stopwords='klingon'"):
+    with pytest.raises(ArmError, match="arm.stopwords='klingon' is not a stopword list bm25s knows") as caught:
         BM25Arm(stopwords="klingon")
+    assert "en, de," in str(caught.value) and "null" in str(caught.value)  # what to write instead
+
+
+@pytest.mark.parametrize("setting,match", [
+    ({"k1": -1.0}, r"arm.k1=-1.0: must be a number >= 0"),
+    ({"b": 5}, r"arm.b=5: must be between 0 and 1"),
+    ({"b": -0.1}, r"arm.b=-0.1: must be between 0 and 1"),
+    ({"k1": "x"}, r"arm.k1='x'"),
+])
+def test_parameters_outside_bm25s_range_are_arm_errors(setting, match):
+    with pytest.raises(ArmError, match=match):
+        BM25Arm(**setting)
+    BM25Arm(k1=0.0, b=0.0), BM25Arm(k1=2.0, b=1.0)  # the ends of the ranges are fine
+
+
+@pytest.mark.parametrize("method", ["bm25l", "bm25+"])
+def test_methods_on_the_bm25s_index_log_nothing(method, caplog):
+    import logging
+
+    logging.getLogger("bm25s").setLevel(logging.DEBUG)  # what importing bm25s leaves it at
+    caplog.set_level(logging.DEBUG)
+    arm = BM25Arm(method=method)
+    for history in ("h1", "h2"):
+        arm.ingest(history, [Record("a", "tomatoes grow red"), Record("b", "pears grow green")])
+        assert [h.key for h in arm.search("red tomatoes", 2)] == ["a", "b"]
+    assert [r.getMessage() for r in caplog.records if r.name.startswith("bm25s")] == []

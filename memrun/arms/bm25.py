@@ -47,8 +47,12 @@ from memrun.records import Hit, Record
 if TYPE_CHECKING:
     import bm25s
 
-# bm25s logs every index build at DEBUG; a run builds one per history.
-logging.getLogger("bm25s").setLevel(logging.WARNING)
+
+
+def _quiet_bm25s() -> None:
+    """bm25s logs every index build (a run builds one per history), and importing it sets
+    its logger to DEBUG: call this after the import."""
+    logging.getLogger("bm25s").setLevel(logging.WARNING)
 
 METHODS = ("robertson", "lucene", "atire", "bm25l", "bm25+")
 LAZY_METHODS = tuple(IDF)  # robertson, lucene, atire: no non-occurrence term, a query needs only its own tokens
@@ -77,6 +81,10 @@ class BM25Arm:
     def __init__(self, *, method: str = "lucene", k1: float = 1.5, b: float = 0.75, stopwords: str | None = "en") -> None:
         if method not in METHODS:
             raise ArmError(f"arm.method={method!r} is not a bm25s method; use one of {', '.join(METHODS)}")
+        if not (isinstance(k1, (int, float)) and k1 >= 0):  # k1: term-frequency saturation; 0 ignores tf
+            raise ArmError(f"arm.k1={k1!r}: must be a number >= 0 (BM25's usual range is 1.2-2.0; bm25s's default 1.5)")
+        if not (isinstance(b, (int, float)) and 0 <= b <= 1):  # b: length normalization, 0 none to 1 full
+            raise ArmError(f"arm.b={b!r}: must be between 0 and 1 (0: no length normalization; the usual 0.75)")
         self.method, self.k1, self.b, self.stopwords = method, k1, b, stopwords
         self._split = split_tokens  # bm25s's default pattern (memrun.arms.bm25_rules)
         self._stop = frozenset(stopword_list(stopwords))
@@ -133,6 +141,7 @@ class BM25Arm:
         vocab = {int(g): int(i) for g, i in zip(uniq, local)}  # run-wide id -> local id
         import bm25s  # only bm25l and bm25+ build its index (and import SciPy with it)
 
+        _quiet_bm25s()  # its import sets its logger to DEBUG: one line per history otherwise
         index = bm25s.BM25(method=self.method, k1=self.k1, b=self.b)
         index.index((corpus, vocab), show_progress=False)  # from ids: skips bm25s's own vocab pass
         return index

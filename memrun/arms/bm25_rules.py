@@ -18,6 +18,7 @@ things from bm25s, and they come from here:
 from __future__ import annotations
 
 import importlib.util
+import logging
 import math
 import re
 import sys
@@ -50,10 +51,13 @@ def stopword_list(stopwords: Any) -> tuple[str, ...]:
             return tuple(module.STOPWORDS_EN)
     import bm25s
 
+    logging.getLogger("bm25s").setLevel(logging.WARNING)  # its import sets its logger to DEBUG
     try:
         return tuple(bm25s.tokenization.Tokenizer(lower=True, stopwords=stopwords).stopwords)
-    except ValueError as exc:
-        raise ArmError(f"arm.stopwords={stopwords!r}: {exc}") from None
+    except ValueError:
+        raise ArmError(f"arm.stopwords={stopwords!r} is not a stopword list bm25s knows; give a language code "
+                       "(en, de, fr, es, it, pt, nl, sv, no, da, ru, zh, ko, tr; en_plus: a longer English "
+                       "list) or null to keep every token") from None
 
 
 def _bm25s_stopwords() -> ModuleType | None:
