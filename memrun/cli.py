@@ -208,6 +208,16 @@ def _unknown_key(where: str, full_key: str, valid: list[str]) -> str:
     return f"{where}unknown config key '{full_key}'; {did_you_mean}{keys}"
 
 
+def _memrun_errors() -> set[str]:
+    """The class names of :class:`memrun.errors.MemrunError` and all its subclasses."""
+    found, todo = set(), [MemrunError]
+    while todo:
+        cls = todo.pop()
+        found.add(cls.__name__)
+        todo += cls.__subclasses__()
+    return found
+
+
 def explain_config_error(exc: BaseException) -> str:
     """One line for a Hydra/OmegaConf composition error: the key or choice, and the fix."""
     from hydra.errors import MissingConfigException, OverrideParseException
@@ -226,6 +236,8 @@ def explain_config_error(exc: BaseException) -> str:
         if m.group(1) != "config":  # the primary config: the error is in an override
             where = f"in {m.group(1)}.yaml: "
         text = text[m.end():]
+    if (m := re.match(r"(\w+) raised while resolving interpolation: (.+)", text)) and m.group(1) in _memrun_errors():
+        return where + m.group(2)  # memrun's own check inside a resolver (e.g. ks): its message alone
     if isinstance(exc, MissingConfigException):
         if (m := re.search(r"Could not find '([^']+)/([^'/]+)'", text)) and exc.options is not None:
             group, option = m.group(1), m.group(2)

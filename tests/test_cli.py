@@ -12,6 +12,7 @@ from pathlib import Path
 import pytest
 from conftest import memrun_exe, run_dirs, run_memrun
 
+from memrun.cli import main as cli_main
 from memrun.io.reader import read_run
 from memrun.io.schema import items_schema
 
@@ -236,6 +237,13 @@ def test_out_of_range_values_are_config_errors(tmp_path, override, needle):
                       tmp_path, user_env())
     assert done.returncode == 2 and needle in done.stderr
     assert not (tmp_path / "outputs").exists() or not run_dirs(tmp_path / "outputs")
+
+
+@pytest.mark.parametrize("ks", ["[0]", "[]", "[5,-1]"])
+def test_a_check_inside_a_resolver_reads_as_its_own_message(tmp_path, capsys, monkeypatch, ks):
+    monkeypatch.chdir(tmp_path)  # ks is read through ${memrun_top_k:}: OmegaConf wraps memrun's ConfigError
+    assert cli_main([f"ks={ks}", "progress=false"]) == 2
+    assert capsys.readouterr().err.strip() == f"memrun: error: ks={ks.replace(',', ', ')}: cut-offs must be positive integers"
 
 
 def test_sigterm_keeps_finished_rows(tmp_path):

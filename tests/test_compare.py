@@ -145,6 +145,20 @@ def test_fake_providers_refused_unless_allowed(tmp_path, capsys):
     assert compare_main([str(ra), str(rb), "--allow-fake"]) != ExitCode.REFUSAL
 
 
+def test_a_metric_an_arm_could_not_measure_says_so_and_what_to_compare(tmp_path, capsys, monkeypatch):
+    from memrun.cli import main as cli_main
+
+    monkeypatch.chdir(tmp_path)
+    for top_k, name in ((10, "a"), (1, "b")):  # the synthetic benchmark, in-process
+        assert cli_main([f"arm.top_k={top_k}", "progress=false", f"hydra.run.dir={tmp_path / name}"]) == 0
+    capsys.readouterr()
+    assert compare_main([str(tmp_path / "a"), str(tmp_path / "b"), "--metric", "recall@5"]) == 4
+    err = capsys.readouterr().err
+    assert "recall@5 is not measured with B's arm.top_k=1 (fewer than 5 hits)" in err
+    assert "--metric recall@1 or mrr" in err and "arm.top_k=5 or more" in err
+    assert compare_main([str(tmp_path / "a"), str(tmp_path / "b"), "--metric", "recall@1"]) in (0, 1, 2)
+
+
 def test_calls_to_different_endpoints_are_named_in_a_warning(tmp_path, capsys):
     labels = {f"i{i:02d}": ["correct" if i % 3 else "wrong"] for i in range(40)}
     here = {"reader": "http://127.0.0.1:8000/v1", "judge": "https://api.openai.com/v1"}

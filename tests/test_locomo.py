@@ -155,3 +155,16 @@ def test_messy_rows_are_normalized_not_dropped(tmp_path):
     assert items[2].category == "unknown" and ds.counts["category_missing"] == 1
     assert ds.counts["evidence_unparseable"] == 1 and ds.counts["evidence_dangling"] == 1
     assert ds.counts["questions_repeated"] == 1 and ds.counts["gold_empty"] == 1
+
+
+def test_a_bad_turn_field_names_its_index_and_dia_id_and_a_number_is_text(tmp_path):
+    turns = [{"speaker": "A", "dia_id": "D1:1", "text": "hello"}, {"speaker": "B", "dia_id": "D1:2", "text": 0}]
+    conv = {"sample_id": "c1", "conversation": {"session_1": turns}, "qa": []}
+    write(tmp_path, [conv])
+    ds = loader(sha256=None, expected_counts={}).load(tmp_path)
+    assert [r.text for r in ds.groups[0].records] == ["A: hello", "B: 0"]  # 0 is a number said, not an empty turn
+    turns[1]["text"] = ["a list"]
+    write(tmp_path, [conv])
+    with pytest.raises(DataError) as err:
+        loader(sha256=None, expected_counts={}).load(tmp_path)
+    assert "c1 session_1[1] (D1:2): 'text' must be a string (or a number), got a list" in str(err.value)

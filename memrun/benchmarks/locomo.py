@@ -220,13 +220,14 @@ def _records(conversation: dict[str, Any], counts: Counter[str], where: str = "c
         for i, turn in enumerate(turns):
             text, caption, dia_id, speaker = turn.get("text"), turn.get("blip_caption"), turn.get("dia_id"), turn.get("speaker")
             if not (type(text) in _SCALAR and type(caption) in _SCALAR and type(dia_id) in _ID and type(speaker) in _SCALAR):
-                at = f"{where} {key} turn {i}"  # a field of another type: say which (the common case skips this)
-                text = _typed(turn, "text", at, (str, int, float), "a string")
-                caption = _typed(turn, "blip_caption", at, (str, int, float), "a string")
+                # a field of another type: say which, where (the common case skips building this)
+                at = f"{where} {key}[{i}]" + (f" ({dia_id})" if isinstance(dia_id, str) else "")
+                text = _typed(turn, "text", at, (str, int, float), "a string (or a number)")
+                caption = _typed(turn, "blip_caption", at, (str, int, float), "a string (or a number)")
                 dia_id = _typed(turn, "dia_id", at, (str,), "a string such as D1:3")
-                speaker = _typed(turn, "speaker", at, (str, int, float), "a string")
-            text = str(text or "").strip()
-            caption = str(caption or "").strip()
+                speaker = _typed(turn, "speaker", at, (str, int, float), "a string (or a number)")
+            text = "" if text is None else str(text).strip()  # a number is text ("0" too)
+            caption = "" if caption is None else str(caption).strip()
             if not (text or caption):
                 counts["turns_empty"] += 1
                 continue

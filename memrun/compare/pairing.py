@@ -278,7 +278,7 @@ def pair(a: RunTable, b: RunTable, *, metric: str, cluster_by: str | None, strat
             f"no item is scored in both runs ({only_a} only in A, {only_b} only in B, "
             f"{sum(excluded.values())} excluded{': ' + why if why else ''}); "
             + ("the runs share no item: check that both ran the same benchmark" if not excluded
-               else "nothing is left to compare"))
+               else _unmeasured(a, b, metric) or "nothing is left to compare"))
 
     clusters, null_clusters = None, 0
     if cluster_by:
@@ -303,6 +303,25 @@ def pair(a: RunTable, b: RunTable, *, metric: str, cluster_by: str | None, strat
         a_flipped=(sa.repeated & ~sa.stable)[keep], b_flipped=(sb.repeated & ~sb.stable)[keep],
         only_a=only_a, only_b=only_b, excluded=excluded, null_clusters=null_clusters,
     )
+
+
+def _unmeasured(a: RunTable, b: RunTable, metric: str) -> str | None:
+    """Why a metric at K is null in a run whose arm returned fewer than K hits (its
+    ``arm.top_k``), and what to do instead; None when that is not the reason."""
+    name, _, k = metric.partition("@")
+    if not k.isdigit():
+        return None
+    short = []
+    for side, run in (("A", a), ("B", b)):
+        top_k = ((run.instrument.config or {}).get("arm") or {}).get("top_k")
+        if isinstance(top_k, int) and not isinstance(top_k, bool) and top_k < int(k):
+            short.append((side, top_k))
+    if not short:
+        return None
+    said = ", ".join(f"{side}'s arm.top_k={top_k}" for side, top_k in short)
+    lowest = min(top_k for _, top_k in short)
+    return (f"{metric} is not measured with {said} (fewer than {k} hits): compare --metric "
+            f"{name}@{lowest} or mrr, or run again with arm.top_k={k} or more")
 
 
 def _reason_counts(scores: ArmScores, in_scope: np.ndarray) -> dict[str, int]:

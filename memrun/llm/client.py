@@ -241,6 +241,8 @@ def _unreachable(exc: BaseException) -> bool:
 
 def _transport_message(exc: BaseException, url: str) -> str:
     """One line for a failed connection."""
+    if type(exc).__name__ == "ClientConnectorDNSError":
+        return f"cannot connect to {url} (its host name does not resolve; check the URL)"
     if _unreachable(exc):
         return f"cannot connect to {url} (nothing answers there; is the server running?)"
     if isinstance(exc, asyncio.TimeoutError):

@@ -135,6 +135,21 @@ def test_an_endpoint_that_never_answered_is_unreachable():
     assert "run stops" in str(error) and "base URL" in str(error)
 
 
+def test_a_host_name_that_does_not_resolve_is_named_so():
+    async def go() -> EndpointUnreachable:
+        client = ChatClient(Endpoint("http://no-such-host.invalid/v1", "sk-test"), policy=FAST, timeout=5)
+        try:
+            await client.complete(REQUEST)
+        except EndpointUnreachable as exc:
+            return exc
+        finally:
+            await client.close()
+        raise AssertionError("no error")
+
+    error = asyncio.run(go())  # .invalid never resolves (RFC 2606)
+    assert str(error).startswith("cannot connect to http://no-such-host.invalid/v1 (its host name does not resolve")
+
+
 def test_an_endpoint_that_answered_before_fails_one_call():
     server = OpenAIServer().start()
 
