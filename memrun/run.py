@@ -33,7 +33,7 @@ from memrun.benchmarks.download import data_dir
 from memrun.benchmarks.selection import Selection, apply_selection, selection_from_config
 from memrun.checks import HitChecks, RunWarnings, coverage_warnings, cutoff_warning, refuse_unmeasured
 from memrun.config import ARM_RESERVED_KEYS, BENCHMARK_RESERVED_KEYS, Axis, cutoffs, default_top_k
-from memrun.errors import ArmError, ConfigError, RunFailed
+from memrun.errors import ArmError, ConfigError, MemrunError, RunFailed
 from memrun.instrument import DENOMINATOR_RETRIEVAL, Instrument
 from memrun.io.schema import items_schema
 from memrun.io.writer import SHA256_KEY, SUMMARY_FILE, ItemsWriter
@@ -288,8 +288,11 @@ def execute(cfg: DictConfig, out_dir: Path, console: Console) -> dict[str, Any]:
     except KeyboardInterrupt:
         instrument.status = "interrupted"
         raise
-    except BaseException:
+    except BaseException as exc:
         instrument.status = "failed"
+        reason = str(exc).splitlines()[0] if str(exc) else ""
+        reason = reason if isinstance(exc, MemrunError) else f"{type(exc).__name__}: {reason}".rstrip(": ")
+        instrument.error = setup.redactor.text(reason) if setup else reason  # kept with the rows: why they stop here
         raise
     finally:
         # Finishing the table is never interrupted: a signal now is honoured after it (memrun.signals).
@@ -322,6 +325,7 @@ def execute(cfg: DictConfig, out_dir: Path, console: Console) -> dict[str, Any]:
             summary.update(
                 run_id=run_id,
                 status=instrument.status,
+                error=instrument.error,
                 benchmark=cfg.benchmark.name,
                 arm=cfg.arm.name,
                 axis=cfg.axis.value,

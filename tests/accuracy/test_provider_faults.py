@@ -48,6 +48,7 @@ def test_an_endpoint_nothing_answers_at_stops_the_run_in_one_line(openai_server,
     run = read_run(out)  # not one doomed call (with its retries) per item: the run ends at the first
     assert run.instrument.status == "failed" and run.table.num_rows == 0
     assert summary(out)["calls"]["made"] <= 4  # the calls in flight when the first failed for good
+    assert run.instrument.error == summary(out)["error"] == err[0].removeprefix("memrun: error: ")  # kept with the run
 
 
 def test_a_fake_provider_without_a_local_address_refuses_to_start(openai_server, tmp_path, monkeypatch, capsys):

@@ -62,6 +62,9 @@ def test_the_page_says_what_is_wrong_with_a_run_first():
     assert [n.split(":")[0] for n in notes] == ["STOPPED", "STOPPED early", "PARTIAL", "FAKE PROVIDERS"]
     assert "shards 2 missing" in notes[0]
     assert status_notes(SimpleNamespace(complete=True, instrument=Instrument(status="complete")), {}, None) == []
+    failed = Instrument(status="failed", error="HTTP 401: the server refused the key")
+    assert status_notes(SimpleNamespace(complete=True, instrument=failed), {}, None) == [
+        "FAILED: this run ended failed (HTTP 401: the server refused the key); figures cover the rows it wrote."]
 
 
 @pytest.mark.parametrize("denominator", ["accuracy_abstain_wrong", "accuracy"])

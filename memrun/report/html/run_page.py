@@ -51,7 +51,8 @@ def status_notes(run: RunTable, summary: Mapping[str, Any], note: str | None) ->
     elif inst.status != "complete":
         missing = (inst.shard or {}).get("missing")
         extra = f" (shards {', '.join(map(str, missing))} missing)" if missing else ""
-        notes.append(f"{inst.status.upper()}: this run ended {inst.status}{extra}; figures cover the rows it wrote.")
+        why = f" ({inst.error})" if inst.error else ""
+        notes.append(f"{inst.status.upper()}: this run ended {inst.status}{extra}{why}; figures cover the rows it wrote.")
     if summary.get("stopped"):
         notes.append(f"STOPPED early: {summary['stopped']}")
     head = summary.get("headline") or {}
