@@ -82,22 +82,22 @@ def _now() -> str:
     return datetime.now(timezone.utc).isoformat(timespec="seconds")
 
 
-def _git_commit() -> str | None:
-    """The checkout's commit when memrun runs from one (``+dirty`` with local changes)."""
-    root = Path(memrun.__file__).resolve().parent.parent
+def _git_commit(root: Path | None = None) -> str | None:
+    """The checkout's commit when memrun runs from one (``+dirty`` with changes to tracked
+    files); ``root``: the checkout (default: memrun's own)."""
+    root = root or Path(memrun.__file__).resolve().parent.parent
     if not (root / ".git").exists():
         return None
-    try:
-        sha = subprocess.run(["git", "-C", str(root), "rev-parse", "HEAD"], capture_output=True, text=True, timeout=5)
-        dirty = subprocess.run(
-            ["git", "-C", str(root), "status", "--porcelain", "--untracked-files=no"],
-            capture_output=True, text=True, timeout=5,
-        )
+    try:  # one git process: the branch header carries the commit, the other lines the changes
+        status = subprocess.run(["git", "-C", str(root), "status", "--porcelain=v2", "--branch", "--untracked-files=no"],
+                                capture_output=True, text=True, timeout=5)
     except (OSError, subprocess.SubprocessError):
         return None
-    if sha.returncode:
+    lines = status.stdout.splitlines()
+    sha = next((line.split()[2] for line in lines if line.startswith("# branch.oid ")), None)
+    if status.returncode or sha is None or sha == "(initial)":
         return None
-    return sha.stdout.strip() + ("+dirty" if dirty.stdout.strip() else "")
+    return sha + ("+dirty" if any(not line.startswith("#") for line in lines) else "")
 
 
 def _thousands(n: int) -> str:
@@ -194,7 +194,7 @@ def execute(cfg: DictConfig, out_dir: Path, console: Console) -> dict[str, Any]:
     itself covers less than ``min_coverage`` of the items (:mod:`memrun.checks`).
     """
     t_start = time.perf_counter()
-    commit = in_background(_git_commit)  # two git processes: waited for while the data loads
+    commit = in_background(_git_commit)  # a git process: waited for while the data loads
     accuracy = cfg.axis == Axis.accuracy
     ks = cutoffs(cfg)  # first: the arms' ${memrun_top_k:} reads them
     check_no_secrets(cfg)  # it redacts what Hydra already wrote for this job itself

@@ -78,3 +78,22 @@ def test_a_folder_that_holds_a_run_is_not_written_again(tmp_path):
     writer.close()
     with pytest.raises(RunTableError, match="already holds a run's rows"):
         ItemsWriter(tmp_path, items_schema(KS), Instrument())  # a finished run
+
+
+def test_the_commit_is_read_from_one_git_status(tmp_path):
+    import subprocess
+
+    from memrun.run import _git_commit
+
+    assert _git_commit(tmp_path) is None  # not a checkout
+    git = ["git", "-C", str(tmp_path), "-c", "user.name=t", "-c", "user.email=t@t"]
+    subprocess.run([*git, "init", "-q"], check=True)
+    assert _git_commit(tmp_path) is None  # no commit yet
+    (tmp_path / "a.txt").write_text("one\n")
+    subprocess.run([*git, "add", "a.txt"], check=True)
+    subprocess.run([*git, "commit", "-q", "-m", "one"], check=True)
+    sha = subprocess.run([*git, "rev-parse", "HEAD"], capture_output=True, text=True, check=True).stdout.strip()
+    (tmp_path / "untracked.txt").write_text("not part of the checkout\n")
+    assert _git_commit(tmp_path) == sha
+    (tmp_path / "a.txt").write_text("two\n")
+    assert _git_commit(tmp_path) == sha + "+dirty"
