@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import asyncio
 import time
+from typing import Any
 
 import pytest
 
@@ -116,56 +117,42 @@ def test_tokens_are_what_the_api_reported_or_none(openai_server):
     assert (result.prompt_tokens, result.completion_tokens) == (None, None)
 
 
-def test_an_endpoint_that_never_answered_is_unreachable():
-    server = OpenAIServer().start()
-    server.stop()  # nothing listens on the port any more
+def _error_of(base_url: str, kind: type[Exception], before: Any = None, calls: int = 1) -> Any:
+    """The ``kind`` error ``calls`` requests to ``base_url`` end in (``before()`` runs after
+    the first of them); AssertionError when none is raised."""
 
-    async def go() -> EndpointUnreachable:
-        client = ChatClient(Endpoint(server.base_url, "sk-test"), policy=FAST, timeout=2)
+    async def go() -> Any:
+        client = ChatClient(Endpoint(base_url, "sk-test"), policy=FAST, timeout=5)
         try:
-            await client.complete(REQUEST)
-        except EndpointUnreachable as exc:
+            for n in range(calls):
+                if n == 1 and before is not None:
+                    before()
+                await client.complete(REQUEST)
+        except kind as exc:
             return exc
         finally:
             await client.close()
         raise AssertionError("no error")
 
-    error = asyncio.run(go())
+    return asyncio.run(go())
+
+
+def test_an_endpoint_that_never_answered_is_unreachable():
+    server = OpenAIServer().start()
+    server.stop()  # nothing listens on the port any more
+    error = _error_of(server.base_url, EndpointUnreachable)
     assert str(error).startswith(f"cannot connect to {server.base_url} (nothing answers there; is the server running?)")
     assert "run stops" in str(error) and "base URL" in str(error)
 
 
 def test_a_host_name_that_does_not_resolve_is_named_so():
-    async def go() -> EndpointUnreachable:
-        client = ChatClient(Endpoint("http://no-such-host.invalid/v1", "sk-test"), policy=FAST, timeout=5)
-        try:
-            await client.complete(REQUEST)
-        except EndpointUnreachable as exc:
-            return exc
-        finally:
-            await client.close()
-        raise AssertionError("no error")
-
-    error = asyncio.run(go())  # .invalid never resolves (RFC 2606)
+    error = _error_of("http://no-such-host.invalid/v1", EndpointUnreachable)  # .invalid never resolves (RFC 2606)
     assert str(error).startswith("cannot connect to http://no-such-host.invalid/v1 (its host name does not resolve")
 
 
 def test_an_endpoint_that_answered_before_fails_one_call():
     server = OpenAIServer().start()
-
-    async def go() -> CallError:
-        client = ChatClient(Endpoint(server.base_url, "sk-test"), policy=FAST, timeout=2)
-        try:
-            await client.complete(REQUEST)  # answered once in this run
-            server.stop()
-            await client.complete(REQUEST)
-        except CallError as exc:
-            return exc
-        finally:
-            await client.close()
-        raise AssertionError("no error")
-
-    error = asyncio.run(go())
+    error = _error_of(server.base_url, CallError, before=server.stop, calls=2)  # answered once, then gone
     assert error.kind == "transport"  # the item's error; the run goes on (the server may come back)
 
 
