@@ -300,6 +300,8 @@ def execute(cfg: DictConfig, out_dir: Path, console: Console) -> dict[str, Any]:
             close_error = _close(arm)
             instrument.finished_at = _now()
             instrument.n_rows = len(rows)
+            if instrument.status == "complete" and (failed := _all_failed(rows)):
+                instrument.status, instrument.error = "failed", failed  # nothing measured: the run failed
             # Lazy groups finish their counts and warnings while they are produced.
             instrument.load_counts = dict(dataset.counts)
             if instrument.n_items is None and instrument.status == "complete":
@@ -396,14 +398,20 @@ def _run_recall(dataset: Dataset, arm: Arm, top_k: int, item_row: Any, emit: Any
             signals.check()  # Ctrl-C / SIGTERM stop here, between items (memrun.signals)
 
 
+def _all_failed(rows: list[dict[str, Any]]) -> str | None:
+    """Why a run measured nothing, when every one of its rows failed; else None."""
+    if rows and all(r.get("error") for r in rows):
+        return f"every item failed ({len(rows)} rows, kept in the run folder); the first error: {rows[0]['error']}"
+    return None
+
+
 def _report_errors(rows: list[dict[str, Any]]) -> None:
     """Say why items failed (the first error); raise RunFailed when every item failed."""
+    if failed := _all_failed(rows):
+        raise RunFailed(failed)
     errors = [r["error"] for r in rows if r.get("error")]
-    if not errors:
-        return
-    if len(errors) == len(rows):
-        raise RunFailed(f"every item failed ({len(rows)} rows, kept in the run folder); the first error: {errors[0]}")
-    _warn(f"{len(errors)} of {len(rows)} rows failed and are excluded from every ratio; the first error: {errors[0]}")
+    if errors:
+        _warn(f"{len(errors)} of {len(rows)} rows failed and are excluded from every ratio; the first error: {errors[0]}")
 
 
 def _metrics(rows: list[dict[str, Any]], instrument: Instrument, headline: str | None = None) -> dict[str, Any]:

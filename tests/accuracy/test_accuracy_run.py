@@ -149,6 +149,8 @@ def test_unparseable_verdicts_are_errors_not_misses(server, tmp_path):
     s = summary(tmp_path / "run")
     assert s["overall_all"]["errors"] == N_ITEMS and s["overall_all"]["wrong"] == 0
     assert s["overall_all"]["accuracy"] is None
+    assert s["status"] == read_run(tmp_path / "run").instrument.status == "failed"  # not 'complete'
+    assert s["error"].startswith("every item failed") and "INCORRECT-ish" in s["error"]
 
     import io
 
