@@ -43,9 +43,10 @@ class AuthError(MemrunError):
 
 class EndpointUnreachable(MemrunError):
     """Nothing answers at an LLM endpoint that has not answered once in this run (connection
-    refused, unknown host) after the HTTP policy's retries: a wrong base URL or a server
-    that is not running. Every later call would fail the same way, so the run stops at
-    the first one (the rows so far are kept), as for :class:`AuthError`."""
+    refused, unknown host, or no reply within the request timeout) after the HTTP policy's
+    retries: a wrong base URL or a server that is not running. Every later call would fail
+    the same way, so the run stops at the first one (the rows so far are kept), as for
+    :class:`AuthError`."""
 
 
 class CacheError(MemrunError):

@@ -30,4 +30,6 @@ def build(node: DictConfig, reserved: Sequence[str], group: str) -> Any:
         text = " ".join(str(cause).split())  # Hydra spreads one message over several lines
         if isinstance(cause, ImportError):
             text += f"; {group}._target_ must name a class whose package is importable (installed or on PYTHONPATH)"
+        if isinstance(cause, MemrunError) and text.startswith(f"{group}."):
+            raise kind(text) from exc  # it names its own key (arm.k1=...): that is the whole story
         raise kind(f"{group}: could not build {node['_target_']}: {text}") from exc

@@ -81,7 +81,8 @@ def test_unknown_stopword_list_is_an_arm_error():
 
 
 @pytest.mark.parametrize("setting,match", [
-    ({"k1": -1.0}, r"arm.k1=-1.0: must be a number >= 0"),
+    ({"k1": -1.0}, r"arm.k1=-1.0: must be a finite number >= 0"),
+    ({"k1": float("inf")}, r"arm.k1=inf: must be a finite number >= 0"),
     ({"b": 5}, r"arm.b=5: must be between 0 and 1"),
     ({"b": -0.1}, r"arm.b=-0.1: must be between 0 and 1"),
     ({"k1": "x"}, r"arm.k1='x'"),

@@ -87,7 +87,7 @@ def test_sweep_writes_one_folder_per_job(tmp_path, data_dir):
         (["arm.top_k=ten"], "arm.top_k: Value 'ten' of type 'str' could not be converted to Integer"),
         (["axis=accuracy"], "axis=accuracy needs a judge; add judge=gpt41"),
         (["axis=precision"], "axis: Invalid value 'precision', expected one of [recall, accuracy]"),
-        (["arm.method=bm99"], "arm: could not build memrun.arms.bm25.BM25Arm: arm.method='bm99' is not a bm25s method"),
+        (["arm.method=bm99"], "memrun: error: arm.method='bm99' is not a bm25s method"),
         (["ks=[0,5]"], "ks=[0, 5]: cut-offs must be positive integers"),
         (["arm=bm25", "arm.top_k"], "cannot parse the override"),
         (["benchmark.slice.category=2"], "int is not a ListConfig, list or tuple. Give a list: benchmark.slice.category=[...]"),

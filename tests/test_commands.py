@@ -76,6 +76,21 @@ def test_validate_reports_contents_or_every_error(tmp_path: Path, capsys: pytest
     assert "not valid JSON after" in capsys.readouterr().err
 
 
+def test_validate_tells_a_locomo_file_from_a_longmemeval_one(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    turns = [{"speaker": "A", "dia_id": "D1:1", "text": "I moved to Oslo"}, {"speaker": "B", "dia_id": "D1:2", "text": "nice"}]
+    conv = {"qa": [{"question": "Where did A move?", "answer": "Oslo", "evidence": ["D1:1"], "category": 4}],
+            "conversation": {"speaker_a": "A", "speaker_b": "B", "session_1": turns}, "sample_id": "c1"}
+    path = tmp_path / "mine.json"
+    path.write_text(json.dumps([conv]))
+    assert cli.main(["validate", str(path)]) == 0
+    assert f"{path}: valid locomo: 1 histories, 1 items (1 with retrieval gold, 0 abstention), 2 records" in capsys.readouterr().out
+    turns[0]["text"] = ["not text"]
+    path.write_text(json.dumps([conv]))
+    assert cli.main(["validate", str(path)]) == 2
+    assert "c1 session_1[0] (D1:1): 'text' must be a string (or a number), got a list" in capsys.readouterr().err
+    assert cli.main(["validate", str(path), "--format", "longmemeval"]) == 2  # asked for: read as LongMemEval
+
+
 def test_run_with_sample_and_corrections_records_the_instrument(
     tmp_path: Path, monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture[str]
 ) -> None:

@@ -34,6 +34,7 @@ from __future__ import annotations
 
 import hashlib
 import logging
+import math
 from collections.abc import Sequence
 from typing import TYPE_CHECKING, Any
 
@@ -81,8 +82,9 @@ class BM25Arm:
     def __init__(self, *, method: str = "lucene", k1: float = 1.5, b: float = 0.75, stopwords: str | None = "en") -> None:
         if method not in METHODS:
             raise ArmError(f"arm.method={method!r} is not a bm25s method; use one of {', '.join(METHODS)}")
-        if not (isinstance(k1, (int, float)) and k1 >= 0):  # k1: term-frequency saturation; 0 ignores tf
-            raise ArmError(f"arm.k1={k1!r}: must be a number >= 0 (BM25's usual range is 1.2-2.0; bm25s's default 1.5)")
+        if not (isinstance(k1, (int, float)) and math.isfinite(k1) and k1 >= 0):  # term-frequency saturation; 0 ignores tf
+            raise ArmError(f"arm.k1={k1!r}: must be a finite number >= 0 (BM25's usual range is 1.2-2.0; "
+                           "bm25s's default 1.5)")
         if not (isinstance(b, (int, float)) and 0 <= b <= 1):  # b: length normalization, 0 none to 1 full
             raise ArmError(f"arm.b={b!r}: must be between 0 and 1 (0: no length normalization; the usual 0.75)")
         self.method, self.k1, self.b, self.stopwords = method, k1, b, stopwords

@@ -2,10 +2,13 @@
 
     memrun validate my_bench.jsonl                  # memrun's JSONL format
     memrun validate longmemeval_s_cleaned.json      # a LongMemEval-schema file
+    memrun validate locomo10.json                   # a LoCoMo-format file
 
 Prints every error as ``file:line: field: problem`` (up to ``--max-errors``) and exits
 2 when there is one; otherwise prints what the file holds and exits 0. The format is
-taken from the extension (``.jsonl`` / ``.json``) unless ``--format`` names it.
+taken from the extension unless ``--format`` names it: ``.jsonl`` is memrun's JSONL; a
+``.json`` file is LoCoMo-format when its first object has ``qa`` and ``conversation``
+keys before any ``question_id``, else LongMemEval-schema.
 """
 
 from __future__ import annotations
@@ -21,13 +24,14 @@ from memrun.benchmarks.longmemeval import LongMemEval
 from memrun.errors import ConfigError, DataError
 from memrun.records import Dataset, Group
 
-FORMATS = ("jsonl", "longmemeval")
+FORMATS = ("jsonl", "longmemeval", "locomo")
+SNIFF_BYTES = 1 << 20  # how much of a .json file the format is told from
 
 
 def _parser() -> argparse.ArgumentParser:
     parser = argparse.ArgumentParser(prog="memrun validate", description="Check a benchmark file without running.")
-    parser.add_argument("file", help="a .jsonl file in memrun's format, or a LongMemEval-schema .json file")
-    parser.add_argument("--format", choices=FORMATS, default=None, help="default: from the file's extension")
+    parser.add_argument("file", help="a .jsonl file in memrun's format, or a LongMemEval-schema or LoCoMo-format .json file")
+    parser.add_argument("--format", choices=FORMATS, default=None, help="default: from the file's extension and keys")
     parser.add_argument("--gold-match", choices=("key", "substring"), default="key",
                         help="jsonl: how gold keys match hits (key: they must name turns)")
     parser.add_argument("--max-errors", type=int, default=MAX_ERRORS, help="jsonl: errors to list at most")
@@ -42,7 +46,7 @@ def main(argv: Sequence[str]) -> int:
         raise ConfigError(f"validate: {path} is a folder; name the benchmark file")
     if not path.is_file():
         raise ConfigError(f"validate: {path}: no such file")
-    fmt = args.format or ("jsonl" if path.suffix == ".jsonl" else "longmemeval" if path.suffix == ".json" else None)
+    fmt = args.format or ("jsonl" if path.suffix == ".jsonl" else _json_format(path) if path.suffix == ".json" else None)
     if fmt is None:
         raise ConfigError(f"validate: cannot tell the format of {path.name} from its extension; pass --format")
     if fmt == "jsonl":
@@ -55,10 +59,28 @@ def main(argv: Sequence[str]) -> int:
         groups: Iterable[Group] = parsed.groups
         counts: dict[str, int] = {}
     else:
-        dataset = _longmemeval(path)
+        dataset = _locomo(path) if fmt == "locomo" else _longmemeval(path)
         groups, counts = dataset.groups, dataset.counts
     sys.stdout.write(_describe(path, fmt, groups, counts) + "\n")
     return 0
+
+
+def _json_format(path: Path) -> str:
+    """``locomo`` when the file's start shows LoCoMo's keys (``qa`` and ``conversation``)
+    before any of LongMemEval's ``question_id``; else ``longmemeval``."""
+    with path.open("rb") as f:
+        head = f.read(SNIFF_BYTES)
+    question_id = head.find(b'"question_id"')
+    qa, conversation = head.find(b'"qa"'), head.find(b'"conversation"')
+    if qa >= 0 and conversation >= 0 and (question_id < 0 or question_id > max(qa, conversation)):
+        return "locomo"
+    return "longmemeval"
+
+
+def _locomo(path: Path) -> Dataset:
+    from memrun.benchmarks.locomo import LoCoMo
+
+    return LoCoMo(split="file", file=path.name, url=None, sha256=None, categories={}, path=str(path)).load(path.parent)
 
 
 def _longmemeval(path: Path) -> Dataset:

@@ -12,7 +12,8 @@ Every retry decision is :class:`memrun.http_policy.Retrier`'s (429: wait out Ret
 without using the retry budget; 408, 5xx and transport errors: jittered 0.5 x 2^n s
 backoff up to ``attempts``; 401/403: :class:`memrun.errors.AuthError`, which stops the
 run; other >= 400: raise with the body's start). When nothing answers at an endpoint
-that has not answered once (connection refused, unknown host, after the retries), the
+that has not answered once (connection refused, unknown host, or no reply within the
+timeout, after the retries), the
 call raises :class:`memrun.errors.EndpointUnreachable`, which stops the run too: a
 wrong base URL would otherwise fail every item, each after its own retries. Errors reach the caller as
 :class:`CallError` with a one-line message; the caller records them on the item, where
@@ -183,10 +184,12 @@ class ChatClient:
                 wait = retrier.transport_delay(exc, idempotent=True)
                 if wait is None:
                     message = _transport_message(exc, self.endpoint.public_url)
-                    if not self.answered and _unreachable(exc):
+                    if not self.answered and (_unreachable(exc) or isinstance(exc, asyncio.TimeoutError)):
+                        # every attempt failed to connect, or got no reply at all: so would every later call
                         raise EndpointUnreachable(f"{message}; no call to it has succeeded in this run, so the run "
                                                   "stops here: check the endpoint's base URL (or its *_BASE_URL "
-                                                  "variable) and that the server is up") from None
+                                                  "variable) and that the server is up"
+                                                  + ("" if _unreachable(exc) else ", or raise request_timeout_s")) from None
                     raise CallError("transport", message) from None
                 self.transport_retries += 1
                 await self._sleep(wait)

@@ -51,6 +51,15 @@ def test_an_endpoint_nothing_answers_at_stops_the_run_in_one_line(openai_server,
     assert run.instrument.error == summary(out)["error"] == err[0].removeprefix("memrun: error: ")  # kept with the run
 
 
+def test_an_endpoint_that_never_replies_in_time_stops_the_run_in_one_line(llm_env, tmp_path, capsys):
+    llm_env.latency = 3.0  # accepts connections, replies to none within the timeout
+    rc, out = run_memrun(tmp_path, "judge=gpt41", "concurrency=4", "http_attempts=2", "request_timeout_s=0.3")
+    err = [line for line in capsys.readouterr().err.strip().splitlines() if not line.startswith("warning:")]
+    assert rc == 2 and len(err) == 1, err
+    assert "no complete reply within the request timeout" in err[0] and "raise request_timeout_s" in err[0]
+    assert read_run(out).instrument.status == "failed" and summary(out)["calls"]["made"] <= 4
+
+
 def test_a_fake_provider_without_a_local_address_refuses_to_start(openai_server, tmp_path, monkeypatch, capsys):
     # The default stands in for OpenAI's endpoint: even a regression must not reach a real API.
     monkeypatch.setattr(endpoint, "DEFAULT_BASE_URL", "https://api.example.invalid/v1")
