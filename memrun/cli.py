@@ -135,9 +135,7 @@ def _run_hydra(args: list[str]) -> int:
             return _fail(f"interrupted; the table above is what the sweep's jobs recorded (memrun sweep "
                          f"{sweep.current_sweep} prints it again). Run the same command again to redo it "
                          "(on the accuracy axis, the calls already made come from the cache)", EXIT_INTERRUPTED)
-        from memrun.io.writer import ITEMS_FILE
-
-        from memrun.io.writer import PARTS_DIR
+        from memrun.io.writer import ITEMS_FILE, PARTS_DIR
 
         current = launch.current_dir
         kept = current is not None and ((current / ITEMS_FILE).exists() or (current / PARTS_DIR).is_dir())

@@ -44,7 +44,7 @@ from memrun.records import Dataset
 from memrun.report.run_summary import print_retrieval_summary
 from memrun.retrieval import Retrieved, iter_group, make_row, retrieve_group
 
-if TYPE_CHECKING:  # the accuracy axis imports the openai SDK (~1 s): only when it runs
+if TYPE_CHECKING:  # the accuracy axis's modules load only when it runs
     from memrun.accuracy.setup import AccuracySetup
 
 PROGRESS_SECONDS = 0.1

@@ -33,7 +33,6 @@ Four things make a run over many histories cheap without changing a single score
 from __future__ import annotations
 
 import hashlib
-import logging
 import math
 from collections.abc import Sequence
 from typing import TYPE_CHECKING, Any
@@ -41,19 +40,12 @@ from typing import TYPE_CHECKING, Any
 import numpy as np
 
 from memrun.arms import ranked_hits
-from memrun.arms.bm25_rules import IDF, TFC, idf_values, split_tokens, stopword_list
+from memrun.arms.bm25_rules import IDF, TFC, idf_values, import_bm25s, split_tokens, stopword_list
 from memrun.errors import ArmError
 from memrun.records import Hit, Record
 
 if TYPE_CHECKING:
     import bm25s
-
-
-
-def _quiet_bm25s() -> None:
-    """bm25s logs every index build (a run builds one per history), and importing it sets
-    its logger to DEBUG: call this after the import."""
-    logging.getLogger("bm25s").setLevel(logging.WARNING)
 
 METHODS = ("robertson", "lucene", "atire", "bm25l", "bm25+")
 LAZY_METHODS = tuple(IDF)  # robertson, lucene, atire: no non-occurrence term, a query needs only its own tokens
@@ -141,9 +133,7 @@ class BM25Arm:
         ids = local[np.searchsorted(uniq, flat)]
         corpus = [chunk.tolist() for chunk in np.split(ids, np.cumsum(lengths)[:-1])]
         vocab = {int(g): int(i) for g, i in zip(uniq, local)}  # run-wide id -> local id
-        import bm25s  # only bm25l and bm25+ build its index (and import SciPy with it)
-
-        _quiet_bm25s()  # its import sets its logger to DEBUG: one line per history otherwise
+        bm25s = import_bm25s()  # only bm25l and bm25+ build its index (and import SciPy with it)
         index = bm25s.BM25(method=self.method, k1=self.k1, b=self.b)
         index.index((corpus, vocab), show_progress=False)  # from ids: skips bm25s's own vocab pass
         return index

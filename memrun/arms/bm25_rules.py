@@ -49,15 +49,23 @@ def stopword_list(stopwords: Any) -> tuple[str, ...]:
         module = _bm25s_stopwords()
         if module is not None:
             return tuple(module.STOPWORDS_EN)
-    import bm25s
-
-    logging.getLogger("bm25s").setLevel(logging.WARNING)  # its import sets its logger to DEBUG
+    bm25s = import_bm25s()
     try:
         return tuple(bm25s.tokenization.Tokenizer(lower=True, stopwords=stopwords).stopwords)
     except ValueError:
         raise ArmError(f"arm.stopwords={stopwords!r} is not a stopword list bm25s knows; give a language code "
                        "(en, de, fr, es, it, pt, nl, sv, no, da, ru, zh, ko, tr; en_plus: a longer English "
                        "list) or null to keep every token") from None
+
+
+def import_bm25s() -> ModuleType:
+    """The bm25s package, imported (with SciPy) only where its index or its Tokenizer is
+    needed. Its import sets its logger to DEBUG, and it logs every index build (a run
+    builds one per history): the logger is set back to WARNING here."""
+    import bm25s
+
+    logging.getLogger("bm25s").setLevel(logging.WARNING)
+    return bm25s
 
 
 def _bm25s_stopwords() -> ModuleType | None:
