@@ -125,3 +125,89 @@ def test_the_workflow_triggers_on_conf_and_runs_the_script_steps():
     uses = [s.get("uses", "") for s in steps]
     assert any(u.startswith("actions/cache@") for u in uses) and any(u.startswith("actions/github-script@") for u in uses)
     assert "conclusion == 'failure'" in steps[-1]["if"]
+
+
+def test_the_workflow_runs_the_base_commits_scripts_and_gives_the_key_to_one_step():
+    import yaml
+
+    workflow = yaml.safe_load((SCRIPT.parent / "memrun-pr.yml").read_text())
+    assert set(workflow[True]) == {"pull_request"}  # never pull_request_target: see docs/ci.md
+    env, steps = workflow["env"], workflow["jobs"]["memrun"]["steps"]
+    # the scripts come from a checkout of the base commit, not from the pull request's tree
+    base = [s for s in steps if s.get("with", {}).get("ref") == "${{ github.event.pull_request.base.sha }}"]
+    assert len(base) == 1 and base[0]["uses"].startswith("actions/checkout@")
+    prefix = base[0]["with"]["path"] + "/"
+    assert env["MEMRUN_PR_SCRIPT"].startswith(prefix) and env["MEMRUN_PR_STICKY"].startswith(prefix)
+    scripts = " ".join(s.get("run", "") + s.get("with", {}).get("script", "") for s in steps)
+    assert ".github/memrun" not in scripts.replace("$MEMRUN_PR_SCRIPT", "").replace("MEMRUN_PR_STICKY", "")
+    # the provider key: in the run step's env only, and that step is skipped for forks
+    text = yaml.safe_dump(workflow)
+    holders = [s for s in steps if "secrets." in yaml.safe_dump(s)]
+    assert text.count("secrets.") == 1 and len(holders) == 1 and holders[0]["run"] == 'bash "$MEMRUN_PR_SCRIPT" run'
+    assert holders[0]["if"] == "env.SAME_REPO == 'true'"
+    assert env["SAME_REPO"] == "${{ github.event.pull_request.head.repo.full_name == github.repository }}"
+    for step in steps:  # no expression is pasted into a shell script: values reach it as environment
+        assert "${{" not in step.get("run", ""), step["name"]
+
+
+# A stand-in for memrun: prints what each subcommand's markdown starts with, runs nothing.
+STUB = """import sys
+if sys.argv[1:2] == ["compare"]:
+    print("<!-- memrun-compare: synthetic/bm25 -->")
+    print("### memrun compare: **PASS** (exit code 0)")
+elif sys.argv[1:2] == ["plan"]:
+    print("<!-- memrun-plan: synthetic/bm25 -->")
+"""
+HOSTILE = [
+    "conf/judge/;touch${IFS}PWNED_SED|e;#.yaml",  # made sed run `touch PWNED_SED`
+    "conf/arm/$(touch PWNED_SUB).yaml",
+    "conf/arm/`touch PWNED_TICK`.yaml",
+    "conf/arm/two words.yaml",
+    "conf/judge/x\ntouch PWNED_NL.yaml",
+    "conf/benchmark/-rf.yaml",
+    "conf/arm/x'y\".yaml",
+    "conf/arm/sub/$(touch PWNED_NESTED).yaml",
+]
+
+
+@pytest.mark.skipif(shutil.which("git") is None or shutil.which("bash") is None, reason="needs git and bash")
+@pytest.mark.parametrize("name", HOSTILE)
+def test_a_hostile_config_name_is_refused_in_one_line_and_never_run(tmp_path, name):
+    repo = tmp_path / "repo"
+    (repo / "conf" / "arm").mkdir(parents=True)
+    git(repo, "init", "-q")
+    (repo / "conf" / "arm" / "team.yaml").write_text(ARM.format(top_k=10))
+    git(repo, "add", ".")
+    git(repo, "commit", "-qm", "base")
+    base = git(repo, "rev-parse", "HEAD")
+    hostile = repo / name
+    hostile.parent.mkdir(parents=True, exist_ok=True)
+    hostile.write_text(JUDGE.format(max_tokens=1))
+    git(repo, "add", "-A")
+    git(repo, "commit", "-qm", "hostile")
+    stub = tmp_path / "stub.py"
+    stub.write_text(STUB)
+    env = {**os.environ, "BASE_SHA": base, "HEAD_SHA": git(repo, "rev-parse", "HEAD"), "MEMRUN_PR_OUT": "out",
+           "MEMRUN_PR_BENCHMARK": "synthetic", "MEMRUN": f"python {stub}"}
+    for var in ("GITHUB_STEP_SUMMARY", "GITHUB_OUTPUT"):
+        env.pop(var, None)
+    before = {p for p in tmp_path.rglob("*")}
+    done = subprocess.run(["bash", str(SCRIPT), "all"], cwd=repo, env=env, capture_output=True, text=True, timeout=60)
+    created = {p for p in tmp_path.rglob("*")} - before
+    assert not [p for p in created if "PWNED" in p.name], created
+    assert done.returncode == 65, done.stderr
+    lines = done.stderr.splitlines()
+    assert len(lines) == 1 and lines[0].startswith("memrun-pr: refused: ") and "rename the file" in lines[0], lines
+    assert not (repo / "out" / "jobs.txt").exists() and not (repo / "out" / "comments").exists()
+
+
+@pytest.mark.skipif(shutil.which("bash") is None, reason="needs bash")
+def test_a_jobs_file_the_script_did_not_write_is_refused(tmp_path):
+    (tmp_path / "out").mkdir()
+    (tmp_path / "out" / "jobs.txt").write_text("benchmark=synthetic judge=;touch${IFS}PWNED|e;#\n")
+    env = {**os.environ, "BASE_SHA": "x", "HEAD_SHA": "y", "MEMRUN_PR_OUT": "out", "MEMRUN": "false"}
+    for step in ("plan", "run", "compare"):
+        done = subprocess.run(["bash", str(SCRIPT), step], cwd=tmp_path, env=env, capture_output=True, text=True,
+                              timeout=60)
+        assert done.returncode == 65 and len(done.stderr.splitlines()) == 1, (step, done.stderr)
+    assert not list(tmp_path.rglob("PWNED*"))
