@@ -11,6 +11,7 @@ hits both; the figure to read is the median of the per-pair ratios.
 from __future__ import annotations
 
 import os
+import resource
 import statistics
 import subprocess
 import sys
@@ -32,27 +33,40 @@ _WRAPPER = ("import atexit, re, runpy, sys; sys.argv = sys.argv[1:]; "
 
 @dataclass
 class Child:
-    """One finished child: wall seconds, peak RSS in MiB, its stdout and stderr."""
+    """One finished child: wall seconds, peak RSS in MiB, its stdout and stderr, and the CPU
+    seconds (user + system) it and its own children used: a process that uses threads or
+    workers can have a short wall time on a machine with free cores and a long CPU time."""
 
     seconds: float
     peak_mib: float
     stdout: str
     stderr: str
+    returncode: int = 0
+    cpu_seconds: float = 0.0
 
 
-def run_child(cmd: Sequence[str], cwd: Path | None = None, env: dict[str, str] | None = None) -> Child:
+def _children_cpu() -> float:
+    usage = resource.getrusage(resource.RUSAGE_CHILDREN)
+    return usage.ru_utime + usage.ru_stime
+
+
+def run_child(cmd: Sequence[str], cwd: Path | None = None, env: dict[str, str] | None = None,
+              ok: Sequence[int] = (0,)) -> Child:
     """Run ``cmd`` (a module name such as ``memrun`` or a ``.py`` path, then its arguments)
-    under this Python; raises SystemExit with its stderr when it fails."""
+    under this Python; raises SystemExit with its stderr when its exit code is not in ``ok``
+    (only 0 by default: a bench never counts a run that stopped early as a fast one)."""
     full_env = {**os.environ, "PYTHONPYCACHEPREFIX": str(PYCACHE), **(env or {})}
     full_env.pop("PYTHONDONTWRITEBYTECODE", None)
+    cpu = _children_cpu()
     start = time.perf_counter()
     proc = subprocess.run([sys.executable, "-c", _WRAPPER, *cmd], capture_output=True, text=True,
                           cwd=cwd or ROOT, env=full_env)
     wall = time.perf_counter() - start
+    cpu = _children_cpu() - cpu
     peak = [line for line in proc.stderr.splitlines() if line.startswith("PEAK_KIB ")]
-    if proc.returncode or not peak:
+    if proc.returncode not in ok or not peak:
         raise SystemExit(f"{' '.join(cmd)} exited {proc.returncode}:\n{proc.stderr[-3000:]}")
-    return Child(wall, int(peak[-1].split()[1]) / 1024, proc.stdout, proc.stderr)
+    return Child(wall, int(peak[-1].split()[1]) / 1024, proc.stdout, proc.stderr, proc.returncode, cpu)
 
 
 @dataclass
@@ -68,6 +82,9 @@ class Pairs:
 
     def median(self, side: str) -> float:
         return statistics.median(c.seconds for c in getattr(self, side))
+
+    def median_cpu(self, side: str) -> float:
+        return statistics.median(c.cpu_seconds for c in getattr(self, side))
 
     def peak(self, side: str) -> float:
         return max(c.peak_mib for c in getattr(self, side))

@@ -8,7 +8,9 @@ Alternates, in fresh subprocesses timed from start to exit (imports included):
   config, loading, indexing, searching, scoring, writing items.parquet and summary.json);
 * the raw floor: a script with no memrun that does the same imports (hydra, omegaconf,
   pyarrow, bm25s), loads locomo10.json, indexes each conversation's turns with bm25s,
-  searches every question (top 10) and writes one Parquet table of the hits.
+  searches all of a conversation's questions in one batched ``BM25.retrieve`` call (top
+  10; bm25s's fastest path, faster than scoring questions one at a time in a Python
+  loop) and writes one Parquet table of the hits.
 
 Target (issue 15, target 3): memrun <= 1.5x the floor (median of the pair ratios).
 """
@@ -44,16 +46,18 @@ for conv in raw:
     corpus = [[w for w in splitter(x.lower()) if w not in stop] for x in texts]
     index = bm25s.BM25(method="lucene")
     index.index(corpus, show_progress=False)
-    for i, qa in enumerate(conv["qa"]):
-        q = [w for w in splitter(str(qa["question"]).lower()) if w not in stop]
-        top = []
-        if q:
-            scores = index.get_scores(q)
-            order = np.argsort(-scores, kind="stable")[:10]
-            top = [int(j) for j in order if scores[j] > 0]
+    queries = [[w for w in splitter(str(qa["question"]).lower()) if w not in stop] for qa in conv["qa"]]
+    asked = [i for i, q in enumerate(queries) if q]
+    found = {}
+    if asked:
+        docs, scores = index.retrieve([queries[i] for i in asked], k=min(10, len(texts)), show_progress=False)
+        for i, d, sc in zip(asked, docs, scores):
+            found[i] = [(keys[int(j)], float(x)) for j, x in zip(d, sc) if x > 0]
+    for i in range(len(conv["qa"])):
+        top = found.get(i, [])
         rows["item_id"].append(f"{conv['sample_id']}:{i}")
-        rows["keys"].append([keys[j] for j in top])
-        rows["scores"].append([float(scores[j]) for j in top])
+        rows["keys"].append([k for k, _ in top])
+        rows["scores"].append([x for _, x in top])
 pq.write_table(pa.table(rows), sys.argv[2])
 '''
 
