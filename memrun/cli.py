@@ -36,6 +36,9 @@ SUBCOMMANDS: dict[str, str] = {
 
 EXIT_USER_ERROR = 2
 EXIT_INTERRUPTED = 130
+# stdout closed by its reader (`| head`): Python's documented recipe for EPIPE, and what
+# rich (the tables) exits with on its own when it meets the closed pipe first.
+EXIT_STDOUT_CLOSED = 1
 
 
 def conf_dir() -> Path:
@@ -51,8 +54,42 @@ def _fail(message: str, code: int = EXIT_USER_ERROR) -> int:
 
 
 def main(argv: Sequence[str] | None = None) -> int:
-    """Entry point of the ``memrun`` console script. Returns the exit code."""
+    """Entry point of the ``memrun`` console script. Returns the exit code.
+
+    A reader that closes stdout early (``memrun failures RUN --json | head``) ends the
+    command quietly, the Unix way: no traceback, no message, exit code
+    :data:`EXIT_STDOUT_CLOSED`.
+    """
     args = list(sys.argv[1:] if argv is None else argv)
+    try:
+        code = _main(args)
+        sys.stdout.flush()  # the last buffered lines may be the ones that meet the closed pipe
+        return code
+    except BrokenPipeError:
+        if not _stdout_closed():
+            raise  # a pipe other than stdout (a server's socket): not the reader going away
+        # Python flushes stdout again at exit, which would print "Exception ignored"; point
+        # the descriptor at /dev/null so that flush has nowhere to fail.
+        devnull = os.open(os.devnull, os.O_WRONLY)
+        os.dup2(devnull, sys.stdout.fileno())
+        os.close(devnull)
+        return EXIT_STDOUT_CLOSED
+
+
+def _stdout_closed() -> bool:
+    """True when stdout is a pipe whose reading end is closed (poll reports an error on it)."""
+    import select
+
+    try:
+        fd = sys.stdout.fileno()
+        poller = select.poll()
+    except (AttributeError, OSError, ValueError):  # no real descriptor, or no poll on this OS
+        return True
+    poller.register(fd, select.POLLOUT)
+    return any(events & select.POLLERR for _, events in poller.poll(0))
+
+
+def _main(args: list[str]) -> int:
     if args[:1] in (["--version"], ["-V"]):
         from memrun import __version__
 
@@ -66,7 +103,23 @@ def main(argv: Sequence[str] | None = None) -> int:
             return int(getattr(importlib.import_module(module), func)(args[1:]) or 0)
         except MemrunError as exc:
             return _fail(str(exc), exc.exit_code)
+    if problem := _not_a_command(args[:1]):
+        return _fail(problem)
     return _run_hydra(args)
+
+
+def _not_a_command(first: list[str]) -> str | None:
+    """A first argument that is a bare word (no ``=``, not a flag) is neither an override
+    nor a subcommand: say so, suggesting the closest subcommand, instead of Hydra's
+    "cannot parse the override"."""
+    if not first or not re.fullmatch(r"[A-Za-z][\w.-]*", first[0]):
+        return None
+    word = first[0]
+    commands = ", ".join(SUBCOMMANDS)
+    if hint := difflib.get_close_matches(word, list(SUBCOMMANDS), n=1, cutoff=0.6):
+        return f"unknown command '{word}'; did you mean 'memrun {hint[0]}'? commands: {commands}"
+    return (f"'{word}' is neither a command nor an override; commands: {commands}; "
+            "overrides are key=value (e.g. benchmark=locomo)")
 
 
 def _check_config_dirs(args: list[str]) -> str | None:

@@ -1,0 +1,64 @@
+"""The command line's edges: a reader closing stdout early, and a first argument that is
+neither a subcommand nor an override."""
+
+from __future__ import annotations
+
+import os
+import subprocess
+
+import pytest
+from conftest import memrun_exe
+from run_tables import accuracy_run
+
+from memrun.cli import EXIT_STDOUT_CLOSED, SUBCOMMANDS
+from memrun.cli import main as cli_main
+
+
+@pytest.fixture
+def wrong_run(tmp_path):
+    """An accuracy run with 3,000 wrong items: far more output than a pipe buffers."""
+    return accuracy_run(tmp_path / "run", {f"item-{i:05d}-{'x' * 80}": ["wrong"] for i in range(3000)})
+
+
+@pytest.mark.parametrize("extra", [["--json"], []], ids=["json", "table"])
+def test_a_reader_that_closes_stdout_early_ends_the_command_quietly(wrong_run, extra):
+    # memrun failures RUN --json | head -c 600
+    proc = subprocess.Popen([*memrun_exe(), "failures", str(wrong_run), *extra], stdout=subprocess.PIPE,
+                            stderr=subprocess.PIPE, env={**os.environ, "COLUMNS": "120"})
+    assert len(proc.stdout.read(600)) == 600
+    proc.stdout.close()
+    err = proc.stderr.read().decode()
+    assert proc.wait(timeout=60) == EXIT_STDOUT_CLOSED
+    assert err == ""  # no traceback, no "Exception ignored ... BrokenPipeError"
+
+
+def test_a_broken_pipe_that_is_not_stdout_keeps_its_traceback(monkeypatch):
+    import memrun.cli as cli
+
+    def broken(args):
+        raise BrokenPipeError("a server's socket")
+
+    monkeypatch.setattr(cli, "_main", broken)
+    with pytest.raises(BrokenPipeError):
+        cli_main(["compare"])
+
+
+@pytest.mark.parametrize("word, hint", [("comapre", "compare"), ("validat", "validate"), ("failure", "failures"),
+                                        ("reprot", "report"), ("merg", "merge")])
+def test_a_misspelt_subcommand_is_named(capsys, word, hint):
+    assert cli_main([word, "a", "b"]) == 2
+    err = capsys.readouterr().err.strip()
+    assert err.startswith(f"memrun: error: unknown command '{word}'; did you mean 'memrun {hint}'?")
+    assert "\n" not in err and "override" not in err
+
+
+def test_a_bare_word_is_neither_command_nor_override(capsys):
+    assert cli_main(["frobnicate"]) == 2
+    err = capsys.readouterr().err.strip()
+    assert err.startswith("memrun: error: 'frobnicate' is neither a command nor an override; commands: ")
+    assert all(name in err for name in SUBCOMMANDS) and "key=value" in err
+
+
+def test_an_override_is_still_an_override(capsys):
+    assert cli_main(["benchmark=locomoo"]) == 2
+    assert "benchmark=locomoo: no such config (did you mean benchmark=locomo?)" in capsys.readouterr().err
