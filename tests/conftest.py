@@ -29,6 +29,19 @@ def data_dir() -> Path:
     return Path(env).resolve()
 
 
+@pytest.fixture(scope="session")
+def beam_dir() -> Path:
+    """``MEMRUN_DATA_DIR`` holding BEAM's 100K and 500K chats under ``beam/chats/``; skips when
+    absent, fails under MEMRUN_REQUIRE_DATA=1."""
+    env = os.environ.get("MEMRUN_DATA_DIR")
+    if not env or not (Path(env) / "beam" / "chats" / "500K" / "1" / "chat.json").is_file():
+        message = f"realdata: set MEMRUN_DATA_DIR to a folder holding beam/chats/ (now {env!r})"
+        if os.environ.get("MEMRUN_REQUIRE_DATA"):
+            pytest.fail(message)
+        pytest.skip(message)
+    return Path(env).resolve()
+
+
 def memrun_exe() -> list[str]:
     """The installed console script, else ``python -m memrun``."""
     exe = shutil.which("memrun", path=str(Path(sys.executable).parent))

@@ -83,7 +83,7 @@ def test_sweep_writes_one_folder_per_job(tmp_path, data_dir):
     "args,needle",
     [
         (["arm.top_kk=5"], "unknown config key 'arm.top_kk'; did you mean 'top_k'?"),
-        (["benchmark=locomoo"], "benchmark=locomoo: no such config (did you mean benchmark=locomo?); available: jsonl, locomo, longmemeval, synthetic"),
+        (["benchmark=locomoo"], "benchmark=locomoo: no such config (did you mean benchmark=locomo?); available: beam, jsonl, locomo, longmemeval, synthetic"),
         (["arm.top_k=ten"], "arm.top_k: Value 'ten' of type 'str' could not be converted to Integer"),
         (["axis=accuracy"], "axis=accuracy needs a judge; add judge=gpt41"),
         (["axis=precision"], "axis: Invalid value 'precision', expected one of [recall, accuracy]"),

@@ -42,13 +42,28 @@ def sha256_of(path: Path) -> str:
     return digest.hexdigest()
 
 
-def _check(path: Path, sha256: str | None) -> str:
+def git_blob_sha1(path: Path) -> str:
+    """Hex git blob id of a file: sha1 of ``b"blob <size>\\0"`` and its bytes, the id a git
+    repository gives the file's content (``git hash-object``)."""
+    digest = hashlib.sha1(f"blob {path.stat().st_size}\0".encode())
+    with path.open("rb") as f:
+        while chunk := f.read(_CHUNK):
+            digest.update(chunk)
+    return digest.hexdigest()
+
+
+def _check(path: Path, sha256: str | None, git_blob: str | None = None) -> str:
     actual = sha256_of(path)
     if sha256 and actual != sha256:
         raise DataError(
             f"{path} has sha256 {actual} but the config pins {sha256}: either the file is not the "
             "pinned version (a partial download, an edited copy) or the pin is wrong; check the pin "
             "in the benchmark config, or replace the file"
+        )
+    if not sha256 and git_blob and (blob := git_blob_sha1(path)) != git_blob:
+        raise DataError(
+            f"{path} has git blob id {blob} but the pinned commit holds {git_blob}: the file is not "
+            "the pinned version (a partial download, an edited copy); replace the file"
         )
     return actual
 
@@ -60,6 +75,7 @@ def resolve(
     sha256: str | None,
     folder: Path,
     path: str | None = None,
+    git_blob: str | None = None,
 ) -> tuple[Path, str]:
     """Return ``(path, sha256)`` of a dataset file, downloading it when missing.
 
@@ -67,6 +83,8 @@ def resolve(
     url: the pinned public address to download from (None: no download).
     sha256: the expected hex digest (None: not pinned; the actual one is still returned).
     path: an explicit copy elsewhere (``benchmark.path``); it must exist.
+    git_blob: the file's git blob id at a pinned commit, checked when no sha256 is pinned
+        (a file known by its repository's content address only, e.g. BEAM's 1M and 10M).
 
     Raises DataError when an explicit path is missing or a checksum differs, and
     DownloadError (one line: file, address, sha256, folder) when the download fails.
@@ -77,16 +95,16 @@ def resolve(
             raise DataError(f"benchmark.path={path} is a folder; name the dataset file itself")
         if not explicit.is_file():
             raise DataError(f"benchmark.path={path}: no such file")
-        return explicit, _check(explicit, sha256)
+        return explicit, _check(explicit, sha256, git_blob)
     target = folder / file
     if target.is_file():
-        return target, _check(target, sha256)
+        return target, _check(target, sha256, git_blob)
     if not url:
         raise DataError(f"{file} is not in {folder} and the config names no url to download it from")
-    return target, _download_once(url, target, sha256)
+    return target, _download_once(url, target, sha256, git_blob)
 
 
-def _download_once(url: str, target: Path, sha256: str | None) -> str:
+def _download_once(url: str, target: Path, sha256: str | None, git_blob: str | None = None) -> str:
     """Download under the file lock; re-check after waiting. The lock file, and a folder
     made only for it, are removed afterwards: correctness never rests on the lock alone,
     since every download streams into its own temporary file, is checked against the
@@ -99,8 +117,8 @@ def _download_once(url: str, target: Path, sha256: str | None) -> str:
     try:
         with FileLock(str(lock_path)):
             if target.is_file():  # another process downloaded it while this one waited
-                return _check(target, sha256)
-            return _download(url, target, sha256)
+                return _check(target, sha256, git_blob)
+            return _download(url, target, sha256, git_blob)
     finally:
         lock_path.unlink(missing_ok=True)
         for folder in made:  # only folders this call made, and only while empty
@@ -109,7 +127,7 @@ def _download_once(url: str, target: Path, sha256: str | None) -> str:
             folder.rmdir()
 
 
-def _download(url: str, target: Path, sha256: str | None) -> str:
+def _download(url: str, target: Path, sha256: str | None, git_blob: str | None = None) -> str:
     """Stream ``url`` into ``target`` via a ``.part`` file of this process's own; return the
     verified sha256. The caller holds the download lock."""
     import httpx  # here, not at module level: a run whose files are present never loads it (~60 ms)
@@ -148,5 +166,8 @@ def _download(url: str, target: Path, sha256: str | None) -> str:
         raise DownloadError(
             f"downloaded {url} but its sha256 is {actual}, expected {sha256}; nothing was kept"
         )
+    if not sha256 and git_blob and (blob := git_blob_sha1(part)) != git_blob:
+        part.unlink(missing_ok=True)
+        raise DownloadError(f"downloaded {url} but its git blob id is {blob}, expected {git_blob}; nothing was kept")
     part.replace(target)
     return actual

@@ -32,7 +32,7 @@ from memrun.config.arms import (
     OpenAIEmbedderConfig,
     OracleArmConfig,
 )
-from memrun.config.benchmarks import JsonlConfig, LocomoConfig, LongMemEvalConfig, SyntheticConfig
+from memrun.config.benchmarks import BeamConfig, JsonlConfig, LocomoConfig, LongMemEvalConfig, SyntheticConfig
 from memrun.config.llm import (
     ExactJudgeConfig,
     F1JudgeConfig,
@@ -161,6 +161,7 @@ def register() -> None:
     cs.store(group="schema/benchmark", name="synthetic", node=SyntheticConfig)
     cs.store(group="schema/benchmark", name="longmemeval", node=LongMemEvalConfig)
     cs.store(group="schema/benchmark", name="jsonl", node=JsonlConfig)
+    cs.store(group="schema/benchmark", name="beam", node=BeamConfig)
     cs.store(group="schema/arm", name="bm25", node=BM25ArmConfig)
     for name, node in (("dense", DenseArmConfig), ("hybrid", HybridArmConfig), ("full_context", FullContextArmConfig),
                        ("oracle", OracleArmConfig), ("answers_file", AnswersFileArmConfig), ("http", HttpArmConfig)):

@@ -103,3 +103,17 @@ class JsonlConfig(SelectionConfig):
     categories: Dict[str, str] = field(default_factory=dict)
     comparable_categories: List[str] = field(default_factory=list)
     task_averaged: bool = False
+
+
+@dataclass
+class BeamConfig(SelectionConfig):
+    """``benchmark=beam``: BEAM (2025), sizes 100K, 500K, 1M, 10M (see memrun.benchmarks.beam)."""
+
+    _target_: str = "memrun.benchmarks.beam.Beam"
+    name: str = "beam"
+    split: str = "100K"
+    url: str = MISSING
+    root: str = "beam"
+    path: Optional[str] = None
+    questions_per_ability: Optional[int] = 2
+    categories: Dict[str, str] = MISSING
