@@ -9,7 +9,9 @@ page of rows at a time, never 100k DOM rows.
 from __future__ import annotations
 
 import json
+import math
 from collections.abc import Mapping, Sequence
+from datetime import date, datetime, time
 from functools import lru_cache
 from importlib import resources
 from typing import Any
@@ -44,10 +46,58 @@ def asset(name: str) -> str:
     return resources.files("memrun.report").joinpath("templates", name).read_text(encoding="utf-8")
 
 
+_JS_UNSAFE = str.maketrans({"<": "\\u003c", ">": "\\u003e", "&": "\\u0026",
+                           "\u2028": "\\u2028", "\u2029": "\\u2029"})
+
+
+def plain(value: Any) -> Any:
+    """``value`` as plain JSON types, whatever wrote the table: numpy arrays and scalars
+    (a pandas round-trip) become lists and Python numbers, NaN/NaT/inf become None,
+    dates and Timestamps ISO strings, bytes text, mappings dicts with string keys."""
+    if value is None or isinstance(value, (str, bool, int)):
+        return value
+    if isinstance(value, float):
+        return value if math.isfinite(value) else None
+    if isinstance(value, Mapping):
+        return {str(k): plain(v) for k, v in value.items()}
+    if isinstance(value, bytes):
+        return value.decode("utf-8", "replace")
+    if hasattr(value, "tolist") and not isinstance(value, (date, datetime)):  # numpy array or scalar
+        return plain(value.tolist())
+    if isinstance(value, (list, tuple, set, frozenset)):
+        return [plain(v) for v in value]
+    try:
+        if value != value:  # NaT and other NaN-like values
+            return None
+    except (TypeError, ValueError):
+        pass
+    if isinstance(value, (date, datetime, time)):
+        return value.isoformat()
+    return str(value)
+
+
 def embed_json(value: Any) -> str:
-    """JSON safe inside ``<script type="application/json">`` (no ``</``, no HTML comment opener)."""
-    text = json.dumps(value, ensure_ascii=False, separators=(",", ":"), sort_keys=False, default=str)
-    return text.replace("</", "<\\/").replace("<!--", "<\\!--")
+    """``value`` as JSON safe anywhere in an HTML page: inside ``<script type="application/json">``,
+    an attribute or a JS string. ``<``, ``>``, ``&``, U+2028 and U+2029 are written as
+    ``\\uXXXX`` escapes (they only occur inside JSON strings, so the JSON is unchanged), so no
+    text can close the script, open a comment or start a tag. Values that are not plain JSON
+    (numpy, NaN, Timestamps) go through :func:`plain`. Every page embeds its data with this."""
+    try:
+        text = json.dumps(value, ensure_ascii=False, separators=(",", ":"), allow_nan=False, default=plain)
+    except ValueError:  # a NaN or infinity somewhere: clean the whole value once
+        text = json.dumps(plain(value), ensure_ascii=False, separators=(",", ":"))
+    return text.translate(_JS_UNSAFE)
+
+
+def as_int(value: Any) -> int | None:
+    """An integer column's value as int, whatever wrote the table (pandas turns an int
+    column with nulls into float64 with NaN); None for null, NaN or a non-integral value."""
+    value = plain(value)
+    if isinstance(value, bool) or value is None:
+        return None
+    if isinstance(value, float):
+        return int(value) if value.is_integer() else None
+    return value if isinstance(value, int) else None
 
 
 def render(template: str, **context: Any) -> str:
@@ -135,17 +185,18 @@ def item_rows(run: RunTable, *, hit_column: str | None, texts: Texts) -> list[di
     out = []
     for i in range(n):
         row = {c: col[c][i] for c in col}
+        rank = as_int(row["first_gold_rank"])
         out.append({
-            "id": row["item_id"], "rep": row["repeat"],
+            "id": row["item_id"], "rep": as_int(row["repeat"]),
             "cat": row["category_label"] or row["category"],
             "q": row["question"], "gold": row["answer"], "ans": row["reader_answer"],
             "label": (row["label"] or ("error" if row["error"] else None)) if accuracy
             else retrieval_outcome(row, hit_column or ""),
             "stage": row["failure_stage"], "expl": row["judge_explanation"],
             "keys": marked_keys(row["retrieved_keys"], row["gold_keys"], mode=mode, texts=row["retrieved_texts"],
-                                rank=row["first_gold_rank"]),
+                                rank=rank),
             "texts": texts.ids(row["retrieved_texts"]),
-            "err": row["error"], "rank": row["first_gold_rank"],
+            "err": row["error"], "rank": rank,
         })
     return out
 
