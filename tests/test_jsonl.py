@@ -97,3 +97,34 @@ def test_missing_path_file_and_empty_file(tmp_path: Path) -> None:
     path = _write(tmp_path, "// only a comment")
     with pytest.raises(DataError, match="no conversation or item lines"):
         JsonlBenchmark(path=str(path)).load(tmp_path)
+
+
+def test_every_problem_of_a_line_is_listed_with_a_count_at_the_end(tmp_path: Path, capsys) -> None:
+    from memrun.cli import main
+
+    bad = {"conversation_id": "c", "extra": 1,
+           "history": [{"role": "user"}, {"role": "user", "content": "a", "ky": "k"}, "turn"],
+           "questions": [{"question": "q", "gold_keys": ["c:9"], "abstention": "yes"},
+                         {"item_id": "c:0", "answer": [1]}]}
+    path = _write(tmp_path, {"item_id": "fine", "history": [{"role": "user", "content": "a"}], "question": "q"}, bad)
+    assert main(["validate", str(path)]) == 2
+    out, err = capsys.readouterr()
+    assert out.splitlines() == [f"{path}:2: {problem}" for problem in [
+        "extra: unknown field; fields here: conversation_id, history, questions",
+        "history[0].content: is required",
+        "history[1].ky: unknown field; did you mean 'key'? fields here: role, content, key, timestamp, session",
+        "history[2]: expected an object with role and content",
+        "questions[0].gold_keys[0]: 'c:9' names no turn of this history",
+        "questions[0].abstention: must be true or false",
+        "questions[1].question: is required",
+        "questions[1].answer: must be text or a number",
+        "questions[1].item_id: 'c:0' already used by questions[0]",
+    ]]
+    assert err == f"memrun: error: {path}: 9 errors\n"
+    with pytest.raises(DataError, match=r"bench.jsonl:2: extra: unknown field; .* \(and 8 more; memrun validate"):
+        JsonlBenchmark(path=str(path)).load(tmp_path)  # a run stops at the first, pointing at the rest
+
+
+def test_a_broken_history_does_not_also_fail_every_gold_key(tmp_path: Path) -> None:
+    path = _write(tmp_path, {"item_id": "x", "history": "none", "question": "q", "gold_keys": ["x:0"]})
+    assert parse_file(path).errors == [f"{path}:1: history: must be a non-empty list of turns"]

@@ -19,7 +19,6 @@ below the run's ``min_coverage`` the headline is partial and the run exits 2).
 
 from __future__ import annotations
 
-import hashlib
 import json
 from collections.abc import Iterable, Sequence
 from pathlib import Path
@@ -28,6 +27,7 @@ from typing import Any
 import pyarrow as pa
 import pyarrow.parquet as pq
 
+from memrun.benchmarks.download import sha256_of
 from memrun.benchmarks.text import jsonl_lines
 from memrun.errors import ArmError, DataError, MemrunError
 from memrun.instrument import METADATA_KEY
@@ -38,19 +38,16 @@ Answers = dict[tuple[str, int], str]
 
 
 def load_jsonl(path: Path, id_field: str = "question_id", answer_field: str = "hypothesis") -> Answers:
-    """Answers keyed by (id, repeat 0) from a hypothesis JSONL file (strict UTF-8, a BOM
-    allowed, lines split on ``\n`` only: :func:`memrun.benchmarks.text.jsonl_lines`).
+    """Answers keyed by (id, repeat 0) from a hypothesis JSONL file, streamed (strict UTF-8,
+    a BOM allowed, lines split on ``\n`` only, a line longer than ``$MEMRUN_MAX_LINE_BYTES``
+    an error: :func:`memrun.benchmarks.text.jsonl_lines`).
 
     Raises DataError naming ``path:line`` for a line that is not UTF-8 or not a JSON
     object, lacks either field, has an id that is not text or an integer, has a non-text
     answer, or repeats an id.
     """
-    try:
-        blob = path.read_bytes()
-    except OSError as exc:
-        raise DataError(f"{path}: cannot read the file ({exc.strerror or exc})") from exc
     answers: Answers = {}
-    for line in jsonl_lines(blob):
+    for line in jsonl_lines(path):
         where = f"{path}:{line.number}"
         if line.text is None:
             raise DataError(f"{where}: {line.error}")
@@ -153,7 +150,7 @@ class AnswersFileArm:
             self.answers = load_jsonl(self.path, id_column or "question_id", answer)
         else:
             self.answers = load_parquet(self.path, id_column or "item_id", answer)
-        self.sha256 = hashlib.sha256(self.path.read_bytes()).hexdigest() if self.path.is_file() else None
+        self.sha256 = sha256_of(self.path) if self.path.is_file() else None
 
     def answer_for(self, item: Item, repeat: int = 0) -> str | None:
         """The file's answer to ``item`` (for ``repeat``), None when it has none."""

@@ -28,7 +28,9 @@ is to abstain) are optional. Unknown fields are errors, so a typo never silently
 drops gold. A template is ``conf/templates/benchmark.jsonl``.
 
 Every error names the file, line and field (``bench.jsonl:12: questions[3].gold_keys[0]:
-'c1:99' names no turn of this history``); ``memrun validate FILE`` lists them all.
+'c1:99' names no turn of this history``); ``memrun validate FILE`` lists them all, every
+problem of a line included. The file is streamed; a line longer than
+``$MEMRUN_MAX_LINE_BYTES`` (default 64 MiB) is an error naming the file, line and limit.
 """
 
 from __future__ import annotations
@@ -54,11 +56,15 @@ DEFAULT_CATEGORY = "uncategorized"
 MAX_ERRORS = 50
 
 
-class _Invalid(Exception):
-    """One validation error: the field path and what is wrong (the parser adds file and line)."""
+class _Problems:
+    """The errors found in one line, in the order met: every one is reported, as a linter
+    does, not only the first (the parser adds file and line)."""
 
-    def __init__(self, path: str, message: str) -> None:
-        super().__init__(f"{path}: {message}" if path else message)
+    def __init__(self) -> None:
+        self.found: list[str] = []
+
+    def add(self, path: str, message: str) -> None:
+        self.found.append(f"{path}: {message}" if path else message)
 
 
 @dataclass
@@ -70,172 +76,199 @@ class ParsedFile:
     n_errors: int = 0
     sha256: str = ""
 
+    def note(self, error: str, max_errors: int) -> None:
+        """Count an error; keep its text while fewer than ``max_errors`` are kept."""
+        self.n_errors += 1
+        if len(self.errors) < max_errors:
+            self.errors.append(error)
+
 
 def parse_file(path: Path, gold_match: GoldMatch = "key", max_errors: int = MAX_ERRORS) -> ParsedFile:
     """Parse and validate a benchmark JSONL file, collecting up to ``max_errors`` errors.
 
-    The file is strict UTF-8 (a leading BOM is dropped; a line that is not UTF-8 is the
-    error ``file:line: invalid UTF-8 at byte N``) split on ``\n`` only (see
-    :mod:`memrun.benchmarks.text`). A line with an error contributes no group. Raises
+    The file is streamed line by line (:func:`memrun.benchmarks.text.jsonl_lines`: strict
+    UTF-8, a leading BOM dropped, split on ``\n`` only, a line longer than
+    ``$MEMRUN_MAX_LINE_BYTES`` an error), so memory holds the parsed groups and one line,
+    never the whole file. Every problem of a line is an error of its own
+    (``file:line: field: problem``); a line with an error contributes no group. Raises
     DataError only when the file cannot be read at all.
     """
-    try:
-        blob = path.read_bytes()
-    except OSError as exc:
-        raise DataError(f"{path}: cannot read the file ({exc.strerror or exc})") from exc
-    out = ParsedFile(sha256=hashlib.sha256(blob).hexdigest())
+    digest = hashlib.sha256()
+    out = ParsedFile()
     item_lines: dict[str, int] = {}
     history_lines: dict[str, int] = {}
-    for line in jsonl_lines(blob):
+    for line in jsonl_lines(path, digest):
         number, text = line.number, line.text
-        try:
-            if text is None:
-                raise _Invalid("", str(line.error))
-            if not text.strip() or text.lstrip().startswith("//"):
-                continue
-            group = _line(text, gold_match, item_lines, history_lines, number)
-        except _Invalid as exc:
-            out.n_errors += 1
-            if len(out.errors) < max_errors:
-                out.errors.append(f"{path}:{number}: {exc}")
+        if text is None:
+            out.note(f"{path}:{number}: {line.error}", max_errors)
             continue
-        out.groups.append(group)
+        if not text.strip() or text.lstrip().startswith("//"):
+            continue
+        group = _line(text, gold_match, item_lines, history_lines, number)
+        if isinstance(group, Group):
+            out.groups.append(group)
+            continue
+        for problem in group:
+            out.note(f"{path}:{number}: {problem}", max_errors)
+    out.sha256 = digest.hexdigest()
     if not out.groups and not out.n_errors:
         out.n_errors, out.errors = 1, [f"{path}: no conversation or item lines"]
     return out
 
 
 def _line(line: str, gold_match: GoldMatch, item_lines: dict[str, int], history_lines: dict[str, int],
-          number: int) -> Group:
+          number: int) -> Group | list[str]:
+    """The line's group, or every problem found in it."""
     try:
         obj = json.loads(line)
     except json.JSONDecodeError as exc:
-        raise _Invalid("", f"not valid JSON ({exc.msg.removesuffix(' at')} at column {exc.colno})") from None
+        return [f"not valid JSON ({exc.msg.removesuffix(' at')} at column {exc.colno})"]
     if not isinstance(obj, dict):
-        raise _Invalid("", f"expected a JSON object, got {type(obj).__name__}")
+        return [f"expected a JSON object, got {type(obj).__name__}"]
+    p = _Problems()
     if "questions" in obj or "conversation_id" in obj:
-        _check_fields("", obj, CONVERSATION_FIELDS)
-        history_id = _string(obj, "conversation_id", "")
+        _check_fields(p, "", obj, CONVERSATION_FIELDS)
+        history_id = _string(p, obj, "conversation_id", "")
         questions = obj.get("questions")
         if not isinstance(questions, list) or not questions:
-            raise _Invalid("questions", "must be a non-empty list of questions")
+            p.add("questions", "must be a non-empty list of questions")
+            questions = []
         entries = [(f"questions[{i}]", q, f"{history_id}:{i}") for i, q in enumerate(questions)]
     elif "question" in obj or "item_id" in obj:
-        _check_fields("", obj, ITEM_FIELDS)
-        history_id = _string(obj, "item_id", "")
+        _check_fields(p, "", obj, ITEM_FIELDS)
+        history_id = _string(p, obj, "item_id", "")
         entries = [("", obj, None)]
     else:
-        raise _Invalid("", "expected a conversation (conversation_id, history, questions) "
-                           "or an item (item_id, history, question)")
-    if history_id in history_lines:
-        raise _Invalid("", f"history id {history_id!r} already used on line {history_lines[history_id]}")
-    records = _history(obj.get("history"), history_id)
-    items = [_question(where, q, history_id, default_id, records, gold_match) for where, q, default_id in entries]
-    for item in items:
+        return ["expected a conversation (conversation_id, history, questions) or an item (item_id, history, question)"]
+    reused = history_id in history_lines
+    if reused:
+        p.add("", f"history id {history_id!r} already used on line {history_lines[history_id]}")
+    records = _history(p, obj.get("history"), history_id)
+    items = [_question(p, where, q, history_id, default_id, records, gold_match) for where, q, default_id in entries]
+    seen: dict[str, str] = {}
+    for (where, _, _), item in zip(entries, items):
+        if item is None or (reused and item.item_id == history_id):  # an item line: said once above
+            continue
         if item.item_id in item_lines:
-            raise _Invalid("", f"item_id {item.item_id!r} already used on line {item_lines[item.item_id]}")
+            p.add("", f"item_id {item.item_id!r} already used on line {item_lines[item.item_id]}")
+        elif item.item_id in seen:
+            p.add(f"{where}.item_id", f"{item.item_id!r} already used by {seen[item.item_id]}")
+        seen.setdefault(item.item_id, where)
+    if p.found:
+        return p.found
     history_lines[history_id] = number
-    item_lines.update((item.item_id, number) for item in items)
-    return Group(history_id=history_id, records=records, items=items)
+    item_lines.update((item.item_id, number) for item in items if item is not None)
+    return Group(history_id=history_id, records=records or [], items=[i for i in items if i is not None])
 
 
-def _history(turns: Any, history_id: str) -> list[Record]:
+def _history(p: _Problems, turns: Any, history_id: str) -> list[Record] | None:
+    """The history's records; None (with the problems added) when it is not a list of turns."""
     if not isinstance(turns, list) or not turns:
-        raise _Invalid("history", "must be a non-empty list of turns")
+        p.add("history", "must be a non-empty list of turns")
+        return None
     records: list[Record] = []
     keys: dict[str, int] = {}
     for i, turn in enumerate(turns):
         where = f"history[{i}]"
         if not isinstance(turn, dict):
-            raise _Invalid(where, "expected an object with role and content")
-        _check_fields(where, turn, TURN_FIELDS)
-        role = _string(turn, "role", where)
-        content = _string(turn, "content", where)
-        key = _string(turn, "key", where, default=f"{history_id}:{i}")
+            p.add(where, "expected an object with role and content")
+            continue
+        _check_fields(p, where, turn, TURN_FIELDS)
+        role = _string(p, turn, "role", where)
+        content = _string(p, turn, "content", where)
+        key = _string(p, turn, "key", where, default=f"{history_id}:{i}")
         if key in keys:
-            raise _Invalid(f"{where}.key", f"{key!r} repeats history[{keys[key]}].key; keys must be unique")
-        keys[key] = i
+            p.add(f"{where}.key", f"{key!r} repeats history[{keys[key]}].key; keys must be unique")
+        keys.setdefault(key, i)
         records.append(Record(
             key=key,
             text=f"{role}: {content}",
-            timestamp=_string(turn, "timestamp", where, default=None),
-            session=_string(turn, "session", where, default=None),
+            timestamp=_string(p, turn, "timestamp", where, default=None),
+            session=_string(p, turn, "session", where, default=None),
         ))
     return records
 
 
-def _question(where: str, q: Any, history_id: str, default_id: str | None, records: Sequence[Record],
-              gold_match: GoldMatch) -> Item:
+def _question(p: _Problems, where: str, q: Any, history_id: str, default_id: str | None,
+              records: Sequence[Record] | None, gold_match: GoldMatch) -> Item | None:
+    """The question's item, or None when it is not an object. ``records`` None: the
+    history is broken, so gold is not checked against it (that would only repeat it)."""
     if not isinstance(q, dict):
-        raise _Invalid(where, "expected an object with a question")
+        p.add(where, "expected an object with a question")
+        return None
     if default_id is not None:  # inside a conversation
-        _check_fields(where, q, QUESTION_FIELDS)
+        _check_fields(p, where, q, QUESTION_FIELDS)
     prefix = f"{where}." if where else ""
-    item_id = _string(q, "item_id", where, default=default_id)
-    question = _string(q, "question", where)
+    item_id = _string(p, q, "item_id", where, default=default_id)
+    question = _string(p, q, "question", where)
     answer = q.get("answer")
     if answer is not None and (isinstance(answer, bool) or not isinstance(answer, (str, int, float))):
-        raise _Invalid(f"{prefix}answer", "must be text or a number")
-    gold = _strings(q, "gold_keys", where)
-    if gold_match == "key":
+        p.add(f"{prefix}answer", "must be text or a number")
+    gold = _strings(p, q, "gold_keys", where)
+    if gold_match == "key" and records is not None:
         known = {r.key for r in records}
         for j, key in enumerate(gold):
             if key not in known:
-                raise _Invalid(f"{prefix}gold_keys[{j}]", f"{key!r} names no turn of this history")
-    sessions = _strings(q, "gold_sessions", where)
-    known_sessions = {r.session for r in records if r.session}
-    for j, session in enumerate(sessions):
+                p.add(f"{prefix}gold_keys[{j}]", f"{key!r} names no turn of this history")
+    sessions = _strings(p, q, "gold_sessions", where)
+    known_sessions = {r.session for r in records or () if r.session}
+    for j, session in enumerate(sessions if records is not None else ()):
         if session not in known_sessions:
-            raise _Invalid(f"{prefix}gold_sessions[{j}]", f"{session!r} names no session of this history")
+            p.add(f"{prefix}gold_sessions[{j}]", f"{session!r} names no session of this history")
     abstention = False if q.get("abstention") is None else q["abstention"]
     if not isinstance(abstention, bool):
-        raise _Invalid(f"{prefix}abstention", "must be true or false")
+        p.add(f"{prefix}abstention", "must be true or false")
     return Item(
         item_id=item_id,
         history_id=history_id,
-        cluster=_string(q, "cluster", where, default=history_id),
-        category=_string(q, "category", where, default=DEFAULT_CATEGORY),
+        cluster=_string(p, q, "cluster", where, default=history_id),
+        category=_string(p, q, "category", where, default=DEFAULT_CATEGORY),
         question=question,
         answer=None if answer is None else str(answer),
         answer_raw=json.dumps(answer, ensure_ascii=False),
         gold_keys=tuple(dict.fromkeys(gold)),
         gold_keys_raw=tuple(gold),
-        question_date=_string(q, "question_date", where, default=None),
+        question_date=_string(p, q, "question_date", where, default=None),
         gold_sessions=tuple(dict.fromkeys(sessions)),
-        abstention=abstention,
+        abstention=abstention is True,
     )
 
 
 _REQUIRED = object()
 
 
-def _string(obj: Mapping[str, Any], key: str, where: str, default: Any = _REQUIRED) -> Any:
+def _string(p: _Problems, obj: Mapping[str, Any], key: str, where: str, default: Any = _REQUIRED) -> Any:
+    """``obj[key]`` as non-empty text, else ``default``; None (with a problem added) when
+    it is required and missing, or not text."""
     path = f"{where}.{key}" if where else key
     if key not in obj or obj[key] is None:
         if default is _REQUIRED:
-            raise _Invalid(path, "is required")
+            p.add(path, "is required")
+            return None
         return default
     value = obj[key]
     if not isinstance(value, str) or not value.strip():
-        raise _Invalid(path, f"must be non-empty text, got {json.dumps(value)[:40]}")
+        p.add(path, f"must be non-empty text, got {json.dumps(value)[:40]}")
+        return None
     return value
 
 
-def _strings(obj: Mapping[str, Any], key: str, where: str) -> list[str]:
+def _strings(p: _Problems, obj: Mapping[str, Any], key: str, where: str) -> list[str]:
     path = f"{where}.{key}" if where else key
     value = [] if obj.get(key) is None else obj[key]
     if not isinstance(value, list) or not all(isinstance(v, str) and v for v in value):
-        raise _Invalid(path, "must be a list of non-empty strings")
+        p.add(path, "must be a list of non-empty strings")
+        return []
     return value
 
 
-def _check_fields(where: str, obj: Mapping[str, Any], allowed: Sequence[str]) -> None:
+def _check_fields(p: _Problems, where: str, obj: Mapping[str, Any], allowed: Sequence[str]) -> None:
     for key in obj:
         if key not in allowed:
             hint = difflib.get_close_matches(key, allowed, n=1)
             did_you_mean = f"did you mean '{hint[0]}'? " if hint else ""
             path = f"{where}.{key}" if where else key
-            raise _Invalid(path, f"unknown field; {did_you_mean}fields here: {', '.join(allowed)}")
+            p.add(path, f"unknown field; {did_you_mean}fields here: {', '.join(allowed)}")
 
 
 class JsonlBenchmark:

@@ -10,19 +10,23 @@ count from the start of the file (0-based, as ``xxd -s`` and ``dd skip=`` take t
 from __future__ import annotations
 
 import codecs
+import os
 from collections.abc import Iterator
 from dataclasses import dataclass
 from pathlib import Path
+from typing import Any, BinaryIO
 
-from memrun.errors import DataError
+from memrun.errors import ConfigError, DataError
 
 BOM = codecs.BOM_UTF8
+MAX_LINE_ENV = "MEMRUN_MAX_LINE_BYTES"
+DEFAULT_MAX_LINE_BYTES = 64 << 20  # 64 MiB: locomo10.json (all 10 conversations) 20 times over
 
 
 @dataclass(frozen=True)
 class Line:
-    """One line of a JSON Lines file: its 1-based number, its text (None when it is not
-    UTF-8) and, then, ``error``: ``invalid UTF-8 at byte N``."""
+    """One line of a JSON Lines file: its 1-based number, its text (None when it cannot be
+    read) and, then, ``error``: ``invalid UTF-8 at byte N`` or ``line is longer than ...``."""
 
     number: int
     text: str | None
@@ -33,16 +37,68 @@ def _invalid(offset: int) -> str:
     return f"invalid UTF-8 at byte {offset}"
 
 
-def jsonl_lines(blob: bytes) -> Iterator[Line]:
-    """The lines of ``blob`` split on ``\\n`` only (a ``\\r`` before it stays: JSON ignores
-    it), each decoded as strict UTF-8 after dropping a leading BOM."""
-    offset = len(BOM) if blob.startswith(BOM) else 0
-    for number, raw in enumerate(blob[offset:].split(b"\n"), start=1):
+def max_line_bytes() -> int:
+    """The longest JSON Lines line memrun reads, in bytes (``\\n`` excluded):
+    ``$MEMRUN_MAX_LINE_BYTES``, else :data:`DEFAULT_MAX_LINE_BYTES`. A longer line is an
+    error on that line rather than a file read whole into memory (a 2 GB line was a
+    MemoryError). Raises ConfigError when the variable is not a positive integer."""
+    raw = os.environ.get(MAX_LINE_ENV, "").strip()
+    if not raw:
+        return DEFAULT_MAX_LINE_BYTES
+    try:
+        value = int(raw.replace("_", ""))
+    except ValueError:
+        value = 0
+    if value <= 0:
+        raise ConfigError(f"{MAX_LINE_ENV}={raw}: give a positive number of bytes (default {DEFAULT_MAX_LINE_BYTES})")
+    return value
+
+
+def jsonl_lines(path: Path, digest: Any = None, limit: int | None = None) -> Iterator[Line]:
+    """The lines of the file at ``path``, streamed: split on ``\\n`` only (a ``\\r``
+    before it stays: JSON ignores it), each decoded as strict UTF-8 after dropping a
+    leading BOM. At most one line (``limit`` bytes, default :func:`max_line_bytes`) is in
+    memory at a time; a longer line is skipped unread and yielded as an error
+    (``line is longer than N bytes ...``). ``digest`` (a hashlib object), when given, is
+    fed every byte of the file. Raises DataError when the file cannot be read."""
+    limit = max_line_bytes() if limit is None else limit
+    try:
+        with path.open("rb") as f:
+            yield from _lines(f, digest, limit)
+    except OSError as exc:
+        raise DataError(f"{path}: cannot read the file ({exc.strerror or exc})") from exc
+
+
+def _lines(f: BinaryIO, digest: Any, limit: int) -> Iterator[Line]:
+    offset = number = 0
+    while raw := f.readline(limit + 1):
+        number += 1
+        if digest is not None:
+            digest.update(raw)
+        start = offset
+        offset += len(raw)
+        if len(raw) > limit and not (len(raw) == limit + 1 and raw.endswith(b"\n")):
+            offset += _skip_line(f, digest)
+            yield Line(number, None, f"line is longer than {limit:,} bytes, the limit (set {MAX_LINE_ENV} to raise it)")
+            continue
+        raw = raw.removesuffix(b"\n")
+        skip = len(BOM) if number == 1 and raw.startswith(BOM) else 0
         try:
-            yield Line(number, raw.decode("utf-8"))
+            yield Line(number, raw[skip:].decode("utf-8"))
         except UnicodeDecodeError as exc:
-            yield Line(number, None, _invalid(offset + exc.start))
-        offset += len(raw) + 1
+            yield Line(number, None, _invalid(start + skip + exc.start))
+
+
+def _skip_line(f: BinaryIO, digest: Any) -> int:
+    """Read past the rest of the current line in 1 MiB blocks; returns the bytes read."""
+    skipped = 0
+    while block := f.readline(1 << 20):
+        skipped += len(block)
+        if digest is not None:
+            digest.update(block)
+        if block.endswith(b"\n"):
+            break
+    return skipped
 
 
 def decode_strict(blob: bytes, where: str | Path) -> str:
