@@ -40,7 +40,7 @@ from urllib.parse import urljoin
 import httpx
 
 from memrun.arms.embedders import api_key_from_env
-from memrun.arms.http_templates import CONTEXT, Operation, describe_shape
+from memrun.arms.http_templates import CONTEXT, Operation, describe_shape, encode_body
 from memrun.arms.namespaces import NamespaceLedger, TerminationGuard, default_ledger_dir, orphaned_ledgers, warn
 from memrun.errors import ArmError, AuthError
 from memrun.http_policy import HttpPolicy, send
@@ -178,18 +178,20 @@ class HttpArm:
             context = {k: sample[k] for k in CONTEXT[name] if k in sample}
             if name == "ingest":
                 context["records"] = [op.record.render(**context, record=record) if op.record else record]
-            for template in (op.path, op.body, op.equals):
+            for template in (op.path, op.equals):
                 if template is not None:
                     template.render(**context)
+            if op.body is not None:  # and its encoding fits what it renders to
+                encode_body(op.body.render(**context), op.encoding, f"arm.{name}")
 
     def _request(self, op: Operation, **context: Any) -> httpx.Response:
         """Send ``op`` under the HTTP policy. Raises ArmError for a 401/403 (the run stops),
         httpx errors otherwise (recorded on the item)."""
         url = urljoin(self.base_url, str(op.path.render(**context)).lstrip("/"))
-        body = op.body.render(**context) if op.body else None
+        body = encode_body(op.body.render(**context) if op.body else None, op.encoding, f"arm.{op.name}")
         try:
-            return send(self._client, op.method, url, json=body, policy=self.policy, idempotent=op.idempotent,
-                        auth_hint=self.auth_hint)
+            return send(self._client, op.method, url, policy=self.policy, idempotent=op.idempotent,
+                        auth_hint=self.auth_hint, **body)
         except AuthError as exc:  # the server may echo the token
             raise ArmError(self._redactor.text(f"arm.{op.name}: the memory server answered {exc}")) from exc
 
@@ -344,6 +346,10 @@ class HttpArm:
             raise ArmError(f"{where} must give a list of hits; got {describe_shape(found)}")
         hits = []
         for rank, hit in enumerate(found):
+            if isinstance(hit, Mapping) and "key" in hit and hit["key"] is None:
+                raise ArmError(f"{where}: hit {rank}'s key came back null ({describe_shape(hit)}): the path "
+                               f"{self.ops['search'].result.expression!r} maps 'key' to a field that is missing or "
+                               "null in the server's hit; map 'key' to the field holding the record key you sent")
             if not isinstance(hit, Mapping) or hit.get("key") is None:
                 raise ArmError(f"{where}: hit {rank} is {describe_shape(hit)}; each hit needs a 'key' "
                                "(map the server's id, e.g. {key: id, score: score, text: content})")

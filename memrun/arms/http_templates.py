@@ -123,19 +123,49 @@ CONTEXT = {
     "search": ("namespace", "query", "k", "flags"),
     "erase": ("namespace", "flags"),
 }
-KEYS = ("method", "path", "body", "result", "record", "idempotent")
+KEYS = ("method", "path", "body", "result", "record", "idempotent", "encoding")
 READY_KEYS = ("equals", "timeout_s", "interval_s")
 # Whether a transport error may be retried (the request may have reached the server):
 # reads and erases are safe to repeat; creating and writing are not, nor is a crediting
 # search (it reinforces what it finds). A connect error is retried whatever this says.
 IDEMPOTENT = {"health": True, "ready": True, "search": True, "erase": True, "create": False, "ingest": False}
+# How a rendered body is sent: its Content-Type and what the rendered value must be.
+ENCODINGS = {
+    "json": ("application/json", "any JSON value"),
+    "ndjson": ("application/x-ndjson", "a list: one JSON value a line (bulk endpoints)"),
+    "form": ("application/x-www-form-urlencoded", "an object of field: value"),
+    "text": ("text/plain; charset=utf-8", "a string"),
+}
+
+
+def encode_body(body: Any, encoding: str, where: str) -> dict[str, Any]:
+    """The httpx keyword arguments that send ``body`` (a rendered template) in ``encoding``
+    (one of :data:`ENCODINGS`); raises ArmError naming ``where`` when the rendered value
+    does not fit the encoding (e.g. ndjson of an object)."""
+    import json
+
+    if body is None:
+        return {}
+    if encoding == "json":
+        return {"json": body}
+    content_type, wanted = ENCODINGS[encoding]
+    if encoding == "ndjson" and isinstance(body, list):
+        content = "".join(json.dumps(line, ensure_ascii=False) + "\n" for line in body)
+    elif encoding == "form" and isinstance(body, Mapping):
+        return {"data": {str(k): v if isinstance(v, str) else json.dumps(v) for k, v in body.items()}}
+    elif encoding == "text" and isinstance(body, str):
+        content = body
+    else:
+        raise ArmError(f"{where}.body: encoding {encoding} sends {wanted}; the template gave {describe_shape(body)}")
+    return {"content": content.encode("utf-8"), "headers": {"Content-Type": content_type}}
 
 
 class Operation:
     """One configured request: method, path template, body template, result path.
 
     ``idempotent`` (None: the operation's default, :data:`IDEMPOTENT`) decides whether
-    a transport error is retried. ``ready`` also takes ``equals``, ``timeout_s``, ``interval_s``.
+    a transport error is retried. ``encoding`` (default ``json``; :data:`ENCODINGS`) says
+    how the rendered body is sent: JSON, NDJSON (a list, one value a line), a form or text. ``ready`` also takes ``equals``, ``timeout_s``, ``interval_s``.
     """
 
     def __init__(self, name: str, spec: Mapping[str, Any], crediting: bool = False) -> None:
@@ -147,6 +177,9 @@ class Operation:
         if not spec.get("path"):
             raise ArmError(f"{where}.path is not set; give the request path, e.g. /namespaces/{{{{ namespace }}}}")
         self.name, self.method = name, str(spec.get("method") or "POST").upper()
+        self.encoding = str(spec.get("encoding") or "json")
+        if self.encoding not in ENCODINGS:
+            raise ArmError(f"{where}.encoding={self.encoding!r}: use one of {', '.join(ENCODINGS)}")
         self.path = JsonTemplate(str(spec["path"]), f"{where}.path")
         self.body = JsonTemplate(spec["body"], f"{where}.body") if spec.get("body") is not None else None
         self.result = ResponsePath(spec["result"], f"{where}.result") if spec.get("result") else None

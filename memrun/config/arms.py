@@ -127,13 +127,15 @@ class HttpOperationConfig:
     result: Optional[str] = None
     record: Any = None
     idempotent: Optional[bool] = None  # may a transport error be retried? null: the operation's default
+    encoding: str = "json"  # how the body is sent: json, ndjson (bulk endpoints), form or text
 
 
 @dataclass
 class HttpReadyConfig(HttpOperationConfig):
     """``arm.ready``: polled after each history's ingest until the server has indexed it.
-    Off while ``path`` and ``result`` are null (a node, not null, so that command-line
-    overrides such as ``arm.ready.path=...`` can fill it)."""
+    Off while ``path`` and ``result`` are null (a node by default, so that command-line
+    overrides such as ``arm.ready.path=...`` can fill it), or when it is null
+    (``arm.ready=null`` turns a config's readiness poll off)."""
 
     method: str = "GET"
     path: Optional[str] = None
@@ -155,7 +157,7 @@ class HttpArmConfig:
     ingest: HttpOperationConfig = MISSING
     search: HttpOperationConfig = MISSING
     erase: Optional[HttpOperationConfig] = None
-    ready: HttpReadyConfig = field(default_factory=HttpReadyConfig)
+    ready: Optional[HttpReadyConfig] = field(default_factory=HttpReadyConfig)
     settle_s: float = 0.0
     auth_token_env: Optional[str] = None
     auth_header: str = "Authorization"
