@@ -94,7 +94,8 @@ class Instrument:
     n_rows: int = 0
     n_errors: int = 0
     memrun_version: str | None = None
-    git_commit: str | None = None
+    memrun_commit: str | None = None  # memrun's own checkout (None: an installed package); memrun.provenance
+    git_commit: str | None = None  # the repository whose configs were composed (--config-dir, else the working directory)
     started_at: str | None = None
     finished_at: str | None = None
     config: dict[str, Any] = field(default_factory=dict)

@@ -245,6 +245,7 @@ def job(cfg: Any) -> int:
 
     from memrun.cli import explain_config_error
     from memrun.llm.endpoint import LiteralSecretError, Redactor, check_no_secrets
+    from memrun.provenance import config_folder
     from memrun.run import execute
 
     hydra_cfg = HydraConfig.get()
@@ -264,7 +265,8 @@ def job(cfg: Any) -> int:
                              "rows in items.parts/ (killed?); this run starts over (on the accuracy axis the calls "
                              "it made come from the cache), so that folder is stale: remove it when done\n")
         # Piped output (CI logs, files) gets a table wide enough to read; terminals keep their width.
-        execute(cfg, out_dir, Console(width=None if sys.stdout.isatty() else 120))
+        execute(cfg, out_dir, Console(width=None if sys.stdout.isatty() else 120),
+                config_folder(hydra_cfg.runtime.config_sources))
         signals.check()  # a stop asked for while the table was written: it was finished first
     except KeyboardInterrupt:
         status, code, error = "interrupted", EXIT_INTERRUPTED, "interrupted"

@@ -11,7 +11,6 @@ from __future__ import annotations
 
 import gc
 import json
-import subprocess
 import sys
 import time
 import uuid
@@ -40,6 +39,7 @@ from memrun.io.writer import SHA256_KEY, SUMMARY_FILE, ItemsWriter
 from memrun.llm.endpoint import check_no_secrets
 from memrun.metrics.run_level import summarize_rows
 from memrun.plugins import build
+from memrun.provenance import commits
 from memrun.records import Dataset
 from memrun.report.run_summary import print_retrieval_summary
 from memrun.retrieval import Retrieved, iter_group, make_row, retrieve_group
@@ -80,24 +80,6 @@ def _positive_int(value: Any, key: str) -> int:
 
 def _now() -> str:
     return datetime.now(timezone.utc).isoformat(timespec="seconds")
-
-
-def _git_commit(root: Path | None = None) -> str | None:
-    """The checkout's commit when memrun runs from one (``+dirty`` with changes to tracked
-    files); ``root``: the checkout (default: memrun's own)."""
-    root = root or Path(memrun.__file__).resolve().parent.parent
-    if not (root / ".git").exists():
-        return None
-    try:  # one git process: the branch header carries the commit, the other lines the changes
-        status = subprocess.run(["git", "-C", str(root), "status", "--porcelain=v2", "--branch", "--untracked-files=no"],
-                                capture_output=True, text=True, timeout=5)
-    except (OSError, subprocess.SubprocessError):
-        return None
-    lines = status.stdout.splitlines()
-    sha = next((line.split()[2] for line in lines if line.startswith("# branch.oid ")), None)
-    if status.returncode or sha is None or sha == "(initial)":
-        return None
-    return sha + ("+dirty" if any(not line.startswith("#") for line in lines) else "")
 
 
 def _thousands(n: int) -> str:
@@ -183,7 +165,7 @@ def _run_accuracy(
     return stage.stopped
 
 
-def execute(cfg: DictConfig, out_dir: Path, console: Console) -> dict[str, Any]:
+def execute(cfg: DictConfig, out_dir: Path, console: Console, config_folder: Path | None = None) -> dict[str, Any]:
     """Run one composed config, writing ``items.parquet`` and ``summary.json`` to ``out_dir``.
 
     Returns the summary dict. Raises ConfigError / DataError / ArmError before any item
@@ -194,7 +176,7 @@ def execute(cfg: DictConfig, out_dir: Path, console: Console) -> dict[str, Any]:
     itself covers less than ``min_coverage`` of the items (:mod:`memrun.checks`).
     """
     t_start = time.perf_counter()
-    commit = in_background(_git_commit)  # a git process: waited for while the data loads
+    commit = in_background(lambda: commits(config_folder))  # git processes: waited for while the data loads
     accuracy = cfg.axis == Axis.accuracy
     ks = cutoffs(cfg)  # first: the arms' ${memrun_top_k:} reads them
     check_no_secrets(cfg)  # it redacts what Hydra already wrote for this job itself
@@ -251,7 +233,8 @@ def execute(cfg: DictConfig, out_dir: Path, console: Console) -> dict[str, Any]:
         warnings=list(warnings.lines),
         n_items=dataset.n_items,
         memrun_version=memrun.__version__,
-        git_commit=commit.result(),
+        memrun_commit=commit.result().memrun,
+        git_commit=commit.result().configs,
         started_at=_now(),
         config=OmegaConf.to_container(cfg, resolve=True),  # type: ignore[arg-type]
         **{k: v for k, v in arm_fields.items() if k in DESCRIBE_KEYS and k != "fake_providers"},

@@ -88,6 +88,14 @@ def test_the_pr_script_plans_runs_compares_and_writes_the_comments(repo, tmp_pat
     comment = (out / "comments" / "1.md").read_text()
     assert comment.startswith("<!-- memrun-compare: synthetic/team -->\n### memrun compare: **UNRESOLVED** (exit code 2)")
     assert "-arm.top_k: 10\n+arm.top_k: 1\n" in comment and str(repo_dir) not in comment
+    # fake providers are said at the top, as the plan says them
+    assert comment.splitlines()[3].startswith("> **FAKE PROVIDERS: A and B ran with fake or stub providers")
+    # each run names the commit of the configs it composed: the baseline the base, the change the head
+    from memrun.io.reader import read_instrument
+    for n in (1, 2):
+        assert read_instrument(out / "runs" / f"base-{n}").git_commit == base
+        assert read_instrument(out / "runs" / f"head-{n}").git_commit == head
+    assert f"commit {base[:12]}" in comment and f"commit {head[:12]}" in comment
     assert (out / "exit_code").read_text().strip() == "2" and (out / "conclusion").read_text().strip() == "neutral"
     assert "conclusion=neutral" in (tmp_path / "github_output").read_text()
     assert comment in (tmp_path / "step_summary.md").read_text()
@@ -111,6 +119,7 @@ def test_the_pr_script_plans_runs_compares_and_writes_the_comments(repo, tmp_pat
     assert (out / "comments" / "2.md").read_text().startswith("<!-- memrun-compare: synthetic/bm25 judge=teamjudge -->")
     assert (out / "comments" / "1.md").read_text().startswith(
         "<!-- memrun-compare: synthetic/team -->\n### memrun compare: **REFUSED** (exit code 3)")
+    assert "> **FAKE PROVIDERS: A and B" in (out / "comments" / "1.md").read_text()
 
 
 def test_the_workflow_triggers_on_conf_and_runs_the_script_steps():

@@ -83,7 +83,7 @@ def test_a_folder_that_holds_a_run_is_not_written_again(tmp_path):
 def test_the_commit_is_read_from_one_git_status(tmp_path):
     import subprocess
 
-    from memrun.run import _git_commit
+    from memrun.provenance import git_commit as _git_commit
 
     assert _git_commit(tmp_path) is None  # not a checkout
     git = ["git", "-C", str(tmp_path), "-c", "user.name=t", "-c", "user.email=t@t"]
@@ -95,5 +95,7 @@ def test_the_commit_is_read_from_one_git_status(tmp_path):
     sha = subprocess.run([*git, "rev-parse", "HEAD"], capture_output=True, text=True, check=True).stdout.strip()
     (tmp_path / "untracked.txt").write_text("not part of the checkout\n")
     assert _git_commit(tmp_path) == sha
+    (tmp_path / "sub").mkdir()
+    assert _git_commit(tmp_path / "sub") == sha  # a folder inside the checkout (conf/)
     (tmp_path / "a.txt").write_text("two\n")
     assert _git_commit(tmp_path) == sha + "+dirty"

@@ -110,10 +110,12 @@ plan() {
   [[ $n -gt 0 ]] || echo "No arm, judge or benchmark config changed." >> "$OUT/plan.md"
 }
 
-# The base commit's config folder, for the baseline runs.
+# The base commit's config folder, for the baseline runs: a worktree of the repository at
+# BASE_SHA, so that the baseline's instrument records BASE_SHA as its configs' commit.
 base_conf() {
-  rm -rf "$OUT/base" && mkdir -p "$OUT/base"
-  git archive "$BASE_SHA" "$CONF" | tar -x -C "$OUT/base"
+  if [[ -e $OUT/base ]]; then git worktree remove --force "$OUT/base" 2>/dev/null || rm -rf "$OUT/base"; fi
+  git worktree prune
+  git worktree add --quiet --detach "$OUT/base" "$BASE_SHA" >&2
   (cd "$OUT/base/$CONF" && pwd)
 }
 

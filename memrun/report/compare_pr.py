@@ -33,13 +33,14 @@ def describe_run(path: str | Path) -> dict[str, Any]:
     from memrun.io.reader import read_instrument
 
     out: dict[str, Any] = {"run_id": None, "benchmark": None, "arm": None, "axis": None, "status": None,
-                           "git_commit": None, "overrides": [], "calls": None, "cost_usd": None, "instrument": None}
+                           "git_commit": None, "fake_providers": False, "overrides": [], "calls": None, "cost_usd": None,
+                           "instrument": None}
     try:
         inst = read_instrument(path)
     except Exception:  # noqa: BLE001 - unreadable: the reason is reported by compare itself
         return out
     out.update(run_id=inst.run_id, benchmark=inst.benchmark, arm=inst.arm, axis=inst.axis, status=inst.status,
-               git_commit=inst.git_commit, instrument=inst)
+               git_commit=inst.git_commit, fake_providers=bool(inst.fake_providers), instrument=inst)
     folder = _folder(path)
     try:
         overrides = yaml.safe_load((folder / ".hydra" / "overrides.yaml").read_text()) or []
@@ -133,6 +134,17 @@ def diff_lines(runs: Mapping[str, Any]) -> list[str]:
     return out + ["```"]
 
 
+def fake_banner(runs: Mapping[str, Any]) -> list[str]:
+    """A quoted, bold warning when A or B ran with fake or stub providers (compare lets them
+    through only with ``--allow-fake``): their scores measure nothing. Empty otherwise."""
+    fake = [label for label in ("A", "B") if runs[label.lower()].get("fake_providers")]
+    if not fake:
+        return []
+    who = " and ".join(fake)
+    return [f"> **FAKE PROVIDERS: {who} ran with fake or stub providers (`--allow-fake`); "
+            f"{'their' if len(fake) > 1 else 'its'} scores measure nothing.**", ""]
+
+
 def runs_markdown(runs: Mapping[str, Any]) -> list[str]:
     """The runs block: names, calls lines and the configuration diff."""
     chosen = (" (chosen by `--baseline auto`: the newest finished run comparable to B, of another configuration)"
@@ -145,6 +157,6 @@ def runs_markdown(runs: Mapping[str, Any]) -> list[str]:
 def render_outcome_markdown(outcome: str, code: int, reason: str, runs: Mapping[str, Any]) -> str:
     """Markdown for a comparison that has no numbers: a refusal (exit 3) or a usage error (exit 4)."""
     title = outcome.replace("_", " ").upper()
-    out = [runs["marker"], f"### memrun compare: **{title}** (exit code {code})", "", "```text", reason.strip(),
-           "```", ""]
+    out = [runs["marker"], f"### memrun compare: **{title}** (exit code {code})", "", *fake_banner(runs),
+           "```text", reason.strip(), "```", ""]
     return "\n".join(out + runs_markdown(runs)) + "\n"

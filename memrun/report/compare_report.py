@@ -159,8 +159,11 @@ def render_markdown(d: Mapping[str, Any]) -> str:
     """Markdown for a pull-request comment. With ``d["runs"]``
     (:func:`memrun.report.compare_pr.run_context`) it starts with the sticky-comment marker
     and names the runs by run id and configuration instead of paths."""
+    from memrun.report.compare_pr import fake_banner, runs_markdown
+
     v, runs = d["verdict"], d.get("runs")
     out = [f"### memrun compare: **{v['outcome'].upper()}** (exit code {d['exit_code']})", ""]
+    out += fake_banner(runs) if runs else []
     out += [f"- {line}" for line in summary_lines(d)[2 if runs else 0:]]
     out += ["", "| " + " | ".join(HEADERS) + " |", "|" + "---|" * len(HEADERS)]
     out += ["| " + " | ".join(row) + " |" for row in category_rows(d)]
@@ -168,8 +171,6 @@ def render_markdown(d: Mapping[str, Any]) -> str:
     body = _label("\n".join(out) + "\n", d, markdown=True)
     if not runs:
         return body
-    from memrun.report.compare_pr import runs_markdown
-
     return "\n".join([runs["marker"], body, *runs_markdown(runs)]) + "\n"
 
 
@@ -189,7 +190,7 @@ def _label(text: str, d: Mapping[str, Any], markdown: bool = False) -> str:
     out = []
     for line in text.splitlines():
         if markdown:
-            markup = re.match(r"(#+ |- |\| )?", line).group(0)  # type: ignore[union-attr]
+            markup = re.match(r"(#+ |- |\| |> )?", line).group(0)  # type: ignore[union-attr]
             rest = line[len(markup):]
             if not line.strip() or set(line) <= set("|-"):
                 out.append(line)  # blank lines and the table's rule carry no figure

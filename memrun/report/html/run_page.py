@@ -18,7 +18,7 @@ from memrun.report.html.common import Texts, column_values, embed_json, item_row
 
 INSTRUMENT_FIELDS = ("run_id", "benchmark", "split", "slice", "arm", "axis", "search_mode", "embedder",
                      "reader_model", "judge_model", "denominator", "dataset_sha256", "git_commit", "memrun_version",
-                     "status", "started_at", "finished_at")
+                     "memrun_commit", "status", "started_at", "finished_at")
 
 
 def load_summary(run: RunTable) -> tuple[dict[str, Any], str | None]:

@@ -1,0 +1,66 @@
+"""The instrument names the commit of the repository whose configs were composed, with
+memrun's own commit beside it (memrun.provenance)."""
+
+from __future__ import annotations
+
+import subprocess
+from pathlib import Path
+
+from conftest import run_dirs, run_memrun
+
+from memrun.io.reader import read_run
+from memrun.provenance import config_folder, git_commit
+
+ARM = """defaults:
+  - /schema/arm/bm25@_here_
+  - _self_
+_target_: memrun.arms.bm25.BM25Arm
+name: team
+top_k: {top_k}
+"""
+
+
+def git(repo: Path, *args: str) -> str:
+    done = subprocess.run(["git", "-c", "user.name=t", "-c", "user.email=t@example.com", *args], cwd=repo,
+                          check=True, capture_output=True, text=True)
+    return done.stdout.strip()
+
+
+def test_the_config_folder_is_the_users_own_source_else_the_working_directory(tmp_path):
+    sources = [{"path": "hydra.conf", "schema": "pkg", "provider": "hydra"},
+               {"path": "/opt/memrun/conf", "schema": "file", "provider": "main"},
+               {"path": "/team/conf", "schema": "file", "provider": "command-line"},
+               {"path": "", "schema": "structured", "provider": "schema"}]
+    assert config_folder(sources, tmp_path) == Path("/team/conf")
+    searchpath = {"path": "/x/conf", "schema": "file", "provider": "hydra.searchpath in command-line"}
+    assert config_folder([sources[1], searchpath], tmp_path) == Path("/x/conf")
+    assert config_folder([sources[0], sources[1], sources[3]], tmp_path) == tmp_path
+
+
+def test_each_run_names_the_commit_of_its_configs_and_memruns_own_beside_it(tmp_path):
+    repo = tmp_path / "team"
+    (repo / "conf" / "arm").mkdir(parents=True)
+    git(repo, "init", "-q")
+    (repo / "conf" / "arm" / "team.yaml").write_text(ARM.format(top_k=10))
+    git(repo, "add", ".")
+    git(repo, "commit", "-qm", "one")
+    first = git(repo, "rev-parse", "HEAD")
+    elsewhere = tmp_path / "elsewhere"  # not a checkout: the commit comes from --config-dir's repository
+    elsewhere.mkdir()
+    env = {"MEMRUN_DATA_DIR": str(tmp_path / "empty")}
+    done = run_memrun(["--config-dir", str(repo / "conf"), "arm=team", "progress=false",
+                       f"hydra.run.dir={tmp_path / 'runs' / 'one'}"], elsewhere, env)
+    assert done.returncode == 0, done.stderr
+    (repo / "conf" / "arm" / "team.yaml").write_text(ARM.format(top_k=1))
+    git(repo, "commit", "-qam", "two")
+    second = git(repo, "rev-parse", "HEAD")
+    done = run_memrun(["--config-dir", "conf", "arm=team", "progress=false",
+                       f"hydra.run.dir={tmp_path / 'runs' / 'two'}"], repo, env)
+    assert done.returncode == 0, done.stderr
+    done = run_memrun(["progress=false", f"hydra.run.dir={tmp_path / 'runs' / 'three'}"], repo, env)  # memrun's conf/
+    assert done.returncode == 0, done.stderr
+    labels = {folder.name: read_run(folder).instrument for folder in run_dirs(tmp_path / "runs")}
+    assert labels["one"].git_commit == first and labels["two"].git_commit == second
+    assert labels["three"].git_commit == second  # the working directory memrun ran in
+    ours = git_commit()  # memrun's own checkout (None when installed as a package)
+    assert {i.memrun_commit for i in labels.values()} == {ours} and ours not in (first, second)
