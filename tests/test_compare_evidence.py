@@ -33,7 +33,7 @@ def test_one_cluster_never_passes_or_fails(tmp_path, capsys):
         code, d = compare_json(capsys, str(ra), str(rb), "--metric", metric)
         assert code == ExitCode.UNRESOLVED, metric
         assert d["verdict"]["outcome"] == "unresolved" and d["verdict"]["reason"] == "too_few_clusters"
-        assert d["overall"]["n_clusters"] == 1 and "at least 2" in d["verdict"]["detail"]
+        assert d["overall"]["n_clusters"] == 1 and "at least 3" in d["verdict"]["detail"]
         assert d["overall"]["delta"] == pytest.approx(2 / 150)
     compare_main([str(ra), str(rb)])
     assert "not enough evidence for a verdict: 1 cluster(s)" in capsys.readouterr().out
@@ -60,12 +60,12 @@ def test_a_handful_of_items_is_unresolved(tmp_path, capsys, n_items):
     rb = retrieval_run(tmp_path / "b", b, [f"c{i}" for i in range(n_items)])
     code, d = compare_json(capsys, str(ra), str(rb))
     assert code == ExitCode.UNRESOLVED
-    assert d["verdict"]["reason"] == ("too_few_clusters" if n_items == 1 else "too_few_items")
+    assert d["verdict"]["reason"] == ("too_few_clusters" if n_items < 3 else "too_few_items")
 
 
 def test_few_clusters_gate_on_the_wider_cr2_interval(tmp_path, capsys):
-    """10 clusters of unequal size: the CR2 t(9) interval (computed here by hand) is wider
-    than the percentile bootstrap, so it decides, and the report says so."""
+    """10 clusters of unequal size: the CR2 interval on Bell-McCaffrey df (computed here by
+    hand) is wider than the percentile bootstrap, so it decides, and the report says so."""
     rng = np.random.default_rng(3)
     sizes = [5, 8, 10, 12, 15, 20, 25, 30, 35, 40]
     clusters = [f"conv-{g}" for g, n in enumerate(sizes) for _ in range(n)]
@@ -82,16 +82,20 @@ def test_few_clusters_gate_on_the_wider_cr2_interval(tmp_path, capsys):
         resid[c] += x - mean
         size[c] += 1
     var = sum(resid[c] ** 2 / (1 - size[c] / n) for c in shift) / n**2
-    half = sps.t.ppf(0.975, 9) * np.sqrt(var)
+    nk = np.array([size[c] for c in shift], float)
+    c2 = 1 / (n**2 * (1 - nk / n))
+    w = np.diag(c2 * nk) - np.outer(np.sqrt(c2) * nk, np.sqrt(c2) * nk) / n
+    df = np.trace(w) ** 2 / np.trace(w @ w)
+    half = sps.t.ppf(0.975, df) * np.sqrt(var)
     o = d["overall"]
     assert o["small_clusters"]["low"] == pytest.approx(mean - half)
     assert o["small_clusters"]["high"] == pytest.approx(mean + half)
-    wider = "cr2_t" if 2 * half > o["bootstrap"]["high"] - o["bootstrap"]["low"] else "percentile_bootstrap"
-    assert o["interval"] == wider == "cr2_t"
+    wider = "cr2_bm" if 2 * half > o["bootstrap"]["high"] - o["bootstrap"]["low"] else "percentile_bootstrap"
+    assert o["interval"] == wider == "cr2_bm"
     assert d["verdict"]["low"] == pytest.approx(mean - half)
-    assert any("only 10 clusters" in w and "the CR2 t interval" in w for w in d["warnings"])
+    assert any("10 clusters count as" in w and "the CR2 interval" in w for w in d["warnings"])
     compare_main([str(ra), str(rb)])
-    assert "95% CR2 t(9) interval" in capsys.readouterr().out
+    assert f"95% CR2 interval, t on {df:.2f} Bell-McCaffrey df" in capsys.readouterr().out
 
 
 def test_stratified_bootstrap_keeps_stratum_sizes(tmp_path, capsys):
@@ -192,7 +196,8 @@ def test_per_category_holm_flags(tmp_path, capsys):
     n = 400
     a = [bool(rng.random() < 0.5) for _ in range(n)]
     b = [x if rng.random() < 0.8 else (not x if i % 2 else True) for i, x in enumerate(a)]
-    ra, rb = retrieval_run(tmp_path / "a", a), retrieval_run(tmp_path / "b", b)
+    clusters = [f"c{i % 8}" for i in range(n)]  # four clusters per category
+    ra, rb = retrieval_run(tmp_path / "a", a, clusters), retrieval_run(tmp_path / "b", b, clusters)
     _, d = compare_json(capsys, str(ra), str(rb))
     cats = d["per_category"]
     p = {c: blk["p_value"] for c, blk in cats.items()}

@@ -3,9 +3,10 @@
 Computes, from :class:`memrun.compare.pairing.Paired` (the paired, category-filtered
 items; every figure reads those and nothing else): wins/ties/losses, discordance of the
 majority labels, the paired clustered (optionally stratified) bootstrap of B minus A
-overall, per category and stable-only; below :data:`memrun.stats.SMALL_CLUSTERS`
-clusters the CR2 t(G-1) interval beside it, the gate reading the wider of the two; the
-verdict (never pass or fail on fewer than :data:`memrun.stats.MIN_CLUSTERS` clusters or
+overall, per category and stable-only, with the CR2 interval on Bell-McCaffrey degrees of
+freedom beside it when the clusters are effectively few, the gate reading the wider
+(:mod:`memrun.stats.gate`); the verdict (never pass or fail on a degenerate interval,
+fewer than :data:`memrun.stats.MIN_CLUSTERS` clusters or
 :data:`memrun.stats.MIN_PAIRED_ITEMS` items); Holm-adjusted per-category flags; exact
 McNemar on binary scores; a Wilcoxon signed-rank test over the independent units'
 (items' or clusters') mean scores over repeats; flip rates; the judge correction when a
@@ -24,27 +25,23 @@ import numpy as np
 from memrun.compare.pairing import Paired
 from memrun.instrument import Difference
 from memrun.stats import (
-    SMALL_CLUSTERS,
     BootstrapResult,
     ExitCode,
     JudgeCalibration,
     SmallClusterResult,
     correct_for_judge,
-    cr2_interval,
     decide,
     holm,
     mcnemar_exact,
-    paired_bootstrap,
     wilcoxon_signed_rank,
     wilcoxon_skip_reason,
 )
-from memrun.stats.verdict import evidence_shortfall
+from memrun.stats.gate import CR2, PERCENTILE, SMALL_CLUSTERS, gate_interval
+from memrun.stats.verdict import DEGENERATE, evidence_shortfall
 
 SCORE_METRICS = ("mrr", "ndcg")
 """Metrics that are mean scores, not proportions: reported on their own 0-1 scale, never as %."""
 
-PERCENTILE = "percentile_bootstrap"
-CR2 = "cr2_t"
 
 
 def metric_unit(metric: str, axis: str | None) -> str:
@@ -80,18 +77,16 @@ def _counts(d: np.ndarray) -> dict[str, int]:
 
 def _block(a: np.ndarray, b: np.ndarray, clusters: np.ndarray | None, strata: np.ndarray | None,
            s: Settings) -> dict[str, Any]:
-    """One interval: the bootstrap, the CR2 interval when clusters are few, and which decides.
+    """One interval: the bootstrap, the CR2 interval, and which decides
+    (:func:`memrun.stats.gate.gate_interval`).
 
-    ``low``/``high`` are the deciding interval's (the wider one); ``interval`` names it.
+    ``low``/``high`` are the deciding interval's (the wider one); ``interval`` names it;
+    ``degenerate`` says why the interval cannot be read, ``insufficient`` why the evidence
+    is too thin (either holds the verdict).
     """
     d = b - a
-    boot = paired_bootstrap(d, clusters, resamples=s.resamples, seed=s.seed, strata=strata)
-    small: SmallClusterResult | None = None
-    if 2 <= boot.n_clusters < SMALL_CLUSTERS:
-        small = cr2_interval(d, clusters)
-    decided: BootstrapResult | SmallClusterResult = boot
-    if small is not None and small.high - small.low > boot.high - boot.low:
-        decided = small
+    gate = gate_interval(d, clusters, strata, resamples=s.resamples, seed=s.seed)
+    boot = gate.bootstrap
     short = evidence_shortfall(int(d.size), boot.n_clusters)
     return {
         "n_items": int(d.size),
@@ -100,13 +95,16 @@ def _block(a: np.ndarray, b: np.ndarray, clusters: np.ndarray | None, strata: np
         "a_mean": float(a.mean()),
         "b_mean": float(b.mean()),
         "delta": boot.mean,
-        "low": decided.low,
-        "high": decided.high,
-        "p_value": decided.p_value,
-        "interval": CR2 if decided is small else PERCENTILE,
-        "insufficient": short[1] if short else None,
+        "low": gate.low,
+        "high": gate.high,
+        "p_value": gate.p_value,
+        "crit": gate.crit,
+        "interval": gate.decided,
+        "insufficient": short[1] if short else gate.degenerate,
+        "degenerate": gate.degenerate,
         "bootstrap": boot,
-        "small_clusters": small,
+        "small_clusters": gate.small,
+        "cr2_consulted": gate.consulted,
     }
 
 
@@ -259,17 +257,20 @@ def analyze(paired: Paired, settings: Settings, *, run_a: str, run_b: str, axis:
             warnings.append(corrected.warning)
         if corrected.corrected:
             decided_on = calibrated
+    hold = (DEGENERATE, overall["degenerate"]) if overall["degenerate"] else None
     verdict = decide(Bounds.of(decided_on), min_delta=settings.min_delta,
                      band=settings.band, n_items=overall["n_items"],
-                     n_clusters=overall["n_clusters"] if settings.cluster_by else None)
+                     n_clusters=overall["n_clusters"] if settings.cluster_by else None, hold=hold)
     if paired.null_clusters:
         warnings.append(f"{paired.null_clusters} paired item(s) have no {settings.cluster_by} value: "
                         "each was resampled as a cluster of its own")
-    if settings.cluster_by and 2 <= overall["n_clusters"] < SMALL_CLUSTERS:
-        which = "the CR2 t interval" if overall["interval"] == CR2 else "the percentile bootstrap"
-        warnings.append(f"only {overall['n_clusters']} clusters: a percentile cluster bootstrap is too narrow with "
-                        f"fewer than {SMALL_CLUSTERS}; the CR2 t({overall['n_clusters'] - 1}) interval was computed "
-                        f"beside it and the gate reads the wider, {which}")
+    if settings.cluster_by and overall["cr2_consulted"]:
+        which = "the CR2 interval" if overall["interval"] == CR2 else "the percentile bootstrap"
+        df = overall["small_clusters"].df
+        warnings.append(f"{overall['n_clusters']} clusters count as {df + 1:.1f} (Bell-McCaffrey degrees of freedom "
+                        f"{df:.2f}): a percentile cluster bootstrap is too narrow with fewer than {SMALL_CLUSTERS}; "
+                        f"the CR2 interval on {df:.2f} degrees of freedom was computed beside it and the gate reads "
+                        f"the wider, {which}")
 
     n_unstable = int((~paired.stable).sum())
     binary = bool(np.isin(a, (0.0, 1.0)).all() and np.isin(b, (0.0, 1.0)).all())

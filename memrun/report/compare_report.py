@@ -64,9 +64,9 @@ def _how(block: Mapping[str, Any], s: Mapping[str, Any], d: Mapping[str, Any]) -
     strata = f", stratified by {s['stratify_by']}" if s.get("stratify_by") else ""
     resampled = (f"paired bootstrap, {s['resamples']:,} resamples, seed {s['seed']}, clusters by "
                  f"{s['cluster_by'] or 'item'}{strata}")
-    if block.get("interval") == "cr2_t":
+    if block.get("interval") == "cr2_bm":
         small = block["small_clusters"]
-        return (f"95% CR2 t({small['df']}) interval (few clusters; wider than the {resampled}: "
+        return (f"95% CR2 interval, t on {small['df']:.2f} Bell-McCaffrey df (few clusters; wider than the {resampled}: "
                 f"[{fmt(boot['low'])}, {fmt(boot['high'])}]{unit})")
     return f"95% {resampled}"
 
@@ -125,7 +125,7 @@ def category_rows(d: Mapping[str, Any]) -> list[list[str]]:
     rows = []
     for cat, block in d["per_category"].items():
         name = cat if block["label"] == cat else f"{cat} {block['label']}"
-        mark = " *" if block.get("interval") == "cr2_t" else ""
+        mark = " *" if block.get("interval") == "cr2_bm" else ""
         holm = "too few" if block.get("insufficient") else ("yes" if block.get("holm_significant") else "no")
         rows.append([name, str(block["n_items"]), str(block["n_clusters"]),
                      f"{block['wins']}/{block['ties']}/{block['losses']}",
@@ -136,7 +136,8 @@ def category_rows(d: Mapping[str, Any]) -> list[list[str]]:
 HEADERS = ["category", "n", "clusters", "wins/ties/losses", "A", "B", "B - A [95% interval]", "Holm 5%"]
 CATEGORY_NOTE = ("per-category intervals are unadjusted 95% intervals; 'Holm 5%' says whether a category's "
                  "difference survives Holm's adjustment over all the categories (family-wise 5%); "
-                 "'too few': fewer than 10 items or 2 clusters; * the CR2 t interval (few clusters) decided")
+                 "'too few': fewer than 10 items or 3 clusters, or a degenerate interval; * the CR2 interval "
+                 "(few clusters) decided")
 
 
 def render_text(d: Mapping[str, Any], width: int = 120) -> str:

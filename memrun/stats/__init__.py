@@ -25,7 +25,7 @@ from memrun.stats.paired_tests import (
     wilcoxon_signed_rank,
     wilcoxon_skip_reason,
 )
-from memrun.stats.small_clusters import SMALL_CLUSTERS, SmallClusterResult, cr2_interval
+from memrun.stats.small_clusters import SMALL_CLUSTERS, SmallClusterResult, bell_mccaffrey_df, cr2_interval
 from memrun.stats.verdict import (
     DEFAULT_BAND,
     MIN_CLUSTERS,
@@ -56,6 +56,7 @@ __all__ = [
     "WilcoxonResult",
     "agreement",
     "band_from_null",
+    "bell_mccaffrey_df",
     "cohen_kappa",
     "correct_for_judge",
     "cr2_interval",

@@ -33,14 +33,22 @@ INSIDE_NULL_BAND = "inside_null_band"
 UNDERPOWERED = "underpowered"
 TOO_FEW_ITEMS = "too_few_items"
 TOO_FEW_CLUSTERS = "too_few_clusters"
+DEGENERATE = "degenerate_interval"
+"""The interval cannot be read: zero width (every item tied, or every cluster's mean
+equal), zero variance, or fewer than 1 degree of freedom."""
 
 MIN_PAIRED_ITEMS = 10
 """Fewer paired items than this never pass or fail: one item moves the mean by 10 pp or
 more, and the bootstrap of a handful of items has no resolution (the methodology's set
 sizes: a 15-question set "catches collapse only")."""
-MIN_CLUSTERS = 2
-"""Fewer clusters than this never pass or fail: a cluster bootstrap over one cluster
-redraws the same cluster every time and its interval has zero width."""
+MIN_CLUSTERS = 3
+"""Fewer clusters than this never pass or fail. One cluster has no between-cluster
+variance at all; two give a variance from a single contrast, a t interval on at most one
+degree of freedom (critical value 12.7) whose level rests wholly on the two cluster means
+being normal: with skewed cluster effects it passes 5-6% of true nulls in
+``bench/bench_gate_error.py --skewed``, and it cannot detect any realistic gain anyway
+(power at +5 pp below 3%). From 3 clusters the CR2 interval with Bell-McCaffrey degrees of
+freedom holds its level in every normal-effect design of the bench."""
 
 DEFAULT_BAND = 0.04
 """Default null band, 4.0 pp as a fraction. Measure your own with ``band_from_null``."""
@@ -74,8 +82,9 @@ class Verdict:
     """Outcome of ``decide``: ``outcome`` is ``"pass"``, ``"fail"`` or
     ``"unresolved"``; ``reason`` is one of ``lower_bound_above_threshold``,
     ``upper_bound_below_threshold``, ``inside_null_band``, ``underpowered``,
-    ``too_few_items`` or ``too_few_clusters``; ``detail`` says it in words when the
-    evidence was too thin. ``low``/``high`` are the interval decided on; all values
+    ``too_few_items``, ``too_few_clusters``, ``degenerate_interval`` or a reason the
+    caller held the verdict for (error shares, unpaired items); ``detail`` says it in
+    words whenever the verdict was held. ``low``/``high`` are the interval decided on; all values
     are fractions."""
 
     outcome: str
@@ -104,6 +113,7 @@ class Verdict:
 def decide(
     result: Interval, *, min_delta: float = 0.0, band: float = DEFAULT_BAND,
     n_items: int | None = None, n_clusters: int | None = None,
+    hold: tuple[str, str] | None = None,
 ) -> Verdict:
     """Judge a paired B-minus-A interval against a threshold.
 
@@ -117,6 +127,10 @@ def decide(
             known; below :data:`MIN_PAIRED_ITEMS` items or :data:`MIN_CLUSTERS`
             clusters the verdict is ``unresolved`` (``too_few_items`` /
             ``too_few_clusters``) whatever the interval says.
+        hold: (reason, words) when the caller found the interval unreadable
+            (:data:`DEGENERATE`) or the data unfit to decide on (too many errors, too
+            few paired items): the verdict is ``unresolved`` with that reason. A
+            zero-width interval (low == high) is held as :data:`DEGENERATE` too.
 
     Returns:
         ``unresolved`` on too little evidence (above); else ``pass`` when low > min_delta (strictly: a bound that only reaches the
@@ -125,13 +139,19 @@ def decide(
         high <= band, else ``underpowered``.
 
     Raises:
-        ValueError: a non-finite bound, threshold or band, a negative band, or
-            low > high.
+        ValueError: a non-finite bound (unless held), threshold or band, a negative
+            band, or low > high.
 
     Source: the memrun benchmark methodology, "The verdict".
     """
     low, high = float(result.low), float(result.high)
     min_delta, band = float(min_delta), float(band)
+    short = evidence_shortfall(n_items, n_clusters) or hold
+    if short is None and high - low <= 1e-12:  # zero width, up to float noise
+        short = (DEGENERATE, f"the interval has zero width ([{100 * low:+.2f}, {100 * high:+.2f}] pp): "
+                             "nothing varies between resamples, so it says nothing about the uncertainty")
+    if short:
+        return Verdict(UNRESOLVED, short[0], min_delta, band, low, high, short[1])
     if not all(math.isfinite(x) for x in (low, high, min_delta, band)):
         raise ValueError(f"decide needs finite values, got low={low}, high={high}, "
                          f"min_delta={min_delta}, band={band}")
@@ -139,9 +159,6 @@ def decide(
         raise ValueError(f"band must be >= 0, got {band}")
     if low > high:
         raise ValueError(f"interval is inverted: low={low} > high={high}")
-    short = evidence_shortfall(n_items, n_clusters)
-    if short:
-        return Verdict(UNRESOLVED, short[0], min_delta, band, low, high, short[1])
     if low > min_delta:
         outcome, reason = PASS, ABOVE_THRESHOLD
     elif high < min_delta:
@@ -161,9 +178,9 @@ def evidence_shortfall(n_items: int | None, n_clusters: int | None) -> tuple[str
         n_clusters: clusters the bootstrap resampled (None: unknown, not checked).
     """
     if n_clusters is not None and n_clusters < MIN_CLUSTERS:
-        return TOO_FEW_CLUSTERS, (f"{n_clusters} cluster(s): a cluster bootstrap needs at least {MIN_CLUSTERS} "
-                                  "(one cluster's interval has zero width); run more clusters or --cluster-by none "
-                                  "if the items are independent")
+        return TOO_FEW_CLUSTERS, (f"{n_clusters} cluster(s): a verdict needs at least {MIN_CLUSTERS} (with fewer, "
+                                  "no interval holds its error rate: bench/bench_gate_error.py); run more clusters, "
+                                  "or --cluster-by none if the items are truly independent")
     if n_items is not None and n_items < MIN_PAIRED_ITEMS:
         return TOO_FEW_ITEMS, (f"{n_items} paired item(s): a verdict needs at least {MIN_PAIRED_ITEMS} "
                                f"(one item moves the mean by {100 / max(n_items, 1):.0f} pp)")

@@ -17,7 +17,7 @@ def test_singleton_clusters_give_the_one_sample_t_interval() -> None:
     low, high = sps.t.interval(0.95, len(d) - 1, loc=d.mean(), scale=sps.sem(d))
     assert (got.low, got.high) == pytest.approx((low, high))
     assert got.p_value == pytest.approx(sps.ttest_1samp(d, 0.0).pvalue)
-    assert (got.df, got.n_clusters, got.method) == (24, 25, "cr2_t")
+    assert (got.df, got.n_clusters, got.method) == (24.0, 25, "cr2_bm")
 
 
 def test_cr2_by_hand_with_unequal_clusters() -> None:
@@ -33,7 +33,15 @@ def test_cr2_by_hand_with_unequal_clusters() -> None:
     se = np.sqrt(var) / n
     got = cr2_interval(d, keys)
     assert got.se == pytest.approx(se)
-    assert got.low == pytest.approx(mean - sps.t.ppf(0.975, 2) * se)
+    # Bell-McCaffrey df by their definition: eigenvalues of G'MG (M = I - 11'/n), G's
+    # column g = M's columns of cluster g summed, scaled by (1 - n_g/n)^(-1/2) / n.
+    m = np.eye(n) - 1.0 / n
+    g = np.stack([m[:, [i for i, x in enumerate(keys) if x == k]].sum(axis=1)
+                  / np.sqrt(1 - keys.count(k) / n) / n for k in "abc"], axis=1)
+    lam = np.linalg.eigvalsh(g.T @ g)
+    df = lam.sum() ** 2 / (lam**2).sum()
+    assert got.df == pytest.approx(df) and got.df < 2
+    assert got.low == pytest.approx(mean - sps.t.ppf(0.975, df) * se)
 
 
 def test_needs_two_clusters_and_finite_input() -> None:

@@ -45,7 +45,8 @@ def test_exit_codes_are_fixed() -> None:
         (-0.08, -0.03, -0.02, 0.04, "fail", "upper_bound_below_threshold", 1),
         (0.01, 0.06, 0.02, 0.04, "unresolved", "underpowered", 2),
         (0.01, 0.03, 0.02, 0.04, "unresolved", "inside_null_band", 2),
-        (0.0, 0.0, 0.0, 0.0, "unresolved", "inside_null_band", 2),
+        (0.0, 0.0, 0.0, 0.0, "unresolved", "degenerate_interval", 2),  # zero width never decides
+        (0.12, 0.12, 0.0, 0.04, "unresolved", "degenerate_interval", 2),
     ],
 )
 def test_decide(low, high, min_delta, band, outcome, reason, code) -> None:

@@ -1,0 +1,137 @@
+"""Monte-Carlo paired outcomes with a cluster random effect: how the gate's error rate and
+power are measured (``bench/bench_gate_error.py``, ``tests/stats/test_gate_error.py``,
+the check of :mod:`memrun.stats.power`).
+
+Model. An item i of cluster g has a paired delta d_i = b_i - a_i in {-1, 0, +1} (two
+binary outcomes). Cluster g carries a random effect m_g ~ Normal(0, tau^2), clipped to
+[-0.95, 0.95], on B - A; its items' deltas are independent given the cluster with
+
+    P(d = +1 | g) = (q_g + mu_g) / 2,   P(d = -1 | g) = (q_g - mu_g) / 2,
+    mu_g = clip(delta + m_g),            q_g = min(1, q0 + |mu_g|),
+
+so E[d | g] = mu_g (true mean delta ``delta`` when m_g is symmetric and unclipped) and
+q_g, the share of discordant pairs, grows with the cluster's effect (a cluster where B
+differs more from A disagrees more often). The intra-cluster correlation of d at
+delta = 0 is ICC = tau^2 / (q0 + tau * sqrt(2 / pi)); :func:`tau_for_icc` inverts it.
+q0 = 0.2: a fifth of the pairs disagree when the arms are alike (LoCoMo bm25 variants
+disagree on 10-25% of questions).
+
+Optional ``groups``: a second, hidden level (LongMemEval's questions sharing evidence
+sessions): the random effect then sits on the groups and ``clusters`` are what the gate
+is told.
+"""
+
+from __future__ import annotations
+
+import math
+from dataclasses import dataclass
+
+import numpy as np
+
+BASE_DISCORDANCE = 0.2
+"""q0: the share of discordant pairs in a cluster without effect."""
+
+LOCOMO_SIZES = (152, 81, 152, 199, 178, 123, 150, 191, 156, 158)
+"""Questions of categories 1-4 in each of LoCoMo's ten conversations (locomo10.json)."""
+LONGMEMEVAL_TYPES = (70, 56, 30, 133, 133, 78)
+"""LongMemEval_s question counts per question type (500 questions)."""
+
+
+def tau_for_icc(icc: float, q0: float = BASE_DISCORDANCE) -> float:
+    """The random effect's standard deviation tau giving intra-cluster correlation ``icc``
+    of the deltas at zero true delta (module docstring); 0 for icc <= 0. Raises
+    ValueError for icc >= 1."""
+    if icc <= 0:
+        return 0.0
+    if icc >= 1:
+        raise ValueError(f"icc must be below 1, got {icc}")
+    b = icc * math.sqrt(2 / math.pi)
+    return (b + math.sqrt(b * b + 4 * icc * q0)) / 2
+
+
+@dataclass(frozen=True)
+class Design:
+    """A study design: ``sizes`` of the clusters the gate sees; optional ``strata`` (one
+    stratum code per cluster) and ``hidden`` (the random effect sits on runs of this many
+    consecutive items of one stratum, whatever the clusters; 0: on the clusters)."""
+
+    name: str
+    sizes: tuple[int, ...]
+    strata: tuple[int, ...] | None = None
+    hidden: int = 0
+
+    @property
+    def n_items(self) -> int:
+        """Items in one replication."""
+        return int(sum(self.sizes))
+
+    def cluster_codes(self) -> np.ndarray:
+        """Shape (n_items,): each item's cluster number."""
+        return np.repeat(np.arange(len(self.sizes)), self.sizes)
+
+    def stratum_codes(self) -> np.ndarray | None:
+        """Shape (n_items,): each item's stratum, or None."""
+        return None if self.strata is None else np.repeat(np.asarray(self.strata), self.sizes)
+
+    def effect_groups(self) -> np.ndarray:
+        """Shape (n_items,): the group each item's random effect belongs to."""
+        if not self.hidden:
+            return self.cluster_codes()
+        strata = self.stratum_codes()
+        strata = np.zeros(self.n_items, dtype=np.intp) if strata is None else strata
+        groups, start = np.empty(self.n_items, dtype=np.intp), 0
+        for s in np.unique(strata):  # consecutive runs of `hidden` items inside each stratum
+            members = np.flatnonzero(strata == s)
+            groups[members] = start + np.arange(len(members)) // self.hidden
+            start = int(groups[members].max()) + 1
+        return groups
+
+
+def simulate(design: Design, *, icc: float, delta: float, reps: int, rng: np.random.Generator,
+             q0: float = BASE_DISCORDANCE, skewed: bool = False) -> np.ndarray:
+    """Shape (reps, n_items) paired deltas in {-1, 0, +1} (float), per the module model.
+
+    Args:
+        design: cluster sizes (and hidden groups) of one replication.
+        icc: intra-cluster correlation of the deltas at delta 0 (of the hidden groups
+            when ``design.hidden``).
+        delta: true mean delta, a fraction (0.05 is +5 pp).
+        reps: replications.
+        rng: numpy Generator (seeded by the caller).
+        skewed: draw the random effect as tau * (1 - Exponential(1)) instead of a normal:
+            mean 0, same sd, a long tail of clusters where B is much worse (the rare
+            collapse that a handful of clusters can miss).
+    """
+    groups = design.effect_groups()
+    n_groups = int(groups.max()) + 1
+    tau = tau_for_icc(icc, q0)
+    if skewed:
+        effect = tau * (1.0 - rng.exponential(size=(reps, n_groups)))
+    else:
+        effect = rng.normal(0.0, tau, size=(reps, n_groups)) if icc > 0 else np.zeros((reps, n_groups))
+    mu = np.clip(delta + effect, -0.95, 0.95)[:, groups]
+    q = np.minimum(1.0, q0 + np.abs(mu))
+    u = rng.random((reps, design.n_items))
+    up = (q + mu) / 2
+    return np.where(u < up, 1.0, np.where(u < q, -1.0, 0.0))
+
+
+def locomo_like(n: int = 10) -> Design:
+    """The first ``n`` LoCoMo conversations' category 1-4 sizes."""
+    return Design(f"{n} clusters, LoCoMo-like sizes" if n == 10 else f"{n} clusters", LOCOMO_SIZES[:n])
+
+
+def longmemeval_like(hidden: int = 5, *, item_clusters: bool = True) -> Design:
+    """500 items stratified by LongMemEval's question types. ``item_clusters``: every item its
+    own cluster (the gate sees items, the hidden groups of ``hidden`` share the effect);
+    else the gate sees the groups of ``hidden`` as clusters."""
+    if item_clusters:
+        sizes = (1,) * sum(LONGMEMEVAL_TYPES)
+        strata = tuple(np.repeat(np.arange(len(LONGMEMEVAL_TYPES)), LONGMEMEVAL_TYPES).tolist())
+        return Design("LongMemEval-like, item clusters", sizes, strata, hidden=hidden)
+    sizes, strata = [], []
+    for t, count in enumerate(LONGMEMEVAL_TYPES):
+        full, rest = divmod(count, hidden)
+        sizes += [hidden] * full + ([rest] if rest else [])
+        strata += [t] * (full + (1 if rest else 0))
+    return Design("LongMemEval-like, evidence clusters", tuple(sizes), tuple(strata))

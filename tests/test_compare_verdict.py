@@ -1,0 +1,58 @@
+"""Issue 20: a verdict that holds its error rate, on hand-built run tables (verdict and exit code)."""
+
+import pytest
+
+from memrun.stats import ExitCode
+from tests.run_tables import compare_json, retrieval_run, wtl
+
+
+def _runs(tmp_path, a, b, clusters, **kw):
+    return (str(retrieval_run(tmp_path / "a", a, clusters, **kw)), str(retrieval_run(tmp_path / "b", b, clusters, **kw)))
+
+
+def test_equal_cluster_means_never_pass(tmp_path, capsys):
+    """Three clusters whose mean deltas coincide (+12 pp each) have CR2 variance 0: the old
+    gate printed PASS +12.0 pp [+12.0, +12.0]; a zero-variance interval is unresolved."""
+    a, b = [], []
+    for _ in range(3):  # each cluster: 6 wins, 44 ties of 50 items
+        wa, wb = wtl(6, 44, 0)
+        a += wa
+        b += wb
+    clusters = [f"c{i // 50}" for i in range(150)]
+    code, d = compare_json(capsys, *_runs(tmp_path, a, b, clusters))
+    assert code == ExitCode.UNRESOLVED
+    assert d["verdict"]["reason"] == "degenerate_interval" and "CR2 variance is 0" in d["verdict"]["detail"]
+
+
+@pytest.mark.parametrize("n", [10, 12])
+def test_all_ties_never_pass_a_non_inferiority_gate(tmp_path, capsys, n):
+    a, b = wtl(0, n, 0)
+    code, d = compare_json(capsys, *_runs(tmp_path, a, b, [f"c{i}" for i in range(n)]), "--gate-min-delta", "-1")
+    assert code == ExitCode.UNRESOLVED
+    assert d["verdict"]["reason"] == "degenerate_interval" and "all items tied" in d["verdict"]["detail"]
+
+
+def test_unequal_clusters_use_bell_mccaffrey_df(tmp_path, capsys):
+    """One cluster of 500 items and nine of 5: the old CR2 interval on t(G-1) = t(9) passed
+    (lower bound +0.4 pp); the corrected degrees of freedom (1.17) make it honest:
+    unresolved."""
+    a, b = wtl(51, 449, 0)  # the big cluster: B better by 10.2 pp
+    clusters = ["big"] * 500
+    for g, wins in enumerate([3, 3, 1, 1, 0, 0, 0, 1, 4]):
+        wa, wb = wtl(wins, 5 - wins, 0)
+        a += wa
+        b += wb
+        clusters += [f"small{g}"] * 5
+    code, d = compare_json(capsys, *_runs(tmp_path, a, b, clusters))
+    small = d["overall"]["small_clusters"]
+    assert small["df"] == pytest.approx(1.165, abs=0.01)
+    assert small["mean"] - 2.262 * small["se"] > 0  # what t(9) said
+    assert d["overall"]["interval"] == "cr2_bm" and d["overall"]["low"] < 0
+    assert code == ExitCode.UNRESOLVED and d["verdict"]["reason"] == "underpowered"
+
+
+def test_two_clusters_are_too_few(tmp_path, capsys):
+    a, b = wtl(30, 170, 0)
+    code, d = compare_json(capsys, *_runs(tmp_path, a, b, [f"c{i % 2}" for i in range(200)]))
+    assert code == ExitCode.UNRESOLVED and d["verdict"]["reason"] == "too_few_clusters"
+    assert "at least 3" in d["verdict"]["detail"]
