@@ -147,9 +147,6 @@ def decide(
     low, high = float(result.low), float(result.high)
     min_delta, band = float(min_delta), float(band)
     short = evidence_shortfall(n_items, n_clusters) or hold
-    if short is None and high - low <= 1e-12:  # zero width, up to float noise
-        short = (DEGENERATE, f"the interval has zero width ([{100 * low:+.2f}, {100 * high:+.2f}] pp): "
-                             "nothing varies between resamples, so it says nothing about the uncertainty")
     if short:
         return Verdict(UNRESOLVED, short[0], min_delta, band, low, high, short[1])
     if not all(math.isfinite(x) for x in (low, high, min_delta, band)):
@@ -159,6 +156,10 @@ def decide(
         raise ValueError(f"band must be >= 0, got {band}")
     if low > high:
         raise ValueError(f"interval is inverted: low={low} > high={high}")
+    if high - low <= 1e-12:  # zero width, up to float noise
+        return Verdict(UNRESOLVED, DEGENERATE, min_delta, band, low, high,
+                       f"the interval has zero width ([{100 * low:+.2f}, {100 * high:+.2f}] pp): nothing varies "
+                       "between resamples, so it says nothing about the uncertainty")
     if low > min_delta:
         outcome, reason = PASS, ABOVE_THRESHOLD
     elif high < min_delta:
