@@ -60,3 +60,8 @@ class RunTableError(MemrunError):
 
 class RunFailed(MemrunError):
     """Every item of a run failed: its rows were written, but it measured nothing."""
+
+
+class RunDegraded(MemrunError):
+    """More of a run's rows failed than its ``max_error_share``: rows and summary are
+    written (status ``degraded``), but a headline that leaves that many out is biased."""

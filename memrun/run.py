@@ -32,7 +32,7 @@ from memrun.benchmarks.download import data_dir
 from memrun.benchmarks.selection import Selection, apply_selection, selection_from_config
 from memrun.checks import HitChecks, RunWarnings, coverage_warnings, cutoff_warning, refuse_unmeasured
 from memrun.config import ARM_RESERVED_KEYS, BENCHMARK_RESERVED_KEYS, Axis, cutoffs, default_top_k
-from memrun.errors import ArmError, ConfigError, MemrunError, RunFailed
+from memrun.errors import ArmError, ConfigError, MemrunError, RunDegraded, RunFailed
 from memrun.instrument import DENOMINATOR_RETRIEVAL, Instrument
 from memrun.io.schema import items_schema
 from memrun.io.writer import SHA256_KEY, SUMMARY_FILE, ItemsWriter
@@ -283,8 +283,8 @@ def execute(cfg: DictConfig, out_dir: Path, console: Console, config_folder: Pat
             close_error = _close(arm)
             instrument.finished_at = _now()
             instrument.n_rows = len(rows)
-            if instrument.status == "complete" and (failed := _all_failed(rows)):
-                instrument.status, instrument.error = "failed", failed  # nothing measured: the run failed
+            if instrument.status == "complete" and (bad := _error_status(rows, cfg.get("max_error_share", 0.1))):
+                instrument.status, instrument.error = bad  # nothing measured (failed), or too little (degraded)
             # Lazy groups finish their counts and warnings while they are produced.
             instrument.load_counts = dict(dataset.counts)
             if instrument.n_items is None and instrument.status == "complete":
@@ -333,7 +333,7 @@ def execute(cfg: DictConfig, out_dir: Path, console: Console, config_folder: Pat
             console, summary, ks=ks, title=f"{label} (retrieval axis)",
             load_counts=dataset.counts, out_dir=str(out_dir),
         )
-    _report_errors(rows)
+    _report_errors(rows, cfg.get("max_error_share", 0.1))
     refuse_unmeasured(cfg.arm.name, summary, out_dir)
     return summary
 
@@ -357,6 +357,9 @@ def check_settings(cfg: DictConfig, accuracy: bool) -> int:
     coverage = cfg.get("min_coverage", 0.95)
     if not isinstance(coverage, (int, float)) or not 0 <= coverage <= 1:
         raise ConfigError(f"min_coverage={coverage}: must be a share between 0 and 1 (0.95: 95% of the items)")
+    share = cfg.get("max_error_share", 0.1)
+    if isinstance(share, bool) or not isinstance(share, (int, float)) or not 0 <= share <= 1:
+        raise ConfigError(f"max_error_share={share}: must be a share between 0 and 1 (0.1: 10% of the rows)")
     top_k = cfg.arm.get("top_k")
     return default_top_k(cfg) if top_k is None else _positive_int(top_k, "arm.top_k")
 
@@ -388,10 +391,24 @@ def _all_failed(rows: list[dict[str, Any]]) -> str | None:
     return None
 
 
-def _report_errors(rows: list[dict[str, Any]]) -> None:
-    """Say why items failed (the first error); raise RunFailed when every item failed."""
+def _error_status(rows: list[dict[str, Any]], max_share: float) -> tuple[str, str] | None:
+    """("failed", why) when every row failed, ("degraded", why) when more than
+    ``max_share`` of the rows failed, else None."""
     if failed := _all_failed(rows):
-        raise RunFailed(failed)
+        return "failed", failed
+    n_errors = sum(1 for r in rows if r.get("error"))
+    if rows and n_errors / len(rows) > max_share:
+        return "degraded", (f"{n_errors} of {len(rows)} rows failed ({n_errors / len(rows):.0%}), more than "
+                            f"max_error_share={max_share:g}: the headline leaves them out and is biased if they "
+                            "differ from the rest; fix the cause and run again")
+    return None
+
+
+def _report_errors(rows: list[dict[str, Any]], max_share: float) -> None:
+    """Say why items failed (the first error); raise RunFailed when every item failed,
+    RunDegraded when more than ``max_share`` of the rows failed."""
+    if bad := _error_status(rows, max_share):
+        raise (RunFailed if bad[0] == "failed" else RunDegraded)(bad[1])
     errors = [r["error"] for r in rows if r.get("error")]
     if errors:
         _warn(f"{len(errors)} of {len(rows)} rows failed and are excluded from every ratio; the first error: {errors[0]}")

@@ -22,6 +22,9 @@ class BrokenArm:
         self.records = list(records)
 
     def search(self, query, k):
+        self.searched = getattr(self, "searched", 0) + 1
+        if self.breaks == "search_fails_mostly" and self.searched % 3:
+            raise RuntimeError("search timed out")
         if self.breaks == "strings":
             return [r.key for r in self.records[:k]]
         if self.breaks == "none":
