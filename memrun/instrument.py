@@ -21,6 +21,7 @@ SCHEMA_VERSION = 1
 DENOMINATOR_RETRIEVAL = "items_with_retrieval_gold"  # retrieval axis: items without gold are unscored
 DENOMINATOR_EXCLUDE_ABSTAIN = "correct+wrong"  # accuracy: abstentions left out of the ratio
 DENOMINATOR_ABSTAIN_WRONG = "correct+wrong+abstained"  # accuracy: an abstention counts as wrong
+DENOMINATOR_MEAN_SCORE = "mean_score"  # accuracy, fractional judges (a rubric): the mean of the items' scores
 
 
 CONFIGURATION_KEYS = ("axis", "benchmark", "arm", "reader", "judge", "judge2", "ks", "repeats", "denominator",

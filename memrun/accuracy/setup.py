@@ -16,7 +16,7 @@ from typing import Any
 from omegaconf import DictConfig
 
 from memrun.errors import ConfigError
-from memrun.instrument import DENOMINATOR_ABSTAIN_WRONG, DENOMINATOR_EXCLUDE_ABSTAIN
+from memrun.instrument import DENOMINATOR_ABSTAIN_WRONG, DENOMINATOR_EXCLUDE_ABSTAIN, DENOMINATOR_MEAN_SCORE
 from memrun.http_policy import HttpPolicy
 from memrun.judges import Judge, build_judge
 from memrun.llm.cache import CallCache
@@ -27,9 +27,11 @@ from memrun.llm.service import LLMService
 from memrun.paths import configured_or_cache
 from memrun.records import Dataset
 
-JUDGES = "gpt41, gpt4o, claude, exact, substring, f1"
+JUDGES = "gpt41, gpt4o, claude, beam_rubric, exact, substring, f1"
 # config ``denominator`` (the summary's ratio) -> the instrument's denominator (what compare reads)
-DENOMINATORS = {"accuracy_abstain_wrong": DENOMINATOR_ABSTAIN_WRONG, "accuracy": DENOMINATOR_EXCLUDE_ABSTAIN}
+DENOMINATORS = {"accuracy_abstain_wrong": DENOMINATOR_ABSTAIN_WRONG, "accuracy": DENOMINATOR_EXCLUDE_ABSTAIN,
+                "mean_judge_score": DENOMINATOR_MEAN_SCORE}
+FRACTIONAL_HEADLINE = "mean_judge_score"  # a judge whose scores are fractions (``fractional = True``)
 
 
 @dataclass
@@ -146,6 +148,8 @@ def build_setup(cfg: DictConfig, arm: Any) -> AccuracySetup:
         )
 
     headline = cfg.denominator.value if hasattr(cfg.denominator, "value") else str(cfg.denominator)
+    if getattr(judge, "fractional", False):  # a rubric's mean: the mean over items of their mean over repeats
+        headline = FRACTIONAL_HEADLINE
     redactor = llm.redactor
     described = [judge.describe()] + ([judge2.describe()] if judge2 else [])
     endpoint_of = {"reader": reader.endpoint} if reader else {}  # role -> endpoint (LLM judges only)

@@ -264,6 +264,8 @@ class AnswerStage:
             judge_cache_hit=verdict.cached,
             judge_tokens=verdict.tokens,
         )
+        if verdict.details:
+            row.update(verdict.details)
         if verdict.label == ERROR:
             row["error"] = f"judge: {verdict.explanation}"
         judge2 = self.setup.judge2

@@ -8,7 +8,11 @@ One score per item and arm, after collapsing repeats:
 - accuracy axis: the majority label over repeats (:func:`memrun.stats.majority_codes`:
   a tie is wrong; error only when every repeat errored); correct is 1, wrong 0, and an
   abstention is 0 under the ``correct+wrong+abstained`` denominator or left out under
-  ``correct+wrong``.
+  ``correct+wrong``;
+- accuracy axis with a fractional judge (denominator ``mean_score``, e.g. BEAM's
+  rubric): the mean ``judge_score`` over the item's non-error repeats, on the
+  continuous path retrieval's MRR takes (no majority label; McNemar is skipped as the
+  scores are not binary; an item is stable when its repeats scored the same).
 
 Errored items are left out of both arms and counted, never scored as misses; so are
 items without retrieval gold (unscored) and, under ``correct+wrong``, abstentions.
@@ -29,12 +33,13 @@ import pyarrow as pa
 import pyarrow.compute as pc
 
 from memrun.errors import MemrunError
-from memrun.instrument import DENOMINATOR_ABSTAIN_WRONG, DENOMINATOR_EXCLUDE_ABSTAIN
+from memrun.instrument import DENOMINATOR_ABSTAIN_WRONG, DENOMINATOR_EXCLUDE_ABSTAIN, DENOMINATOR_MEAN_SCORE
 from memrun.io.reader import RunTable, read_run
 from memrun.metrics.retrieval import item_column_for
 from memrun.stats.labels import ABSTAIN, CORRECT, ERROR, LABEL_ORDER, majority_codes
 
 LABEL_COLUMN = "label"
+SCORE_COLUMN = "judge_score"  # a fractional judge's per-row score
 BASE_COLUMNS = ("item_id", "error", "category", "category_label")
 _CODE = {label: i for i, label in enumerate(LABEL_ORDER)}
 REASONS = ("error", "abstain", "unscored")
@@ -135,6 +140,9 @@ def read_for_compare(path: str, axis: str | None, metric: str, cluster_by: str |
     """A run with only the columns the comparison needs; CompareUsageError names a missing one."""
     columns = columns_needed(axis, metric, cluster_by, stratify_by)
     run = read_run(path, columns=columns)
+    if run.instrument.axis == "accuracy" and run.instrument.denominator == DENOMINATOR_MEAN_SCORE:
+        columns.append(SCORE_COLUMN)  # a fractional judge's run: its scores, not its labels, are paired
+        run = read_run(path, columns=columns)
     missing = [c for c in columns if c not in run.table.column_names]
     if missing:
         hint = ""
@@ -211,7 +219,29 @@ def _accuracy(run: RunTable, table: pa.Table, codes: np.ndarray, valid: np.ndarr
     return ArmScores(present, score, excluded, mean, majority, stable, repeated)
 
 
+def _fractional(table: pa.Table, codes: np.ndarray, valid: np.ndarray, m: int) -> ArmScores:
+    """Mean judge_score over each item's non-error repeats (see the module docstring)."""
+    values = _as_float(_column(table, SCORE_COLUMN))
+    errored = np.asarray(_column(table, "error").is_valid()) | np.isnan(values)
+    labels = _column(table, LABEL_COLUMN)
+    errored |= np.asarray(pc.fill_null(pc.equal(labels, ERROR), False))
+    present = np.bincount(codes[valid], minlength=m) > 0
+    ok = np.flatnonzero(valid & ~errored)
+    n = np.bincount(codes[ok], minlength=m)
+    total = np.bincount(codes[ok], weights=values[ok], minlength=m)
+    low, high = np.full(m, np.inf), np.full(m, -np.inf)
+    np.minimum.at(low, codes[ok], values[ok])
+    np.maximum.at(high, codes[ok], values[ok])
+    with np.errstate(invalid="ignore", divide="ignore"):
+        score = np.where(n > 0, total / np.maximum(n, 1), np.nan)
+    excluded = np.full(m, SCORED, dtype=np.int8)
+    excluded[present & (n == 0)] = REASONS.index("error")
+    return ArmScores(present, score, excluded, score.copy(), np.full(m, -1, np.int8), (n < 2) | (low == high), n >= 2)
+
+
 def _arm(run: RunTable, codes: np.ndarray, valid: np.ndarray, m: int, metric: str) -> ArmScores:
+    if run.instrument.axis == "accuracy" and run.instrument.denominator == DENOMINATOR_MEAN_SCORE:
+        return _fractional(run.table, codes, valid, m)
     if run.instrument.axis == "accuracy":
         return _accuracy(run, run.table, codes, valid, m)
     return _retrieval(run.table, codes, valid, m, item_column_for(metric))

@@ -37,6 +37,7 @@ from memrun.config.llm import (
     ExactJudgeConfig,
     F1JudgeConfig,
     LLMJudgeConfig,
+    RubricJudgeConfig,
     NoJudgeConfig,
     ReaderConfig,
     SubstringJudgeConfig,
@@ -171,6 +172,7 @@ def register() -> None:
     cs.store(group="schema/embedder", name="local", node=LocalEmbedderConfig)
     cs.store(group="schema/judge", name="none", node=NoJudgeConfig)
     cs.store(group="schema/judge", name="llm", node=LLMJudgeConfig)
+    cs.store(group="schema/judge", name="rubric", node=RubricJudgeConfig)
     cs.store(group="schema/judge", name="exact", node=ExactJudgeConfig)
     cs.store(group="schema/judge", name="substring", node=SubstringJudgeConfig)
     cs.store(group="schema/judge", name="f1", node=F1JudgeConfig)

@@ -65,6 +65,23 @@ class LLMJudgeConfig:
 
 
 @dataclass
+class RubricJudgeConfig:
+    """``judge=beam_rubric``: a rubric judge with fractional scores (memrun.judges.rubric.RubricJudge)."""
+
+    _target_: str = "memrun.judges.rubric.RubricJudge"
+    name: str = MISSING
+    model: str = MISSING
+    prompt: str = "beam_rubric"
+    equivalence_prompt: str = "beam_equivalence"
+    base_url: Optional[str] = None
+    base_url_env: Optional[str] = "OPENAI_BASE_URL"
+    api_key_env: str = "OPENAI_API_KEY"
+    provider: Optional[str] = None
+    temperature: float = 0.0
+    max_tokens: int = 512
+
+
+@dataclass
 class ExactJudgeConfig:
     """``judge=exact``: normalized answer == normalized gold."""
 

@@ -44,7 +44,7 @@ ACCURACY_COLUMNS: list[pa.Field] = [
     pa.field("reader_answer", pa.string()),
     pa.field("answer_source", pa.string()),  # reader | arm (an arm that answers itself)
     pa.field("label", pa.string()),  # correct | wrong | abstain | error (memrun.stats.labels)
-    pa.field("judge_score", pa.float64()),  # 1/0 for LLM judges; the lexical score (e.g. F1)
+    pa.field("judge_score", pa.float64()),  # 1/0 for LLM judges; the lexical score (e.g. F1); a rubric's mean
     pa.field("judge_explanation", pa.string()),
     pa.field("judge_prompt", pa.string()),  # the judge prompt file used for this item
     pa.field("answer_latency_ms", pa.float64()),  # the reader call that answered
@@ -60,6 +60,10 @@ ACCURACY_COLUMNS: list[pa.Field] = [
     pa.field("token_f1", pa.float64()),  # lexical_scores=true
     pa.field("bleu1", pa.float64()),
     pa.field("rouge_l", pa.float64()),
+    pa.field("rubric_scores", pa.list_(pa.float64())),  # rubric judges: each rubric item's score (0, 0.5, 1)
+    pa.field("order_f1", pa.float64()),  # rubric judges, event ordering: F1 of the aligned events
+    pa.field("order_tau_norm", pa.float64()),  # (Kendall tau_b + 1) / 2; null when tau_b is undefined
+    pa.field("order_score", pa.float64()),  # order_tau_norm x order_f1 (memrun.metrics.event_order)
     pa.field("stale", pa.bool_()),  # stale_check=true: wrong knowledge-update answer with the superseded value
 ]
 

@@ -7,7 +7,8 @@ it with the config's keys except ``name`` plus ``llm=`` (the run's
 - ``describe() -> dict``: its instrument fields (``judge_model``, ``judge_prompt_sha256``);
 - ``async grade(case: Case, repeat: int) -> Verdict``.
 
-Built in: LLM judges (:mod:`memrun.judges.llm`; ``gpt4o``, ``gpt41``, ``claude``) and
+Built in: LLM judges (:mod:`memrun.judges.llm`; ``gpt4o``, ``gpt41``, ``claude``), the
+rubric judge (:mod:`memrun.judges.rubric`; ``beam_rubric``: fractional scores) and
 lexical judges needing no LLM (:mod:`memrun.judges.lexical`; ``exact``, ``substring``,
 ``f1`` with its ``locomo`` / ``mem0`` variants).
 
@@ -20,7 +21,7 @@ them with the abstention rule.
 from __future__ import annotations
 
 import inspect
-from collections.abc import Sequence
+from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 from typing import Any, Protocol, runtime_checkable
 
@@ -58,9 +59,12 @@ class Verdict:
     """A judge's output for one answer.
 
     label: correct | wrong | abstain | error. score: 1.0/0.0 for LLM judges, the
-    lexical score (e.g. F1 in [0, 1]) for lexical judges, None on error.
+    lexical score (e.g. F1 in [0, 1]) for lexical judges, the mean of the rubric item
+    scores for rubric judges (:mod:`memrun.judges.rubric`), None on error.
     explanation: the judge's reason (or why it is an error). prompt: the prompt file used.
     cached: the call came from the cache. tokens: tokens the call used, as reported.
+    details: further row columns the judge fills (rubric judges: ``rubric_scores``,
+    ``order_f1``, ``order_tau_norm``, ``order_score``; see :mod:`memrun.io.schema`).
     """
 
     label: str
@@ -69,6 +73,7 @@ class Verdict:
     prompt: str | None = None
     cached: bool = True
     tokens: int | None = None
+    details: Mapping[str, Any] | None = None
 
 
 @runtime_checkable

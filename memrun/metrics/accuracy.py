@@ -45,7 +45,8 @@ def _nan_to_none(value: float) -> float | None:
 def item_outcomes(rows: Sequence[Row]) -> list[dict[str, Any]]:
     """One dict per item, in first-seen order: ``item_id``, ``category``, ``labels`` (by
     repeat), ``majority``, ``stable``, ``identical_retrieval`` (None with one repeat),
-    ``judge_score`` (mean over non-error repeats), ``failure_stage`` (of the first repeat
+    ``judge_score`` and ``order_score`` (means over non-error repeats; a rubric judge's
+fractional score, BEAM's event-ordering score), ``failure_stage`` (of the first repeat
     whose label is the majority) and ``rows`` (the item's rows by repeat)."""
     grouped: dict[str, list[Row]] = defaultdict(list)
     for row in rows:
@@ -57,6 +58,7 @@ def item_outcomes(rows: Sequence[Row]) -> list[dict[str, Any]]:
         majority = majority_label(labels)
         keys = [tuple(r.get("retrieved_keys") or ()) for r in item_rows]
         scores = [float(r["judge_score"]) for r in item_rows if r.get("judge_score") is not None and r.get("label") != ERROR]
+        orders = [float(r["order_score"]) for r in item_rows if r.get("order_score") is not None and r.get("label") != ERROR]
         stage = next((r.get("failure_stage") for r in item_rows if r.get("label") == majority), None)
         out.append(
             {
@@ -67,6 +69,7 @@ def item_outcomes(rows: Sequence[Row]) -> list[dict[str, Any]]:
                 "stable": is_stable(labels),
                 "identical_retrieval": len(set(keys)) == 1 if len(keys) > 1 else None,
                 "judge_score": _mean(scores),
+                "order_score": _mean(orders),
                 "failure_stage": stage if majority in (WRONG, ABSTAIN) else None,
                 "rows": item_rows,
             }
@@ -79,6 +82,8 @@ def accuracy_block(items: Sequence[Mapping[str, Any]]) -> dict[str, Any]:
     counts = Counter(i["majority"] for i in items)
     correct, wrong, abstained = counts[CORRECT], counts[WRONG], counts[ABSTAIN]
     scores = [i["judge_score"] for i in items if i["majority"] != ERROR and i["judge_score"] is not None]
+    orders = [i["order_score"] for i in items if i["majority"] != ERROR and i.get("order_score") is not None]
+    extra = {"mean_order_score": _mean(orders), "n_order_scored": len(orders)} if orders else {}
     return {
         "n_items": len(items),
         "correct": correct,
@@ -89,6 +94,7 @@ def accuracy_block(items: Sequence[Mapping[str, Any]]) -> dict[str, Any]:
         "accuracy_abstain_wrong": _ratio(correct, correct + wrong + abstained),
         "mean_judge_score": _mean(scores),
         "flip_rate": _nan_to_none(flip_rate([i["labels"] for i in items])),
+        **extra,
     }
 
 

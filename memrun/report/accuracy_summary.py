@@ -94,6 +94,10 @@ def print_accuracy_summary(console: Console, summary: Mapping[str, Any], *, titl
             f"second judge on {j2['n_rows']} rows: agreement {percent(j2['agreement'])}, Cohen's kappa {kappa} "
             f"({j2['n_errors']} errored)"
         )
+    ordered = [(s.name, s.block) for s in slices(summary) if s.block.get("mean_order_score") is not None]
+    if ordered:
+        console.print("event ordering (tau_norm x F1, BEAM's metric): " + ", ".join(
+            f"{name} {b['mean_order_score']:.3f} (n={b['n_order_scored']})" for name, b in ordered))
     if summary.get("stale"):
         st = summary["stale"]
         console.print(f"stale check: {st['n_stale']} of {st['n_checked']} wrong knowledge-update answers gave the superseded value")
