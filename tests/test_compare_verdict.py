@@ -56,3 +56,41 @@ def test_two_clusters_are_too_few(tmp_path, capsys):
     code, d = compare_json(capsys, *_runs(tmp_path, a, b, [f"c{i % 2}" for i in range(200)]))
     assert code == ExitCode.UNRESOLVED and d["verdict"]["reason"] == "too_few_clusters"
     assert "at least 3" in d["verdict"]["detail"]
+
+
+def test_an_arm_with_most_items_errored_is_unresolved(tmp_path, capsys):
+    """30 of 40 items errored in B: the 10 left used to PASS with no warning."""
+    a = [i % 10 == 0 for i in range(40)]
+    b = [True] * 40
+    clusters = [f"c{i % 8}" for i in range(40)]
+    ra = str(retrieval_run(tmp_path / "a", a, clusters))
+    rb = str(retrieval_run(tmp_path / "b", b, clusters, errors={i: "timeout" for i in range(30)}))
+    code, d = compare_json(capsys, ra, rb)
+    assert code == ExitCode.UNRESOLVED and d["verdict"]["reason"] == "too_many_errors"
+    assert "30 of 40 items errored in B (75%)" in d["verdict"]["detail"]
+    code, d = compare_json(capsys, ra, rb, "--max-error-share", "0.8", "--max-error-gap", "0.8")
+    assert code == ExitCode.PASS  # thresholds are the user's to set
+
+
+def test_unequal_error_shares_are_unresolved(tmp_path, capsys):
+    a, b = wtl(30, 170, 0)
+    clusters = [f"c{i % 8}" for i in range(200)]
+    ra = str(retrieval_run(tmp_path / "a", a, clusters))
+    rb = str(retrieval_run(tmp_path / "b", b, clusters, errors={i: "timeout" for i in range(100, 116)}))
+    code, d = compare_json(capsys, ra, rb)
+    assert code == ExitCode.UNRESOLVED and d["verdict"]["reason"] == "unequal_errors"
+    assert d["data"]["error_share_b"] == pytest.approx(0.08)
+
+
+def test_runs_sharing_half_their_items_are_unresolved(tmp_path, capsys, monkeypatch):
+    a, b = wtl(40, 160, 0)
+    clusters = [f"c{i % 8}" for i in range(200)]
+    ra = str(retrieval_run(tmp_path / "a", a[:150], clusters[:150], ids=[f"it{i}" for i in range(150)]))
+    rb = str(retrieval_run(tmp_path / "b", b[50:], clusters[50:], ids=[f"it{i}" for i in range(50, 200)]))
+    code, d = compare_json(capsys, ra, rb)
+    assert code == ExitCode.UNRESOLVED and d["verdict"]["reason"] == "too_few_paired"
+    assert d["data"]["paired_share"] == pytest.approx(0.5)
+    gate = tmp_path / "g.yaml"
+    gate.write_text("min-paired-share: 0.4\n")
+    code, d = compare_json(capsys, ra, rb, "--gate", str(gate))
+    assert d["verdict"]["reason"] != "too_few_paired" and d["settings"]["thresholds"]["min_paired_share"] == 0.4

@@ -35,6 +35,7 @@ from pathlib import Path
 from typing import NoReturn
 
 from memrun.compare.analysis import Bounds, Comparison, Settings, analyze, metric_unit
+from memrun.compare.fitness import DataThresholds
 from memrun.compare.pairing import pair, read_for_compare
 from memrun.background import in_background
 from memrun.errors import MemrunError
@@ -44,7 +45,10 @@ from memrun.report.compare_report import render_json, render_markdown, render_te
 from memrun.stats import DEFAULT_BAND, ExitCode, JudgeCalibration, band_from_null
 
 
-DEFAULTS = {"metric": "recall@5", "gate_min_delta": 0.0, "gate_band": 100 * DEFAULT_BAND}
+_LIMITS = DataThresholds()
+DEFAULTS = {"metric": "recall@5", "gate_min_delta": 0.0, "gate_band": 100 * DEFAULT_BAND,
+            "max_error_share": _LIMITS.max_error_share, "max_error_gap": _LIMITS.max_error_gap,
+            "min_paired_share": _LIMITS.min_paired_share}
 
 
 class _BadArguments(SystemExit):
@@ -108,6 +112,15 @@ def build_parser() -> argparse.ArgumentParser:
                              "non-inferiority); for mrr and ndcg@K in hundredths of the score (1 = 0.01)")
     parser.add_argument("--gate-band", type=float, default=None, metavar="PP",
                         help="null band (noise floor) in pp, default 4.0; measure yours with memrun null-band")
+    parser.add_argument("--max-error-share", type=float, default=None, metavar="SHARE",
+                        help="unresolved when an arm's errored items exceed this share of its items (default "
+                             f"{_LIMITS.max_error_share:g})")
+    parser.add_argument("--max-error-gap", type=float, default=None, metavar="SHARE",
+                        help="unresolved when the arms' error shares differ by more (default "
+                             f"{_LIMITS.max_error_gap:g})")
+    parser.add_argument("--min-paired-share", type=float, default=None, metavar="SHARE",
+                        help="unresolved when fewer of the items present in either run are in both (default "
+                             f"{_LIMITS.min_paired_share:g})")
     parser.add_argument("--judge-calibration", type=Path, metavar="FILE",
                         help="JSON with tpr, fpr, n_pos, n_neg (memrun calibrate-judge): report delta / J")
     parser.add_argument("--format", choices=("text", "markdown", "json"), default="text")
@@ -263,10 +276,14 @@ def compare(args: argparse.Namespace) -> tuple[Comparison | None, int, str | Non
     except _Refused as exc:
         return None, int(ExitCode.REFUSAL), str(exc)
     stratify_by = _stratify_by(args.stratify_by, run_a.instrument)
+    try:
+        thresholds = DataThresholds(args.max_error_share, args.max_error_gap, args.min_paired_share)
+    except ValueError as exc:
+        raise MemrunError(str(exc)) from None
     settings = Settings(
         metric=args.metric, cluster_by=cluster_by, resamples=args.resamples, seed=args.seed,
         min_delta=getattr(args, "gate_min_delta", 0.0) / 100, band=getattr(args, "gate_band", 100 * DEFAULT_BAND) / 100,
-        treatments=tuple(treatments), calibration=calibration, stratify_by=stratify_by,
+        treatments=tuple(treatments), calibration=calibration, stratify_by=stratify_by, thresholds=thresholds,
     )
     paired = pair(run_a, run_b, metric=args.metric, cluster_by=cluster_by, stratify_by=stratify_by,
                   categories=_categories(args.categories, run_a))

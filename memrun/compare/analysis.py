@@ -22,6 +22,7 @@ from typing import Any
 
 import numpy as np
 
+from memrun.compare.fitness import DataThresholds, data_facts, data_hold
 from memrun.compare.pairing import Paired
 from memrun.instrument import Difference
 from memrun.stats import (
@@ -64,6 +65,7 @@ class Settings:
     treatments: tuple[str, ...] = ()
     calibration: JudgeCalibration | None = None
     stratify_by: str | None = None
+    thresholds: DataThresholds = field(default_factory=DataThresholds)
 
 
 def _category_order(cat: str) -> tuple[int, int | str]:
@@ -135,6 +137,7 @@ class Comparison:
     only_a: int
     only_b: int
     excluded: dict[str, int]
+    data: dict[str, Any] = field(default_factory=dict)
     warnings: list[str] = field(default_factory=list)
 
     @property
@@ -257,7 +260,8 @@ def analyze(paired: Paired, settings: Settings, *, run_a: str, run_b: str, axis:
             warnings.append(corrected.warning)
         if corrected.corrected:
             decided_on = calibrated
-    hold = (DEGENERATE, overall["degenerate"]) if overall["degenerate"] else None
+    facts = data_facts(paired)
+    hold = data_hold(facts, settings.thresholds) or ((DEGENERATE, overall["degenerate"]) if overall["degenerate"] else None)
     verdict = decide(Bounds.of(decided_on), min_delta=settings.min_delta,
                      band=settings.band, n_items=overall["n_items"],
                      n_clusters=overall["n_clusters"] if settings.cluster_by else None, hold=hold)
@@ -302,6 +306,7 @@ def analyze(paired: Paired, settings: Settings, *, run_a: str, run_b: str, axis:
         only_a=paired.only_a,
         only_b=paired.only_b,
         excluded=paired.excluded,
+        data=facts,
         warnings=warnings,
     )
 

@@ -1,8 +1,9 @@
 """Reviewed gates for ``memrun compare --gate NAME``: ``conf/gates/<NAME>.yaml`` (or a file path).
 
-A gate file holds ``metric``, ``band`` (the null band, pp), ``gate-min-delta`` (pp) and
-``categories`` (a list, a comma-separated string, or ``comparable``); every key is
-optional. Flags given on the command line override the file.
+A gate file holds ``metric``, ``band`` (the null band, pp), ``gate-min-delta`` (pp),
+``categories`` (a list, a comma-separated string, or ``comparable``) and the data
+thresholds ``max-error-share``, ``max-error-gap``, ``min-paired-share`` (shares in [0, 1],
+:mod:`memrun.compare.fitness`); every key is optional. Flags given on the command line override the file.
 """
 
 from __future__ import annotations
@@ -15,7 +16,11 @@ import yaml
 from memrun.errors import MemrunError
 
 GATE_KEYS = {"metric": "metric", "band": "gate_band", "gate-min-delta": "gate_min_delta",
-             "gate_min_delta": "gate_min_delta", "categories": "categories"}
+             "gate_min_delta": "gate_min_delta", "categories": "categories",
+             "max-error-share": "max_error_share", "max_error_share": "max_error_share",
+             "max-error-gap": "max_error_gap", "max_error_gap": "max_error_gap",
+             "min-paired-share": "min_paired_share", "min_paired_share": "min_paired_share"}
+NUMBERS = ("gate_band", "gate_min_delta", "max_error_share", "max_error_gap", "min_paired_share")
 
 
 def gate_path(name: str) -> Path:
@@ -44,12 +49,13 @@ def load_gate(name: str) -> dict[str, Any]:
     out: dict[str, Any] = {}
     for key, value in data.items():
         dest = GATE_KEYS[key]
-        if dest in ("gate_band", "gate_min_delta"):
+        if dest in NUMBERS:
             try:
                 value = float(value)
             except (TypeError, ValueError):
-                raise MemrunError(f"--gate {name}: {key}={value!r} in {path} is not a number (pp)") from None
+                unit = "pp" if dest.startswith("gate") else "a share between 0 and 1"
+                raise MemrunError(f"--gate {name}: {key}={value!r} in {path} is not a number ({unit})") from None
         elif dest == "categories" and isinstance(value, list):
             value = ",".join(str(v) for v in value)
-        out[dest] = None if value is None else (value if dest in ("gate_band", "gate_min_delta") else str(value))
+        out[dest] = None if value is None else (value if dest in NUMBERS else str(value))
     return out

@@ -87,7 +87,9 @@ class Paired:
     clusters: int cluster codes (None: every item its own cluster); strata: int stratum
     codes or None. null_clusters: paired items whose cluster key was null (each made
     its own cluster). categories: int codes into ``category_names`` (raw categories;
-    ``category_labels`` maps each to its label).
+    ``category_labels`` maps each to its label). errors: arm ("a", "b") -> (errored
+    items, items the arm has in scope); n_present_both / n_present_either: in-scope items
+    with a row in both runs / in either.
     """
 
     item_ids: pa.Array
@@ -111,6 +113,9 @@ class Paired:
     only_b: int
     excluded: dict[str, int]
     null_clusters: int = 0
+    errors: dict[str, tuple[int, int]] | None = None
+    n_present_both: int = 0
+    n_present_either: int = 0
 
     @property
     def n(self) -> int:
@@ -332,7 +337,15 @@ def pair(a: RunTable, b: RunTable, *, metric: str, cluster_by: str | None, strat
         a_repeated=sa.repeated[keep], b_repeated=sb.repeated[keep],
         a_flipped=(sa.repeated & ~sa.stable)[keep], b_flipped=(sb.repeated & ~sb.stable)[keep],
         only_a=only_a, only_b=only_b, excluded=excluded, null_clusters=null_clusters,
+        errors={side: _errors(s, in_scope) for side, s in (("a", sa), ("b", sb))},
+        n_present_both=int(both.sum()), n_present_either=int((in_scope & sa.present).sum()) + only_b,
     )
+
+
+def _errors(scores: ArmScores, in_scope: np.ndarray) -> tuple[int, int]:
+    """(errored items, items with a row) of one arm, in scope."""
+    present = in_scope & scores.present
+    return int((present & (scores.excluded == REASONS.index("error"))).sum()), int(present.sum())
 
 
 def _unmeasured(a: RunTable, b: RunTable, metric: str) -> str | None:

@@ -114,6 +114,11 @@ def summary_lines(d: Mapping[str, Any]) -> list[str]:
         lines.append("stable-only: every paired item is stable; same as above")
     excluded = ", ".join(f"{k} {n}" for k, n in sorted(d["excluded"].items())) or "none"
     lines.append(f"excluded from both arms: {excluded} | only in A {d['only_a']} | only in B {d['only_b']}")
+    if d.get("data"):
+        f = d["data"]
+        lines.append(f"errored items: A {f['errors_a']}/{f['items_a']} ({_rate(f['error_share_a'])}), "
+                     f"B {f['errors_b']}/{f['items_b']} ({_rate(f['error_share_b'])}) | items in both runs "
+                     f"{_rate(f['paired_share'])}")
     for diff in d["differences"]:
         lines.append(f"differs: {diff['field']}: A={diff['a']!r} B={diff['b']!r} ({diff['why']})")
     lines.extend(f"warning: {w}" for w in d["warnings"])
