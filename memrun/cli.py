@@ -32,6 +32,7 @@ SUBCOMMANDS: dict[str, str] = {
     "cache": "memrun.commands.cache:main",
     "report": "memrun.commands.report:main",
     "plan": "memrun.commands.plan:main",
+    "view": "memrun.commands.view:main",
 }
 
 EXIT_USER_ERROR = 2

@@ -20,7 +20,7 @@ from memrun.instrument import DENOMINATOR_ABSTAIN_WRONG, DENOMINATOR_EXCLUDE_ABS
 from memrun.http_policy import HttpPolicy
 from memrun.judges import Judge, build_judge
 from memrun.llm.cache import CallCache
-from memrun.llm.endpoint import Redactor, resolve_endpoint
+from memrun.llm.endpoint import Endpoint, Redactor, resolve_endpoint
 from memrun.llm.prompts import load_prompt
 from memrun.llm.reader import OVERFLOW_POLICIES, READER_FIELDS, Reader
 from memrun.llm.service import LLMService
@@ -65,7 +65,13 @@ class AccuracySetup:
         return frozenset(random.Random(self.seed).sample(ids, min(self.judge2_sample, len(ids))))
 
 
-def _reader(cfg: DictConfig, llm: LLMService, benchmark: str, warnings: list[str]) -> Reader:
+def build_reader(cfg: DictConfig, llm: LLMService | None, benchmark: str, warnings: list[str],
+                 endpoint: Endpoint | None = None) -> Reader:
+    """The reader ``cfg.reader`` describes (its pin for ``benchmark`` applied; warnings appended).
+
+    endpoint: None resolves it from the config and environment (a run); ``memrun view``
+    passes the run's recorded one, as it only rebuilds requests and needs no key.
+    Raises ConfigError."""
     node = cfg.reader
     pin = node.pins.get(benchmark) if node.pins else None
     model = node.model or (pin.model if pin else None)
@@ -88,7 +94,7 @@ def _reader(cfg: DictConfig, llm: LLMService, benchmark: str, warnings: list[str
         raise ConfigError("reader.max_context_tokens must be a positive number of tokens, or null")
     if node.chars_per_token <= 0:
         raise ConfigError("reader.chars_per_token must be positive")
-    endpoint = resolve_endpoint(
+    endpoint = endpoint or resolve_endpoint(
         "reader", model=model, base_url=node.base_url, base_url_env=node.base_url_env,
         api_key_env=node.api_key_env, provider=node.provider,
     )
@@ -137,7 +143,7 @@ def build_setup(cfg: DictConfig, arm: Any) -> AccuracySetup:
     if shared := network_warning(cache.path.parent, "cache_dir"):
         warnings.append(shared)
     arm_answers = callable(getattr(arm, "answer_for", None))
-    reader = None if arm_answers else _reader(cfg, llm, benchmark, warnings)
+    reader = None if arm_answers else build_reader(cfg, llm, benchmark, warnings)
     judge = build_judge(cfg.judge, "judge", llm)
     judge2 = build_judge(cfg.judge2, "judge2", llm) if cfg.judge2.name != "none" else None
     pin = cfg.reader.pins.get(benchmark) if cfg.reader.pins else None

@@ -206,3 +206,31 @@ def column_values(run: RunTable, name: str) -> list[float]:
     if name not in run.table.column_names:
         return []
     return [float(v) for v in run.table.column(name).to_pylist() if v is not None]
+
+
+def group_repeats(rows: Sequence[dict[str, Any]], accuracy: bool) -> list[dict[str, Any]]:
+    """One row per item from :func:`item_rows`' rows (one per item x repeat), in first-seen
+    order: the first repeat's fields, ``label`` the majority label over the repeats
+    (:func:`memrun.stats.labels.majority_label`; accuracy axis), ``n_rep`` the number of
+    repeats and, when there are several, ``reps``: each repeat's ``rep``, ``ans``, ``label``,
+    ``expl``, ``stage`` and ``err``."""
+    from memrun.stats.labels import ERROR, majority_label
+
+    by_id: dict[Any, dict[str, Any]] = {}
+    reps: dict[Any, list[dict[str, Any]]] = {}
+    for r in rows:
+        by_id.setdefault(r["id"], dict(r))
+        reps.setdefault(r["id"], []).append(r)
+    out = []
+    for item_id, row in by_id.items():
+        mine = reps[item_id]
+        row["n_rep"] = len(mine)
+        if accuracy:
+            row["label"] = majority_label([r["label"] or ERROR for r in mine])
+        if len(mine) > 1:
+            row["reps"] = [{k: r.get(k) for k in ("rep", "ans", "label", "expl", "stage", "err")} for r in mine]
+            labels = [r["label"] or ERROR for r in mine]
+            row["votes"] = ", ".join(f"{n} {lab}" for lab, n in sorted(
+                {lab: labels.count(lab) for lab in labels}.items(), key=lambda kv: (-kv[1], kv[0])))
+        out.append(row)
+    return out

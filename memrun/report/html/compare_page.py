@@ -16,7 +16,7 @@ from memrun.instrument import Instrument
 from memrun.io.reader import RunTable, read_run
 from memrun.report import svg
 from memrun.report.compare_report import CATEGORY_NOTE, HEADERS, category_rows, summary_lines
-from memrun.report.html.common import Texts, embed_json, item_rows, render
+from memrun.report.html.common import Texts, embed_json, group_repeats, item_rows, render
 
 
 def _comparison(a: str, b: str, options: Sequence[str]) -> tuple[dict[str, Any] | None, int, str | None, Any]:
@@ -45,17 +45,7 @@ def comparability(a: Instrument, b: Instrument, treatments: Sequence[str]) -> li
 def _by_item(run: RunTable, hit_column: str | None, texts: Texts) -> dict[str, dict[str, Any]]:
     """One page row per item: its first repeat's answer and hits, the majority label (accuracy)."""
     rows = item_rows(run, hit_column=hit_column, texts=texts)
-    out: dict[str, dict[str, Any]] = {}
-    labels: dict[str, list[str]] = {}
-    for r in rows:
-        out.setdefault(r["id"], r)
-        labels.setdefault(r["id"], []).append(r["label"] or "error")
-    if run.instrument.axis == "accuracy":
-        from memrun.stats.labels import majority_label
-
-        for item_id, row in out.items():
-            row["label"] = majority_label(labels[item_id])
-    return out
+    return {r["id"]: r for r in group_repeats(rows, run.instrument.axis == "accuracy")}
 
 
 def discordant(run_a: RunTable, run_b: RunTable, hit_column: str | None, texts: Texts) -> list[dict[str, Any]]:

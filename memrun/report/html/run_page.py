@@ -14,7 +14,7 @@ from memrun.io.writer import SUMMARY_FILE
 from memrun.metrics.intervals import retrieval_headline_metric
 from memrun.metrics.retrieval import item_column_for
 from memrun.report import model, svg
-from memrun.report.html.common import Texts, column_values, embed_json, item_rows, render
+from memrun.report.html.common import Texts, column_values, embed_json, group_repeats, item_rows, render
 
 INSTRUMENT_FIELDS = ("run_id", "benchmark", "split", "slice", "arm", "axis", "search_mode", "embedder",
                      "reader_model", "judge_model", "denominator", "dataset_sha256", "git_commit", "memrun_version",
@@ -90,8 +90,11 @@ def headline_text(summary: Mapping[str, Any], axis: str | None) -> str:
     return f"{name} {shown}{interval} on {slice_}{ms}"
 
 
-def run_context(path: str | Path) -> dict[str, Any]:
-    """Everything the run template needs, from a run folder or items.parquet."""
+def run_context(path: str | Path, item_link: str | None = None) -> dict[str, Any]:
+    """Everything the run template needs, from a run folder or items.parquet.
+
+    Items are one row each, their repeats inside (:func:`group_repeats`). item_link: a URL
+    prefix the item id is appended to (``memrun view``'s drill-down), None for none."""
     run = read_run(path)
     summary, note = load_summary(run)
     inst = run.instrument
@@ -102,7 +105,13 @@ def run_context(path: str | Path) -> dict[str, Any]:
     if not accuracy and metric:
         hit_column = item_column_for(metric)
     texts = Texts()
-    rows = item_rows(run, hit_column=hit_column, texts=texts)
+    rows = group_repeats(item_rows(run, hit_column=hit_column, texts=texts), accuracy)
+    repeated = any("reps" in r for r in rows)
+    if item_link is not None:
+        from urllib.parse import quote
+
+        for r in rows:
+            r["open"] = item_link + quote(str(r["id"]), safe="")
     bars = model.interval_bars(summary) if summary.get("per_category") is not None else []
     scale_unit = "score" if metric == "mrr" else "%"
     charts = [svg.histogram(column_values(run, "search_latency_ms"), title="search latency", unit="ms")]
@@ -110,13 +119,16 @@ def run_context(path: str | Path) -> dict[str, Any]:
         charts += [svg.histogram(column_values(run, "answer_latency_ms"), title="answer latency", unit="ms"),
                    svg.histogram(column_values(run, "context_tokens"), title="context tokens", unit="tok")]
     table = {
-        "columns": ([["id", "item"], ["cat", "category"], ["q", "question"], ["gold", "gold"]]
-                    + ([["ans", "answer"]] if accuracy else []) + [["label", "label", "label"]]
+        "columns": ([["open", "", "link", "open"]] if item_link is not None else [])
+                   + ([["id", "item"], ["cat", "category"], ["q", "question"], ["gold", "gold"]]
+                    + ([["ans", "answer"]] if accuracy else []) + [["label", "majority label" if repeated else "label", "label"]]
+                    + ([["votes", "repeats"]] if repeated else [])
                     + ([["stage", "failure stage"], ["expl", "judge explanation"]] if accuracy
                        else [["rank", "rank", "num"]])
                     + [["keys", "retrieved (gold in bold)", "keys"]]),
         "filters": [["cat", "category"], ["label", "label"]] + ([["stage", "failure stage"]] if accuracy else []),
         "detail": [["q", "question"], ["gold", "gold"], ["ans", "answer"], ["expl", "judge explanation"],
+                   ["reps", "repeats", "repeats"],
                    ["err", "error"], ["rank", "first gold rank"],
                    ["texts", "retrieved (gold in bold)"] if any(r["texts"] for r in rows)
                    else ["keys", "retrieved keys, in rank order (gold in bold)"]],
@@ -132,12 +144,29 @@ def run_context(path: str | Path) -> dict[str, Any]:
         "metric": metric,
         "bars": svg.interval_bars(bars, unit=scale_unit) if bars else "",
         "summary_rows": summary_table(summary, accuracy),
+        "judge2": judge2_rows(summary, inst),
         "charts": charts,
         "n_rows": len(rows),
         "table": embed_json(table),
         "rows": embed_json(rows),
         "texts": embed_json(texts.strings),
     }
+
+
+def judge2_rows(summary: Mapping[str, Any], inst: Instrument) -> list[tuple[str, str]]:
+    """The second judge's figures from ``summary.json``'s ``judge2`` block: its model, rows
+    compared, raw agreement and Cohen's kappa (``-`` when undefined: one label only); empty
+    when the run had no second judge."""
+    block = summary.get("judge2")
+    if not block:
+        return []
+    kappa = block.get("cohen_kappa")
+    agreement = block.get("agreement")
+    return [("second judge", str(inst.judge2_model or "-")),
+            ("rows compared", f"{block.get('n_compared', '-')} of {block.get('n_rows', '-')}"
+                              f" ({block.get('n_errors', 0)} errored)"),
+            ("agreement", "-" if agreement is None else f"{100 * agreement:.1f}%"),
+            ("Cohen's kappa", "- (undefined: the judges used one label only)" if kappa is None else f"{kappa:.3f}")]
 
 
 def summary_table(summary: Mapping[str, Any], accuracy: bool) -> dict[str, Any]:

@@ -7,8 +7,85 @@ import os
 from pathlib import Path
 from typing import Any
 
+from collections.abc import Sequence
+
 from memrun.errors import MemrunError
 from memrun.report.html.common import embed_json, render
+
+
+def _series(folder: Path) -> tuple[Any, dict[str, Any]]:
+    """(instrument, summary.json) of a run folder; MemrunError when it cannot be read."""
+    import json
+
+    from memrun.io.reader import read_instrument
+    from memrun.io.writer import SUMMARY_FILE
+
+    inst = read_instrument(folder)
+    try:
+        summary = json.loads((folder / SUMMARY_FILE).read_text(encoding="utf-8"))
+    except (OSError, ValueError):
+        summary = {}
+    return inst, summary
+
+
+def arms_context(folders: Sequence[Path], names: Sequence[str], links: Sequence[str | None] | None = None,
+                 *, strict: bool = True) -> dict[str, Any]:
+    """The multi-arm chart's context for several runs: the headline metric's mean and 95%
+    interval overall (``chart``) and per category (``small``: one small chart each), and a
+    table (``arm_header``, ``arm_rows``). Runs of another benchmark, axis or metric than the
+    first are refused (MemrunError naming them) when ``strict``, else left out with a note."""
+    from memrun.report import model, svg
+
+    loaded, notes = [], []
+    for folder, name, link in zip(folders, names, links or [None] * len(folders)):
+        try:
+            inst, summary = _series(folder)
+        except MemrunError as exc:
+            if strict:
+                raise
+            notes.append(f"{name}: left out ({exc})")
+            continue
+        bars = {b["name"]: b for b in model.interval_bars(summary)} if summary.get("per_category") is not None else {}
+        metric = (summary.get("intervals") or {}).get("metric") or model.headline(summary)[0]
+        loaded.append((name, link, inst, metric, bars))
+    if not loaded:
+        raise MemrunError("none of these runs has a summary to chart")
+    first = loaded[0]
+    key = (first[2].benchmark, first[2].axis, first[3])
+    kept = []
+    for entry in loaded:
+        mine = (entry[2].benchmark, entry[2].axis, entry[3])
+        if mine != key:
+            why = (f"{entry[0]} is benchmark={mine[0]} axis={mine[1]} metric={mine[2]}, not "
+                   f"benchmark={key[0]} axis={key[1]} metric={key[2]} as {first[0]}")
+            if strict:
+                raise MemrunError(f"cannot chart these runs together: {why}")
+            notes.append(f"left out of the chart: {why}")
+            continue
+        kept.append(entry)
+    unit = "score" if key[2] == "mrr" else "%"
+    overall = next((n for n in ("overall_comparable", "overall_all") if n in first[4]), None)
+    slices = [n for n in dict.fromkeys(n for e in kept for n in e[4]) if not n.startswith("overall")]
+
+    def point(entry: Any, where: str | None) -> dict[str, Any]:
+        bar = entry[4].get(where) if where else None
+        return {"name": entry[0], **({k: bar.get(k) for k in ("value", "low", "high", "n")} if bar else {"value": None})}
+
+    chart = svg.arms_chart([point(e, overall) for e in kept], unit=unit, title=f"{overall or 'overall'}")
+    small = [svg.arms_chart([point(e, c) for e in kept], unit=unit, width=420, title=c) for c in slices]
+
+    def cell(entry: Any, where: str) -> str:
+        b = entry[4].get(where)
+        if not b or b.get("value") is None:
+            return "-"
+        if unit != "%":
+            return f"{b['value']:.3f}"
+        ci = f" [{100 * b['low']:.1f}, {100 * b['high']:.1f}]" if b.get("low") is not None else ""
+        return f"{100 * b['value']:.1f}{ci}"
+    header = ([overall] if overall else []) + slices
+    return {"title": f"memrun: {len(kept)} runs of {key[0]} ({key[1]}), {key[2]}", "notes": notes, "metric": key[2],
+            "chart": chart, "small": small, "arm_header": header,
+            "arm_rows": [{"name": e[0], "link": e[1], "cells": [cell(e, h) for h in header]} for e in kept]}
 
 
 def _job_page(run_dir: Path, name: str) -> Path | None:
@@ -46,6 +123,15 @@ def sweep_context(sweep_dir: Path, out: Path, page_name: str) -> tuple[dict[str,
                      "error": job.error})
     notes = [f"job {r['job']} {r['status']} (exit {r['exit']}): {r['error'] or 'no error recorded'}"
              for r in rows if r["status"] != "complete"]
+    arms: dict[str, Any] = {}
+    done = [(Path(job.run_dir), f"{job.job}: {job.overrides}" if job.overrides else str(job.job), r["link"])
+            for job, r in zip(jobs, rows) if job.value is not None]
+    if len(done) >= 2:
+        try:
+            arms = arms_context([d[0] for d in done], [d[1] for d in done], [d[2] for d in done], strict=False)
+            notes += arms.pop("notes")
+        except MemrunError as exc:
+            notes.append(f"no chart: {exc}")
     table = {"columns": [["job", "job", "num"], ["overrides", "overrides"], ["status", "status", "label"],
                          ["exit", "exit", "num"], ["headline", "headline"], ["value", "value %", "num"],
                          ["items", "items", "num"], ["errors", "errors", "num"], ["seconds", "seconds", "num"],
@@ -53,7 +139,8 @@ def sweep_context(sweep_dir: Path, out: Path, page_name: str) -> tuple[dict[str,
              "filters": [["status", "status"], ["headline", "headline"]],
              "detail": [["overrides", "overrides"], ["error", "error"]], "page": 100}
     return {"title": f"memrun sweep {sweep_dir}", "notes": notes, "worst": worst_exit_code(jobs),
-            "n_rows": len(rows), "rows": embed_json(rows), "table": embed_json(table), "items_title": "Jobs"}, written
+            "n_rows": len(rows), "rows": embed_json(rows), "table": embed_json(table), "items_title": "Jobs",
+            **{k: v for k, v in arms.items() if k != "title"}}, written
 
 
 def write_sweep(sweep_dir: Path, out: Path, page_name: str) -> int:

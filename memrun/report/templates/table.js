@@ -3,15 +3,18 @@
 (function () {
   "use strict";
   var cfgEl = document.getElementById("table-config"), rowsEl = document.getElementById("rows");
-  if (!cfgEl || !rowsEl) { return; }
+  if (!cfgEl || !rowsEl) { document.body.setAttribute("data-ready", "1"); return; }
   var cfg = JSON.parse(cfgEl.textContent), all = JSON.parse(rowsEl.textContent);
   var textsEl = document.getElementById("texts"), strings = textsEl ? JSON.parse(textsEl.textContent) : [];
   var root = document.getElementById("items"), thead = root.querySelector("thead"), tbody = root.querySelector("tbody");
   var controls = document.getElementById("controls"), pager = document.getElementById("pager");
   var count = document.getElementById("count");
   var state = {filters: {}, text: "", sort: null, desc: false, page: 0}, shown = all, open = {};
-  var size = cfg.page || 50, kinds = {};
-  cfg.columns.forEach(function (c) { kinds[c[0]] = c[2] || "text"; });
+  var size = cfg.page || 50, kinds = {}, linkText = {}, hidden = {}, selected = [];
+  cfg.columns.forEach(function (c) { kinds[c[0]] = c[2] || "text"; linkText[c[0]] = c[3] || "report"; });
+  (cfg.hidden || []).forEach(function (k) { hidden[k] = true; });
+  window.memrunSelected = selected;
+  function visible() { return cfg.columns.filter(function (c) { return !hidden[c[0]]; }); }
 
   function el(tag, attrs, text) {
     var e = document.createElement(tag);
@@ -27,21 +30,45 @@
     });
     if (!keys || !keys.length) { td.textContent = "-"; }
   }
+  function pct(v) { return (100 * v).toFixed(1); }
   function cell(row, key) {
     var td = el("td"), v = row[key], kind = kinds[key];
     if (kind === "keys") { keysCell(td, v); }
-    else if (kind === "link") { if (v) { td.appendChild(el("a", {href: v}, "report")); } else { td.textContent = "-"; } }
+    else if (kind === "link") { if (v) { td.appendChild(el("a", {href: v}, linkText[key])); } else { td.textContent = "-"; } }
+    else if (kind === "check") {
+      var box = el("input", {type: "checkbox", "aria-label": "tick " + v, "data-path": v});
+      box.checked = selected.indexOf(v) >= 0;
+      box.addEventListener("click", function (e) {
+        e.stopPropagation();
+        var at = selected.indexOf(v);
+        if (box.checked && at < 0) { selected.push(v); } else if (!box.checked && at >= 0) { selected.splice(at, 1); }
+        document.dispatchEvent(new CustomEvent("memrun-select"));
+      });
+      td.appendChild(box);
+    }
+    else if (kind === "interval") {
+      td.className = "num nowrap";
+      if (v === null || v === undefined) { td.textContent = "-"; }
+      else if (row.metric === "mrr") { td.textContent = v.toFixed(3); }
+      else {
+        td.textContent = pct(v) + "%";
+        if (row.low !== null && row.low !== undefined) {
+          td.appendChild(el("span", {"class": "ci", title: "95% cluster-bootstrap interval"}, " [" + pct(row.low) + ", " + pct(row.high) + "]"));
+        }
+      }
+    }
+    else if (kind === "date") { td.className = "nowrap"; td.textContent = v ? String(v).replace("T", " ").slice(0, 16) : "-"; }
     else {
       var text = show(v);
       if (kind !== "num" && text.length > 160) { text = text.slice(0, 157) + "..."; }
       td.textContent = text;
-      if (kind === "label" && v) { td.className = "lbl-" + v; }
+      if (kind === "label" && v) { td.className = "nowrap lbl-" + v; }
       if (kind === "num") { td.className = "num"; }
     }
     return td;
   }
   function detail(row) {
-    var tr = el("tr", {"class": "detail"}), td = el("td", {colspan: cfg.columns.length});
+    var tr = el("tr", {"class": "detail"}), td = el("td", {colspan: visible().length});
     (cfg.detail || []).forEach(function (d) {
       var key = d[0], v = row[key];
       if (v === null || v === undefined || (Array.isArray(v) && !v.length)) { return; }
@@ -56,10 +83,26 @@
         });
         td.appendChild(ol);
       } else if (kinds[key] === "keys") { var div = el("div"); keysCell(div, v); td.appendChild(div); }
+      else if (d[2] === "repeats") { td.appendChild(repeatsTable(v)); }
       else { td.appendChild(el("pre", {}, show(v))); }
     });
     tr.appendChild(td);
     return tr;
+  }
+  function repeatsTable(reps) {
+    var t = el("table", {"class": "repeats"}), head = el("tr");
+    ["repeat", "answer", "label", "judge explanation", "failure stage", "error"].forEach(function (h) { head.appendChild(el("th", {}, h)); });
+    t.appendChild(head);
+    reps.forEach(function (r) {
+      var tr = el("tr");
+      [r.rep, r.ans, r.label, r.expl, r.stage, r.err].forEach(function (v, i) {
+        var c = el("td", {}, show(v));
+        if (i === 2 && v) { c.className = "nowrap lbl-" + v; }
+        tr.appendChild(c);
+      });
+      t.appendChild(tr);
+    });
+    return t;
   }
   function haystack(row) {
     if (row.__t === undefined) {
@@ -94,7 +137,7 @@
     var start = state.page * size, page = shown.slice(start, start + size), frag = document.createDocumentFragment();
     page.forEach(function (row, i) {
       var tr = el("tr", {"class": "row", "data-index": String(start + i)});
-      cfg.columns.forEach(function (c) { tr.appendChild(cell(row, c[0])); });
+      visible().forEach(function (c) { tr.appendChild(cell(row, c[0])); });
       tr.addEventListener("click", function () {
         var next = tr.nextSibling;
         if (next && next.className === "detail") { tbody.removeChild(next); return; }
@@ -114,8 +157,10 @@
     pager.appendChild(el("span", {id: "page"}, " page " + (state.page + 1) + " of " + pages + " "));
     pager.appendChild(next);
   }
+  function header() {
+  thead.textContent = "";
   var hr = el("tr");
-  cfg.columns.forEach(function (c) {
+  visible().forEach(function (c) {
     var th = el("th", {"data-key": c[0], title: "sort"}, c[1]);
     th.addEventListener("click", function () {
       state.desc = state.sort === c[0] ? !state.desc : false;
@@ -125,6 +170,8 @@
     hr.appendChild(th);
   });
   thead.appendChild(hr);
+  }
+  header();
   (cfg.filters || []).forEach(function (f) {
     var values = {};
     all.forEach(function (row) { values[show(row[f[0]])] = true; });
@@ -143,6 +190,19 @@
     timer = setTimeout(function () { state.text = search.value; apply(); }, 150);
   });
   controls.appendChild(search);
+  if ((cfg.hidden || []).length) {
+    var more = el("details", {"class": "columns", id: "columns"}), list = el("span");
+    more.appendChild(el("summary", {}, "columns"));
+    cfg.hidden.forEach(function (k) {
+      var label = el("label"), box = el("input", {type: "checkbox", "data-column": k});
+      box.addEventListener("change", function () { hidden[k] = !box.checked; header(); draw(); });
+      label.appendChild(box);
+      label.appendChild(document.createTextNode(" " + k + " "));
+      list.appendChild(label);
+    });
+    more.appendChild(list);
+    controls.appendChild(more);
+  }
   draw();
   document.body.setAttribute("data-ready", "1");
 })();

@@ -1,0 +1,155 @@
+"""memrun view in a browser: the runs table of 500 run folders and an item's drill-down.
+
+    python bench/bench_view.py [--runs 500] [--repeats 7]
+
+Makes a folder of runs: one synthetic retrieval run copied into ``--runs`` run folders,
+plus one synthetic accuracy run (repeats=2, a second judge) whose reader and judge are
+the loopback server (tests/servers/openai_server.py, its own process; no real API).
+Starts ``memrun view`` on it (its own process, as a user would) and drives Debian's
+headless Chromium (Playwright):
+
+* runs table: navigation start until the table is drawn (``body[data-ready]``). The first
+  load reads every run's Parquet footer and summary.json; later loads re-list the folder
+  and re-read only changed runs (median of ``--repeats``);
+* drill-down: from pressing ``j`` on an item page until the next item's page is ready,
+  with its reader and judge prompts and replies rebuilt and looked up in the call cache
+  (median over ``--repeats`` steps; the run's first drill-down, which loads the
+  benchmark and opens the cache, is shown apart).
+
+Peer: the file system as the index (what a user has without memrun view): Python's
+``http.server`` listing the folder of the same 500 runs, in the same browser.
+Targets (issue 24): runs table < 1 s, drill-down < 200 ms.
+"""
+
+from __future__ import annotations
+
+import argparse
+import os
+import shutil
+import statistics
+import subprocess
+import sys
+import tempfile
+import time
+from pathlib import Path
+
+ROOT = Path(__file__).resolve().parent.parent
+
+
+def _env(extra: dict[str, str] | None = None) -> dict[str, str]:
+    return {**os.environ, "PYTHONPATH": str(ROOT), **(extra or {})}
+
+
+def make_outputs(folder: Path, n: int) -> Path:
+    """``n`` retrieval run folders and one accuracy run under ``folder/outputs``."""
+    out = folder / "outputs"
+    first = out / "synthetic" / "bm25" / "0000"
+    subprocess.run([sys.executable, "-m", "memrun", "progress=false", f"hydra.run.dir={first}"], env=_env(),
+                   check=True, capture_output=True)
+    for i in range(1, n):
+        shutil.copytree(first, out / "synthetic" / "bm25" / f"{i:04d}")
+    server = subprocess.Popen([sys.executable, str(ROOT / "tests/servers/openai_server.py")], stdout=subprocess.PIPE,
+                              text=True)
+    try:
+        port = int(server.stdout.readline().split()[1])
+        env = _env({"OPENAI_BASE_URL": f"http://127.0.0.1:{port}/v1", "OPENAI_API_KEY": "sk-bench-loopback-0000"})
+        subprocess.run([sys.executable, "-m", "memrun", "axis=accuracy", "judge=gpt41", "judge2=gpt41", "repeats=2",
+                        "progress=false", f"cache_dir={folder / 'cache'}",
+                        f"hydra.run.dir={out / 'synthetic' / 'bm25' / 'accuracy'}"], env=env, check=True,
+                       capture_output=True)
+    finally:
+        server.terminate()
+        server.wait()
+    return out
+
+
+def start(cmd: list[str], marker: str) -> tuple[subprocess.Popen, str]:
+    """Start a server process; returns it and the first stdout line holding ``marker``."""
+    proc = subprocess.Popen(cmd, stdout=subprocess.PIPE, text=True, env=_env())
+    while True:
+        line = proc.stdout.readline()
+        if not line:
+            raise SystemExit(f"{cmd[:3]} exited before serving")
+        if marker in line:
+            return proc, line
+
+
+def page_ready(page, url: str) -> float:
+    t = time.perf_counter()
+    page.goto(url)
+    page.wait_for_selector("body[data-ready='1']")
+    return time.perf_counter() - t
+
+
+def main() -> None:
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser.add_argument("--runs", type=int, default=500)
+    parser.add_argument("--repeats", type=int, default=7)
+    args = parser.parse_args()
+    from playwright.sync_api import sync_playwright
+
+    tmp = Path(tempfile.mkdtemp(prefix="bench-view-"))
+    try:
+        t = time.perf_counter()
+        outputs = make_outputs(tmp, args.runs)
+        print(f"made {args.runs} retrieval runs and 1 accuracy run in {time.perf_counter() - t:.1f} s")
+        view, line = start([sys.executable, "-m", "memrun", "view", str(outputs)], "http://")
+        url = line.split("at ", 1)[1].split()[0]
+        peer = subprocess.Popen([sys.executable, "-m", "http.server", "0", "--bind", "127.0.0.1", "-d",
+                                 str(outputs / "synthetic" / "bm25")], stdout=subprocess.PIPE, stderr=subprocess.STDOUT,
+                                text=True)
+        peer_line = peer.stdout.readline()
+        peer_url = f"http://127.0.0.1:{peer_line.split('port ')[1].split()[0]}/"
+        try:
+            with sync_playwright() as p:
+                browser = p.chromium.launch(executable_path=shutil.which("chromium") or "/usr/bin/chromium",
+                                            args=["--no-sandbox", "--disable-gpu"])
+                page = browser.new_page(viewport={"width": 1400, "height": 900})
+                time.sleep(3)  # memrun view imports the drill-down's modules in the background at start
+                cold = page_ready(page, url)
+                rows = page.locator("#items tbody tr.row").count()
+                total = page.text_content("#count")
+                warm = statistics.median(page_ready(page, url) for _ in range(args.repeats))
+                t = time.perf_counter()
+                page.goto(peer_url)
+                page.wait_for_selector("li")
+                peer_first = time.perf_counter() - t
+                peer_warm = []
+                for _ in range(args.repeats):
+                    t = time.perf_counter()
+                    page.goto(peer_url)
+                    page.wait_for_selector("li")
+                    peer_warm.append(time.perf_counter() - t)
+                item_url = url + "item/synthetic/bm25/accuracy?id=01-billing:0"
+                first_item = page_ready(page, item_url)
+                steps = []
+                for i in range(args.repeats * 3):
+                    want = f"item {i + 2} of"
+                    t = time.perf_counter()
+                    page.keyboard.press("j")
+                    page.wait_for_selector(f"#position:has-text('{want}')")
+                    page.wait_for_selector("body[data-ready='1']")
+                    steps.append(time.perf_counter() - t)
+                prompts = page.locator("pre.prompt").count()
+                browser.close()
+        finally:
+            view.terminate()
+            peer.terminate()
+            view.wait()
+            peer.wait()
+        print(f"runs table: {total} runs listed ({rows} rows drawn on the first page of 100)")
+        print(f"  memrun view, first load (every footer and summary read): {1000 * cold:7.0f} ms (target < 1000)")
+        print(f"  memrun view, reload (median of {args.repeats}):              {1000 * warm:7.0f} ms")
+        print(f"  peer, http.server listing the same {args.runs} folders (first / median): "
+              f"{1000 * peer_first:.0f} / {1000 * statistics.median(peer_warm):.0f} ms"
+              f"  -> memrun view reload / peer = {warm / statistics.median(peer_warm):.2f}x")
+        print(f"item drill-down ({prompts} prompts on the last page):")
+        print(f"  first item of the run (benchmark loaded, cache opened): {1000 * first_item:7.0f} ms")
+        print(f"  next item by keyboard, median of {len(steps)}:            {1000 * statistics.median(steps):7.0f} ms "
+              f"(max {1000 * max(steps):.0f}; target < 200)")
+    finally:
+        shutil.rmtree(tmp, ignore_errors=True)
+
+
+if __name__ == "__main__":
+    main()

@@ -1,0 +1,54 @@
+"""``memrun view [DIR] [--port N]``: browse the runs under DIR (default ``outputs/``) in a
+local web app (:mod:`memrun.view.app`), bound to 127.0.0.1 only; ``--port 0`` (the
+default) takes a free port. The address is printed; Ctrl-C stops the server (exit 0).
+Needs the ``view`` extra (``pip install 'memrun[view]'``: starlette, uvicorn)."""
+
+from __future__ import annotations
+
+import argparse
+import sys
+import threading
+from collections.abc import Sequence
+from pathlib import Path
+from typing import NoReturn
+
+from memrun.errors import MemrunError
+
+
+class _Parser(argparse.ArgumentParser):
+    def error(self, message: str) -> NoReturn:
+        raise MemrunError(f"memrun view: {message}")
+
+
+def build_parser() -> argparse.ArgumentParser:
+    """``memrun view`` arguments."""
+    parser = _Parser(prog="memrun view", description="Browse runs, compare two, chart several, open any item.")
+    parser.add_argument("dir", nargs="?", default="outputs", type=Path, help="the folder of runs (default: outputs)")
+    parser.add_argument("--port", type=int, default=0, help="the port on 127.0.0.1 (default 0: a free one)")
+    return parser
+
+
+def main(argv: Sequence[str]) -> int:
+    """Serve until interrupted; 0 on Ctrl-C, 2 (``memrun: error:``) for a bad folder or port."""
+    args = build_parser().parse_args(list(argv))
+    root: Path = args.dir
+    if not root.is_dir():
+        raise MemrunError(f"memrun view: {root}: no such folder (give the folder your runs are in, e.g. outputs)")
+    if not 0 <= args.port <= 65535:
+        raise MemrunError(f"memrun view: --port {args.port}: choose 0..65535 (0: a free port)")
+    try:
+        from memrun.view.app import bind, server, warm_up
+    except ImportError as exc:
+        raise MemrunError(f"memrun view needs starlette and uvicorn ({exc}); pip install 'memrun[view]'") from None
+    sock = bind(args.port)
+    port = sock.getsockname()[1]
+    sys.stdout.write(f"memrun view: {root.resolve()} at http://127.0.0.1:{port}/ (Ctrl-C to stop)\n")
+    sys.stdout.flush()
+    threading.Thread(target=warm_up, daemon=True).start()
+    try:
+        server(root, sock).run(sockets=[sock])
+    except KeyboardInterrupt:
+        pass
+    finally:
+        sock.close()
+    return 0

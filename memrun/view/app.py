@@ -1,0 +1,226 @@
+"""``memrun view``: a local web app over a folder of runs (Starlette, served by uvicorn).
+
+Pages (every one rendered by the templates ``memrun report`` uses, under
+``memrun/report/templates``):
+
+- ``/``: the runs table (:mod:`memrun.view.runs`); tick two runs to compare them, several
+  of one benchmark to chart them;
+- ``/run/<path>``: a run's page (:func:`memrun.report.html.run_page.run_context`), each
+  item linking to its drill-down;
+- ``/item/<path>?id=<item id>``: an item's question, gold, retrieved records (gold
+  marked), failure stage and, per repeat, the reader's and judges' prompts and replies
+  (:mod:`memrun.view.calls`); ``j``/``k`` or the arrow keys step through the items;
+- ``/compare?a=<path>&b=<path>``: the comparison, computed by ``memrun compare``'s code
+  (:func:`memrun.report.html.compare_page.compare_context`), refusals with their reasons;
+- ``/chart?run=<path>&run=...``: several runs' headlines and per-category results with
+  their 95% intervals (:func:`memrun.report.svg.arms_chart`, as on the sweep page).
+
+Paths are relative to the served folder and must name a run folder the table lists.
+The app reads run folders as they are: a reload lists new runs. It binds 127.0.0.1 only.
+"""
+
+from __future__ import annotations
+
+import socket
+import threading
+from collections import OrderedDict
+from pathlib import Path
+from typing import Any
+from urllib.parse import quote, urlencode
+
+from memrun.errors import MemrunError
+from memrun.view.runs import INSTRUMENT_COLUMNS, RunIndex
+
+CACHED_RUNS = 8
+"""Runs whose rows and rebuilt requests stay in memory (an item's next/previous is then fast)."""
+
+
+class Runs:
+    """The served folder's index, and the last :data:`CACHED_RUNS` runs opened (rows, requests)."""
+
+    def __init__(self, root: Path) -> None:
+        self.index = RunIndex(root)
+        self._open: OrderedDict[Path, tuple[Any, Any, Any]] = OrderedDict()
+        self._lock = threading.Lock()
+
+    def opened(self, rel: str) -> tuple[Path, Any, Any]:
+        """(folder, RunTable, item id -> row indices in order) of run ``rel``, cached by mtime."""
+        from memrun.io.reader import read_run
+        from memrun.view.runs import _stamp
+
+        folder = self.index.folder(rel)
+        with self._lock:
+            stamp = _stamp(folder)
+            hit = self._open.get(folder)
+            if hit is None or hit[0] != stamp:
+                run = read_run(folder)
+                order: dict[str, list[int]] = {}
+                for i, item_id in enumerate(run.table.column("item_id").to_pylist()):
+                    order.setdefault(item_id, []).append(i)
+                hit = (stamp, run, order, None)
+                self._open[folder] = hit  # type: ignore[assignment]
+                while len(self._open) > CACHED_RUNS:
+                    self._open.popitem(last=False)
+            self._open.move_to_end(folder)
+            return folder, hit[1], hit[2]
+
+    def calls(self, rel: str) -> Any:
+        """The run's :class:`memrun.view.calls.RunCalls` (built on first use)."""
+        from memrun.view.calls import RunCalls
+
+        folder, run, order = self.opened(rel)
+        with self._lock:
+            stamp, _, _, calls = self._open[folder]  # type: ignore[misc]
+            if calls is None:
+                calls = RunCalls(folder, run.instrument)
+                self._open[folder] = (stamp, run, order, calls)  # type: ignore[assignment]
+            return calls
+
+
+def _html(body: str, status: int = 200) -> Any:
+    from starlette.responses import HTMLResponse
+
+    return HTMLResponse(body, status_code=status)
+
+
+def _page(template: str, **context: Any) -> Any:
+    from memrun.report.html.common import render
+
+    return _html(render(template, app=True, **context))
+
+
+def _error(message: str, status: int = 400) -> Any:
+    return _html(_render_error(message), status)
+
+
+def _render_error(message: str) -> str:
+    from memrun.report.html.common import render
+
+    return render("view_error.html.j2", title="memrun view: error", message=message, app=True)
+
+
+def runs_page(runs: Runs) -> Any:
+    """The runs table (rows embedded in the page: one request)."""
+    from memrun.report.html.common import embed_json
+
+    rows = runs.index.rows()
+    for r in rows:
+        r["sel"] = r["path"]
+        r["open"] = "/run/" + quote(r["path"]) if r.get("status") != "unreadable" else None
+    optional = [c for c in INSTRUMENT_COLUMNS if any(r.get(c) is not None for r in rows)]
+    table = {
+        "columns": [["sel", "", "check"], ["open", "run", "link", "open"], ["benchmark", "benchmark"], ["arm", "arm"],
+                    ["axis", "axis"], ["status", "status", "label"], ["metric", "headline"],
+                    ["value", "value", "interval"], ["items", "items", "num"], ["errors", "errors", "num"],
+                    ["date", "date", "date"], ["commit", "commit"], ["path", "folder"]]
+                   + [[c, c] for c in optional],
+        "hidden": optional + ["path"],
+        "filters": [["benchmark", "benchmark"], ["arm", "arm"], ["axis", "axis"], ["status", "status"]],
+        "detail": [["path", "folder"], ["error", "error"], ["run_id", "run id"]],
+        "search": ["benchmark", "arm", "axis", "status", "metric", "path", "commit", *optional],
+        "page": 100,
+    }
+    return _page("view_runs.html.j2", title=f"memrun view: {runs.index.root}", notes=[], n_rows=len(rows),
+                 rows=embed_json(rows), table=embed_json(table), items_title="Runs")
+
+
+def run_page(runs: Runs, rel: str) -> Any:
+    """A run's page, as ``memrun report`` writes it, items linking to their drill-down."""
+    from memrun.report.html.run_page import run_context
+
+    folder, _, _ = runs.opened(rel)
+    context = run_context(folder, item_link="/item/" + quote(rel) + "?id=")
+    return _page("run.html.j2", **context)
+
+
+def compare_page(runs: Runs, a: str, b: str) -> Any:
+    """``memrun compare A B``'s figures and verdict (refusals with their reasons)."""
+    from memrun.report.html.compare_page import compare_context
+
+    folder_a, folder_b = runs.index.folder(a), runs.index.folder(b)
+    return _page("compare.html.j2", **compare_context(str(folder_a), str(folder_b)))
+
+
+def chart_page(runs: Runs, rels: list[str]) -> Any:
+    """Several runs of one benchmark and axis: headlines and per-category intervals, and a table."""
+    from memrun.report.html.sweep_page import arms_context
+
+    if len(rels) < 2:
+        raise MemrunError("tick at least two runs to chart them")
+    folders = [runs.index.folder(r) for r in rels]
+    return _page("view_chart.html.j2", **arms_context(folders, rels, ["/run/" + quote(r) for r in rels]))
+
+
+def item_page(runs: Runs, rel: str, item_id: str) -> Any:
+    """One item of a run: see :mod:`memrun.view.item`."""
+    from memrun.view.item import item_context
+
+    folder, run, order = runs.opened(rel)
+    if item_id not in order:
+        raise MemrunError(f"{rel}: no item {item_id!r} in this run")
+    ids = list(order)
+    at = ids.index(item_id)
+    prev_id, next_id = (ids[at - 1] if at else None), (ids[at + 1] if at + 1 < len(ids) else None)
+    context = item_context(run, order[item_id], runs.calls(rel))
+    return _page("view_item.html.j2", **context, rel=rel, position=f"{at + 1} of {len(ids)}",
+                 prev=None if prev_id is None else "?" + urlencode({"id": prev_id}),
+                 next=None if next_id is None else "?" + urlencode({"id": next_id}),
+                 run_link="/run/" + quote(rel))
+
+
+def build_app(root: Path) -> Any:
+    """The Starlette application serving ``root``."""
+    from starlette.applications import Starlette
+    from starlette.requests import Request
+    from starlette.routing import Route
+
+    runs = Runs(root)
+
+    def guarded(handler: Any) -> Any:
+        def endpoint(request: Request) -> Any:
+            try:
+                return handler(request)
+            except MemrunError as exc:
+                return _error(str(exc), 404 if "not a run folder" in str(exc) or "no item" in str(exc) else 400)
+        return endpoint
+
+    routes = [
+        Route("/", guarded(lambda r: runs_page(runs))),
+        Route("/run/{path:path}", guarded(lambda r: run_page(runs, r.path_params["path"]))),
+        Route("/item/{path:path}", guarded(lambda r: item_page(runs, r.path_params["path"], r.query_params.get("id", "")))),
+        Route("/compare", guarded(lambda r: compare_page(runs, r.query_params.get("a", ""), r.query_params.get("b", "")))),
+        Route("/chart", guarded(lambda r: chart_page(runs, r.query_params.getlist("run")))),
+    ]
+    app = Starlette(routes=routes)
+    app.state.runs = runs
+    return app
+
+
+def bind(port: int = 0) -> socket.socket:
+    """A listening socket on 127.0.0.1 (``port`` 0: a free one). Raises MemrunError when taken."""
+    sock = socket.socket(socket.AF_INET, socket.SOCK_STREAM)
+    sock.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEADDR, 1)
+    try:
+        sock.bind(("127.0.0.1", port))
+    except OSError as exc:
+        sock.close()
+        raise MemrunError(f"memrun view: cannot listen on 127.0.0.1:{port} ({exc.strerror}); "
+                          "choose another --port, or 0 for a free one") from None
+    sock.listen(128)
+    return sock
+
+
+def server(root: Path, sock: socket.socket) -> Any:
+    """A uvicorn server for :func:`build_app` on ``sock`` (call ``.run(sockets=[sock])``)."""
+    import uvicorn
+
+    config = uvicorn.Config(build_app(root), log_level="warning", access_log=False, lifespan="off")
+    return uvicorn.Server(config)
+
+
+def warm_up() -> None:
+    """Import what an item's drill-down needs (seconds of imports), so the first one is quick."""
+    import memrun.accuracy.setup  # noqa: F401
+    import memrun.accuracy.stage  # noqa: F401
+    import memrun.report.html.compare_page  # noqa: F401
+    import memrun.run  # noqa: F401

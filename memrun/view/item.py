@@ -1,0 +1,64 @@
+"""The context of an item's drill-down page in ``memrun view``: one item of a run with
+every repeat, the retrieved records (gold marked) and the LLM calls behind each repeat."""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+from typing import Any
+
+from memrun.io.reader import RunTable
+from memrun.report.html.common import as_int, marked_keys, plain
+
+MAX_RECORD_TEXT = 4000
+"""Characters of a retrieved record's text shown (the rest cut, marked with ...)."""
+
+
+def _cut(text: Any) -> str | None:
+    if text is None:
+        return None
+    text = str(text)
+    return text if len(text) <= MAX_RECORD_TEXT else text[:MAX_RECORD_TEXT] + "..."
+
+
+def item_context(run: RunTable, indices: Sequence[int], calls: Any) -> dict[str, Any]:
+    """Everything ``view_item.html.j2`` needs for the rows ``indices`` (an item's repeats)
+    of ``run``; ``calls`` is the run's :class:`memrun.view.calls.RunCalls`.
+
+    Keys: ``title``, ``facts`` (field, value pairs), ``retrieved`` (``rank``, ``key``,
+    ``gold``, ``score``, ``text``), ``repeats`` (``repeat``, ``fields``, ``calls``: role ->
+    call dict or None), ``calls_problem`` (why no prompt can be shown, or None).
+    """
+    rows = [{k: plain(v) for k, v in r.items()} for r in run.table.take(list(indices)).to_pylist()]
+    first, inst = rows[0], run.instrument
+    accuracy = inst.axis == "accuracy"
+    keys = marked_keys(first.get("retrieved_keys"), first.get("gold_keys"), mode=inst.gold_match,
+                       texts=first.get("retrieved_texts"), rank=as_int(first.get("first_gold_rank")))
+    texts = first.get("retrieved_texts") or []
+    scores = first.get("retrieved_scores") or []
+    retrieved = [{"rank": i + 1, "key": k, "gold": bool(g), "score": scores[i] if i < len(scores) else None,
+                  "text": _cut(texts[i]) if i < len(texts) else None} for i, (k, g) in enumerate(keys)]
+    category = first.get("category_label") or first.get("category")
+    facts = [("question", first.get("question")), ("gold answer", first.get("answer")),
+             ("category", category), ("question date", first.get("question_date")),
+             ("gold keys", ", ".join(map(str, first.get("gold_keys") or [])) or None),
+             ("first gold rank", as_int(first.get("first_gold_rank"))), ("cluster", first.get("cluster"))]
+    calls_of = calls.repeats(rows) if accuracy else [{} for _ in rows]
+    repeats = []
+    for row, found in zip(rows, calls_of):
+        fields = [("answer", row.get("reader_answer")), ("label", row.get("label")),
+                  ("judge explanation", row.get("judge_explanation")),
+                  ("second judge", row.get("judge2_label")), ("second judge's explanation", row.get("judge2_explanation")),
+                  ("failure stage", row.get("failure_stage")), ("error", row.get("error")),
+                  ("answer latency ms", row.get("answer_latency_ms")), ("context tokens", as_int(row.get("context_tokens")))]
+        repeats.append({"repeat": as_int(row.get("repeat")), "label": row.get("label"),
+                        "fields": [(k, v) for k, v in fields if v is not None],
+                        "calls": [(role, found.get(role)) for role in ("reader", "judge", "judge2")
+                                  if found.get(role) is not None],
+                        "problem": found.get("problem")})
+    if not accuracy:
+        first_row = rows[0]
+        facts.append(("error", first_row.get("error")))
+    return {"title": f"{inst.benchmark} x {inst.arm} ({inst.axis}): item {first.get('item_id')}",
+            "item_id": first.get("item_id"), "notes": [], "facts": [(k, v) for k, v in facts if v is not None],
+            "retrieved": retrieved, "repeats": repeats, "accuracy": accuracy,
+            "calls_problem": getattr(calls, "problem", None) if accuracy else None}

@@ -1,0 +1,125 @@
+"""The runs table of ``memrun view``: one row per run folder under a directory, read as it is.
+
+A run folder is one holding ``items.parquet`` or ``items.parts/``. Each row takes the
+instrument from the Parquet footer (:func:`memrun.io.reader.read_instrument`, no rows
+read) and the figures from ``summary.json`` (:func:`memrun.report.model.headline`, the
+headline's 95% cluster-bootstrap interval from ``summary["intervals"]``), the same
+numbers ``memrun sweep`` and the run page show. Rows are cached per folder by the
+files' modification times, so a reload lists new runs and re-reads only changed ones.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+from collections.abc import Iterator
+from pathlib import Path
+from typing import Any
+
+from memrun.errors import MemrunError
+from memrun.io.writer import ITEMS_FILE, PARTS_DIR, SUMMARY_FILE
+
+INSTRUMENT_COLUMNS = ("split", "slice", "search_mode", "embedder", "reader_model", "judge_model", "judge2_model",
+                      "denominator", "server_build", "index_revision", "repeats", "memrun_version", "run_id")
+"""Instrument fields offered as optional columns of the runs table."""
+
+_SKIP = {".hydra", ".memrun", PARTS_DIR, "__pycache__", ".git"}
+
+
+def run_folders(root: Path) -> Iterator[Path]:
+    """Every run folder under ``root`` (``root`` itself included), depth first, sorted.
+    Run folders are not searched further (a run holds no runs)."""
+    try:
+        entries = sorted(os.scandir(root), key=lambda e: e.name)
+    except OSError:
+        return
+    names = {e.name for e in entries}
+    if ITEMS_FILE in names or PARTS_DIR in names:
+        yield root
+        return
+    for e in entries:
+        if e.is_dir(follow_symlinks=False) and e.name not in _SKIP:
+            yield from run_folders(Path(e.path))
+
+
+def _stamp(folder: Path) -> tuple[float, ...]:
+    out = []
+    for name in (ITEMS_FILE, SUMMARY_FILE, PARTS_DIR):
+        try:
+            out.append(os.stat(folder / name).st_mtime_ns)
+        except OSError:
+            out.append(0)
+    return tuple(out)
+
+
+def _interval(summary: dict[str, Any]) -> tuple[float | None, float | None]:
+    block = summary.get("intervals") or {}
+    where = block.get("overall_comparable") or block.get("overall_all") or {}
+    return where.get("low"), where.get("high")
+
+
+def run_row(folder: Path, root: Path) -> dict[str, Any]:
+    """One row of the runs table for ``folder`` (see the module docstring). Fractions for
+    the headline and its interval (``mrr`` is a score, not a percentage). A folder whose
+    rows cannot be read is listed with status ``unreadable`` and the reason in ``error``."""
+    from memrun.io.reader import read_instrument
+    from memrun.report.model import headline
+
+    row: dict[str, Any] = {"path": folder.relative_to(root).as_posix() or ".", "error": None}
+    try:
+        inst = read_instrument(folder)
+    except MemrunError as exc:
+        return {**row, "status": "unreadable", "error": str(exc), "benchmark": None, "arm": None, "axis": None}
+    try:
+        summary = json.loads((folder / SUMMARY_FILE).read_text(encoding="utf-8"))
+    except (OSError, ValueError):
+        summary = {}
+    metric, value = headline(summary)
+    low, high = _interval(summary) if metric != "mrr" else (None, None)
+    status = inst.status if (folder / ITEMS_FILE).is_file() else "interrupted"
+    row.update({
+        "benchmark": inst.benchmark, "arm": inst.arm, "axis": inst.axis, "status": status,
+        "metric": metric, "value": value, "low": low, "high": high,
+        "items": summary.get("n_items", inst.n_items), "rows": inst.n_rows,
+        "errors": summary.get("n_errors", inst.n_errors),
+        "date": inst.started_at, "commit": (inst.git_commit or "")[:12] or None,
+        "fake": bool(inst.fake_providers), "error": inst.error,
+    })
+    for name in INSTRUMENT_COLUMNS:
+        v = getattr(inst, name, None)
+        row[name] = None if v in (None, "") else v if isinstance(v, (int, float)) else str(v)
+    return row
+
+
+class RunIndex:
+    """The runs under ``root``, re-listed on every :meth:`rows` call, re-read only when a
+    folder's files changed (by modification time)."""
+
+    def __init__(self, root: Path) -> None:
+        self.root = Path(root).resolve()
+        self._cache: dict[Path, tuple[tuple[float, ...], dict[str, Any]]] = {}
+
+    def rows(self) -> list[dict[str, Any]]:
+        """Every run's row, newest first (by start time, then path)."""
+        out, seen = [], set()
+        for folder in run_folders(self.root):
+            stamp = _stamp(folder)
+            cached = self._cache.get(folder)
+            if cached is None or cached[0] != stamp:
+                cached = (stamp, run_row(folder, self.root))
+                self._cache[folder] = cached
+            seen.add(folder)
+            out.append(cached[1])
+        for gone in set(self._cache) - seen:
+            del self._cache[gone]
+        return sorted(out, key=lambda r: (r.get("date") or "", r["path"]), reverse=True)
+
+    def folder(self, rel: str) -> Path:
+        """The run folder named by a row's ``path``; MemrunError for a path outside the root
+        or not a run folder (the app never opens a file the table did not list)."""
+        folder = (self.root / rel).resolve()
+        if folder != self.root and self.root not in folder.parents:
+            raise MemrunError(f"{rel}: not under {self.root}")
+        if not ((folder / ITEMS_FILE).is_file() or (folder / PARTS_DIR).is_dir()):
+            raise MemrunError(f"{rel}: not a run folder (no {ITEMS_FILE} or {PARTS_DIR}/)")
+        return folder
