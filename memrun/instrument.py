@@ -14,6 +14,8 @@ import json
 from dataclasses import dataclass, field
 from typing import Any
 
+from memrun.stats.labels import MAJORITY_RULE
+
 METADATA_KEY = b"memrun.instrument"
 SCHEMA_VERSION = 1
 
@@ -68,6 +70,9 @@ class Instrument:
     judge_model: str | None = _cmp("a different judge moves labels")
     judge_prompt_sha256: str | None = _cmp("a different judge prompt moves labels")
     context_policy: str | None = _cmp("truncating or skipping long contexts changes what the reader sees")
+    repeats: int = _cmp("a majority of several judged repeats is right more often than one label", default=1)
+    majority_rule: str | None = _cmp("another rule for collapsing repeats gives other labels",
+                                     default=MAJORITY_RULE)
 
     # -- provenance (recorded, not compared) -----------------------------------------
     run_id: str | None = None
@@ -87,7 +92,6 @@ class Instrument:
     shard: dict[str, Any] | None = None  # memrun.shards.shard_facts; a merged run: count, merged, missing
     retrieval_not_measurable: str | None = None  # why the hits cannot be scored (ids the arm made up), or None
     ks: list[int] = field(default_factory=list)
-    repeats: int = 1
     seed: int | None = None
     load_counts: dict[str, int] = field(default_factory=dict)
     warnings: list[str] = field(default_factory=list)

@@ -94,3 +94,18 @@ def test_runs_sharing_half_their_items_are_unresolved(tmp_path, capsys, monkeypa
     gate.write_text("min-paired-share: 0.4\n")
     code, d = compare_json(capsys, ra, rb, "--gate", str(gate))
     assert d["verdict"]["reason"] != "too_few_paired" and d["settings"]["thresholds"]["min_paired_share"] == 0.4
+
+
+def test_repeats_are_part_of_the_instrument(tmp_path, capsys):
+    """A with repeats=3 and B with repeats=1 used to FAIL (or PASS when swapped) with no
+    word: a majority of three labels is right more often than one."""
+    from tests.run_tables import accuracy_run
+
+    items = [f"c{g}-{i}" for g in range(5) for i in range(10)]
+    ra = str(accuracy_run(tmp_path / "a", {it: ["correct", "correct", "wrong"] for it in items}, repeats=3))
+    rb = str(accuracy_run(tmp_path / "b", {it: ["correct"] if i % 4 else ["wrong"] for i, it in enumerate(items)},
+                          repeats=1))
+    code, d = compare_json(capsys, ra, rb)
+    assert code == ExitCode.REFUSAL and "repeats: A=3 B=1" in d["reason"] and "--treatment repeats" in d["reason"]
+    code, d = compare_json(capsys, ra, rb, "--treatment", "repeats")
+    assert code != ExitCode.REFUSAL and d["settings"]["treatments"] == ["repeats"]

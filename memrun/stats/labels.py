@@ -24,6 +24,9 @@ from collections.abc import Iterable, Sequence
 
 import numpy as np
 
+MAJORITY_RULE = "strict plurality of non-error repeats; a tie is wrong"
+"""The name of the rule above, recorded in every run's instrument (a comparability field)."""
+
 CORRECT = "correct"
 WRONG = "wrong"
 ABSTAIN = "abstain"
