@@ -40,7 +40,7 @@ from urllib.parse import urljoin
 import httpx
 
 from memrun.arms.embedders import api_key_from_env
-from memrun.arms.http_templates import CONTEXT, Operation, describe_shape, encode_body
+from memrun.arms.http_templates import CONTEXT, Operation, describe_shape, encode_body, hits_from_result
 from memrun.arms.namespaces import NamespaceLedger, TerminationGuard, default_ledger_dir, orphaned_ledgers, warn
 from memrun.errors import ArmError, AuthError
 from memrun.http_policy import HttpPolicy, send
@@ -338,25 +338,7 @@ class HttpArm:
             raise ArmError("arm=http: search before ingest (no namespace yet)")
         op = self.ops["search"]
         response = self._request(op, namespace=self._namespace, query=query, k=k, flags=self.flags)
-        return self._hits(self._result(op, response))
-
-    def _hits(self, found: Any) -> list[Hit]:
-        where = "arm.search.result"
-        if not isinstance(found, list):
-            raise ArmError(f"{where} must give a list of hits; got {describe_shape(found)}")
-        hits = []
-        for rank, hit in enumerate(found):
-            if isinstance(hit, Mapping) and "key" in hit and hit["key"] is None:
-                raise ArmError(f"{where}: hit {rank}'s key came back null ({describe_shape(hit)}): the path "
-                               f"{self.ops['search'].result.expression!r} maps 'key' to a field that is missing or "
-                               "null in the server's hit; map 'key' to the field holding the record key you sent")
-            if not isinstance(hit, Mapping) or hit.get("key") is None:
-                raise ArmError(f"{where}: hit {rank} is {describe_shape(hit)}; each hit needs a 'key' "
-                               "(map the server's id, e.g. {key: id, score: score, text: content})")
-            score = hit.get("score")
-            hits.append(Hit(key=str(hit["key"]), score=float(len(found) - rank if score is None else score),
-                            text=str(hit.get("text") or "")))
-        return hits
+        return hits_from_result(self._result(op, response), op.result)
 
     def close(self) -> None:
         """Erase this run's namespaces (or keep and list them); idempotent."""

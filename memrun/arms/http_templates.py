@@ -31,6 +31,7 @@ import jmespath
 from jmespath.exceptions import JMESPathError
 
 from memrun.errors import ArmError
+from memrun.records import Hit
 
 _ENV = jinja2.Environment(undefined=jinja2.StrictUndefined, autoescape=False, keep_trailing_newline=True)
 _WHOLE_EXPRESSION = re.compile(r"^\s*\{\{((?:(?!\}\}|\{\{).)*)\}\}\s*$", re.DOTALL)
@@ -112,6 +113,28 @@ def describe_shape(document: Any) -> str:
     if isinstance(document, list):
         return f"a list of {len(document)}"
     return f"{type(document).__name__} {str(document)[:60]!r}"
+
+
+def hits_from_result(found: Any, path: ResponsePath) -> list[Hit]:
+    """The hits a search ``result`` path gave (``found``): a list of objects with ``key``
+    (required), ``score`` (missing: rank order, best first) and ``text``. Shared by
+    ``arm=http`` and ``arm=mcp``; raises ArmError naming ``path.where`` and the hit's shape."""
+    where = path.where
+    if not isinstance(found, list):
+        raise ArmError(f"{where} must give a list of hits; got {describe_shape(found)}")
+    hits = []
+    for rank, hit in enumerate(found):
+        if isinstance(hit, Mapping) and "key" in hit and hit["key"] is None:
+            raise ArmError(f"{where}: hit {rank}'s key came back null ({describe_shape(hit)}): the path "
+                           f"{path.expression!r} maps 'key' to a field that is missing or "
+                           "null in the server's hit; map 'key' to the field holding the record key you sent")
+        if not isinstance(hit, Mapping) or hit.get("key") is None:
+            raise ArmError(f"{where}: hit {rank} is {describe_shape(hit)}; each hit needs a 'key' "
+                           "(map the server's id, e.g. {key: id, score: score, text: content})")
+        score = hit.get("score")
+        hits.append(Hit(key=str(hit["key"]), score=float(len(found) - rank if score is None else score),
+                        text=str(hit.get("text") or "")))
+    return hits
 
 
 # The names each operation's templates see (``record`` too in ingest's ``record``).

@@ -27,6 +27,7 @@ from memrun.config.arms import (
     DenseArmConfig,
     FullContextArmConfig,
     HttpArmConfig,
+    McpArmConfig,
     HybridArmConfig,
     LocalEmbedderConfig,
     OpenAIEmbedderConfig,
@@ -166,7 +167,8 @@ def register() -> None:
     cs.store(group="schema/benchmark", name="beam", node=BeamConfig)
     cs.store(group="schema/arm", name="bm25", node=BM25ArmConfig)
     for name, node in (("dense", DenseArmConfig), ("hybrid", HybridArmConfig), ("full_context", FullContextArmConfig),
-                       ("oracle", OracleArmConfig), ("answers_file", AnswersFileArmConfig), ("http", HttpArmConfig)):
+                       ("oracle", OracleArmConfig), ("answers_file", AnswersFileArmConfig), ("http", HttpArmConfig),
+                       ("mcp", McpArmConfig)):
         cs.store(group="schema/arm", name=name, node=node)
     cs.store(group="schema/embedder", name="openai", node=OpenAIEmbedderConfig)
     cs.store(group="schema/embedder", name="local", node=LocalEmbedderConfig)

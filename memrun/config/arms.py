@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 from dataclasses import dataclass, field
-from typing import Any, Dict, Optional
+from typing import Any, Dict, List, Optional
 
 from omegaconf import MISSING
 
@@ -173,3 +173,57 @@ class HttpArmConfig:
     ingest_batch_size: int = 100
     timeout_s: float = 30.0
     attempts: int = 4
+
+
+@dataclass
+class McpOperationConfig:
+    """One tool call of ``arm=mcp``: the tool, its arguments as templates, a JMESPath ``result``."""
+
+    tool: Optional[str] = None
+    arguments: Any = None
+    result: Optional[str] = None
+    record: Any = None  # ingest: the template of one record in ``records``
+    per_record: bool = False  # ingest: one call per record (its arguments see ``record``)
+
+
+@dataclass
+class McpReadyConfig(McpOperationConfig):
+    """``arm.ready`` of ``arm=mcp``: polled after each history's ingest (off while ``tool`` is null)."""
+
+    equals: Any = None
+    timeout_s: float = 60.0
+    interval_s: float = 0.5
+
+
+@dataclass
+class McpArmConfig:
+    """``arm=mcp``: a memory server over the Model Context Protocol (stdio or streamable HTTP)."""
+
+    _target_: str = "memrun.arms.mcp.McpArm"
+    name: str = "mcp"
+    top_k: int = 10
+    command: Optional[str] = None
+    args: List[str] = field(default_factory=list)
+    env: Dict[str, str] = field(default_factory=dict)
+    cwd: Optional[str] = None
+    url: Optional[str] = None
+    auth_token_env: Optional[str] = None
+    auth_header: str = "Authorization"
+    auth_scheme: str = "Bearer"
+    headers: Dict[str, str] = field(default_factory=dict)
+    health: Optional[McpOperationConfig] = field(default_factory=McpOperationConfig)
+    ingest: McpOperationConfig = field(default_factory=McpOperationConfig)
+    search: McpOperationConfig = field(default_factory=McpOperationConfig)
+    erase: Optional[McpOperationConfig] = field(default_factory=McpOperationConfig)
+    ready: Optional[McpReadyConfig] = field(default_factory=McpReadyConfig)
+    search_mode: Optional[str] = None
+    namespace_prefix: str = "memrun-"
+    keep_namespaces: bool = False
+    ledger_dir: Optional[str] = None
+    eval_flags: Dict[str, Any] = field(default_factory=dict)
+    crediting_flags: Dict[str, Any] = field(default_factory=dict)
+    crediting: bool = False
+    ingest_batch_size: int = 100
+    settle_s: float = 0.0
+    timeout_s: float = 30.0
+    start_timeout_s: float = 60.0

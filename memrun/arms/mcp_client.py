@@ -1,0 +1,233 @@
+"""One MCP client session (official ``mcp`` SDK), as coroutines, and a private event loop.
+
+:class:`McpSession` opens a session over stdio (memrun starts the server as a
+subprocess, its stderr captured so errors can quote its tail) or over streamable HTTP,
+runs the initialize handshake and lists the tools. Its methods are coroutines, so an
+asynchronous caller awaits them directly; :class:`LoopThread` runs them for a
+synchronous caller (today's arm protocol) on an event loop of its own in a daemon
+thread. The SDK's transports are async context managers that must be entered and left
+in one task, so a *holder* task owns them for the session's lifetime.
+
+Every failure is an :class:`memrun.errors.ArmError` in one line, except a tool that
+answers with ``isError`` (:class:`ToolError`, a per-item error the run records).
+"""
+
+from __future__ import annotations
+
+import asyncio
+import contextlib
+import tempfile
+import threading
+from collections.abc import Awaitable, Mapping, Sequence
+from dataclasses import dataclass, field
+from typing import Any, TypeVar
+
+from memrun.errors import ArmError
+
+T = TypeVar("T")
+STDERR_TAIL_LINES = 6
+
+
+class ToolError(RuntimeError):
+    """A tool answered with ``isError: true`` (its text is the message); recorded on the item."""
+
+
+@dataclass(frozen=True)
+class ServerSpec:
+    """How to reach a server: ``command`` (+ args, env, cwd) for stdio, or ``url`` (+ headers)
+    for streamable HTTP. ``label`` names it in errors."""
+
+    command: str | None = None
+    args: Sequence[str] = ()
+    env: Mapping[str, str] = field(default_factory=dict)
+    cwd: str | None = None
+    url: str | None = None
+    headers: Mapping[str, str] = field(default_factory=dict)
+
+    @property
+    def label(self) -> str:
+        return self.url if self.url else " ".join([str(self.command), *self.args])
+
+
+class LoopThread:
+    """An asyncio event loop in a daemon thread; :meth:`run` waits for a coroutine on it."""
+
+    def __init__(self) -> None:
+        self.loop = asyncio.new_event_loop()
+        self._thread = threading.Thread(target=self.loop.run_forever, name="memrun-mcp", daemon=True)
+        self._thread.start()
+
+    def run(self, coro: Awaitable[T]) -> T:
+        """The coroutine's result (its exception re-raised here)."""
+        return asyncio.run_coroutine_threadsafe(coro, self.loop).result()  # type: ignore[arg-type]
+
+    def stop(self) -> None:
+        """Stop the loop and join its thread (idempotent)."""
+        if self.loop.is_running():
+            self.loop.call_soon_threadsafe(self.loop.stop)
+            self._thread.join(timeout=5)
+        if not self.loop.is_running() and not self.loop.is_closed():
+            self.loop.close()
+
+
+class McpSession:
+    """An open MCP client session (see the module docstring). Build with :meth:`open`.
+
+    ``server_info`` ({name, version}) comes from the initialize handshake, ``tools`` maps
+    each tool name to its ``mcp.types.Tool``.
+    """
+
+    def __init__(self, spec: ServerSpec, timeout_s: float) -> None:
+        self.spec, self.timeout_s = spec, timeout_s
+        self.server_info: dict[str, str] = {}
+        self.tools: dict[str, Any] = {}
+        self._session: Any = None
+        self._errlog = tempfile.TemporaryFile("w+", encoding="utf-8", errors="replace") if spec.command else None
+        self._closing: asyncio.Event | None = None
+        self._holder: asyncio.Task[None] | None = None
+        self._failure: BaseException | None = None
+
+    @classmethod
+    async def open(cls, spec: ServerSpec, timeout_s: float, start_timeout_s: float) -> McpSession:
+        """Start or reach the server, initialize, list its tools; ``timeout_s`` then bounds each
+        call. Raises ArmError (with the server's stderr tail) when it cannot be started or does
+        not complete the handshake within ``start_timeout_s``."""
+        self = cls(spec, timeout_s)
+        ready: asyncio.Future[None] = asyncio.get_running_loop().create_future()
+        self._closing = asyncio.Event()
+        self._holder = asyncio.create_task(self._hold(ready))
+        try:
+            await asyncio.wait_for(asyncio.shield(ready), start_timeout_s)
+        except TimeoutError:
+            message = (f"MCP server {spec.label} did not complete the initialize handshake within "
+                       f"{start_timeout_s:g} s{self.stderr_note()}; check the command (or raise arm.start_timeout_s)")
+            await self.aclose()
+            raise ArmError(message) from None
+        except BaseException as exc:
+            message = self._start_failure(exc)
+            await self.aclose()
+            raise ArmError(message) from exc
+        return self
+
+    def _start_failure(self, exc: BaseException) -> str:
+        if isinstance(exc, FileNotFoundError):
+            return (f"MCP server command {self.spec.command!r} was not found (PATH, or give its full path in "
+                    "arm.command)")
+        if isinstance(exc, ArmError):
+            return str(exc)
+        return f"MCP server {self.spec.label} failed to start: {describe_exception(exc)}{self.stderr_note()}"
+
+    async def _hold(self, ready: asyncio.Future[None]) -> None:
+        from mcp import ClientSession
+
+        try:
+            async with contextlib.AsyncExitStack() as stack:
+                read, write = await stack.enter_async_context(self._transport())
+                session = await stack.enter_async_context(ClientSession(read, write))
+                init = await session.initialize()
+                info = init.server_info
+                self.server_info = {"name": str(info.name), "version": str(info.version)}
+                self.tools = {t.name: t for t in await self._all_tools(session)}
+                self._session = session
+                ready.set_result(None)
+                assert self._closing is not None
+                await self._closing.wait()
+        except BaseException as exc:  # noqa: BLE001 - handed to whoever waits
+            self._failure = exc
+            if not ready.done():
+                ready.set_exception(exc)
+        finally:
+            self._session = None
+
+    @staticmethod
+    async def _all_tools(session: Any) -> list[Any]:
+        tools, cursor = [], None
+        while True:
+            page = await session.list_tools(cursor=cursor) if cursor else await session.list_tools()
+            tools.extend(page.tools)
+            cursor = getattr(page, "next_cursor", None)
+            if not cursor:
+                return tools
+
+    def _transport(self) -> Any:
+        spec = self.spec
+        if spec.url:
+            from mcp.client.streamable_http import streamable_http_client
+            from mcp.shared._httpx_utils import create_mcp_http_client
+
+            client = create_mcp_http_client(headers=dict(spec.headers))
+            return streamable_http_client(spec.url, http_client=client)
+        from mcp.client.stdio import StdioServerParameters, stdio_client
+
+        params = StdioServerParameters(command=str(spec.command), args=[str(a) for a in spec.args],
+                                       env={str(k): str(v) for k, v in spec.env.items()}, cwd=spec.cwd)
+        return stdio_client(params, errlog=self._errlog)
+
+    def stderr_tail(self) -> str:
+        """The last lines the server printed on stderr, joined with `` | `` ('' for none)."""
+        if self._errlog is None:
+            return ""
+        with contextlib.suppress(OSError, ValueError):
+            self._errlog.flush()
+            self._errlog.seek(0)
+            lines = [line.strip() for line in self._errlog.read().splitlines() if line.strip()]
+            self._errlog.seek(0, 2)
+            return " | ".join(lines[-STDERR_TAIL_LINES:])[-600:]
+        return ""
+
+    def stderr_note(self) -> str:
+        tail = self.stderr_tail()
+        return f"; its stderr ended with: {tail}" if tail else "; it printed nothing on stderr"
+
+    async def call(self, tool: str, arguments: Mapping[str, Any], where: str) -> Any:
+        """Call ``tool``; the ``CallToolResult``. Raises ArmError when the call times out
+        (``timeout_s``) or the connection is gone (the server exited), ToolError when the
+        tool reports an error."""
+        session = self._session
+        if session is None:
+            raise ArmError(f"{where}: the MCP server {self.spec.label} is gone ({self._gone()}){self.stderr_note()}")
+        try:
+            result = await asyncio.wait_for(session.call_tool(tool, dict(arguments)), self.timeout_s)
+        except TimeoutError:
+            raise ArmError(f"{where}: tool {tool!r} did not answer within {self.timeout_s:g} s "
+                           f"(arm.timeout_s); the server {self.spec.label} hangs or is too slow, so the run "
+                           "stops here") from None
+        except Exception as exc:  # noqa: BLE001 - the SDK's transport and protocol errors
+            if self._holder is not None:  # a closed connection ends the holder soon after
+                await asyncio.wait({self._holder}, timeout=2)
+            closed = "connection closed" in str(exc).lower()
+            if closed or self._session is None or self._holder is None or self._holder.done():
+                raise ArmError(f"{where}: the MCP server {self.spec.label} closed the connection during tool "
+                               f"{tool!r} (it exited or crashed){self.stderr_note()}") from exc
+            raise ToolError(f"{where}: tool {tool!r} failed: {describe_exception(exc)}") from exc
+        if getattr(result, "is_error", False):
+            raise ToolError(f"{where}: tool {tool!r} reported an error: {result_text(result)[:300]}")
+        return result
+
+    def _gone(self) -> str:
+        return describe_exception(self._failure) if self._failure else "session closed"
+
+    async def aclose(self) -> None:
+        """Leave the session and stop the server (idempotent)."""
+        if self._closing is not None:
+            self._closing.set()
+        if self._holder is not None:
+            with contextlib.suppress(BaseException):
+                await asyncio.wait_for(self._holder, 10)
+        if self._errlog is not None:
+            with contextlib.suppress(OSError):
+                self._errlog.close()
+            self._errlog = None
+
+
+def describe_exception(exc: BaseException) -> str:
+    """``Type: first line`` of an exception, unwrapping exception groups to their first leaf."""
+    while isinstance(exc, BaseExceptionGroup) and exc.exceptions:
+        exc = exc.exceptions[0]
+    text = str(exc).strip().splitlines()
+    return f"{type(exc).__name__}: {text[0]}" if text else type(exc).__name__
+
+
+def result_text(result: Any) -> str:
+    """The text content blocks of a tool result, joined."""
+    return "\n".join(str(getattr(c, "text", "")) for c in (result.content or []) if getattr(c, "type", "") == "text")

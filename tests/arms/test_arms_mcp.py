@@ -1,0 +1,172 @@
+"""arm=mcp against the tests' own MCP server (tests/servers/mcp_server.py, a real stdio subprocess).
+
+Each arm start launches a Python MCP server (a few seconds on a loaded machine), so the
+fault cases that concern one call share a session (``tools``) where the check is the arm's.
+"""
+
+from __future__ import annotations
+
+import json
+import sys
+from pathlib import Path
+
+import pytest
+from arms.support import TESTS, compose_run, run_in_process
+
+from memrun.arms.mcp_client import McpSession, ServerSpec
+from memrun.arms.mcp_ops import ArgumentChecker, ToolOperation, check_tools, map_result
+from memrun.commands.compare import main as compare_main
+from memrun.config import ARM_RESERVED_KEYS
+from memrun.errors import ArmError
+from memrun.io.reader import read_run
+from memrun.plugins import build
+from memrun.records import Record
+
+SERVER = str(TESTS / "servers" / "mcp_server.py")
+SEARCHPATH = f"hydra.searchpath=[file://{TESTS / 'servers' / 'conf'}]"
+RECORDS = [Record("D1:1", "Ann: I adopted a grey cat", "1 May 2023", "session_1"),
+           Record("D1:2", "Ben: what is the cat called", "1 May 2023", "session_1"),
+           Record("D2:1", "Ann: Pixel, and she loves tuna", "8 May 2023", "session_2")]
+
+
+@pytest.fixture(autouse=True)
+def _tests_dir(monkeypatch) -> None:
+    monkeypatch.setenv("MEMRUN_TESTS_DIR", str(TESTS))
+
+
+def overrides(ledger: Path, *more: str) -> list[str]:
+    return ["arm=mcp_testmem", SEARCHPATH, f"arm.command={sys.executable}", f"arm.ledger_dir={ledger}", *more]
+
+
+def mcp_arm(ledger: Path, *more: str):
+    """The arm as tests/servers/conf/arm/mcp_testmem.yaml builds it, plus overrides (as the run builds it)."""
+    return build(compose_run(overrides(ledger, *more)).arm, ARM_RESERVED_KEYS, "arm")
+
+
+def state(path: Path) -> dict:
+    return json.loads(path.read_text())["namespaces"]
+
+
+def test_lifecycle_namespaces_and_instrument(tmp_path, monkeypatch) -> None:
+    monkeypatch.setenv("MCP_TEST_STATE", str(tmp_path / "state.json"))
+    arm = mcp_arm(tmp_path / "ledger")
+    fields = arm.describe()
+    assert fields["server_build"].startswith("testmem 0.3.1; tools sha256:") and fields["search_mode"] == "lexical"
+    assert fields["mcp_server"] == "memrun-test-memory 0.3.1" and "store" in fields["mcp_tools"]
+    arm.ingest("conv-1", RECORDS)
+    (first,) = state(tmp_path / "state.json")
+    assert first.startswith("memrun-") and first.endswith("-conv-1")
+    assert [f.name for f in (tmp_path / "ledger").glob("*.json")]
+    hits = arm.search("what is the cat called", 2)
+    assert [h.key for h in hits] == ["D1:2", "D1:1"] and hits[0].score > hits[1].score
+    arm.ingest("conv 2", RECORDS[:1])  # the next history: the first namespace is erased
+    (second,) = state(tmp_path / "state.json")
+    assert second != first and "conv-2" in second
+    arm.close()
+    assert state(tmp_path / "state.json") == {} and not list((tmp_path / "ledger").glob("*.json"))
+    arm.close()  # idempotent
+
+
+def test_a_run_through_the_arm_and_a_refusal_when_tool_schemas_change(tmp_path, monkeypatch, capsys) -> None:
+    monkeypatch.setenv("MCP_TEST_STATE", str(tmp_path / "state.json"))
+    run_in_process(overrides(tmp_path / "ledger"), tmp_path / "a")
+    instrument = read_run(tmp_path / "a").instrument
+    assert instrument.server_build.startswith("testmem 0.3.1; tools sha256:")
+    assert state(tmp_path / "state.json") == {}  # every history's namespace erased
+    run_in_process(overrides(tmp_path / "ledger", "+arm.env.MCP_TEST_SCHEMA=v2"), tmp_path / "b")
+    assert read_run(tmp_path / "b").instrument.server_build != instrument.server_build
+    capsys.readouterr()
+    code = compare_main([str(tmp_path / "a"), str(tmp_path / "b")])
+    out = capsys.readouterr()
+    assert code != 0 and "server_build" in out.out + out.err
+
+
+def test_a_fresh_server_per_history_on_its_own_folder(tmp_path) -> None:
+    """{{ namespace_dir }} in env: each history starts its own server; its folder goes with it."""
+    arm = mcp_arm(tmp_path / "ledger", "arm.env.MCP_TEST_STATE='{{ namespace_dir }}/state.json'", "arm.erase=null")
+    assert arm.per_process
+    arm.ingest("conv-1", RECORDS)
+    (folder,) = [Path(n) for n in arm.ledger.names]
+    assert list(state(folder / "state.json").values()) == [["D1:1", "D1:2", "D2:1"]]
+    assert [h.key for h in arm.search("grey cat", 5)] == ["D1:1", "D1:2"]
+    arm.ingest("conv-2", RECORDS[2:])
+    assert not folder.exists()
+    assert [h.key for h in arm.search("cat", 5)] == []  # the new server holds conv-2 only
+    arm.close()
+    assert not arm.root.exists() and not list((tmp_path / "ledger").glob("*.json"))
+
+
+@pytest.fixture(scope="module")
+def tools():
+    """The test server's tools, listed over a real session."""
+    import asyncio
+
+    async def listing():
+        session = await McpSession.open(ServerSpec(command=sys.executable, args=[SERVER]), 20, 120)
+        await session.aclose()
+        return session.tools
+
+    return asyncio.run(listing())
+
+
+def test_arguments_failing_the_input_schema_name_the_argument(tools) -> None:
+    op = ToolOperation("search", {"tool": "search", "arguments": {"namespace": "n", "query": "q", "k": "{{ query }}"},
+                                  "result": "hits"})
+    with pytest.raises(ArmError, match=r"arm.search.arguments: argument k of tool 'search' fails its "
+                                       r"inputSchema: 'q' is not of type 'integer'"):
+        ArgumentChecker(tools).check(op, op.render({"query": "q"}))
+    op = ToolOperation("ingest", {"tool": "store", "arguments": {"namespace": "n", "records": [{"id": 1}]}})
+    with pytest.raises(ArmError, match=r"argument records\[0\].id of tool 'store'.*1 is not of type 'string'"):
+        ArgumentChecker(tools).check(op, op.render({}))
+
+
+def test_an_unknown_tool_lists_the_tools_it_has(tools) -> None:
+    ops = {"search": ToolOperation("search", {"tool": "find", "result": "hits"})}
+    with pytest.raises(ArmError, match=r"arm.search.tool: the MCP server x has no tool 'find'; its tools: "
+                                       r"erase, info, search, store, text_search"):
+        check_tools(ops, tools, "x")
+
+
+def test_server_fails_to_start_command_missing_or_exits_with_stderr(tmp_path) -> None:
+    with pytest.raises(ArmError, match=r"MCP server command '/nonexistent/srv' was not found"):
+        mcp_arm(tmp_path, "arm.command=/nonexistent/srv")
+    with pytest.raises(ArmError, match=r"failed to start.*its stderr ended with: no licence file at /etc/x"):
+        mcp_arm(tmp_path, "+arm.env.MCP_TEST_FAIL_START=no licence file at /etc/x")
+
+
+def test_result_path_that_maps_nothing_shows_the_shape_and_text_content_is_parsed(tmp_path) -> None:
+    arm = mcp_arm(tmp_path, "arm.search.tool=text_search", "arm.search.result='results[].{key: id}'")
+    try:
+        arm.ingest("h", RECORDS)
+        with pytest.raises(ArmError, match=r"arm.search.result 'results\[\].\{key: id\}' found nothing in the "
+                                           r"result of tool 'text_search', which is an object with keys hits"):
+            arm.search("cat", 3)
+        arm.ops["search"] = ToolOperation("search", {**{"tool": "text_search"},
+                                                     "arguments": {"namespace": "{{ namespace }}", "query": "{{ query }}"},
+                                                     "result": "hits[].{key: id, score: score}"})
+        assert [h.key for h in arm.search("grey cat", 3)] == ["D1:1", "D1:2"]  # JSON text content, no structured
+    finally:
+        arm.close()
+
+
+def test_hanging_call_times_out_and_crash_shows_stderr(tmp_path) -> None:
+    arm = mcp_arm(tmp_path, "arm.timeout_s=1.5", "+arm.env.MCP_TEST_SLOW_QUERY=hang", "+arm.env.MCP_TEST_CRASH_AFTER=4")
+    try:
+        arm.ingest("h", RECORDS)  # calls 2 and 3 (info was call 1)
+        with pytest.raises(ArmError, match=r"arm.search: tool 'search' did not answer within 1.5 s \(arm.timeout_s\)"):
+            arm.search("hang", 3)
+        arm.search("cat", 3)  # a separate call still works: call 4
+        with pytest.raises(ArmError, match=r"closed the connection during tool 'search' \(it exited or crashed\); "
+                                           r"its stderr ended with: .*crashing on call 5"):
+            arm.search("cat", 3)
+    finally:
+        arm.close()
+
+
+def test_result_document_prefers_structured_content(tools) -> None:
+    class Result:
+        structured_content = {"hits": [{"id": "a"}]}
+        content = []
+
+    op = ToolOperation("search", {"tool": "search", "result": "hits[].{key: id}"})
+    assert map_result(op, Result()) == [{"key": "a"}]

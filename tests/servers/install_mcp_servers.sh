@@ -1,0 +1,20 @@
+#!/usr/bin/env bash
+# Installs the third-party MCP memory servers that tests/arms/test_arms_mcp_real.py runs
+# (docs/arms.md, "Memory servers over MCP") into one folder, default .memrun-cache/mcp-servers
+# at the repository root (or $MEMRUN_MCP_SERVERS):
+#   node_modules/.bin/mcp-server-memory  the reference knowledge-graph server (npm)
+#   logbook/bin/agent-logbook            agent-logbook (PyPI) in a venv of its own: it
+#                                        imports mcp 1.x, memrun's client is mcp 2.x
+# Idempotent: what is there already is kept.
+set -euo pipefail
+root="$(cd "$(dirname "$0")/../.." && pwd)"
+dest="${MEMRUN_MCP_SERVERS:-$root/.memrun-cache/mcp-servers}"
+mkdir -p "$dest"
+if [ ! -x "$dest/node_modules/.bin/mcp-server-memory" ]; then
+    npm install --prefix "$dest" --no-audit --no-fund --silent @modelcontextprotocol/server-memory@2026.8.31
+fi
+if [ ! -x "$dest/logbook/bin/agent-logbook" ]; then
+    python3 -m venv "$dest/logbook"
+    "$dest/logbook/bin/python" -m pip install -q agent-logbook==0.1.1 'mcp<2'
+fi
+echo "MCP memory servers in $dest"
