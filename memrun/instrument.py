@@ -73,6 +73,9 @@ class Instrument:
     repeats: int = _cmp("a majority of several judged repeats is right more often than one label", default=1)
     majority_rule: str | None = _cmp("another rule for collapsing repeats gives other labels",
                                      default=MAJORITY_RULE)
+    granularity: str | None = _cmp("a session cut-off of K turns or of K distinct sessions credits different hits")
+    retrieval_preset: str | None = _cmp("LongMemEval's official preset indexes other turns, excludes other "
+                                        "questions and credits sessions otherwise")
 
     # -- provenance (recorded, not compared) -----------------------------------------
     run_id: str | None = None

@@ -139,11 +139,13 @@ def comparability(cfg: DictConfig, dataset: Any, selection: Any, arm_fields: Map
     """The comparability fields of the instrument the run will write (as ``execute`` fills them)."""
     from memrun.arms import DESCRIBE_KEYS
     from memrun.instrument import DENOMINATOR_RETRIEVAL, Instrument
+    from memrun.retrieval import retrieval_conventions
 
     inst = Instrument(
         axis=str(cfg.axis.value), benchmark=str(cfg.benchmark.name), split=dataset.split, slice=selection.describe(),
         dataset_sha256=dataset.sha256, denominator=DENOMINATOR_RETRIEVAL,
         corrections_sha256=selection.corrections.sha256 if selection.corrections else None,
+        **retrieval_conventions(dataset),
         **{k: v for k, v in arm_fields.items() if k in DESCRIBE_KEYS and k != "fake_providers"},
     )
     for key, value in (setup_fields or {}).items():

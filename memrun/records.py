@@ -116,6 +116,13 @@ class Dataset:
     stratify_by: a row column that is a design stratum of the items (LongMemEval:
         ``category``, the question type); ``memrun compare`` resamples clusters within
         its values by default. None: no strata.
+    session_cut: what K counts in the ``session_*`` columns: ``sessions`` (the first K
+        distinct sessions reached, LongMemEval's rule) or ``turns`` (the top K hits,
+        credited when one lies in a gold session; the published LoCoMo harnesses).
+    preset: the benchmark's evaluation preset when it has several (LongMemEval:
+        ``memrun`` or ``official``, :mod:`memrun.metrics.retrieval_official`).
+    named_metrics: the named variants the benchmark asks for
+        (:data:`memrun.metrics.retrieval.NAMED_VARIANTS`: ``lme_ndcg``, ``evidence_share``).
     """
 
     split: str
@@ -129,6 +136,9 @@ class Dataset:
     index: list[tuple[str, str]] | None = None
     task_averaged: bool = False
     stratify_by: str | None = None
+    session_cut: str = "sessions"
+    preset: str | None = None
+    named_metrics: tuple[str, ...] = ()
 
     @property
     def n_items(self) -> int | None:

@@ -24,6 +24,13 @@ from memrun.metrics.retrieval import (
     score_item,
     score_sessions,
 )
+from memrun.metrics.retrieval_official import (
+    EVIDENCE_SHARE,
+    LME_NDCG,
+    LME_OFFICIAL_PRESET,
+    evidence_share_by_k,
+    score_lme_official,
+)
 from memrun.records import Dataset, GoldMatch, Group, Hit, Item, gold_matcher
 
 
@@ -59,14 +66,26 @@ def make_row(run_id: str, r: Retrieved, dataset: Dataset, ks: Sequence[int], top
     """
     item, hits = r.item, r.hits
     scores = session_scores = None
+    named: dict[str, dict[str, dict[int, float]]] = {"": {}, SESSION_PREFIX: {}}
     if hits is not None and scored:
         distinct = [hits[i] for i in distinct_ranking(h.key for h in hits)][:top_k]
+        keys = [h.key for h in distinct]
         measured = measured_ks(ks, top_k)
         if item.gold_keys:
             matches = list(map(gold_matcher(item.gold_keys, dataset.gold_match), distinct))
             scores = score_item(matches, len(set(item.gold_keys)), measured)
-        if item.gold_sessions:
-            session_scores = score_sessions([h.key for h in distinct], r.session_of, item.gold_sessions, measured)
+        if dataset.preset == LME_OFFICIAL_PRESET:
+            official = score_lme_official(keys, r.session_of, item.gold_keys, r.n_records, measured)
+            if official:
+                session_scores = official.session
+                named[""][LME_NDCG], named[SESSION_PREFIX][LME_NDCG] = official.ndcg, official.session_ndcg
+        elif item.gold_sessions:
+            session_scores = score_sessions(keys, r.session_of, item.gold_sessions, measured, dataset.session_cut)
+        if EVIDENCE_SHARE in dataset.named_metrics:
+            raw = item.gold_keys_raw
+            named[""][EVIDENCE_SHARE] = evidence_share_by_k(raw, keys, measured)
+            named[SESSION_PREFIX][EVIDENCE_SHARE] = evidence_share_by_k(
+                raw, keys, measured, r.session_of, per_session=True)
     return {
         "run_id": run_id,
         "item_id": item.item_id,
@@ -88,14 +107,20 @@ def make_row(run_id: str, r: Retrieved, dataset: Dataset, ks: Sequence[int], top
         "error": r.error,
         "gold_sessions": list(item.gold_sessions),
         "abstention": item.abstention,
-        **item_columns(scores, ks),
-        **item_columns(session_scores, ks, SESSION_PREFIX),
+        **item_columns(scores, ks, named=named[""]),
+        **item_columns(session_scores, ks, SESSION_PREFIX, named[SESSION_PREFIX]),
     }
 
 
 def sessions_of(group: Group) -> dict[str, str | None]:
     """Record key -> session, when an item of the group has session gold (else empty)."""
     return {r.key: r.session for r in group.records} if any(i.gold_sessions for i in group.items) else {}
+
+
+def retrieval_conventions(dataset: Dataset) -> dict[str, str | None]:
+    """The instrument's comparability fields that say how hits were credited: ``granularity``
+    (record gold, and what K counts at session granularity) and ``retrieval_preset``."""
+    return {"granularity": f"record; session: top K {dataset.session_cut}", "retrieval_preset": dataset.preset}
 
 
 def ingest(arm: Arm, group: Group) -> str | None:

@@ -42,7 +42,7 @@ from memrun.plugins import build
 from memrun.provenance import commits
 from memrun.records import Dataset
 from memrun.report.run_summary import print_retrieval_summary
-from memrun.retrieval import Retrieved, iter_group, make_row, retrieve_group
+from memrun.retrieval import Retrieved, iter_group, make_row, retrieval_conventions, retrieve_group
 
 if TYPE_CHECKING:  # the accuracy axis's modules load only when it runs
     from memrun.accuracy.setup import AccuracySetup
@@ -218,6 +218,7 @@ def execute(cfg: DictConfig, out_dir: Path, console: Console, config_folder: Pat
         dataset_sha256=dataset.sha256,
         corrections_sha256=selection.corrections.sha256 if selection.corrections else None,
         denominator=DENOMINATOR_RETRIEVAL,
+        **retrieval_conventions(dataset),
         run_id=run_id,
         arm=cfg.arm.name,
         gold_match=dataset.gold_match,

@@ -13,7 +13,13 @@ Mapping to memrun:
   image, timestamp = the session's date as written, session = ``session_<n>``;
 - one :class:`~memrun.records.Item` per QA row: id ``<sample_id>:<row index>``, cluster
   = the conversation, category = the raw integer as text, gold keys = the evidence
-  dia_ids after normalization.
+  dia_ids after normalization, gold sessions = the sessions holding them (``D8:6`` lies
+  in ``session_8``), scored in the ``session_*`` columns with K counting *turns* by
+  default (``session_cut: turns``: a hit is credited when one of the top K turns lies
+  in a gold session, as most published LoCoMo harnesses count; ``sessions``: the first
+  K distinct sessions, LongMemEval's rule);
+- LoCoMo's own RAG recall, ``evidence_share@K`` (:mod:`memrun.metrics.retrieval_official`),
+  read from the raw evidence strings (``gold_keys_raw``), beside recall@K.
 
 The file is messy; the loader keeps every row and counts what it normalized or could
 not resolve (keys of :attr:`Dataset.counts`):
@@ -52,7 +58,9 @@ from typing import Any
 
 from memrun.benchmarks import count_differences, download
 from memrun.benchmarks.text import json_type, read_text_strict
-from memrun.errors import DataError
+from memrun.errors import ConfigError, DataError
+from memrun.metrics.retrieval import SESSION_CUTS
+from memrun.metrics.retrieval_official import EVIDENCE_SHARE
 from memrun.records import Dataset, Group, Item, Record
 
 _SESSION = re.compile(r"session_(\d+)")
@@ -90,7 +98,11 @@ class LoCoMo:
         expected_counts: Mapping[int, int] | None = None,
         comparable_categories: Sequence[int] = (),
         path: str | None = None,
+        session_cut: str = "turns",
     ) -> None:
+        if session_cut not in SESSION_CUTS:
+            raise ConfigError(f"benchmark.session_cut={session_cut}: choose one of {', '.join(SESSION_CUTS)}")
+        self.session_cut = session_cut
         self.split = split
         self.file = file
         self.url = url
@@ -128,6 +140,8 @@ class LoCoMo:
             comparable_categories=self.comparable,
             gold_match="key",
             counts=dict(counts),
+            session_cut=self.session_cut,
+            named_metrics=(EVIDENCE_SHARE,),
         )
         dataset.warnings.extend(self._check_category_counts(dataset))
         return dataset
@@ -140,7 +154,7 @@ class LoCoMo:
             raise DataError(f"{where}: expected an object with a 'conversation' object")
         sample_id = str(_typed(conv, "sample_id", where, (str, int), "a string") or f"conv-{index}")
         records = _records(conv["conversation"], counts, f"{path}: {sample_id}")
-        known = {r.key for r in records}
+        known = {r.key: r.session or "" for r in records}
         items: list[Item] = []
         asked: set[str] = set()
         qa_rows = conv.get("qa")
@@ -156,7 +170,7 @@ class LoCoMo:
             items.append(self._item(sample_id, row, qa, known, counts, f"{where} ({sample_id}) qa row {row}"))
         return Group(history_id=sample_id, records=records, items=items)
 
-    def _item(self, sample_id: str, row: int, qa: dict[str, Any], known: set[str], counts: Counter[str],
+    def _item(self, sample_id: str, row: int, qa: dict[str, Any], known: Mapping[str, str], counts: Counter[str],
               where: str) -> Item:
         raw_answer = _typed(qa, "answer", where, (str, int, float), "a string or a number")
         answer = None if raw_answer is None else str(raw_answer)
@@ -191,6 +205,7 @@ class LoCoMo:
             gold_keys=tuple(gold),
             gold_keys_raw=tuple(str(e) for e in evidence_raw),
             extra=extra,
+            gold_sessions=tuple(dict.fromkeys(known[key] for key in gold)),
         )
 
     def _check_category_counts(self, dataset: Dataset) -> list[str]:
@@ -256,7 +271,7 @@ def _typed(obj: Mapping[str, Any], key: str, where: str, kinds: tuple[type, ...]
     raise DataError(f"{where}: '{key}' must be {what}, got {json_type(value)}")
 
 
-def _normalize_evidence(raw: list[str], known: set[str], counts: Counter[str]) -> list[str]:
+def _normalize_evidence(raw: list[str], known: Mapping[str, str], counts: Counter[str]) -> list[str]:
     """Canonical dia_ids from raw evidence strings, in order, without duplicates."""
     gold: list[str] = []
     for entry in raw:

@@ -33,6 +33,19 @@ Mapping to memrun:
   questions and questions with no target turn among the indexed roles get no
   retrieval gold (they are left out of retrieval metrics) and are counted.
 
+``preset: official`` reproduces the official retrieval evaluation (``src/retrieval/
+run_retrieval.py`` of github.com/xiaowu0162/LongMemEval) instead: user turns only (roles
+must be ``[user]``, the default then); gold turns are the ``has_answer`` user turns of
+sessions whose id contains ``answer`` (the official test, whatever
+``answer_session_ids`` says; ``official_gold_differs`` counts questions where the two
+disagree); questions whose id contains ``_abs`` and questions without a ``has_answer``
+user turn anywhere in the haystack are left out; sessions are credited only through
+their evidence turns and nDCG is also given as LongMemEval's ``lme_ndcg``
+(:mod:`memrun.metrics.retrieval_official`). One official case memrun cannot score: a
+question whose only ``has_answer`` user turns lie outside ``answer`` sessions is scored
+by the official script with no gold (recall_any 0, recall_all 1, nDCG 0); memrun leaves
+it out and counts it (``official_scored_without_gold``, printed after the table).
+
 Rules for what the files hold irregularly (keys of :attr:`Dataset.counts`):
 
 - ``sessions_repeated``: a session id occurring again in one haystack (the published
@@ -63,6 +76,7 @@ from memrun.benchmarks import count_differences, download
 from memrun.benchmarks.sessions import HistoryRecords, Session, SessionStore, TurnError
 from memrun.benchmarks.lme_scan import first_line, open_json, scan_index
 from memrun.errors import ConfigError, DataError
+from memrun.metrics.retrieval_official import ANSWER_MARK, LME_NDCG, LME_OFFICIAL_PRESET
 from memrun.metrics.stale import SUPERSEDED_KEY
 from memrun.records import Dataset, Group, Item
 
@@ -80,7 +94,10 @@ COUNT_KEYS = (
     "retrieval_excluded_abstention",
     "retrieval_excluded_no_target_turn",
     "sessions_shared",
+    "official_gold_differs",
+    "official_scored_without_gold",
 )
+PRESETS = ("memrun", LME_OFFICIAL_PRESET)
 
 
 class LongMemEval:
@@ -93,7 +110,8 @@ class LongMemEval:
     path: a copy elsewhere; its sha256 is recorded, and a warning says when it is not
         the pinned file.
     roles: the turn roles that become records (the official retrieval baselines index
-        ``[user]`` only).
+        ``[user]`` only); None: both, or ``[user]`` under the official preset.
+    preset: ``memrun`` (default) or ``official`` (see the module docstring).
     cluster_by: ``question_id`` (default: every question its own cluster, stratified by
         type) or ``question_type`` (the bootstrap's cluster key).
     categories: question_type -> label, in report order.
@@ -108,17 +126,26 @@ class LongMemEval:
         files: Mapping[str, Mapping[str, Any]],
         categories: Mapping[str, str],
         path: str | None = None,
-        roles: Sequence[str] = ROLES,
+        roles: Sequence[str] | None = None,
         cluster_by: str = "question_id",
         expected_counts: Mapping[str, int] | None = None,
+        preset: str = "memrun",
     ) -> None:
         if split not in files:
             raise ConfigError(f"benchmark.split={split}: no such LongMemEval split; choose one of {', '.join(files)}")
         if cluster_by not in CLUSTER_BY:
             raise ConfigError(f"benchmark.cluster_by={cluster_by}: choose one of {', '.join(CLUSTER_BY)}")
+        if preset not in PRESETS:
+            raise ConfigError(f"benchmark.preset={preset}: choose one of {', '.join(PRESETS)}")
+        official = preset == LME_OFFICIAL_PRESET
+        roles = (("user",) if official else ROLES) if roles is None else tuple(roles)
         unknown = sorted(set(roles) - set(ROLES))
         if unknown or not roles:
             raise ConfigError(f"benchmark.roles={list(roles)}: choose a non-empty subset of {', '.join(ROLES)}")
+        if official and set(roles) != {"user"}:
+            raise ConfigError(f"benchmark.roles={list(roles)}: benchmark.preset=official indexes user turns only, "
+                              "as the official evaluation does; drop benchmark.roles or set it to [user]")
+        self.preset = preset
         self.split = split
         self.spec = dict(files[split])
         self.path = path
@@ -152,6 +179,8 @@ class LongMemEval:
             warnings=warnings,
             index=index,
             task_averaged=True,
+            preset=self.preset,
+            named_metrics=(LME_NDCG,) if self.preset == LME_OFFICIAL_PRESET else (),
             # Questions are independent (each has its own haystack); their types are strata.
             stratify_by="category" if self.cluster_by == "question_id" else None,
         )
@@ -210,14 +239,17 @@ class LongMemEval:
         counts["has_answer_outside_evidence"] += sum(
             len(s.answer_keys) for sid, s in sessions.items() if sid not in evidence
         )
-        gold_turns = [k for sid in evidence for k in sessions[sid].gold_keys]
         abstention = qid.endswith(ABSTENTION_SUFFIX)
-        if abstention:
-            counts["retrieval_excluded_abstention"] += 1
-        elif not gold_turns:
-            counts["retrieval_excluded_no_target_turn"] += 1
-        if abstention or not gold_turns:
-            gold_turns, evidence = [], []
+        if self.preset == LME_OFFICIAL_PRESET:
+            gold_turns, evidence = self._official_gold(qid, sessions, evidence, counts)
+        else:
+            gold_turns = [k for sid in evidence for k in sessions[sid].gold_keys]
+            if abstention:
+                counts["retrieval_excluded_abstention"] += 1
+            elif not gold_turns:
+                counts["retrieval_excluded_no_target_turn"] += 1
+            if abstention or not gold_turns:
+                gold_turns, evidence = [], []
         raw_answer = raw.get("answer")
         if isinstance(raw_answer, bool) or not isinstance(raw_answer, (str, int, float)):
             raise DataError(f"{where}: 'answer' must be a string or a number, got {type(raw_answer).__name__}")
@@ -242,6 +274,23 @@ class LongMemEval:
             abstention=abstention,
         )
         return Group(history_id=qid, records=HistoryRecords(list(sessions.values())), items=[item])
+
+    @staticmethod
+    def _official_gold(
+        qid: str, sessions: Mapping[str, Session], evidence: list[str], counts: MutableMapping[str, int]
+    ) -> tuple[list[str], list[str]]:
+        """(gold turns, gold sessions) under the official rules (module docstring), counted."""
+        if ABSTENTION_SUFFIX in qid:  # the official test is a substring, not a suffix
+            counts["retrieval_excluded_abstention"] += 1
+            return [], []
+        if not any(s.gold_keys for s in sessions.values()):  # no has_answer user turn anywhere
+            counts["retrieval_excluded_no_target_turn"] += 1
+            return [], []
+        gold_sessions = [sid for sid, s in sessions.items() if ANSWER_MARK in sid and s.gold_keys]
+        counts["official_gold_differs"] += set(gold_sessions) != {sid for sid in evidence if sessions[sid].gold_keys}
+        gold_turns = [k for sid in gold_sessions for k in sessions[sid].gold_keys]
+        counts["official_scored_without_gold"] += not gold_turns
+        return gold_turns, gold_sessions
 
     def _haystack(
         self, raw: dict[str, Any], where: str, store: SessionStore, counts: MutableMapping[str, int]

@@ -54,6 +54,7 @@ class LocomoConfig(SelectionConfig):
     categories: Dict[int, str] = MISSING
     expected_counts: Optional[Dict[int, int]] = field(default_factory=dict)  # null: no check
     comparable_categories: List[int] = field(default_factory=list)
+    session_cut: str = "turns"  # session_* columns: K counts turns | sessions (distinct)
 
 
 @dataclass
@@ -85,8 +86,9 @@ class LongMemEvalConfig(SelectionConfig):
     split: str = "s"
     files: Dict[str, LongMemEvalFileConfig] = MISSING
     path: Optional[str] = None
-    roles: List[str] = field(default_factory=lambda: ["user", "assistant"])
+    roles: Optional[List[str]] = None  # null: user and assistant; [user] under preset=official
     cluster_by: str = "question_id"
+    preset: str = "memrun"  # memrun | official (the official retrieval evaluation, docs/reproducing.md)
     categories: Dict[str, str] = MISSING
     expected_counts: Optional[Dict[str, int]] = field(default_factory=dict)  # null: no check
 

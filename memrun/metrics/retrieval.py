@@ -27,8 +27,17 @@ the unprefixed columns; its ``gold_sessions`` give the same columns prefixed
 first appearance (:func:`session_ranking`), so session recall@K asks whether a gold
 session is among the first K sessions reached. This is LongMemEval's turn-to-session
 conversion (``evaluate_retrieval_turn2session``, which widens K until the top turns
-cover K sessions). In LongMemEval's terms recall@K is recall_any@K, recall_all@K is
-recall_all@K and nDCG@K is ndcg_any@K (binary relevance).
+cover K sessions). In LongMemEval's terms recall@K is recall_any@K and recall_all@K is
+recall_all@K; memrun's nDCG@K is the trec-style one, not LongMemEval's ``ndcg_any@K``
+(another discount): that one is the named variant ``lme_ndcg@K``. A benchmark may instead
+cut the session ranking at K *turns* (``per="turns"`` of :func:`score_sessions`): a gold
+session is found when one of the top K turns lies in it (the published LoCoMo harnesses).
+
+**Named variants** (:data:`NAMED_VARIANTS`, defined in
+:mod:`memrun.metrics.retrieval_official`): columns ``<name>_at_K`` and
+``session_<name>_at_K``, filled only when the benchmark asks for them (None otherwise):
+``lme_ndcg`` (LongMemEval's official nDCG) and ``evidence_share`` (LoCoMo's RAG recall,
+whose denominator is every item that retrieved, items without resolvable gold included).
 """
 
 from __future__ import annotations
@@ -40,6 +49,12 @@ from dataclasses import dataclass
 
 DEFAULT_KS: tuple[int, ...] = (1, 3, 5, 10)
 SESSION_PREFIX = "session_"
+NAMED_VARIANTS: tuple[str, ...] = ("lme_ndcg", "evidence_share")
+"""Named metric families of :mod:`memrun.metrics.retrieval_official`: ``<name>@K`` per run."""
+OWN_DENOMINATOR: frozenset[str] = frozenset({"evidence_share"})
+"""Named families averaged over every item whose column is set, not only items with gold."""
+SESSION_CUTS = ("sessions", "turns")
+"""What K counts at session granularity: distinct sessions (LongMemEval) or turns."""
 GRANULARITIES: dict[str, str] = {"": "record", SESSION_PREFIX: "session"}
 """Column prefix -> granularity name: ``gold_keys`` and ``gold_sessions``."""
 
@@ -164,16 +179,25 @@ def score_sessions(
     session_of: Mapping[str, str | None],
     gold_sessions: Iterable[str],
     ks: Iterable[int] = DEFAULT_KS,
+    per: str = "sessions",
 ) -> ItemRetrieval | None:
     """Score an item at session granularity (None when it has no gold session).
 
-    The hits' ranking becomes a ranking of distinct sessions (:func:`session_ranking`),
-    scored by :func:`score_item` against the distinct gold sessions.
+    per ``sessions``: the hits' ranking becomes a ranking of distinct sessions
+    (:func:`session_ranking`), scored by :func:`score_item` against the distinct gold
+    sessions (K counts sessions). per ``turns``: each hit stands at its own rank and is
+    relevant when its session is gold (K counts turns; each gold session credited once,
+    at its first turn). Raises ValueError for another ``per``.
     """
     gold = frozenset(gold_sessions)
+    if per not in SESSION_CUTS:
+        raise ValueError(f"per={per!r}: choose one of {', '.join(SESSION_CUTS)}")
     if not gold:
         return None
-    ranking = session_ranking(hit_keys, session_of)
+    if per == "turns":
+        ranking = [session_of.get(key) or key for key in hit_keys]
+    else:
+        ranking = session_ranking(hit_keys, session_of)
     return score_item([gold & {s} for s in ranking], len(gold), ks)
 
 
@@ -186,25 +210,29 @@ def metric_columns(ks: Iterable[int] = DEFAULT_KS) -> list[str]:
     cols: list[str] = []
     for gran in GRANULARITIES:
         cols += [f"{gran}first_gold_rank", f"{gran}rr"]
-        for name in ("hit", "all", "precision", "ndcg"):
+        for name in ("hit", "all", "precision", "ndcg", *NAMED_VARIANTS):
             cols += [f"{gran}{name}_at_{k}" for k in ks]
     return cols
 
 
 def item_columns(
-    score: ItemRetrieval | None, ks: Iterable[int] = DEFAULT_KS, prefix: str = ""
+    score: ItemRetrieval | None, ks: Iterable[int] = DEFAULT_KS, prefix: str = "",
+    named: Mapping[str, Mapping[int, float]] | None = None,
 ) -> dict[str, object]:
     """Flatten an :class:`ItemRetrieval` into one granularity's columns (None when unscored).
 
     prefix: ``""`` for record gold, ``"session_"`` for session gold. A K of ``ks`` that
     ``score`` was not computed at (K > top_k, :func:`measured_ks`) gives None columns.
+    named: family of :data:`NAMED_VARIANTS` -> K -> value (absent: None columns); set even
+    when ``score`` is None (evidence share scores items without resolvable gold).
     """
     ks = tuple(ks)
-    if score is None:
-        return dict.fromkeys(_columns_of(ks, prefix))
-    names = _columns_of(ks, prefix)  # first_gold_rank, rr, then hit, all, precision, ndcg at each K
-    values = [score.first_gold_rank, score.rr]
-    for by_k in (score.hit, score.all, score.precision, score.ndcg):
+    names = _columns_of(ks, prefix)  # first_gold_rank, rr, then hit, all, precision, ndcg, named at each K
+    values: list[object] = [None, None] if score is None else [score.first_gold_rank, score.rr]
+    for by_k in (score.hit, score.all, score.precision, score.ndcg) if score else ({},) * 4:
+        values += [by_k.get(k) for k in ks]
+    for family in NAMED_VARIANTS:
+        by_k = (named or {}).get(family, {})
         values += [by_k.get(k) for k in ks]
     return dict(zip(names, values))
 
@@ -225,7 +253,8 @@ def _granularity(column: str) -> str:
     return SESSION_PREFIX if column.startswith(SESSION_PREFIX) else ""
 
 
-_RUN_TO_ITEM = {"recall": "hit", "recall_all": "all", "precision": "precision", "ndcg": "ndcg"}
+_RUN_TO_ITEM = {"recall": "hit", "recall_all": "all", "precision": "precision", "ndcg": "ndcg",
+                **{name: name for name in NAMED_VARIANTS}}
 
 
 def item_column_for(metric: str) -> str:
@@ -233,7 +262,7 @@ def item_column_for(metric: str) -> str:
 
     ``mrr`` -> ``rr``; ``recall@5`` -> ``hit_at_5``; ``recall_all@K`` -> ``all_at_K``;
     ``precision@K`` -> ``precision_at_K``; ``ndcg@K`` -> ``ndcg_at_K``; ``rank@1`` ->
-    ``hit_at_1``; each also with the ``session_`` prefix (``session_recall@5`` ->
+    ``hit_at_1``; a named variant ``lme_ndcg@K`` -> ``lme_ndcg_at_K`` (also ``evidence_share``); each also with the ``session_`` prefix (``session_recall@5`` ->
     ``session_hit_at_5``). Raises ValueError naming the accepted forms for anything else.
     """
     prefix = _granularity(metric)
@@ -247,7 +276,7 @@ def item_column_for(metric: str) -> str:
         return f"{prefix}{_RUN_TO_ITEM[name]}_at_{int(k)}"
     raise ValueError(
         f"unknown retrieval metric {metric!r}; use mrr, rank@1, recall@K, recall_all@K, "
-        "precision@K or ndcg@K, optionally prefixed session_"
+        f"precision@K, ndcg@K or {', '.join(f'{n}@K' for n in NAMED_VARIANTS)}, optionally prefixed session_"
     )
 
 
@@ -264,7 +293,9 @@ def aggregate(
     recall_all@K, precision@K, ndcg@K for each K, ``mrr`` (mean reciprocal rank, 0 for an
     item with no relevant hit) and ``rank@1`` (= recall@1). Means are fractions in
     [0, 1], None when no item was scored or when a scored item's column is None (a
-    cut-off K beyond the arm's top_k is not measured).
+    cut-off K beyond the arm's top_k is not measured). A named variant ``<name>@K``
+    (:data:`NAMED_VARIANTS`) is present only when some row has its column: over the
+    scored items, or for :data:`OWN_DENOMINATOR` families over every row that has it.
     """
     ks = tuple(ks)
     scored = [r for r in rows if r.get(f"{prefix}rr") is not None]
@@ -284,6 +315,15 @@ def aggregate(
         out[f"recall_all@{k}"] = mean(f"all_at_{k}")
         out[f"precision@{k}"] = mean(f"precision_at_{k}")
         out[f"ndcg@{k}"] = mean(f"ndcg_at_{k}")
+    for family in NAMED_VARIANTS:
+        for k in ks:
+            column = f"{prefix}{family}_at_{k}"
+            if family in OWN_DENOMINATOR:
+                values = [r[column] for r in rows if r.get(column) is not None]
+                if values:
+                    out[f"{family}@{k}"] = math.fsum(values) / len(values)  # type: ignore[arg-type]
+            elif any(r.get(column) is not None for r in scored):
+                out[f"{family}@{k}"] = mean(f"{family}_at_{k}")
     if 1 in ks:
         out["rank@1"] = out["recall@1"]
     return out
