@@ -75,7 +75,8 @@ def make_row(run_id: str, r: Retrieved, dataset: Dataset, ks: Sequence[int], top
             matches = list(map(gold_matcher(item.gold_keys, dataset.gold_match), distinct))
             scores = score_item(matches, len(set(item.gold_keys)), measured)
         if dataset.preset == LME_OFFICIAL_PRESET:
-            official = score_lme_official(keys, r.session_of, item.gold_keys, r.n_records, measured)
+            complete = top_k is None or len(hits) < top_k or len(keys) >= r.n_records  # the arm's whole ranking
+            official = score_lme_official(keys, r.session_of, item.gold_keys, complete, measured)
             if official:
                 session_scores = official.session
                 named[""][LME_NDCG], named[SESSION_PREFIX][LME_NDCG] = official.ndcg, official.session_ndcg

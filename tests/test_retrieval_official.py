@@ -52,7 +52,7 @@ def test_one_gold_turn_at_rank_r_official_and_trec_ndcg(rank: int, official: flo
     matches = [frozenset()] * (rank - 1) + [frozenset({"g"})] + [frozenset()] * 2
     assert score_item(matches, 1, (5,)).ndcg[5] == pytest.approx(trec)  # type: ignore[union-attr]
     keys = [f"x_{i}" for i in range(rank - 1)] + ["s_1"] + ["y_1", "y_2"]
-    result = score_lme_official(keys, {}, ["s_1"], n_records=100, ks=(5,))
+    result = score_lme_official(keys, {}, ["s_1"], complete=False, ks=(5,))
     assert result is not None and result.ndcg[5] == pytest.approx(official)
 
 
@@ -70,7 +70,7 @@ def test_gold_session_found_only_through_a_non_evidence_turn_is_not_credited() -
     hits = ["answer_a_1", "f_1", "answer_a_2", "g_1"]  # answer_a_1 has no has_answer flag; answer_a_2 does
     memrun = score_sessions(hits, session_of, ["answer_a"], ks=(1, 3))
     assert memrun is not None and memrun.hit[1] is True  # memrun's rule: any turn of the session
-    official = score_lme_official(hits, session_of, ["answer_a_2"], n_records=5, ks=(1, 2, 3))
+    official = score_lme_official(hits, session_of, ["answer_a_2"], complete=True, ks=(1, 2, 3))
     assert official is not None
     # official ids: noans_a (rank 1), f, answer_a, g: one session at K=1 is noans_a, not gold
     assert official.session.hit[1] is False and official.session.first_gold_rank == 3
@@ -81,14 +81,14 @@ def test_gold_session_found_only_through_a_non_evidence_turn_is_not_credited() -
     assert official.session_ndcg[3] == pytest.approx(1 / math.log2(3))
 
 
-def test_effective_cutoff_widens_and_is_unknown_when_hits_end_early() -> None:
+def test_effective_cutoff_widens_and_is_unknown_when_hits_are_cut_early() -> None:
     sessions = ["a", "a", "b", "a", "c"]
-    assert effective_cutoff(sessions, 1, 10) == 1
-    assert effective_cutoff(sessions, 2, 10) == 3  # two turns cover one session; the 3rd adds b
-    assert effective_cutoff(sessions, 3, 10) == 5
-    assert effective_cutoff(sessions, 4, 10) is None  # the hits end before a 4th session: not measured
-    assert effective_cutoff(sessions, 4, 5) == 5  # ... unless they are the whole corpus
-    result = score_lme_official(["a_1", "a_2"], {"a_1": "a", "a_2": "a"}, ["a_1"], n_records=9, ks=(1, 2))
+    assert effective_cutoff(sessions, 1, False) == 1
+    assert effective_cutoff(sessions, 2, False) == 3  # two turns cover one session; the 3rd adds b
+    assert effective_cutoff(sessions, 3, False) == 5
+    assert effective_cutoff(sessions, 4, False) is None  # cut at top_k before a 4th session: not measured
+    assert effective_cutoff(sessions, 4, True) == 5  # ... unless the arm ranked all it could
+    result = score_lme_official(["a_1", "a_2"], {"a_1": "a", "a_2": "a"}, ["a_1"], complete=False, ks=(1, 2))
     assert result is not None and 2 not in result.session.hit and 2 not in result.session_ndcg
     row = item_columns(result.session, (1, 2), "session_", {"lme_ndcg": result.session_ndcg})
     assert row["session_hit_at_1"] is True and row["session_hit_at_2"] is None and row["session_lme_ndcg_at_2"] is None
@@ -187,6 +187,22 @@ def test_session_credit_counts_turns_or_distinct_sessions() -> None:
     assert all_turns is not None and all_turns.hit[3] and not all_turns.all[3]
 
 
+@pytest.mark.realdata
+def test_locomo10_evidence_quirks_cost_evidence_share_even_with_every_gold_turn_retrieved(data_dir: Path) -> None:
+    from memrun.benchmarks.locomo import LoCoMo
+
+    ds = LoCoMo(split="locomo10", file="locomo10.json", url=None, sha256=None, categories={}).load(data_dir)
+    items = {i.item_id: i for i in ds.items()}
+    perfect = {i: evidence_share(item.gold_keys_raw, item.gold_keys) for i, item in items.items()}
+    assert perfect["conv-47:38"] == pytest.approx(2 / 3)  # D4:36 names no turn: dangling
+    assert perfect["conv-49:31"] == 0.0  # "D9:1 D4:4 D4:6": three ids in one string
+    assert perfect["conv-50:69"] == 0.0 and items["conv-50:69"].gold_keys == ("D30:5",)  # "D30:05"
+    assert perfect["conv-26:30"] == 1.0 and items["conv-26:30"].gold_keys_raw == ()  # no evidence counts 1
+    assert items["conv-50:69"].gold_sessions == ("session_30",)
+    assert items["conv-49:31"].gold_sessions == ("session_9", "session_4")
+    assert all(i.gold_sessions for i in items.values() if i.gold_keys)
+
+
 def _locomo(tmp_path: Path) -> Path:
     turns = {n: [{"speaker": "A", "dia_id": f"D{n}:{i}", "text": f"s{n} t{i}"} for i in (1, 2, 3, 4, 5, 6)] for n in (1, 8, 9, 30)}
     conv: dict[str, Any] = {}
@@ -207,7 +223,10 @@ def test_locomo_gold_sessions_and_the_run_fills_session_and_evidence_share_colum
         "arm": {"_target_": "helpers.ReverseArm", "name": "reverse", "top_k": 5},
         "axis": Axis.recall, "repeats": 1, "seed": 7, "data_dir": str(tmp_path), "ks": None, "progress": False,
     })
-    summary = execute(cfg, tmp_path / "run", Console(file=io.StringIO()))
+    out = io.StringIO()
+    summary = execute(cfg, tmp_path / "run", Console(file=out, width=80))
+    assert "evidence_share, overall_all: @1 0.0 @5 0.0" in out.getvalue()
+    assert "session_evidence_share, overall_all: @1 33.3 @5 33.3" in out.getvalue()
     run = read_run(tmp_path / "run")
     (row,) = run.table.to_pylist()
     assert row["gold_keys"] == ["D8:6", "D9:1", "D30:5"] and row["gold_sessions"] == ["session_8", "session_9", "session_30"]
@@ -324,5 +343,26 @@ def test_preset_columns_equal_the_official_formulas_question_by_question(tmp_pat
     types = {q["question_type"] for q in questions if _official(q, rows[q["question_id"]]["retrieved_keys"])}
     assert scored >= 40 and "single-session-assistant" not in types  # assistant evidence: left out
     assert differs >= 5  # the two nDCGs are different metrics on this file
+    _check_cut_hits(tmp_path, cfg, questions)
     ranks = {r["first_gold_rank"] for r in rows.values()}
     assert {1, 2, 3} <= ranks and max(r or 0 for r in ranks) > 5
+
+
+def _check_cut_hits(tmp_path: Path, cfg: Any, questions: list[dict[str, Any]]) -> None:
+    """With hits cut at top_k = 6, a session K is measured only when the 6 hits reach K sessions."""
+    cfg.arm.top_k = 6
+    execute(cfg, tmp_path / "cut", Console(file=io.StringIO()))
+    rows = {r["item_id"]: r for r in read_run(tmp_path / "cut").table.to_pylist()}
+    measured = unmeasured = 0
+    for q in questions:
+        row = rows[q["question_id"]]
+        if row["rr"] is None:
+            continue
+        corpus = _official_corpus(q)
+        reached = len({corpus[k].rsplit("_", 1)[0] for k in row["retrieved_keys"]})
+        for k in (1, 3, 5):
+            assert (row[f"session_hit_at_{k}"] is None) == (reached < k), (q["question_id"], k)
+            measured += reached >= k
+            unmeasured += reached < k
+        assert row["session_hit_at_10"] is None and row["hit_at_10"] is None  # K > top_k
+    assert measured and unmeasured

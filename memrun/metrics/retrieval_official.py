@@ -75,20 +75,22 @@ def pseudo_session(key: str, session: str, evidence_turns: frozenset[str]) -> st
     return session
 
 
-def effective_cutoff(sessions: Sequence[str], k: int, n_records: int) -> int | None:
+def effective_cutoff(sessions: Sequence[str], k: int, complete: bool) -> int | None:
     """LongMemEval's widened cut-off: turns needed for the top to cover ``k`` sessions.
 
     sessions: the session of each ranked turn (the arm's distinct hits, in rank order).
-    n_records: the corpus size. Returns the number of turns to read (at least ``k``; the
-    corpus size when it holds fewer than ``k`` sessions), or None when the hits end
-    before the cut-off is known (fewer than ``k`` sessions returned, corpus not exhausted).
+    complete: the hits are the arm's whole ranking (it returned fewer than it was asked
+    for, or the whole corpus), so records it did not return are not retrieved, as at
+    turn level. Returns the number of turns to read (at least ``k``; all the hits when
+    they cover fewer than ``k`` sessions and are complete), or None when the hits were
+    cut at ``top_k`` before covering ``k`` sessions (the cut-off is not known).
     """
     seen: set[str] = set()
     for i, session in enumerate(sessions, start=1):
         seen.add(session)
         if len(seen) >= k:
             return max(i, k)
-    return len(sessions) if len(sessions) >= n_records else None
+    return len(sessions) if complete else None
 
 
 @dataclass(frozen=True, slots=True)
@@ -111,14 +113,14 @@ def score_lme_official(
     hit_keys: Sequence[str],
     session_of: Mapping[str, str | None],
     gold_turns: Iterable[str],
-    n_records: int,
+    complete: bool,
     ks: Iterable[int],
 ) -> LmeOfficial | None:
     """Score one LongMemEval item as ``run_retrieval.py`` does (None when it has no gold turn).
 
     hit_keys: distinct record keys in rank order; session_of: record key -> session;
     gold_turns: the evidence turns (official: ``has_answer`` user turns of ``answer``
-    sessions); n_records: the records of the history (the corpus).
+    sessions); complete: the hits are the arm's whole ranking (:func:`effective_cutoff`).
     """
     gold = frozenset(gold_turns)
     if not gold:
@@ -128,7 +130,7 @@ def score_lme_official(
     sessions = [pseudo_session(key, session_of.get(key) or key, gold) for key in hit_keys]
     # The official gold sessions: each evidence turn's id with its turn number cut off.
     gold_sessions = frozenset(session_of.get(key) or key.rpartition("_")[0] for key in gold)
-    cut = {k: effective_cutoff(sessions, k, n_records) for k in ks}
+    cut = {k: effective_cutoff(sessions, k, complete) for k in ks}
     measured = tuple(k for k in ks if cut[k] is not None)
     ranking = list(dict.fromkeys(sessions))
     session = score_item([gold_sessions & {s} for s in ranking], len(gold_sessions), measured)

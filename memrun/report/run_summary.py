@@ -57,6 +57,23 @@ def retrieval_table(summary: Mapping[str, Any], ks: list[int], title: str) -> Ta
     return table
 
 
+def named_variant_lines(summary: Mapping[str, Any], ks: list[int]) -> list[str]:
+    """One line per named variant and granularity the run reported (``evidence_share``,
+    ``lme_ndcg``; see docs/reproducing.md), over all items, in percent per K, e.g.
+    ``evidence_share, overall_all: @1 24.1 @5 45.4``."""
+    from memrun.metrics.retrieval import NAMED_VARIANTS
+
+    blocks = (("", summary.get("overall_all") or {}),
+              ("session_", (summary.get("session") or {}).get("overall_all") or {}))
+    lines = []
+    for prefix, block in blocks:
+        for name in NAMED_VARIANTS:
+            values = [f"@{k} {pct(block[f'{name}@{k}'])}" for k in ks if f"{name}@{k}" in block]
+            if values:
+                lines.append(f"{prefix}{name}, overall_all: " + " ".join(values))
+    return lines
+
+
 def print_retrieval_summary(
     console: Console,
     summary: Mapping[str, Any],
@@ -70,6 +87,8 @@ def print_retrieval_summary(
     console.print(retrieval_table(summary, ks, title))
     if "session" in summary:
         console.print(retrieval_table(summary["session"], ks, f"{title}, session gold"))
+    for line in named_variant_lines(summary, ks):
+        console.print(line)
     latency = summary["search_latency_ms"]
     p50 = "-" if latency["p50"] is None else f"{latency['p50']:.2f}"
     p95 = "-" if latency["p95"] is None else f"{latency['p95']:.2f}"
