@@ -109,3 +109,40 @@ def test_repeats_are_part_of_the_instrument(tmp_path, capsys):
     assert code == ExitCode.REFUSAL and "repeats: A=3 B=1" in d["reason"] and "--treatment repeats" in d["reason"]
     code, d = compare_json(capsys, ra, rb, "--treatment", "repeats")
     assert code != ExitCode.REFUSAL and d["settings"]["treatments"] == ["repeats"]
+
+
+def test_wilcoxon_reads_the_gates_majority_labels_per_cluster(tmp_path, capsys):
+    """B's majority label is right on every item of 4 of 5 clusters (2 of 3 repeats right),
+    A's on none (1 of 3): the gate reads +80 pp; the old Wilcoxon read per-repeat means."""
+    from tests.run_tables import accuracy_run
+
+    items = [f"c{g}-{i}" for g in range(5) for i in range(6)]
+    ra = str(accuracy_run(tmp_path / "a", {it: ["correct", "wrong", "wrong"] for it in items}, repeats=3))
+    rb = str(accuracy_run(tmp_path / "b", {it: ["correct", "correct", "wrong"] if not it.startswith("c4")
+                                           else ["correct", "wrong", "wrong"] for it in items}, repeats=3))
+    code, d = compare_json(capsys, ra, rb)
+    w = d["wilcoxon"]
+    assert w["unit"] == "cluster" and w["mean_delta"] == pytest.approx(0.8)
+    assert w["min_p"] == pytest.approx(2 / 16)  # four non-tied clusters
+    assert d["mcnemar"]["method"] == "durkalski" and d["mcnemar"]["n_clusters"] == 5
+
+
+def test_judge_widening_uses_the_deciding_intervals_critical_value(tmp_path, capsys):
+    import json
+
+    from scipy.stats import t as student
+    from tests.run_tables import accuracy_run
+
+    items = [f"c{g}-{i}" for g in range(6) for i in range(20)]
+    ra = str(accuracy_run(tmp_path / "a", {it: ["correct" if int(it[-1]) % 2 else "wrong"] for it in items}))
+    rb = str(accuracy_run(tmp_path / "b", {it: ["correct" if int(it[-1]) % 2 or (it[1] in "024" and
+                                                 it.endswith("4")) else "wrong"] for it in items}))
+    cal = tmp_path / "cal.json"
+    cal.write_text(json.dumps({"tpr": 0.9, "fpr": 0.1, "n_pos": 100, "n_neg": 100}))
+    code, d = compare_json(capsys, ra, rb, "--judge-calibration", str(cal))
+    o, c = d["overall"], d["calibrated"]
+    assert o["interval"] == "cr2_bm"
+    crit = student.ppf(0.975, o["small_clusters"]["df"])
+    j, j_se = 0.8, (0.9 * 0.1 / 100 + 0.1 * 0.9 / 100) ** 0.5
+    half = ((o["small_clusters"]["se"] * crit / j) ** 2 + (crit * abs(o["delta"]) * j_se / j**2) ** 2) ** 0.5
+    assert c["low"] == pytest.approx(o["delta"] / j - half)

@@ -7,10 +7,11 @@ overall, per category and stable-only, with the CR2 interval on Bell-McCaffrey d
 freedom beside it when the clusters are effectively few, the gate reading the wider
 (:mod:`memrun.stats.gate`); the verdict (never pass or fail on a degenerate interval,
 fewer than :data:`memrun.stats.MIN_CLUSTERS` clusters or
-:data:`memrun.stats.MIN_PAIRED_ITEMS` items); Holm-adjusted per-category flags; exact
-McNemar on binary scores; a Wilcoxon signed-rank test over the independent units'
-(items' or clusters') mean scores over repeats; flip rates; the judge correction when a
-calibration is given. Returns plain data; reports render it.
+:data:`memrun.stats.MIN_PAIRED_ITEMS` items); Holm-adjusted per-category flags;
+McNemar on binary scores (exact, or cluster-adjusted after Durkalski et al. 2003 when
+items are clustered); a Wilcoxon signed-rank test over the independent units' (items' or
+clusters') mean deltas of the scores the gate reads; flip rates; the judge correction
+(its widening on the deciding interval's critical value) when a calibration is given. Returns plain data; reports render it.
 """
 
 from __future__ import annotations
@@ -33,6 +34,7 @@ from memrun.stats import (
     correct_for_judge,
     decide,
     holm,
+    mcnemar_clustered,
     mcnemar_exact,
     wilcoxon_signed_rank,
     wilcoxon_skip_reason,
@@ -217,13 +219,14 @@ def _holm_flags(per_category: dict[str, dict[str, Any]]) -> None:
 
 
 def _wilcoxon(paired: Paired) -> tuple[dict[str, Any] | None, str | None]:
-    """Wilcoxon over the independent units' mean score deltas over repeats (clusters when
-    the bootstrap resamples clusters, items otherwise).
+    """Wilcoxon over the gate's own unit: the independent units' mean deltas of the scores
+    the gate reads (majority labels on the accuracy axis; clusters when the bootstrap
+    resamples clusters, items otherwise).
 
     Unit deltas are rounded to 12 decimals: equal means reached by different float sums
     (1/3 + 1/3 vs 2/3) must count as the ties they are in the signed ranks.
     """
-    d, unit = paired.b_mean - paired.a_mean, "item"
+    d, unit = paired.b - paired.a, "item"
     if paired.clusters is not None and len(np.unique(paired.clusters)) < paired.n:
         sizes = np.bincount(paired.clusters).astype(float)
         used = sizes > 0
@@ -254,7 +257,7 @@ def analyze(paired: Paired, settings: Settings, *, run_a: str, run_b: str, axis:
     warnings: list[str] = []
     if settings.calibration is not None:
         corrected = correct_for_judge(overall["small_clusters"] if overall["interval"] == CR2
-                                      else overall["bootstrap"], settings.calibration)
+                                      else overall["bootstrap"], settings.calibration, crit=overall["crit"])
         calibrated = corrected.to_dict()
         if corrected.warning:
             warnings.append(corrected.warning)
@@ -278,7 +281,10 @@ def analyze(paired: Paired, settings: Settings, *, run_a: str, run_b: str, axis:
 
     n_unstable = int((~paired.stable).sum())
     binary = bool(np.isin(a, (0.0, 1.0)).all() and np.isin(b, (0.0, 1.0)).all())
-    mcnemar = mcnemar_exact(a.astype(bool), b.astype(bool)).to_dict() if binary else None
+    mcnemar = None
+    if binary:
+        clustered = paired.clusters is not None and len(np.unique(paired.clusters)) < paired.n
+        mcnemar = (mcnemar_clustered(a, b, paired.clusters) if clustered else mcnemar_exact(a, b)).to_dict()
     wilcoxon, skipped = _wilcoxon(paired)
     accuracy = axis == "accuracy"
     discordance = float((paired.a_label != paired.b_label).mean()) if accuracy else float((a != b).mean())

@@ -98,10 +98,14 @@ def summary_lines(d: Mapping[str, Any]) -> list[str]:
             + ("" if c["corrected"] else " (not corrected)")
         )
     m = d["mcnemar"]
-    lines.append(f"McNemar exact: B right/A wrong {m['b01']}, A right/B wrong {m['b10']}, {_p(m['p_value'])}"
-                 if m else "McNemar exact: n/a (scores are not binary)")
+    kind = (f"McNemar cluster-adjusted (Durkalski 2003, {m['n_clusters']} clusters)"
+            if m and m.get("method") == "durkalski" else "McNemar exact")
+    lines.append(f"{kind}: B right/A wrong {m['b01']}, A right/B wrong {m['b10']}, {_p(m['p_value'])}"
+                 if m else "McNemar: n/a (scores are not binary)")
     w = d["wilcoxon"]
-    lines.append(f"Wilcoxon signed-rank over {w['n_units']} {w['unit']}s' mean scores: {_p(w['p_value'])}" if w
+    floor = (f" (smallest attainable p with {w['n_nonzero']} non-tied {w['unit']}s: {w['min_p']:.3g})"
+             if w and w.get("min_p", 0) > 1e-3 else "")
+    lines.append(f"Wilcoxon signed-rank over {w['n_units']} {w['unit']}s' mean deltas: {_p(w['p_value'])}{floor}" if w
                  else f"Wilcoxon signed-rank: skipped ({d['wilcoxon_skipped']})")
     if d["axis"] == "accuracy":
         lines.append(f"flip rate across repeats (paired items): A {_rate(d['flip_rate_a'])} | B {_rate(d['flip_rate_b'])}")

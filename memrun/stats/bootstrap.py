@@ -33,9 +33,11 @@ after the other, in order of first appearance, each by the rule above; with a si
 stratum the draws are exactly the unstratified ones. A cluster must lie in one stratum.
 
 ``BootstrapResult.p_value`` is the two-sided percentile-bootstrap p-value of "no
-difference", ``min(1, 2 * min(#{m* <= 0}, #{m* >= 0}) / B)`` over the B resampled
-means m* (Efron & Tibshirani 1993, sec. 15.4, the achieved significance level of the
-percentile method); it is below 1 - confidence about when the interval excludes 0.
+difference", ``min(1, 2 * min(#{m* < 0} + Z/2, #{m* > 0} + Z/2) / B)`` over the B
+resampled means m*, where Z = #{m* == 0} resamples exactly at zero count half on each
+side (the mid-p convention; Efron & Tibshirani 1993, sec. 15.4, the achieved
+significance level of the percentile method); it is below 1 - confidence about when the
+interval excludes 0.
 Holm's procedure over per-category intervals reads it.
 """
 
@@ -206,8 +208,9 @@ def _strata_members(
 def _p_value(means: FloatArray) -> float:
     """Two-sided percentile-bootstrap p-value of a zero delta (module docstring)."""
     b = len(means)
-    at_or_below, at_or_above = int((means <= 0).sum()), int((means >= 0).sum())
-    return min(1.0, 2.0 * min(at_or_below, at_or_above) / b)
+    zero = int((means == 0).sum())
+    below, above = int((means < 0).sum()) + zero / 2, int((means > 0).sum()) + zero / 2
+    return min(1.0, 2.0 * min(below, above) / b)
 
 
 def _as_deltas(deltas: ArrayLike) -> FloatArray:

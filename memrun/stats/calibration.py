@@ -17,7 +17,9 @@ z * sd(delta), each side of the corrected interval is
 
     delta / J -/+ sqrt( (h / J)**2 + (z * |delta| * sd(J) / J**2)**2 ),
 
-with z the normal quantile of the bootstrap's confidence (1.96 at 95%). The skew of
+with z the critical value of the interval given: the normal quantile of its confidence
+(1.96 at 95%) for a bootstrap interval, the t quantile on its degrees of freedom for a
+CR2 interval, so that both terms are read at the same level. The skew of
 the bootstrap interval is kept; the calibration term widens both sides equally. At
 delta = 0 the calibration term vanishes (a first-order property of the method).
 
@@ -114,12 +116,15 @@ class CalibratedResult:
         return asdict(self)
 
 
-def correct_for_judge(result: BootstrapResult, calibration: JudgeCalibration) -> CalibratedResult:
+def correct_for_judge(result: BootstrapResult, calibration: JudgeCalibration, *,
+                      crit: float | None = None) -> CalibratedResult:
     """Divide a paired delta by the judge's Youden J and widen its interval.
 
     Args:
         result: bootstrap interval of the judged delta, in fractions.
         calibration: the judge's TPR/FPR on its calibration probes.
+        crit: the critical value of the interval given (t for a CR2 interval); None:
+            the normal quantile of ``result.confidence``. Both terms use it.
 
     Returns:
         CalibratedResult in fractions. With J <= 0 nothing is corrected: mean, low
@@ -139,7 +144,7 @@ def correct_for_judge(result: BootstrapResult, calibration: JudgeCalibration) ->
                    "the interval is reported uncorrected")
         return CalibratedResult(result.mean, result.low, result.high, j, j_se, False,
                                 warning, result, calibration)
-    z = NormalDist().inv_cdf(0.5 + result.confidence / 2)
+    z = crit if crit is not None and math.isfinite(crit) else NormalDist().inv_cdf(0.5 + result.confidence / 2)
     below = max(0.0, result.mean - result.low) / j
     above = max(0.0, result.high - result.mean) / j
     judge_term = z * abs(result.mean) * j_se / j**2
