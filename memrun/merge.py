@@ -33,7 +33,8 @@ import pyarrow.compute as pc
 import pyarrow.parquet as pq
 
 from memrun.errors import MemrunError, RunTableError
-from memrun.instrument import METADATA_KEY, Instrument
+from memrun.instrument import Instrument
+from memrun.io.metadata import seal_table
 from memrun.io.reader import RunTable, read_run
 from memrun.io.writer import ITEMS_FILE, PARTS_DIR, SHA256_KEY, SUMMARY_FILE, file_sha256
 from memrun.metrics.run_level import summarize_rows
@@ -156,7 +157,7 @@ def merge(run_dir: Path) -> MergeResult:
                              promote_options="default")
     _check_rows(table, chosen, missing)
     instrument = _merged_instrument([r.instrument for r in chosen.values()], count, missing, table)
-    table = table.replace_schema_metadata({METADATA_KEY: instrument.to_json().encode()})
+    table = seal_table(table, instrument)
     target = run_dir / ITEMS_FILE
     tmp = target.with_suffix(".tmp")
     pq.write_table(table, tmp, write_page_checksum=True)

@@ -11,7 +11,8 @@ import pyarrow as pa
 import pyarrow.parquet as pq
 
 from memrun.commands.compare import main as compare_main
-from memrun.instrument import DENOMINATOR_ABSTAIN_WRONG, DENOMINATOR_RETRIEVAL, METADATA_KEY, Instrument
+from memrun.instrument import DENOMINATOR_ABSTAIN_WRONG, DENOMINATOR_RETRIEVAL, Instrument
+from memrun.io.metadata import seal_table
 from memrun.io.schema import items_schema
 from memrun.io.writer import ItemsWriter
 
@@ -62,7 +63,7 @@ def accuracy_run(folder: Path, labels: dict[str, list[str]], *, denominator=DENO
             rows["label"].append(None if label == "error" else label)
     instrument = base_instrument(axis="accuracy", denominator=denominator, reader_model="r", judge_model="j", **inst)
     table = pa.table(rows, schema=pa.schema([(k, pa.int32() if k == "repeat" else pa.string()) for k in rows]))
-    table = table.replace_schema_metadata({METADATA_KEY: instrument.to_json()})
+    table = seal_table(table, instrument)
     folder.mkdir(parents=True, exist_ok=True)
     pq.write_table(table, folder / "items.parquet")
     return folder

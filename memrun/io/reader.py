@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import json
+import sys
 from collections.abc import Sequence
 from dataclasses import dataclass
 from pathlib import Path
@@ -12,6 +13,7 @@ import pyarrow.parquet as pq
 
 from memrun.errors import RunTableError
 from memrun.instrument import METADATA_KEY, Instrument
+from memrun.io.metadata import LEGACY_WARNING, verify
 from memrun.io.writer import ITEMS_FILE, PARTS_DIR, SHA256_KEY, SUMMARY_FILE, file_sha256
 
 
@@ -44,12 +46,13 @@ def read_run(path: str | Path, columns: Sequence[str] | None = None) -> RunTable
             return _read_file(path / ITEMS_FILE, columns)
         parts = sorted((path / PARTS_DIR).glob("part-*.parquet"))
         if parts:
-            tables = [_read_table(p, columns) for p in parts]
+            read = [_read_table(p, columns) for p in parts]
+            instruments = [_instrument(schema, p) for p, (_, schema) in zip(parts, read)]  # each part verified
             try:
-                table = pa.concat_tables(tables, promote_options="default")
+                table = pa.concat_tables([t for t, _ in read], promote_options="default")
             except (pa.ArrowInvalid, pa.ArrowTypeError) as exc:
                 raise RunTableError(f"{path / PARTS_DIR}: the parts do not share one schema ({exc})") from exc
-            return RunTable(path, table, _instrument(tables[-1].schema, parts[-1]), complete=False)
+            return RunTable(path, table, instruments[-1], complete=False)
         if (path / PARTS_DIR).is_dir() or (path / ".hydra").is_dir():
             raise RunTableError(f"{path}: this run wrote no rows (it stopped before its first rows were saved)")
         raise RunTableError(f"{path}: no {ITEMS_FILE} and no {PARTS_DIR}/ here; is this a memrun run folder?")
@@ -79,27 +82,29 @@ def read_instrument(path: str | Path) -> Instrument:
         return read_run(path, columns=[]).instrument  # raises the reason there is nothing to read
     try:
         schema = pq.read_schema(path)
-    except (pa.ArrowException, OSError) as exc:
+        schema.names  # noqa: B018 - a damaged footer can hold names that are not UTF-8
+    except (pa.ArrowException, OSError, UnicodeDecodeError) as exc:
         raise _unreadable(path, exc) from exc
     return _instrument(schema, path)
 
 
-def _read_table(path: Path, columns: Sequence[str] | None) -> pa.Table:
+def _read_table(path: Path, columns: Sequence[str] | None) -> tuple[pa.Table, pa.Schema]:
+    """The table (``columns`` of it) and the file's full schema, its metadata verified."""
     try:
-        if columns is not None:
-            present = set(pq.read_schema(path).names)
-            columns = [c for c in columns if c in present]
+        schema = pq.read_schema(path) if columns is not None else None
+        if schema is not None:
+            columns = [c for c in columns if c in set(schema.names)]
         table = pq.read_table(path, columns=columns, page_checksum_verification=True)
         table.schema.names  # noqa: B018 - a damaged footer can hold names that are not UTF-8
-        return table
     except (pa.ArrowException, OSError, UnicodeDecodeError) as exc:
         raise _unreadable(path, exc) from exc
+    return table, table.schema if schema is None else schema
 
 
 def _read_file(path: Path, columns: Sequence[str] | None = None) -> RunTable:
     _check_recorded_sha256(path)
-    table = _read_table(path, columns)
-    return RunTable(path, table, _instrument(table.schema, path), complete=True)
+    table, schema = _read_table(path, columns)
+    return RunTable(path, table, _instrument(schema, path), complete=True)
 
 
 def _check_recorded_sha256(path: Path) -> None:
@@ -124,11 +129,21 @@ def _check_recorded_sha256(path: Path) -> None:
 
 
 def _instrument(schema: pa.Schema, path: Path) -> Instrument:
+    """The instrument in ``schema``'s metadata (the file's full schema), its seal checked
+    (:func:`memrun.io.metadata.verify`); a file from before the seal is read with a
+    warning on stderr, once per file."""
     meta = schema.metadata or {}
     if METADATA_KEY not in meta:
         raise RunTableError(f"{path}: no memrun instrument in the Parquet metadata; not written by memrun")
     try:
-        return Instrument.from_json(meta[METADATA_KEY])
+        instrument = Instrument.from_json(meta[METADATA_KEY])
     except (ValueError, TypeError) as exc:  # JSONDecodeError, UnicodeDecodeError, a non-object
         raise RunTableError(f"{path}: its memrun instrument (Parquet metadata {METADATA_KEY.decode()}) is not "
                             f"valid JSON ({exc}); the file is damaged: re-run or restore it") from exc
+    if not verify(schema, path) and str(path) not in _warned:
+        _warned.add(str(path))
+        sys.stderr.write(f"memrun: warning: {path}: {LEGACY_WARNING}\n")
+    return instrument
+
+
+_warned: set[str] = set()  # files already warned about in this process

@@ -16,7 +16,10 @@ is waiting on. A failed write is raised by the next ``flush``, ``wait`` or ``clo
 Every file is written with Parquet page checksums (CRC32), which the reader verifies: a
 flipped bit in the data fails the read instead of changing a value. ``close`` also
 records the finished file's sha256 (:attr:`ItemsWriter.sha256`), which the run saves in
-``summary.json`` as :data:`SHA256_KEY` and the reader checks.
+``summary.json`` as :data:`SHA256_KEY` and the reader checks. The footer (column names,
+types, the instrument) is sealed with a checksum of its own
+(:mod:`memrun.io.metadata`), checked on every read, so a part or an ``items.parquet``
+read without its ``summary.json`` is verified too.
 """
 
 from __future__ import annotations
@@ -33,7 +36,8 @@ import pyarrow as pa
 import pyarrow.parquet as pq
 
 from memrun.errors import RunTableError
-from memrun.instrument import METADATA_KEY, Instrument
+from memrun.instrument import Instrument
+from memrun.io.metadata import seal_schema, seal_table
 
 ITEMS_FILE = "items.parquet"
 PARTS_DIR = "items.parts"
@@ -90,7 +94,7 @@ class ItemsWriter:
         self.sha256: str | None = None  # of items.parquet, once close() wrote it
 
     def _with_metadata(self) -> pa.Schema:
-        return self.schema.with_metadata({METADATA_KEY: self.instrument.to_json().encode()})
+        return seal_schema(self.schema, self.instrument)
 
     def add(self, row: Mapping[str, Any]) -> None:
         """Buffer one row; flush when the buffer is full or old enough."""
@@ -144,7 +148,7 @@ class ItemsWriter:
             self.rows_written += len(self._buffer)
             self._buffer = []
         table = pa.concat_tables(self._tables) if self._tables else self.schema.empty_table()
-        table = table.replace_schema_metadata({METADATA_KEY: self.instrument.to_json().encode()})
+        table = seal_table(table, self.instrument)
         target = self.folder / ITEMS_FILE
         tmp = target.with_suffix(".tmp")
         pq.write_table(table, tmp, write_page_checksum=True)

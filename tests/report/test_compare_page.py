@@ -9,7 +9,8 @@ import pyarrow as pa
 import pyarrow.parquet as pq
 
 from memrun.cli import main
-from memrun.instrument import METADATA_KEY
+from memrun.instrument import METADATA_KEY, Instrument
+from memrun.io.metadata import seal_table
 
 from report.browser import open_page, rows_shown
 
@@ -24,8 +25,7 @@ def changed_copy(run: Path, folder: Path, flip: int, **instrument: object) -> Pa
     flipped = [not h if i < flip and h is not None else h for i, h in enumerate(hits)]
     table = table.set_column(table.schema.get_field_index("hit_at_5"), "hit_at_5", pa.array(flipped))
     folder.mkdir(parents=True)
-    pq.write_table(table.replace_schema_metadata({**table.schema.metadata, METADATA_KEY: json.dumps(meta)}),
-                   folder / "items.parquet")
+    pq.write_table(seal_table(table, Instrument.from_json(json.dumps(meta))), folder / "items.parquet")
     return folder
 
 
