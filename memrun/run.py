@@ -296,9 +296,10 @@ def execute(cfg: DictConfig, out_dir: Path, console: Console, config_folder: Pat
                 ids = benchmark_ids if benchmark_ids is not None else {r["item_id"] for r in rows}
                 coverage = checks.coverage(arm, ids, float(cfg.get("min_coverage", 0.95)))
             if setup and setup.reader:
-                from memrun.llm.reader import emptied_context_warning
+                from memrun.llm.reader import emptied_context_warning, overflow_warning
 
-                warnings.add(emptied_context_warning(rows, setup.reader.max_context_tokens))
+                warnings.add(emptied_context_warning(rows, setup.reader.max_context_tokens),
+                             overflow_warning(rows, setup.reader.max_context_tokens))
             warnings.add(*(coverage_warnings(coverage) if coverage else []))
             instrument.warnings = list(warnings.lines)
             instrument.retrieval_not_measurable = checks.not_measurable()  # compare refuses such a run

@@ -105,6 +105,24 @@ def build_reader(cfg: DictConfig, llm: LLMService | None, benchmark: str, warnin
     )
 
 
+def whole_history(reader: Reader, arm: Any, warnings: list[str]) -> None:
+    """An arm that hands the reader the whole history (``search_mode`` ``full_context``) is
+    never cut to fit the reader's context behind its back: over ``reader.max_context_tokens``
+    an item is a ``context_overflow`` error that says so (``overflow: skip``), and the run
+    warns once. Cutting on purpose is the arm's own policy (``arm.max_chars``, ``arm.keep``)."""
+    describe = getattr(arm, "describe", None)
+    mode = (describe() if callable(describe) else {}).get("search_mode")
+    if mode != "full_context" or reader.max_context_tokens is None:
+        return
+    reader.overflow_hint = (" (the whole history: arm=full_context is not cut to fit; "
+                            "set arm.max_chars and arm.keep to truncate on purpose)")
+    if reader.overflow != "skip":
+        reader.overflow = "skip"
+        warnings.append(f"arm=full_context with reader.max_context_tokens={reader.max_context_tokens}: a history "
+                        "over the limit makes its items errors (context_overflow), not a silently cut context "
+                        "(reader.overflow=skip); arm.max_chars and arm.keep truncate on purpose")
+
+
 def build_setup(cfg: DictConfig, arm: Any) -> AccuracySetup:
     """Build reader, judges and the LLM service for ``cfg`` (axis=accuracy). Raises ConfigError.
 
@@ -144,6 +162,8 @@ def build_setup(cfg: DictConfig, arm: Any) -> AccuracySetup:
         warnings.append(shared)
     arm_answers = callable(getattr(arm, "answer_for", None))
     reader = None if arm_answers else build_reader(cfg, llm, benchmark, warnings)
+    if reader is not None:
+        whole_history(reader, arm, warnings)
     judge = build_judge(cfg.judge, "judge", llm)
     judge2 = build_judge(cfg.judge2, "judge2", llm) if cfg.judge2.name != "none" else None
     pin = cfg.reader.pins.get(benchmark) if cfg.reader.pins else None

@@ -55,6 +55,19 @@ def context_lines(hits: Sequence[Hit], records: Mapping[str, Record]) -> list[st
     return lines
 
 
+def overflow_warning(rows: Iterable[Mapping[str, Any]], max_context_tokens: int | None) -> str | None:
+    """A warning when some items' context exceeded the reader's (``context_overflow``:
+    estimated over ``max_context_tokens`` under ``overflow: skip``, or refused by the
+    server), naming how many items and histories; else None. Each item counted once."""
+    over = [r for r in rows if r.get("repeat") == 0 and str(r.get("error") or "").startswith("context_overflow")]
+    if not over:
+        return None
+    histories = len({r.get("cluster") for r in over})
+    limit = f"reader.max_context_tokens={max_context_tokens}" if max_context_tokens else "the reader model's context"
+    return (f"{len(over)} item(s) in {histories} histories exceeded {limit}: they are errors (context_overflow), "
+            "not answered from a cut context")
+
+
 def emptied_context_warning(rows: Iterable[Mapping[str, Any]], max_context_tokens: int | None) -> str | None:
     """A warning when the context limit dropped every retrieved hit of some items (their
     reader answered from no memories at all), else None. rows: accuracy rows
@@ -97,6 +110,7 @@ class Reader:
         self.max_context_tokens = max_context_tokens
         self.overflow = overflow
         self.chars_per_token = chars_per_token
+        self.overflow_hint = ""  # appended to a context_overflow message (set for arm=full_context)
 
     @property
     def context_policy(self) -> str | None:
@@ -116,7 +130,8 @@ class Reader:
         if not self._fits(lines):
             if self.overflow == "skip":
                 estimate = math.ceil(sum(len(x) + 1 for x in lines) / self.chars_per_token)
-                return Prepared(None, overflow=f"context_overflow: ~{estimate} tokens > max_context_tokens={self.max_context_tokens}")
+                return Prepared(None, overflow=f"context_overflow: ~{estimate} tokens > max_context_tokens="
+                                               f"{self.max_context_tokens}{self.overflow_hint}")
             while lines and not self._fits(lines):
                 lines.pop()
                 dropped += 1
