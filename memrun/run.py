@@ -37,6 +37,7 @@ from memrun.instrument import DENOMINATOR_RETRIEVAL, Instrument
 from memrun.io.schema import items_schema
 from memrun.io.writer import SHA256_KEY, SUMMARY_FILE, ItemsWriter
 from memrun.llm.endpoint import check_no_secrets
+from memrun.metrics.retrieval_official import LME_OFFICIAL_PRESET, session_cut_warning
 from memrun.metrics.run_level import summarize_rows
 from memrun.plugins import build
 from memrun.provenance import commits
@@ -291,6 +292,8 @@ def execute(cfg: DictConfig, out_dir: Path, console: Console, config_folder: Pat
             if instrument.n_items is None and instrument.status == "complete":
                 instrument.n_items = len({r["item_id"] for r in rows})  # accuracy: rows are item x repeat
             warnings.add(*dataset.warnings[n_warned:], close_error, *checks.warnings())
+            if dataset.preset == LME_OFFICIAL_PRESET:
+                warnings.add(session_cut_warning([r for r in rows if r["repeat"] == 0], ks, top_k))
             coverage = None
             if setup and setup.reader is None:  # the arm answers itself
                 ids = benchmark_ids if benchmark_ids is not None else {r["item_id"] for r in rows}

@@ -351,8 +351,10 @@ def test_preset_columns_equal_the_official_formulas_question_by_question(tmp_pat
 def _check_cut_hits(tmp_path: Path, cfg: Any, questions: list[dict[str, Any]]) -> None:
     """With hits cut at top_k = 6, a session K is measured only when the 6 hits reach K sessions."""
     cfg.arm.top_k = 6
-    execute(cfg, tmp_path / "cut", Console(file=io.StringIO()))
+    summary = execute(cfg, tmp_path / "cut", Console(file=io.StringIO()))
     rows = {r["item_id"]: r for r in read_run(tmp_path / "cut").table.to_pylist()}
+    (warning,) = [w for w in summary["warnings"] if w.startswith("session metrics not measured")]
+    assert "arm.top_k=6" in warning and "@5 (" in warning and "@10" not in warning  # @10 > top_k: warned elsewhere
     measured = unmeasured = 0
     for q in questions:
         row = rows[q["question_id"]]

@@ -180,3 +180,20 @@ def evidence_share_by_k(
         top = context[:k]
         out[k] = evidence_share(evidence, [mapping.get(c) or c for c in top] if per_session else top)
     return out
+
+
+def session_cut_warning(rows: Iterable[Mapping[str, object]], ks: Iterable[int], top_k: int | None) -> str | None:
+    """The warning for session cut-offs the official preset could not measure, or None.
+
+    rows: the run's rows. A session K <= ``top_k`` is null on a scored item when its hits
+    were cut at ``top_k`` before covering K sessions (:func:`effective_cutoff`).
+    """
+    measurable = [k for k in ks if top_k is None or k <= top_k]
+    scored = [r for r in rows if r.get("session_rr") is not None]
+    missing = {k: sum(r.get(f"session_hit_at_{k}") is None for r in scored) for k in measurable}
+    missing = {k: n for k, n in missing.items() if n}
+    if not missing:
+        return None
+    at = ", ".join(f"@{k} ({n} items)" for k, n in missing.items())
+    return (f"session metrics not measured at {at}: the hits, cut at arm.top_k={top_k}, reach fewer than K "
+            f"sessions there, so the official widened cut-off is unknown; raise arm.top_k (docs/reproducing.md)")
