@@ -243,7 +243,8 @@ def test_mrr_metric_and_formats_carry_the_same_numbers(tmp_path, capsys):
     md = capsys.readouterr().out
     o = d["overall"]
     needle = f"{o['delta']:+.3f} [{o['low']:+.3f}, {o['high']:+.3f}]"  # MRR is a 0-1 score, never a %
-    assert needle in text and needle in md and "| 1 odd |" in md
+    md_needle = needle.replace("[", "\\[").replace("]", "\\]")  # markdown escapes the brackets (memrun.report.md)
+    assert needle in text and md_needle in md and "| 1 odd |" in md
     assert d["metric"] == "mrr" and d["unit"] == "score" and " pp" not in text.split("B - A:")[1].split("|")[0]
     assert f"A {o['a_mean']:.3f} B {o['b_mean']:.3f}" in text and "%" not in text.split("| A ")[1].split("\n")[0]
     assert compare_main([str(ra), str(rb), "--metric", "recall@10"]) == ExitCode.USAGE_ERROR

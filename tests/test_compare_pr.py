@@ -115,4 +115,4 @@ def test_calls_line_prices_each_run_reader_exactly_and_judges_at_the_judge_model
     assert runs["a"]["cost_usd"] == pytest.approx((300 * 0.4 + 150 * 1.6 + 300 * 2 + 150 * 8) / 1e6)
     assert runs["b"]["calls"]["made"] < 60 and runs["b"]["cost_usd"] < runs["a"]["cost_usd"]
     code, md, _ = compare(capsys, str(a), str(b), "--format", "markdown")
-    assert "- A calls: made 60, cached 0, failed 0 | tokens 600 prompt + 300 completion | cost $0.00" in md
+    assert "- A calls: made 60, cached 0, failed 0 | tokens 600 prompt + 300 completion | cost \\$0.00" in md

@@ -77,13 +77,17 @@ def render_text(d: Mapping[str, Any]) -> str:
 
 
 def render_markdown(d: Mapping[str, Any]) -> str:
-    """Markdown for a pull-request comment, with a hidden marker naming benchmark and arm."""
+    """Markdown for a pull-request comment, with a hidden marker naming benchmark and arm;
+    config and dataset text escaped for its position (:mod:`memrun.report.md`)."""
+    from memrun.report import md
+
     head, rows, foot = _lines(d)
-    out = [MARKER.format(**d), f"### memrun plan: {d['benchmark']} x {d['arm']}", ""] + [f"- {h}" for h in head[1:]]
+    out = [MARKER.format(benchmark=md.marker_name(d["benchmark"]), arm=md.marker_name(d["arm"])),
+           f"### memrun plan: {md.inline(d['benchmark'])} x {md.inline(d['arm'])}", ""]
+    out += [f"- {md.inline(h)}" for h in head[1:]]  # plain text quoting config and dataset text: escaped whole
     if rows:
-        out += ["", "| " + " | ".join(HEADERS) + " |", "|" + "---|" * len(HEADERS)]
-        out += ["| " + " | ".join(r) + " |" for r in rows]
-    out += [""] + [f"- {f}" for f in foot]
+        out += ["", *md.table(HEADERS, rows)]
+    out += [""] + [f"- {md.inline(f)}" for f in foot]
     return "\n".join(out) + "\n"
 
 

@@ -5,7 +5,9 @@ starts with :data:`MARKER`. Runs are named by run id and configuration (benchmar
 the overrides they were run with), never by local paths, with each run's calls line
 (from ``summary.json``'s ``calls``) and a unified diff of the two composed
 configurations, changed keys only (:meth:`memrun.instrument.Instrument.configuration_diff`).
-Refusals and usage errors render too (:func:`render_outcome_markdown`).
+Refusals and usage errors render too (:func:`render_outcome_markdown`). Names, overrides and
+config values are escaped for their position (:mod:`memrun.report.md`); the marker keeps
+only safe characters.
 """
 
 from __future__ import annotations
@@ -16,6 +18,8 @@ from pathlib import Path
 from typing import Any
 
 import yaml
+
+from memrun.report import md
 
 MARKER = "<!-- memrun-compare: {benchmark}/{arm} -->"
 # Overrides that say where or how fast a run went, not what it measured: left out of its name.
@@ -93,7 +97,8 @@ def run_context(path_a: str | Path | None, path_b: str | Path) -> dict[str, Any]
     if a["instrument"] is not None and b["instrument"] is not None:
         diff = [{"key": k, "a": va, "b": vb} for k, va, vb in a["instrument"].configuration_diff(b["instrument"])]
     named = b if b["benchmark"] else a
-    marker = MARKER.format(benchmark=named["benchmark"] or "unknown", arm=named["arm"] or "unknown")
+    marker = MARKER.format(benchmark=md.marker_name(named["benchmark"] or "unknown"),
+                           arm=md.marker_name(named["arm"] or "unknown"))
     strip = lambda r: {k: v for k, v in r.items() if k != "instrument"}  # noqa: E731
     return {"marker": marker, "a": strip(a), "b": strip(b), "config_diff": diff}
 
@@ -102,9 +107,9 @@ def _name(label: str, run: Mapping[str, Any]) -> str:
     if not run.get("run_id") and not run.get("benchmark"):
         return f"{label} = (unreadable run)"
     config = " ".join(run["overrides"]) or "defaults"
-    commit = f", commit {run['git_commit'][:12]}" if run.get("git_commit") else ""
-    return (f"{label} = `{run.get('run_id') or 'no run id'}` ({run['benchmark']} x {run['arm']}: `{config}`{commit}; "
-            f"{run['status']})")
+    commit = f", commit {md.inline(run['git_commit'][:12])}" if run.get("git_commit") else ""
+    return (f"{label} = {md.code_span(run.get('run_id') or 'no run id')} ({md.inline(run['benchmark'])} x "
+            f"{md.inline(run['arm'])}: {md.code_span(config)}{commit}; {md.inline(run['status'])})")
 
 
 def calls_line(label: str, run: Mapping[str, Any]) -> str:
@@ -127,11 +132,10 @@ def diff_lines(runs: Mapping[str, Any]) -> list[str]:
     """A unified diff (changed keys only) of the two composed configurations, in a code block."""
     if not runs["config_diff"]:
         return ["configuration: no key differs"]
-    out = ["configuration (changed keys):", "", "```diff",
-           f"--- A {runs['a'].get('run_id')}", f"+++ B {runs['b'].get('run_id')}"]
+    lines = [f"--- A {runs['a'].get('run_id')}", f"+++ B {runs['b'].get('run_id')}"]
     for change in runs["config_diff"]:
-        out += [f"-{change['key']}: {_value(change['a'])}", f"+{change['key']}: {_value(change['b'])}"]
-    return out + ["```"]
+        lines += [f"-{change['key']}: {_value(change['a'])}", f"+{change['key']}: {_value(change['b'])}"]
+    return ["configuration (changed keys):", "", *md.fenced(lines, "diff")]
 
 
 def fake_banner(runs: Mapping[str, Any]) -> list[str]:
@@ -150,7 +154,7 @@ def runs_markdown(runs: Mapping[str, Any]) -> list[str]:
     chosen = (" (chosen by `--baseline auto`: the newest finished run comparable to B, of another configuration)"
               if runs.get("baseline") == "auto" else "")
     lines = [f"- {_name('A', runs['a'])}{chosen}", f"- {_name('B', runs['b'])}",
-             f"- {calls_line('A', runs['a'])}", f"- {calls_line('B', runs['b'])}", ""]
+             f"- {md.inline(calls_line('A', runs['a']))}", f"- {md.inline(calls_line('B', runs['b']))}", ""]
     return lines + diff_lines(runs)
 
 
@@ -158,5 +162,5 @@ def render_outcome_markdown(outcome: str, code: int, reason: str, runs: Mapping[
     """Markdown for a comparison that has no numbers: a refusal (exit 3) or a usage error (exit 4)."""
     title = outcome.replace("_", " ").upper()
     out = [runs["marker"], f"### memrun compare: **{title}** (exit code {code})", "", *fake_banner(runs),
-           "```text", reason.strip(), "```", ""]
+           *md.fenced(reason.strip(), "text"), ""]
     return "\n".join(out + runs_markdown(runs)) + "\n"

@@ -16,6 +16,8 @@ from rich import box
 from rich.console import Console
 from rich.table import Table
 
+from memrun.report import md
+
 NONCOMPARABLE = "NON-COMPARABLE"
 
 
@@ -168,16 +170,17 @@ def render_text(d: Mapping[str, Any], width: int = 120) -> str:
 def render_markdown(d: Mapping[str, Any]) -> str:
     """Markdown for a pull-request comment. With ``d["runs"]``
     (:func:`memrun.report.compare_pr.run_context`) it starts with the sticky-comment marker
-    and names the runs by run id and configuration instead of paths."""
+    and names the runs by run id and configuration instead of paths. Dataset and config
+    text is escaped for its position (:mod:`memrun.report.md`)."""
     from memrun.report.compare_pr import fake_banner, runs_markdown
 
     v, runs = d["verdict"], d.get("runs")
     out = [f"### memrun compare: **{v['outcome'].upper()}** (exit code {d['exit_code']})", ""]
     out += fake_banner(runs) if runs else []
-    out += [f"- {line}" for line in summary_lines(d)[2 if runs else 0:]]
-    out += ["", "| " + " | ".join(HEADERS) + " |", "|" + "---|" * len(HEADERS)]
-    out += ["| " + " | ".join(row) + " |" for row in category_rows(d)]
-    out += ["", CATEGORY_NOTE]
+    # the lines are plain text that quotes dataset text (categories, warnings): escaped whole
+    out += [f"- {md.inline(line)}" for line in summary_lines(d)[2 if runs else 0:]]
+    out += ["", *md.table(HEADERS, category_rows(d))]
+    out += ["", md.inline(CATEGORY_NOTE)]
     body = _label("\n".join(out) + "\n", d, markdown=True)
     if not runs:
         return body

@@ -51,9 +51,9 @@ def render(rows: Sequence[SweepRow], fmt: str, title: str = "sweep") -> str:
         writer.writerows(r.to_dict() for r in rows)
         return buf.getvalue()
     if fmt == "markdown":
-        lines = ["| " + " | ".join(HEADERS) + " |", "|" + "---|" * len(HEADERS)]
-        lines += ["| " + " | ".join(c.replace("|", "\\|") for c in _cells(r)) + " |" for r in rows]
-        return "\n".join(lines) + "\n"
+        from memrun.report import md
+
+        return "\n".join(md.table(HEADERS, [_cells(r) for r in rows])) + "\n"
     buf = io.StringIO()
     print_sweep_table(Console(file=buf, width=120, color_system=None), rows, title)
     return buf.getvalue()
