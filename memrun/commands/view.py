@@ -37,7 +37,7 @@ def main(argv: Sequence[str]) -> int:
     if not 0 <= args.port <= 65535:
         raise MemrunError(f"memrun view: --port {args.port}: choose 0..65535 (0: a free port)")
     try:
-        from memrun.view.app import bind, server, warm_up
+        from memrun.view.app import bind, index_cache, server, warm_up
     except ImportError as exc:
         raise MemrunError(f"memrun view needs starlette and uvicorn ({exc}); pip install 'memrun[view]'") from None
     sock = bind(args.port)
@@ -46,7 +46,7 @@ def main(argv: Sequence[str]) -> int:
     sys.stdout.flush()
     threading.Thread(target=warm_up, daemon=True).start()
     try:
-        server(root, sock).run(sockets=[sock])
+        server(root, sock, index_cache(root)).run(sockets=[sock])
     except KeyboardInterrupt:
         pass
     finally:

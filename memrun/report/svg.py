@@ -150,9 +150,9 @@ def forest(rows: Sequence[dict[str, Any]], *, band: float, min_delta: float, uni
     plot = width - left - right
     height = row * len(rows) + 40
     scale = 100 if unit == "pp" else 1
-    ticks = nice_ticks(-_span(rows, [band, min_delta]) * scale, _span(rows, [band, min_delta]) * scale, 5)
+    half = _span(rows, [band, min_delta]) * scale
+    ticks = nice_ticks(-half, half, 7)
     span = max(abs(ticks[0]), abs(ticks[-1])) / scale
-    ticks = [t for t in nice_ticks(-span * scale, span * scale, 5) if abs(t) <= span * scale + 1e-9]
 
     def x(v: float) -> float:
         return left + plot * (min(max(v, -span), span) + span) / (2 * span)

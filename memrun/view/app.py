@@ -38,19 +38,19 @@ CACHED_RUNS = 8
 class Runs:
     """The served folder's index, and the last :data:`CACHED_RUNS` runs opened (rows, requests)."""
 
-    def __init__(self, root: Path) -> None:
-        self.index = RunIndex(root)
+    def __init__(self, root: Path, cache_file: Path | None = None) -> None:
+        self.index = RunIndex(root, cache_file)
         self._open: OrderedDict[Path, tuple[Any, Any, Any]] = OrderedDict()
         self._lock = threading.Lock()
 
     def opened(self, rel: str) -> tuple[Path, Any, Any]:
         """(folder, RunTable, item id -> row indices in order) of run ``rel``, cached by mtime."""
         from memrun.io.reader import read_run
-        from memrun.view.runs import _stamp
+        from memrun.view.runs import stamp
 
         folder = self.index.folder(rel)
         with self._lock:
-            stamp = _stamp(folder)
+            stamp = list(stamp(folder))
             hit = self._open.get(folder)
             if hit is None or hit[0] != stamp:
                 run = read_run(folder)
@@ -103,7 +103,7 @@ def runs_page(runs: Runs) -> Any:
     """The runs table (rows embedded in the page: one request)."""
     from memrun.report.html.common import embed_json
 
-    rows = runs.index.rows()
+    rows = [dict(r) for r in runs.index.rows()]
     for r in rows:
         r["sel"] = r["path"]
         r["open"] = "/run/" + quote(r["path"]) if r.get("status") != "unreadable" else None
@@ -168,13 +168,23 @@ def item_page(runs: Runs, rel: str, item_id: str) -> Any:
                  run_link="/run/" + quote(rel))
 
 
-def build_app(root: Path) -> Any:
-    """The Starlette application serving ``root``."""
+def index_cache(root: Path) -> Path:
+    """Where the runs table of ``root`` is kept between sessions (memrun's user cache)."""
+    import hashlib
+
+    from memrun.paths import user_cache
+
+    digest = hashlib.sha256(str(Path(root).resolve()).encode()).hexdigest()[:16]
+    return user_cache("view") / f"runs-{digest}.json"
+
+
+def build_app(root: Path, cache_file: Path | None = None) -> Any:
+    """The Starlette application serving ``root``; ``cache_file``: see :class:`RunIndex`."""
     from starlette.applications import Starlette
     from starlette.requests import Request
     from starlette.routing import Route
 
-    runs = Runs(root)
+    runs = Runs(root, cache_file)
 
     def guarded(handler: Any) -> Any:
         def endpoint(request: Request) -> Any:
@@ -210,11 +220,11 @@ def bind(port: int = 0) -> socket.socket:
     return sock
 
 
-def server(root: Path, sock: socket.socket) -> Any:
+def server(root: Path, sock: socket.socket, cache_file: Path | None = None) -> Any:
     """A uvicorn server for :func:`build_app` on ``sock`` (call ``.run(sockets=[sock])``)."""
     import uvicorn
 
-    config = uvicorn.Config(build_app(root), log_level="warning", access_log=False, lifespan="off")
+    config = uvicorn.Config(build_app(root, cache_file), log_level="warning", access_log=False, lifespan="off")
     return uvicorn.Server(config)
 
 

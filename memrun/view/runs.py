@@ -42,11 +42,13 @@ def run_folders(root: Path) -> Iterator[Path]:
             yield from run_folders(Path(e.path))
 
 
-def _stamp(folder: Path) -> tuple[float, ...]:
+def stamp(folder: Path) -> tuple[int, ...]:
+    """Modification times (ns) of a run's rows, summary and parts folder (0 when absent)."""
     out = []
+    base = str(folder)
     for name in (ITEMS_FILE, SUMMARY_FILE, PARTS_DIR):
         try:
-            out.append(os.stat(folder / name).st_mtime_ns)
+            out.append(os.stat(os.path.join(base, name)).st_mtime_ns)
         except OSError:
             out.append(0)
     return tuple(out)
@@ -93,25 +95,56 @@ def run_row(folder: Path, root: Path) -> dict[str, Any]:
 
 class RunIndex:
     """The runs under ``root``, re-listed on every :meth:`rows` call, re-read only when a
-    folder's files changed (by modification time)."""
+    folder's files changed (by modification time).
 
-    def __init__(self, root: Path) -> None:
+    cache_file: where the rows are kept between sessions (a JSON file in memrun's user
+    cache, keyed by the served folder), so a folder of many runs opens at once the next
+    time; None keeps them in memory only. Reads of changed runs go on ``threads`` threads
+    (Parquet footers are read outside the GIL)."""
+
+    def __init__(self, root: Path, cache_file: Path | None = None, threads: int = 4) -> None:
         self.root = Path(root).resolve()
-        self._cache: dict[Path, tuple[tuple[float, ...], dict[str, Any]]] = {}
+        self.cache_file = cache_file
+        self.threads = threads
+        self._cache: dict[str, tuple[list[int], dict[str, Any]]] = self._load()
+
+    def _load(self) -> dict[str, tuple[list[int], dict[str, Any]]]:
+        if self.cache_file is None:
+            return {}
+        try:
+            data = json.loads(self.cache_file.read_text(encoding="utf-8"))
+            return {k: (list(v[0]), v[1]) for k, v in data.items()} if isinstance(data, dict) else {}
+        except (OSError, ValueError, TypeError, IndexError, KeyError):
+            return {}  # a missing or damaged cache is rebuilt
+
+    def _save(self) -> None:
+        if self.cache_file is None:
+            return
+        try:
+            self.cache_file.parent.mkdir(parents=True, exist_ok=True)
+            tmp = self.cache_file.with_suffix(f".tmp{os.getpid()}")
+            tmp.write_text(json.dumps(self._cache), encoding="utf-8")
+            os.replace(tmp, self.cache_file)
+        except OSError:
+            pass  # the cache only saves time
 
     def rows(self) -> list[dict[str, Any]]:
         """Every run's row, newest first (by start time, then path)."""
-        out, seen = [], set()
-        for folder in run_folders(self.root):
-            stamp = _stamp(folder)
-            cached = self._cache.get(folder)
-            if cached is None or cached[0] != stamp:
-                cached = (stamp, run_row(folder, self.root))
-                self._cache[folder] = cached
-            seen.add(folder)
-            out.append(cached[1])
-        for gone in set(self._cache) - seen:
-            del self._cache[gone]
+        from concurrent.futures import ThreadPoolExecutor
+
+        found = {str(f): f for f in run_folders(self.root)}
+        stamps = {key: list(stamp(f)) for key, f in found.items()}
+        stale = [key for key in found if key not in self._cache or self._cache[key][0] != stamps[key]]
+        if stale:
+            with ThreadPoolExecutor(max(1, self.threads)) as pool:
+                for key, row in zip(stale, pool.map(lambda k: run_row(found[k], self.root), stale)):
+                    self._cache[key] = (stamps[key], row)
+        gone = set(self._cache) - set(found)
+        for key in gone:
+            del self._cache[key]
+        if stale or gone:
+            self._save()
+        out = [self._cache[key][1] for key in found]
         return sorted(out, key=lambda r: (r.get("date") or "", r["path"]), reverse=True)
 
     def folder(self, rel: str) -> Path:
