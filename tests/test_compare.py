@@ -295,7 +295,7 @@ def test_cli_on_two_real_locomo_runs(tmp_path, data_dir):
                       {"MEMRUN_DATA_DIR": str(data_dir)})
     assert done.returncode == 0, done.stderr
     a, b = run_dirs(tmp_path / "outputs")
-    done = run_memrun(["compare", str(a), str(b), "--format", "json"], tmp_path)
+    done = run_memrun(["compare", str(a), str(b), "--format", "json", "--categories", "all"], tmp_path)
     assert done.returncode in (ExitCode.PASS, ExitCode.FAIL, ExitCode.UNRESOLVED), done.stderr
     d = json.loads(done.stdout)
     assert d["verdict"]["exit_code"] == done.returncode

@@ -146,3 +146,27 @@ def test_judge_widening_uses_the_deciding_intervals_critical_value(tmp_path, cap
     j, j_se = 0.8, (0.9 * 0.1 / 100 + 0.1 * 0.9 / 100) ** 0.5
     half = ((o["small_clusters"]["se"] * crit / j) ** 2 + (crit * abs(o["delta"]) * j_se / j**2) ** 2) ** 0.5
     assert c["low"] == pytest.approx(o["delta"] / j - half)
+
+
+def test_a_pass_above_zero_prints_above_zero(tmp_path, capsys):
+    """A lower bound of +0.03 pp used to print as +0.0, which reads as "not a pass"."""
+    from memrun.report.compare_report import bound_digits
+
+    assert bound_digits([0.0000025, 0.02], 0.0, 1, 100.0) == 4
+    assert bound_digits([0.012, 0.02], 0.0, 1, 100.0) == 1
+    assert bound_digits([-0.0003, 0.001], -0.0003, 1, 100.0) == 1  # a bound equal to the threshold is fine
+
+
+def test_compare_reads_the_runs_headline_subset_by_default(tmp_path, capsys):
+    from memrun.commands.compare import main as compare_main
+
+    a, b = wtl(40, 160, 0)
+    clusters = [f"c{i % 8}" for i in range(200)]
+    ra, rb = _runs(tmp_path, a, b, clusters, comparable_categories=["1"])
+    _, d = compare_json(capsys, ra, rb)
+    assert d["overall"]["n_items"] == 100 and d["categories"]["read"] == ["1"]
+    _, d = compare_json(capsys, ra, rb, "--categories", "all")
+    assert d["overall"]["n_items"] == 200 and d["categories"]["read"] == ["1", "2"]
+    compare_main([ra, rb])
+    assert "categories read: 1 (the run's headline subset; --categories all reads every category)" \
+        in capsys.readouterr().out

@@ -34,7 +34,7 @@ from collections.abc import Sequence
 from pathlib import Path
 from typing import NoReturn
 
-from memrun.compare.analysis import Bounds, Comparison, Settings, analyze, metric_unit
+from memrun.compare.analysis import Bounds, Comparison, Settings, analyze, category_order, metric_unit
 from memrun.compare.fitness import DataThresholds
 from memrun.compare.pairing import pair, read_for_compare
 from memrun.background import in_background
@@ -80,8 +80,9 @@ def _common(parser: argparse.ArgumentParser) -> None:
                              "'auto' (default): the benchmark's design strata (LongMemEval: category, "
                              "its question type), 'none': no strata")
     parser.add_argument("--categories", metavar="LIST",
-                        help="only these categories, comma-separated, or 'comparable' for the benchmark's "
-                             "published subset (LoCoMo: 1,2,3,4); default: every category")
+                        help="only these categories, comma-separated, 'comparable' for the benchmark's "
+                             "published subset (LoCoMo: 1,2,3,4) or 'all'; default: the run's headline subset "
+                             "when it names one (LoCoMo: 1,2,3,4), else every category")
     parser.add_argument("--allow-fake", action="store_true",
                         help="compare runs made with fake or stub providers (their scores measure nothing)")
     parser.add_argument("--resamples", type=int, default=10_000)
@@ -221,9 +222,20 @@ class _Refused(Exception):
     """A refusal (exit 3) raised from inside the set-up."""
 
 
-def _categories(arg: str | None, run: RunTable) -> list[str] | None:
+def _categories(arg: str | None, run: RunTable) -> tuple[list[str] | None, str]:
+    """(categories to read or None for all, how they were chosen). Without --categories,
+    the run's headline subset (what its summary and report read), when it names one."""
+    if arg == "all":
+        return None, "every category (--categories all)"
     if not arg:
-        return None
+        if run.instrument.comparable_categories:
+            return list(run.instrument.comparable_categories), ("the run's headline subset; "
+                                                                "--categories all reads every category")
+        return None, "every category"
+    return _named_categories(arg, run), "--categories"
+
+
+def _named_categories(arg: str, run: RunTable) -> list[str]:
     if arg == "comparable":
         if not run.instrument.comparable_categories:
             raise MemrunError(f"--categories comparable: {run.path} names no comparable subset; list the categories")
@@ -285,8 +297,9 @@ def compare(args: argparse.Namespace) -> tuple[Comparison | None, int, str | Non
         min_delta=getattr(args, "gate_min_delta", 0.0) / 100, band=getattr(args, "gate_band", 100 * DEFAULT_BAND) / 100,
         treatments=tuple(treatments), calibration=calibration, stratify_by=stratify_by, thresholds=thresholds,
     )
+    categories, chosen = _categories(args.categories, run_a)
     paired = pair(run_a, run_b, metric=args.metric, cluster_by=cluster_by, stratify_by=stratify_by,
-                  categories=_categories(args.categories, run_a))
+                  categories=categories)
     try:
         result = analyze(paired, settings, run_a=args.a, run_b=args.b, axis=run_a.instrument.axis,
                          denominator=run_a.instrument.denominator, differences=differences)
@@ -297,7 +310,9 @@ def compare(args: argparse.Namespace) -> tuple[Comparison | None, int, str | Non
                               f"coarser column, or --cluster-by none)") from exc
         raise MemrunError(str(exc)) from exc
     result.warnings[:0] = read_warnings
+    result.categories = {"read": sorted(paired.category_names, key=category_order), "chosen": chosen}
     return result, result.exit_code, None
+
 
 
 def _format(argv: Sequence[str]) -> str:

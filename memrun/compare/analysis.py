@@ -70,7 +70,7 @@ class Settings:
     thresholds: DataThresholds = field(default_factory=DataThresholds)
 
 
-def _category_order(cat: str) -> tuple[int, int | str]:
+def category_order(cat: str) -> tuple[int, int | str]:
     """Integer categories (LoCoMo) in numeric order, then the rest alphabetically."""
     return (0, int(cat)) if cat.lstrip("-").isdigit() else (1, cat)
 
@@ -140,6 +140,7 @@ class Comparison:
     only_b: int
     excluded: dict[str, int]
     data: dict[str, Any] = field(default_factory=dict)
+    categories: dict[str, Any] = field(default_factory=dict)
     warnings: list[str] = field(default_factory=list)
 
     @property
@@ -183,7 +184,7 @@ def _blocks(paired: Paired, s: Settings) -> tuple[dict[str, Any], dict[str, dict
     Each block seeds its own generator, so the figures do not depend on the scheduling;
     the bootstraps spend their time in numpy with the GIL released.
     """
-    order = sorted(range(len(paired.category_names)), key=lambda i: _category_order(paired.category_names[i]))
+    order = sorted(range(len(paired.category_names)), key=lambda i: category_order(paired.category_names[i]))
     masks: list[np.ndarray | None] = [None] + [paired.categories == i for i in order]
     with_stable = bool((~paired.stable).any() and paired.stable.any())
     if with_stable:

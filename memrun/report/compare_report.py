@@ -21,18 +21,28 @@ from memrun.report import md
 NONCOMPARABLE = "NON-COMPARABLE"
 
 
-def _pp(x: float | None, signed: bool = True) -> str:
+def _pp(x: float | None, signed: bool = True, digits: int = 1) -> str:
     if x is None:
         return "-"
-    value = round(100 * x, 1) or 0.0
-    return f"{value:+.1f}" if signed else f"{value:.1f}"
+    value = round(100 * x, digits) or 0.0
+    return f"{value:+.{digits}f}" if signed else f"{value:.{digits}f}"
 
 
-def _score(x: float | None, signed: bool = True) -> str:
+def _score(x: float | None, signed: bool = True, digits: int = 3) -> str:
     if x is None:
         return "-"
-    value = round(x, 3) or 0.0
-    return f"{value:+.3f}" if signed else f"{value:.3f}"
+    value = round(x, digits) or 0.0
+    return f"{value:+.{digits}f}" if signed else f"{value:.{digits}f}"
+
+
+def bound_digits(bounds: list[float], threshold: float, base: int, scale: float) -> int:
+    """Decimals (from ``base``, at most ``base + 4``) at which no bound that differs from
+    ``threshold`` prints equal to it: a lower bound of +0.00025 pp above a threshold of 0
+    prints as +0.0003, never as +0.0 (which reads as "not a pass")."""
+    for digits in range(base, base + 5):
+        if all(b == threshold or round(b * scale, digits) != round(threshold * scale, digits) for b in bounds):
+            return digits
+    return base + 4
 
 
 def _delta(d: Mapping[str, Any]) -> tuple[Any, str]:
@@ -41,8 +51,14 @@ def _delta(d: Mapping[str, Any]) -> tuple[Any, str]:
 
 
 def _interval(block: Mapping[str, Any], d: Mapping[str, Any]) -> str:
+    """``delta unit [low, high]`` with enough decimals that a bound next to the gate's
+    threshold never prints equal to it (:func:`bound_digits`)."""
     fmt, unit = _delta(d)
-    return f"{fmt(block['delta'])}{unit} [{fmt(block['low'])}, {fmt(block['high'])}]"
+    score = d.get("unit") == "score"
+    digits = bound_digits([block["low"], block["high"]], float(d["verdict"]["min_delta"]),
+                          3 if score else 1, 1.0 if score else 100.0)
+    return (f"{fmt(block['delta'], digits=digits)}{unit} "
+            f"[{fmt(block['low'], digits=digits)}, {fmt(block['high'], digits=digits)}]")
 
 
 def _rate(x: float | None) -> str:
@@ -88,6 +104,9 @@ def summary_lines(d: Mapping[str, Any]) -> list[str]:
     ]
     if v.get("detail"):
         lines.append(f"not enough evidence for a verdict: {v['detail']}")
+    if d.get("categories"):
+        c = d["categories"]
+        lines.append(f"categories read: {', '.join(c['read'])} ({c['chosen']})")
     lines += [
         f"B - A: {_interval(o, d)} | {_how(o, s, d)}",
         f"n items {o['n_items']} in {o['n_clusters']} clusters | wins {o['wins']} ties {o['ties']} losses {o['losses']} "
