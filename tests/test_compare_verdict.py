@@ -170,3 +170,17 @@ def test_compare_reads_the_runs_headline_subset_by_default(tmp_path, capsys):
     compare_main([ra, rb])
     assert "categories read: 1 (the run's headline subset; --categories all reads every category)" \
         in capsys.readouterr().out
+
+
+def test_an_unknown_metric_is_one_error_on_both_axes(tmp_path, capsys):
+    from memrun.commands.compare import main as compare_main
+    from tests.run_tables import accuracy_run
+
+    a, b = wtl(4, 20, 1)
+    recall = _runs(tmp_path / "r", a, b, [f"c{i % 5}" for i in range(25)])
+    items = {f"c{g}-{i}": ["correct"] for g in range(5) for i in range(5)}
+    accuracy = (str(accuracy_run(tmp_path / "aa", items)), str(accuracy_run(tmp_path / "ab", items)))
+    for ra, rb in (recall, accuracy):
+        assert compare_main([ra, rb, "--metric", "bogus@5"]) == ExitCode.USAGE_ERROR
+        err = capsys.readouterr().err.strip().splitlines()
+        assert len(err) == 1 and err[0].startswith("memrun: error: --metric bogus@5: unknown retrieval metric")

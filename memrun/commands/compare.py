@@ -253,6 +253,7 @@ def compare(args: argparse.Namespace) -> tuple[Comparison | None, int, str | Non
     for dest, value in DEFAULTS.items():  # left unset by the flags and any --gate file
         if getattr(args, dest, None) is None:
             setattr(args, dest, value)
+    _check_metric(args.metric)
     cluster_by = None if args.cluster_by == "none" else args.cluster_by
     read_warnings: list[str] = []
     run_a = _load(args.a, args.metric, cluster_by, args.stratify_by, read_warnings)
@@ -313,6 +314,17 @@ def compare(args: argparse.Namespace) -> tuple[Comparison | None, int, str | Non
     result.categories = {"read": sorted(paired.category_names, key=category_order), "chosen": chosen}
     return result, result.exit_code, None
 
+
+
+def _check_metric(metric: str) -> None:
+    """One error for an unknown --metric on both axes (the accuracy axis reads the majority
+    label, but a misspelt metric must not pass unnoticed there either)."""
+    from memrun.metrics.retrieval import item_column_for
+
+    try:
+        item_column_for(metric)
+    except ValueError as exc:
+        raise MemrunError(f"--metric {metric}: {exc}") from None
 
 
 def _format(argv: Sequence[str]) -> str:
