@@ -13,16 +13,10 @@ import pytest
 
 from accuracy.test_accuracy_run import gold_reader
 from conftest import memrun_exe
+from git_repo import ARM, commit
 from servers.openai_server import OpenAIServer
 
 SCRIPT = Path(__file__).resolve().parent.parent / "examples" / "github" / "memrun-pr.sh"
-ARM = """defaults:
-  - /schema/arm/bm25@_here_
-  - _self_
-_target_: memrun.arms.bm25.BM25Arm
-name: team
-top_k: {top_k}
-"""
 JUDGE = """defaults:
   - /schema/judge/llm@_here_
   - _self_
@@ -33,30 +27,15 @@ max_tokens: {max_tokens}
 """
 
 
-def git(repo: Path, *args: str) -> str:
-    done = subprocess.run(["git", "-c", "user.name=t", "-c", "user.email=t@example.com", *args], cwd=repo,
-                          check=True, capture_output=True, text=True)
-    return done.stdout.strip()
-
-
 @pytest.fixture
 def repo(tmp_path) -> tuple[Path, str, str]:
     """A repository whose second commit changes its arm and judge configs (and a file outside conf/)."""
     repo = tmp_path / "repo"
-    (repo / "conf" / "arm").mkdir(parents=True)
-    (repo / "conf" / "judge").mkdir(parents=True)
-    git(repo, "init", "-q")
-    (repo / "conf" / "arm" / "team.yaml").write_text(ARM.format(top_k=10))
-    (repo / "conf" / "judge" / "teamjudge.yaml").write_text(JUDGE.format(max_tokens=256))
-    (repo / "README.md").write_text("team\n")
-    git(repo, "add", ".")
-    git(repo, "commit", "-qm", "base")
-    base = git(repo, "rev-parse", "HEAD")
-    (repo / "conf" / "arm" / "team.yaml").write_text(ARM.format(top_k=1))
-    (repo / "conf" / "judge" / "teamjudge.yaml").write_text(JUDGE.format(max_tokens=200))
-    (repo / "README.md").write_text("team, fewer hits\n")
-    git(repo, "commit", "-qam", "fewer hits")
-    return repo, base, git(repo, "rev-parse", "HEAD")
+    base = commit(repo, {"conf/arm/team.yaml": ARM.format(top_k=10), "README.md": "team\n",
+                         "conf/judge/teamjudge.yaml": JUDGE.format(max_tokens=256)}, "base")
+    head = commit(repo, {"conf/arm/team.yaml": ARM.format(top_k=1), "README.md": "team, fewer hits\n",
+                         "conf/judge/teamjudge.yaml": JUDGE.format(max_tokens=200)}, "fewer hits")
+    return repo, base, head
 
 
 @pytest.mark.skipif(shutil.which("git") is None or shutil.which("bash") is None, reason="needs git and bash")
@@ -183,20 +162,11 @@ HOSTILE = [
 @pytest.mark.parametrize("name", HOSTILE)
 def test_a_hostile_config_name_is_refused_in_one_line_and_never_run(tmp_path, name):
     repo = tmp_path / "repo"
-    (repo / "conf" / "arm").mkdir(parents=True)
-    git(repo, "init", "-q")
-    (repo / "conf" / "arm" / "team.yaml").write_text(ARM.format(top_k=10))
-    git(repo, "add", ".")
-    git(repo, "commit", "-qm", "base")
-    base = git(repo, "rev-parse", "HEAD")
-    hostile = repo / name
-    hostile.parent.mkdir(parents=True, exist_ok=True)
-    hostile.write_text(JUDGE.format(max_tokens=1))
-    git(repo, "add", "-A")
-    git(repo, "commit", "-qm", "hostile")
+    base = commit(repo, {"conf/arm/team.yaml": ARM.format(top_k=10)}, "base")
+    head = commit(repo, {name: JUDGE.format(max_tokens=1)}, "hostile")
     stub = tmp_path / "stub.py"
     stub.write_text(STUB)
-    env = {**os.environ, "BASE_SHA": base, "HEAD_SHA": git(repo, "rev-parse", "HEAD"), "MEMRUN_PR_OUT": "out",
+    env = {**os.environ, "BASE_SHA": base, "HEAD_SHA": head, "MEMRUN_PR_OUT": "out",
            "MEMRUN_PR_BENCHMARK": "synthetic", "MEMRUN": f"python {stub}"}
     for var in ("GITHUB_STEP_SUMMARY", "GITHUB_OUTPUT"):
         env.pop(var, None)

@@ -3,28 +3,13 @@ memrun's own commit beside it (memrun.provenance)."""
 
 from __future__ import annotations
 
-import subprocess
 from pathlib import Path
 
 from conftest import run_dirs, run_memrun
+from git_repo import ARM, commit
 
 from memrun.io.reader import read_run
 from memrun.provenance import config_folder, git_commit
-
-ARM = """defaults:
-  - /schema/arm/bm25@_here_
-  - _self_
-_target_: memrun.arms.bm25.BM25Arm
-name: team
-top_k: {top_k}
-"""
-
-
-def git(repo: Path, *args: str) -> str:
-    done = subprocess.run(["git", "-c", "user.name=t", "-c", "user.email=t@example.com", *args], cwd=repo,
-                          check=True, capture_output=True, text=True)
-    return done.stdout.strip()
-
 
 def test_the_config_folder_is_the_users_own_source_else_the_working_directory(tmp_path):
     sources = [{"path": "hydra.conf", "schema": "pkg", "provider": "hydra"},
@@ -39,21 +24,14 @@ def test_the_config_folder_is_the_users_own_source_else_the_working_directory(tm
 
 def test_each_run_names_the_commit_of_its_configs_and_memruns_own_beside_it(tmp_path):
     repo = tmp_path / "team"
-    (repo / "conf" / "arm").mkdir(parents=True)
-    git(repo, "init", "-q")
-    (repo / "conf" / "arm" / "team.yaml").write_text(ARM.format(top_k=10))
-    git(repo, "add", ".")
-    git(repo, "commit", "-qm", "one")
-    first = git(repo, "rev-parse", "HEAD")
+    first = commit(repo, {"conf/arm/team.yaml": ARM.format(top_k=10)}, "one")
     elsewhere = tmp_path / "elsewhere"  # not a checkout: the commit comes from --config-dir's repository
     elsewhere.mkdir()
     env = {"MEMRUN_DATA_DIR": str(tmp_path / "empty")}
     done = run_memrun(["--config-dir", str(repo / "conf"), "arm=team", "progress=false",
                        f"hydra.run.dir={tmp_path / 'runs' / 'one'}"], elsewhere, env)
     assert done.returncode == 0, done.stderr
-    (repo / "conf" / "arm" / "team.yaml").write_text(ARM.format(top_k=1))
-    git(repo, "commit", "-qam", "two")
-    second = git(repo, "rev-parse", "HEAD")
+    second = commit(repo, {"conf/arm/team.yaml": ARM.format(top_k=1)}, "two")
     done = run_memrun(["--config-dir", "conf", "arm=team", "progress=false",
                        f"hydra.run.dir={tmp_path / 'runs' / 'two'}"], repo, env)
     assert done.returncode == 0, done.stderr

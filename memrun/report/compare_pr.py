@@ -37,8 +37,8 @@ def describe_run(path: str | Path) -> dict[str, Any]:
     from memrun.io.reader import read_instrument
 
     out: dict[str, Any] = {"run_id": None, "benchmark": None, "arm": None, "axis": None, "status": None,
-                           "git_commit": None, "fake_providers": False, "overrides": [], "calls": None, "cost_usd": None,
-                           "instrument": None}
+                           "git_commit": None, "fake_providers": False, "overrides": [], "calls": None,
+                           "cost_usd": None, "instrument": None}
     try:
         inst = read_instrument(path)
     except Exception:  # noqa: BLE001 - unreadable: the reason is reported by compare itself
