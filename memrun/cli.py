@@ -32,6 +32,7 @@ SUBCOMMANDS: dict[str, str] = {
     "cache": "memrun.commands.cache:main",
     "report": "memrun.commands.report:main",
     "plan": "memrun.commands.plan:main",
+    "arm": "memrun.commands.arm_init:main",
     "view": "memrun.commands.view:main",
 }
 

@@ -201,7 +201,7 @@ class McpSession:
                                f"{tool!r} (it exited or crashed){self.stderr_note()}") from exc
             raise ToolError(f"{where}: tool {tool!r} failed: {describe_exception(exc)}") from exc
         if getattr(result, "is_error", False):
-            raise ToolError(f"{where}: tool {tool!r} reported an error: {result_text(result)[:300]}")
+            raise ToolError(f"{where}: tool {tool!r} reported an error: {' '.join(result_text(result).split())[:300]}")
         return result
 
     def _gone(self) -> str:

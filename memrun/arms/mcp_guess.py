@@ -1,0 +1,165 @@
+"""Guessing an ``arm=mcp`` mapping from a server's own tool list (``memrun arm init mcp``).
+
+:func:`propose` picks the tools whose names and input schemas look like storing,
+searching and erasing, and their arguments; :func:`result_path` reads a real search
+answer and proposes the JMESPath that maps it to hits (the field holding a key memrun
+sent, the one holding its text, a numeric score). Every guess carries a note, which the
+written config shows as a comment.
+"""
+
+from __future__ import annotations
+
+import re
+from collections.abc import Mapping
+from typing import Any
+
+STORE = re.compile(r"store|remember|save|add|create|insert|write|upsert|memorize|ingest|put", re.I)
+SEARCH = re.compile(r"search|recall|query|find|retrieve|lookup|similar", re.I)
+ERASE = re.compile(r"delete|erase|clear|drop|forget|reset|remove|purge", re.I)
+NAMESPACE = re.compile(r"^(namespace|project|user_?id|collection|space|bank|tenant|session_?id|scope)$", re.I)
+TEXT = re.compile(r"^(content|text|memory|observations?|value|body|fact|note|message|data)s?$", re.I)
+KEY = re.compile(r"^(id|key|name|entity|title|memory_?id|external_?id)$", re.I)
+QUERY = re.compile(r"^(query|q|text|search|question|prompt)$", re.I)
+K = re.compile(r"^(k|limit|top_?k|n|max_results|count|num_results|size)$", re.I)
+SCORE = re.compile(r"score|similarity|relevance", re.I)  # higher is better (not distance)
+
+
+def _props(schema: Mapping[str, Any] | None) -> dict[str, Any]:
+    return dict((schema or {}).get("properties") or {})
+
+
+def _type(spec: Mapping[str, Any]) -> str:
+    kind = spec.get("type")
+    if kind is None and "anyOf" in spec:
+        kinds = [s.get("type") for s in spec["anyOf"] if s.get("type") != "null"]
+        kind = kinds[0] if kinds else None
+    return str(kind)
+
+
+def _pick(tools: Mapping[str, Any], pattern: re.Pattern[str], exclude: tuple[str, ...] = ()) -> str | None:
+    names = [n for n in tools if pattern.search(n) and n not in exclude]
+    return sorted(names, key=lambda n: (len(n), n))[0] if names else None
+
+
+def _fill(name: str, spec: Mapping[str, Any], notes: list[str], description: str = "") -> Any:
+    """A value for a required argument memrun has no meaning for (an enum's or the tool
+    description's first allowed value, a namespace, false, else TODO)."""
+    if spec.get("enum"):
+        notes.append(f"{name}: the first of its allowed values {spec['enum']}")
+        return spec["enum"][0]
+    if m := re.search(rf"`?{re.escape(name)}`?\s+(?:is|must be)\s+one\s+of:?\s*`?([\w-]+)", description, re.I):
+        notes.append(f"{name}: {m.group(1)!r}, the first value the tool's description allows")
+        return m.group(1)
+    if NAMESPACE.match(name):
+        return "{{ namespace }}"
+    if _type(spec) == "boolean":
+        return False
+    notes.append(f"{name}: required, meaning unknown; set it")
+    return "TODO"
+
+
+def _record_object(item: Mapping[str, Any], notes: list[str]) -> dict[str, Any]:
+    """The template of one record as an element of an array of objects (e.g. entities)."""
+    record: dict[str, Any] = {}
+    for name, spec in _props(item).items():
+        if KEY.match(name) and "key" not in str(record.values()):
+            record[name] = "{{ record.key }}"
+        elif TEXT.match(name):
+            record[name] = ["{{ record.text }}"] if _type(spec) == "array" else "{{ record.text }}"
+        elif name in (item.get("required") or []):
+            record[name] = "turn" if _type(spec) == "string" and not spec.get("enum") else _fill(name, spec, notes)
+    return record
+
+
+def propose_ingest(tool: Any, notes: list[str]) -> dict[str, Any]:
+    """``arm.ingest`` for ``tool``: a batch when it takes an array of objects, else one call per record."""
+    schema = tool.input_schema or {}
+    required = set(schema.get("required") or [])
+    arguments: dict[str, Any] = {}
+    op: dict[str, Any] = {"tool": tool.name}
+    for name, spec in _props(schema).items():
+        items = spec.get("items") or {}
+        if _type(spec) == "array" and _type(items) == "object" and "record" not in op:
+            op["record"] = _record_object(items, notes) if _props(items) else {"id": "{{ record.key }}",
+                                                                               "text": "{{ record.text }}"}
+            arguments[name] = "{{ records }}"
+            notes.append(f"ingest: records sent in batches as {name}[] objects {sorted(op['record'])}")
+        elif TEXT.match(name) and _type(spec) == "string":
+            arguments[name] = "{{ record.text }}"
+        elif KEY.match(name) and _type(spec) == "string":
+            arguments[name] = "{{ record.key }}"
+        elif _type(spec) == "boolean" and name == "force":
+            arguments[name] = True
+        elif name in required:
+            arguments[name] = _fill(name, spec, notes, tool.description or "")
+    if "record" not in op:
+        op["per_record"] = True
+        if "{{ record.key }}" not in arguments.values():
+            notes.append("ingest: no argument looks like a record id; hits can only be matched to records if "
+                         "the server returns a field you can send the key in")
+    op["arguments"] = arguments
+    return op
+
+
+def propose_search(tool: Any, notes: list[str]) -> dict[str, Any]:
+    """``arm.search`` for ``tool`` (its ``result`` comes from a real answer: :func:`result_path`)."""
+    schema = tool.input_schema or {}
+    required = set(schema.get("required") or [])
+    arguments: dict[str, Any] = {}
+    for name, spec in _props(schema).items():
+        if QUERY.match(name) and "{{ query }}" not in arguments.values():
+            arguments[name] = "{{ query }}"
+        elif K.match(name) and _type(spec) == "integer":
+            arguments[name] = "{{ k }}"
+        elif NAMESPACE.match(name):
+            arguments[name] = "{{ namespace }}"
+        elif name in required:
+            arguments[name] = _fill(name, spec, notes)
+    return {"tool": tool.name, "arguments": arguments}
+
+
+def propose(tools: Mapping[str, Any]) -> tuple[dict[str, Any], list[str]]:
+    """``{ingest, search, erase?}`` operations for the server's tools, and the notes on guesses.
+    Raises ValueError when no tool looks like storing or searching."""
+    notes: list[str] = []
+    search = _pick(tools, SEARCH)
+    ingest = _pick(tools, STORE, exclude=(search or "",))
+    if not ingest or not search:
+        raise ValueError(f"no tool looks like {'storing' if not ingest else 'searching'}; tools: "
+                         f"{', '.join(sorted(tools))}; write the config by hand (docs/arms.md)")
+    ops = {"ingest": propose_ingest(tools[ingest], notes), "search": propose_search(tools[search], notes)}
+    erase = _pick(tools, ERASE)
+    if erase and any(NAMESPACE.match(n) for n in _props(tools[erase].input_schema)):
+        ops["erase"] = {"tool": erase, "arguments": {n: "{{ namespace }}" for n in _props(tools[erase].input_schema)
+                                                     if NAMESPACE.match(n)}}
+    return ops, notes
+
+
+def result_path(document: Any, keys: set[str], texts: set[str]) -> str | None:
+    """The JMESPath mapping ``document`` (a real search answer) to hits: the list of objects
+    in it, its field holding one of ``keys``, one holding a text (or a list of them), a score."""
+    candidates: list[tuple[str, list[Any]]] = []
+    if isinstance(document, list):
+        candidates.append(("[]", document))
+    elif isinstance(document, Mapping):
+        candidates += [(f"{k}[]", v) for k, v in document.items() if isinstance(v, list)]
+    for prefix, items in candidates:
+        objects = [o for o in items if isinstance(o, Mapping)]
+        if not objects:
+            continue
+        fields = {}
+        for o in objects:
+            for name, value in o.items():
+                if isinstance(value, str) and value in keys:
+                    fields.setdefault("key", name)
+                elif isinstance(value, str) and value in texts:
+                    fields.setdefault("text", name)
+                elif isinstance(value, list) and value and value[0] in texts:
+                    fields.setdefault("text", f"{name}[0]")
+                elif isinstance(value, (int, float)) and SCORE.search(name):
+                    fields.setdefault("score", name)
+        if "key" in fields:
+            mapped = ", ".join(f"{k}: {v}" for k, v in fields.items())
+            base = prefix if prefix != "[]" else ""
+            return f"{base or '[]'}.{{{mapped}}}" if base else f"[].{{{mapped}}}"
+    return None
