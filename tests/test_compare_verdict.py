@@ -184,3 +184,19 @@ def test_an_unknown_metric_is_one_error_on_both_axes(tmp_path, capsys):
         assert compare_main([ra, rb, "--metric", "bogus@5"]) == ExitCode.USAGE_ERROR
         err = capsys.readouterr().err.strip().splitlines()
         assert len(err) == 1 and err[0].startswith("memrun: error: --metric bogus@5: unknown retrieval metric")
+
+
+def test_an_unresolved_verdict_reports_its_minimum_detectable_effect(tmp_path, capsys):
+    from memrun.commands.compare import main as compare_main
+
+    a, b = wtl(12, 180, 8)
+    clusters = [f"c{i % 10}" for i in range(200)]
+    ra, rb = _runs(tmp_path, a, b, clusters)
+    code, d = compare_json(capsys, ra, rb, "--effect", "2")
+    p = d["power"]
+    assert code == ExitCode.UNRESOLVED and p["units"] == "clusters" and p["n_units"] == 10
+    se = (d["overall"]["high"] - d["overall"]["low"]) / (2 * p["crit"])
+    assert p["se"] == pytest.approx(se) and p["mde"] > p["crit"] * se and p["effect"] == pytest.approx(0.02)
+    assert p["needed"] == pytest.approx(10 * (p["mde"] / 0.02) ** 2, abs=1)
+    compare_main([ra, rb, "--effect", "2"])
+    assert "power: minimum detectable effect at 80% power" in capsys.readouterr().out

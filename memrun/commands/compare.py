@@ -122,6 +122,9 @@ def build_parser() -> argparse.ArgumentParser:
     parser.add_argument("--min-paired-share", type=float, default=None, metavar="SHARE",
                         help="unresolved when fewer of the items present in either run are in both (default "
                              f"{_LIMITS.min_paired_share:g})")
+    parser.add_argument("--effect", type=float, default=None, metavar="PP",
+                        help="an effect of interest for the power line: how many more clusters or items it "
+                             "would need to pass in 80%% of runs (default: the null band)")
     parser.add_argument("--judge-calibration", type=Path, metavar="FILE",
                         help="JSON with tpr, fpr, n_pos, n_neg (memrun calibrate-judge): report delta / J")
     parser.add_argument("--format", choices=("text", "markdown", "json"), default="text")
@@ -297,6 +300,7 @@ def compare(args: argparse.Namespace) -> tuple[Comparison | None, int, str | Non
         metric=args.metric, cluster_by=cluster_by, resamples=args.resamples, seed=args.seed,
         min_delta=getattr(args, "gate_min_delta", 0.0) / 100, band=getattr(args, "gate_band", 100 * DEFAULT_BAND) / 100,
         treatments=tuple(treatments), calibration=calibration, stratify_by=stratify_by, thresholds=thresholds,
+        effect=None if getattr(args, "effect", None) is None else abs(args.effect) / 100,
     )
     categories, chosen = _categories(args.categories, run_a)
     paired = pair(run_a, run_b, metric=args.metric, cluster_by=cluster_by, stratify_by=stratify_by,

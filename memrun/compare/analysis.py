@@ -40,6 +40,7 @@ from memrun.stats import (
     wilcoxon_skip_reason,
 )
 from memrun.stats.gate import CR2, PERCENTILE, SMALL_CLUSTERS, gate_interval
+from memrun.stats.power import power_of
 from memrun.stats.verdict import DEGENERATE, evidence_shortfall
 
 SCORE_METRICS = ("mrr", "ndcg")
@@ -68,6 +69,7 @@ class Settings:
     calibration: JudgeCalibration | None = None
     stratify_by: str | None = None
     thresholds: DataThresholds = field(default_factory=DataThresholds)
+    effect: float | None = None  # effect of interest for the power line (fractions); None: the band
 
 
 def category_order(cat: str) -> tuple[int, int | str]:
@@ -140,6 +142,7 @@ class Comparison:
     only_b: int
     excluded: dict[str, int]
     data: dict[str, Any] = field(default_factory=dict)
+    power: dict[str, Any] | None = None
     categories: dict[str, Any] = field(default_factory=dict)
     warnings: list[str] = field(default_factory=list)
 
@@ -314,8 +317,21 @@ def analyze(paired: Paired, settings: Settings, *, run_a: str, run_b: str, axis:
         only_b=paired.only_b,
         excluded=paired.excluded,
         data=facts,
+        power=_power(overall, settings),
         warnings=warnings,
     )
+
+
+def _power(overall: dict[str, Any], s: Settings) -> dict[str, Any] | None:
+    """The minimum detectable effect of the deciding interval (:mod:`memrun.stats.power`)."""
+    if overall["degenerate"]:
+        return None
+    units = "clusters" if s.cluster_by else "items"
+    effect = s.effect if s.effect is not None else (s.band or 0.04)
+    df = overall["small_clusters"].df if overall["interval"] == CR2 else None
+    result = power_of(overall["low"], overall["high"], overall["crit"], effect=effect, units=units,
+                      n_units=overall["n_clusters"] if s.cluster_by else overall["n_items"], df=df)
+    return result.to_dict() if result else None
 
 
 @dataclass(frozen=True)

@@ -89,6 +89,16 @@ def _how(block: Mapping[str, Any], s: Mapping[str, Any], d: Mapping[str, Any]) -
     return f"95% {resampled}"
 
 
+def power_line(p: Mapping[str, Any], d: Mapping[str, Any]) -> str:
+    """The power a comparison had, printed beside an unresolved verdict."""
+    fmt, unit = _delta(d)
+    more = (f"about {p['factor']:.1f}x the {p['units']} ({p['n_units']} -> ~{p['needed']})"
+            if p["factor"] > 1 else f"no more {p['units']} (it is above the MDE)")
+    return (f"power: minimum detectable effect at {p['power']:.0%} power {fmt(p['mde'], signed=False)}{unit} "
+            f"(SE {fmt(p['se'], signed=False)}{unit}); an effect of {fmt(p['effect'], signed=False)}{unit} would need "
+            f"{more} (memrun.stats.power)")
+
+
 def summary_lines(d: Mapping[str, Any]) -> list[str]:
     """The report's header lines (shared by text and markdown)."""
     s, o, v = d["settings"], d["overall"], d["verdict"]
@@ -104,6 +114,8 @@ def summary_lines(d: Mapping[str, Any]) -> list[str]:
     ]
     if v.get("detail"):
         lines.append(f"not enough evidence for a verdict: {v['detail']}")
+    if v["outcome"] == "unresolved" and d.get("power"):
+        lines.append(power_line(d["power"], d))
     if d.get("categories"):
         c = d["categories"]
         lines.append(f"categories read: {', '.join(c['read'])} ({c['chosen']})")
