@@ -139,14 +139,14 @@ def _clip_mark(x: float, y: float, side: int, text: str) -> str:
             f'<text x="{_f(x - 3 * side)}" y="{y - 6}" text-anchor="{anchor}" font-size="9" fill="#555">{escape(text)}</text>')
 
 
-def forest(rows: Sequence[dict[str, Any]], *, band: float, min_delta: float, unit: str, width: int = 640) -> str:
+def forest(rows: Sequence[dict[str, Any]], *, band: float, min_delta: float, unit: str, width: int = 560) -> str:
     """A forest plot of deltas with their intervals; the null band (+-``band``) shaded and
     the gate (``min_delta``) drawn. rows: ``{"name", "delta", "low", "high"}`` (fractions).
 
     The axis is symmetric around 0 with ticks on round values labelled with ``unit``
     (``pp``: percentage points, or ``score``); an interval far wider than the others
     (a category of a few items) is clipped at the axis end with a marker and its end's value."""
-    left, right, row = 170, 70, 24
+    left, right, row = 150, 70, 24
     plot = width - left - right
     height = row * len(rows) + 40
     scale = 100 if unit == "pp" else 1
@@ -187,26 +187,38 @@ def forest(rows: Sequence[dict[str, Any]], *, band: float, min_delta: float, uni
     return "".join(out)
 
 
-def _short_name(name: Any, limit: int = 26) -> str:
+def _short_name(name: Any, limit: int = 22) -> str:
     text = str(name)
     return text if len(text) <= limit else text[:limit - 1] + "\u2026"
 
 
-def arms_chart(series: Sequence[dict[str, Any]], *, unit: str = "%", width: int = 640, title: str = "") -> str:
+def value_range(series: Sequence[dict[str, Any]]) -> tuple[float, float]:
+    """(lowest, highest) of the series' values and interval ends; (0, 1) when none is known."""
+    known = [v for s in series for v in (s.get("low"), s.get("high"), s.get("value")) if v is not None]
+    return (min(known), max(known)) if known else (0.0, 1.0)
+
+
+def arms_chart(series: Sequence[dict[str, Any]], *, unit: str = "%", width: int = 520, title: str = "",
+               domain: tuple[float, float] | None = None) -> str:
     """Several runs' means with 95% intervals on one axis (the multi-arm chart).
 
     series: ``{"name", "value", "low", "high", "n"}`` per run (fractions; low/high None
     when unknown, value None when not measured). The axis spans the data on round ticks
-    (percent for ``unit="%"``, the raw score otherwise)."""
-    left, right, row = 170, 64, 22
+    (percent for ``unit="%"``, the raw score otherwise), at least 10 points wide; small
+    multiples pass one ``domain`` (low, high fractions) so their axes agree."""
+    left, right, row = 150, 56, 22
     plot = width - left - right
     top_pad = 18 if title else 4
     height = row * max(len(series), 1) + 30 + top_pad
     scale = 100 if unit == "%" else 1
-    known = [v for s in series for v in (s.get("low"), s.get("high"), s.get("value")) if v is not None]
-    lo_v, hi_v = (min(known), max(known)) if known else (0.0, 1.0)
-    pad = max((hi_v - lo_v) * 0.08, 0.01)
-    ticks = nice_ticks(max(lo_v - pad, 0.0) * scale, min(hi_v + pad, 1.0 if unit == "%" else hi_v + pad) * scale, 5)
+    lo_v, hi_v = domain or value_range(series)
+    pad = max((hi_v - lo_v) * 0.08, (0.1 - (hi_v - lo_v)) / 2, 0.005)
+    low, high = lo_v - pad, hi_v + pad
+    if unit == "%":
+        low, high = (0.0, high - low) if low < 0 else (low, high)
+        low, high = (low - (high - 1.0), 1.0) if high > 1.0 else (low, high)
+        low = max(low, 0.0)
+    ticks = nice_ticks(low * scale, high * scale, 5)
     a, b = ticks[0] / scale, ticks[-1] / scale
     b = b if b > a else a + 1
 

@@ -49,7 +49,7 @@ def item_context(run: RunTable, indices: Sequence[int], calls: Any) -> dict[str,
                   ("judge explanation", row.get("judge_explanation")),
                   ("second judge", row.get("judge2_label")), ("second judge's explanation", row.get("judge2_explanation")),
                   ("failure stage", row.get("failure_stage")), ("error", row.get("error")),
-                  ("answer latency ms", row.get("answer_latency_ms")), ("context tokens", as_int(row.get("context_tokens")))]
+                  ("answer latency ms", None if row.get("answer_latency_ms") is None else round(float(row["answer_latency_ms"]), 1)), ("context tokens", as_int(row.get("context_tokens")))]
         repeats.append({"repeat": as_int(row.get("repeat")), "label": row.get("label"),
                         "fields": [(k, v) for k, v in fields if v is not None],
                         "calls": [(role, found.get(role)) for role in ("reader", "judge", "judge2")

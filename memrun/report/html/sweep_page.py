@@ -72,7 +72,9 @@ def arms_context(folders: Sequence[Path], names: Sequence[str], links: Sequence[
         return {"name": entry[0], **({k: bar.get(k) for k in ("value", "low", "high", "n")} if bar else {"value": None})}
 
     chart = svg.arms_chart([point(e, overall) for e in kept], unit=unit, title=f"{overall or 'overall'}")
-    small = [svg.arms_chart([point(e, c) for e in kept], unit=unit, width=420, title=c) for c in slices]
+    per_slice = {c: [point(e, c) for e in kept] for c in slices}
+    shared = svg.value_range([p for points in per_slice.values() for p in points])
+    small = [svg.arms_chart(per_slice[c], unit=unit, width=400, title=c, domain=shared) for c in slices]
 
     def cell(entry: Any, where: str) -> str:
         b = entry[4].get(where)
@@ -124,8 +126,9 @@ def sweep_context(sweep_dir: Path, out: Path, page_name: str) -> tuple[dict[str,
     notes = [f"job {r['job']} {r['status']} (exit {r['exit']}): {r['error'] or 'no error recorded'}"
              for r in rows if r["status"] != "complete"]
     arms: dict[str, Any] = {}
-    done = [(Path(job.run_dir), f"{job.job}: {job.overrides}" if job.overrides else str(job.job), r["link"])
-            for job, r in zip(jobs, rows) if job.value is not None]
+    common = set.intersection(*(set(job.overrides.split()) for job in jobs)) if jobs else set()
+    done = [(Path(job.run_dir), " ".join([str(job.job)] + [o for o in job.overrides.split() if o not in common]),
+             r["link"]) for job, r in zip(jobs, rows) if job.value is not None]
     if len(done) >= 2:
         try:
             arms = arms_context([d[0] for d in done], [d[1] for d in done], [d[2] for d in done], strict=False)
