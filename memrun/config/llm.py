@@ -48,14 +48,9 @@ class ReaderConfig:
 
 
 @dataclass
-class LLMJudgeConfig:
-    """``judge=gpt41|gpt4o|claude``: an LLM judge (memrun.judges.llm.LLMJudge)."""
+class JudgeEndpointConfig:
+    """The keys every LLM judge takes: where its chat model is and how it is asked."""
 
-    _target_: str = "memrun.judges.llm.LLMJudge"
-    name: str = MISSING
-    model: str = MISSING
-    prompts: Dict[str, str] = field(default_factory=lambda: {"default": "default", "abstention": "abstention"})
-    abstention_categories: List[str] = field(default_factory=list)
     base_url: Optional[str] = None
     base_url_env: Optional[str] = "OPENAI_BASE_URL"
     api_key_env: str = "OPENAI_API_KEY"
@@ -65,7 +60,18 @@ class LLMJudgeConfig:
 
 
 @dataclass
-class RubricJudgeConfig:
+class LLMJudgeConfig(JudgeEndpointConfig):
+    """``judge=gpt41|gpt4o|claude``: an LLM judge (memrun.judges.llm.LLMJudge)."""
+
+    _target_: str = "memrun.judges.llm.LLMJudge"
+    name: str = MISSING
+    model: str = MISSING
+    prompts: Dict[str, str] = field(default_factory=lambda: {"default": "default", "abstention": "abstention"})
+    abstention_categories: List[str] = field(default_factory=list)
+
+
+@dataclass
+class RubricJudgeConfig(JudgeEndpointConfig):
     """``judge=beam_rubric``: a rubric judge with fractional scores (memrun.judges.rubric.RubricJudge)."""
 
     _target_: str = "memrun.judges.rubric.RubricJudge"
@@ -73,11 +79,6 @@ class RubricJudgeConfig:
     model: str = MISSING
     prompt: str = "beam_rubric"
     equivalence_prompt: str = "beam_equivalence"
-    base_url: Optional[str] = None
-    base_url_env: Optional[str] = "OPENAI_BASE_URL"
-    api_key_env: str = "OPENAI_API_KEY"
-    provider: Optional[str] = None
-    temperature: float = 0.0
     max_tokens: int = 512
 
 
