@@ -155,6 +155,10 @@ def test_a_full_100k_accuracy_run_scores_rubrics_and_orderings(llm_env, beam_dir
     mean = sum(r["judge_score"] for r in table.values()) / 400
     assert s["headline"]["metric"] == "mean_judge_score" and s["headline"]["value"] == pytest.approx(mean)
     assert s["per_category"]["event_ordering"]["mean_order_score"] == 1.0
+    per_ability = [s["per_category"][a]["mean_judge_score"] for a in s["per_category"]]
+    assert len(per_ability) == 10 and s["category_averaged"]["mean_judge_score"] == pytest.approx(sum(per_ability) / 10)
+    assert s["intervals"]["metric"] == "mean_judge_score"  # the interval of the mean score, not of a label
+    assert s["intervals"]["overall_all"]["mean"] == pytest.approx(mean)
     assert read_run(out).instrument.denominator == "mean_score"
     assert "event ordering (tau_norm x F1" in printed
 

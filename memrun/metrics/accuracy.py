@@ -123,6 +123,7 @@ def summarize_accuracy(
     categories: Mapping[str, str],
     comparable_categories: Sequence[str] | None,
     denominator: str,
+    task_averaged: bool = False,
 ) -> dict[str, Any]:
     """Summary of an accuracy run (see the module docstring).
 
@@ -131,7 +132,9 @@ def summarize_accuracy(
     ``headline``. Returns counts, ``overall_all``, ``overall_comparable`` (when
     ``comparable_categories``), ``per_category``, latency percentiles (ms), token means,
     ``success_rate``, ``failure_stages``, ``judge2`` agreement, ``lexical`` means, ``stale``
-    (rows the stale check applied to, and how many were stale) and ``score``.
+    (rows the stale check applied to, and how many were stale) and ``score``; with
+    ``task_averaged``, ``category_averaged``: the mean over categories of the accuracies,
+    the mean judge score and the mean order score.
     """
     items = item_outcomes(rows)
     summary: dict[str, Any] = {
@@ -150,6 +153,12 @@ def summarize_accuracy(
         str(cat): {"label": categories.get(cat, str(cat)), **accuracy_block([i for i in items if i["category"] == cat])}
         for cat in order
     }
+    if task_averaged:  # the mean over categories, each weighing the same (BEAM's and LongMemEval's reports)
+        blocks = list(summary["per_category"].values())
+        summary["category_averaged"] = {
+            name: _mean([b[name] for b in blocks if b.get(name) is not None]) if any(b.get(name) is not None for b in blocks)
+            else None for name in ("accuracy", "accuracy_abstain_wrong", "mean_judge_score", "mean_order_score")
+        }
     head = summary.get("overall_comparable") or summary["overall_all"]
     summary["headline"] = {"metric": denominator, "slice": "overall_comparable" if "overall_comparable" in summary else "overall_all", "value": head[denominator]}
     identical = [i["identical_retrieval"] for i in items if i["identical_retrieval"] is not None]

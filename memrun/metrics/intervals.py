@@ -51,8 +51,19 @@ def item_scores(rows: Sequence[Mapping[str, Any]], *, axis: str, metric: str) ->
     """``(category, cluster, score)`` per scored item (module docstring), in first-seen order.
 
     axis ``accuracy``: ``metric`` is the denominator (``accuracy_abstain_wrong`` or
-    ``accuracy``); otherwise a retrieval metric name (:func:`memrun.metrics.retrieval.item_column_for`).
+    ``accuracy``), or ``mean_judge_score`` for a fractional judge (the item's mean
+    ``judge_score`` over its non-error repeats); otherwise a retrieval metric name
+    (:func:`memrun.metrics.retrieval.item_column_for`).
     """
+    if axis == "accuracy" and metric == "mean_judge_score":
+        sums: dict[str, list[float]] = {}
+        first_row: dict[str, Mapping[str, Any]] = {}
+        for r in rows:
+            key = str(r["item_id"])
+            first_row.setdefault(key, r)
+            if r.get("judge_score") is not None and r.get("label") not in (None, ERROR) and not r.get("error"):
+                sums.setdefault(key, []).append(float(r["judge_score"]))
+        return [(first_row[k].get("category"), first_row[k].get("cluster"), sum(v) / len(v)) for k, v in sums.items()]
     if axis == "accuracy":  # the majority label as memrun.metrics.accuracy.item_outcomes takes it
         labels: dict[str, list[str]] = {}
         first: dict[str, Mapping[str, Any]] = {}

@@ -47,7 +47,7 @@ def summarize_rows(
     from memrun.metrics.accuracy import summarize_accuracy
 
     summary = summarize_accuracy(rows, categories=categories, comparable_categories=comparable_categories,
-                                 denominator=headline)
+                                 denominator=headline, task_averaged=task_averaged)
     first = [{**r, "error": None} if r["error"] is not None and r["retrieved_keys"] is not None else r
              for r in rows if r["repeat"] == 0]
     summary["retrieval"] = retrieval(first)

@@ -94,6 +94,9 @@ def print_accuracy_summary(console: Console, summary: Mapping[str, Any], *, titl
             f"second judge on {j2['n_rows']} rows: agreement {percent(j2['agreement'])}, Cohen's kappa {kappa} "
             f"({j2['n_errors']} errored)"
         )
+    averaged = summary.get("category_averaged") or {}
+    if averaged.get("mean_judge_score") is not None:
+        console.print(f"mean over categories (each weighing the same): score {averaged['mean_judge_score']:.3f}")
     ordered = [(s.name, s.block) for s in slices(summary) if s.block.get("mean_order_score") is not None]
     if ordered:
         console.print("event ordering (tau_norm x F1, BEAM's metric): " + ", ".join(
