@@ -27,15 +27,19 @@ def base_instrument(**kw) -> Instrument:
 
 
 def retrieval_run(folder: Path, hits: list[bool | None], clusters: list[str] | None = None, *,
-                  errors: dict[int, str] | None = None, ids: list[str] | None = None, **inst) -> Path:
-    """A retrieval-axis run: item i hits at rank 1 when hits[i] (None: no gold)."""
+                  errors: dict[int, str] | None = None, ids: list[str] | None = None,
+                  categories: list[str] | None = None, gold_sessions: list[list[str]] | None = None, **inst) -> Path:
+    """A retrieval-axis run: item i hits at rank 1 when hits[i] (None: no gold); optional
+    per-item categories (default: "1"/"2" alternating) and gold session ids."""
     writer = ItemsWriter(folder, items_schema(KS), base_instrument(**inst))
     for i, h in enumerate(hits):
         scored = h is not None
         writer.add({
             "run_id": folder.name, "item_id": ids[i] if ids else f"it{i}", "repeat": 0,
-            "cluster": clusters[i] if clusters else f"c{i % 4}", "category": str(1 + i % 2),
-            "category_label": "odd" if i % 2 == 0 else "even",
+            "cluster": clusters[i] if clusters else f"c{i % 4}",
+            "category": categories[i] if categories else str(1 + i % 2),
+            "category_label": categories[i] if categories else ("odd" if i % 2 == 0 else "even"),
+            **({"gold_sessions": gold_sessions[i]} if gold_sessions else {}),
             "error": (errors or {}).get(i),
             "rr": (1.0 if h else 0.0) if scored else None,
             "hit_at_1": h if scored else None, "hit_at_5": h if scored else None,

@@ -200,3 +200,39 @@ def test_an_unresolved_verdict_reports_its_minimum_detectable_effect(tmp_path, c
     assert p["needed"] == pytest.approx(10 * (p["mde"] / 0.02) ** 2, abs=1)
     compare_main([ra, rb, "--effect", "2"])
     assert "power: minimum detectable effect at 80% power" in capsys.readouterr().out
+
+
+def _lme_runs(tmp_path, shared_effect: bool):
+    """120 questions of 3 types, item clusters stratified by type; groups of 5 share one
+    evidence session and, when ``shared_effect``, B wins whole groups."""
+    n = 120
+    types = [f"t{i % 3}" for i in range(n)]
+    group = [f"s{(i // 3) // 5}-{i % 3}" for i in range(n)]  # 5 questions of one type per session
+    a = [False] * n
+    b = [(int(g.split("-")[0][1:]) % 3 == 0) if shared_effect else (i % 7 == 0) for i, g in enumerate(group)]
+    kw = dict(categories=types, gold_sessions=[[g] for g in group], stratify_by="category", task_averaged=True,
+              ids=[f"q{i}" for i in range(n)])
+    return _runs(tmp_path, a, b, [f"q{i}" for i in range(n)], **kw)
+
+
+def test_longmemeval_evidence_clusters_and_what_the_interval_means(tmp_path, capsys):
+    ra, rb = _lme_runs(tmp_path, True)
+    code, d = compare_json(capsys, ra, rb)
+    assert d["overall"]["n_clusters"] == 120
+    assert any("the interval holds for these questions with these category counts" in w for w in d["warnings"])
+    assert d["estimands"]["verdict_reads"] == "item_weighted"
+    assert any(w.startswith("sensitivity: clustered by shared evidence session (24 clusters of 120 items)")
+               for w in d["warnings"])
+    assert any("task-averaged" in w and "the verdict reads the item-weighted mean" in w for w in d["warnings"])
+    _, ev = compare_json(capsys, ra, rb, "--cluster-by", "evidence")
+    assert ev["overall"]["n_clusters"] == 24  # 120 questions in groups of 5 sharing a session
+    assert ev["overall"]["high"] - ev["overall"]["low"] > d["overall"]["high"] - d["overall"]["low"]
+
+
+def test_cluster_by_the_stratum_is_refused(tmp_path, capsys):
+    from memrun.commands.compare import main as compare_main
+
+    ra, rb = _lme_runs(tmp_path, False)
+    assert compare_main([ra, rb, "--cluster-by", "category"]) == ExitCode.USAGE_ERROR
+    err = capsys.readouterr().err
+    assert "--cluster-by category with --stratify-by category" in err and "zero-width" in err

@@ -35,8 +35,9 @@ from pathlib import Path
 from typing import NoReturn
 
 from memrun.compare.analysis import Bounds, Comparison, Settings, analyze, category_order, metric_unit
+from memrun.compare.design import design_notes, evidence_sensitivity
 from memrun.compare.fitness import DataThresholds
-from memrun.compare.pairing import pair, read_for_compare
+from memrun.compare.pairing import EVIDENCE, pair, read_for_compare
 from memrun.background import in_background
 from memrun.errors import MemrunError
 from memrun.instrument import Instrument
@@ -74,7 +75,8 @@ def _common(parser: argparse.ArgumentParser) -> None:
                              "(default recall@5); the accuracy axis always uses the majority label")
     parser.add_argument("--cluster-by", default="cluster",
                         help="column whose values are resampled together (default: cluster, the benchmark's "
-                             "cluster key); 'none' resamples items")
+                             "cluster key); 'evidence': items sharing a gold session, one cluster (derived from "
+                             "gold_sessions); 'none' resamples items")
     parser.add_argument("--stratify-by", default="auto", metavar="COLUMN",
                         help="resample clusters within each value of this column, keeping stratum sizes; "
                              "'auto' (default): the benchmark's design strata (LongMemEval: category, "
@@ -292,6 +294,10 @@ def compare(args: argparse.Namespace) -> tuple[Comparison | None, int, str | Non
     except _Refused as exc:
         return None, int(ExitCode.REFUSAL), str(exc)
     stratify_by = _stratify_by(args.stratify_by, run_a.instrument)
+    if cluster_by and cluster_by == stratify_by:
+        raise MemrunError(f"--cluster-by {cluster_by} with --stratify-by {stratify_by} (the run's design strata): "
+                          "each stratum would be one cluster redrawn within itself, a zero-width interval; cluster "
+                          "by a finer key (--cluster-by cluster, or evidence) or pass --stratify-by none")
     try:
         thresholds = DataThresholds(args.max_error_share, args.max_error_gap, args.min_paired_share)
     except ValueError as exc:
@@ -316,6 +322,9 @@ def compare(args: argparse.Namespace) -> tuple[Comparison | None, int, str | Non
         raise MemrunError(str(exc)) from exc
     result.warnings[:0] = read_warnings
     result.categories = {"read": sorted(paired.category_names, key=category_order), "chosen": chosen}
+    result.warnings.extend(design_notes(result, run_a.instrument, stratify_by))
+    if stratify_by and cluster_by and cluster_by != EVIDENCE and result.overall["n_clusters"] == result.overall["n_items"]:
+        result.warnings.extend(evidence_sensitivity((args.a, args.b), args.metric, settings, categories, result))
     return result, result.exit_code, None
 
 

@@ -143,6 +143,7 @@ class Comparison:
     excluded: dict[str, int]
     data: dict[str, Any] = field(default_factory=dict)
     power: dict[str, Any] | None = None
+    estimands: dict[str, Any] | None = None
     categories: dict[str, Any] = field(default_factory=dict)
     warnings: list[str] = field(default_factory=list)
 

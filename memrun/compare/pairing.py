@@ -46,6 +46,10 @@ REASONS = ("error", "abstain", "unscored")
 """Why an item is left out, in precedence order (an item left out by both arms for two
 reasons is counted under the first); ``ArmScores.excluded`` holds indices into it."""
 SCORED = len(REASONS)  # ArmScores.excluded of an item that is scored
+EVIDENCE = "evidence"
+"""``--cluster-by evidence``: a derived key, items sharing any gold (evidence) session in
+one cluster (connected components over the ``gold_sessions`` column)."""
+GOLD_SESSIONS = "gold_sessions"
 
 
 class CompareUsageError(MemrunError):
@@ -136,7 +140,8 @@ def columns_needed(axis: str | None, metric: str, cluster_by: str | None, strati
             cols.append(item_column_for(metric))
         except ValueError as exc:
             raise CompareUsageError(str(exc)) from exc
-    cols += [c for c in (cluster_by, stratify_by) if c and c not in cols]
+    cluster_column = GOLD_SESSIONS if cluster_by == EVIDENCE else cluster_by
+    cols += [c for c in (cluster_column, stratify_by) if c and c not in cols]
     return cols
 
 
@@ -316,7 +321,9 @@ def pair(a: RunTable, b: RunTable, *, metric: str, cluster_by: str | None, strat
                else _unmeasured(a, b, metric) or "nothing is left to compare"))
 
     clusters, null_clusters = None, 0
-    if cluster_by:
+    if cluster_by == EVIDENCE:
+        clusters = evidence_clusters(_per_item(a.table, GOLD_SESSIONS, first_a[keep]))
+    elif cluster_by:
         codes, null = _codes(_per_item(a.table, cluster_by, first_a[keep]))
         null_clusters = int(null.sum())
         codes[null] = codes.max(initial=-1) + 1 + np.arange(null_clusters)
@@ -346,6 +353,27 @@ def _errors(scores: ArmScores, in_scope: np.ndarray) -> tuple[int, int]:
     """(errored items, items with a row) of one arm, in scope."""
     present = in_scope & scores.present
     return int((present & (scores.excluded == REASONS.index("error"))).sum()), int(present.sum())
+
+
+def evidence_clusters(gold: pa.Array) -> np.ndarray:
+    """Shape (n,) cluster codes (first appearance order): items that share a gold session,
+    directly or through other items, are one cluster (connected components of the
+    item-session graph); an item without gold sessions is a cluster of its own."""
+    from scipy.sparse import coo_matrix
+    from scipy.sparse.csgraph import connected_components
+
+    n = len(gold)
+    lengths = pc.list_value_length(gold).fill_null(0).to_numpy(zero_copy_only=False).astype(np.int64)
+    sessions, null = _codes(pc.list_flatten(gold))
+    rows = np.repeat(np.arange(n), lengths)[~null]
+    cols = n + sessions[~null]
+    size = n + (int(sessions.max()) + 1 if len(sessions) else 0)
+    graph = coo_matrix((np.ones(len(rows)), (rows, cols)), shape=(size, size))
+    _, labels = connected_components(graph, directed=False)
+    _, first, inverse = np.unique(labels[:n], return_index=True, return_inverse=True)
+    rank = np.empty(len(first), dtype=np.int64)
+    rank[np.argsort(first, kind="stable")] = np.arange(len(first))
+    return rank[inverse]
 
 
 def _unmeasured(a: RunTable, b: RunTable, metric: str) -> str | None:
