@@ -23,6 +23,7 @@ from memrun.metrics.retrieval import (
     measured_ks,
     score_item,
     score_sessions,
+    session_ranking,
 )
 from memrun.metrics.retrieval_official import (
     EVIDENCE_SHARE,
@@ -85,8 +86,10 @@ def make_row(run_id: str, r: Retrieved, dataset: Dataset, ks: Sequence[int], top
         if EVIDENCE_SHARE in dataset.named_metrics:
             raw = item.gold_keys_raw
             named[""][EVIDENCE_SHARE] = evidence_share_by_k(raw, keys, measured)
+            # the session form reads the same K as the session columns: K turns, or K distinct sessions
+            context = keys if dataset.session_cut == "turns" else session_ranking(keys, r.session_of)
             named[SESSION_PREFIX][EVIDENCE_SHARE] = evidence_share_by_k(
-                raw, keys, measured, r.session_of, per_session=True)
+                raw, context, measured, r.session_of, per_session=True)
     return {
         "run_id": run_id,
         "item_id": item.item_id,

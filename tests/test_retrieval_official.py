@@ -237,6 +237,15 @@ def test_locomo_gold_sessions_and_the_run_fills_session_and_evidence_share_colum
     assert row["session_evidence_share_at_5"] == pytest.approx(1 / 3)  # "D30:05" names session 30
     assert summary["overall_all"]["evidence_share@5"] == 0.0
     assert run.instrument.granularity == "record; session: top K turns" and run.instrument.retrieval_preset is None
+    # K distinct sessions: the 24 turns reach sessions 30, 9, 8, 1 -> "D30:05", "D8:6; D9:1" (session 8)
+    # and "D1:99" (session 1) all name a reached session, while the top 5 turns lie in session 30 only
+    cfg.benchmark.session_cut, cfg.arm.top_k = "sessions", 24
+    execute(cfg, tmp_path / "sessions", Console(file=io.StringIO()))
+    sessions_run = read_run(tmp_path / "sessions")
+    (row,) = sessions_run.table.to_pylist()
+    assert row["session_evidence_share_at_5"] == 1.0 and row["session_evidence_share_at_1"] == pytest.approx(1 / 3)
+    assert row["session_all_at_5"] and not row["session_all_at_1"] and row["evidence_share_at_5"] == 0.0
+    assert sessions_run.instrument.granularity == "record; session: top K sessions"
 
 
 # -- the official formulas, re-implemented, on a generated file ------------------------------

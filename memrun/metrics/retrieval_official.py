@@ -169,8 +169,10 @@ def evidence_share_by_k(
     """:func:`evidence_share` with the first K context ids, for each K.
 
     per_session: credit an evidence string when its session (:func:`evidence_session`) is
-    the session (``session_of``) of one of the first K context ids, the official summary
-    mode applied to the sessions of the retrieved turns.
+    the session (``session_of``; an id it does not map is a session itself) of one of the
+    first K context ids: the official summary mode, whose context is K sessions, applied
+    to the sessions of the retrieved turns (context: turn keys) or to the first K
+    distinct sessions reached (context: session ids).
     """
     mapping = session_of or {}
     if per_session:
