@@ -29,8 +29,10 @@ from memrun.metrics.retrieval_official import (
     EVIDENCE_SHARE,
     LME_NDCG,
     LME_OFFICIAL_PRESET,
+    OFFICIAL_NO_GOLD,
     evidence_share_by_k,
     score_lme_official,
+    score_without_gold,
 )
 from memrun.records import Dataset, GoldMatch, Group, Hit, Item, gold_matcher
 
@@ -78,6 +80,9 @@ def make_row(run_id: str, r: Retrieved, dataset: Dataset, ks: Sequence[int], top
         if dataset.preset == LME_OFFICIAL_PRESET:
             complete = top_k is None or len(hits) < top_k or len(keys) >= r.n_records  # the arm's whole ranking
             official = score_lme_official(keys, r.session_of, item.gold_keys, complete, measured)
+            if item.extra.get(OFFICIAL_NO_GOLD):  # kept by the official script without gold
+                official = score_without_gold(measured)
+                scores = official.session
             if official:
                 session_scores = official.session
                 named[""][LME_NDCG], named[SESSION_PREFIX][LME_NDCG] = official.ndcg, official.session_ndcg

@@ -131,6 +131,22 @@ def test_official_gold_is_found_by_the_answer_mark_and_abs_anywhere_in_the_id(tm
     assert items["q3"].gold_keys == ()
     assert ds.counts["official_gold_differs"] == 2 and ds.counts["official_scored_without_gold"] == 1
     assert ds.counts["retrieval_excluded_abstention"] == 1
+    assert items["q3"].extra["official_no_gold"] and "official_no_gold" not in items["q1"].extra
+    # the official script keeps q3 with no gold: any([]) is 0, all([]) is 1, nDCG 0, at both levels
+    cfg = OmegaConf.create({
+        "benchmark": {"_target_": "memrun.benchmarks.longmemeval.LongMemEval", "name": "longmemeval", "split": "s",
+                      "files": {"s": {"file": "x.json"}}, "path": str(path), "categories": {}, "ks": [1, 3],
+                      "preset": "official"},
+        "arm": {"_target_": "helpers.ReverseArm", "name": "reverse", "top_k": 3},
+        "axis": Axis.recall, "repeats": 1, "seed": 7, "data_dir": str(tmp_path), "ks": None, "progress": False,
+    })
+    execute(cfg, tmp_path / "run", Console(file=io.StringIO()))
+    rows = {r["item_id"]: r for r in read_run(tmp_path / "run").table.to_pylist()}
+    q3 = rows["q3"]
+    for prefix in ("", "session_"):
+        assert q3[f"{prefix}rr"] == 0.0 and q3[f"{prefix}hit_at_3"] is False and q3[f"{prefix}all_at_3"] is True
+        assert q3[f"{prefix}lme_ndcg_at_3"] == 0.0
+    assert rows["q2_abs_v2"]["rr"] is None and rows["q1"]["hit_at_1"] is False and rows["q1"]["hit_at_3"] is True
 
 
 def test_preset_config_errors_name_the_key_and_the_fix() -> None:

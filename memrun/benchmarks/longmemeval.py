@@ -41,10 +41,11 @@ sessions whose id contains ``answer`` (the official test, whatever
 disagree); questions whose id contains ``_abs`` and questions without a ``has_answer``
 user turn anywhere in the haystack are left out; sessions are credited only through
 their evidence turns and nDCG is also given as LongMemEval's ``lme_ndcg``
-(:mod:`memrun.metrics.retrieval_official`). One official case memrun cannot score: a
+(:mod:`memrun.metrics.retrieval_official`). One official case reads oddly: a
 question whose only ``has_answer`` user turns lie outside ``answer`` sessions is scored
-by the official script with no gold (recall_any 0, recall_all 1, nDCG 0); memrun leaves
-it out and counts it (``official_scored_without_gold``, printed after the table).
+by the official script with no gold: recall_any 0, recall_all 1 (``all`` of nothing),
+nDCG 0. memrun scores it so too under the preset (``extra.official_no_gold``), and
+counts it (``official_scored_without_gold``, printed after the table).
 
 Rules for what the files hold irregularly (keys of :attr:`Dataset.counts`):
 
@@ -76,7 +77,7 @@ from memrun.benchmarks import count_differences, download
 from memrun.benchmarks.sessions import HistoryRecords, Session, SessionStore, TurnError
 from memrun.benchmarks.lme_scan import first_line, open_json, scan_index
 from memrun.errors import ConfigError, DataError
-from memrun.metrics.retrieval_official import ANSWER_MARK, LME_NDCG, LME_OFFICIAL_PRESET
+from memrun.metrics.retrieval_official import ANSWER_MARK, LME_NDCG, LME_OFFICIAL_PRESET, OFFICIAL_NO_GOLD
 from memrun.metrics.stale import SUPERSEDED_KEY
 from memrun.records import Dataset, Group, Item
 
@@ -240,8 +241,9 @@ class LongMemEval:
             len(s.answer_keys) for sid, s in sessions.items() if sid not in evidence
         )
         abstention = qid.endswith(ABSTENTION_SUFFIX)
+        scored_without_gold = False
         if self.preset == LME_OFFICIAL_PRESET:
-            gold_turns, evidence = self._official_gold(qid, sessions, evidence, counts)
+            gold_turns, evidence, scored_without_gold = self._official_gold(qid, sessions, evidence, counts)
         else:
             gold_turns = [k for sid in evidence for k in sessions[sid].gold_keys]
             if abstention:
@@ -258,6 +260,8 @@ class LongMemEval:
         extra: dict[str, Any] = {"answer_session_ids": answer_ids}
         if isinstance(raw.get(SUPERSEDED_KEY), (str, int, float)):
             extra[SUPERSEDED_KEY] = str(raw[SUPERSEDED_KEY])
+        if scored_without_gold:
+            extra[OFFICIAL_NO_GOLD] = True
         item = Item(
             item_id=qid,
             history_id=qid,
@@ -278,19 +282,20 @@ class LongMemEval:
     @staticmethod
     def _official_gold(
         qid: str, sessions: Mapping[str, Session], evidence: list[str], counts: MutableMapping[str, int]
-    ) -> tuple[list[str], list[str]]:
-        """(gold turns, gold sessions) under the official rules (module docstring), counted."""
+    ) -> tuple[list[str], list[str], bool]:
+        """(gold turns, gold sessions, scored without gold) under the official rules (module
+        docstring), counted."""
         if ABSTENTION_SUFFIX in qid:  # the official test is a substring, not a suffix
             counts["retrieval_excluded_abstention"] += 1
-            return [], []
+            return [], [], False
         if not any(s.gold_keys for s in sessions.values()):  # no has_answer user turn anywhere
             counts["retrieval_excluded_no_target_turn"] += 1
-            return [], []
+            return [], [], False
         gold_sessions = [sid for sid, s in sessions.items() if ANSWER_MARK in sid and s.gold_keys]
         counts["official_gold_differs"] += set(gold_sessions) != {sid for sid in evidence if sessions[sid].gold_keys}
         gold_turns = [k for sid in gold_sessions for k in sessions[sid].gold_keys]
         counts["official_scored_without_gold"] += not gold_turns
-        return gold_turns, gold_sessions
+        return gold_turns, gold_sessions, not gold_turns
 
     def _haystack(
         self, raw: dict[str, Any], where: str, store: SessionStore, counts: MutableMapping[str, int]

@@ -40,6 +40,8 @@ from memrun.metrics.retrieval import NAMED_VARIANTS, ItemRetrieval, score_item
 
 LME_NDCG, EVIDENCE_SHARE = NAMED_VARIANTS  # per-item columns <name>_at_K and session_<name>_at_K
 
+OFFICIAL_NO_GOLD = "official_no_gold"
+"""``Item.extra`` flag: a question the official script scores although it has no gold turn."""
 LME_OFFICIAL_PRESET = "official"
 """``benchmark.preset`` of LongMemEval that reproduces ``run_retrieval.py`` (see docs/reproducing.md)."""
 ANSWER_MARK, NO_ANSWER_MARK = "answer", "noans"
@@ -140,6 +142,16 @@ def score_lme_official(
         session=session,
         session_ndcg={k: lme_ndcg(relevances, len(gold), cut[k]) for k in measured},  # type: ignore[arg-type]
     )
+
+
+def score_without_gold(ks: Iterable[int]) -> LmeOfficial:
+    """The official scores of a question kept with no gold turn (its ``has_answer`` user turns
+    lie outside ``answer`` sessions): ``any`` of nothing is false, ``all`` of nothing true,
+    nDCG 0 (no ideal DCG), at turn and session level alike; reciprocal rank 0."""
+    ks = tuple(ks)
+    empty = ItemRetrieval(first_gold_rank=None, rr=0.0, hit=dict.fromkeys(ks, False), all=dict.fromkeys(ks, True),
+                          precision=dict.fromkeys(ks, 0.0), ndcg=dict.fromkeys(ks, 0.0))
+    return LmeOfficial(ndcg=dict.fromkeys(ks, 0.0), session=empty, session_ndcg=dict.fromkeys(ks, 0.0))
 
 
 def evidence_share(evidence: Sequence[str], context: Iterable[str]) -> float:
