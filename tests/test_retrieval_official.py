@@ -115,6 +115,17 @@ def test_assistant_evidence_question_is_left_out_by_the_official_preset(tmp_path
     assert official_ds.split == "s/user-turns" and official_ds.preset == "official"
 
 
+def test_empty_user_turns_are_records_under_the_official_preset(tmp_path: Path) -> None:
+    sessions = [("answer_q_1", DATE, [turn("user", " ", False), turn("assistant", ""), turn("user", "red car", True)])]
+    path = write_lme(tmp_path / "f.json", [question("q", sessions, ["answer_q_1"])])
+    default = next(iter(loader(path).load(tmp_path).groups))
+    official_ds = loader(path, preset="official").load(tmp_path)
+    official = next(iter(official_ds.groups))
+    assert [r.key for r in default.records] == ["answer_q_1_3"]
+    assert [r.key for r in official.records] == ["answer_q_1_1", "answer_q_1_3"]  # the official corpus
+    assert official.records[0].text == "user:  " and official_ds.counts["turns_empty"] == 2
+
+
 def test_official_gold_is_found_by_the_answer_mark_and_abs_anywhere_in_the_id(tmp_path: Path) -> None:
     sessions = [
         ("answer_x_1", DATE, [turn("user", "my car is blue", True)]),  # named answer, not listed as evidence

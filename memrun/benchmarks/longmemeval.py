@@ -38,7 +38,8 @@ run_retrieval.py`` of github.com/xiaowu0162/LongMemEval) instead: user turns onl
 must be ``[user]``, the default then); gold turns are the ``has_answer`` user turns of
 sessions whose id contains ``answer`` (the official test, whatever
 ``answer_session_ids`` says; ``official_gold_differs`` counts questions where the two
-disagree); questions whose id contains ``_abs`` and questions without a ``has_answer``
+disagree; user turns with empty content are records too); questions whose id contains
+``_abs`` and questions without a ``has_answer``
 user turn anywhere in the haystack are left out; sessions are credited only through
 their evidence turns and nDCG is also given as LongMemEval's ``lme_ndcg``
 (:mod:`memrun.metrics.retrieval_official`). One official case reads oddly: a
@@ -54,7 +55,8 @@ Rules for what the files hold irregularly (keys of :attr:`Dataset.counts`):
   kept, later ones are dropped; ``sessions_repeated_differ`` counts those whose turns
   differed from the kept one;
 - ``answer_int``: integer answers, kept as text; ``sessions_empty``, ``turns_empty``:
-  sessions without turns and turns without content (skipped);
+  sessions without turns and turns without content (skipped; under ``preset: official``
+  empty turns of the indexed role are records, as the official corpus holds them);
 - ``answer_sessions_dangling``: an ``answer_session_ids`` entry not in the haystack;
 - ``has_answer_outside_evidence``: a ``has_answer`` turn in a session that is not an
   evidence session (not gold, as in the official evaluation);
@@ -216,7 +218,7 @@ class LongMemEval:
         the question and field for a malformed question.
         """
         counts.update(dict.fromkeys(COUNT_KEYS, 0))
-        store = SessionStore(self.roles)
+        store = SessionStore(self.roles, keep_empty=self.preset == LME_OFFICIAL_PRESET)
         with open_json(path) as f:
             try:
                 for position, raw in enumerate(ijson.items(f, "item", use_float=True)):

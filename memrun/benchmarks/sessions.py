@@ -113,10 +113,13 @@ class SessionStore:
     """Hands out :class:`Session` objects, sharing identical ones (see the module docstring).
 
     roles: the turn roles that become records (LongMemEval: ``user``, ``assistant``).
+    keep_empty: turns with empty content become records too (counted in ``n_empty`` all
+        the same), as LongMemEval's official evaluation indexes them; else they are skipped.
     """
 
-    def __init__(self, roles: Collection[str]) -> None:
+    def __init__(self, roles: Collection[str], keep_empty: bool = False) -> None:
         self.roles = frozenset(roles)
+        self.keep_empty = keep_empty
         self._sessions: weakref.WeakValueDictionary[tuple[str, str | None, str], Session] = weakref.WeakValueDictionary()
         self._contents: weakref.WeakValueDictionary[str, _Content] = weakref.WeakValueDictionary()
         self.shared = 0  # sessions whose turns were already in the store (texts shared)
@@ -149,7 +152,7 @@ class SessionStore:
                 answers.append(i)
             if not content.strip():
                 n_empty += 1
-                texts.append(None)
+                texts.append(f"{role}: {content}" if self.keep_empty and role in self.roles else None)
             else:
                 texts.append(f"{role}: {content}" if role in self.roles else None)
         return _Content(tuple(texts), tuple(answers), n_empty)
