@@ -187,12 +187,12 @@ class McpSession:
         if session is None:
             raise ArmError(f"{where}: the MCP server {self.spec.label} is gone ({self._gone()}){self.stderr_note()}")
         try:
-            result = await asyncio.wait_for(session.call_tool(tool, dict(arguments)), self.timeout_s)
-        except TimeoutError:
-            raise ArmError(f"{where}: tool {tool!r} did not answer within {self.timeout_s:g} s "
-                           f"(arm.timeout_s); the server {self.spec.label} hangs or is too slow, so the run "
-                           "stops here") from None
+            result = await session.call_tool(tool, dict(arguments), read_timeout_seconds=self.timeout_s)
         except Exception as exc:  # noqa: BLE001 - the SDK's transport and protocol errors
+            if getattr(exc, "code", None) == _request_timeout():
+                raise ArmError(f"{where}: tool {tool!r} did not answer within {self.timeout_s:g} s "
+                               f"(arm.timeout_s); the server {self.spec.label} hangs or is too slow, so the run "
+                               "stops here") from None
             if self._holder is not None:  # a closed connection ends the holder soon after
                 await asyncio.wait({self._holder}, timeout=2)
             closed = "connection closed" in str(exc).lower()
@@ -218,6 +218,12 @@ class McpSession:
             with contextlib.suppress(OSError):
                 self._errlog.close()
             self._errlog = None
+
+
+def _request_timeout() -> int:
+    from mcp_types import REQUEST_TIMEOUT
+
+    return int(REQUEST_TIMEOUT)
 
 
 def describe_exception(exc: BaseException) -> str:

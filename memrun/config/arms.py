@@ -145,7 +145,26 @@ class HttpReadyConfig(HttpOperationConfig):
 
 
 @dataclass
-class HttpArmConfig:
+class MemoryServerKeys:
+    """Keys ``arm=http`` and ``arm=mcp`` share: credentials, namespaces, evaluation flags."""
+
+    auth_token_env: Optional[str] = None
+    auth_header: str = "Authorization"
+    auth_scheme: str = "Bearer"
+    headers: Dict[str, str] = field(default_factory=dict)
+    namespace_prefix: str = "memrun-"
+    keep_namespaces: bool = False
+    ledger_dir: Optional[str] = None
+    eval_flags: Dict[str, Any] = field(default_factory=dict)
+    crediting_flags: Dict[str, Any] = field(default_factory=dict)
+    crediting: bool = False
+    ingest_batch_size: int = 100
+    settle_s: float = 0.0
+    timeout_s: float = 30.0
+
+
+@dataclass
+class HttpArmConfig(MemoryServerKeys):
     """``arm=http``: a memory server described per operation."""
 
     _target_: str = "memrun.arms.http.HttpArm"
@@ -158,20 +177,7 @@ class HttpArmConfig:
     search: HttpOperationConfig = MISSING
     erase: Optional[HttpOperationConfig] = None
     ready: Optional[HttpReadyConfig] = field(default_factory=HttpReadyConfig)
-    settle_s: float = 0.0
-    auth_token_env: Optional[str] = None
-    auth_header: str = "Authorization"
-    auth_scheme: str = "Bearer"
-    headers: Dict[str, str] = field(default_factory=dict)
-    namespace_prefix: str = "memrun-"
-    keep_namespaces: bool = False
-    ledger_dir: Optional[str] = None
-    eval_flags: Dict[str, Any] = field(default_factory=dict)
-    crediting_flags: Dict[str, Any] = field(default_factory=dict)
-    crediting: bool = False
     require_real_providers: bool = False
-    ingest_batch_size: int = 100
-    timeout_s: float = 30.0
     attempts: int = 4
 
 
@@ -196,7 +202,7 @@ class McpReadyConfig(McpOperationConfig):
 
 
 @dataclass
-class McpArmConfig:
+class McpArmConfig(MemoryServerKeys):
     """``arm=mcp``: a memory server over the Model Context Protocol (stdio or streamable HTTP)."""
 
     _target_: str = "memrun.arms.mcp.McpArm"
@@ -207,23 +213,10 @@ class McpArmConfig:
     env: Dict[str, str] = field(default_factory=dict)
     cwd: Optional[str] = None
     url: Optional[str] = None
-    auth_token_env: Optional[str] = None
-    auth_header: str = "Authorization"
-    auth_scheme: str = "Bearer"
-    headers: Dict[str, str] = field(default_factory=dict)
     health: Optional[McpOperationConfig] = field(default_factory=McpOperationConfig)
     ingest: McpOperationConfig = field(default_factory=McpOperationConfig)
     search: McpOperationConfig = field(default_factory=McpOperationConfig)
     erase: Optional[McpOperationConfig] = field(default_factory=McpOperationConfig)
     ready: Optional[McpReadyConfig] = field(default_factory=McpReadyConfig)
     search_mode: Optional[str] = None
-    namespace_prefix: str = "memrun-"
-    keep_namespaces: bool = False
-    ledger_dir: Optional[str] = None
-    eval_flags: Dict[str, Any] = field(default_factory=dict)
-    crediting_flags: Dict[str, Any] = field(default_factory=dict)
-    crediting: bool = False
-    ingest_batch_size: int = 100
-    settle_s: float = 0.0
-    timeout_s: float = 30.0
     start_timeout_s: float = 60.0
