@@ -170,3 +170,35 @@ def test_result_document_prefers_structured_content(tools) -> None:
 
     op = ToolOperation("search", {"tool": "search", "result": "hits[].{key: id}"})
     assert map_result(op, Result()) == [{"key": "a"}]
+
+
+def test_streamable_http_transport_with_a_token_from_the_environment(tmp_path, monkeypatch) -> None:
+    import socket
+    import subprocess
+    import time
+
+    with socket.socket() as s:
+        s.bind(("127.0.0.1", 0))
+        port = s.getsockname()[1]
+    server = subprocess.Popen([sys.executable, SERVER, "--http", str(port)], stderr=subprocess.DEVNULL,
+                              stdout=subprocess.DEVNULL)
+    try:
+        deadline = time.monotonic() + 120
+        while socket.socket().connect_ex(("127.0.0.1", port)) != 0:
+            assert server.poll() is None and time.monotonic() < deadline, "the HTTP MCP server did not start"
+            time.sleep(0.2)
+        monkeypatch.delenv("MEMSRV_TOKEN", raising=False)
+        url = f"http://127.0.0.1:{port}/mcp"
+        with pytest.raises(ArmError, match="arm.auth_token_env: environment variable MEMSRV_TOKEN is not set"):
+            mcp_arm(tmp_path, "arm.command=null", f"arm.url={url}", "arm.auth_token_env=MEMSRV_TOKEN")
+        monkeypatch.setenv("MEMSRV_TOKEN", "s3cret")
+        arm = mcp_arm(tmp_path, "arm.command=null", f"arm.url={url}", "arm.auth_token_env=MEMSRV_TOKEN")
+        try:
+            assert arm.describe()["mcp_transport"] == "http" and arm.base.headers == {"Authorization": "Bearer s3cret"}
+            arm.ingest("conv-1", RECORDS)
+            assert [h.key for h in arm.search("grey cat", 2)] == ["D1:1", "D1:2"]
+        finally:
+            arm.close()
+    finally:
+        server.terminate()
+        server.wait(timeout=30)

@@ -10,6 +10,12 @@ set -euo pipefail
 root="$(cd "$(dirname "$0")/../.." && pwd)"
 dest="${MEMRUN_MCP_SERVERS:-$root/.memrun-cache/mcp-servers}"
 mkdir -p "$dest"
+if ! command -v npm >/dev/null 2>&1; then  # Node is on these machines; a bare one gets Debian's
+    sudo=""
+    [ "$(id -u)" -eq 0 ] || sudo="sudo"
+    $sudo apt-get update -qq
+    $sudo apt-get install -y -qq nodejs npm
+fi
 if [ ! -x "$dest/node_modules/.bin/mcp-server-memory" ]; then
     npm install --prefix "$dest" --no-audit --no-fund --silent @modelcontextprotocol/server-memory@2026.8.31
 fi
