@@ -236,3 +236,18 @@ def test_cluster_by_the_stratum_is_refused(tmp_path, capsys):
     assert compare_main([ra, rb, "--cluster-by", "category"]) == ExitCode.USAGE_ERROR
     err = capsys.readouterr().err
     assert "--cluster-by category with --stratify-by category" in err and "zero-width" in err
+
+
+def test_plan_prints_the_power_of_a_pilot(tmp_path, capsys):
+    from memrun.commands.plan import main as plan_main
+
+    a, b = wtl(12, 180, 8)
+    ra, rb = _runs(tmp_path, a, b, [f"c{i % 10}" for i in range(200)])
+    _, d = compare_json(capsys, ra, rb, "--effect", "2")
+    assert plan_main(["--pilot", ra, rb, "--effect", "2", "--format", "json"]) == 0
+    import json
+
+    plan = json.loads(capsys.readouterr().out)
+    assert plan["power"]["mde"] == pytest.approx(d["power"]["mde"]) and plan["power"]["needed"] == d["power"]["needed"]
+    assert plan_main(["--pilot", ra, rb, "--effect", "2"]) == 0
+    assert "power: minimum detectable effect at 80% power" in capsys.readouterr().out

@@ -4,6 +4,11 @@
 
 Takes the same overrides as a run (:mod:`memrun.plan` does the work; it makes no LLM
 call). Prices come from ``conf/prices.yaml`` (``--prices FILE`` for another table).
+
+``--pilot A B`` (two finished runs of a pilot comparison, e.g. the baseline and a first
+try of the change) adds the power such a comparison has: the minimum detectable effect at
+80% power and how many clusters an effect of ``--effect PP`` would need, computed exactly
+as ``memrun compare`` prints it beside an unresolved verdict (:mod:`memrun.stats.power`).
 """
 
 from __future__ import annotations
@@ -28,6 +33,11 @@ def _parser() -> argparse.ArgumentParser:
     parser.add_argument("--config-dir", type=Path, metavar="DIR",
                         help="your own config folder, as for a run (memrun --config-dir DIR ...)")
     parser.add_argument("--prices", type=Path, help="price table (default: conf/prices.yaml)")
+    parser.add_argument("--pilot", nargs=2, metavar=("A", "B"),
+                        help="two runs of a pilot comparison: report the minimum detectable effect at 80%% power "
+                             "of a comparison designed like it")
+    parser.add_argument("--effect", type=float, metavar="PP",
+                        help="with --pilot: the effect of interest, pp (default: compare's null band)")
     parser.add_argument("--chars-per-token", type=float, metavar="N",
                         help="characters per token for calls without reported usage (default: reader.chars_per_token)")
     return parser
@@ -61,7 +71,28 @@ def _lines(d: Mapping[str, Any]) -> tuple[list[str], list[list[str]], list[str]]
         foot.append("fake providers: the run's scores will be meaningless")
     foot.append("comparability: " + ", ".join(f"{k}={v}" for k, v in d["comparability"].items() if v is not None))
     foot += [f"warning: {w}" for w in d["warnings"]]
+    if d.get("power"):
+        from memrun.report.compare_report import power_line
+
+        foot.append(f"pilot {' vs '.join(d['power']['runs'])}: " + power_line(d["power"], d["power"]))
     return head, rows, foot
+
+
+def pilot_power(path_a: str, path_b: str, effect: float | None) -> dict[str, Any]:
+    """The power of a comparison designed like the pilot pair A, B: ``memrun compare``'s
+    power dict (fractions) plus ``runs`` and ``unit``. The pilot runs may differ in their
+    treatment (their numbers are read, not gated). Raises MemrunError when they cannot be
+    compared (unreadable, nothing paired, a degenerate interval)."""
+    from memrun.commands.compare import build_parser, compare
+    from memrun.errors import MemrunError
+
+    argv = [path_a, path_b, "--allow-noncomparable", "--allow-fake"]
+    argv += ["--effect", str(effect)] if effect is not None else []
+    result, _, refusal = compare(build_parser().parse_args(argv))
+    if result is None or not result.power:
+        why = refusal or (result.verdict.get("detail") if result else None) or "no usable interval"
+        raise MemrunError(f"--pilot {path_a} {path_b}: no power from these runs: {why}")
+    return {**result.power, "runs": [path_a, path_b], "unit": result.unit}
 
 
 HEADERS = ["role", "model", "endpoint", "calls", "cached", "needed", "prompt tok", "completion tok", "cost"]
@@ -110,6 +141,8 @@ def main(argv: list[str]) -> int:
         extra = [f"hydra.searchpath=[file://{args.config_dir.resolve()}]"]
     cfg = compose(["progress=false", *extra, *args.overrides])
     plan = make_plan(cfg, prices, info, args.chars_per_token).to_dict()
+    if args.pilot:
+        plan["power"] = pilot_power(*args.pilot, args.effect)
     render = {"text": render_text, "markdown": render_markdown,
               "json": lambda d: json.dumps(d, indent=2, default=str) + "\n"}[args.format]
     sys.stdout.write(render(plan))
