@@ -143,7 +143,7 @@ def comparability(cfg: DictConfig, dataset: Any, selection: Any, arm_fields: Map
 
     inst = Instrument(
         axis=str(cfg.axis.value), benchmark=str(cfg.benchmark.name), split=dataset.split, slice=selection.describe(),
-        dataset_sha256=dataset.sha256, denominator=DENOMINATOR_RETRIEVAL,
+        dataset_sha256=dataset.sha256, denominator=DENOMINATOR_RETRIEVAL, repeats=int(cfg.repeats),
         corrections_sha256=selection.corrections.sha256 if selection.corrections else None,
         **retrieval_conventions(dataset),
         **{k: v for k, v in arm_fields.items() if k in DESCRIBE_KEYS and k != "fake_providers"},

@@ -285,8 +285,8 @@ def execute(cfg: DictConfig, out_dir: Path, console: Console, config_folder: Pat
             close_error = _close(arm)
             instrument.finished_at = _now()
             instrument.n_rows = len(rows)
-            if instrument.status == "complete" and (bad := _error_status(rows, cfg.get("max_error_share", 0.1))):
-                instrument.status, instrument.error = bad  # nothing measured (failed), or too little (degraded)
+            if instrument.status == "complete" and (failed := _all_failed(rows)):
+                instrument.status, instrument.error = "failed", failed  # nothing measured: the run failed
             # Lazy groups finish their counts and warnings while they are produced.
             instrument.load_counts = dict(dataset.counts)
             if instrument.n_items is None and instrument.status == "complete":
@@ -304,6 +304,8 @@ def execute(cfg: DictConfig, out_dir: Path, console: Console, config_folder: Pat
                 warnings.add(emptied_context_warning(rows, setup.reader.max_context_tokens),
                              overflow_warning(rows, setup.reader.max_context_tokens))
             warnings.add(*(coverage_warnings(coverage) if coverage else []))
+            if instrument.status == "complete" and coverage is None:  # an answering arm: min_coverage governs
+                instrument.status, instrument.error = _degraded(rows, cfg.get("max_error_share", 0.1)) or ("complete", None)
             instrument.warnings = list(warnings.lines)
             instrument.retrieval_not_measurable = checks.not_measurable()  # compare refuses such a run
             writer.close()
@@ -338,8 +340,10 @@ def execute(cfg: DictConfig, out_dir: Path, console: Console, config_folder: Pat
             console, summary, ks=ks, title=f"{label} (retrieval axis)",
             load_counts=dataset.counts, out_dir=str(out_dir),
         )
-    _report_errors(rows, cfg.get("max_error_share", 0.1))
+    _report_errors(rows)
     refuse_unmeasured(cfg.arm.name, summary, out_dir)
+    if instrument.status == "degraded":  # after the more specific refusals above
+        raise RunDegraded(instrument.error or "degraded")
     return summary
 
 
@@ -396,11 +400,8 @@ def _all_failed(rows: list[dict[str, Any]]) -> str | None:
     return None
 
 
-def _error_status(rows: list[dict[str, Any]], max_share: float) -> tuple[str, str] | None:
-    """("failed", why) when every row failed, ("degraded", why) when more than
-    ``max_share`` of the rows failed, else None."""
-    if failed := _all_failed(rows):
-        return "failed", failed
+def _degraded(rows: list[dict[str, Any]], max_share: float) -> tuple[str, str] | None:
+    """("degraded", why) when more than ``max_share`` of the rows failed, else None."""
     n_errors = sum(1 for r in rows if r.get("error"))
     if rows and n_errors / len(rows) > max_share:
         return "degraded", (f"{n_errors} of {len(rows)} rows failed ({n_errors / len(rows):.0%}), more than "
@@ -409,11 +410,11 @@ def _error_status(rows: list[dict[str, Any]], max_share: float) -> tuple[str, st
     return None
 
 
-def _report_errors(rows: list[dict[str, Any]], max_share: float) -> None:
-    """Say why items failed (the first error); raise RunFailed when every item failed,
-    RunDegraded when more than ``max_share`` of the rows failed."""
-    if bad := _error_status(rows, max_share):
-        raise (RunFailed if bad[0] == "failed" else RunDegraded)(bad[1])
+def _report_errors(rows: list[dict[str, Any]]) -> None:
+    """Say why items failed (the first error); raise RunFailed when every item failed
+    (a degraded run is raised by the caller, after the more specific refusals)."""
+    if failed := _all_failed(rows):
+        raise RunFailed(failed)
     errors = [r["error"] for r in rows if r.get("error")]
     if errors:
         _warn(f"{len(errors)} of {len(rows)} rows failed and are excluded from every ratio; the first error: {errors[0]}")
