@@ -197,7 +197,9 @@ def test_an_arm_that_answers_replaces_the_reader(server, tmp_path):
 
 
 def test_context_overflow_skip_and_truncate(server, tmp_path):
-    out, printed = execute_run(tmp_path, "judge=exact", "reader.max_context_tokens=3", "reader.overflow=skip")
+    # nearly every item is skipped here: accept that share of errors (else the run ends degraded)
+    out, printed = execute_run(tmp_path, "judge=exact", "reader.max_context_tokens=3", "reader.overflow=skip",
+                               "max_error_share=1")
     table = rows(out)
     skipped = [r for r in table if (r["error"] or "").startswith("context_overflow")]
     assert skipped and all(r["label"] == "error" for r in skipped)
