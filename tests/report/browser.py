@@ -59,23 +59,30 @@ def browser() -> Iterator[Any]:
         b.close()
 
 
-def open_page(browser: Any, html: Path) -> Page:
-    """Open ``html`` from disk with every non-file request aborted; waits until the table script ran."""
-    page = browser.new_page(viewport={"width": 1280, "height": 900})
+def watched(browser: Any, allow: str, width: int = 1280) -> Page:
+    """A new page recording console errors and page errors; requests to URLs not starting
+    with ``allow`` are aborted and recorded."""
+    page = browser.new_page(viewport={"width": width, "height": 900})
     loaded = Page(page)
     page.on("console", lambda m: loaded.errors.append(m.text) if m.type == "error" else None)
     page.on("pageerror", lambda e: loaded.errors.append(str(e)))
 
     def route(r: Any) -> None:
-        if r.request.url.startswith("file:"):
+        if r.request.url.startswith(allow):
             r.continue_()
         else:
             loaded.blocked.append(r.request.url)
             r.abort()
 
     page.route("**/*", route)
-    page.goto(html.resolve().as_uri())
-    page.wait_for_selector("body[data-ready='1']", timeout=10_000)
+    return loaded
+
+
+def open_page(browser: Any, html: Path) -> Page:
+    """Open ``html`` from disk with every non-file request aborted; waits until the table script ran."""
+    loaded = watched(browser, "file:")
+    loaded.page.goto(html.resolve().as_uri())
+    loaded.page.wait_for_selector("body[data-ready='1']", timeout=10_000)
     return loaded
 
 

@@ -13,7 +13,7 @@ from typing import Any
 from servers.openai_server import prompt_text
 
 from accuracy.helpers import gold_judge, is_judge
-from report.browser import Page
+from report.browser import Page, watched
 
 WIDTHS = (1400, 390)
 """Desktop and phone widths every page is checked at (no horizontal page scroll)."""
@@ -68,21 +68,9 @@ def serving(root: Path) -> Iterator[str]:
 
 def open_url(browser: Any, url: str, width: int = 1400) -> Page:
     """Open ``url`` (loopback only; any other request is aborted and recorded), errors recorded."""
-    page = browser.new_page(viewport={"width": width, "height": 900})
-    loaded = Page(page)
-    page.on("console", lambda m: loaded.errors.append(m.text) if m.type == "error" else None)
-    page.on("pageerror", lambda e: loaded.errors.append(str(e)))
-
-    def route(r: Any) -> None:
-        if r.request.url.startswith("http://127.0.0.1:"):
-            r.continue_()
-        else:
-            loaded.blocked.append(r.request.url)
-            r.abort()
-
-    page.route("**/*", route)
-    page.goto(url)
-    page.wait_for_selector("body[data-ready='1']", timeout=15_000)
+    loaded = watched(browser, "http://127.0.0.1:", width)
+    loaded.page.goto(url)
+    loaded.page.wait_for_selector("body[data-ready='1']", timeout=15_000)
     return loaded
 
 
