@@ -45,12 +45,12 @@ def _tick_label(v: float, unit: str) -> str:
     return f"{text}{unit}" if unit == "%" else f"{text} {unit}" if unit else text
 
 
-def interval_bars(bars: Sequence[dict[str, Any]], *, width: int = 640, scale: float = 1.0, unit: str = "%") -> str:
+def interval_bars(bars: Sequence[dict[str, Any]], *, width: int = 520, scale: float = 1.0, unit: str = "%") -> str:
     """Horizontal bars of means with 95% interval whiskers, on a 0..``scale`` axis.
 
     bars: ``{"name", "value", "low", "high", "n"}`` (value/low/high None when unknown).
     """
-    left, right, row = 190, 60, 22
+    left, right, row = 150, 56, 22
     plot = width - left - right
     height = row * len(bars) + 30
 
@@ -65,7 +65,8 @@ def interval_bars(bars: Sequence[dict[str, Any]], *, width: int = 640, scale: fl
         out.append(f'<text x="{_f(tx)}" y="{height - 6}" text-anchor="middle">{label}</text>')
     for i, bar in enumerate(bars):
         y = i * row + 4
-        out.append(f'<text x="{left - 6}" y="{y + 13}" text-anchor="end">{escape(str(bar["name"]))}</text>')
+        out.append(f'<text x="{left - 6}" y="{y + 13}" text-anchor="end">{escape(_short_name(bar["name"]))}'
+                   f'<title>{escape(str(bar["name"]))}</title></text>')
         if bar.get("value") is None:
             out.append(f'<text x="{left + 4}" y="{y + 13}" fill="#888">not measured</text>')
             continue
