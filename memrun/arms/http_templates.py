@@ -1,4 +1,8 @@
-"""Request templates (Jinja2) and response paths (JMESPath) of ``arm=http``.
+"""Request templates (Jinja2) and response paths (JMESPath) of ``arm=http`` and ``arm=mcp``.
+
+``arm=mcp`` (:mod:`memrun.arms.mcp_ops`) uses the same :class:`JsonTemplate` for tool
+arguments, :class:`ResponsePath` for results and :func:`hits_from_result` for hits;
+:class:`Operation`, :func:`encode_body` and the HTTP encodings are ``arm=http``'s alone.
 
 A request template is the JSON value to send, written in YAML, whose strings are Jinja2
 templates. A string that is exactly one expression, ``"{{ k }}"``, becomes that

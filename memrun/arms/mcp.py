@@ -126,6 +126,8 @@ class McpArm:
         except BaseException:
             self._loop.run(self._aclose_session())
             self._loop.stop()
+            if self.per_process:
+                shutil.rmtree(self.root, ignore_errors=True)  # the probe server's folder
             raise
         self._guard.install()
         atexit.register(self.close)
