@@ -18,7 +18,8 @@ from memrun.errors import RunTableError
 from memrun.instrument import Instrument
 from memrun.io.reader import read_run
 
-KEY_FIELDS = ("arm", *Instrument.comparability_fields(), "status", "repeats", "seed")
+# each once: a field named here may also be a comparability field (repeats is)
+KEY_FIELDS = tuple(dict.fromkeys(("arm", *Instrument.comparability_fields(), "status", "repeats", "seed")))
 """Instrument fields copied onto every row, prefixed ``instrument_``."""
 
 
