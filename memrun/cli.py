@@ -186,7 +186,8 @@ def _run_hydra(args: list[str]) -> int:
                      "the table above lists the jobs that recorded how they ended; re-run the sweep to redo the rest")
     except KeyboardInterrupt:
         if sweep.current_sweep is not None:  # a multirun: its jobs may have run in other processes
-            sweep.finish(sweep.current_sweep)
+            if sweep.last_sweep_exit_code is None:  # its table is not printed yet
+                sweep.finish(sweep.current_sweep)
             return _fail(f"interrupted; the table above is what the sweep's jobs recorded (memrun sweep "
                          f"{sweep.current_sweep} prints it again). Run the same command again to redo it "
                          "(on the accuracy axis, the calls already made come from the cache)", EXIT_INTERRUPTED)

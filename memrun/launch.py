@@ -35,6 +35,7 @@ from memrun.errors import MemrunError
 
 CLAIM_FILE = ".memrun-claim"
 OUTCOME_DIR = ".memrun"
+STOP_FILE = "stop"  # under OUTCOME_DIR: the sweep was asked to stop (stop_file)
 EXIT_USER_ERROR = 2
 EXIT_INTERRUPTED = 130
 
@@ -230,15 +231,46 @@ def _say(message: str) -> None:
     sys.stderr.flush()
 
 
+def stop_file(sweep_dir: Path) -> Path:
+    """The file whose existence tells a sweep's jobs, wherever they run, to stop."""
+    return sweep_dir / OUTCOME_DIR / STOP_FILE
+
+
 def job(cfg: Any) -> int:
     """Run one composed config as a Hydra job; returns its exit code (0, 2 or 130).
 
     A user error (config, data, arm, a taken folder, the machine's OSError) is printed
     as one line and returned as 2; KeyboardInterrupt is recorded (status
     ``interrupted``) and re-raised for the command line to report.
+
+    A sweep's job also stops when the sweep's :func:`stop_file` appears (the launching
+    process was signalled; :mod:`memrun.sweep`), by the same interrupted path. In a
+    launcher's worker process (joblib, submitit, Ray), where memrun's command line did not
+    install its signal handlers, the job installs them for its duration and returns 130
+    instead of raising: the launching process reports the sweep.
     """
-    global last_exit_code, current_dir
     from hydra.core.hydra_config import HydraConfig
+    from hydra.types import RunMode
+
+    hydra_cfg = HydraConfig.get()
+    if hydra_cfg.mode != RunMode.MULTIRUN:
+        return _job(cfg, hydra_cfg)
+    worker = not signals.installed()
+    restore = signals.install() if worker else (lambda: None)
+    try:
+        with signals.watch(stop_file(Path(hydra_cfg.sweep.dir))):
+            return _job(cfg, hydra_cfg)
+    except KeyboardInterrupt:
+        if not worker:
+            raise
+        return EXIT_INTERRUPTED  # recorded as interrupted by _job
+    finally:
+        restore()
+
+
+def _job(cfg: Any, hydra_cfg: Any) -> int:
+    """:func:`job`'s work: claim, check, save, run, record."""
+    global last_exit_code, current_dir
     from hydra.types import RunMode
     from omegaconf.errors import OmegaConfBaseException
     from rich.console import Console
@@ -248,7 +280,6 @@ def job(cfg: Any) -> int:
     from memrun.provenance import config_folder
     from memrun.run import execute
 
-    hydra_cfg = HydraConfig.get()
     out_dir = Path(hydra_cfg.runtime.output_dir)
     multirun = hydra_cfg.mode == RunMode.MULTIRUN
     current_dir = out_dir

@@ -15,6 +15,11 @@ code that can stop cleanly:
   exit 130.
 
 A second signal raises KeyboardInterrupt at once, for a call that hangs.
+
+A sweep's jobs may run in other processes (joblib, submitit, Ray workers), which a signal
+to the launching process never reaches. There the stop arrives as a file: the launching
+process creates it when asked to stop, and each job watches for it (:func:`watch`) and
+then asks for the stop (:func:`request`) exactly as a signal would (:mod:`memrun.sweep`).
 """
 
 from __future__ import annotations
@@ -24,6 +29,7 @@ import signal
 import threading
 from collections.abc import Callable, Iterator
 from contextlib import contextmanager
+from pathlib import Path
 from typing import Any
 
 SIGNALS = tuple(s for s in (signal.SIGINT, signal.SIGTERM, getattr(signal, "SIGHUP", None)) if s)
@@ -45,6 +51,44 @@ def handler(signum: int, frame: Any) -> None:
         callback()
 
 
+def request(signum: int = signal.SIGTERM) -> None:
+    """Ask for a stop from code, as the first signal does (a no-op once one was asked for).
+    Safe from any thread: the callbacks only schedule work (``call_soon_threadsafe``)."""
+    if _requested:
+        return
+    _requested.append(signum)
+    for callback in list(_callbacks):
+        callback()
+
+
+def installed() -> bool:
+    """Whether this process handles SIGTERM with :func:`handler` (the command line installed it)."""
+    return signal.getsignal(signal.SIGTERM) is handler
+
+
+@contextmanager
+def watch(path: Path, interval: float = 0.2) -> Iterator[None]:
+    """Inside the block, :func:`request` a stop as soon as ``path`` exists (checked every
+    ``interval`` seconds by a daemon thread, and at once on entry)."""
+    done = threading.Event()
+
+    def poll() -> None:
+        while not done.wait(interval):
+            if path.exists():
+                request()
+                return
+
+    if path.exists():
+        request()
+    thread = threading.Thread(target=poll, name="memrun-stop-watch", daemon=True)
+    thread.start()
+    try:
+        yield
+    finally:
+        done.set()
+        thread.join()
+
+
 def install() -> Callable[[], None]:
     """Handle SIGINT and SIGTERM as described above; returns a function restoring the
     previous handlers. A no-op outside the main thread (signals only reach it)."""
@@ -54,8 +98,8 @@ def install() -> Callable[[], None]:
     previous = {sig: signal.signal(sig, handler) for sig in SIGNALS}
 
     def restore() -> None:
-        for sig, handler in previous.items():
-            signal.signal(sig, handler)
+        for sig, old in previous.items():
+            signal.signal(sig, old)
 
     return restore
 

@@ -10,13 +10,15 @@ the table and leaves the worst job's exit code for the command line to return;
 from __future__ import annotations
 
 import json
+from contextlib import ExitStack
 from dataclasses import asdict, dataclass
 from pathlib import Path
 from typing import Any
 
 from hydra.experimental.callback import Callback
 
-from memrun.launch import EXIT_USER_ERROR, OUTCOME_DIR, Outcome, RunFolderTaken, claim, release
+from memrun import signals
+from memrun.launch import EXIT_USER_ERROR, OUTCOME_DIR, Outcome, RunFolderTaken, claim, release, stop_file
 
 
 class SweepRefused(BaseException):
@@ -31,6 +33,36 @@ current_sweep: Path | None = None
 """The folder of the multirun in progress in this process (set when it starts)."""
 SWEEP_CLAIM = "sweep-claim"  # under <sweep dir>/.memrun/: the sweep that owns the folder
 _claim: Path | None = None
+_on_stop = ExitStack()  # while a sweep runs: a stop asked for creates its stop file
+
+
+def _ask_jobs_to_stop(sweep_dir: Path) -> None:
+    """Create the sweep's stop file (called from the signal handler: a few syscalls)."""
+    try:
+        stop_file(sweep_dir).touch()
+    except OSError:
+        pass  # the folder is gone or read-only: the jobs in this process still stop
+
+
+def _release_idle_workers() -> None:
+    """End joblib's worker processes now that the stopped sweep's jobs have returned (each
+    recorded how it ended), rather than at this process's exit, where loky lets each tear
+    itself down (seconds each on a busy machine). submitit's jobs are processes that end
+    with their job; a local Ray is shut down by Ray at exit."""
+    import os
+    import signal
+    import sys
+
+    loky = sys.modules.get("joblib.externals.loky.reusable_executor")
+    executor = getattr(loky, "_executor", None)
+    if executor is None:
+        return
+    for pid in list(getattr(executor, "_processes", None) or {}):  # at once, not on loky's thread
+        try:
+            os.kill(pid, signal.SIGKILL)
+        except OSError:  # gone already
+            pass
+    executor.shutdown(wait=False, kill_workers=True)
 
 
 @dataclass
@@ -103,6 +135,7 @@ def finish(sweep_dir: Path) -> int:
     """Print the table of the sweep in ``sweep_dir`` and release its claim; returns (and
     records) the worst job's code."""
     global last_sweep_exit_code, _claim
+    _on_stop.close()
     if _claim is not None:
         release(_claim)
         _claim = None
@@ -112,6 +145,8 @@ def finish(sweep_dir: Path) -> int:
 
     from memrun.report.sweep_table import print_sweep_table
 
+    if signals.requested():
+        _release_idle_workers()
     rows = sweep_rows(sweep_dir) if sweep_dir.is_dir() else []
     last_sweep_exit_code = worst_exit_code(rows)
     print_sweep_table(Console(width=None if sys.stdout.isatty() else 120), rows, title=f"sweep {sweep_dir}")
@@ -136,6 +171,10 @@ class SweepCallback(Callback):
             raise SweepRefused(f"{folder} already holds a sweep's jobs; give this sweep its own folder "
                                "(hydra.sweep.dir=...)")
         _claim, current_sweep = lock, folder
+        # A signal reaches this process only; jobs running in other processes or nodes stop
+        # when the stop file appears (memrun.launch.job watches for it).
+        stop_file(folder).unlink(missing_ok=True)
+        _on_stop.enter_context(signals.on_request(lambda: _ask_jobs_to_stop(folder)))
 
     def on_multirun_end(self, config: Any, **kwargs: Any) -> None:
         finish(Path(config.hydra.sweep.dir))

@@ -89,7 +89,9 @@ class ItemsWriter:
         self._n_parts = 0
         self._tables: list[pa.Table] = []  # what the parts hold, kept to merge without re-reading
         self._pool = ThreadPoolExecutor(max_workers=1, thread_name_prefix="memrun-writer")
-        self._pending: list[Future[None]] = []
+        # pyarrow imports pandas on its first array (seconds on a busy machine): do it now, on
+        # the writer's thread, not when the first part, or an interrupted run's last, is due.
+        self._pending: list[Future[None]] = [self._pool.submit(pa.array, [])]
         self.rows_written = 0
         self.sha256: str | None = None  # of items.parquet, once close() wrote it
 
