@@ -33,8 +33,8 @@ Arms that answer themselves (``answer_for``, e.g. ``arm=answers_file``) get an a
 coverage check (:func:`answer_coverage`): answered items / items asked; below
 ``min_coverage`` the headline is partial and the run exits 2.
 
-:class:`RunWarnings` keeps every warning line of a run in order, for stderr, the
-summary and the instrument alike.
+:class:`memrun.run_warnings.RunWarnings` prints and keeps every warning line of a run,
+in order, for stderr, the summary and the instrument alike.
 """
 
 from __future__ import annotations
@@ -235,27 +235,3 @@ def refuse_unmeasured(arm_name: str, summary: Mapping[str, Any], out_dir: Path) 
             f"the headline is partial (rows and summary kept in {out_dir}); select the answered items with "
             "benchmark.slice.ids_file, or set min_coverage=0 to accept a partial run"
         )
-
-
-class RunWarnings:
-    """Every warning line of a run, in order: each printed once (:meth:`show`), all of
-    them saved in summary.json and the instrument (:attr:`lines`).
-
-    printer: prints one line (the run's: ``warning: ...`` on stderr).
-    """
-
-    def __init__(self, printer: Callable[[str], None]) -> None:
-        self.lines: list[str] = []
-        self._printer = printer
-        self._shown = 0
-
-    def add(self, *lines: str | None) -> None:
-        """Keep ``lines`` (None: nothing to say), to be printed by the next :meth:`show`."""
-        self.lines.extend(line for line in lines if line)
-
-    def show(self, *lines: str | None) -> None:
-        """Keep ``lines``, then print every line not printed yet."""
-        self.add(*lines)
-        for line in self.lines[self._shown:]:
-            self._printer(line)
-        self._shown = len(self.lines)

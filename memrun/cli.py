@@ -154,7 +154,7 @@ def _run_hydra(args: list[str]) -> int:
     from memrun.config import register
 
     register()
-    launch.last_exit_code, launch.current_dir = 0, None
+    launch.last_exit_code, launch.current_dir, launch.existing_root = 0, None, None
     sweep.last_sweep_exit_code, sweep.current_sweep = None, None
     # launch.job runs each job (a user error is one line there; a sweep goes on with its
     # next job); it captures nothing, so every launcher can pickle it.

@@ -32,6 +32,7 @@ from typing import Any
 
 from memrun import signals
 from memrun.errors import MemrunError
+from memrun.run_warnings import warn
 
 CLAIM_FILE = ".memrun-claim"
 OUTCOME_DIR = ".memrun"
@@ -43,6 +44,10 @@ last_exit_code = 0
 """The exit code of the last job run in this process (a single run reads it)."""
 current_dir: Path | None = None
 """The run folder of the job in progress in this process (for the interrupt message)."""
+existing_root: Path | None = None
+"""Of a single run's folder and its parents, the deepest that existed before Hydra created
+the folder (noted by :meth:`memrun.sweep.SweepCallback.on_run_start`): a run that did no
+item removes what it created up to there, never more."""
 
 
 class RunFolderTaken(MemrunError):
@@ -116,7 +121,7 @@ def claim(folder: Path, name: str = CLAIM_FILE, *, run: bool = True) -> Path:
             holder, who = {}, "another process"
         if holder.get("host") == socket.gethostname() and not _alive(holder.get("pid")):
             lock.unlink(missing_ok=True)  # its process died (kill -9): the claim is stale
-            sys.stderr.write(f"warning: {lock} was left by {who}, which is no longer running; claiming the folder\n")
+            warn(f"{lock} was left by {who}, which is no longer running; claiming the folder")
             return claim(folder, name, run=run)
         raise RunFolderTaken(f"{folder} is claimed by another run ({who}); give this run its own folder "
                              f"(hydra.run.dir=...), or remove {lock} if that run is dead") from None
@@ -189,15 +194,24 @@ def stale_runs(out_dir: Path, cfg: Any, limit: int = 200) -> list[tuple[Path, in
     return found
 
 
-def _save_hydra_files(out_dir: Path, cfg: Any, hydra_cfg: Any) -> None:
-    """Write ``.hydra/{config,hydra,overrides}.yaml`` as Hydra does with an output subdir."""
+def _save_hydra_files(out_dir: Path, cfg: Any, hydra_cfg: Any, container: dict[str, Any]) -> None:
+    """Write ``.hydra/{config,hydra,overrides}.yaml`` as Hydra does with an output subdir,
+    with the config's secrets redacted (``container``: the resolved config; :mod:`memrun.redaction`)."""
     from omegaconf import OmegaConf
 
+    from memrun.redaction import Redactor, redact_config, redact_override
+
+    redactor = Redactor.for_config(container)
+    overrides = {name: [redact_override(o, container) for o in hydra_cfg.overrides[name]] for name in ("task", "hydra")}
+    hydra = OmegaConf.to_container(hydra_cfg, resolve=False)
+    hydra["overrides"] = overrides
+    hydra["job"]["override_dirname"] = ",".join(redact_override(o, container)
+                                                for o in str(hydra_cfg.job.override_dirname or "").split(",") if o)
     folder = out_dir / ".hydra"
     folder.mkdir(parents=True, exist_ok=True)
-    OmegaConf.save(cfg, folder / "config.yaml", resolve=False)
-    OmegaConf.save(OmegaConf.create({"hydra": hydra_cfg}), folder / "hydra.yaml", resolve=False)
-    OmegaConf.save(hydra_cfg.overrides.task, folder / "overrides.yaml", resolve=False)
+    for name, node in (("config.yaml", redact_config(OmegaConf.to_container(cfg, resolve=False))),
+                       ("hydra.yaml", {"hydra": redact_config(hydra)}), ("overrides.yaml", overrides["task"])):
+        (folder / name).write_text(redactor.text(OmegaConf.to_yaml(OmegaConf.create(node))))
 
 
 def _rows_kept(out_dir: Path) -> int:
@@ -213,17 +227,33 @@ def _rows_kept(out_dir: Path) -> int:
         return 1  # unreadable: keep it, someone should look
 
 
-def _discard_if_empty(out_dir: Path, allow_empty_table: bool = False) -> None:
-    """Remove a run folder in which nothing ran (only the saved config; with
-    ``allow_empty_table``, an items.parquet of no rows too): no litter from failed starts."""
+def _discard_if_empty(out_dir: Path, boundary: Path | None) -> None:
+    """Remove a run that did no item: its saved config, claim and table of no rows, then
+    ``out_dir`` and its parents while empty and below ``boundary`` (the deepest folder
+    that existed before the run; None: only ``out_dir``). Any other file keeps its folder."""
     import shutil
 
-    if not out_dir.is_dir():
+    from memrun.io.writer import ITEMS_FILE, PARTS_DIR, SUMMARY_FILE
+
+    if not out_dir.is_dir() or _rows_kept(out_dir):
         return
-    names = {p.name for p in out_dir.iterdir()}
-    kept = {n for n in names if n.startswith(("items", "summary"))}
-    if not kept or (allow_empty_table and not _rows_kept(out_dir)):
-        shutil.rmtree(out_dir, ignore_errors=True)
+    for name in (".hydra", PARTS_DIR, ITEMS_FILE, SUMMARY_FILE, CLAIM_FILE):
+        path = out_dir / name
+        shutil.rmtree(path, ignore_errors=True) if path.is_dir() else path.unlink(missing_ok=True)
+    stop = (boundary or out_dir.parent).resolve()
+    folder = out_dir.resolve()
+    while folder != stop and stop in folder.parents:
+        try:
+            folder.rmdir()  # only when empty
+        except OSError:
+            return
+        folder = folder.parent
+
+
+def existing_ancestor(folder: Path) -> Path:
+    """The deepest of ``folder`` and its parents that exists now (absolute)."""
+    folder = folder.absolute()
+    return next((p for p in (folder, *folder.parents) if p.exists()), Path(folder.anchor))
 
 
 def _say(message: str) -> None:
@@ -276,56 +306,60 @@ def _job(cfg: Any, hydra_cfg: Any) -> int:
     from rich.console import Console
 
     from memrun.cli import explain_config_error
-    from memrun.llm.endpoint import LiteralSecretError, Redactor, check_no_secrets
     from memrun.provenance import config_folder
+    from memrun.redaction import LiteralSecretError, check_no_secrets, scrub_files
     from memrun.run import execute
+    from memrun.run_warnings import RunWarnings
 
     out_dir = Path(hydra_cfg.runtime.output_dir)
     multirun = hydra_cfg.mode == RunMode.MULTIRUN
     current_dir = out_dir
     started = time.perf_counter()
     status, code, error, lock = "complete", 0, None, None
-    redactor = Redactor()  # literal secrets of a refused config stay out of the outcome file
+    warnings = RunWarnings()
+    redactor = warnings.redactor  # the run's secrets: kept out of its warnings, error line and outcome file
     try:
-        signals.check()  # stopped before this job began: it writes nothing
-        lock = claim(out_dir)
-        check_no_secrets(cfg)
-        _save_hydra_files(out_dir, cfg, hydra_cfg)
-        for folder, rows in stale_runs(out_dir, cfg):
-            sys.stderr.write(f"warning: an earlier run of this configuration did not finish: {folder} holds {rows} "
-                             "rows in items.parts/ (killed?); this run starts over (on the accuracy axis the calls "
-                             "it made come from the cache), so that folder is stale: remove it when done\n")
-        # Piped output (CI logs, files) gets a table wide enough to read; terminals keep their width.
-        execute(cfg, out_dir, Console(width=None if sys.stdout.isatty() else 120),
-                config_folder(hydra_cfg.runtime.config_sources))
-        signals.check()  # a stop asked for while the table was written: it was finished first
+        with warnings.active():  # what the claim and the stale-run check say is saved with the run
+            signals.check()  # stopped before this job began: it writes nothing
+            lock = claim(out_dir)
+            container = check_no_secrets(cfg)
+            redactor.add_config(container)
+            if multirun:  # Hydra wrote the sweep's multirun.yaml, overrides and all, before any job
+                scrub_files(redactor, out_dir, Path(hydra_cfg.sweep.dir))
+            _save_hydra_files(out_dir, cfg, hydra_cfg, container)
+            for folder, rows in stale_runs(out_dir, cfg):
+                warn(f"an earlier run of this configuration did not finish: {folder} holds {rows} rows in "
+                     "items.parts/ (killed?); this run starts over (on the accuracy axis the calls it made come "
+                     "from the cache), so that folder is stale: remove it when done")
+            # Piped output (CI logs, files) gets a table wide enough to read; terminals keep their width.
+            execute(cfg, out_dir, Console(width=None if sys.stdout.isatty() else 120),
+                    config_folder(hydra_cfg.runtime.config_sources), warnings)
+            signals.check()  # a stop asked for while the table was written: it was finished first
     except KeyboardInterrupt:
         status, code, error = "interrupted", EXIT_INTERRUPTED, "interrupted"
         raise
     except RunFolderTaken as exc:
         status, code, error = "refused", exc.exit_code, str(exc)
         lock = None  # not ours: leave the folder as it is
-        _say(error)
     except LiteralSecretError as exc:  # check_no_secrets redacted what Hydra wrote; keep it out of the outcome
         for value in exc.values:
             redactor.add(value, min_length=1)
         status, code, error = "failed", exc.exit_code, str(exc)
-        _say(error)
     except MemrunError as exc:
         status, code, error = "failed", exc.exit_code, str(exc)
-        _say(error)
     except OmegaConfBaseException as exc:
         status, code, error = "failed", EXIT_USER_ERROR, explain_config_error(exc)
-        _say(error)
     except OSError as exc:  # the machine's side: disk full, permissions, a vanished file or folder
         status, code = "failed", EXIT_USER_ERROR
         error = f"{exc.strerror or exc}{f': {exc.filename}' if exc.filename else ''} (run folder {out_dir})"
-        _say(error)
     finally:
+        if error is not None and status != "interrupted":
+            error = redactor.text(error)
+            _say(error)
         if lock is not None:
             release(lock)
-            if status in ("failed", "interrupted"):
-                _discard_if_empty(out_dir, allow_empty_table=status == "interrupted")
+        if status in ("failed", "interrupted"):  # a run that did no item leaves nothing behind
+            _discard_if_empty(out_dir, Path(hydra_cfg.sweep.dir) if multirun else existing_root)
         last_exit_code = code
         if multirun:
             Outcome(

@@ -283,7 +283,7 @@ def make_plan(cfg: DictConfig, prices: Mapping[str, Any], price_info: Mapping[st
     from memrun.arms import describe
     from memrun.benchmarks.selection import selection_from_config
     from memrun.config import ARM_RESERVED_KEYS, BENCHMARK_RESERVED_KEYS, Axis, cutoffs
-    from memrun.llm.endpoint import check_no_secrets
+    from memrun.redaction import check_no_secrets
     from memrun.plugins import build
     from memrun.retrieval import retrieve_group
     from memrun.run import check_settings, load_dataset

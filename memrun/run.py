@@ -18,9 +18,8 @@ from datetime import datetime, timezone
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
-from omegaconf import DictConfig, OmegaConf
+from omegaconf import DictConfig
 from rich.console import Console
-from rich.markup import escape
 from rich.progress import BarColumn, MofNCompleteColumn, Progress, TextColumn, TimeElapsedColumn
 
 import memrun
@@ -30,33 +29,26 @@ from memrun.background import in_background
 from memrun.benchmarks import Benchmark
 from memrun.benchmarks.download import data_dir
 from memrun.benchmarks.selection import Selection, apply_selection, selection_from_config
-from memrun.checks import HitChecks, RunWarnings, coverage_warnings, cutoff_warning, refuse_unmeasured
+from memrun.checks import HitChecks, coverage_warnings, cutoff_warning, refuse_unmeasured
 from memrun.config import ARM_RESERVED_KEYS, BENCHMARK_RESERVED_KEYS, Axis, cutoffs, default_top_k
 from memrun.errors import ArmError, ConfigError, MemrunError, RunDegraded, RunFailed
 from memrun.instrument import DENOMINATOR_RETRIEVAL, Instrument
 from memrun.io.schema import items_schema
 from memrun.io.writer import SHA256_KEY, SUMMARY_FILE, ItemsWriter
-from memrun.llm.endpoint import check_no_secrets
 from memrun.metrics.retrieval_official import LME_OFFICIAL_PRESET, session_cut_warning
+from memrun.redaction import check_no_secrets, redact_config
 from memrun.metrics.run_level import summarize_rows
 from memrun.plugins import build
 from memrun.provenance import commits
 from memrun.records import Dataset
 from memrun.report.run_summary import print_retrieval_summary
 from memrun.retrieval import Retrieved, iter_group, make_row, retrieval_conventions, retrieve_group
+from memrun.run_warnings import RunWarnings
 
 if TYPE_CHECKING:  # the accuracy axis's modules load only when it runs
     from memrun.accuracy.setup import AccuracySetup
 
 PROGRESS_SECONDS = 0.1
-
-
-def _warn(message: str) -> None:
-    """A warning line on stderr (stdout carries the results)."""
-    _STDERR.print(f"[yellow]warning:[/] {escape(message)}", soft_wrap=True, highlight=False)
-
-
-_STDERR = Console(stderr=True)
 
 
 def _close(arm: Arm) -> str | None:
@@ -166,8 +158,14 @@ def _run_accuracy(
     return stage.stopped
 
 
-def execute(cfg: DictConfig, out_dir: Path, console: Console, config_folder: Path | None = None) -> dict[str, Any]:
+def execute(cfg: DictConfig, out_dir: Path, console: Console, config_folder: Path | None = None,
+            warnings: RunWarnings | None = None) -> dict[str, Any]:
     """Run one composed config, writing ``items.parquet`` and ``summary.json`` to ``out_dir``.
+
+    ``warnings``: the run's (:mod:`memrun.run_warnings`; those it holds already, e.g. from
+    claiming the folder, are saved with the run); every warning said while it runs is
+    printed and saved, and the config's secrets are redacted from what it writes
+    (:mod:`memrun.redaction`).
 
     Returns the summary dict. Raises ConfigError / DataError / ArmError before any item
     runs when the config, data or arm is unusable; KeyboardInterrupt propagates after
@@ -176,11 +174,19 @@ def execute(cfg: DictConfig, out_dir: Path, console: Console, config_folder: Pat
     metrics of a recall run are not measurable and DataError when an arm that answers
     itself covers less than ``min_coverage`` of the items (:mod:`memrun.checks`).
     """
+    warnings = warnings or RunWarnings()
+    with warnings.active():
+        return _execute(cfg, out_dir, console, config_folder, warnings)
+
+
+def _execute(cfg: DictConfig, out_dir: Path, console: Console, config_folder: Path | None,
+             warnings: RunWarnings) -> dict[str, Any]:
     t_start = time.perf_counter()
     commit = in_background(lambda: commits(config_folder))  # git processes: waited for while the data loads
     accuracy = cfg.axis == Axis.accuracy
     ks = cutoffs(cfg)  # first: the arms' ${memrun_top_k:} reads them
-    check_no_secrets(cfg)  # it redacts what Hydra already wrote for this job itself
+    container = check_no_secrets(cfg)  # it redacts what Hydra already wrote for this job itself
+    redactor = warnings.redactor.add_config(container)  # one redactor for the run's rows, lines and files
     top_k = check_settings(cfg, accuracy)
     selection = selection_from_config(cfg.benchmark)
     benchmark: Benchmark = build(cfg.benchmark, BENCHMARK_RESERVED_KEYS, "benchmark")
@@ -188,17 +194,18 @@ def execute(cfg: DictConfig, out_dir: Path, console: Console, config_folder: Pat
     for method in ("ingest", "search", "close"):
         if not callable(getattr(arm, method, None)):
             raise ArmError(f"arm: {cfg.arm._target_} has no {method}() method; see memrun.arms.Arm")
-    warnings = RunWarnings(_warn)
     judge = (cfg.get("judge") or {}).get("name")
     if not accuracy and judge not in (None, "none"):
-        warnings.show(f"judge={judge} is not used: axis=recall scores retrieval without a judge; "
+        warnings.warn(f"judge={judge} is not used: axis=recall scores retrieval without a judge; "
                       "axis=accuracy runs the reader and the judge")
     setup = None
     if accuracy:  # API keys, prompts, judges: checked before any work
         from memrun.accuracy.setup import build_setup
 
         setup = build_setup(cfg, arm)
-        warnings.show(*setup.warnings)
+        redactor.extend(setup.redactor)  # the API keys in use
+        setup.redactor.extend(redactor)  # and the config's secrets, for the rows the answer stage redacts
+        warnings.warn(*setup.warnings)
     dataset, selection, benchmark_ids = load_dataset(cfg, benchmark, selection)
     shard_cfg = cfg.get("shard") or {}  # configs built by hand may leave it out: no sharding
     n_shards, shard_index = shards.check(shard_cfg.get("count", 1), shard_cfg.get("index", 0))
@@ -210,7 +217,7 @@ def execute(cfg: DictConfig, out_dir: Path, console: Console, config_folder: Pat
     search_mode = arm_fields.get("search_mode")
     if not accuracy and search_mode == "none":
         raise ConfigError(f"arm={cfg.arm.name} retrieves nothing (search_mode=none): run it with axis=accuracy")
-    warnings.show(*dataset.warnings, cutoff_warning(ks, top_k, search_mode))
+    warnings.warn(*dataset.warnings, cutoff_warning(ks, top_k, search_mode))
     instrument = Instrument(
         axis=cfg.axis.value,
         benchmark=cfg.benchmark.name,
@@ -238,7 +245,7 @@ def execute(cfg: DictConfig, out_dir: Path, console: Console, config_folder: Pat
         memrun_commit=commit.result().memrun,
         git_commit=commit.result().configs,
         started_at=_now(),
-        config=OmegaConf.to_container(cfg, resolve=True),  # type: ignore[arg-type]
+        config=redact_config(container),
         **{k: v for k, v in arm_fields.items() if k in DESCRIBE_KEYS and k != "fake_providers"},
         arm_info={k: v for k, v in arm_fields.items() if k not in DESCRIBE_KEYS},
     )
@@ -253,6 +260,7 @@ def execute(cfg: DictConfig, out_dir: Path, console: Console, config_folder: Pat
     stopped: str | None = None
 
     def emit(row: dict[str, Any]) -> None:
+        redactor.row(row, ("error",))
         rows.append(row)
         writer.add(row)
         if row.get("error"):
@@ -277,7 +285,7 @@ def execute(cfg: DictConfig, out_dir: Path, console: Console, config_folder: Pat
         instrument.status = "failed"
         reason = str(exc).splitlines()[0] if str(exc) else ""
         reason = reason if isinstance(exc, MemrunError) else f"{type(exc).__name__}: {reason}".rstrip(": ")
-        instrument.error = setup.redactor.text(reason) if setup else reason  # kept with the rows: why they stop here
+        instrument.error = redactor.text(reason)  # kept with the rows: why they stop here
         raise
     finally:
         # Finishing the table is never interrupted: a signal now is honoured after it (memrun.signals).
@@ -291,9 +299,9 @@ def execute(cfg: DictConfig, out_dir: Path, console: Console, config_folder: Pat
             instrument.load_counts = dict(dataset.counts)
             if instrument.n_items is None and instrument.status == "complete":
                 instrument.n_items = len({r["item_id"] for r in rows})  # accuracy: rows are item x repeat
-            warnings.add(*dataset.warnings[n_warned:], close_error, *checks.warnings())
+            warnings.warn(*dataset.warnings[n_warned:], close_error, *checks.warnings())
             if dataset.preset == LME_OFFICIAL_PRESET:
-                warnings.add(session_cut_warning([r for r in rows if r["repeat"] == 0], ks, top_k))
+                warnings.warn(session_cut_warning([r for r in rows if r["repeat"] == 0], ks, top_k))
             coverage = None
             if setup and setup.reader is None:  # the arm answers itself
                 ids = benchmark_ids if benchmark_ids is not None else {r["item_id"] for r in rows}
@@ -301,17 +309,18 @@ def execute(cfg: DictConfig, out_dir: Path, console: Console, config_folder: Pat
             if setup and setup.reader:
                 from memrun.llm.reader import emptied_context_warning, overflow_warning
 
-                warnings.add(emptied_context_warning(rows, setup.reader.max_context_tokens),
+                warnings.warn(emptied_context_warning(rows, setup.reader.max_context_tokens),
                              overflow_warning(rows, setup.reader.max_context_tokens))
-            warnings.add(*(coverage_warnings(coverage) if coverage else []))
+            warnings.warn(*(coverage_warnings(coverage) if coverage else []))
             if instrument.status == "complete" and coverage is None:  # an answering arm: min_coverage governs
                 instrument.status, instrument.error = _degraded(rows, cfg.get("max_error_share", 0.1)) or ("complete", None)
+            warnings.warn(_failed_rows_warning(rows))
             instrument.warnings = list(warnings.lines)
             instrument.retrieval_not_measurable = checks.not_measurable()  # compare refuses such a run
             writer.close()
             if setup:
                 summary = _accuracy_summary(rows, setup, instrument, stopped, coverage)
-                setup.redactor.files(out_dir)
+                redactor.files(out_dir)
             else:
                 summary = _metrics(rows, instrument)
             summary.update(
@@ -330,7 +339,6 @@ def execute(cfg: DictConfig, out_dir: Path, console: Console, config_folder: Pat
                 **{SHA256_KEY: writer.sha256},  # the reader checks items.parquet against it
             )
             (out_dir / SUMMARY_FILE).write_text(json.dumps(summary, indent=2) + "\n")
-    warnings.show()
     if setup:
         from memrun.report.accuracy_summary import print_accuracy_summary
 
@@ -415,9 +423,15 @@ def _report_errors(rows: list[dict[str, Any]]) -> None:
     (a degraded run is raised by the caller, after the more specific refusals)."""
     if failed := _all_failed(rows):
         raise RunFailed(failed)
+
+
+def _failed_rows_warning(rows: list[dict[str, Any]]) -> str | None:
+    """The warning for rows that failed (the first error), unless none or every one did
+    (then the run failed: :func:`_all_failed`)."""
     errors = [r["error"] for r in rows if r.get("error")]
-    if errors:
-        _warn(f"{len(errors)} of {len(rows)} rows failed and are excluded from every ratio; the first error: {errors[0]}")
+    if not errors or len(errors) == len(rows):
+        return None
+    return f"{len(errors)} of {len(rows)} rows failed and are excluded from every ratio; the first error: {errors[0]}"
 
 
 def _metrics(rows: list[dict[str, Any]], instrument: Instrument, headline: str | None = None) -> dict[str, Any]:

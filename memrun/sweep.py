@@ -157,6 +157,17 @@ class SweepCallback(Callback):
     """Notes the sweep folder when a multirun starts; prints the table and records the worst
     exit code when it ends."""
 
+    def on_run_start(self, config: Any, **kwargs: Any) -> None:
+        """Note, before Hydra creates the run folder, the deepest of it and its parents that
+        exists (:data:`memrun.launch.existing_root`): a run that does no item removes only
+        the folders it created."""
+        from memrun import launch
+
+        try:
+            launch.existing_root = launch.existing_ancestor(Path(config.hydra.run.dir))
+        except Exception:  # noqa: BLE001 - an unresolvable folder: Hydra reports it; remove nothing
+            launch.existing_root = None
+
     def on_multirun_start(self, config: Any, **kwargs: Any) -> None:
         """Claim the sweep folder (before Hydra writes anything in it): two sweeps given one
         ``hydra.sweep.dir`` would overwrite each other's job records. Raises RunFolderTaken."""

@@ -20,7 +20,8 @@ from memrun.instrument import DENOMINATOR_ABSTAIN_WRONG, DENOMINATOR_EXCLUDE_ABS
 from memrun.http_policy import HttpPolicy
 from memrun.judges import Judge, build_judge
 from memrun.llm.cache import CallCache
-from memrun.llm.endpoint import Endpoint, Redactor, resolve_endpoint
+from memrun.llm.endpoint import Endpoint, resolve_endpoint
+from memrun.redaction import Redactor
 from memrun.llm.prompts import load_prompt
 from memrun.llm.reader import OVERFLOW_POLICIES, READER_FIELDS, Reader
 from memrun.llm.service import LLMService

@@ -10,7 +10,6 @@ from __future__ import annotations
 
 import hashlib
 import sqlite3
-import sys
 from collections.abc import Iterable, Sequence
 from pathlib import Path
 from typing import Protocol, runtime_checkable
@@ -67,9 +66,9 @@ class EmbeddingCache:
         except (OSError, sqlite3.Error) as exc:
             raise ArmError(f"arm.cache_dir: cannot open the embedding cache {self.path}: {exc}") from exc
         from memrun.cache_files import network_warning
+        from memrun.run_warnings import warn
 
-        if shared := network_warning(self.path.parent, "arm.cache_dir"):
-            sys.stderr.write(f"warning: {shared}\n")
+        warn(network_warning(self.path.parent, "arm.cache_dir"))
 
     def get(self, model: str, shas: Sequence[str]) -> dict[str, np.ndarray]:
         """The cached vectors among ``shas`` (missing keys are absent from the result)."""

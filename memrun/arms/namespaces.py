@@ -22,7 +22,6 @@ import json
 import os
 import signal
 import socket
-import sys
 import threading
 from collections.abc import Iterator
 from datetime import datetime, timezone
@@ -31,16 +30,11 @@ from typing import Any, NamedTuple
 
 from memrun import signals
 from memrun.paths import user_cache
+from memrun.redaction import strip_userinfo
 
 
 LEDGER_GLOB = "*-*-*.json"
 KEPT_PREFIX = "kept-"
-
-
-def warn(message: str) -> None:
-    """One ``warning:`` line on stderr (stdout carries the results)."""
-    sys.stderr.write(f"warning: {message}\n")
-    sys.stderr.flush()
 
 
 def default_ledger_dir() -> Path:
@@ -61,7 +55,7 @@ class NamespaceLedger:
         self.folder = folder
         self.folder.mkdir(parents=True, exist_ok=True)
         self.path = folder / f"{socket.gethostname()}-{os.getpid()}-{token}.json"
-        self.base_url = base_url
+        self.base_url = strip_userinfo(base_url)  # a password in the server's URL stays out of the file
         self.names: list[str] = []
         self.unerased: str | None = None
         self._started = datetime.now(timezone.utc).isoformat(timespec="seconds")
@@ -139,7 +133,7 @@ def orphaned_ledgers(folder: Path, base_url: str) -> Iterator[Leftover]:
             names, pid = [str(n) for n in data["namespaces"]], int(data["pid"])
         except (OSError, ValueError, KeyError, TypeError):
             continue
-        if data.get("host") == host and data.get("base_url") == base_url and not _alive(pid):
+        if data.get("host") == host and data.get("base_url") == strip_userinfo(base_url) and not _alive(pid):
             unerased = data.get("unerased")
             yield Leftover(path, names, None if unerased is None else str(unerased))
 

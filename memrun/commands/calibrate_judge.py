@@ -63,7 +63,7 @@ def main(argv: list[str]) -> int:
     if args.n < 1:
         raise ConfigError(f"--n {args.n}: must be at least 1")
     cfg = compose(list(args.overrides))
-    from memrun.llm.endpoint import check_no_secrets
+    from memrun.redaction import check_no_secrets
     from memrun.benchmarks.download import data_dir
     from memrun.config import BENCHMARK_RESERVED_KEYS
     from memrun.http_policy import HttpPolicy

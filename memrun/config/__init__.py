@@ -55,7 +55,7 @@ class Axis(str, Enum):
 
 
 # Keys memrun reads itself from a group node; the rest go to the ``_target_`` class.
-ARM_RESERVED_KEYS = ("name", "top_k")
+ARM_RESERVED_KEYS = ("name", "top_k", "public_headers")  # public_headers: memrun.redaction
 BENCHMARK_RESERVED_KEYS = ("name", "ks", "slice", "sample", "limit", "corrections")
 
 
@@ -138,7 +138,7 @@ def path_safe(name: object) -> str:
     Used by the ``memrun_path`` resolver in ``hydra.run.dir`` so that an arm or benchmark
     name such as ``../x`` cannot place a run outside ``outputs/``.
     """
-    text = re.sub(r"[^A-Za-z0-9_.=+-]+", "_", str(name)).strip(".")
+    text = re.sub(r"[^A-Za-z0-9_.=+-]+", "_", str(getattr(name, "value", name))).strip(".")  # an Enum: its value
     return text or "_"
 
 

@@ -152,6 +152,7 @@ class MemoryServerKeys:
     auth_header: str = "Authorization"
     auth_scheme: str = "Bearer"
     headers: Dict[str, str] = field(default_factory=dict)
+    public_headers: List[str] = field(default_factory=list)  # memrun.redaction: values that may be saved
     namespace_prefix: str = "memrun-"
     keep_namespaces: bool = False
     ledger_dir: Optional[str] = None

@@ -34,7 +34,8 @@ from typing import Any
 
 from memrun.errors import AuthError, EndpointUnreachable
 from memrun.http_policy import AUTH_STATUSES, BODY_PREVIEW_CHARS, HttpPolicy, Retrier, auth_error
-from memrun.llm.endpoint import Endpoint, Redactor
+from memrun.llm.endpoint import Endpoint
+from memrun.redaction import Redactor
 
 Message = Mapping[str, str]
 

@@ -29,7 +29,8 @@ from memrun.background import in_background
 from memrun.http_policy import HttpPolicy
 from memrun.llm.cache import CallCache, call_key
 from memrun.llm.client import ChatRequest, ChatResult
-from memrun.llm.endpoint import Endpoint, Redactor
+from memrun.llm.endpoint import Endpoint
+from memrun.redaction import Redactor
 
 if TYPE_CHECKING:
     from memrun.llm.client import ChatClient

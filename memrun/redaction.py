@@ -1,0 +1,323 @@
+"""Secrets in a run's config: which values are secret, refusing literal keys, and redacting
+the rest from every file memrun writes and every line it prints.
+
+The rule, in one place:
+
+- **Refused** (:func:`check_no_secrets`): a literal key where memrun expects the name of
+  an environment variable: a config key named like ``api_key``/``token``/``secret``/
+  ``password``, a credential header (``Authorization``, ``Cookie``, a name with key,
+  token or secret: :func:`is_auth_header`) in a ``headers`` mapping, and any string
+  shaped like a provider key (``sk-...``).
+- **Redacted** (:func:`config_secrets`, :func:`redact_config`, :class:`Redactor`): the
+  user info of every URL (``http://user:password@host`` is saved and printed as
+  ``http://***@host``) and the value of every header in a ``headers`` mapping, unless
+  the mapping's sibling ``public_headers`` list names it (``arm.public_headers: [Accept]``).
+  Where they sit in a config they are replaced structurally, whatever their length;
+  in free text (error lines, overrides, server replies) every such value of 8 or more
+  characters is replaced, as is anything after ``://`` and before ``@``.
+
+A run builds one :class:`Redactor` from its config (:meth:`Redactor.for_config`) and
+passes through it the saved config (``.hydra/``, the instrument), its rows' error
+lines, its warnings and its error line.
+"""
+
+from __future__ import annotations
+
+import logging
+import re
+from collections.abc import Iterable, Iterator, Mapping
+from pathlib import Path
+from typing import Any
+from urllib.parse import unquote, urlsplit
+
+from memrun.errors import ConfigError
+
+REDACTED = "***"
+MIN_LENGTH = 8
+"""Secrets shorter than this are not searched for in free text (too likely to occur by chance)."""
+
+# Config keys whose value would be a secret; memrun never accepts one in a config.
+_SECRET_KEY = re.compile(r"(^|_)(api_?key|token|secret|password)$", re.IGNORECASE)
+# Header names whose value is a credential (arm.headers): Authorization, Proxy-Authorization,
+# Cookie, X-Api-Key, X-Auth-Token, ... A token belongs in an environment variable.
+_AUTH_HEADER = re.compile(r"authorization|cookie|key|token|secret", re.IGNORECASE)
+# Strings shaped like provider keys (OpenAI, Anthropic, gateways): refused wherever they appear.
+_KEY_SHAPE = re.compile(r"\b(sk-[A-Za-z0-9_\-]{16,}|sk-ant-[A-Za-z0-9_\-]{16,})\b")
+# The user info of a URL: after "scheme://", before "@", within the authority.
+_USERINFO = re.compile(r"(?<=://)[^/\s?#'\"<>]+@")
+HEADERS, PUBLIC_HEADERS = "headers", "public_headers"
+
+
+# A header given as a Hydra override, as Hydra's launchers print it: "+arm.headers.X-Session=value".
+_HEADER_OVERRIDE = re.compile(r"((?:^|\s)[+~]*[\w.-]*\bheaders(?:\.[^\s=]+)?=)(\S+)")
+
+
+class LogRedactor(logging.Filter):
+    """A logging filter for Hydra's own lines (a launcher prints each job's overrides):
+    URL user info and the values of header overrides become ``***``. It knows no config,
+    so it redacts every header given on the command line (``conf/config.yaml`` installs it)."""
+
+    def filter(self, record: logging.LogRecord) -> bool:
+        message = record.getMessage()
+        clean = strip_userinfo(_HEADER_OVERRIDE.sub(rf"\1{REDACTED}", message))
+        if clean != message:
+            record.msg, record.args = clean, None
+        return True
+
+
+def strip_userinfo(text: str) -> str:
+    """``text`` with the user info of every URL in it replaced by ``***``."""
+    return _USERINFO.sub(f"{REDACTED}@", text)
+
+
+def is_auth_header(name: str) -> bool:
+    """True for a header whose value is a credential: Authorization, Proxy-Authorization,
+    Cookie, or a name containing key, token or secret (any case)."""
+    return bool(_AUTH_HEADER.search(name))
+
+
+def _public(node: Mapping[str, Any]) -> set[str]:
+    """The header names (lower case) that ``node``'s ``public_headers`` list marks public."""
+    names = node.get(PUBLIC_HEADERS) or []
+    return {str(n).lower() for n in names} if isinstance(names, (list, tuple)) else set()
+
+
+def _userinfo(url: str) -> list[str]:
+    """The secret parts of each URL's user info in ``url``: the whole, and the password decoded."""
+    found = []
+    for match in _USERINFO.finditer(url):
+        info = match.group(0)[:-1]
+        found.append(info)
+        password = info.partition(":")[2]
+        if password:
+            found += [password, unquote(password)]
+    return found
+
+
+def config_secrets(node: Any) -> Iterator[str]:
+    """Every secret value in a config tree (plain dicts and lists): the user info of each
+    URL and each header value not marked public (see the module docstring)."""
+    if isinstance(node, Mapping):
+        public = _public(node)
+        for key, value in node.items():
+            if key == HEADERS and isinstance(value, Mapping):
+                yield from (str(v) for k, v in value.items() if str(k).lower() not in public and v not in (None, ""))
+            else:
+                yield from config_secrets(value)
+    elif isinstance(node, (list, tuple)):
+        for value in node:
+            yield from config_secrets(value)
+    elif isinstance(node, str):
+        yield from _userinfo(node)
+
+
+def _interpolation(value: Any) -> bool:
+    """True for an unresolved ``${...}`` (an environment variable's name is not its value)."""
+    return isinstance(value, str) and value.startswith("${") and value.endswith("}")
+
+
+def redact_override(override: str, container: Any) -> str:
+    """One Hydra override (``[+~]key=value``) with its secrets replaced: the value of a
+    header not marked public in ``container`` (the config, plain dicts), or of a whole
+    ``headers`` mapping, and the user info of any URL."""
+    key, sep, _ = override.partition("=")
+    path = key.lstrip("+~").split(".")
+    if sep and HEADERS in path[:-1] or (sep and path[-1] == HEADERS):
+        at = path.index(HEADERS)
+        node: Any = container
+        for part in path[:at]:
+            node = node.get(part) if isinstance(node, Mapping) else None
+        public = _public(node) if isinstance(node, Mapping) else set()
+        if not (at == len(path) - 2 and path[-1].lower() in public):
+            return f"{key}={REDACTED}"
+    return strip_userinfo(override)
+
+
+def redact_config(node: Any) -> Any:
+    """A copy of a config tree (plain dicts and lists) with every secret of
+    :func:`config_secrets` replaced by ``***`` where it sits."""
+    if isinstance(node, Mapping):
+        public = _public(node)
+        out = {}
+        for key, value in node.items():
+            if key == HEADERS and isinstance(value, Mapping):
+                out[key] = {k: v if str(k).lower() in public or v in (None, "") or _interpolation(v) else REDACTED
+                            for k, v in value.items()}
+            else:
+                out[key] = redact_config(value)
+        return out
+    if isinstance(node, (list, tuple)):
+        return [redact_config(v) for v in node]
+    return strip_userinfo(node) if isinstance(node, str) else node
+
+
+class Redactor:
+    """Replaces known secret values, key-shaped strings and URL user info with ``***`` in
+    strings, row dicts and files.
+
+    secrets: registered with :meth:`add` (those shorter than :data:`MIN_LENGTH` are skipped).
+    """
+
+    def __init__(self, secrets: Iterable[str] = ()) -> None:
+        self._secrets: list[str] = []
+        for s in secrets:
+            self.add(s)
+
+    @classmethod
+    def for_config(cls, container: Any) -> Redactor:
+        """A redactor of every secret of a config tree (plain dicts; :func:`config_secrets`)."""
+        return cls().add_config(container)
+
+    def add_config(self, container: Any) -> Redactor:
+        """Register every secret of a config tree (plain dicts; :func:`config_secrets`); returns self."""
+        for secret in config_secrets(container):
+            self.add(secret)
+        return self
+
+    def add(self, secret: str, min_length: int = MIN_LENGTH) -> None:
+        """Register ``secret`` (ignored when shorter than ``min_length`` characters)."""
+        if secret and len(secret) >= min_length and secret not in self._secrets:
+            self._secrets.append(secret)
+            self._secrets.sort(key=len, reverse=True)
+
+    def extend(self, other: Redactor) -> Redactor:
+        """Register every secret ``other`` knows too; returns self."""
+        for s in other._secrets:
+            self.add(s, min_length=1)
+        return self
+
+    def text(self, value: str) -> str:
+        """``value`` with every registered secret, key-shaped string and URL user info replaced."""
+        for s in self._secrets:
+            if s in value:
+                value = value.replace(s, REDACTED)
+        return strip_userinfo(_KEY_SHAPE.sub(REDACTED, value))
+
+    def row(self, row: dict[str, Any], keys: Iterable[str]) -> dict[str, Any]:
+        """The row with its str values under ``keys`` redacted, in place."""
+        for k in keys:
+            if isinstance(row.get(k), str):
+                row[k] = self.text(row[k])
+        return row
+
+    def files(self, folder: Path) -> int:
+        """Redact every text file under ``folder`` in place; returns how many changed."""
+        return sum(self.file(path) for path in folder.rglob("*")
+                   if path.is_file() and path.suffix in {".yaml", ".yml", ".log", ".json", ".txt"})
+
+    def file(self, path: Path) -> bool:
+        """Redact one text file in place, under a lock (the jobs of a sweep share its
+        ``multirun.yaml``); True when it changed (unreadable files are left)."""
+        import fcntl
+
+        try:
+            with open(path, "r+", encoding="utf-8") as handle:  # noqa: PTH123
+                fcntl.flock(handle, fcntl.LOCK_EX)
+                text = handle.read()
+                clean = self.text(text)
+                if clean != text:
+                    handle.seek(0)
+                    handle.write(clean)
+                    handle.truncate()
+        except (OSError, UnicodeDecodeError):
+            return False
+        return clean != text
+
+
+def find_literal_secrets(node: Any, path: str = "") -> Iterator[tuple[str, str]]:
+    """``(dotted path, value)`` of config values that are, or look like, literal secrets.
+
+    A key named like ``api_key``/``token``/``secret``/``password`` holding a string, an
+    auth-like header in a ``headers`` mapping (:func:`is_auth_header`) holding one, or
+    any string shaped like a provider key (``sk-...``), is reported. ``*_env`` keys hold
+    variable names and are fine.
+    """
+    if isinstance(node, Mapping):
+        in_headers = path.rsplit(".", 1)[-1] == HEADERS
+        for k, v in node.items():
+            sub = f"{path}.{k}" if path else str(k)
+            named = is_auth_header(str(k)) if in_headers else bool(_SECRET_KEY.search(str(k)))
+            if isinstance(v, str) and v and named and not str(k).endswith("_env"):
+                yield sub, v
+            else:
+                yield from find_literal_secrets(v, sub)
+    elif isinstance(node, (list, tuple)):
+        for i, v in enumerate(node):
+            yield from find_literal_secrets(v, f"{path}[{i}]")
+    elif isinstance(node, str) and (m := _KEY_SHAPE.search(node)):
+        yield path or "<value>", m.group(0)
+
+
+class LiteralSecretError(ConfigError):
+    """The config carries a literal key; ``values`` are the secrets to redact from files already written."""
+
+    def __init__(self, message: str, values: list[str]) -> None:
+        super().__init__(message)
+        self.values = values
+
+    def scrub(self, run_dir: Path, sweep_dir: Path | None = None) -> None:
+        """Redact the secrets from the files Hydra already wrote: the run folder's
+        (``.hydra/config.yaml``, ``overrides.yaml``, ``memrun.log``) and, in a sweep, the
+        sweep folder's ``multirun.yaml`` (``sweep_dir``; None: the run folder's parent).
+        Every value is redacted, however short."""
+        redactor = Redactor()
+        for value in self.values:
+            redactor.add(value, min_length=1)
+        scrub_files(redactor, run_dir, sweep_dir)
+
+    def scrub_hydra_job(self) -> None:
+        """:meth:`scrub` the folders of the Hydra job in progress, if there is one."""
+        if folders := hydra_job_folders():
+            self.scrub(*folders)
+
+
+def scrub_files(redactor: Redactor, run_dir: Path, sweep_dir: Path | None = None) -> None:
+    """Redact the text files of ``run_dir`` and the sweep's ``multirun.yaml`` (``sweep_dir``;
+    None: the run folder's parent), which Hydra writes before any job runs."""
+    if run_dir.is_dir():
+        redactor.files(run_dir)
+    sweep = (sweep_dir or run_dir.parent) / "multirun.yaml"
+    if sweep.is_file():
+        redactor.file(sweep)
+
+
+def hydra_job_folders() -> tuple[Path, Path | None] | None:
+    """(run folder, sweep folder or None) of the Hydra job in progress; None without one."""
+    from hydra.core.hydra_config import HydraConfig
+    from hydra.types import RunMode
+
+    if not HydraConfig.initialized():
+        return None
+    hydra = HydraConfig.get()
+    try:
+        run_dir = Path(hydra.runtime.output_dir)
+    except Exception:  # noqa: BLE001 - composed without a job (calibrate-judge): nothing was written
+        return None
+    return run_dir, Path(hydra.sweep.dir) if hydra.mode == RunMode.MULTIRUN else None
+
+
+def check_no_secrets(cfg: Any) -> dict[str, Any]:
+    """Refuse a config that carries a literal API key (memrun reads keys from the environment);
+    return the resolved config as plain dicts (for :meth:`Redactor.add_config`, :func:`redact_config`).
+
+    Raises LiteralSecretError naming the first offending key, after redacting the values
+    from what Hydra already wrote for the job in progress (:meth:`LiteralSecretError.scrub_hydra_job`).
+    """
+    from omegaconf import OmegaConf
+
+    container = OmegaConf.to_container(cfg, resolve=True)
+    found = list(find_literal_secrets(container))
+    if not found:
+        return container  # type: ignore[return-value]
+    path, _ = found[0]
+    node, _, header = path.rpartition(".headers.")
+    if node:
+        message = (f"{path}: a credential in a header would be saved with the run; remove it, export it as an "
+                   f"environment variable, name that variable with {node}.auth_token_env and set "
+                   f"{node}.auth_header={header} ({node}.auth_scheme='' sends the bare value)")
+    else:
+        message = (f"{path}: a literal key or token in the config would be saved with the run; remove it, "
+                   "export it as an environment variable and name that variable with api_key_env")
+    error = LiteralSecretError(message, [value for _, value in found] + list(config_secrets(container)))
+    error.scrub_hydra_job()
+    raise error
