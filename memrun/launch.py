@@ -174,9 +174,10 @@ def stale_runs(out_dir: Path, cfg: Any, limit: int = 200) -> list[tuple[Path, in
     from memrun.config import cutoffs
     from memrun.instrument import METADATA_KEY, Instrument
     from memrun.io.writer import ITEMS_FILE, PARTS_DIR
+    from memrun.redaction import redact_config
 
-    mine = Instrument(arm=str(cfg.arm.name), ks=cutoffs(cfg),
-                      config=OmegaConf.to_container(cfg, resolve=True))  # type: ignore[arg-type]
+    mine = Instrument(arm=str(cfg.arm.name), ks=cutoffs(cfg),  # saved configs are redacted: so is this one
+                      config=redact_config(OmegaConf.to_container(cfg, resolve=True)))
     near = [p for p in out_dir.parent.glob("*/" + PARTS_DIR)]
     near += [p for p in out_dir.parent.parent.glob("*/*/" + PARTS_DIR) if p.parent.parent != out_dir.parent]
     found = []

@@ -1,6 +1,6 @@
 """``memrun failures <run>``: the items an accuracy run got wrong, with what led there.
 
-    memrun failures outputs/locomo/bm25/2026-...   [--abstain] [--category 2] [--limit 20] [--hits 5] [--json]
+    memrun failures outputs/locomo/bm25/accuracy/2026-...   [--abstain] [--category 2] [--limit 20] [--hits 5] [--json]
 
 For each item whose majority label is ``wrong`` (with ``--abstain`` also ``abstain``):
 question, gold, the answers given (per repeat), the judge's explanation, the failure
