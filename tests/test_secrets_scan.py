@@ -71,7 +71,7 @@ def test_secrets_in_urls_and_headers_reach_no_file_and_no_output(memory, llm_env
     work.mkdir()
     base = f"http://{USER}:{PASSWORD}@127.0.0.1:{port}"
     arm = ["arm=http", f"arm.base_url={base}", f"+arm.headers.X-Session={SESSION}", "+arm.headers.Accept=application/json",
-           "+arm.public_headers=[Accept]", "arm.attempts=1"]
+           "arm.public_headers=[Accept]", "arm.attempts=1"]
     printed: list[str] = []
 
     # A recall run whose server fails one search and every erase: the errors and warnings name the URL.
