@@ -310,7 +310,7 @@ def _execute(cfg: DictConfig, out_dir: Path, console: Console, config_folder: Pa
                 from memrun.llm.reader import emptied_context_warning, overflow_warning
 
                 warnings.warn(emptied_context_warning(rows, setup.reader.max_context_tokens),
-                             overflow_warning(rows, setup.reader.max_context_tokens))
+                              overflow_warning(rows, setup.reader.max_context_tokens))
             warnings.warn(*(coverage_warnings(coverage) if coverage else []))
             if instrument.status == "complete" and coverage is None:  # an answering arm: min_coverage governs
                 instrument.status, instrument.error = _degraded(rows, cfg.get("max_error_share", 0.1)) or ("complete", None)
