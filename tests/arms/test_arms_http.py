@@ -127,7 +127,10 @@ def test_server_errors_are_retried_then_recorded_on_the_item(memory, tmp_path) -
     state.fail["search"] = [503, 500, 500]  # 503 retried; then 500, 500 exhaust attempts=2
     state.fail["ingest"] = [400]  # the first history cannot be ingested
     out = tmp_path / "run"
-    summary = run_in_process(["arm=http", f"arm.base_url={url}", f"arm.ledger_dir={tmp_path}", "arm.attempts=2"], out)
+    # 7 of 30 rows fail, over the default max_error_share (a degraded run, tests/test_run_degraded.py):
+    # this test is about how each failure is recorded, so the threshold is lifted
+    summary = run_in_process(["arm=http", f"arm.base_url={url}", f"arm.ledger_dir={tmp_path}", "arm.attempts=2",
+                              "max_error_share=1"], out)
     rows = read_run(out).table.to_pylist()
     errors = [r["error"] for r in rows if r["error"]]
     assert sum(e.startswith("ingest: HTTPStatusError: HTTP 400") for e in errors) == 6  # conversation 1's items
