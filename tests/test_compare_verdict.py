@@ -251,3 +251,30 @@ def test_plan_prints_the_power_of_a_pilot(tmp_path, capsys):
     assert plan["power"]["mde"] == pytest.approx(d["power"]["mde"]) and plan["power"]["needed"] == d["power"]["needed"]
     assert plan_main(["--pilot", ra, rb, "--effect", "2"]) == 0
     assert "power: minimum detectable effect at 80% power" in capsys.readouterr().out
+
+
+def test_cluster_by_evidence_is_refused_where_items_share_a_history(tmp_path, capsys):
+    """LoCoMo-like runs: ten conversations, each of whose questions names sessions of its own
+    conversation (``session_2`` exists in every one). Joining questions through those ids
+    would merge conversations; the derived key is refused with the reason."""
+    from memrun.commands.compare import main as compare_main
+
+    n = 200
+    clusters = [f"conv-{i % 10}" for i in range(n)]
+    a, b = wtl(20, 160, 20)
+    ra, rb = _runs(tmp_path, a, b, clusters, gold_sessions=[[f"session_{i % 3}"] for i in range(n)])
+    assert compare_main([ra, rb, "--cluster-by", "evidence"]) == ExitCode.USAGE_ERROR
+    err = capsys.readouterr().err
+    assert "--cluster-by evidence: items share histories here (20 items in one cluster)" in err
+
+
+def test_the_default_headline_subset_reads_the_categories_a_slice_holds(tmp_path, capsys):
+    """A slice holding categories 1-3 of a benchmark whose headline subset is 1-4: compare
+    without --categories reads 1-3 and says 4 is absent (it used to stop: no item has category 4)."""
+    n = 120
+    a, b = wtl(10, 100, 10)
+    kw = dict(categories=[str(1 + i % 3) for i in range(n)], comparable_categories=["1", "2", "3", "4"])
+    code, d = compare_json(capsys, *_runs(tmp_path, a, b, [f"c{i % 10}" for i in range(n)], **kw))
+    assert code != ExitCode.USAGE_ERROR, d
+    assert d["overall"]["n_items"] == n and d["categories"]["read"] == ["1", "2", "3"]
+    assert "no item of 4 in this run" in d["categories"]["chosen"]

@@ -34,6 +34,9 @@ from collections.abc import Sequence
 from pathlib import Path
 from typing import NoReturn
 
+import pyarrow as pa
+import pyarrow.compute as pc
+
 from memrun.compare.analysis import Bounds, Comparison, Settings, analyze, category_order, metric_unit
 from memrun.compare.design import design_notes, evidence_sensitivity
 from memrun.compare.fitness import DataThresholds
@@ -234,10 +237,23 @@ def _categories(arg: str | None, run: RunTable) -> tuple[list[str] | None, str]:
         return None, "every category (--categories all)"
     if not arg:
         if run.instrument.comparable_categories:
-            return list(run.instrument.comparable_categories), ("the run's headline subset; "
-                                                                "--categories all reads every category")
+            return _headline_subset(run)
         return None, "every category"
     return _named_categories(arg, run), "--categories"
+
+
+def _headline_subset(run: RunTable) -> tuple[list[str] | None, str]:
+    """The run's headline subset, less the categories none of its rows has (a slice of a
+    benchmark may hold only some of them): its summary's headline reads the same items."""
+    subset = list(run.instrument.comparable_categories or [])
+    present = (set(pc.unique(run.table.column("category").cast(pa.string())).to_pylist())
+               if "category" in run.table.column_names else set(subset))
+    absent = [c for c in subset if c not in present]
+    kept = [c for c in subset if c in present]
+    if not kept:
+        return None, (f"every category: the run holds none of its headline subset ({', '.join(subset)})")
+    note = f" (no item of {', '.join(absent)} in this run)" if absent else ""
+    return kept, f"the run's headline subset{note}; --categories all reads every category"
 
 
 def _named_categories(arg: str, run: RunTable) -> list[str]:

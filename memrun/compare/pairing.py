@@ -140,8 +140,8 @@ def columns_needed(axis: str | None, metric: str, cluster_by: str | None, strati
             cols.append(item_column_for(metric))
         except ValueError as exc:
             raise CompareUsageError(str(exc)) from exc
-    cluster_column = GOLD_SESSIONS if cluster_by == EVIDENCE else cluster_by
-    cols += [c for c in (cluster_column, stratify_by) if c and c not in cols]
+    cluster_columns = (GOLD_SESSIONS, "cluster") if cluster_by == EVIDENCE else (cluster_by,)  # evidence: history too
+    cols += [c for c in (*cluster_columns, stratify_by) if c and c not in cols]
     return cols
 
 
@@ -322,6 +322,7 @@ def pair(a: RunTable, b: RunTable, *, metric: str, cluster_by: str | None, strat
 
     clusters, null_clusters = None, 0
     if cluster_by == EVIDENCE:
+        _check_evidence_clustering(_per_item(a.table, "cluster", first_a[keep]))
         clusters = evidence_clusters(_per_item(a.table, GOLD_SESSIONS, first_a[keep]))
     elif cluster_by:
         codes, null = _codes(_per_item(a.table, cluster_by, first_a[keep]))
@@ -353,6 +354,22 @@ def _errors(scores: ArmScores, in_scope: np.ndarray) -> tuple[int, int]:
     """(errored items, items with a row) of one arm, in scope."""
     present = in_scope & scores.present
     return int((present & (scores.excluded == REASONS.index("error"))).sum()), int(present.sum())
+
+
+def _check_evidence_clustering(history: pa.Array) -> None:
+    """Refuse ``--cluster-by evidence`` when several items share a history (their
+    ``cluster``, e.g. a LoCoMo conversation): gold session ids then name sessions of one
+    history (``session_2`` of every conversation), so joining items through them would
+    merge unrelated conversations and still split each one. The derived key is for
+    benchmarks that give each question its own history drawn from a shared pool of
+    sessions (LongMemEval). Raises CompareUsageError."""
+    counts = pc.value_counts(history.fill_null("")).field("counts").to_numpy(zero_copy_only=False)
+    if len(counts) and counts.max() > 1:
+        raise CompareUsageError(
+            f"--cluster-by evidence: items share histories here ({int(counts.max())} items in one cluster), so "
+            "their gold session ids name sessions within a history, not sessions shared across questions; "
+            "it is for benchmarks that give each question its own history (LongMemEval). Cluster by the "
+            "history instead (the default, --cluster-by cluster)")
 
 
 def evidence_clusters(gold: pa.Array) -> np.ndarray:
