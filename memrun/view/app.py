@@ -178,9 +178,15 @@ def index_cache(root: Path) -> Path:
     return user_cache("view") / f"runs-{digest}.json"
 
 
+LOCAL_HOSTS = ["127.0.0.1", "localhost"]
+"""The Host headers memrun view answers (any other: 400), whatever the port."""
+
+
 def build_app(root: Path, cache_file: Path | None = None) -> Any:
     """The Starlette application serving ``root``; ``cache_file``: see :class:`RunIndex`."""
     from starlette.applications import Starlette
+    from starlette.middleware import Middleware
+    from starlette.middleware.trustedhost import TrustedHostMiddleware
     from starlette.requests import Request
     from starlette.routing import Route
 
@@ -201,7 +207,9 @@ def build_app(root: Path, cache_file: Path | None = None) -> Any:
         Route("/compare", guarded(lambda r: compare_page(runs, r.query_params.get("a", ""), r.query_params.get("b", "")))),
         Route("/chart", guarded(lambda r: chart_page(runs, r.query_params.getlist("run")))),
     ]
-    app = Starlette(routes=routes)
+    # Only this machine's names for itself: a page elsewhere that rebinds its own host name
+    # to 127.0.0.1 (DNS rebinding) must not read the runs through the user's browser.
+    app = Starlette(routes=routes, middleware=[Middleware(TrustedHostMiddleware, allowed_hosts=LOCAL_HOSTS)])
     app.state.runs = runs
     return app
 

@@ -191,6 +191,14 @@ def test_memrun_view_command(outputs, tmp_path):
         url = line.split("at ", 1)[1].split()[0]
         with urllib.request.urlopen(url, timeout=30) as r:
             assert r.status == 200 and b"synthetic" in r.read()
+        port = url.split(":")[2].rstrip("/")
+        with urllib.request.urlopen(urllib.request.Request(f"http://localhost:{port}/"), timeout=30) as r:
+            assert r.status == 200
+        # another host name resolving here (DNS rebinding) is not served
+        rebound = urllib.request.Request(url, headers={"Host": f"evil.example:{port}"})
+        with pytest.raises(urllib.error.HTTPError) as refused:
+            urllib.request.urlopen(rebound, timeout=30)
+        assert refused.value.code == 400
     finally:
         proc.send_signal(signal.SIGINT)
         assert proc.wait(30) == 0
