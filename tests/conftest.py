@@ -12,6 +12,7 @@ from pathlib import Path
 
 import pytest
 
+from servers import memory_server
 from servers.openai_server import OpenAIServer
 
 LOCOMO_FILE = "locomo10.json"
@@ -66,6 +67,15 @@ def openai_server() -> Iterator[OpenAIServer]:
     """A loopback OpenAI-compatible chat server (tests/servers/openai_server.py), fresh per test."""
     with OpenAIServer() as server:
         yield server
+
+
+@pytest.fixture
+def memory() -> Iterator[tuple[memory_server.MemoryState, str]]:
+    """A reference memory server on a free loopback port: (its state, its base URL)."""
+    state = memory_server.MemoryState()
+    server = memory_server.serve(state)
+    yield state, f"http://127.0.0.1:{server.server_address[1]}"
+    server.shutdown()
 
 
 @pytest.fixture

@@ -13,22 +13,12 @@ import json
 import re
 import shutil
 import socket
-from collections.abc import Iterator
 from pathlib import Path
 
 import pytest
 
 from conftest import run_dirs, run_memrun
 from memrun.io.reader import read_run
-from servers import memory_server
-
-
-@pytest.fixture
-def memory() -> Iterator[tuple[memory_server.MemoryState, str]]:
-    state = memory_server.MemoryState()
-    server = memory_server.serve(state)
-    yield state, f"http://127.0.0.1:{server.server_address[1]}"
-    server.shutdown()
 
 
 def printed_and_saved(stderr: str, folder: Path) -> tuple[list[str], list[str], list[str]]:

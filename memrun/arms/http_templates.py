@@ -187,20 +187,29 @@ def encode_body(body: Any, encoding: str, where: str) -> dict[str, Any]:
     return {"content": content.encode("utf-8"), "headers": {"Content-Type": content_type}}
 
 
+def check_keys(name: str, spec: Mapping[str, Any], keys: tuple[str, ...]) -> str:
+    """``arm.<name>``, after checking that ``spec`` (one operation of ``arm=http`` or
+    ``arm=mcp``) has only ``keys`` (and :data:`READY_KEYS` for ``ready``). Raises ArmError
+    naming the unknown keys and the allowed ones."""
+    where = f"arm.{name}"
+    allowed = keys + (READY_KEYS if name == "ready" else ())
+    unknown = sorted(set(spec) - set(allowed))
+    if unknown:
+        raise ArmError(f"{where}: unknown key {', '.join(unknown)}; use {', '.join(allowed)}")
+    return where
+
+
 class Operation:
     """One configured request: method, path template, body template, result path.
 
     ``idempotent`` (None: the operation's default, :data:`IDEMPOTENT`) decides whether
     a transport error is retried. ``encoding`` (default ``json``; :data:`ENCODINGS`) says
-    how the rendered body is sent: JSON, NDJSON (a list, one value a line), a form or text. ``ready`` also takes ``equals``, ``timeout_s``, ``interval_s``.
+    how the rendered body is sent: JSON, NDJSON (a list, one value a line), a form or text.
+    ``ready`` also takes ``equals``, ``timeout_s``, ``interval_s``.
     """
 
     def __init__(self, name: str, spec: Mapping[str, Any], crediting: bool = False) -> None:
-        where = f"arm.{name}"
-        allowed = KEYS + (READY_KEYS if name == "ready" else ())
-        unknown = sorted(set(spec) - set(allowed))
-        if unknown:
-            raise ArmError(f"{where}: unknown key {', '.join(unknown)}; use {', '.join(allowed)}")
+        where = check_keys(name, spec, KEYS)
         if not spec.get("path"):
             raise ArmError(f"{where}.path is not set; give the request path, e.g. /namespaces/{{{{ namespace }}}}")
         self.name, self.method = name, str(spec.get("method") or "POST").upper()

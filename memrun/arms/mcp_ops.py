@@ -23,12 +23,11 @@ import json
 from collections.abc import Mapping
 from typing import Any
 
-from memrun.arms.http_templates import JsonTemplate, ResponsePath, describe_shape
+from memrun.arms.http_templates import JsonTemplate, ResponsePath, check_keys, describe_shape
 from memrun.errors import ArmError
 
 OPERATIONS = ("health", "ingest", "ready", "search", "erase")
 KEYS = ("tool", "arguments", "result", "record", "per_record")
-READY_KEYS = ("equals", "timeout_s", "interval_s")
 # The names each operation's templates see (``record`` too in ingest's ``record``, and in
 # its ``arguments`` when ``per_record``).
 CONTEXT = {
@@ -50,11 +49,7 @@ class ToolOperation:
     """
 
     def __init__(self, name: str, spec: Mapping[str, Any]) -> None:
-        where = f"arm.{name}"
-        allowed = KEYS + (READY_KEYS if name == "ready" else ())
-        unknown = sorted(set(spec) - set(allowed))
-        if unknown:
-            raise ArmError(f"{where}: unknown key {', '.join(unknown)}; use {', '.join(allowed)}")
+        where = check_keys(name, spec, KEYS)
         if not spec.get("tool"):
             raise ArmError(f"{where}.tool is not set; give the name of the server's tool "
                            "(memrun arm init mcp -- <command> lists them)")

@@ -1,29 +1,19 @@
-"""Fixtures for the arm tests: the reference memory server (tests/servers/) and LoCoMo.
+"""Fixtures for the arm tests: LoCoMo as loaded by its config.
 
-The OpenAI-compatible endpoint (chat and embeddings) is tests/conftest.py's ``openai_server``.
+The reference memory server (``memory``) and the OpenAI-compatible endpoint
+(``openai_server``) are tests/conftest.py's.
 """
 
 from __future__ import annotations
 
-from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
 
 import pytest
-from servers import memory_server  # tests/servers: the loopback servers
 
 from arms.support import compose_run
 from memrun.config import BENCHMARK_RESERVED_KEYS
 from memrun.plugins import build
-
-
-@pytest.fixture
-def memory() -> Iterator[tuple[memory_server.MemoryState, str]]:
-    """A reference memory server on a free loopback port: (its state, its base URL)."""
-    state = memory_server.MemoryState()
-    server = memory_server.serve(state)
-    yield state, f"http://127.0.0.1:{server.server_address[1]}"
-    server.shutdown()
 
 
 @pytest.fixture(scope="session")
