@@ -1,18 +1,23 @@
-"""``memrun arm init mcp [--name N] [--out DIR] [--env K=V] (--url URL | -- COMMAND ARGS...)``.
+"""``memrun arm init mcp [--name N] [--out DIR] [--env K=V] (--url URL | -- COMMAND ARGS...)``
+and ``memrun arm init http --url BASE [--openapi FILE|URL] [--auth-token-env VAR] [--name N] [--out DIR]``.
 
-Connects to an MCP memory server, lists its tools, proposes ``ingest``/``search``/``erase``
-mappings (:mod:`memrun.arms.mcp_guess`), stores three records and searches for one
-record's word to read the real answer's shape (the ``search.result`` path comes from
-it), writes ``<out>/<name>.yaml`` (default ``conf/arm``) with a comment on every guess,
-then runs the three-record smoke test through ``arm=mcp`` built from that file: ingest,
-search for one record's word, expect that record back. Exit 0 when the smoke test
-passes, 1 when it does not (the file is written either way, to be fixed by hand).
+mcp: connects to an MCP memory server, lists its tools and proposes ``ingest``/``search``/
+``erase`` mappings (:mod:`memrun.arms.mcp_guess`). http: reads the server's OpenAPI
+document (default ``BASE/openapi.json``) and proposes ``create``/``ingest``/``search``/
+``erase``/``health`` requests (:mod:`memrun.arms.openapi_guess`). Both then store three
+records and search for one record's word to read the real answer's shape (the
+``search.result`` path comes from it), write ``<out>/<name>.yaml`` (default ``conf/arm``)
+with a comment on every guess, and run the three-record smoke test through the arm built
+from that file: ingest, search for one record's word, expect that record back. Exit 0
+when the smoke test passes, 1 when it does not (the file is written either way, to be
+fixed by hand).
 """
 
 from __future__ import annotations
 
 import argparse
 import asyncio
+import os
 import re
 import shutil
 import tempfile
@@ -20,9 +25,11 @@ from collections.abc import Sequence
 from pathlib import Path
 from typing import Any
 
+import httpx
 import yaml
 
-from memrun.arms.http_templates import JsonTemplate
+from memrun.arms import openapi_guess
+from memrun.arms.http_templates import JsonTemplate, Operation, encode_body
 from memrun.arms.mcp_client import McpSession, ServerSpec, ToolError
 from memrun.arms.mcp_guess import propose, result_path
 from memrun.arms.mcp_ops import ToolOperation, result_document
@@ -37,8 +44,11 @@ SMOKE_QUERY, SMOKE_KEY = "cello", "smoke:3"
 
 def _parser() -> argparse.ArgumentParser:
     parser = argparse.ArgumentParser(prog="memrun arm init", description="Write a starter arm config from a server.")
-    parser.add_argument("kind", choices=["mcp"], help="the arm kind (mcp)")
-    parser.add_argument("--url", help="a streamable HTTP endpoint (instead of a command after --)")
+    parser.add_argument("kind", choices=["mcp", "http"], help="the arm kind: mcp, or http (from an OpenAPI document)")
+    parser.add_argument("--url", help="mcp: a streamable HTTP endpoint (instead of a command after --); "
+                                      "http: the server's base URL")
+    parser.add_argument("--openapi", help="http: the OpenAPI document, a file or URL (default: <url>/openapi.json)")
+    parser.add_argument("--auth-token-env", help="http: variable holding the server's token (sent as Bearer)")
     parser.add_argument("--name", help="the arm's name and file name (default: from the server's name)")
     parser.add_argument("--out", default="conf/arm", help="folder of the written config (default conf/arm)")
     parser.add_argument("--env", action="append", default=[], metavar="K=V",
@@ -57,6 +67,8 @@ def main(argv: Sequence[str]) -> int:
         cut = argv.index("--")
         argv, command = argv[:cut], argv[cut + 1 :]
     args = _parser().parse_args(argv[1:])
+    if args.kind == "http":
+        return _init_http(args, command)
     if bool(command) == bool(args.url):
         raise ConfigError("memrun arm init mcp: give the server's command after -- or --url URL")
     env = dict(item.split("=", 1) for item in args.env if "=" in item)
@@ -65,15 +77,73 @@ def main(argv: Sequence[str]) -> int:
         proposal, notes, name = asyncio.run(_propose(config, args.name))
     except (ToolError, ValueError) as exc:
         raise ArmError(f"memrun arm init: {exc}; write the config by hand (docs/arms.md)") from exc
+    return _write_and_smoke(args, "mcp", name, {**{k: v for k, v in config.items() if v}, **proposal}, notes)
+
+
+def _write_and_smoke(args: argparse.Namespace, kind: str, name: str, config: dict[str, Any], notes: list[str]) -> int:
     path = Path(args.out) / f"{name}.yaml"
     if path.exists() and not args.force:
         raise ConfigError(f"{path} exists; pass --force to overwrite it")
     path.parent.mkdir(parents=True, exist_ok=True)
-    path.write_text(render_yaml(name, {**{k: v for k, v in config.items() if v}, **proposal}, notes))
+    path.write_text(render_yaml(kind, name, config, notes))
     print(f"wrote {path}" + (f" ({len(notes)} guesses, marked GUESSED)" if notes else ""))
-    ok, message = smoke_test(path)
+    ok, message = smoke_test(path, kind)
     print(f"smoke test: {message}")
     return 0 if ok else 1
+
+
+def _init_http(args: argparse.Namespace, command: list[str]) -> int:
+    """``memrun arm init http``: propose from the OpenAPI document, probe, write, smoke-test."""
+    if command or not args.url:
+        raise ConfigError("memrun arm init http: give the server's base URL with --url (and --openapi FILE|URL "
+                          "when the document is not at <url>/openapi.json)")
+    base = args.url.rstrip("/") + "/"
+    document = openapi_guess.load_document(args.openapi or base + "openapi.json")
+    try:
+        proposal, notes = openapi_guess.propose(document)
+        result = _probe_http(base, proposal, args.auth_token_env)
+    except (ValueError, httpx.HTTPError, ArmError) as exc:
+        raise ArmError(f"memrun arm init http: {exc}; write the config by hand (docs/arms.md)") from exc
+    if result is None:
+        notes.append("search.result: no record key found in the answer; set it")
+    proposal["search"]["result"] = result or "TODO"
+    if "erase" not in proposal:
+        proposal["keep_namespaces"] = True
+    title = str((document.get("info") or {}).get("title") or "server")
+    name = args.name or re.sub(r"[^A-Za-z0-9_]+", "_", f"http_{title}").strip("_").lower()
+    config = {"base_url": args.url, **({"auth_token_env": args.auth_token_env} if args.auth_token_env else {}),
+              **proposal}
+    return _write_and_smoke(args, "http", name, config, notes)
+
+
+def _probe_http(base: str, proposal: dict[str, Any], token_env: str | None) -> str | None:
+    """Create a probe namespace, store the smoke records, search, erase; the JMESPath that
+    maps the real answer to hits (None when no record key is in it)."""
+    headers = {"Authorization": f"Bearer {os.environ.get(token_env, '')}"} if token_env else {}
+    context: dict[str, Any] = {"namespace": "memrun-init-probe", "history_id": "probe", "flags": {}}
+    ops = {n: Operation(n, {**proposal[n], "result": None}) for n in ("create", "ingest", "search", "erase")
+           if n in proposal}
+    with httpx.Client(base_url=base, headers=headers, timeout=30) as client:
+        def send(op: Operation, **extra: Any) -> httpx.Response:
+            ctx = {**context, **extra}
+            body = encode_body(op.body.render(**ctx) if op.body else None, op.encoding, f"arm.{op.name}")
+            response = client.request(op.method, str(op.path.render(**ctx)).lstrip("/"), **body)
+            response.raise_for_status()
+            return response
+
+        if "create" in ops:
+            send(ops["create"])
+        rows = [{"key": r.key, "text": r.text, "timestamp": r.timestamp, "session": r.session, "index": i}
+                for i, r in enumerate(SMOKE)]
+        ingest = ops["ingest"]
+        rendered = [ingest.record.render(**context, record=r) for r in rows] if ingest.record else rows
+        size = int(proposal.get("ingest_batch_size") or len(rendered))
+        for start in range(0, len(rendered), size):
+            send(ingest, records=rendered[start:start + size])
+        answer = send(ops["search"], query=SMOKE_QUERY, k=3).json()
+        if "erase" in ops:
+            send(ops["erase"])
+    return result_path(answer, {r.key for r in SMOKE}, {r.text for r in SMOKE})
 
 
 def _rendered_spec(config: dict[str, Any], folder: Path) -> ServerSpec:
@@ -118,18 +188,24 @@ async def _propose(config: dict[str, Any], name: str | None) -> tuple[dict[str, 
     return ops, notes, name or re.sub(r"[^A-Za-z0-9_]+", "_", f"mcp_{server}").strip("_").lower()
 
 
-def render_yaml(name: str, config: dict[str, Any], notes: list[str]) -> str:
-    """The config file: ``defaults: [mcp]``, the values, a GUESSED comment per note."""
-    head = [f"# Written by `memrun arm init mcp` from the server's own tool list; check the guesses.",
+def render_yaml(kind: str, name: str, config: dict[str, Any], notes: list[str]) -> str:
+    """The config file: the arm's schema as its default, the values, a GUESSED comment per note."""
+    source = "tool list" if kind == "mcp" else "OpenAPI document"
+    head = [f"# Written by `memrun arm init {kind}` from the server's own {source}; check the guesses.",
             f"#   memrun --config-dir {Path('conf').as_posix()} arm={name} benchmark=locomo",
-            *(f"# GUESSED: {n}" for n in notes), "defaults:", "  - mcp", "  - _self_", ""]
+            *(f"# GUESSED: {n}" for n in notes), "defaults:"]
+    if kind == "mcp":  # conf/arm/mcp.yaml holds nothing but the schema's defaults and top_k
+        head += ["  - mcp", "  - _self_", ""]
+    else:  # not conf/arm/http.yaml, whose operations are the reference API's
+        head += ["  - /schema/arm/http@_here_", "  - _self_", "", "top_k: ${memrun_top_k:}"]
     body = yaml.safe_dump({"name": name, **config}, sort_keys=False, allow_unicode=True, width=110)
     return "\n".join(head) + "\n" + body
 
 
-def smoke_test(path: Path) -> tuple[bool, str]:
-    """Build ``arm=mcp`` from the written file, ingest the three records, search for one's
-    word; (passed, what happened)."""
+def smoke_test(path: Path, kind: str = "mcp") -> tuple[bool, str]:
+    """Build ``arm=<kind>`` (mcp or http) from the written file, ingest the three records,
+    search for one's word; (passed, what happened)."""
+    from memrun.arms.http import HttpArm
     from memrun.arms.mcp import McpArm
 
     config = yaml.safe_load(path.read_text())
@@ -138,7 +214,7 @@ def smoke_test(path: Path) -> tuple[bool, str]:
         kwargs["keep_namespaces"] = True  # nothing to erase with: the smoke test still runs
     ledger = Path(tempfile.mkdtemp(prefix="memrun-arm-init-ledger-"))
     try:
-        arm = McpArm(**kwargs, ledger_dir=str(ledger))
+        arm = (McpArm if kind == "mcp" else HttpArm)(**kwargs, ledger_dir=str(ledger))
     except ArmError as exc:
         return False, f"the arm does not start: {exc}"
     try:

@@ -4,7 +4,7 @@ For tests and for trying ``arm=http`` by hand::
 
     python tests/servers/memory_server.py --port 8080 [--token SECRET]
 
-Endpoints: ``GET /v1/health``, ``GET|POST /v1/namespaces``, ``GET /v1/namespaces/{ns}``
+Endpoints: ``GET /openapi.json`` (memory_openapi.yaml, for ``memrun arm init http``), ``GET /v1/health``, ``GET|POST /v1/namespaces``, ``GET /v1/namespaces/{ns}``
 (``{"namespace", "count", "pending"}``: memories searchable and not yet),
 ``POST /v1/namespaces/{ns}/memories``, ``POST /v1/namespaces/{ns}/search``,
 ``DELETE /v1/namespaces/{ns}``. Search scores a memory by the number of distinct query
@@ -26,8 +26,12 @@ import time
 from collections import defaultdict
 from dataclasses import dataclass, field
 from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
+from pathlib import Path
 from typing import Any
 
+import yaml
+
+OPENAPI = yaml.safe_load((Path(__file__).parent / "memory_openapi.yaml").read_text())
 WORD = re.compile(r"[a-z0-9]+")
 NS_PATH = re.compile(r"^/v1/namespaces/([^/]+)(/memories|/search)?$")
 
@@ -77,6 +81,8 @@ class Handler(BaseHTTPRequestHandler):
     def _route(self, method: str) -> None:
         st = self.state
         body = self._body()
+        if (method, self.path) == ("GET", "/openapi.json"):  # published without a token, as FastAPI does
+            return self._send(200, OPENAPI)
         if st.token and self.headers.get("Authorization") != f"Bearer {st.token}":
             return self._send(401, {"error": "bad or missing token"})
         m = NS_PATH.match(self.path)
