@@ -43,7 +43,10 @@ SMOKE_QUERY, SMOKE_KEY = "cello", "smoke:3"
 
 
 def _parser() -> argparse.ArgumentParser:
-    parser = argparse.ArgumentParser(prog="memrun arm init", description="Write a starter arm config from a server.")
+    parser = argparse.ArgumentParser(
+        prog="memrun arm init", description="Write a starter arm config from a server.",
+        usage="memrun arm init mcp [options] (--url URL | -- COMMAND ARGS...)\n"
+              "       memrun arm init http --url BASE [--openapi FILE|URL] [options]")
     parser.add_argument("kind", choices=["mcp", "http"], help="the arm kind: mcp, or http (from an OpenAPI document)")
     parser.add_argument("--url", help="mcp: a streamable HTTP endpoint (instead of a command after --); "
                                       "http: the server's base URL")
