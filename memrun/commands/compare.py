@@ -95,7 +95,9 @@ def _common(parser: argparse.ArgumentParser) -> None:
 
 
 def build_parser() -> argparse.ArgumentParser:
-    parser = _Parser(prog="memrun compare", description="Decide whether run B beats run A (paired, clustered bootstrap).")
+    parser = _Parser(prog="memrun compare", description="Decide whether run B beats run A (paired, clustered bootstrap).",
+                     usage="memrun compare [options] A B  |  memrun compare [options] --baseline auto B  "
+                           "(memrun compare --help lists the options)")
     parser.add_argument("a", nargs="?", help="run A (the baseline): a run folder or items.parquet")
     parser.add_argument("b", nargs="?", help="run B (the change)")
     _common(parser)
