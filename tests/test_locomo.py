@@ -168,3 +168,13 @@ def test_a_bad_turn_field_names_its_index_and_dia_id_and_a_number_is_text(tmp_pa
     with pytest.raises(DataError) as err:
         loader(sha256=None, expected_counts={}).load(tmp_path)
     assert "c1 session_1[1] (D1:2): 'text' must be a string (or a number), got a list" in str(err.value)
+
+
+def test_a_split_name_other_than_locomo10_needs_a_file_of_ones_own():
+    """``benchmark=locomo benchmark.split=x`` was accepted and recorded as split x: a
+    mislabelled instrument for the published file."""
+    from memrun.errors import ConfigError
+
+    with pytest.raises(ConfigError, match=r"benchmark.split=x: .* benchmark.sha256=null"):
+        loader(split="x")
+    assert loader(split="mine", sha256=None).split == "mine"  # a LoCoMo-format file of one's own

@@ -102,6 +102,10 @@ class LoCoMo:
     ) -> None:
         if session_cut not in SESSION_CUTS:
             raise ConfigError(f"benchmark.session_cut={session_cut}: choose one of {', '.join(SESSION_CUTS)}")
+        if split != "locomo10" and sha256 is not None:
+            raise ConfigError(f"benchmark.split={split}: the checksummed file is the published locomo10.json, split "
+                              "'locomo10'; a split name of your own is for a LoCoMo-format file of your own "
+                              "(benchmark.path=<file> benchmark.sha256=null)")
         self.session_cut = session_cut
         self.split = split
         self.file = file
