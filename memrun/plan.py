@@ -194,11 +194,20 @@ def _judges(setup: Any) -> list[tuple[str, Any]]:
     for role, judge in (("judge", setup.judge), ("judge2", setup.judge2)):
         if judge is None or judge.describe().get("endpoint") is None:
             continue
-        if not callable(getattr(judge, "request", None)):
-            raise ConfigError(f"{role}: {type(judge).__name__} calls an LLM but has no request(case) method; "
-                              "memrun plan cannot build its requests")
+        if not callable(getattr(judge, "requests", None)) and not callable(getattr(judge, "request", None)):
+            raise ConfigError(f"{role}: {type(judge).__name__} calls an LLM but has neither a requests(case) nor a "
+                              "request(case) method; memrun plan cannot build its requests")
         out.append((role, judge))
     return out
+
+
+def judge_requests(judge: Any, case: Any) -> list[Any]:
+    """The chat requests ``judge`` sends for ``case`` that are known before it answers:
+    ``judge.requests(case)`` (a judge that asks several calls, such as the rubric judge's one
+    per rubric item), else the one of ``judge.request(case)``."""
+    if callable(getattr(judge, "requests", None)):
+        return list(judge.requests(case))
+    return [judge.request(case)[1]]
 
 
 def _plan_group(setup: Any, retrieved: Iterable[Any], records: Mapping[str, Any], categories: Mapping[str, str],
@@ -246,8 +255,8 @@ def _plan_group(setup: Any, retrieved: Iterable[Any], records: Mapping[str, Any]
                 pending.append((role, judge, case, rep, answer is not None))
     keyed = []
     for role, judge, case, rep, known in pending:
-        _, request = judge.request(case)
-        keyed.append((role, judge, request, rep, known, call_key(judge.endpoint.public_url, request, rep)))
+        for request in judge_requests(judge, case):
+            keyed.append((role, judge, request, rep, known, call_key(judge.endpoint.public_url, request, rep)))
     found = cache.get_many([key for *_, known, key in keyed if known]) if keyed else {}
     for role, judge, request, rep, known, key in keyed:
         ep = eps.get(role, judge.endpoint, judge.model, int(judge.params["max_tokens"]))
@@ -321,6 +330,8 @@ def make_plan(cfg: DictConfig, prices: Mapping[str, Any], price_info: Mapping[st
                 plan.retrieval_errors += _plan_group(setup, retrieved, records, dataset.categories, substring,
                                                      wants_judge2, eps, answers)
             plan.warnings = list(setup.warnings)
+            plan.warnings += [f"{role}: {judge.plan_note}" for role, judge in _judges(setup)
+                              if getattr(judge, "plan_note", None)]
         plan.warnings += list(dataset.warnings)
         cpt = chars_per_token or (float(cfg.reader.chars_per_token) if setup else 4.0)
         reader_tokens = setup.reader.params["max_tokens"] if setup and setup.reader else 256

@@ -121,3 +121,25 @@ def test_a_bad_price_table_is_one_line(tmp_path, capsys):
     assert main(["plan", "--prices", str(prices)]) == 2
     err = capsys.readouterr().err
     assert err.startswith("memrun: error: prices ") and len(err.strip().splitlines()) == 1
+
+
+@pytest.mark.realdata
+def test_the_rubric_judge_is_priced_one_call_per_rubric_item(llm_env, tmp_path, capsys, data_dir):
+    """``memrun plan benchmark=beam judge=beam_rubric`` refused ("no request(case) method");
+    it now counts the rubric judge's calls: one per rubric item of every item."""
+    from hydra import compose, initialize_config_dir
+
+    from memrun.benchmarks.beam import Beam
+    from memrun.cli import conf_dir
+    from memrun.config import BENCHMARK_RESERVED_KEYS, register
+
+    register()
+    with initialize_config_dir(config_dir=str(conf_dir()), version_base=None):
+        cfg = compose("config", overrides=["benchmark=beam"])
+    spec = {k: v for k, v in dict(cfg.benchmark).items() if k not in {"_target_", "name", *BENCHMARK_RESERVED_KEYS}}
+    dataset = Beam(**spec).load(data_dir)
+    rubric_items = sum(len(i.extra["rubric"]) for g in dataset.groups for i in g.items)
+    d = plan(tmp_path, capsys, "benchmark=beam", "judge=beam_rubric")
+    judge = by_role(d)["judge"]
+    assert judge["calls"] == rubric_items > d["items"]
+    assert any("event-ordering items also ask" in w for w in d["warnings"])

@@ -101,6 +101,8 @@ class RubricJudge:
     """
 
     fractional = True  # scores are fractions; the summary's headline is their mean
+    plan_note = ("event-ordering items also ask one equivalence call per (reference event, answer line) pair "
+                 "the alignment tries; those depend on the answers and are not counted")
 
     def __init__(self, *, llm: LLMService | None, where: str = "judge", model: str, prompt: str = "beam_rubric",
                  equivalence_prompt: str = "beam_equivalence", base_url: str | None = None,
@@ -129,6 +131,13 @@ class RubricJudge:
         messages = ({"role": "system", "content": system.strip()}, {"role": "user", "content": user.strip()}) if mark \
             else ({"role": "user", "content": system},)
         return ChatRequest(self.model, messages, self.params)
+
+    def requests(self, case: Case) -> list[ChatRequest]:
+        """The calls :meth:`grade` asks for ``case`` whatever the answer says: one per rubric
+        item (``memrun plan`` counts and prices them; event ordering's alignment calls,
+        which depend on the answer, are not among them). Empty for an item without a rubric."""
+        return [self._request(self.prompt, {"question": case.item.question, "rubric_item": r, "answer": case.answer})
+                for r in _rubric(case) or []]
 
     async def _ask(self, prompt: Prompt, values: dict[str, str], repeat: int, parse: Any) -> tuple[Any, bool, int]:
         """(parsed reply, cached, tokens) of one call; an unparseable reply is dropped from the
