@@ -104,6 +104,21 @@ def install() -> Callable[[], None]:
     return restore
 
 
+@contextmanager
+def kept() -> Iterator[None]:
+    """Put memrun's handlers back, on leaving the block, wherever they were installed when it
+    began: for a library call that installs its own. ``ray.init`` replaces SIGTERM's twice,
+    with one that exits and under it abseil's failure handler, which aborts the process
+    (exit -6, the jobs' finished rows never merged); ``signal.signal`` restores both levels."""
+    ours = [sig for sig in SIGNALS if signal.getsignal(sig) is handler]
+    try:
+        yield
+    finally:
+        if threading.current_thread() is threading.main_thread():
+            for sig in ours:
+                signal.signal(sig, handler)
+
+
 def requested() -> bool:
     """True once a stop was asked for (a signal arrived since :func:`install`)."""
     return bool(_requested)

@@ -65,6 +65,23 @@ def _release_idle_workers() -> None:
     executor.shutdown(wait=False, kill_workers=True)
 
 
+def _start_ray(config: Any) -> None:
+    """Start the Ray launcher's local Ray now, as the launcher would (its ``ray.init``
+    options, its object-store default), keeping memrun's signal handlers
+    (:func:`memrun.signals.kept`): the launcher then finds Ray running and does not start
+    it again. A no-op on other launchers."""
+    launcher = config.hydra.get("launcher") or {}
+    if not str(launcher.get("_target_", "")).startswith("hydra_plugins.hydra_ray_launcher."):
+        return
+    from hydra_plugins.hydra_ray_launcher._launcher_util import start_ray
+    from omegaconf import OmegaConf
+
+    init = OmegaConf.to_container(launcher.ray.init, resolve=True)
+    init.setdefault("object_store_memory", 78643200)  # the launcher's own default (hydra_ray_launcher._core)
+    with signals.kept():
+        start_ray(OmegaConf.create(init))
+
+
 @dataclass
 class SweepRow:
     """One job of a sweep. ``headline``/``value``: the metric the table shows
@@ -186,6 +203,7 @@ class SweepCallback(Callback):
         # when the stop file appears (memrun.launch.job watches for it).
         stop_file(folder).unlink(missing_ok=True)
         _on_stop.enter_context(signals.on_request(lambda: _ask_jobs_to_stop(folder)))
+        _start_ray(config)  # ray.init replaces the signal handlers: start it here, where they are kept
 
     def on_multirun_end(self, config: Any, **kwargs: Any) -> None:
         finish(Path(config.hydra.sweep.dir))
