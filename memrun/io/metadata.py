@@ -58,6 +58,12 @@ def _checksum(instrument: bytes, columns: bytes) -> bytes:
     return b"sha256:" + digest.hexdigest().encode()
 
 
+def checksum_matches(instrument: bytes, columns: bytes, checksum: bytes) -> bool:
+    """Whether ``checksum`` (a :data:`CHECKSUM_KEY` value) seals ``instrument`` (the
+    :data:`~memrun.instrument.METADATA_KEY` value) and ``columns`` (:data:`COLUMNS_KEY`)."""
+    return _checksum(instrument, columns) == checksum
+
+
 def sealed(schema: pa.Schema, instrument: Instrument) -> dict[bytes, bytes]:
     """The footer metadata for a file of ``schema`` written by a run with ``instrument``:
     the instrument's JSON, the column list and their checksum."""
@@ -89,7 +95,7 @@ def verify(schema: pa.Schema, path: object) -> bool:
         return False
     damaged = f"{path}: its metadata is damaged"
     fix = "re-run or restore the file"
-    if checksum is None or columns is None or _checksum(meta.get(METADATA_KEY, b""), columns) != checksum:
+    if checksum is None or columns is None or not checksum_matches(meta.get(METADATA_KEY, b""), columns, checksum):
         raise RunTableError(f"{damaged}: the instrument or column list does not match the checksum memrun wrote "
                             f"({CHECKSUM_KEY.decode()}); {fix}")
     try:

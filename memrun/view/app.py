@@ -236,8 +236,18 @@ def server(root: Path, sock: socket.socket, cache_file: Path | None = None) -> A
     return uvicorn.Server(config)
 
 
+PAGES = ("view_runs.html.j2", "view_item.html.j2", "run.html.j2", "compare.html.j2", "view_chart.html.j2",
+         "view_error.html.j2")
+"""The templates the app renders (compiled by :func:`warm_up`)."""
+
+
 def warm_up() -> None:
-    """Import what an item's drill-down needs (seconds of imports), so the first one is quick."""
+    """Compile the page templates and import what an item's drill-down needs (seconds of
+    imports), so the first page of each kind is quick."""
+    from memrun.report.html.common import environment
+
+    for name in PAGES:
+        environment().get_template(name)
     import memrun.accuracy.setup  # noqa: F401
     import memrun.accuracy.stage  # noqa: F401
     import memrun.report.html.compare_page  # noqa: F401

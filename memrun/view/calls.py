@@ -4,8 +4,8 @@ what they replied, per repeat, from the call cache.
 The cache stores replies under the sha256 of the request (:func:`memrun.llm.cache.call_key`),
 not the prompts. So the view rebuilds each request exactly as the run built it, from
 the run's config as its instrument recorded it (reader and judge models, prompts and
-parameters, cache_dir), the benchmark's item and records (loaded once per run) and the row's
-retrieved hits and answers, and looks the request's key up under the endpoint the
+parameters, cache_dir), the benchmark's item and records (:class:`ItemGroups`: only the
+groups up to the item's are read, the last few kept) and the row's retrieved hits and answers, and looks the request's key up under the endpoint the
 instrument recorded (``llm_endpoints``). A prompt is shown only when its key is found, so
 what the page shows is what was sent; otherwise the page says why it is not there (no
 cache at the configured folder, the config or dataset could not be rebuilt, or no entry).
@@ -14,12 +14,68 @@ No key is read and no call is made.
 
 from __future__ import annotations
 
-from collections.abc import Mapping, Sequence
+import threading
+from collections import OrderedDict
+from collections.abc import Iterable, Iterator, Mapping, Sequence
 from pathlib import Path
 from typing import Any
 
 from memrun.errors import MemrunError
 from memrun.instrument import Instrument
+
+
+KEPT_GROUPS = 4
+"""Groups (histories) of a run's benchmark an item's drill-down keeps in memory."""
+
+
+class ItemGroups:
+    """A benchmark's items and records as a run selected them, read only as far as an item
+    asked for: the groups are produced in file order up to the one holding the item (a
+    lazy loader, BEAM or LongMemEval, parses no further), and the last :data:`KEPT_GROUPS`
+    are kept, so stepping through a run's items (file order) reads each group once. An
+    item in a group already passed starts the groups over (once per lookup)."""
+
+    def __init__(self, groups: Iterable[Any], keep: int = KEPT_GROUPS) -> None:
+        self._groups = groups
+        self._keep = max(1, keep)
+        self._iter: Iterator[Any] | None = None
+        self._kept: OrderedDict[str, list[str]] = OrderedDict()  # history id -> its item ids
+        self._items: dict[str, tuple[Any, dict[str, Any]]] = {}  # item id -> (item, records by key)
+        self._passed: set[str] = set()  # item ids produced in this pass of the groups
+        self._lock = threading.Lock()
+        self.produced = 0
+        """Groups produced so far (each parsed once per pass of a lazy loader)."""
+
+    def find(self, item_id: str) -> tuple[Any, Mapping[str, Any]] | None:
+        """(item, its group's records by key) of ``item_id``; None when the selection has no such item."""
+        with self._lock:
+            if item_id in self._items:
+                return self._items[item_id]
+            restarted = False
+            if self._iter is None or item_id in self._passed:  # behind us: start over
+                self._iter, self._passed, restarted = iter(self._groups), set(), True
+            while True:
+                group = next(self._iter, None)
+                if group is None:
+                    if restarted:
+                        return None
+                    self._iter, self._passed, restarted = iter(self._groups), set(), True
+                    continue
+                self.produced += 1
+                self._passed.update(item.item_id for item in group.items)
+                self._keep_group(group)
+                if item_id in self._items:
+                    return self._items[item_id]
+
+    def _keep_group(self, group: Any) -> None:
+        records = {r.key: r for r in group.records}
+        self._kept.pop(group.history_id, None)
+        self._kept[group.history_id] = [item.item_id for item in group.items]
+        for item in group.items:
+            self._items[item.item_id] = (item, records)
+        while len(self._kept) > self._keep:
+            for gone in self._kept.popitem(last=False)[1]:
+                self._items.pop(gone, None)
 
 
 class RunCalls:
@@ -31,8 +87,7 @@ class RunCalls:
         self.problem: str | None = None
         self.reader: Any = None
         self.judges: dict[str, Any] = {}
-        self.items: dict[str, Any] = {}
-        self.records: dict[str, Mapping[str, Any]] = {}
+        self.groups: ItemGroups | None = None
         self.cache: Any = None
         self.dataset_problem: str | None = None
         if instrument.axis != "accuracy":
@@ -71,8 +126,9 @@ class RunCalls:
         self._load_dataset(cfg)
 
     def _load_dataset(self, cfg: Any) -> None:
-        """Items and records of the benchmark as the run selected them (the records' dates
-        are part of the reader's prompt). On failure the row's own fields are used."""
+        """The benchmark as the run selected it (the records' dates are part of the reader's
+        prompt), its groups read as items ask for them (:class:`ItemGroups`). On failure
+        the row's own fields are used."""
         from memrun.benchmarks.selection import selection_from_config
         from memrun.config import BENCHMARK_RESERVED_KEYS
         from memrun.plugins import build
@@ -81,25 +137,29 @@ class RunCalls:
         try:
             benchmark = build(cfg.benchmark, BENCHMARK_RESERVED_KEYS, "benchmark")
             dataset, _, _ = load_dataset(cfg, benchmark, selection_from_config(cfg.benchmark))
-            for group in dataset.groups:
-                records = {r.key: r for r in group.records}
-                for item in group.items:
-                    self.items[item.item_id] = item
-                    self.records[item.item_id] = records
+            self.groups = ItemGroups(dataset.groups)
         except (MemrunError, OSError, ValueError) as exc:
             self.dataset_problem = f"the benchmark could not be loaded here ({' '.join(str(exc).split())})"
 
-    def _item(self, row: Mapping[str, Any]) -> Any:
+    def _item(self, row: Mapping[str, Any]) -> tuple[Any, Mapping[str, Any]]:
+        """The row's item and its group's records; rebuilt from the row alone (no records)
+        when the benchmark could not be loaded or does not hold the item."""
         from memrun.records import Item
 
-        item = self.items.get(row["item_id"])
-        if item is not None:
-            return item
+        found = None
+        if self.groups is not None:
+            try:
+                found = self.groups.find(row["item_id"])
+            except (MemrunError, OSError, ValueError) as exc:  # a lazy loader meets damage mid-file
+                self.dataset_problem = f"the benchmark could not be read here ({' '.join(str(exc).split())})"
+                self.groups = None
+        if found is not None:
+            return found
         return Item(item_id=row["item_id"], history_id=str(row.get("cluster") or ""), cluster=str(row.get("cluster") or ""),
                     category=str(row.get("category") or ""), question=row.get("question") or "",
                     answer=row.get("answer"), answer_raw=row.get("answer_raw") or "",
                     gold_keys=tuple(row.get("gold_keys") or ()), question_date=row.get("question_date"),
-                    abstention=bool(row.get("abstention")))
+                    abstention=bool(row.get("abstention"))), {}
 
     def repeats(self, rows: Sequence[Mapping[str, Any]]) -> list[dict[str, Any]]:
         """Per row (one repeat): ``{"repeat", "reader", "judge", "judge2"}``, each call a dict
@@ -114,13 +174,13 @@ class RunCalls:
         urls = self.instrument.llm_endpoints
         wanted: list[tuple[int, str, Any, str]] = []  # (row index, role, request, key)
         for i, row in enumerate(rows):
-            item, repeat = self._item(row), int(row.get("repeat") or 0)
+            (item, records), repeat = self._item(row), int(row.get("repeat") or 0)
             if self.reader is not None and row.get("answer_source") != "arm":
                 texts = row.get("retrieved_texts") or []
                 hits = [Hit(str(k), float(s or 0.0), str(texts[j]) if j < len(texts) and texts[j] is not None else "")
                         for j, (k, s) in enumerate(zip(row.get("retrieved_keys") or [],
                                                         row.get("retrieved_scores") or [0.0] * 10**6))]
-                prepared = self.reader.prepare(item, hits, self.records.get(item.item_id, {}))
+                prepared = self.reader.prepare(item, hits, records)
                 if prepared.request is not None:
                     wanted.append((i, "reader", prepared.request, call_key(urls["reader"], prepared.request, repeat)))
             answer = row.get("reader_answer")

@@ -28,7 +28,8 @@ def item_context(run: RunTable, indices: Sequence[int], calls: Any) -> dict[str,
     ``gold``, ``score``, ``text``), ``repeats`` (``repeat``, ``fields``, ``calls``: role ->
     call dict or None), ``calls_problem`` (why no prompt can be shown, or None).
     """
-    rows = [{k: plain(v) for k, v in r.items()} for r in run.table.take(list(indices)).to_pylist()]
+    # slices, not Table.take: take builds an index array, and pyarrow then imports pandas (seconds)
+    rows = [{k: plain(v) for k, v in run.table.slice(i, 1).to_pylist()[0].items()} for i in indices]
     first, inst = rows[0], run.instrument
     accuracy = inst.axis == "accuracy"
     keys = marked_keys(first.get("retrieved_keys"), first.get("gold_keys"), mode=inst.gold_match,

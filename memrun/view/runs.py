@@ -1,11 +1,13 @@
 """The runs table of ``memrun view``: one row per run folder under a directory, read as it is.
 
 A run folder is one holding ``items.parquet`` or ``items.parts/``. Each row takes the
-instrument from the Parquet footer (:func:`memrun.io.reader.read_instrument`, no rows
-read) and the figures from ``summary.json`` (:func:`memrun.report.model.headline`, the
+instrument from the Parquet footer's key-value metadata, its seal checked
+(:func:`memrun.io.reader.peek_instrument`: no rows read, no column metadata decoded)
+and the figures from ``summary.json`` (:func:`memrun.report.model.headline`, the
 headline's 95% cluster-bootstrap interval from ``summary["intervals"]``), the same
 numbers ``memrun sweep`` and the run page show. Rows are cached per folder by the
-files' modification times, so a reload lists new runs and re-reads only changed ones.
+files' modification times and sizes, so a reload lists new runs and re-reads only
+changed ones.
 """
 
 from __future__ import annotations
@@ -43,14 +45,16 @@ def run_folders(root: Path) -> Iterator[Path]:
 
 
 def stamp(folder: Path) -> tuple[int, ...]:
-    """Modification times (ns) of a run's rows, summary and parts folder (0 when absent)."""
-    out = []
+    """Modification times (ns) and sizes of a run's rows, summary and parts folder (0, 0
+    when absent): a row is re-read when any of them changed."""
+    out: list[int] = []
     base = str(folder)
     for name in (ITEMS_FILE, SUMMARY_FILE, PARTS_DIR):
         try:
-            out.append(os.stat(os.path.join(base, name)).st_mtime_ns)
+            st = os.stat(os.path.join(base, name))
+            out += (st.st_mtime_ns, st.st_size)
         except OSError:
-            out.append(0)
+            out += (0, 0)
     return tuple(out)
 
 
@@ -64,12 +68,12 @@ def run_row(folder: Path, root: Path) -> dict[str, Any]:
     """One row of the runs table for ``folder`` (see the module docstring). Fractions for
     the headline and its interval (``mrr`` is a score, not a percentage). A folder whose
     rows cannot be read is listed with status ``unreadable`` and the reason in ``error``."""
-    from memrun.io.reader import read_instrument
+    from memrun.io.reader import peek_instrument
     from memrun.report.model import headline
 
     row: dict[str, Any] = {"path": folder.relative_to(root).as_posix() or ".", "error": None}
     try:
-        inst = read_instrument(folder)
+        inst = peek_instrument(folder)
     except MemrunError as exc:
         return {**row, "status": "unreadable", "error": str(exc), "benchmark": None, "arm": None, "axis": None}
     try:

@@ -179,6 +179,32 @@ def test_a_run_without_its_cache_says_so(outputs, tmp_path):
     assert context["repeats"][0]["fields"][0] == ("answer", run.table.column("reader_answer")[0].as_py())
 
 
+def test_a_drill_down_reads_its_item_s_group_only_and_imports_no_pandas(outputs):
+    """The first item view read every group of the benchmark (seconds and memory on BEAM
+    500K) and imported pandas through pyarrow (seconds): now neither."""
+    import sys
+
+    from memrun.io.reader import read_run
+    from memrun.view.calls import RunCalls
+    from memrun.view.item import item_context
+
+    run = read_run(outputs / "synthetic" / "bm25" / "accuracy")
+    calls = RunCalls(run.path, run.instrument)
+    context = item_context(run, [0, 1], calls)
+    assert all(c["found"] for r in context["repeats"] for _, c in r["calls"])
+    assert calls.groups.produced == 1
+    first = run.table.column("item_id")[0].as_py()
+    script = (f"import sys; from pathlib import Path; from memrun.view.app import Runs, item_page\n"
+              f"page = item_page(Runs(Path({str(outputs)!r})), 'synthetic/bm25/accuracy', {first!r})\n"
+              "assert b'class=\"prompt\"' in page.body, page.body[:2000]\n"
+              "print(sorted(m for m in ('pandas', 'pyarrow.dataset') if m in sys.modules))")
+    root = Path(__file__).resolve().parents[2]
+    done = subprocess.run([sys.executable, "-c", script], capture_output=True, text=True, timeout=120,
+                          env={**os.environ, "PYTHONPATH": os.pathsep.join([str(root), os.environ.get("PYTHONPATH", "")])})
+    assert done.returncode == 0, done.stderr
+    assert done.stdout.strip() == "[]"
+
+
 def test_memrun_view_command(outputs, tmp_path):
     import urllib.request
 
