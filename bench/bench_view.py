@@ -9,8 +9,9 @@ Starts ``memrun view`` on it (its own process, as a user would) and drives Debia
 headless Chromium (Playwright):
 
 * runs table: navigation start until the table is drawn (``body[data-ready]``). The first
-  load reads every run's Parquet footer and summary.json; later loads re-list the folder
-  and re-read only changed runs (median of ``--repeats``);
+  load ever (a fresh user cache) reads every run's footer (its sealed key-value bytes)
+  and summary.json; later loads re-list the folder and re-read only changed runs (median
+  of ``--repeats``); a new session starts from the runs index memrun view kept;
 * drill-down: from pressing ``j`` on an item page until the next item's page is ready,
   with its reader and judge prompts and replies rebuilt and looked up in the call cache
   (median over ``--repeats`` steps; the run's first drill-down, which loads the
@@ -19,6 +20,11 @@ headless Chromium (Playwright):
 Peer: the file system as the index (what a user has without memrun view): Python's
 ``http.server`` listing the folder of the same 500 runs, in the same browser.
 Targets (issue 24): runs table < 1 s, drill-down < 200 ms.
+
+When BEAM 500K is under ``$MEMRUN_DATA_DIR`` (``beam/chats/500K``), also: the benchmark
+groups a first drill-down reads (:class:`memrun.view.calls.ItemGroups`: up to the item's
+conversation) beside reading every group (what the view did before), for the first and
+the last item, in this process.
 """
 
 from __future__ import annotations
@@ -88,6 +94,45 @@ def page_ready(page, url: str) -> float:
 def loaded(page) -> float:
     """Seconds from navigation start to the load event of the page now shown (the peer has no mark)."""
     return page.evaluate("performance.getEntriesByType('navigation')[0].loadEventEnd / 1000")
+
+
+def beam_groups(split: str = "500K") -> None:
+    """Seconds to the first and the last item's records of BEAM ``split``: its groups read
+    up to the item's (memrun view) beside every group read (the view before)."""
+    data = Path(os.environ.get("MEMRUN_DATA_DIR", ""))
+    if not (data / "beam" / "chats" / split).is_dir():
+        print(f"BEAM {split}: not under MEMRUN_DATA_DIR ({data}); skipped")
+        return
+    sys.path.insert(0, str(ROOT))
+    from memrun.benchmarks.selection import selection_from_config
+    from memrun.commands.calibrate_judge import compose
+    from memrun.config import BENCHMARK_RESERVED_KEYS
+    from memrun.plugins import build
+    from memrun.run import load_dataset
+    from memrun.view.calls import ItemGroups
+
+    cfg = compose(["benchmark=beam", f"benchmark.split={split}", f"data_dir={data}"])
+    t = time.perf_counter()
+    dataset, _, _ = load_dataset(cfg, build(cfg.benchmark, BENCHMARK_RESERVED_KEYS, "benchmark"),
+                                 selection_from_config(cfg.benchmark))
+    loaded = time.perf_counter() - t
+    print(f"BEAM {split} drill-down, the benchmark's records (files checked against their pins: {loaded:.2f} s):")
+    for which, item_id in (("first", dataset.index[0][0]), ("last", dataset.index[-1][0])):
+        t = time.perf_counter()
+        groups = ItemGroups(dataset.groups)
+        groups.find(item_id)
+        mine = time.perf_counter() - t
+        t = time.perf_counter()
+        every, n_groups = {}, 0
+        for g in dataset.groups:
+            n_groups += 1
+            every.update({item.item_id: {r.key: r for r in g.records} for item in g.items})
+        found = item_id in every
+        del every  # freed inside the timing, as ItemGroups frees the groups it drops
+        peer = time.perf_counter() - t
+        assert found
+        print(f"  {which} item: up to its group {mine:6.2f} s ({groups.produced} of {n_groups} groups read)"
+              f"  every group {peer:6.2f} s  -> {mine / peer:.2f}x")
 
 
 def main() -> None:
@@ -167,6 +212,7 @@ def main() -> None:
         print(f"  the same, key press to drawn as Playwright sees it:   {1000 * statistics.median(walls):7.0f} ms")
     finally:
         shutil.rmtree(tmp, ignore_errors=True)
+    beam_groups()
 
 
 if __name__ == "__main__":

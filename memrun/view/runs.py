@@ -139,10 +139,13 @@ class RunIndex:
         found = {str(f): f for f in run_folders(self.root)}
         stamps = {key: list(stamp(f)) for key, f in found.items()}
         stale = [key for key in found if key not in self._cache or self._cache[key][0] != stamps[key]]
-        if stale:
-            with ThreadPoolExecutor(max(1, self.threads)) as pool:
-                for key, row in zip(stale, pool.map(lambda k: run_row(found[k], self.root), stale)):
-                    self._cache[key] = (stamps[key], row)
+        if stale:  # a slice of the runs per thread: one task each, not one per run
+            n = max(1, min(self.threads, len(stale)))
+            with ThreadPoolExecutor(n) as pool:
+                for keys, rows in pool.map(lambda ks: (ks, [run_row(found[k], self.root) for k in ks]),
+                                           [stale[i::n] for i in range(n)]):
+                    for key, row in zip(keys, rows):
+                        self._cache[key] = (stamps[key], row)
         gone = set(self._cache) - set(found)
         for key in gone:
             del self._cache[key]
