@@ -168,11 +168,12 @@ def stale_runs(out_dir: Path, cfg: Any, limit: int = 200) -> list[tuple[Path, in
     there is no ``items.parquet`` (a run killed with -9, or whose machine died). Same
     configuration: :meth:`memrun.instrument.Instrument.configuration_diff` finds nothing.
     """
-    import pyarrow.parquet as pq
     from omegaconf import OmegaConf
 
     from memrun.config import cutoffs
-    from memrun.instrument import METADATA_KEY, Instrument
+    from memrun.errors import RunTableError
+    from memrun.instrument import Instrument
+    from memrun.io.reader import read_instrument
     from memrun.io.writer import ITEMS_FILE, PARTS_DIR
     from memrun.redaction import redact_config
 
@@ -185,10 +186,9 @@ def stale_runs(out_dir: Path, cfg: Any, limit: int = 200) -> list[tuple[Path, in
         folder = parts.parent
         if folder == out_dir or (folder / ITEMS_FILE).exists():
             continue
-        try:
-            last = sorted(parts.glob("part-*.parquet"))[-1]
-            theirs = Instrument.from_json((pq.read_schema(last).metadata or {})[METADATA_KEY])
-        except (IndexError, KeyError, OSError, ValueError):
+        try:  # its seal checked: a damaged or edited part says nothing of its configuration
+            theirs = read_instrument(sorted(parts.glob("part-*.parquet"))[-1])
+        except (IndexError, RunTableError):
             continue  # no readable part: nothing of it to speak of
         if not mine.configuration_diff(theirs):
             found.append((folder, _rows_kept(folder)))

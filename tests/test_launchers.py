@@ -117,6 +117,28 @@ def test_a_new_run_names_an_earlier_unfinished_run_of_its_configuration(tmp_path
     assert other.returncode == 0 and "did not finish" not in other.stderr
 
 
+def test_an_unfinished_run_whose_metadata_fails_its_seal_is_not_taken_at_its_word(tmp_path):
+    """A part of another configuration whose instrument was edited (or damaged) to claim this
+    run's configuration, its checksum left as written: memrun names no earlier run."""
+    from memrun.instrument import METADATA_KEY
+
+    runs = tmp_path / "runs"
+    for name, arm in (("done", "bm25"), ("other", "bm25_nostop")):
+        made = run_memrun(["progress=false", f"arm={arm}", f"hydra.run.dir={runs / name}"], tmp_path)
+        assert made.returncode == 0, made.stderr
+    table = pq.read_table(runs / "other" / "items.parquet")
+    meta = dict(table.schema.metadata)
+    theirs = json.loads(meta[METADATA_KEY])
+    ours = json.loads(pq.read_schema(runs / "done" / "items.parquet").metadata[METADATA_KEY])
+    theirs.update(arm=ours["arm"], config=ours["config"])
+    meta[METADATA_KEY] = json.dumps(theirs).encode()
+    killed = runs / "killed" / "items.parts"
+    killed.mkdir(parents=True)
+    pq.write_table(table.replace_schema_metadata(meta), killed / "part-00000.parquet")
+    again = run_memrun(["progress=false", f"hydra.run.dir={runs / 'again'}"], tmp_path)
+    assert again.returncode == 0 and "did not finish" not in again.stderr, again.stderr
+
+
 def test_an_output_folder_that_cannot_be_made_is_one_line(tmp_path):
     done = run_memrun(["progress=false", "hydra.run.dir=/proc/memrun-cannot-write-here"], tmp_path)
     assert done.returncode == 2 and "Traceback" not in done.stderr
