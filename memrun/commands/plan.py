@@ -6,7 +6,8 @@ Takes the same overrides as a run (:mod:`memrun.plan` does the work; it makes no
 call). Prices come from ``conf/prices.yaml`` (``--prices FILE`` for another table).
 
 ``--pilot A B`` (two finished runs of a pilot comparison, e.g. the baseline and a first
-try of the change) adds the power such a comparison has: the minimum detectable effect at
+try of the change; one run is refused, as its arm's scores alone do not show how often two
+arms disagree, which sets the power) adds the power such a comparison has: the minimum detectable effect at
 80% power and how many clusters an effect of ``--effect PP`` would need, computed exactly
 as ``memrun compare`` prints it beside an unresolved verdict (:mod:`memrun.stats.power`).
 """
@@ -33,9 +34,9 @@ def _parser() -> argparse.ArgumentParser:
     parser.add_argument("--config-dir", type=Path, metavar="DIR",
                         help="your own config folder, as for a run (memrun --config-dir DIR ...)")
     parser.add_argument("--prices", type=Path, help="price table (default: conf/prices.yaml)")
-    parser.add_argument("--pilot", nargs=2, metavar=("A", "B"),
-                        help="two runs of a pilot comparison: report the minimum detectable effect at 80%% power "
-                             "of a comparison designed like it")
+    parser.add_argument("--pilot", nargs="+", metavar="RUN",
+                        help="two runs of a pilot comparison, A B: report the minimum detectable effect at 80%% "
+                             "power of a comparison designed like it")
     parser.add_argument("--effect", type=float, metavar="PP",
                         help="with --pilot: the effect of interest, pp (default: compare's null band)")
     parser.add_argument("--chars-per-token", type=float, metavar="N",
@@ -95,6 +96,20 @@ def pilot_power(path_a: str, path_b: str, effect: float | None) -> dict[str, Any
     return {**result.power, "runs": [path_a, path_b], "unit": result.unit}
 
 
+def _pilot_runs(runs: list[str]) -> tuple[str, str]:
+    """The two pilot runs. One run is not enough: the MDE of a paired comparison is set by
+    how often and how unevenly across clusters the two arms disagree (the SE of B - A),
+    which one arm's scores do not show. Raises ConfigError naming what to give instead."""
+    if len(runs) == 2:
+        return runs[0], runs[1]
+    if len(runs) == 1:
+        raise ConfigError(f"--pilot {runs[0]}: one run cannot plan a paired comparison: its power is set by how "
+                          "often the two arms disagree, item by item and cluster by cluster, which one arm does "
+                          "not show. Give two runs: the baseline and a first try of the change (or two runs of "
+                          "the baseline, another seed: their noise gives a lower bound on the MDE)")
+    raise ConfigError(f"--pilot takes two runs (A B), got {len(runs)}")
+
+
 HEADERS = ["role", "model", "endpoint", "calls", "cached", "needed", "prompt tok", "completion tok", "cost"]
 
 
@@ -127,6 +142,7 @@ def main(argv: list[str]) -> int:
     args = _parser().parse_args(argv)
     if args.chars_per_token is not None and args.chars_per_token <= 0:
         raise ConfigError(f"--chars-per-token {args.chars_per_token}: must be positive")
+    pilot = _pilot_runs(args.pilot) if args.pilot else None
     from memrun.cli import conf_dir
     from memrun.commands.calibrate_judge import compose
     from memrun.plan import load_prices, make_plan
@@ -142,7 +158,7 @@ def main(argv: list[str]) -> int:
     cfg = compose(["progress=false", *extra, *args.overrides])
     plan = make_plan(cfg, prices, info, args.chars_per_token).to_dict()
     if args.pilot:
-        plan["power"] = pilot_power(*args.pilot, args.effect)
+        plan["power"] = pilot_power(*pilot, args.effect)
     render = {"text": render_text, "markdown": render_markdown,
               "json": lambda d: json.dumps(d, indent=2, default=str) + "\n"}[args.format]
     sys.stdout.write(render(plan))
