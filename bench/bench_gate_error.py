@@ -62,11 +62,14 @@ def _lme(items: bool) -> tuple:
 
 
 def memrun_gate(x: np.ndarray, design: Design, resamples: int) -> np.ndarray:
-    """memrun's own gate on each replication: True where it says PASS at threshold 0."""
+    """memrun's own gate on each replication: True where it says PASS at threshold 0. With
+    hidden groups under item clusters, the groups are the questions sharing a gold session,
+    which compare finds (:func:`memrun.compare.pairing.shared_evidence`) and also reads."""
     clusters, strata = design.cluster_codes(), design.stratum_codes()
+    evidence = design.effect_groups() if design.hidden and len(design.sizes) == design.n_items else None
     out = np.zeros(len(x), dtype=bool)
     for r, d in enumerate(x):
-        gate = gate_interval(d, clusters, strata, resamples=resamples, seed=r)
+        gate = gate_interval(d, clusters, strata, evidence=evidence, resamples=resamples, seed=r)
         hold = (DEGENERATE, gate.degenerate) if gate.degenerate else None
         verdict = decide(gate, min_delta=0.0, band=0.04, n_items=len(d), n_clusters=gate.bootstrap.n_clusters,
                          hold=hold)
@@ -112,8 +115,9 @@ def main(argv: list[str] | None = None) -> int:
     print(f"\npower (%): true delta +5 pp, {args.reps} replications a cell")
     print(f"| design | ICC | memrun | {' | '.join(methods)} |")
     print("|---|---|---|" + "---|" * len(methods))
-    for design in (locomo_like(10), Design("3 clusters", locomo_like(3).sizes),
-                   Design("2 clusters", locomo_like(2).sizes)):
+    for design in designs():
+        if (args.only and args.only not in design.name) or "1,000" in design.name:
+            continue
         for icc in ICCS:
             r = cell(design, icc, 0.05, args.reps, args.resamples, args.skewed, methods)
             print(f"| {design.name} | {icc:g} | **{r['memrun']:.1f}** | "

@@ -38,9 +38,9 @@ import pyarrow as pa
 import pyarrow.compute as pc
 
 from memrun.compare.analysis import Bounds, Comparison, Settings, analyze, category_order, metric_unit
-from memrun.compare.design import design_notes, evidence_sensitivity
+from memrun.compare.design import cluster_supply, design_notes, evidence_sensitivity
 from memrun.compare.fitness import DataThresholds
-from memrun.compare.pairing import EVIDENCE, pair, read_for_compare
+from memrun.compare.pairing import pair, read_for_compare
 from memrun.background import in_background
 from memrun.errors import MemrunError
 from memrun.instrument import Instrument
@@ -341,8 +341,8 @@ def compare(args: argparse.Namespace) -> tuple[Comparison | None, int, str | Non
     result.warnings[:0] = read_warnings
     result.categories = {"read": sorted(paired.category_names, key=category_order), "chosen": chosen}
     result.warnings.extend(design_notes(result, run_a.instrument, stratify_by))
-    if stratify_by and cluster_by and cluster_by != EVIDENCE and result.overall["n_clusters"] == result.overall["n_items"]:
-        result.warnings.extend(evidence_sensitivity((args.a, args.b), args.metric, settings, categories, result))
+    result.warnings.extend(evidence_sensitivity(result))
+    cluster_supply(result, run_a.instrument)
     return result, result.exit_code, None
 
 

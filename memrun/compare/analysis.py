@@ -39,7 +39,7 @@ from memrun.stats import (
     wilcoxon_signed_rank,
     wilcoxon_skip_reason,
 )
-from memrun.stats.gate import CR2, PERCENTILE, SMALL_CLUSTERS, gate_interval
+from memrun.stats.gate import CR2, EVIDENCE, PERCENTILE, SMALL_CLUSTERS, gate_interval
 from memrun.stats.power import power_of
 from memrun.stats.verdict import DEGENERATE, evidence_shortfall
 
@@ -82,16 +82,19 @@ def _counts(d: np.ndarray) -> dict[str, int]:
 
 
 def _block(a: np.ndarray, b: np.ndarray, clusters: np.ndarray | None, strata: np.ndarray | None,
-           s: Settings) -> dict[str, Any]:
+           s: Settings, evidence: np.ndarray | None = None) -> dict[str, Any]:
     """One interval: the bootstrap, the CR2 interval, and which decides
-    (:func:`memrun.stats.gate.gate_interval`).
+    (:func:`memrun.stats.gate.gate_interval`); with ``evidence`` (shared-evidence
+    clusters), the same under that clustering, the wider deciding.
 
-    ``low``/``high`` are the deciding interval's (the wider one); ``interval`` names it;
-    ``degenerate`` says why the interval cannot be read, ``insufficient`` why the evidence
-    is too thin (either holds the verdict).
+    ``low``/``high`` are the deciding interval's (the wider one); ``interval`` names it,
+    ``clustering`` the clustering it read (``given`` or ``evidence``), ``other`` the other
+    clustering's interval (or None); ``n_clusters`` and ``bootstrap`` are the deciding
+    clustering's; ``degenerate`` says why the interval cannot be read, ``insufficient``
+    why the evidence is too thin (either holds the verdict).
     """
     d = b - a
-    gate = gate_interval(d, clusters, strata, resamples=s.resamples, seed=s.seed)
+    gate = gate_interval(d, clusters, strata, evidence=evidence, resamples=s.resamples, seed=s.seed)
     boot = gate.bootstrap
     short = evidence_shortfall(int(d.size), boot.n_clusters)
     return {
@@ -111,6 +114,11 @@ def _block(a: np.ndarray, b: np.ndarray, clusters: np.ndarray | None, strata: np
         "bootstrap": boot,
         "small_clusters": gate.small,
         "cr2_consulted": gate.consulted,
+        "clustering": gate.clustering,
+        "other": None if gate.other is None else {
+            "clustering": gate.other.clustering, "n_clusters": gate.other.bootstrap.n_clusters,
+            "low": gate.other.low, "high": gate.other.high, "interval": gate.other.decided,
+            "degenerate": gate.other.degenerate},
     }
 
 
@@ -196,8 +204,9 @@ def _blocks(paired: Paired, s: Settings) -> tuple[dict[str, Any], dict[str, dict
 
     def block(mask: np.ndarray | None) -> dict[str, Any]:
         if mask is None:
-            return _block(paired.a, paired.b, paired.clusters, paired.strata, s)
-        return _block(paired.a[mask], paired.b[mask], _sub(paired.clusters, mask), _sub(paired.strata, mask), s)
+            return _block(paired.a, paired.b, paired.clusters, paired.strata, s, paired.evidence)
+        return _block(paired.a[mask], paired.b[mask], _sub(paired.clusters, mask), _sub(paired.strata, mask), s,
+                      _sub(paired.evidence, mask))
 
     with ThreadPoolExecutor(max_workers=max(1, min(len(masks), os.cpu_count() or 1))) as pool:
         done = list(pool.map(block, masks))
@@ -223,19 +232,19 @@ def _holm_flags(per_category: dict[str, dict[str, Any]]) -> None:
         blk["holm_significant"] = bool(rej)
 
 
-def _wilcoxon(paired: Paired) -> tuple[dict[str, Any] | None, str | None]:
+def _wilcoxon(paired: Paired, clusters: np.ndarray | None) -> tuple[dict[str, Any] | None, str | None]:
     """Wilcoxon over the gate's own unit: the independent units' mean deltas of the scores
-    the gate reads (majority labels on the accuracy axis; clusters when the bootstrap
-    resamples clusters, items otherwise).
+    the gate reads (majority labels on the accuracy axis; ``clusters``, the clustering
+    the gate's interval read, when they group items, items otherwise).
 
     Unit deltas are rounded to 12 decimals: equal means reached by different float sums
     (1/3 + 1/3 vs 2/3) must count as the ties they are in the signed ranks.
     """
     d, unit = paired.b - paired.a, "item"
-    if paired.clusters is not None and len(np.unique(paired.clusters)) < paired.n:
-        sizes = np.bincount(paired.clusters).astype(float)
+    if clusters is not None and len(np.unique(clusters)) < paired.n:
+        sizes = np.bincount(clusters).astype(float)
         used = sizes > 0
-        d = np.bincount(paired.clusters, weights=d)[used] / sizes[used]
+        d = np.bincount(clusters, weights=d)[used] / sizes[used]
         unit = "cluster"
     d = np.round(d, 12)
     zeros = np.zeros_like(d)
@@ -286,11 +295,12 @@ def analyze(paired: Paired, settings: Settings, *, run_a: str, run_b: str, axis:
 
     n_unstable = int((~paired.stable).sum())
     binary = bool(np.isin(a, (0.0, 1.0)).all() and np.isin(b, (0.0, 1.0)).all())
+    units = paired.evidence if overall["clustering"] == EVIDENCE else paired.clusters  # the gate's unit
     mcnemar = None
     if binary:
-        clustered = paired.clusters is not None and len(np.unique(paired.clusters)) < paired.n
-        mcnemar = (mcnemar_clustered(a, b, paired.clusters) if clustered else mcnemar_exact(a, b)).to_dict()
-    wilcoxon, skipped = _wilcoxon(paired)
+        clustered = units is not None and len(np.unique(units)) < paired.n
+        mcnemar = (mcnemar_clustered(a, b, units) if clustered else mcnemar_exact(a, b)).to_dict()
+    wilcoxon, skipped = _wilcoxon(paired, units)
     accuracy = axis == "accuracy"
     discordance = float((paired.a_label != paired.b_label).mean()) if accuracy else float((a != b).mean())
     return Comparison(

@@ -3,22 +3,23 @@
 - Item-level clusters within design strata (LongMemEval: each question its own cluster,
   stratified by question type) make an interval for *these* questions with *these* type
   counts, not for a new draw of questions: said beside the interval.
-- Questions sharing evidence sessions are correlated; ``--cluster-by evidence`` clusters
-  them (:func:`memrun.compare.pairing.evidence_clusters`) and, by default, the interval
-  under that clustering is printed beside the item-level one (the sensitivity).
+- Questions sharing evidence sessions are correlated: when item-level clusters hold
+  questions that share a gold session, the gate reads the wider of the item-level
+  interval and the one clustered by shared evidence
+  (:func:`memrun.compare.pairing.shared_evidence`, :func:`memrun.stats.gate.gate_interval`),
+  and both are printed (the sensitivity); ``--cluster-by evidence`` reads only the latter.
 - A task-averaged headline (the mean over categories) is another estimand than the
   item-weighted mean the gate reads: both are printed, the one the verdict reads named.
+- A benchmark with a fixed supply of clusters (LoCoMo's published file: 10
+  conversations) cannot give the clusters the power line may ask for: said there
+  (:func:`cluster_supply`).
 """
 
 from __future__ import annotations
 
-import numpy as np
-
-from memrun.compare.analysis import Comparison, Settings
-from memrun.compare.pairing import EVIDENCE, pair, read_for_compare
-from memrun.errors import MemrunError
+from memrun.compare.analysis import Comparison
 from memrun.instrument import Instrument
-from memrun.stats.gate import gate_interval
+from memrun.stats.gate import EVIDENCE
 
 
 def design_notes(result: Comparison, instrument: Instrument, stratify_by: str | None) -> list[str]:
@@ -26,10 +27,13 @@ def design_notes(result: Comparison, instrument: Instrument, stratify_by: str | 
     estimand the verdict reads when the run's headline is task-averaged."""
     notes = []
     o = result.overall
-    if stratify_by and o["n_clusters"] == o["n_items"]:
+    given = o["other"] if o.get("clustering") == EVIDENCE else o
+    if stratify_by and given["n_clusters"] == o["n_items"]:
+        shared = ("some share a gold session, so the gate also reads them clustered by shared evidence"
+                  if o.get("other") else "no two of them share a gold session here")
         notes.append(f"items are their own clusters, stratified by {stratify_by}: the interval holds for these "
                      f"questions with these {stratify_by} counts, not for a new draw of questions; questions that "
-                     "share evidence sessions are correlated (--cluster-by evidence shows how much that matters)")
+                     f"share evidence sessions are correlated ({shared})")
     if instrument.task_averaged and result.per_category:
         deltas = [blk["delta"] for blk in result.per_category.values()]
         task = sum(deltas) / len(deltas)
@@ -40,22 +44,35 @@ def design_notes(result: Comparison, instrument: Instrument, stratify_by: str | 
     return notes
 
 
-def evidence_sensitivity(paths: tuple[str, str], metric: str, settings: Settings, categories: list[str] | None,
-                         result: Comparison) -> list[str]:
-    """The same comparison clustered by shared evidence session (no strata: a group of
-    questions may span types), printed beside the item-level interval; nothing when the
-    runs hold no gold sessions."""
-    axis = result.axis
-    try:
-        runs = [read_for_compare(p, axis, metric, EVIDENCE, None) for p in paths]
-        paired = pair(*runs, metric=metric, cluster_by=EVIDENCE, categories=categories)
-    except MemrunError:
-        return []
-    if paired.clusters is None or len(np.unique(paired.clusters)) == paired.n:
-        return []  # no two questions share an evidence session: nothing changes
-    gate = gate_interval(paired.b - paired.a, paired.clusters, resamples=settings.resamples, seed=settings.seed)
+def evidence_sensitivity(result: Comparison) -> list[str]:
+    """The overall interval under the other clustering (item clusters against clusters of
+    shared evidence session), and which one the gate read (the wider,
+    :func:`memrun.stats.gate.gate_interval`); nothing when only one clustering was read."""
     o = result.overall
-    return [f"sensitivity: clustered by shared evidence session ({gate.bootstrap.n_clusters} clusters of "
-            f"{paired.n} items) B - A [{100 * gate.low:+.2f}, {100 * gate.high:+.2f}] pp, against "
-            f"[{100 * o['low']:+.2f}, {100 * o['high']:+.2f}] pp with item clusters; a wider interval here means the "
-            "item-level one is too narrow (--cluster-by evidence gates on it)"]
+    other = o.get("other")
+    if not other:
+        return []
+    ev, items = (o, other) if o["clustering"] == EVIDENCE else (other, o)
+    read = "clustered by shared evidence" if o["clustering"] == EVIDENCE else "with item clusters"
+    unread = f" ({other['degenerate']})" if other.get("degenerate") else ""
+    return [f"sensitivity: clustered by shared evidence session ({ev['n_clusters']} clusters of {o['n_items']} "
+            f"items) B - A [{100 * ev['low']:+.2f}, {100 * ev['high']:+.2f}] pp, against "
+            f"[{100 * items['low']:+.2f}, {100 * items['high']:+.2f}] pp with item clusters{unread}; the gate reads "
+            f"the wider, {read}: questions that share evidence are not independent"]
+
+
+PUBLISHED_CLUSTERS = {("locomo", "locomo10"): (10, "conversations")}
+"""(benchmark, split) -> (clusters its published data holds, what they are): the most any
+comparison on it can resample when it clusters by the benchmark's cluster key."""
+
+
+def cluster_supply(result: Comparison, instrument: Instrument) -> None:
+    """Add ``available`` (the clusters the benchmark has) and ``available_what`` to the
+    power dict of a comparison clustered by the benchmark's own key on a benchmark with a
+    fixed supply (:data:`PUBLISHED_CLUSTERS`); the power line then says when an effect
+    needs more clusters than exist."""
+    supply = PUBLISHED_CLUSTERS.get((instrument.benchmark, instrument.split))
+    p = result.power
+    if supply and p and p["units"] == "clusters" and result.settings.cluster_by == "cluster":
+        p["available"], p["available_what"] = supply
+        p["benchmark"] = instrument.benchmark

@@ -89,7 +89,8 @@ class Paired:
     b_label: majority label indices (-1 on the retrieval axis); stable: stable in both
     arms; a_repeated/b_repeated and a_flipped/b_flipped: flip-rate terms.
     clusters: int cluster codes (None: every item its own cluster); strata: int stratum
-    codes or None. null_clusters: paired items whose cluster key was null (each made
+    codes or None; evidence: int codes of shared-evidence clusters when every item is its
+    own cluster but some share a gold session (:func:`shared_evidence`), else None. null_clusters: paired items whose cluster key was null (each made
     its own cluster). categories: int codes into ``category_names`` (raw categories;
     ``category_labels`` maps each to its label). errors: arm ("a", "b") -> (errored
     items, items the arm has in scope); n_present_both / n_present_either: in-scope items
@@ -120,6 +121,7 @@ class Paired:
     errors: dict[str, tuple[int, int]] | None = None
     n_present_both: int = 0
     n_present_either: int = 0
+    evidence: np.ndarray | None = None
 
     @property
     def n(self) -> int:
@@ -149,10 +151,11 @@ def read_for_compare(path: str, axis: str | None, metric: str, cluster_by: str |
                      stratify_by: str | None) -> RunTable:
     """A run with only the columns the comparison needs; CompareUsageError names a missing one."""
     columns = columns_needed(axis, metric, cluster_by, stratify_by)
-    run = read_run(path, columns=columns)
+    optional = [GOLD_SESSIONS] if cluster_by and GOLD_SESSIONS not in columns else []  # for shared_evidence
+    run = read_run(path, columns=columns + optional)
     if run.instrument.axis == "accuracy" and run.instrument.denominator == DENOMINATOR_MEAN_SCORE:
         columns.append(SCORE_COLUMN)  # a fractional judge's run: its scores, not its labels, are paired
-        run = read_run(path, columns=columns)
+        run = read_run(path, columns=columns + optional)
     missing = [c for c in columns if c not in run.table.column_names]
     if missing:
         hint = ""
@@ -329,6 +332,7 @@ def pair(a: RunTable, b: RunTable, *, metric: str, cluster_by: str | None, strat
         null_clusters = int(null.sum())
         codes[null] = codes.max(initial=-1) + 1 + np.arange(null_clusters)
         clusters = codes
+    evidence = shared_evidence(a.table, clusters, first_a[keep]) if cluster_by != EVIDENCE else None
     strata = _codes(_per_item(a.table, stratify_by, first_a[keep]))[0] if stratify_by else None
     encoded = pc.dictionary_encode(category.take(pa.array(keep)))
     cat_codes = encoded.indices.to_numpy(zero_copy_only=False).astype(np.int64)
@@ -347,6 +351,7 @@ def pair(a: RunTable, b: RunTable, *, metric: str, cluster_by: str | None, strat
         only_a=only_a, only_b=only_b, excluded=excluded, null_clusters=null_clusters,
         errors={side: _errors(s, in_scope) for side, s in (("a", sa), ("b", sb))},
         n_present_both=int(both.sum()), n_present_either=int((in_scope & sa.present).sum()) + only_b,
+        evidence=evidence,
     )
 
 
@@ -370,6 +375,24 @@ def _check_evidence_clustering(history: pa.Array) -> None:
             "their gold session ids name sessions within a history, not sessions shared across questions; "
             "it is for benchmarks that give each question its own history (LongMemEval). Cluster by the "
             "history instead (the default, --cluster-by cluster)")
+
+
+def shared_evidence(table: pa.Table, clusters: np.ndarray | None, rows: np.ndarray) -> np.ndarray | None:
+    """Clusters of shared evidence for items that are their own clusters (LongMemEval's
+    default: one question per history), when some of them share a gold session: the
+    gate then also reads the interval so clustered (:func:`memrun.stats.gate.gate_interval`).
+    None when the items are clustered already (a history holds several: their session ids
+    are not shared across histories), when the run has no ``gold_sessions`` column, or
+    when no two items share a gold session.
+
+    Args:
+        table: run A's table; clusters: the paired items' cluster codes (None: the
+            clustering is off, ``--cluster-by none``); rows: each paired item's first row.
+    """
+    if clusters is None or GOLD_SESSIONS not in table.column_names or len(np.unique(clusters)) < len(clusters):
+        return None
+    codes = evidence_clusters(_per_item(table, GOLD_SESSIONS, rows))
+    return codes if len(np.unique(codes)) < len(codes) else None
 
 
 def evidence_clusters(gold: pa.Array) -> np.ndarray:

@@ -80,8 +80,12 @@ def _how(block: Mapping[str, Any], s: Mapping[str, Any], d: Mapping[str, Any]) -
     fmt, unit = _delta(d)
     boot = block["bootstrap"]
     strata = f", stratified by {s['stratify_by']}" if s.get("stratify_by") else ""
-    resampled = (f"paired bootstrap, {s['resamples']:,} resamples, seed {s['seed']}, clusters by "
-                 f"{s['cluster_by'] or 'item'}{strata}")
+    by = s["cluster_by"] or "item"
+    if block.get("clustering") == "evidence" and by != "evidence":  # the wider of two clusterings decided
+        other = block["other"]
+        by, strata = ("shared evidence session (wider than with item clusters: "
+                      f"[{fmt(other['low'])}, {fmt(other['high'])}]{unit})"), ""
+    resampled = f"paired bootstrap, {s['resamples']:,} resamples, seed {s['seed']}, clusters by {by}{strata}"
     if block.get("interval") == "cr2_bm":
         small = block["small_clusters"]
         return (f"95% CR2 interval, t on {small['df']:.2f} Bell-McCaffrey df (few clusters; wider than the {resampled}: "
@@ -94,6 +98,9 @@ def power_line(p: Mapping[str, Any], d: Mapping[str, Any]) -> str:
     fmt, unit = _delta(d)
     more = (f"about {p['factor']:.1f}x the {p['units']} ({p['n_units']} -> ~{p['needed']})"
             if p["factor"] > 1 else f"no more {p['units']} (it is above the MDE)")
+    if p["factor"] > 1 and p.get("available") and p["needed"] > p["available"]:
+        more += (f", but {p['benchmark']} has only {p['available']} {p['available_what']}: no comparison on it "
+                 "can detect this effect; look for a benchmark with more independent histories, or a larger effect")
     return (f"power: minimum detectable effect at {p['power']:.0%} power {fmt(p['mde'], signed=False)}{unit} "
             f"(SE {fmt(p['se'], signed=False)}{unit}); an effect of {fmt(p['effect'], signed=False)}{unit} would need "
             f"{more} (memrun.stats.power)")
