@@ -23,6 +23,12 @@ Every wait is jittered (``jitter``, a fraction): backoffs are drawn from
 from ``[1, 1 + jitter]`` times it (never earlier than asked), so that the calls in
 flight when a server stumbles do not all come back at the same instant.
 
+Under concurrency (``arm.concurrency``) the requests of one server share a :class:`RateGate`:
+a 429 closes the gate for its ``Retry-After`` so that every request in flight to that
+server waits, not just the one that got it, and an optional cap (``arm.max_rps``) spaces
+the requests. Every wait (gate, 429, backoff) is added to :data:`WAITED` when a caller has
+set it, so that a latency measured around the call can leave the waits out.
+
 Callers record a raised error on the item (``error`` column): errors are excluded from
 ratios and counted, never scored as misses. :class:`Retrier` holds the decisions, so
 that a client with its own transport (the ``openai`` SDK) applies the same rules;
@@ -32,6 +38,7 @@ that a client with its own transport (the ``openai`` SDK) applies the same rules
 from __future__ import annotations
 
 import asyncio
+import contextvars
 import random
 import time
 from collections.abc import Awaitable, Callable, Mapping
@@ -187,6 +194,47 @@ def raise_for_status(response: httpx.Response, auth_hint: str = "check the crede
     return response
 
 
+WAITED: contextvars.ContextVar[list[float] | None] = contextvars.ContextVar("memrun_waited", default=None)
+"""Seconds a call spent waiting rather than talking to the server (429 waits, backoffs, the
+gate): :func:`asend` appends to the list a caller set here (:mod:`memrun.retrieval_flow`)."""
+
+
+def _waited(seconds: float) -> None:
+    waits = WAITED.get()
+    if waits is not None:
+        waits.append(seconds)
+
+
+class RateGate:
+    """What every request in flight to one server waits on (asyncio, one event loop).
+
+    ``pause(seconds)``: a 429 said to wait; no request is sent before then. ``max_rps``:
+    requests are started at most that many per second (None: no cap). Not thread-safe.
+    """
+
+    def __init__(self, max_rps: float | None = None) -> None:
+        if max_rps is not None and not max_rps > 0:
+            raise ValueError(f"max_rps={max_rps}: must be a positive number of requests per second")
+        self.interval = 0.0 if max_rps is None else 1.0 / max_rps
+        self._open_at = 0.0  # monotonic time before which no request starts (a 429's Retry-After)
+        self._next = 0.0  # monotonic time of the next free start under max_rps
+
+    def pause(self, seconds: float) -> None:
+        """Hold every request until ``seconds`` from now (a longer pause already set wins)."""
+        self._open_at = max(self._open_at, time.monotonic() + seconds)
+
+    async def wait(self) -> None:
+        """Return when a request may be sent (at once when the gate is open and uncapped)."""
+        while True:
+            delay = max(self._open_at, self._next) - time.monotonic()
+            if delay <= 0:
+                break
+            _waited(delay)
+            await asyncio.sleep(delay)
+        if self.interval:  # claim the next start
+            self._next = max(time.monotonic(), self._next) + self.interval
+
+
 def _idempotent(method: str, idempotent: bool | None) -> bool:
     return method.upper() in IDEMPOTENT_METHODS if idempotent is None else idempotent
 
@@ -236,23 +284,32 @@ async def asend(
     idempotent: bool | None = None,
     auth_hint: str = "check the credentials",
     sleep: Callable[[float], Awaitable[None]] = asyncio.sleep,
+    gate: RateGate | None = None,
     **kwargs: Any,
 ) -> httpx.Response:
-    """:func:`send` for asyncio (same arguments, same errors)."""
+    """:func:`send` for asyncio (same arguments, same errors). gate: the server's
+    :class:`RateGate`, waited on before each request and closed by a 429 for every request."""
     import httpx
 
     retrier = Retrier(policy)
     while True:
+        if gate is not None:
+            await gate.wait()
         try:
             response = await client.request(method, url, **kwargs)
         except httpx.TransportError as exc:
             wait = retrier.transport_delay(exc, _idempotent(method, idempotent))
             if wait is None:
                 raise
+            _waited(wait)
             await sleep(wait)
             continue
         wait = retrier.delay(response.status_code, response.headers)
         if wait is None:
             return raise_for_status(response, auth_hint)
         await response.aclose()
+        if gate is not None and response.status_code == 429:
+            gate.pause(wait)  # every request to this server waits, this one at the gate
+            continue
+        _waited(wait)
         await sleep(wait)

@@ -294,7 +294,7 @@ def make_plan(cfg: DictConfig, prices: Mapping[str, Any], price_info: Mapping[st
     from memrun.config import ARM_RESERVED_KEYS, BENCHMARK_RESERVED_KEYS, Axis, cutoffs
     from memrun.redaction import check_no_secrets
     from memrun.plugins import build
-    from memrun.retrieval import retrieve_group
+    from memrun.retrieval_flow import FlowSettings, iter_retrieved
     from memrun.run import check_settings, load_dataset
 
     accuracy = cfg.axis == Axis.accuracy
@@ -323,9 +323,9 @@ def make_plan(cfg: DictConfig, prices: Mapping[str, Any], price_info: Mapping[st
         else:
             wants_judge2 = _judge2_chooser(setup, dataset)
             substring = dataset.gold_match == "substring"
-            for group in dataset.groups:
+            flow = FlowSettings.from_config(cfg.arm)
+            for group, retrieved in iter_retrieved(arm, dataset.groups, top_k, dataset.gold_match, flow):
                 records = {r.key: r for r in group.records}
-                retrieved = retrieve_group(arm, group, top_k, dataset.gold_match)
                 plan.items += len(retrieved)
                 plan.retrieval_errors += _plan_group(setup, retrieved, records, dataset.categories, substring,
                                                      wants_judge2, eps, answers)

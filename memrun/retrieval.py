@@ -40,10 +40,12 @@ from memrun.records import Dataset, GoldMatch, Group, Hit, Item, gold_matcher
 @dataclass(frozen=True)
 class Retrieved:
     """One item after retrieval: its hits (None when retrieval failed), search latency in
-    ms, the retrieval error, the arm's own answer when the arm answers itself, its
+    ms (the call itself), the retrieval error, the arm's own answer when the arm answers itself, its
     group's record -> session map (for session gold), and what the run checks hits
     against: ``history``, the record keys and session ids of the item's history, and
-    ``n_records``, how many records it holds."""
+    ``n_records``, how many records it holds; ``queue_ms``: time the search waited before
+    (or inside the arm, between) its requests, not counted in the latency
+    (:mod:`memrun.retrieval_flow`)."""
 
     item: Item
     hits: list[Hit] | None
@@ -53,6 +55,7 @@ class Retrieved:
     session_of: Mapping[str, str | None] = field(default_factory=dict)  # record key -> session (session gold)
     history: frozenset[str] = frozenset()
     n_records: int = 0
+    queue_ms: float | None = None
 
 
 def make_row(run_id: str, r: Retrieved, dataset: Dataset, ks: Sequence[int], top_k: int | None = None,
@@ -113,6 +116,7 @@ def make_row(run_id: str, r: Retrieved, dataset: Dataset, ks: Sequence[int], top
         "retrieved_scores": None if hits is None else [h.score for h in hits],
         "n_retrieved": None if hits is None else len(hits),
         "search_latency_ms": r.latency_ms,
+        "search_queue_ms": r.queue_ms,
         "error": r.error,
         "gold_sessions": list(item.gold_sessions),
         "abstention": item.abstention,
@@ -151,15 +155,18 @@ def ingest(arm: Arm, group: Group) -> str | None:
     return None
 
 
-def search(arm: Arm, item: Item, top_k: int, gold_match: GoldMatch) -> tuple[list[Hit] | None, float | None, str | None]:
-    """(hits, latency ms, error) of one search (``search_item`` for arms that have it, e.g. oracle)."""
-    t0 = time.perf_counter()
+def search(arm: Arm, item: Item, top_k: int, gold_match: GoldMatch,
+           warmup: bool = False) -> tuple[list[Hit] | None, float | None, str | None]:
+    """(hits, latency ms, error) of one search (``search_item`` for arms that have it, e.g.
+    oracle); with ``warmup`` the query is searched twice and the second search counts."""
     search_item = getattr(arm, "search_item", None)
     try:
-        if callable(search_item):
-            result = search_item(item, top_k, gold_match)
-        else:
-            result = arm.search(item.question, top_k)
+        for _ in range(2 if warmup else 1):
+            t0 = time.perf_counter()
+            if callable(search_item):
+                result = search_item(item, top_k, gold_match)
+            else:
+                result = arm.search(item.question, top_k)
     except ArmError:
         raise
     except Exception as exc:  # noqa: BLE001
@@ -188,22 +195,25 @@ def history_keys(group: Group) -> frozenset[str]:
     return frozenset(r.key for r in group.records) | frozenset(r.session for r in group.records if r.session)
 
 
-def iter_group(arm: Arm, group: Group, top_k: int, gold_match: GoldMatch, answers: bool = False) -> Iterator[Retrieved]:
+def iter_group(arm: Arm, group: Group, top_k: int, gold_match: GoldMatch, answers: bool = False,
+               warmup: bool = False) -> Iterator[Retrieved]:
     """Ingest a group, then search each item as it is asked for (and, with ``answers``,
-    take the arm's own answer when it has ``answer_for``)."""
+    take the arm's own answer when it has ``answer_for``; ``warmup``: :func:`search`)."""
     ingest_error = ingest(arm, group)
     session_of = sessions_of(group)
     known = history_keys(group)
     answer_for = getattr(arm, "answer_for", None) if answers else None
     for item in group.items:
-        hits, latency, error = (None, None, ingest_error) if ingest_error else search(arm, item, top_k, gold_match)
+        hits, latency, error = (None, None, ingest_error) if ingest_error else search(arm, item, top_k, gold_match,
+                                                                                       warmup)
         answer = None
         if error is None and callable(answer_for):
             try:
                 answer = answer_for(item)
             except Exception as exc:  # noqa: BLE001
                 error = f"answer_for: {type(exc).__name__}: {exc}"
-        yield Retrieved(item, hits, latency, error, answer, session_of, known, len(group.records))
+        yield Retrieved(item, hits, latency, error, answer, session_of, known, len(group.records),
+                        queue_ms=None if latency is None else 0.0)
 
 
 def retrieve_group(arm: Arm, group: Group, top_k: int, gold_match: GoldMatch) -> list[Retrieved]:

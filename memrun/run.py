@@ -42,7 +42,8 @@ from memrun.plugins import build
 from memrun.provenance import commits
 from memrun.records import Dataset
 from memrun.report.run_summary import print_retrieval_summary
-from memrun.retrieval import Retrieved, iter_group, make_row, retrieval_conventions, retrieve_group
+from memrun.retrieval import Retrieved, make_row, retrieval_conventions
+from memrun.retrieval_flow import FlowSettings, arm_kind, retrieve_all, retrieved_groups
 from memrun.run_warnings import RunWarnings
 
 if TYPE_CHECKING:  # the accuracy axis's modules load only when it runs
@@ -105,7 +106,8 @@ def _progress(console: Console, enabled: bool, calls: bool = False) -> Progress:
 
 
 def _run_accuracy(
-    setup: AccuracySetup, dataset: Dataset, arm: Arm, top_k: int, make_row: Any, emit: Any, progress: Progress, label: str
+    setup: AccuracySetup, dataset: Dataset, arm: Arm, top_k: int, make_row: Any, emit: Any, progress: Progress, label: str,
+    flow: FlowSettings,
 ) -> str | None:
     """Run the answer stage to the end; returns why it stopped early (token budget) or None."""
     stats = setup.llm.stats
@@ -139,7 +141,8 @@ def _run_accuracy(
         try:
             # Ctrl-C / SIGTERM cancel this task on the loop, a safe point (memrun.signals).
             with signals.on_request(lambda: loop.call_soon_threadsafe(me.cancel)):
-                await stage.run(lambda group: retrieve_group(arm, group, top_k, dataset.gold_match))
+                await stage.run(retrieved_groups(arm, dataset.groups, top_k, dataset.gold_match, flow,
+                                                 offload=lambda: setup.llm.in_flight))
         finally:
             await setup.llm.aclose()
 
@@ -194,6 +197,8 @@ def _execute(cfg: DictConfig, out_dir: Path, console: Console, config_folder: Pa
     for method in ("ingest", "search", "close"):
         if not callable(getattr(arm, method, None)):
             raise ArmError(f"arm: {cfg.arm._target_} has no {method}() method; see memrun.arms.Arm")
+    flow = FlowSettings.from_config(cfg.arm)
+    arm_kind(arm)  # an async or thread-safe arm's search must take history_id: say so before any work
     judge = (cfg.get("judge") or {}).get("name")
     if not accuracy and judge not in (None, "none"):
         warnings.warn(f"judge={judge} is not used: axis=recall scores retrieval without a judge; "
@@ -274,9 +279,9 @@ def _execute(cfg: DictConfig, out_dir: Path, console: Console, config_folder: Pa
     try:
         with _progress(console, bool(cfg.progress), calls=accuracy) as progress:
             if setup:
-                stopped = _run_accuracy(setup, dataset, arm, top_k, item_row, emit, progress, label)
+                stopped = _run_accuracy(setup, dataset, arm, top_k, item_row, emit, progress, label, flow)
             else:
-                _run_recall(dataset, arm, top_k, item_row, emit, progress, label, instrument)
+                _run_recall(dataset, arm, top_k, item_row, emit, progress, label, instrument, flow)
         instrument.status = "stopped" if stopped else "complete"
     except KeyboardInterrupt:
         instrument.status = "interrupted"
@@ -391,14 +396,15 @@ def load_dataset(cfg: DictConfig, benchmark: Benchmark, selection: Selection) ->
 
 
 def _run_recall(dataset: Dataset, arm: Arm, top_k: int, item_row: Any, emit: Any, progress: Progress, label: str,
-                instrument: Instrument) -> None:
-    """The retrieval axis: ingest each group, search each item, emit its row."""
+                instrument: Instrument, flow: FlowSettings) -> None:
+    """The retrieval axis: ingest each group, search each item, emit its row (in dataset order)."""
     task = progress.add_task(label, total=dataset.n_items, errors=0)
-    for group in dataset.groups:
-        for r in iter_group(arm, group, top_k, dataset.gold_match):
-            emit(item_row(r))
-            progress.update(task, advance=1, errors=instrument.n_errors)
-            signals.check()  # Ctrl-C / SIGTERM stop here, between items (memrun.signals)
+
+    def on_item(r: Retrieved) -> None:
+        emit(item_row(r))
+        progress.update(task, advance=1, errors=instrument.n_errors)
+
+    retrieve_all(arm, dataset.groups, top_k, dataset.gold_match, flow, on_item)  # Ctrl-C / SIGTERM: memrun.signals
 
 
 def _all_failed(rows: list[dict[str, Any]]) -> str | None:

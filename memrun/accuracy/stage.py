@@ -8,12 +8,14 @@ arrive steadily, and a crash or budget stop loses at most the items in progress.
 finished item x repeat becomes one row, handed to ``emit`` at once (so the writer
 persists it as it finishes).
 
-Retrieval stays just ahead of the answers: the next group is retrieved once fewer than
-``concurrency`` item x repeats wait for a slot. The arm protocol is synchronous, so
-while calls are in flight it runs in a worker thread and the event loop keeps serving
-them; when none is (a re-run answered from the cache, or the first group) it runs on
-the loop itself, since a thread would only make the two take turns on the GIL, each
-cache query waiting up to a switch interval (5 ms) to get it back.
+Retrieval stays just ahead of the answers: the next group is taken once fewer than
+``concurrency`` item x repeats wait for a slot. Groups come, in dataset order, from
+:func:`memrun.retrieval_flow.retrieved_groups`: an async or thread-safe arm retrieves up to
+``arm.concurrency`` histories at once on this event loop; a sequential arm retrieves each
+group when it is taken, in a worker thread while calls are in flight (the event loop
+keeps serving them) and on the loop itself when none is (a re-run answered from the
+cache, or the first group), since a thread would only make the two take turns on the
+GIL, each cache query waiting up to a switch interval (5 ms) to get it back.
 
 Failures never become misses: a failed retrieval, reader or judge call, an unreadable
 verdict, or a context overflow gives label ``error`` and a one-line ``error``; such
@@ -27,7 +29,7 @@ the calls in flight have finished, so the run ends ``failed`` with the rows so f
 from __future__ import annotations
 
 import asyncio
-from collections.abc import Callable, Mapping, Sequence
+from collections.abc import AsyncIterator, Callable, Mapping, Sequence
 from typing import Any
 
 from memrun.accuracy.setup import AccuracySetup
@@ -114,21 +116,22 @@ class AnswerStage:
         n = self.dataset.n_items
         return None if n is None else n * self.setup.repeats
 
-    async def run(self, retrieve_group: Callable[[Group], list[Retrieved]]) -> None:
-        """Retrieve each group and answer its items (see the module docstring); return when all rows are emitted."""
+    async def run(self, groups: AsyncIterator[tuple[Group, list[Retrieved]]]) -> None:
+        """Take each retrieved group and answer its items (see the module docstring); return
+        when all rows are emitted. ``groups``: each group with its items' retrieval results."""
         tasks: list[asyncio.Task[None]] = []
         ahead = self.setup.llm.concurrency
         try:
-            for group in self.dataset.groups:
+            while True:
                 while self._waiting >= ahead and not (self.stopped or self.fatal):
                     self._room.clear()
                     await self._room.wait()
                 if self.stopped or self.fatal:
                     break
-                if self.setup.llm.in_flight:
-                    retrieved = await asyncio.to_thread(retrieve_group, group)
-                else:
-                    retrieved = retrieve_group(group)
+                try:
+                    group, retrieved = await anext(groups)
+                except StopAsyncIteration:
+                    break
                 records = {r.key: r for r in group.records}
                 prepared = [self._prepare(r, records) for r in retrieved]  # the reader's prompt built once per item
                 if self.setup.reader is not None:  # and its cached replies read in one query
@@ -150,6 +153,7 @@ class AnswerStage:
         finally:
             for task in tasks:
                 task.cancel()
+            await groups.aclose()  # open histories cancelled; no arm call starts after this
         if self.fatal is not None:
             raise self.fatal
 

@@ -55,7 +55,8 @@ class Axis(str, Enum):
 
 
 # Keys memrun reads itself from a group node; the rest go to the ``_target_`` class.
-ARM_RESERVED_KEYS = ("name", "top_k", "public_headers")  # public_headers: memrun.redaction
+ARM_RESERVED_KEYS = ("name", "top_k", "public_headers", "concurrency", "warmup")  # public_headers: memrun.redaction;
+# concurrency, warmup: memrun.retrieval_flow
 BENCHMARK_RESERVED_KEYS = ("name", "ks", "slice", "sample", "limit", "corrections")
 
 

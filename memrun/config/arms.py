@@ -9,6 +9,14 @@ from omegaconf import MISSING
 
 
 @dataclass
+class ArmKeys:
+    """Keys every arm has, read by memrun itself (:class:`memrun.retrieval_flow.FlowSettings`)."""
+
+    concurrency: int = 16  # calls in flight to the arm (async or thread-safe arms); 1: one at a time
+    warmup: bool = False  # search each query twice and time the second (the first warms caches)
+
+
+@dataclass
 class BM25Params:
     """BM25 parameters, shared by ``arm=bm25`` and ``arm=hybrid``'s ``bm25`` node."""
 
@@ -19,7 +27,7 @@ class BM25Params:
 
 
 @dataclass
-class BM25ArmConfig(BM25Params):
+class BM25ArmConfig(BM25Params, ArmKeys):
     """``arm=bm25``: in-process BM25 (bm25s) over one history's records."""
 
     _target_: str = "memrun.arms.bm25.BM25Arm"
@@ -55,7 +63,7 @@ class LocalEmbedderConfig:
 
 
 @dataclass
-class DenseArmConfig:
+class DenseArmConfig(ArmKeys):
     """``arm=dense``: cosine top-k over cached embeddings."""
 
     _target_: str = "memrun.arms.dense.DenseArm"
@@ -67,7 +75,7 @@ class DenseArmConfig:
 
 
 @dataclass
-class HybridArmConfig:
+class HybridArmConfig(ArmKeys):
     """``arm=hybrid``: reciprocal rank fusion of bm25 and dense."""
 
     _target_: str = "memrun.arms.hybrid.HybridArm"
@@ -83,7 +91,7 @@ class HybridArmConfig:
 
 
 @dataclass
-class FullContextArmConfig:
+class FullContextArmConfig(ArmKeys):
     """``arm=full_context``: the whole history, truncated under a recorded policy."""
 
     _target_: str = "memrun.arms.full_context.FullContextArm"
@@ -95,7 +103,7 @@ class FullContextArmConfig:
 
 
 @dataclass
-class OracleArmConfig:
+class OracleArmConfig(ArmKeys):
     """``arm=oracle``: only the gold evidence (turns or sessions)."""
 
     _target_: str = "memrun.arms.oracle.OracleArm"
@@ -105,7 +113,7 @@ class OracleArmConfig:
 
 
 @dataclass
-class AnswersFileArmConfig:
+class AnswersFileArmConfig(ArmKeys):
     """``arm=answers_file``: answers already produced elsewhere (accuracy axis)."""
 
     _target_: str = "memrun.arms.answers_file.AnswersFileArm"
@@ -145,7 +153,7 @@ class HttpReadyConfig(HttpOperationConfig):
 
 
 @dataclass
-class MemoryServerKeys:
+class MemoryServerKeys(ArmKeys):
     """Keys ``arm=http`` and ``arm=mcp`` share: credentials, namespaces, evaluation flags."""
 
     auth_token_env: Optional[str] = None
@@ -180,6 +188,7 @@ class HttpArmConfig(MemoryServerKeys):
     ready: Optional[HttpReadyConfig] = field(default_factory=HttpReadyConfig)
     require_real_providers: bool = False
     attempts: int = 4
+    max_rps: Optional[float] = None  # at most this many requests per second to the server; null: no cap
 
 
 @dataclass

@@ -31,7 +31,8 @@ BASE_COLUMNS: list[pa.Field] = [
     pa.field("retrieved_keys", _STR_LIST),
     pa.field("retrieved_scores", pa.list_(pa.float64())),
     pa.field("n_retrieved", pa.int32()),
-    pa.field("search_latency_ms", pa.float64()),
+    pa.field("search_latency_ms", pa.float64()),  # the search call itself (memrun.retrieval_flow)
+    pa.field("search_queue_ms", pa.float64()),  # time it waited for a slot, a 429 or a backoff
     pa.field("error", pa.string()),
     pa.field("gold_sessions", _STR_LIST),
     pa.field("abstention", pa.bool_()),
