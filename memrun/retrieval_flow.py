@@ -25,8 +25,9 @@ plus those waits. With ``warmup`` each query is searched twice and the second is
 
 Faults: a failing ingest errors its own history's items; a failing search its own item;
 an :class:`~memrun.errors.ArmError` stops the run. When a stop is asked for (Ctrl-C,
-SIGTERM: the caller cancels the flow), the open histories are cancelled, no arm call
-starts after that, and the caller's ``close`` erases what the arm created.
+SIGTERM: the caller cancels the flow), the calls in flight finish, no arm call starts
+after that, and the caller's ``close`` erases what the arm created (``arm=http``: every
+namespace its ledger lists; a second Ctrl-C stops at once and leaves them to the ledger).
 """
 
 from __future__ import annotations
@@ -104,7 +105,9 @@ class Flow:
         self.kind = arm_kind(arm)
         self.answers = answers
         self.stopping = False
+        self.failure: ArmError | None = None  # the first ArmError: no call starts after it
         self._slots: asyncio.Semaphore | None = None
+        self._releases: set[asyncio.Task[None]] = set()
         self._pool = ThreadPoolExecutor(settings.concurrency, thread_name_prefix="memrun-arm") \
             if self.kind == THREADS else None
 
@@ -116,20 +119,25 @@ class Flow:
             if self.stopping or signals.requested():
                 raise _Stopped
             t1 = time.perf_counter()
-            waits: list[float] = []
+            waits: list[float] = []  # what the arm reports it waited (memrun.http_policy.WAITED)
             token = WAITED.set(waits)
             try:
-                if self._pool is None:
-                    result = fn(*args, **kwargs)
-                    if inspect.isawaitable(result):
-                        result = await result
-                else:
-                    result = await asyncio.get_running_loop().run_in_executor(
-                        self._pool, functools.partial(fn, *args, **kwargs))
+                result = await self._invoke(fn, args, kwargs)
+            except ArmError as exc:  # the arm is misconfigured or refused: stop every history
+                self.stopping = True
+                self.failure = self.failure or exc
+                raise
             finally:
                 WAITED.reset(token)
             waited = sum(waits)
             return result, (t1 - t0) + waited, max(time.perf_counter() - t1 - waited, 0.0)
+
+    async def _invoke(self, fn: Callable[..., Any], args: tuple[Any, ...], kwargs: dict[str, Any]) -> Any:
+        """Await ``fn``'s coroutine, or run it in the thread pool (a thread-safe arm)."""
+        if self._pool is not None:
+            return await asyncio.get_running_loop().run_in_executor(self._pool, functools.partial(fn, *args, **kwargs))
+        result = fn(*args, **kwargs)
+        return await result if inspect.isawaitable(result) else result
 
     async def _ingest(self, group: Group) -> str | None:
         try:
@@ -160,25 +168,30 @@ class Flow:
             return None, None, None, f"search: {type(exc).__name__}: {exc}"
         return check_hits(self.arm, result), took * 1000.0, queued * 1000.0, None
 
-    async def _release(self, group: Group) -> None:
+    def _release(self, group: Group) -> None:
+        """Start the arm's optional ``release`` of a finished history in the background: the
+        history's rows do not wait for it (:meth:`groups` awaits it before it returns)."""
         release = getattr(self.arm, "release", None)
         if callable(release) and not self.stopping:
-            try:
-                await self._call(release, group.history_id)
-            except (ArmError, _Stopped):
-                raise
-            except Exception:  # noqa: BLE001 - the arm warns; close() tries again
-                pass
+            self._releases.add(asyncio.create_task(self._release_now(release, group.history_id)))
+
+    async def _release_now(self, release: Callable[..., Any], history_id: str) -> None:
+        try:
+            await self._call(release, history_id)
+        except (ArmError, _Stopped):
+            pass  # stopping: close() erases what is left
+        except Exception:  # noqa: BLE001 - the arm warns; close() tries again
+            pass
 
     async def history(self, group: Group) -> list[Retrieved]:
         """Ingest one history, search all its items at once, release it; its items' results in order."""
         error = await self._ingest(group)
         session_of, known, n = sessions_of(group), history_keys(group), len(group.records)
         if error is not None:
-            await self._release(group)
+            self._release(group)
             return [Retrieved(item, None, None, error, None, session_of, known, n) for item in group.items]
         found = await asyncio.gather(*(self._search(group, item) for item in group.items))
-        await self._release(group)
+        self._release(group)
         answer_for = getattr(self.arm, "answer_for", None) if self.answers else None
         out = []
         for item, (hits, latency, queued, err) in zip(group.items, found):
@@ -194,7 +207,7 @@ class Flow:
     async def groups(self, groups: Iterable[Group]) -> AsyncIterator[tuple[Group, list[Retrieved]]]:
         """Each group with its items' results, in dataset order; up to ``concurrency``
         histories are open at once. Closing the iterator (or cancelling its consumer)
-        cancels the open histories and starts no further arm call."""
+        lets the calls in flight finish and starts no further arm call."""
         self._slots = asyncio.Semaphore(self.settings.concurrency)
         pending: deque[tuple[Group, asyncio.Task[list[Retrieved]]]] = deque()
         source = iter(groups)
@@ -206,19 +219,23 @@ class Flow:
                         break
                     pending.append((group, asyncio.create_task(self.history(group))))
                 if not pending:
+                    await asyncio.gather(*self._releases)
                     return
                 group, task = pending[0]
                 try:
-                    result = await task
+                    result = await asyncio.shield(task)  # a stop lets its calls in flight finish
                 except _Stopped:
+                    if self.failure is not None:
+                        raise self.failure from None
                     return  # a stop was asked for: the caller's signal check ends the run
                 pending.popleft()
                 yield group, result
         finally:
+            # Stopping (a stop was asked for, an ArmError, the consumer gave up): calls in
+            # flight finish, as a sequential run finishes its current call; every other
+            # call of the open histories ends at once with _Stopped, sending nothing.
             self.stopping = True
-            for _, task in pending:
-                task.cancel()
-            await asyncio.gather(*(t for _, t in pending), return_exceptions=True)
+            await asyncio.gather(*(t for _, t in pending), *self._releases, return_exceptions=True)
             if self._pool is not None:
                 self._pool.shutdown(wait=True, cancel_futures=True)
             await disconnect(self.arm)

@@ -10,15 +10,24 @@ Lifecycle: at start the arm erases namespaces that dead runs left (the ledger, s
 :mod:`memrun.arms.namespaces`) and reads ``health`` (copied into the instrument;
 ``require_real_providers`` refuses a fake or stub provider). Each history gets a fresh
 namespace ``<namespace_prefix><run token>-<history id>``, recorded in the ledger, then
-created and filled; it is erased when the next history starts and at ``close`` (also
-on Ctrl-C, SIGTERM and SIGHUP), unless ``keep_namespaces`` keeps and lists them.
+created and filled; it is erased by ``release`` once the history's searches are done,
+and whatever is left at ``close`` (also on Ctrl-C, SIGTERM and SIGHUP), unless
+``keep_namespaces`` keeps and lists them.
+
+The arm is async (:mod:`memrun.retrieval_flow`): ``ingest``, ``search`` and ``release`` are
+coroutines, several histories are open at once (``search`` takes ``history_id``) and
+memrun keeps up to ``arm.concurrency`` calls in flight over one pooled keep-alive
+``httpx.AsyncClient`` per event loop. Set-up (leftovers, health) and ``close`` use a
+blocking client, so that the namespaces are erased even after the event loop was cancelled.
+Templates are compiled once, at construction.
 A server that indexes asynchronously (it acknowledges a write before the write is
 searchable) gets an optional ``ready`` operation, polled after each history's ingest
 until its ``result`` equals ``equals`` (or is true), and/or a fixed ``settle_s`` wait.
 Searches send ``eval_flags`` (no reinforcement, pinned scope) unless ``crediting`` is
 set, when they send ``crediting_flags``; the instrument records ``crediting``.
-Every request goes through :func:`memrun.http_policy.send` (429 waits; 408, 5xx and,
-for idempotent operations, transport errors retried); a request that still fails is
+Every request goes through :func:`memrun.http_policy.send` / ``asend`` (429 waits; 408, 5xx and,
+for idempotent operations, transport errors retried); a 429 holds every request in flight
+to the server (one :class:`~memrun.http_policy.RateGate`), and ``max_rps`` caps the rate; a request that still fails is
 recorded on the item by the run, never as a miss; a 401/403 stops the run.
 Warnings (failed erases, leftovers, kept namespaces) are the run's (:mod:`memrun.run_warnings`:
 printed and saved), with a total at the end of the run. The user info of ``base_url`` is
@@ -27,6 +36,7 @@ never printed or written (:mod:`memrun.redaction`).
 
 from __future__ import annotations
 
+import asyncio
 import atexit
 import dataclasses
 import hashlib
@@ -45,7 +55,7 @@ from memrun.arms.embedders import api_key_from_env
 from memrun.arms.http_templates import CONTEXT, Operation, describe_shape, encode_body, hits_from_result
 from memrun.arms.namespaces import NamespaceLedger, TerminationGuard, default_ledger_dir, orphaned_ledgers
 from memrun.errors import ArmError, AuthError
-from memrun.http_policy import HttpPolicy, send
+from memrun.http_policy import HttpPolicy, RateGate, asend, send
 from memrun.redaction import Redactor, strip_userinfo
 from memrun.run_warnings import warn
 from memrun.records import Hit, Record
@@ -84,6 +94,7 @@ class HttpArm:
     eval_flags / crediting_flags / crediting: the ``flags`` search templates see.
     require_real_providers: refuse a server whose health names a fake/stub provider.
     ingest_batch_size: records per ingest request. timeout_s, attempts: per request.
+    max_rps: at most this many requests per second to the server (None: no cap).
     Raises ArmError for a bad config, a missing token, an unreachable server or a fake
     provider (when refused), before any item runs.
     """
@@ -113,6 +124,7 @@ class HttpArm:
         ingest_batch_size: int = 100,
         timeout_s: float = 30.0,
         attempts: int = 4,
+        max_rps: float | None = None,
     ) -> None:
         if ready is not None and ready.get("path") is None and ready.get("result") is None:
             ready = None  # the schema's node, left empty: no readiness check
@@ -130,6 +142,8 @@ class HttpArm:
             raise ArmError(f"arm.timeout_s={timeout_s}: must be a positive number of seconds")
         if attempts < 1:
             raise ArmError(f"arm.attempts={attempts}: must be at least 1")
+        if max_rps is not None and not max_rps > 0:
+            raise ArmError(f"arm.max_rps={max_rps}: must be a positive number of requests per second (null: no cap)")
         if not settle_s >= 0:
             raise ArmError(f"arm.settle_s={settle_s}: must be a number of seconds >= 0")
         if not _UNSAFE.sub("", namespace_prefix):
@@ -156,9 +170,14 @@ class HttpArm:
         self.prefix = f"{namespace_prefix}{secrets.token_hex(4)}-"
         self._check_templates()
         self.health: dict[str, Any] = {}
-        self._namespace: str | None = None
+        self._live: dict[str, str] = {}  # history id -> its namespace, while open
+        self._current: str | None = None  # the last history ingested: search's default
         self._closed = False
+        self._headers, self._timeout, self.max_rps = all_headers, timeout_s, max_rps
         self._client = httpx.Client(headers=all_headers, timeout=timeout_s)
+        self._aclient: httpx.AsyncClient | None = None  # bound to the event loop it was made on
+        self._aloop: asyncio.AbstractEventLoop | None = None
+        self._gate = RateGate(max_rps)
         self.ledger = NamespaceLedger(Path(ledger_dir).expanduser() if ledger_dir else default_ledger_dir(),
                                       self.public_url, self.prefix.rstrip("-"))
         self._guard = TerminationGuard()
@@ -189,16 +208,48 @@ class HttpArm:
             if op.body is not None:  # and its encoding fits what it renders to
                 encode_body(op.body.render(**context), op.encoding, f"arm.{name}")
 
-    def _request(self, op: Operation, **context: Any) -> httpx.Response:
-        """Send ``op`` under the HTTP policy. Raises ArmError for a 401/403 (the run stops),
-        httpx errors otherwise (recorded on the item)."""
+    def _render(self, op: Operation, context: dict[str, Any]) -> tuple[str, dict[str, Any]]:
+        """The URL and the body arguments of ``op`` for ``context``."""
         url = urljoin(self.base_url, str(op.path.render(**context)).lstrip("/"))
-        body = encode_body(op.body.render(**context) if op.body else None, op.encoding, f"arm.{op.name}")
+        return url, encode_body(op.body.render(**context) if op.body else None, op.encoding, f"arm.{op.name}")
+
+    def _auth_failed(self, op: Operation, exc: AuthError) -> ArmError:
+        return ArmError(self._redactor.text(f"arm.{op.name}: the memory server answered {exc}"))  # it may echo the token
+
+    def _request(self, op: Operation, **context: Any) -> httpx.Response:
+        """Send ``op`` under the HTTP policy (blocking: set-up and close). Raises ArmError for
+        a 401/403 (the run stops), httpx errors otherwise (recorded on the item)."""
+        url, body = self._render(op, context)
         try:
             return send(self._client, op.method, url, policy=self.policy, idempotent=op.idempotent,
                         auth_hint=self.auth_hint, **body)
-        except AuthError as exc:  # the server may echo the token
-            raise ArmError(self._redactor.text(f"arm.{op.name}: the memory server answered {exc}")) from exc
+        except AuthError as exc:
+            raise self._auth_failed(op, exc) from exc
+
+    def _async_client(self) -> httpx.AsyncClient:
+        """The pooled keep-alive client of the running event loop (a new loop gets a new one)."""
+        loop = asyncio.get_running_loop()
+        if self._aclient is None or self._aloop is not loop:
+            limits = httpx.Limits(max_connections=None, max_keepalive_connections=256)
+            self._aclient = httpx.AsyncClient(headers=self._headers, timeout=self._timeout, limits=limits)
+            self._aloop, self._gate = loop, RateGate(self.max_rps)
+        return self._aclient
+
+    async def _arequest(self, op: Operation, **context: Any) -> httpx.Response:
+        """:meth:`_request` on the event loop, through the server's shared :class:`RateGate`."""
+        client = self._async_client()
+        url, body = self._render(op, context)
+        try:
+            return await asend(client, op.method, url, policy=self.policy, idempotent=op.idempotent,
+                               auth_hint=self.auth_hint, gate=self._gate, **body)
+        except AuthError as exc:
+            raise self._auth_failed(op, exc) from exc
+
+    async def disconnect(self) -> None:
+        """Close the event loop's pooled connections (memrun awaits it when its loop ends)."""
+        client, self._aclient, self._aloop = self._aclient, None, None
+        if client is not None:
+            await client.aclose()
 
     def _result(self, op: Operation, response: httpx.Response, missing_ok: bool = False) -> Any:
         try:
@@ -238,17 +289,25 @@ class HttpArm:
     # -- namespaces ----------------------------------------------------------------------
 
     def _erase(self, name: str) -> bool:
-        """Erase one namespace; True when it is gone (a 404 counts as gone). A failure is
-        counted and its reason kept for the end-of-run total; the first one is a warning."""
+        """Erase one namespace (blocking); True when it is gone (a 404 counts as gone)."""
         try:
             self._request(self.ops["erase"], namespace=name, flags=self.flags)
-        except httpx.HTTPStatusError as exc:
-            if exc.response.status_code == 404:
-                return True
-            error: Exception = exc
         except (httpx.HTTPError, ArmError) as exc:  # ArmError: the server refused the token
-            error = exc
-        else:
+            return self._erase_failed(name, exc)
+        return True
+
+    async def _aerase(self, name: str) -> bool:
+        """:meth:`_erase` on the event loop."""
+        try:
+            await self._arequest(self.ops["erase"], namespace=name, flags=self.flags)
+        except (httpx.HTTPError, ArmError) as exc:
+            return self._erase_failed(name, exc)
+        return True
+
+    def _erase_failed(self, name: str, error: Exception) -> bool:
+        """True for a 404 (gone already); else count the failure and keep its reason for the
+        end-of-run total (the first one is a warning) and return False."""
+        if isinstance(error, httpx.HTTPStatusError) and error.response.status_code == 404:
             return True
         self._erase_exc, self._erase_error = error, f"{type(error).__name__}: {error}"
         self.erase_failures += 1
@@ -285,10 +344,14 @@ class HttpArm:
             safe = f"{safe or 'history'}-{hashlib.sha256(history_id.encode()).hexdigest()[:6]}"
         return self.prefix + safe
 
-    def _release_current(self) -> None:
-        if self._namespace is not None and not self.keep_namespaces and self._erase(self._namespace):
-            self.ledger.discard(self._namespace)
-        self._namespace = None
+    async def release(self, history_id: str) -> None:
+        """Erase ``history_id``'s namespace (its searches are done); a failed erase is left
+        to ``close``, which tries again. Kept namespaces stay."""
+        name = self._live.pop(history_id, None)
+        if self._current == history_id:
+            self._current = None
+        if name is not None and not self.keep_namespaces and await self._aerase(name):
+            self.ledger.discard(name)
 
     # -- the Arm protocol ----------------------------------------------------------------
 
@@ -296,41 +359,44 @@ class HttpArm:
         fields = {k: v for k, v in self.health.items() if k != "providers"}
         return {"search_mode": "server", **fields, "crediting": self.crediting}
 
-    def ingest(self, history_id: str, records: Sequence[Record]) -> None:
-        self._release_current()
+    async def ingest(self, history_id: str, records: Sequence[Record]) -> None:
+        """Create ``history_id``'s namespace and send its records, batch after batch, then
+        wait until it is ready (``ready``, ``settle_s``)."""
+        if self._closed:
+            raise ArmError("arm=http: ingest after close")
         name = self.namespace_for(history_id)
         self.ledger.add(name)  # before the server has it: a crash from here on is repaired
         self.created += 1
-        self._namespace = name
+        self._live[history_id], self._current = name, history_id
         context = {"namespace": name, "history_id": history_id, "flags": self.flags}
         if "create" in self.ops:
-            self._request(self.ops["create"], **context)
+            await self._arequest(self.ops["create"], **context)
         op = self.ops["ingest"]
         rows = [{"key": r.key, "text": r.text, "timestamp": r.timestamp, "session": r.session, "index": i}
                 for i, r in enumerate(records)]
         for start in range(0, len(rows), self.batch_size):
             batch = rows[start : start + self.batch_size]
             rendered = [op.record.render(**context, record=r) for r in batch] if op.record else batch
-            self._request(op, **context, records=rendered)
+            await self._arequest(op, **context, records=rendered)
         if "ready" in self.ops:
-            self._await_ready(self.ops["ready"], {**context, "n_records": len(rows)})
+            await self._await_ready(self.ops["ready"], {**context, "n_records": len(rows)})
         if self.settle_s:
-            time.sleep(self.settle_s)
+            await asyncio.sleep(self.settle_s)
 
-    def _await_ready(self, op: Operation, context: dict[str, Any]) -> None:
+    async def _await_ready(self, op: Operation, context: dict[str, Any]) -> None:
         """Poll ``op`` every ``interval_s`` until its result equals ``equals`` (no ``equals``:
         until it is true), for at most ``timeout_s``. Raises TimeoutError (recorded on the
         history's items), or ArmError when no history of this run was ever ready (a config problem)."""
         expected = op.equals.render(**context) if op.equals is not None else None
         deadline = time.monotonic() + op.timeout_s
         while True:
-            value = self._result(op, self._request(op, **context), missing_ok=True)
+            value = self._result(op, await self._arequest(op, **context), missing_ok=True)
             if (value == expected or str(value) == str(expected)) if op.equals is not None else bool(value):
                 self._ever_ready = True
                 return
             if time.monotonic() + op.interval_s > deadline:
                 break
-            time.sleep(op.interval_s)
+            await asyncio.sleep(op.interval_s)
         assert op.result is not None
         wanted = f"{expected!r}" if op.equals is not None else "a true value"
         message = (f"arm.ready: namespace {context['namespace']} not ready after {op.timeout_s:g} s: "
@@ -339,11 +405,13 @@ class HttpArm:
             raise ArmError(f"{message}; no history has been ready in this run: check arm.ready (or raise timeout_s)")
         raise TimeoutError(message)
 
-    def search(self, query: str, k: int) -> list[Hit]:
-        if self._namespace is None:
-            raise ArmError("arm=http: search before ingest (no namespace yet)")
+    async def search(self, query: str, k: int, history_id: str | None = None) -> list[Hit]:
+        """The top ``k`` hits for ``query`` in ``history_id``'s namespace (None: the last history ingested)."""
+        name = self._live.get(history_id if history_id is not None else self._current or "")
+        if name is None:
+            raise ArmError(f"arm=http: search before ingest of history {history_id!r} (no namespace yet)")
         op = self.ops["search"]
-        response = self._request(op, namespace=self._namespace, query=query, k=k, flags=self.flags)
+        response = await self._arequest(op, namespace=name, query=query, k=k, flags=self.flags)
         return hits_from_result(self._result(op, response), op.result)
 
     def close(self) -> None:
@@ -360,7 +428,7 @@ class HttpArm:
                     warn(f"kept {len(self.ledger.names)} namespaces on {self.public_url}: "
                          f"{', '.join(self.ledger.names)} (listed in {kept})")
             else:
-                self._namespace = None
+                self._live.clear()
                 self._erase_all()
         finally:
             self._client.close()

@@ -12,7 +12,7 @@ import time
 from pathlib import Path
 
 import pytest
-from arms.support import REPO, compose_run, run_in_process
+from arms.support import Blocking, REPO, compose_run, run_in_process
 
 from memrun.arms.http import HttpArm
 from memrun.config import ARM_RESERVED_KEYS
@@ -26,10 +26,10 @@ RECORDS = [Record("D1:1", "Ann: I adopted a grey cat", "1 May 2023", "session_1"
            Record("D2:1", "Ann: Pixel, and she loves tuna", "8 May 2023", "session_2")]
 
 
-def http_arm(url: str, ledger: Path, *overrides: str) -> HttpArm:
+def http_arm(url: str, ledger: Path, *overrides: str) -> Blocking:
     """The arm as conf/arm/http.yaml (the worked example) builds it, plus overrides."""
     cfg = compose_run(["arm=http", f"arm.base_url={url}", f"arm.ledger_dir={ledger}", *overrides])
-    return build(cfg.arm, ARM_RESERVED_KEYS, "arm")  # as the run builds it, errors included
+    return Blocking(build(cfg.arm, ARM_RESERVED_KEYS, "arm"))  # as the run builds it, errors included
 
 
 def ledger_files(ledger: Path) -> list[str]:
@@ -115,10 +115,11 @@ def test_misconfiguration_fails_before_any_request(memory, tmp_path, override, m
 
 def test_bad_response_path_stops_the_run_and_cleans_up(memory, tmp_path) -> None:
     state, url = memory
-    overrides = ["arm=http", f"arm.base_url={url}", f"arm.ledger_dir={tmp_path}", "arm.search.result='hits[].{key: id}'"]
+    overrides = ["arm=http", f"arm.base_url={url}", f"arm.ledger_dir={tmp_path}", "arm.search.result='hits[].{key: id}'",
+                 "arm.concurrency=4"]
     with pytest.raises(ArmError, match=r"found nothing in the response .* an object with keys results, took_ms"):
         run_in_process(overrides, tmp_path / "run")
-    assert state.requests.count("search") == 1 and state.namespaces == {}
+    assert state.requests.count("search") <= 4 and state.namespaces == {}  # those in flight when the first failed
     assert read_run(tmp_path / "run").instrument.status == "failed"
 
 
@@ -128,9 +129,10 @@ def test_server_errors_are_retried_then_recorded_on_the_item(memory, tmp_path) -
     state.fail["ingest"] = [400]  # the first history cannot be ingested
     out = tmp_path / "run"
     # 7 of 30 rows fail, over the default max_error_share (a degraded run, tests/test_run_degraded.py):
-    # this test is about how each failure is recorded, so the threshold is lifted
+    # this test is about how each failure is recorded, so the threshold is lifted; one call at a
+    # time, so that the failures fall on one search (concurrent faults: test_arms_http_concurrency.py)
     summary = run_in_process(["arm=http", f"arm.base_url={url}", f"arm.ledger_dir={tmp_path}", "arm.attempts=2",
-                              "max_error_share=1"], out)
+                              "max_error_share=1", "arm.concurrency=1"], out)
     rows = read_run(out).table.to_pylist()
     errors = [r["error"] for r in rows if r["error"]]
     assert sum(e.startswith("ingest: HTTPStatusError: HTTP 400") for e in errors) == 6  # conversation 1's items
@@ -155,11 +157,11 @@ def test_keep_namespaces_keeps_and_lists_them(memory, tmp_path, capsys) -> None:
     assert len(state.namespaces) == 2
 
 
-def start_memrun(url: str, ledger: Path, out: Path) -> subprocess.Popen:
+def start_memrun(url: str, ledger: Path, out: Path, *overrides: str) -> subprocess.Popen:
     env = {**os.environ, "PYTHONPATH": str(REPO)}
     return subprocess.Popen(
         [sys.executable, "-m", "memrun", "benchmark=synthetic", "arm=http", f"arm.base_url={url}",
-         f"arm.ledger_dir={ledger}", "progress=false", f"hydra.run.dir={out}"],
+         f"arm.ledger_dir={ledger}", "progress=false", f"hydra.run.dir={out}", *overrides],
         env=env, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True,
     )
 
@@ -175,10 +177,15 @@ def wait_for_searches(state, proc: subprocess.Popen, n: int, timeout: float = 60
 @pytest.mark.parametrize("sig", [signal.SIGTERM, signal.SIGINT])
 def test_a_terminated_run_leaves_no_namespace(memory, tmp_path, sig) -> None:
     state, url = memory
-    state.search_delay_s = 0.1
-    proc = start_memrun(url, tmp_path / "ledger", tmp_path / "run")
-    wait_for_searches(state, proc, 8)  # mid-run: in the second conversation
-    assert len(state.namespaces) == 1
+    state.search_delay_s = 0.5
+    proc = start_memrun(url, tmp_path / "ledger", tmp_path / "run", "arm.concurrency=4")
+    # mid-run: 4 conversations open at once, the first one searched (its rows written), others not
+    deadline = time.monotonic() + 60
+    while sum(s["namespace"].endswith("-01-billing") for s in state.searches) < 6 or len(state.searches) < 8:
+        assert proc.poll() is None and time.monotonic() < deadline, proc.communicate()
+        time.sleep(0.02)
+    time.sleep(0.3)  # for its rows to reach the writer
+    assert len(state.namespaces) > 1
     proc.send_signal(sig)
     _, err = proc.communicate(timeout=30)
     assert proc.returncode == 130, err
@@ -195,15 +202,15 @@ def test_a_killed_run_is_cleaned_by_the_next_one(memory, tmp_path) -> None:
     wait_for_searches(state, proc, 3)
     proc.kill()  # SIGKILL: nothing in the process can clean up
     proc.communicate(timeout=30)
-    (left,) = state.namespaces
+    left = set(state.namespaces)
     (entry,) = ledger_files(ledger)
-    assert json.loads((ledger / entry).read_text())["namespaces"] == [left]
+    assert left and set(json.loads((ledger / entry).read_text())["namespaces"]) >= left
     # A ledger of a live process (this one) is not touched.
     live = ledger / f"{socket.gethostname()}-{os.getpid()}-live.json"
     live.write_text(json.dumps({"base_url": f"{url}/", "host": socket.gethostname(), "pid": os.getpid(),
                                 "namespaces": ["memrun-live-1"]}))
     state.namespaces["memrun-live-1"] = []
     arm = http_arm(url, ledger)
-    assert arm.erased_leftovers == 1 and set(state.namespaces) == {"memrun-live-1"}
+    assert arm.erased_leftovers >= len(left) and set(state.namespaces) == {"memrun-live-1"}
     assert ledger_files(ledger) == [live.name]
     arm.close()

@@ -10,7 +10,7 @@ from pathlib import Path
 
 import httpx
 import pytest
-from arms.support import compose_run
+from arms.support import Blocking, compose_run
 from servers import memory_server
 
 from memrun.cli import main
@@ -30,7 +30,7 @@ READY = ["arm.ready.path='/v1/namespaces/{{ namespace }}'", "arm.ready.result=co
 
 def http_arm(url: str, ledger: Path, *overrides: str):
     cfg = compose_run(["arm=http", f"arm.base_url={url}", f"arm.ledger_dir={ledger}", *overrides])
-    return build(cfg.arm, ARM_RESERVED_KEYS, "arm")
+    return Blocking(build(cfg.arm, ARM_RESERVED_KEYS, "arm"))
 
 
 def cli(tmp_path: Path, url: str, *overrides: str) -> tuple[int, Path]:
@@ -43,11 +43,11 @@ def cli(tmp_path: Path, url: str, *overrides: str) -> tuple[int, Path]:
 def test_a_refused_token_stops_the_run_at_the_first_refusal(memory, tmp_path, capsys) -> None:
     state, url = memory
     state.fail["search"] = [401]  # the first search is refused
-    rc, out = cli(tmp_path, url)
+    rc, out = cli(tmp_path, url, "arm.concurrency=4")
     err = [line for line in capsys.readouterr().err.splitlines() if not line.startswith("warning:")]
     assert rc == 2 and len(err) == 1 and err[0].startswith("memrun: error: arm.search: "), err
     assert "HTTP 401" in err[0] and "arm.auth_token_env" in err[0]
-    assert state.requests.count("search") == 1  # not one doomed request per item
+    assert state.requests.count("search") <= 4  # those in flight, not one doomed request per item
     assert not out.exists() and state.namespaces == {}  # no item ran: no folder is left
 
 

@@ -13,6 +13,7 @@ from arms.support import REPO, compose_run
 from conftest import run_memrun
 from servers import bulk_server
 
+from arms.support import Blocking
 from memrun.arms.http import HttpArm
 from memrun.arms.http_templates import encode_body
 from memrun.config import ARM_RESERVED_KEYS
@@ -57,12 +58,12 @@ def engine() -> Iterator[tuple[bulk_server.BulkState, str]]:
     server.shutdown()
 
 
-def arm(url: str, ledger: Path, result: str = "hits.hits[].{key: _id, score: _score}", **ops) -> HttpArm:
+def arm(url: str, ledger: Path, result: str = "hits.hits[].{key: _id, score: _score}", **ops) -> Blocking:
     """An arm for the bulk server's search, create and erase, with the given ingest."""
-    return HttpArm(base_url=url, ledger_dir=str(ledger), search={
+    return Blocking(HttpArm(base_url=url, ledger_dir=str(ledger), search={
         "path": "/{{ namespace }}/_search", "body": {"query": {"match": {"text": "{{ query }}"}}, "size": "{{ k }}"},
         "result": result}, erase={"method": "DELETE", "path": "/{{ namespace }}"},
-        create={"method": "PUT", "path": "/{{ namespace }}"}, **ops)
+        create={"method": "PUT", "path": "/{{ namespace }}"}, **ops))
 
 
 def test_an_ndjson_bulk_ingest_runs_a_whole_benchmark(engine, tmp_path) -> None:
