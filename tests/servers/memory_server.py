@@ -50,6 +50,9 @@ class MemoryState:
     ready_at: dict[str, list[float]] = field(default_factory=lambda: defaultdict(list))  # ns -> per memory
     searches: list[dict[str, Any]] = field(default_factory=list)
     requests: list[str] = field(default_factory=list)
+    arrivals: list[tuple[str, float]] = field(default_factory=list)  # (op, time.monotonic()) per request
+    retry_after: str = "0"  # the Retry-After of an injected 429
+    failing_namespaces: list[str] = field(default_factory=list)  # every request to a namespace containing one: 500
     lock: threading.Lock = field(default_factory=threading.Lock)
 
 
@@ -96,14 +99,17 @@ class Handler(BaseHTTPRequestHandler):
             return self._send(404, {"error": f"no route {method} {self.path}"})
         with st.lock:
             st.requests.append(op)
+            st.arrivals.append((op, time.monotonic()))
             failing = st.fail[op].pop(0) if st.fail[op] else None
+            if m and any(part in m.group(1) for part in st.failing_namespaces):
+                failing = 500
         if failing == "reset":
             self.connection.setsockopt(socket.SOL_SOCKET, socket.SO_LINGER, struct.pack("ii", 1, 0))
             self.connection.close()
             self.close_connection = True
             return None
         if failing:
-            return self._send(int(failing), {"error": "injected"}, {"Retry-After": "0"} if failing == 429 else None)
+            return self._send(int(failing), {"error": "injected"}, {"Retry-After": st.retry_after} if failing == 429 else None)
         getattr(self, f"_{op}")(m.group(1) if m else None, body)
 
     def _health(self, ns: str | None, body: Any) -> None:
