@@ -288,6 +288,8 @@ def job(cfg: Any) -> int:
         return _job(cfg, hydra_cfg)
     worker = not signals.installed()
     restore = signals.install() if worker else (lambda: None)
+    if worker:
+        signals.exit_quickly_when_stopped()
     try:
         with signals.watch(stop_file(Path(hydra_cfg.sweep.dir))):
             return _job(cfg, hydra_cfg)

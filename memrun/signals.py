@@ -24,8 +24,10 @@ then asks for the stop (:func:`request`) exactly as a signal would (:mod:`memrun
 
 from __future__ import annotations
 
+import atexit
 import os
 import signal
+import sys
 import threading
 from collections.abc import Callable, Iterator
 from contextlib import contextmanager
@@ -38,6 +40,7 @@ SIGNALS = tuple(s for s in (signal.SIGINT, signal.SIGTERM, getattr(signal, "SIGH
 _requested: list[int] = []  # the signals received since install(), in order
 _callbacks: list[Callable[[], None]] = []
 _shielded: list[bool] = []  # non-empty while a shielded() block runs
+_exit_hook: list[bool] = []  # non-empty once exit_quickly_when_stopped() registered its hook
 
 
 def handler(signum: int, frame: Any) -> None:
@@ -87,6 +90,36 @@ def watch(path: Path, interval: float = 0.2) -> Iterator[None]:
     finally:
         done.set()
         thread.join()
+
+
+def exit_quickly_when_stopped() -> None:
+    """In a launcher's worker process: if a stop was asked for, the process ends at its exit
+    without the interpreter's teardown, which frees every object of ~600 modules one by
+    one (0.45 s of CPU; 2-4.5 s on a loaded 2-core machine, all of a stopped submitit job's
+    time after its rows were merged and its result saved). Logging and the standard streams
+    are flushed first; the exit code is 1 after an uncaught exception, else 0 (a
+    ``sys.exit(n)`` code is lost on this path). Registered once per process, before the
+    first job, so the exit handlers that jobs register (an arm's ``close``) run before it.
+    A process never stopped exits as usual."""
+    if _exit_hook:
+        return
+    _exit_hook.append(True)
+
+    def exit_now() -> None:
+        if not _requested:
+            return
+        import logging
+
+        logging.shutdown()
+        for stream in (sys.stdout, sys.stderr):
+            try:
+                stream.flush()
+            except (OSError, ValueError):  # closed, or a broken pipe: nothing left to save
+                pass
+        failed = getattr(sys, "last_exc", None) or getattr(sys, "last_value", None)
+        os._exit(1 if failed is not None else 0)
+
+    atexit.register(exit_now)
 
 
 def install() -> Callable[[], None]:

@@ -47,12 +47,16 @@ def _ask_jobs_to_stop(sweep_dir: Path) -> None:
 def _release_idle_workers() -> None:
     """End joblib's worker processes now that the stopped sweep's jobs have returned (each
     recorded how it ended), rather than at this process's exit, where loky lets each tear
-    itself down (seconds each on a busy machine). submitit's jobs are processes that end
-    with their job; a local Ray is shut down by Ray at exit."""
+    itself down (seconds each on a busy machine); likewise Ray (its workers, and a local
+    Ray's own processes), which would otherwise be shut down only at this process's exit.
+    submitit's jobs are processes that end with their job."""
     import os
     import signal
     import sys
 
+    ray = sys.modules.get("ray")
+    if ray is not None and ray.is_initialized():
+        ray.shutdown()
     loky = sys.modules.get("joblib.externals.loky.reusable_executor")
     executor = getattr(loky, "_executor", None)
     if executor is None:
