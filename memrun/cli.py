@@ -12,12 +12,29 @@ import difflib
 import importlib
 import os
 import re
+import select
 import sys
 from collections.abc import Sequence
 from pathlib import Path
 from typing import Any
 
+import memrun
+from memrun import signals
 from memrun.errors import MemrunError
+from memrun.lazy import lazy
+from memrun.paths import conf_dir
+
+# Loaded by a run only, after the signal handlers are installed (memrun.lazy).
+hydra = lazy("hydra")
+hydra_errors = lazy("hydra.errors")
+hydra_internal = lazy("hydra._internal.hydra")
+yaml = lazy("yaml")
+omegaconf_errors = lazy("omegaconf.errors")
+config = lazy("memrun.config")
+config_errors = lazy("memrun.config.errors")
+launch = lazy("memrun.launch")
+sweep = lazy("memrun.sweep")
+writer = lazy("memrun.io.writer")
 
 # name -> "module:function" taking argv (list[str]) and returning an exit code.
 SUBCOMMANDS: dict[str, str] = {
@@ -41,13 +58,6 @@ EXIT_INTERRUPTED = 130
 # stdout closed by its reader (`| head`): Python's documented recipe for EPIPE, and what
 # rich (the tables) exits with on its own when it meets the closed pipe first.
 EXIT_STDOUT_CLOSED = 1
-
-
-def conf_dir() -> Path:
-    """The packaged config directory (inside a wheel) or the checkout's ``conf/``."""
-    here = Path(__file__).resolve().parent
-    packaged = here / "conf"
-    return packaged if packaged.is_dir() else here.parent / "conf"
 
 
 def _fail(message: str, code: int = EXIT_USER_ERROR) -> int:
@@ -80,8 +90,6 @@ def main(argv: Sequence[str] | None = None) -> int:
 
 def _stdout_closed() -> bool:
     """True when stdout is a pipe whose reading end is closed (poll reports an error on it)."""
-    import select
-
     try:
         fd = sys.stdout.fileno()
         poller = select.poll()
@@ -93,9 +101,7 @@ def _stdout_closed() -> bool:
 
 def _main(args: list[str]) -> int:
     if args[:1] in (["--version"], ["-V"]):
-        from memrun import __version__
-
-        print(f"memrun {__version__}")
+        print(f"memrun {memrun.__version__}")
         return 0
     if problem := _check_config_dirs(args):
         return _fail(problem)
@@ -139,21 +145,11 @@ def _check_config_dirs(args: list[str]) -> str | None:
 
 
 def _run_hydra(args: list[str]) -> int:
-    from memrun import signals
-
     # Ctrl-C and SIGTERM (a CI timeout, `kill`) stop the run at a safe point; the finished
     # rows are merged and kept, the run ends interrupted with exit 130 (memrun.signals).
     # Installed first: a signal during the imports is honoured too.
     restore_signals = signals.install()
-    import hydra
-    import yaml
-    from hydra.errors import HydraException
-    from omegaconf.errors import OmegaConfBaseException
-
-    from memrun import launch, sweep
-    from memrun.config import register
-
-    register()
+    config.register()
     launch.last_exit_code, launch.current_dir, launch.existing_root = 0, None, None
     sweep.last_sweep_exit_code, sweep.current_sweep = None, None
     # launch.job runs each job (a user error is one line there; a sweep goes on with its
@@ -167,10 +163,10 @@ def _run_hydra(args: list[str]) -> int:
     try:
         app()
         signals.check()  # a stop asked for after the last job's own check: still an interrupt
-    except (HydraException, OmegaConfBaseException) as exc:
-        return _fail(explain_config_error(exc))
+    except (hydra_errors.HydraException, omegaconf_errors.OmegaConfBaseException) as exc:
+        return _fail(config_errors.explain_config_error(exc))
     except yaml.YAMLError as exc:
-        return _fail(explain_yaml_error(exc))
+        return _fail(config_errors.explain_yaml_error(exc))
     except OSError as exc:  # Hydra creating the run or sweep folder: read-only, missing, full
         where = f": {exc.filename}" if exc.filename else ""
         return _fail(f"cannot create the output folder{where} ({exc.strerror or exc}); point hydra.run.dir "
@@ -191,10 +187,8 @@ def _run_hydra(args: list[str]) -> int:
             return _fail(f"interrupted; the table above is what the sweep's jobs recorded (memrun sweep "
                          f"{sweep.current_sweep} prints it again). Run the same command again to redo it "
                          "(on the accuracy axis, the calls already made come from the cache)", EXIT_INTERRUPTED)
-        from memrun.io.writer import ITEMS_FILE, PARTS_DIR
-
         current = launch.current_dir
-        kept = current is not None and ((current / ITEMS_FILE).exists() or (current / PARTS_DIR).is_dir())
+        kept = current is not None and ((current / writer.ITEMS_FILE).exists() or (current / writer.PARTS_DIR).is_dir())
         where = f"the rows that finished are in {current}" if kept else "no row had finished"
         return _fail(f"interrupted; {where}. Run the same command again to redo it "
                      "(on the accuracy axis, the calls already made come from the cache)", EXIT_INTERRUPTED)
@@ -219,7 +213,7 @@ def _skip_mode_compose(args: list[str]) -> Any:
     config folder or primary config, that first compose can only find None: return None
     at once, as Hydra's ``get_mode`` does when the key is unset. Otherwise Hydra composes.
     """
-    from hydra._internal.hydra import Hydra
+    Hydra = hydra_internal.Hydra  # noqa: N806
 
     if any(a.split("=", 1)[0] in _MODE_ARGS or "hydra.mode" in a for a in args):
         return lambda: None
@@ -230,100 +224,3 @@ def _skip_mode_compose(args: list[str]) -> Any:
         Hydra.get_mode = original  # type: ignore[method-assign]
 
     return undo
-
-
-def explain_yaml_error(exc: Exception) -> str:
-    """One line for a YAML syntax error: file, line, column and the problem."""
-    mark = getattr(exc, "problem_mark", None)
-    problem = getattr(exc, "problem", None) or str(exc).splitlines()[0]
-    if mark is None:
-        return f"invalid YAML: {problem}"
-    return f"{mark.name}: line {mark.line + 1}, column {mark.column + 1}: invalid YAML: {problem}"
-
-
-def _schema_keys(type_name: str) -> list[str]:
-    """Field names of a schema dataclass in memrun.config, by class name ([] if unknown)."""
-    import dataclasses
-
-    from memrun import config
-    from memrun.config import arms, benchmarks, llm
-
-    for module in (config, benchmarks, arms, llm):
-        schema = getattr(module, type_name, None)
-        if dataclasses.is_dataclass(schema):
-            return [f.name for f in dataclasses.fields(schema)]
-    return []
-
-
-def _unknown_key(where: str, full_key: str, valid: list[str]) -> str:
-    hint = difflib.get_close_matches(full_key.rsplit(".", 1)[-1], valid, n=1)
-    did_you_mean = f"did you mean '{hint[0]}'? " if hint else ""
-    keys = f"valid keys: {', '.join(valid)}" if valid else "use +key=value to add a new key"
-    return f"{where}unknown config key '{full_key}'; {did_you_mean}{keys}"
-
-
-def _memrun_errors() -> set[str]:
-    """The class names of :class:`memrun.errors.MemrunError` and all its subclasses."""
-    found, todo = set(), [MemrunError]
-    while todo:
-        cls = todo.pop()
-        found.add(cls.__name__)
-        todo += cls.__subclasses__()
-    return found
-
-
-def explain_config_error(exc: BaseException) -> str:
-    """One line for a Hydra/OmegaConf composition error: the key or choice, and the fix."""
-    from hydra.errors import MissingConfigException, OverrideParseException
-    from omegaconf.errors import (
-        ConfigAttributeError,
-        ConfigKeyError,
-        InterpolationKeyError,
-        MissingMandatoryValue,
-        OmegaConfBaseException,
-        ValidationError,
-    )
-
-    text = str(exc)
-    where = ""
-    if m := re.match(r"In '([^']+)': ", text):
-        if m.group(1) != "config":  # the primary config: the error is in an override
-            where = f"in {m.group(1)}.yaml: "
-        text = text[m.end():]
-    if (m := re.match(r"(\w+) raised while resolving interpolation: (.+)", text)) and m.group(1) in _memrun_errors():
-        return where + m.group(2)  # memrun's own check inside a resolver (e.g. ks): its message alone
-    if isinstance(exc, MissingConfigException):
-        if (m := re.search(r"Could not find '([^']+)/([^'/]+)'", text)) and exc.options is not None:
-            group, option = m.group(1), m.group(2)
-            hint = difflib.get_close_matches(option, exc.options, n=1)
-            did_you_mean = f" (did you mean {group}={hint[0]}?)" if hint else ""
-            return f"{where}{group}={option}: no such config{did_you_mean}; available: {', '.join(exc.options)}"
-        return where + text.splitlines()[0]
-    if isinstance(exc, OverrideParseException):
-        return f"cannot parse the override: {text.splitlines()[0]}"
-    cause = exc if isinstance(exc, OmegaConfBaseException) else exc.__cause__
-    if isinstance(cause, (ConfigAttributeError, ConfigKeyError)):
-        full_key = getattr(cause, "full_key", None) or getattr(cause, "key", "?")
-        parent = getattr(cause, "parent_node", None)
-        valid = [str(k) for k in parent.keys()] if parent is not None and hasattr(parent, "keys") else []
-        return _unknown_key(where, str(full_key), valid)
-    if isinstance(cause, InterpolationKeyError) and (m := re.search(r"Interpolation key '([^']+)' not found", text)):
-        return f"{where}config key '{m.group(1)}' is missing (other keys refer to it); set it in the config file"
-    if isinstance(cause, MissingMandatoryValue):
-        return f"{where}{getattr(cause, 'full_key', '?')} has no value; set it in the config file or as key=value"
-    if isinstance(cause, ValidationError):
-        msg = str(getattr(cause, "msg", cause)).splitlines()[0]
-        full_key = getattr(cause, "full_key", "?")
-        if "is not a ListConfig, list or tuple" in msg:
-            msg += f" Give a list: {full_key}=[...]"
-        return f"{where}{full_key}: {msg}"
-    if m := re.search(r"raised while composing config:\n(.*)\n\s+full_key: (\S+)", text):
-        # an error inside a YAML file; Hydra keeps no cause here, only this text
-        message, full_key = m.groups()
-        if k := re.match(r"Key '[^']+' not in '([^']+)'", message):
-            return _unknown_key(where, full_key, _schema_keys(k.group(1)))
-        return f"{where}{full_key}: {message}"
-    first = text.splitlines()[0] if text else type(exc).__name__
-    if cause is not None and cause is not exc:
-        first += f": {str(cause).splitlines()[0]}"
-    return where + first

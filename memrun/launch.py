@@ -23,6 +23,7 @@ from __future__ import annotations
 
 import json
 import os
+import shutil
 import socket
 import sys
 import time
@@ -30,9 +31,25 @@ from dataclasses import asdict, dataclass
 from pathlib import Path
 from typing import Any
 
-from memrun import signals
-from memrun.errors import MemrunError
-from memrun.run_warnings import warn
+from memrun import provenance, redaction, signals
+from memrun.errors import MemrunError, RunTableError
+from memrun.lazy import lazy
+from memrun.run_warnings import RunWarnings, warn
+
+# `memrun sweep DIR` reads this module's records without running a job: what only a job
+# needs loads when it runs (memrun.lazy).
+pq = lazy("pyarrow.parquet")
+omegaconf = lazy("omegaconf")
+omegaconf_errors = lazy("omegaconf.errors")
+hydra_config = lazy("hydra.core.hydra_config")
+hydra_types = lazy("hydra.types")
+rich_console = lazy("rich.console")
+config = lazy("memrun.config")
+config_errors = lazy("memrun.config.errors")
+instrument = lazy("memrun.instrument")
+reader = lazy("memrun.io.reader")
+writer = lazy("memrun.io.writer")
+run_module = lazy("memrun.run")
 
 CLAIM_FILE = ".memrun-claim"
 OUTCOME_DIR = ".memrun"
@@ -107,8 +124,6 @@ def claim(folder: Path, name: str = CLAIM_FILE, *, run: bool = True) -> Path:
     of one run) when the folder already holds a run's rows (``items.parquet``,
     ``items.parts/``, ``summary.json``).
     """
-    from memrun.io.writer import ITEMS_FILE, PARTS_DIR, SUMMARY_FILE
-
     folder.mkdir(parents=True, exist_ok=True)
     lock = folder / name
     try:
@@ -128,7 +143,7 @@ def claim(folder: Path, name: str = CLAIM_FILE, *, run: bool = True) -> Path:
     with os.fdopen(fd, "w") as handle:
         handle.write(json.dumps({"pid": os.getpid(), "host": socket.gethostname(),
                                  "since": time.strftime("%Y-%m-%dT%H:%M:%S")}))
-    filled = [n for n in (ITEMS_FILE, PARTS_DIR, SUMMARY_FILE) if run and (folder / n).exists()]
+    filled = [n for n in (writer.ITEMS_FILE, writer.PARTS_DIR, writer.SUMMARY_FILE) if run and (folder / n).exists()]
     if filled:
         lock.unlink(missing_ok=True)
         raise RunFolderTaken(f"{folder} already holds a run ({', '.join(filled)}); give this run its own "
@@ -168,26 +183,18 @@ def stale_runs(out_dir: Path, cfg: Any, limit: int = 200) -> list[tuple[Path, in
     there is no ``items.parquet`` (a run killed with -9, or whose machine died). Same
     configuration: :meth:`memrun.instrument.Instrument.configuration_diff` finds nothing.
     """
-    from omegaconf import OmegaConf
-
-    from memrun.config import cutoffs
-    from memrun.errors import RunTableError
-    from memrun.instrument import Instrument
-    from memrun.io.reader import read_instrument
-    from memrun.io.writer import ITEMS_FILE, PARTS_DIR
-    from memrun.redaction import redact_config
-
-    mine = Instrument(arm=str(cfg.arm.name), ks=cutoffs(cfg),  # saved configs are redacted: so is this one
-                      config=redact_config(OmegaConf.to_container(cfg, resolve=True)))
-    near = [p for p in out_dir.parent.glob("*/" + PARTS_DIR)]
-    near += [p for p in out_dir.parent.parent.glob("*/*/" + PARTS_DIR) if p.parent.parent != out_dir.parent]
+    Instrument = instrument.Instrument  # noqa: N806
+    mine = Instrument(arm=str(cfg.arm.name), ks=config.cutoffs(cfg),  # saved configs are redacted: so is this one
+                      config=redaction.redact_config(omegaconf.OmegaConf.to_container(cfg, resolve=True)))
+    near = [p for p in out_dir.parent.glob("*/" + writer.PARTS_DIR)]
+    near += [p for p in out_dir.parent.parent.glob("*/*/" + writer.PARTS_DIR) if p.parent.parent != out_dir.parent]
     found = []
     for parts in near[:limit]:
         folder = parts.parent
-        if folder == out_dir or (folder / ITEMS_FILE).exists():
+        if folder == out_dir or (folder / writer.ITEMS_FILE).exists():
             continue
         try:  # its seal checked: a damaged or edited part says nothing of its configuration
-            theirs = read_instrument(sorted(parts.glob("part-*.parquet"))[-1])
+            theirs = reader.read_instrument(sorted(parts.glob("part-*.parquet"))[-1])
         except (IndexError, RunTableError):
             continue  # no readable part: nothing of it to speak of
         if not mine.configuration_diff(theirs):
@@ -198,11 +205,9 @@ def stale_runs(out_dir: Path, cfg: Any, limit: int = 200) -> list[tuple[Path, in
 def _save_hydra_files(out_dir: Path, cfg: Any, hydra_cfg: Any, container: dict[str, Any]) -> None:
     """Write ``.hydra/{config,hydra,overrides}.yaml`` as Hydra does with an output subdir,
     with the config's secrets redacted (``container``: the resolved config; :mod:`memrun.redaction`)."""
-    from omegaconf import OmegaConf
-
-    from memrun.redaction import Redactor, redact_config, redact_override
-
-    redactor = Redactor.for_config(container)
+    OmegaConf = omegaconf.OmegaConf  # noqa: N806
+    redact_config, redact_override = redaction.redact_config, redaction.redact_override
+    redactor = redaction.Redactor.for_config(container)
     overrides = {name: [redact_override(o, container) for o in hydra_cfg.overrides[name]] for name in ("task", "hydra")}
     hydra = OmegaConf.to_container(hydra_cfg, resolve=False)
     hydra["overrides"] = overrides
@@ -217,11 +222,8 @@ def _save_hydra_files(out_dir: Path, cfg: Any, hydra_cfg: Any, container: dict[s
 
 def _rows_kept(out_dir: Path) -> int:
     """How many rows ``out_dir``'s table (or its parts) holds; 0 when none."""
-    import pyarrow.parquet as pq
-
-    from memrun.io.writer import ITEMS_FILE, PARTS_DIR
-
-    files = [out_dir / ITEMS_FILE] if (out_dir / ITEMS_FILE).is_file() else sorted((out_dir / PARTS_DIR).glob("*.parquet"))
+    items = out_dir / writer.ITEMS_FILE
+    files = [items] if items.is_file() else sorted((out_dir / writer.PARTS_DIR).glob("*.parquet"))
     try:
         return sum(pq.read_metadata(f).num_rows for f in files)
     except (OSError, ValueError):
@@ -232,13 +234,9 @@ def _discard_if_empty(out_dir: Path, boundary: Path | None) -> None:
     """Remove a run that did no item: its saved config, claim and table of no rows, then
     ``out_dir`` and its parents while empty and below ``boundary`` (the deepest folder
     that existed before the run; None: only ``out_dir``). Any other file keeps its folder."""
-    import shutil
-
-    from memrun.io.writer import ITEMS_FILE, PARTS_DIR, SUMMARY_FILE
-
     if not out_dir.is_dir() or _rows_kept(out_dir):
         return
-    for name in (".hydra", PARTS_DIR, ITEMS_FILE, SUMMARY_FILE, CLAIM_FILE):
+    for name in (".hydra", writer.PARTS_DIR, writer.ITEMS_FILE, writer.SUMMARY_FILE, CLAIM_FILE):
         path = out_dir / name
         shutil.rmtree(path, ignore_errors=True) if path.is_dir() else path.unlink(missing_ok=True)
     stop = (boundary or out_dir.parent).resolve()
@@ -280,11 +278,8 @@ def job(cfg: Any) -> int:
     install its signal handlers, the job installs them for its duration and returns 130
     instead of raising: the launching process reports the sweep.
     """
-    from hydra.core.hydra_config import HydraConfig
-    from hydra.types import RunMode
-
-    hydra_cfg = HydraConfig.get()
-    if hydra_cfg.mode != RunMode.MULTIRUN:
+    hydra_cfg = hydra_config.HydraConfig.get()
+    if hydra_cfg.mode != hydra_types.RunMode.MULTIRUN:
         return _job(cfg, hydra_cfg)
     worker = not signals.installed()
     restore = signals.install() if worker else (lambda: None)
@@ -304,18 +299,8 @@ def job(cfg: Any) -> int:
 def _job(cfg: Any, hydra_cfg: Any) -> int:
     """:func:`job`'s work: claim, check, save, run, record."""
     global last_exit_code, current_dir
-    from hydra.types import RunMode
-    from omegaconf.errors import OmegaConfBaseException
-    from rich.console import Console
-
-    from memrun.cli import explain_config_error
-    from memrun.provenance import config_folder
-    from memrun.redaction import LiteralSecretError, check_no_secrets, scrub_files
-    from memrun.run import execute
-    from memrun.run_warnings import RunWarnings
-
     out_dir = Path(hydra_cfg.runtime.output_dir)
-    multirun = hydra_cfg.mode == RunMode.MULTIRUN
+    multirun = hydra_cfg.mode == hydra_types.RunMode.MULTIRUN
     current_dir = out_dir
     started = time.perf_counter()
     status, code, error, lock = "complete", 0, None, None
@@ -325,18 +310,18 @@ def _job(cfg: Any, hydra_cfg: Any) -> int:
         with warnings.active():  # what the claim and the stale-run check say is saved with the run
             signals.check()  # stopped before this job began: it writes nothing
             lock = claim(out_dir)
-            container = check_no_secrets(cfg)
+            container = redaction.check_no_secrets(cfg)
             redactor.add_config(container)
             if multirun:  # Hydra wrote the sweep's multirun.yaml, overrides and all, before any job
-                scrub_files(redactor, out_dir, Path(hydra_cfg.sweep.dir))
+                redaction.scrub_files(redactor, out_dir, Path(hydra_cfg.sweep.dir))
             _save_hydra_files(out_dir, cfg, hydra_cfg, container)
             for folder, rows in stale_runs(out_dir, cfg):
                 warn(f"an earlier run of this configuration did not finish: {folder} holds {rows} rows in "
                      "items.parts/ (killed?); this run starts over (on the accuracy axis the calls it made come "
                      "from the cache), so that folder is stale: remove it when done")
             # Piped output (CI logs, files) gets a table wide enough to read; terminals keep their width.
-            execute(cfg, out_dir, Console(width=None if sys.stdout.isatty() else 120),
-                    config_folder(hydra_cfg.runtime.config_sources), warnings)
+            run_module.execute(cfg, out_dir, rich_console.Console(width=None if sys.stdout.isatty() else 120),
+                        provenance.config_folder(hydra_cfg.runtime.config_sources), warnings)
             signals.check()  # a stop asked for while the table was written: it was finished first
     except KeyboardInterrupt:
         status, code, error = "interrupted", EXIT_INTERRUPTED, "interrupted"
@@ -344,14 +329,14 @@ def _job(cfg: Any, hydra_cfg: Any) -> int:
     except RunFolderTaken as exc:
         status, code, error = "refused", exc.exit_code, str(exc)
         lock = None  # not ours: leave the folder as it is
-    except LiteralSecretError as exc:  # check_no_secrets redacted what Hydra wrote; keep it out of the outcome
+    except redaction.LiteralSecretError as exc:  # check_no_secrets redacted what Hydra wrote; keep it out of the outcome
         for value in exc.values:
             redactor.add(value, min_length=1)
         status, code, error = "failed", exc.exit_code, str(exc)
     except MemrunError as exc:
         status, code, error = "failed", exc.exit_code, str(exc)
-    except OmegaConfBaseException as exc:
-        status, code, error = "failed", EXIT_USER_ERROR, explain_config_error(exc)
+    except omegaconf_errors.OmegaConfBaseException as exc:
+        status, code, error = "failed", EXIT_USER_ERROR, config_errors.explain_config_error(exc)
     except OSError as exc:  # the machine's side: disk full, permissions, a vanished file or folder
         status, code = "failed", EXIT_USER_ERROR
         error = f"{exc.strerror or exc}{f': {exc.filename}' if exc.filename else ''} (run folder {out_dir})"

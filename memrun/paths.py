@@ -4,7 +4,9 @@ from __future__ import annotations
 
 from pathlib import Path
 
-import platformdirs
+from memrun.lazy import lazy
+
+platformdirs = lazy("platformdirs")
 
 
 def user_cache(*parts: str) -> Path:
@@ -19,3 +21,10 @@ def user_cache(*parts: str) -> Path:
 def configured_or_cache(configured: str | None, *default: str) -> Path:
     """A configured folder (``~`` expanded), else ``user_cache(*default)``."""
     return Path(configured).expanduser() if configured else user_cache(*default)
+
+
+def conf_dir() -> Path:
+    """memrun's config folder: the packaged ``conf/`` (inside a wheel) or the checkout's."""
+    here = Path(__file__).resolve().parent
+    packaged = here / "conf"
+    return packaged if packaged.is_dir() else here.parent / "conf"

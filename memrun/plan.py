@@ -27,10 +27,10 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
-import yaml
 from omegaconf import DictConfig
 
 from memrun.errors import ConfigError
+
 
 @dataclass
 class EndpointPlan:
@@ -118,20 +118,6 @@ class Plan:
             "fake_providers": self.fake_providers, "prices": self.prices,
             "comparability": self.comparability, "warnings": self.warnings, "network_calls": 0,
         }
-
-
-def load_prices(path: Path) -> tuple[dict[str, Any], dict[str, Any]]:
-    """(model -> {input, output} per 1M tokens in USD, {file, checked}) from a price table.
-    Raises ConfigError for an unreadable or malformed file."""
-    try:
-        data = yaml.safe_load(path.read_text())
-        models = data["models"]
-        for model, price in models.items():
-            float(price["input"]), float(price["output"])
-    except (OSError, yaml.YAMLError, KeyError, TypeError, ValueError) as exc:
-        raise ConfigError(f"prices {path}: cannot read the price table ({exc}); it needs models: "
-                          "{<model>: {input: USD per 1M tokens, output: USD per 1M tokens}}") from exc
-    return models, {"file": str(path), "checked": str(data.get("checked")), "source": data.get("source")}
 
 
 def comparability(cfg: DictConfig, dataset: Any, selection: Any, arm_fields: Mapping[str, Any],

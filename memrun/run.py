@@ -44,10 +44,20 @@ from memrun.records import Dataset
 from memrun.report.run_summary import print_retrieval_summary
 from memrun.retrieval import Retrieved, make_row, retrieval_conventions
 from memrun.retrieval_flow import FlowSettings, arm_kind, retrieve_all, retrieved_groups
+from memrun.lazy import lazy
 from memrun.run_warnings import RunWarnings
 
-if TYPE_CHECKING:  # the accuracy axis's modules load only when it runs
+if TYPE_CHECKING:
     from memrun.accuracy.setup import AccuracySetup
+
+# The accuracy axis's modules load only when it runs (memrun.lazy): a retrieval run
+# never starts an event loop.
+asyncio = lazy("asyncio")
+accuracy_setup = lazy("memrun.accuracy.setup")
+accuracy_stage = lazy("memrun.accuracy.stage")
+llm_reader = lazy("memrun.llm.reader")
+accuracy_report = lazy("memrun.report.accuracy_summary")
+progress_lines = lazy("memrun.progress_lines")
 
 PROGRESS_SECONDS = 0.1
 
@@ -90,9 +100,7 @@ def _progress(console: Console, enabled: bool, calls: bool = False) -> Progress:
     # columns, trades the elapsed time and half the bar for it. A stderr that is not a
     # terminal (CI logs, nohup) gets a plain line every few seconds instead of the bar.
     if enabled and not sys.stderr.isatty():
-        from memrun.progress_lines import PlainProgress
-
-        return PlainProgress()  # type: ignore[return-value]
+        return progress_lines.PlainProgress()  # type: ignore[return-value]
     return Progress(
         TextColumn("[progress.description]{task.description}"),
         BarColumn(bar_width=10 if calls else 40),
@@ -128,11 +136,7 @@ def _run_accuracy(
             shown = time.perf_counter()
             show()
 
-    import asyncio  # the accuracy axis only: a retrieval run never starts an event loop
-
-    from memrun.accuracy.stage import AnswerStage
-
-    stage = AnswerStage(setup, dataset, make_row, on_row)
+    stage = accuracy_stage.AnswerStage(setup, dataset, make_row, on_row)
     task = progress.add_task(label, total=stage.total, errors=0, calls="0 calls")
 
     async def main() -> None:
@@ -205,9 +209,7 @@ def _execute(cfg: DictConfig, out_dir: Path, console: Console, config_folder: Pa
                       "axis=accuracy runs the reader and the judge")
     setup = None
     if accuracy:  # API keys, prompts, judges: checked before any work
-        from memrun.accuracy.setup import build_setup
-
-        setup = build_setup(cfg, arm)
+        setup = accuracy_setup.build_setup(cfg, arm)
         redactor.extend(setup.redactor)  # the API keys in use
         setup.redactor.extend(redactor)  # and the config's secrets, for the rows the answer stage redacts
         warnings.warn(*setup.warnings)
@@ -312,10 +314,8 @@ def _execute(cfg: DictConfig, out_dir: Path, console: Console, config_folder: Pa
                 ids = benchmark_ids if benchmark_ids is not None else {r["item_id"] for r in rows}
                 coverage = checks.coverage(arm, ids, float(cfg.get("min_coverage", 0.95)))
             if setup and setup.reader:
-                from memrun.llm.reader import emptied_context_warning, overflow_warning
-
-                warnings.warn(emptied_context_warning(rows, setup.reader.max_context_tokens),
-                              overflow_warning(rows, setup.reader.max_context_tokens))
+                warnings.warn(llm_reader.emptied_context_warning(rows, setup.reader.max_context_tokens),
+                              llm_reader.overflow_warning(rows, setup.reader.max_context_tokens))
             warnings.warn(*(coverage_warnings(coverage) if coverage else []))
             if instrument.status == "complete" and coverage is None:  # an answering arm: min_coverage governs
                 instrument.status, instrument.error = _degraded(rows, cfg.get("max_error_share", 0.1)) or ("complete", None)
@@ -345,9 +345,7 @@ def _execute(cfg: DictConfig, out_dir: Path, console: Console, config_folder: Pa
             )
             (out_dir / SUMMARY_FILE).write_text(json.dumps(summary, indent=2) + "\n")
     if setup:
-        from memrun.report.accuracy_summary import print_accuracy_summary
-
-        print_accuracy_summary(console, summary, title=f"{label} (accuracy axis)", out_dir=str(out_dir))
+        accuracy_report.print_accuracy_summary(console, summary, title=f"{label} (accuracy axis)", out_dir=str(out_dir))
     else:
         print_retrieval_summary(
             console, summary, ks=ks, title=f"{label} (retrieval axis)",

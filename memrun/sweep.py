@@ -10,22 +10,32 @@ the table and leaves the worst job's exit code for the command line to return;
 from __future__ import annotations
 
 import json
+import os
+import signal
+import sys
 from contextlib import ExitStack
-from dataclasses import asdict, dataclass
 from pathlib import Path
 from typing import Any
 
 from hydra.experimental.callback import Callback
+from rich.console import Console
 
-from memrun import signals
+from memrun import launch, signals
+from memrun.lazy import lazy
+from memrun.io.writer import SUMMARY_FILE
 from memrun.launch import EXIT_USER_ERROR, OUTCOME_DIR, Outcome, RunFolderTaken, claim, release, stop_file
+from memrun.report.model import SweepRow, headline
+from memrun.report.sweep_table import print_sweep_table
+
+# Only a sweep on the Ray launcher loads these (memrun.lazy).
+omegaconf = lazy("omegaconf")
+ray_launcher = lazy("hydra_plugins.hydra_ray_launcher._launcher_util")
 
 
 class SweepRefused(BaseException):
     """The sweep folder belongs to another sweep. A BaseException: Hydra turns an Exception
     raised by a callback into a warning and would run the jobs anyway."""
-from memrun.io.writer import SUMMARY_FILE
-from memrun.report.model import headline
+
 
 last_sweep_exit_code: int | None = None
 """Set by :class:`SweepCallback` when a multirun ends in this process: the worst job's code."""
@@ -50,10 +60,6 @@ def _release_idle_workers() -> None:
     itself down (seconds each on a busy machine); likewise Ray (its workers, and a local
     Ray's own processes), which would otherwise be shut down only at this process's exit.
     submitit's jobs are processes that end with their job."""
-    import os
-    import signal
-    import sys
-
     ray = sys.modules.get("ray")
     if ray is not None and ray.is_initialized():
         ray.shutdown()
@@ -77,36 +83,10 @@ def _start_ray(config: Any) -> None:
     launcher = config.hydra.get("launcher") or {}
     if not str(launcher.get("_target_", "")).startswith("hydra_plugins.hydra_ray_launcher."):
         return
-    from hydra_plugins.hydra_ray_launcher._launcher_util import start_ray
-    from omegaconf import OmegaConf
-
-    init = OmegaConf.to_container(launcher.ray.init, resolve=True)
+    init = omegaconf.OmegaConf.to_container(launcher.ray.init, resolve=True)
     init.setdefault("object_store_memory", 78643200)  # the launcher's own default (hydra_ray_launcher._core)
     with signals.kept():
-        start_ray(OmegaConf.create(init))
-
-
-@dataclass
-class SweepRow:
-    """One job of a sweep. ``headline``/``value``: the metric the table shows
-    (:func:`memrun.report.model.headline`)
-    as a fraction, None when the job wrote no summary."""
-
-    job: int
-    overrides: str
-    status: str
-    exit_code: int
-    headline: str | None
-    value: float | None
-    n_items: int | None
-    n_errors: int | None
-    seconds: float | None
-    run_dir: str
-    error: str | None
-
-    def to_dict(self) -> dict[str, Any]:
-        """The fields as a JSON-ready dict."""
-        return asdict(self)
+        ray_launcher.start_ray(omegaconf.OmegaConf.create(init))
 
 
 def _summary(run_dir: Path) -> dict[str, Any]:
@@ -160,12 +140,6 @@ def finish(sweep_dir: Path) -> int:
     if _claim is not None:
         release(_claim)
         _claim = None
-    import sys
-
-    from rich.console import Console
-
-    from memrun.report.sweep_table import print_sweep_table
-
     if signals.requested():
         _release_idle_workers()
     rows = sweep_rows(sweep_dir) if sweep_dir.is_dir() else []
@@ -182,8 +156,6 @@ class SweepCallback(Callback):
         """Note, before Hydra creates the run folder, the deepest of it and its parents that
         exists (:data:`memrun.launch.existing_root`): a run that does no item removes only
         the folders it created."""
-        from memrun import launch
-
         try:
             launch.existing_root = launch.existing_ancestor(Path(config.hydra.run.dir))
         except Exception:  # noqa: BLE001 - an unresolvable folder: Hydra reports it; remove nothing

@@ -20,29 +20,11 @@ import sys
 from datetime import datetime, timezone
 from pathlib import Path
 
-from omegaconf import DictConfig
 from rich.console import Console
 from rich.progress import BarColumn, MofNCompleteColumn, Progress, TextColumn, TimeElapsedColumn
 
+from memrun.config.compose import compose
 from memrun.errors import ConfigError, MemrunError
-
-
-def compose(overrides: list[str]) -> DictConfig:
-    """memrun's config composed with ``overrides`` (no run folder). Raises ConfigError in one line."""
-    from hydra import compose as hydra_compose
-    from hydra import initialize_config_dir
-    from hydra.errors import HydraException
-    from omegaconf.errors import OmegaConfBaseException
-
-    from memrun.cli import conf_dir, explain_config_error
-    from memrun.config import register
-
-    register()
-    try:
-        with initialize_config_dir(str(conf_dir()), version_base=None):
-            return hydra_compose("config", overrides=overrides)
-    except (HydraException, OmegaConfBaseException) as exc:
-        raise ConfigError(explain_config_error(exc)) from exc
 
 
 def _parser() -> argparse.ArgumentParser:

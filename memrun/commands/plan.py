@@ -143,9 +143,10 @@ def main(argv: list[str]) -> int:
     if args.chars_per_token is not None and args.chars_per_token <= 0:
         raise ConfigError(f"--chars-per-token {args.chars_per_token}: must be positive")
     pilot = _pilot_runs(args.pilot) if args.pilot else None
-    from memrun.cli import conf_dir
-    from memrun.commands.calibrate_judge import compose
-    from memrun.plan import load_prices, make_plan
+    from memrun.paths import conf_dir
+    from memrun.config.compose import compose
+    from memrun.llm.prices import load_prices
+    from memrun.plan import make_plan
 
     prices, info = load_prices(args.prices or conf_dir() / "prices.yaml")
     if args.prices is None:

@@ -25,7 +25,7 @@ NUMBERS = ("gate_band", "gate_min_delta", "max_error_share", "max_error_gap", "m
 
 def gate_path(name: str) -> Path:
     """The gate file for ``name``: a path to a YAML file, or ``conf/gates/<name>.yaml``."""
-    from memrun.cli import conf_dir
+    from memrun.paths import conf_dir
 
     path = Path(name)
     if path.suffix in (".yaml", ".yml") or path.is_file():

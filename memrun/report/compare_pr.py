@@ -64,9 +64,9 @@ def run_cost(path: str | Path, inst: Any, calls: Mapping[str, Any]) -> float | N
     """What a run's calls cost at ``conf/prices.yaml``'s prices (None: a model without a price,
     or unreadable rows). The reader's tokens come from the rows of the calls it made; the rest
     of the summary's tokens are the judges', priced at the first judge's model. Fake: 0."""
-    from memrun.cli import conf_dir
+    from memrun.paths import conf_dir
     from memrun.io.reader import read_run
-    from memrun.plan import load_prices
+    from memrun.llm.prices import load_prices
 
     if inst.fake_providers:
         return 0.0

@@ -9,7 +9,7 @@ take a run's slices, its headline and its per-category intervals from here, read
 from __future__ import annotations
 
 from collections.abc import Mapping
-from dataclasses import dataclass
+from dataclasses import asdict, dataclass
 from typing import Any
 
 from memrun.metrics.intervals import RETRIEVAL_HEADLINE
@@ -75,3 +75,26 @@ def interval_bars(summary: Mapping[str, Any]) -> list[dict[str, Any]]:
         bars.append({"name": s.name, "value": value, "low": where["low"] if where else None,
                      "high": where["high"] if where else None, "n": n})
     return bars
+
+
+@dataclass
+class SweepRow:
+    """One job of a sweep. ``headline``/``value``: the metric the table shows
+    (:func:`memrun.report.model.headline`)
+    as a fraction, None when the job wrote no summary."""
+
+    job: int
+    overrides: str
+    status: str
+    exit_code: int
+    headline: str | None
+    value: float | None
+    n_items: int | None
+    n_errors: int | None
+    seconds: float | None
+    run_dir: str
+    error: str | None
+
+    def to_dict(self) -> dict[str, Any]:
+        """The fields as a JSON-ready dict."""
+        return asdict(self)

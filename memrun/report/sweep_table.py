@@ -1,4 +1,4 @@
-"""Render a sweep's jobs (:class:`memrun.sweep.SweepRow`) as a terminal table, markdown,
+"""Render a sweep's jobs (:class:`memrun.report.model.SweepRow`) as a terminal table, markdown,
 JSON or CSV. All formats carry the same fields."""
 
 from __future__ import annotations
@@ -13,7 +13,7 @@ from rich.console import Console
 from rich.table import Table
 
 from memrun.report.run_summary import pct
-from memrun.sweep import SweepRow
+from memrun.report.model import SweepRow
 
 HEADERS = ["job", "overrides", "status", "exit", "headline", "value %", "items", "errors", "seconds"]
 

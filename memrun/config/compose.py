@@ -1,0 +1,27 @@
+"""memrun's config composed in-process, outside a Hydra job (``memrun plan``,
+``memrun calibrate-judge``, tests): the same ``conf/`` and schemas a run composes."""
+
+from __future__ import annotations
+
+from typing import Any
+
+from memrun.config import register
+from memrun.config.errors import explain_config_error
+from memrun.errors import ConfigError
+from memrun.lazy import lazy
+from memrun.paths import conf_dir
+
+hydra = lazy("hydra")
+hydra_errors = lazy("hydra.errors")
+omegaconf_errors = lazy("omegaconf.errors")
+
+
+def compose(overrides: list[str]) -> Any:
+    """memrun's config (an OmegaConf ``DictConfig``) composed with ``overrides``, with no
+    run folder. Raises ConfigError in one line (:func:`memrun.config.errors.explain_config_error`)."""
+    register()
+    try:
+        with hydra.initialize_config_dir(str(conf_dir()), version_base=None):
+            return hydra.compose("config", overrides=overrides)
+    except (hydra_errors.HydraException, omegaconf_errors.OmegaConfBaseException) as exc:
+        raise ConfigError(explain_config_error(exc)) from exc

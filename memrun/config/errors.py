@@ -1,0 +1,98 @@
+"""One line for each error Hydra or OmegaConf raises while composing memrun's config: the
+file, the key or choice, and the fix (the command line prints it as ``memrun: error: ...``)."""
+
+from __future__ import annotations
+
+import dataclasses
+import difflib
+import re
+
+from memrun import config
+from memrun.config import arms, benchmarks, llm
+from memrun.errors import MemrunError
+from memrun.lazy import lazy
+
+hydra_errors = lazy("hydra.errors")
+omegaconf_errors = lazy("omegaconf.errors")
+
+
+def explain_yaml_error(exc: Exception) -> str:
+    """One line for a YAML syntax error: file, line, column and the problem."""
+    mark = getattr(exc, "problem_mark", None)
+    problem = getattr(exc, "problem", None) or str(exc).splitlines()[0]
+    if mark is None:
+        return f"invalid YAML: {problem}"
+    return f"{mark.name}: line {mark.line + 1}, column {mark.column + 1}: invalid YAML: {problem}"
+
+
+def _schema_keys(type_name: str) -> list[str]:
+    """Field names of a schema dataclass in memrun.config, by class name ([] if unknown)."""
+    for module in (config, benchmarks, arms, llm):
+        schema = getattr(module, type_name, None)
+        if dataclasses.is_dataclass(schema):
+            return [f.name for f in dataclasses.fields(schema)]
+    return []
+
+
+def _unknown_key(where: str, full_key: str, valid: list[str]) -> str:
+    hint = difflib.get_close_matches(full_key.rsplit(".", 1)[-1], valid, n=1)
+    did_you_mean = f"did you mean '{hint[0]}'? " if hint else ""
+    keys = f"valid keys: {', '.join(valid)}" if valid else "use +key=value to add a new key"
+    return f"{where}unknown config key '{full_key}'; {did_you_mean}{keys}"
+
+
+def _memrun_errors() -> set[str]:
+    """The class names of :class:`memrun.errors.MemrunError` and all its subclasses."""
+    found, todo = set(), [MemrunError]
+    while todo:
+        cls = todo.pop()
+        found.add(cls.__name__)
+        todo += cls.__subclasses__()
+    return found
+
+
+def explain_config_error(exc: BaseException) -> str:
+    """One line for a Hydra/OmegaConf composition error: the key or choice, and the fix."""
+    text = str(exc)
+    where = ""
+    if m := re.match(r"In '([^']+)': ", text):
+        if m.group(1) != "config":  # the primary config: the error is in an override
+            where = f"in {m.group(1)}.yaml: "
+        text = text[m.end():]
+    if (m := re.match(r"(\w+) raised while resolving interpolation: (.+)", text)) and m.group(1) in _memrun_errors():
+        return where + m.group(2)  # memrun's own check inside a resolver (e.g. ks): its message alone
+    if isinstance(exc, hydra_errors.MissingConfigException):
+        if (m := re.search(r"Could not find '([^']+)/([^'/]+)'", text)) and exc.options is not None:
+            group, option = m.group(1), m.group(2)
+            hint = difflib.get_close_matches(option, exc.options, n=1)
+            did_you_mean = f" (did you mean {group}={hint[0]}?)" if hint else ""
+            return f"{where}{group}={option}: no such config{did_you_mean}; available: {', '.join(exc.options)}"
+        return where + text.splitlines()[0]
+    if isinstance(exc, hydra_errors.OverrideParseException):
+        return f"cannot parse the override: {text.splitlines()[0]}"
+    cause = exc if isinstance(exc, omegaconf_errors.OmegaConfBaseException) else exc.__cause__
+    if isinstance(cause, (omegaconf_errors.ConfigAttributeError, omegaconf_errors.ConfigKeyError)):
+        full_key = getattr(cause, "full_key", None) or getattr(cause, "key", "?")
+        parent = getattr(cause, "parent_node", None)
+        valid = [str(k) for k in parent.keys()] if parent is not None and hasattr(parent, "keys") else []
+        return _unknown_key(where, str(full_key), valid)
+    if isinstance(cause, omegaconf_errors.InterpolationKeyError) and (m := re.search(r"Interpolation key '([^']+)' not found", text)):
+        return f"{where}config key '{m.group(1)}' is missing (other keys refer to it); set it in the config file"
+    if isinstance(cause, omegaconf_errors.MissingMandatoryValue):
+        return f"{where}{getattr(cause, 'full_key', '?')} has no value; set it in the config file or as key=value"
+    if isinstance(cause, omegaconf_errors.ValidationError):
+        msg = str(getattr(cause, "msg", cause)).splitlines()[0]
+        full_key = getattr(cause, "full_key", "?")
+        if "is not a ListConfig, list or tuple" in msg:
+            msg += f" Give a list: {full_key}=[...]"
+        return f"{where}{full_key}: {msg}"
+    if m := re.search(r"raised while composing config:\n(.*)\n\s+full_key: (\S+)", text):
+        # an error inside a YAML file; Hydra keeps no cause here, only this text
+        message, full_key = m.groups()
+        if k := re.match(r"Key '[^']+' not in '([^']+)'", message):
+            return _unknown_key(where, full_key, _schema_keys(k.group(1)))
+        return f"{where}{full_key}: {message}"
+    first = text.splitlines()[0] if text else type(exc).__name__
+    if cause is not None and cause is not exc:
+        first += f": {str(cause).splitlines()[0]}"
+    return where + first

@@ -1,0 +1,49 @@
+"""The one way memrun defers an import, for start-up time.
+
+Rule: every import sits at the top of its module; an import that a common path does not
+need (a heavy library, or a memrun module only one branch uses) is written there as
+``name = lazy("package.module")`` and loads at the first attribute read. No imports in
+function bodies (``tests/test_layers.py`` checks the modules that follow the rule).
+"""
+
+from __future__ import annotations
+
+import importlib
+from types import ModuleType
+from typing import Any
+
+
+class LazyModule:
+    """Stands in for the module ``name`` until an attribute is read, then imports it.
+
+    Reading or setting an attribute imports it; that raises what the import raises
+    (ImportError for a missing module) or AttributeError for a missing name.
+    """
+
+    __slots__ = ("_lazy_name", "_lazy_module")
+
+    def __init__(self, name: str) -> None:
+        object.__setattr__(self, "_lazy_name", name)
+        object.__setattr__(self, "_lazy_module", None)
+
+    def _load(self) -> ModuleType:
+        module = self._lazy_module
+        if module is None:
+            module = importlib.import_module(self._lazy_name)
+            object.__setattr__(self, "_lazy_module", module)
+        return module
+
+    def __getattr__(self, attr: str) -> Any:
+        return getattr(self._load(), attr)
+
+    def __setattr__(self, attr: str, value: Any) -> None:
+        setattr(self._load(), attr, value)  # a module-level setting (launch.last_exit_code = 0)
+
+    def __repr__(self) -> str:
+        state = "loaded" if self._lazy_module is not None else "not loaded"
+        return f"<lazy module {self._lazy_name!r} ({state})>"
+
+
+def lazy(name: str) -> Any:
+    """A stand-in for ``import name``, imported at the first attribute read (``name``: dotted)."""
+    return LazyModule(name)

@@ -1,0 +1,165 @@
+"""memrun's import structure (docs/architecture.md): no import circle, no layer importing a
+higher one, and the lazy-import rule (:mod:`memrun.lazy`) in the modules that follow it.
+
+Imports are read from the source (top-level, function-local and ``lazy("...")`` alike), so
+an import deferred for start-up time still counts as an edge of the graph.
+"""
+
+from __future__ import annotations
+
+import ast
+from pathlib import Path
+
+import memrun
+
+PACKAGE = Path(memrun.__file__).resolve().parent
+
+# Bottom to top: a module may import its own layer and the ones below, never one above.
+# A module belongs to the layer of the longest prefix that names it.
+LAYERS: list[tuple[str, tuple[str, ...]]] = [
+    ("base", ("memrun", "memrun.errors", "memrun.lazy", "memrun.paths", "memrun.records", "memrun.signals",
+              "memrun.background", "memrun.cache_files", "memrun.http_policy", "memrun.redaction",
+              "memrun.run_warnings", "memrun.provenance", "memrun.progress_lines", "memrun.stats",
+              "memrun.instrument", "memrun.plugins")),
+    ("domain", ("memrun.config", "memrun.metrics", "memrun.judges", "memrun.llm", "memrun.io", "memrun.benchmarks",
+                "memrun.shards", "memrun.arms", "memrun.retrieval", "memrun.checks", "memrun.accuracy",
+                "memrun.spec")),
+    ("render", ("memrun.report",)),
+    ("orchestration", ("memrun.run", "memrun.stages", "memrun.plan", "memrun.merge", "memrun.compare",
+                       "memrun.launch", "memrun.sweep")),
+    ("commands", ("memrun.commands", "memrun.report.html", "memrun.view")),
+    ("cli", ("memrun.cli", "memrun.__main__")),
+]
+
+# Modules that follow memrun.lazy's rule to the letter: no import inside a function.
+NO_FUNCTION_IMPORTS = ("memrun.cli", "memrun.launch", "memrun.sweep", "memrun.run", "memrun.stages",
+                       "memrun.config.errors", "memrun.config.compose", "memrun.lazy")
+
+
+def _modules() -> dict[str, Path]:
+    found = {}
+    for path in PACKAGE.rglob("*.py"):
+        rel = path.relative_to(PACKAGE.parent).with_suffix("")
+        parts = rel.parts[:-1] if rel.name == "__init__" else rel.parts
+        found[".".join(parts)] = path
+    return found
+
+
+MODULES = _modules()
+
+
+def _resolve(name: str) -> str | None:
+    """The memrun module an imported name lives in (``memrun.x.y.Z`` -> ``memrun.x.y``)."""
+    while name and name not in MODULES:
+        name = name.rpartition(".")[0]
+    return name or None
+
+
+def _imports(module: str) -> list[tuple[str, int, bool]]:
+    """(imported memrun module, line, inside a function) for each import in ``module``."""
+    path = MODULES[module]
+    tree = ast.parse(path.read_text(encoding="utf-8"))
+    package = module if path.name == "__init__.py" else module.rpartition(".")[0]
+    in_function: set[int] = set()
+    for node in ast.walk(tree):
+        if isinstance(node, (ast.FunctionDef, ast.AsyncFunctionDef)):
+            in_function.update(id(n) for n in ast.walk(node) if n is not node)
+    out = []
+    for node in ast.walk(tree):
+        names: list[str] = []
+        if isinstance(node, ast.Import):
+            names = [a.name for a in node.names]
+        elif isinstance(node, ast.ImportFrom):
+            base = node.module or ""
+            if node.level:
+                parts = package.split(".")[: len(package.split(".")) - node.level + 1]
+                base = ".".join([*parts, base] if base else parts)
+            names = [f"{base}.{a.name}" for a in node.names]
+        elif (isinstance(node, ast.Call) and isinstance(node.func, ast.Name) and node.func.id == "lazy"
+              and node.args and isinstance(node.args[0], ast.Constant) and isinstance(node.args[0].value, str)):
+            names = [node.args[0].value]
+        for name in names:
+            target = _resolve(name) if name.startswith("memrun") else None
+            if target and target != module:
+                out.append((target, node.lineno, id(node) in in_function))
+    return out
+
+
+def _graph() -> dict[str, set[str]]:
+    return {m: {t for t, _, _ in _imports(m)} for m in MODULES}
+
+
+def _cycles(graph: dict[str, set[str]]) -> list[list[str]]:
+    """The strongly connected groups of more than one module (Tarjan's algorithm)."""
+    index: dict[str, int] = {}
+    low: dict[str, int] = {}
+    stack: list[str] = []
+    groups: list[list[str]] = []
+
+    def visit(v: str) -> None:
+        index[v] = low[v] = len(index)
+        stack.append(v)
+        for w in graph[v]:
+            if w not in index:
+                visit(w)
+                low[v] = min(low[v], low[w])
+            elif w in stack:
+                low[v] = min(low[v], index[w])
+        if low[v] == index[v]:
+            group = []
+            while True:
+                w = stack.pop()
+                group.append(w)
+                if w == v:
+                    break
+            if len(group) > 1:
+                groups.append(sorted(group))
+
+    for v in sorted(graph):
+        if v not in index:
+            visit(v)
+    return groups
+
+
+def layer_of(module: str) -> int:
+    """The index in :data:`LAYERS` of ``module``'s layer (longest matching prefix)."""
+    best, rank = -1, -1
+    for i, (_, prefixes) in enumerate(LAYERS):
+        for prefix in prefixes:
+            if (module == prefix or module.startswith(prefix + ".")) and len(prefix) > best:
+                best, rank = len(prefix), i
+    assert rank >= 0, f"{module} is in no layer of tests/test_layers.py: add it (and to docs/architecture.md)"
+    return rank
+
+
+def test_no_import_circle():
+    assert _cycles(_graph()) == []
+
+
+def test_no_layer_imports_a_higher_one():
+    upward = []
+    for module in sorted(MODULES):
+        for target, line, _ in _imports(module):
+            if layer_of(target) > layer_of(module):
+                upward.append(f"{module}:{line} ({LAYERS[layer_of(module)][0]}) imports {target} "
+                              f"({LAYERS[layer_of(target)][0]})")
+    assert upward == []
+
+
+def test_the_lazy_rule_holds_where_it_is_followed():
+    inside = []
+    for module in NO_FUNCTION_IMPORTS:
+        if module not in MODULES:
+            continue
+        tree = ast.parse(MODULES[module].read_text(encoding="utf-8"))
+        for node in ast.walk(tree):
+            if isinstance(node, (ast.FunctionDef, ast.AsyncFunctionDef)):
+                inside += [f"{module}:{n.lineno}" for n in ast.walk(node) if isinstance(n, (ast.Import, ast.ImportFrom))]
+    assert inside == []
+
+
+def test_the_checks_see_a_circle_and_an_upward_import():
+    # The checks themselves: a made-up graph with a circle, and the layer order.
+    assert _cycles({"a": {"b"}, "b": {"a"}, "c": {"a"}}) == [["a", "b"]]
+    assert layer_of("memrun.cli") > layer_of("memrun.run") > layer_of("memrun.report.run_summary") > layer_of("memrun.arms.bm25")
+    assert layer_of("memrun.report.html.sweep_page") == layer_of("memrun.commands.sweep")
