@@ -15,14 +15,15 @@ import memrun
 PACKAGE = Path(memrun.__file__).resolve().parent
 
 # Bottom to top: a module may import its own layer and the ones below, never one above.
-# A module belongs to the layer of the longest prefix that names it.
+# A module belongs to the layer of the longest prefix that names it ("memrun" alone: only
+# the package itself, so a new module must be placed here).
 LAYERS: list[tuple[str, tuple[str, ...]]] = [
     ("base", ("memrun", "memrun.errors", "memrun.lazy", "memrun.paths", "memrun.records", "memrun.signals",
               "memrun.background", "memrun.cache_files", "memrun.http_policy", "memrun.redaction",
               "memrun.run_warnings", "memrun.provenance", "memrun.progress_lines", "memrun.stats",
               "memrun.instrument", "memrun.plugins")),
     ("domain", ("memrun.config", "memrun.metrics", "memrun.judges", "memrun.llm", "memrun.io", "memrun.benchmarks",
-                "memrun.shards", "memrun.arms", "memrun.retrieval", "memrun.checks", "memrun.accuracy",
+                "memrun.shards", "memrun.arms", "memrun.retrieval", "memrun.retrieval_flow", "memrun.checks", "memrun.accuracy",
                 "memrun.spec")),
     ("render", ("memrun.report",)),
     ("orchestration", ("memrun.run", "memrun.stages", "memrun.plan", "memrun.merge", "memrun.compare",
@@ -126,7 +127,8 @@ def layer_of(module: str) -> int:
     best, rank = -1, -1
     for i, (_, prefixes) in enumerate(LAYERS):
         for prefix in prefixes:
-            if (module == prefix or module.startswith(prefix + ".")) and len(prefix) > best:
+            inside = module.startswith(prefix + ".") and prefix != "memrun"
+            if (module == prefix or inside) and len(prefix) > best:
                 best, rank = len(prefix), i
     assert rank >= 0, f"{module} is in no layer of tests/test_layers.py: add it (and to docs/architecture.md)"
     return rank
