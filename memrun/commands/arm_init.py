@@ -17,6 +17,7 @@ from __future__ import annotations
 
 import argparse
 import asyncio
+import inspect
 import os
 import re
 import shutil
@@ -34,6 +35,7 @@ from memrun.arms.mcp_client import McpSession, ServerSpec, ToolError
 from memrun.arms.mcp_guess import propose, result_path
 from memrun.arms.mcp_ops import ToolOperation, result_document
 from memrun.errors import ArmError, ConfigError
+from memrun.retrieval_flow import SEQUENTIAL, arm_kind
 from memrun.records import Record
 
 SMOKE = [Record("smoke:1", "Ann adopted a grey cat named Pixel", None, "s1"),
@@ -221,8 +223,7 @@ def smoke_test(path: Path, kind: str = "mcp") -> tuple[bool, str]:
     except ArmError as exc:
         return False, f"the arm does not start: {exc}"
     try:
-        arm.ingest("smoke", SMOKE)
-        hits = arm.search(SMOKE_QUERY, 3)
+        hits = asyncio.run(_ingest_and_search(arm))
     except Exception as exc:  # noqa: BLE001 - said in one line, the config is there to fix
         return False, f"FAILED: {type(exc).__name__}: {exc}"
     finally:
@@ -232,3 +233,22 @@ def smoke_test(path: Path, kind: str = "mcp") -> tuple[bool, str]:
     if SMOKE_KEY in keys:
         return True, f"passed: searching {SMOKE_QUERY!r} found {SMOKE_KEY} (hits: {', '.join(keys)})"
     return False, f"FAILED: searching {SMOKE_QUERY!r} did not return {SMOKE_KEY} (hits: {keys or 'none'})"
+
+
+async def _ingest_and_search(arm: Any) -> list[Any]:
+    """The smoke records into history ``smoke``, then the smoke search, through the arm's own
+    protocol: coroutines awaited (``arm=http``), synchronous calls made (``arm=mcp``)."""
+    async def call(method: Any, *args: Any, **kwargs: Any) -> Any:
+        result = method(*args, **kwargs)
+        return await result if inspect.isawaitable(result) else result
+
+    concurrent = arm_kind(arm) != SEQUENTIAL  # several histories open at once: search names its history
+    try:
+        await call(arm.ingest, "smoke", SMOKE)
+        hits = await call(arm.search, SMOKE_QUERY, 3, **({"history_id": "smoke"} if concurrent else {}))
+        if callable(getattr(arm, "release", None)):
+            await call(arm.release, "smoke")
+        return list(hits)
+    finally:
+        if callable(getattr(arm, "disconnect", None)):
+            await call(arm.disconnect)
