@@ -34,6 +34,7 @@ config = lazy("memrun.config")
 config_errors = lazy("memrun.config.errors")
 launch = lazy("memrun.launch")
 sweep = lazy("memrun.sweep")
+show_config = lazy("memrun.show_config")
 writer = lazy("memrun.io.writer")
 
 # name -> "module:function" taking argv (list[str]) and returning an exit code.
@@ -161,7 +162,8 @@ def _run_hydra(args: list[str]) -> int:
     sys.argv = ["memrun", *args]
     restore_mode = _skip_mode_compose(args)
     try:
-        app()
+        with show_config.redacted_config_print(args):  # --cfg prints the config as the run saves it: secrets redacted
+            app()
         signals.check()  # a stop asked for after the last job's own check: still an interrupt
     except (hydra_errors.HydraException, omegaconf_errors.OmegaConfBaseException) as exc:
         return _fail(config_errors.explain_config_error(exc))

@@ -206,17 +206,12 @@ def _save_hydra_files(out_dir: Path, cfg: Any, hydra_cfg: Any, container: dict[s
     """Write ``.hydra/{config,hydra,overrides}.yaml`` as Hydra does with an output subdir,
     with the config's secrets redacted (``container``: the resolved config; :mod:`memrun.redaction`)."""
     OmegaConf = omegaconf.OmegaConf  # noqa: N806
-    redact_config, redact_override = redaction.redact_config, redaction.redact_override
     redactor = redaction.Redactor.for_config(container)
-    overrides = {name: [redact_override(o, container) for o in hydra_cfg.overrides[name]] for name in ("task", "hydra")}
-    hydra = OmegaConf.to_container(hydra_cfg, resolve=False)
-    hydra["overrides"] = overrides
-    hydra["job"]["override_dirname"] = ",".join(redact_override(o, container)
-                                                for o in str(hydra_cfg.job.override_dirname or "").split(",") if o)
+    hydra = redaction.redact_hydra(OmegaConf.to_container(hydra_cfg, resolve=False), container)
     folder = out_dir / ".hydra"
     folder.mkdir(parents=True, exist_ok=True)
-    for name, node in (("config.yaml", redact_config(OmegaConf.to_container(cfg, resolve=False))),
-                       ("hydra.yaml", {"hydra": redact_config(hydra)}), ("overrides.yaml", overrides["task"])):
+    for name, node in (("config.yaml", redaction.redact_config(OmegaConf.to_container(cfg, resolve=False))),
+                       ("hydra.yaml", {"hydra": hydra}), ("overrides.yaml", hydra["overrides"]["task"])):
         (folder / name).write_text(redactor.text(OmegaConf.to_yaml(OmegaConf.create(node))))
 
 

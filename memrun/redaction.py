@@ -151,6 +151,23 @@ def redact_config(node: Any) -> Any:
     return strip_userinfo(node) if isinstance(node, str) else node
 
 
+def redact_hydra(hydra: Mapping[str, Any], container: Any) -> dict[str, Any]:
+    """A copy of Hydra's own config (the ``hydra`` node, plain dicts) with its secrets
+    replaced: those of :func:`redact_config`, and in the overrides (``overrides.task``,
+    ``overrides.hydra``, ``job.override_dirname``) those of :func:`redact_override`
+    against ``container``, the job's config (plain dicts; ``{}`` when unknown: every
+    header override is then redacted)."""
+    out = redact_config(hydra)
+    overrides = out.get("overrides") if isinstance(out.get("overrides"), dict) else {}
+    for name in ("task", "hydra"):
+        if isinstance(overrides.get(name), list):
+            overrides[name] = [redact_override(str(o), container) for o in overrides[name]]
+    job = out.get("job") if isinstance(out.get("job"), dict) else {}
+    if isinstance(job.get("override_dirname"), str):
+        job["override_dirname"] = ",".join(redact_override(o, container) for o in job["override_dirname"].split(",") if o)
+    return out
+
+
 class Redactor:
     """Replaces known secret values, key-shaped strings and URL user info with ``***`` in
     strings, row dicts and files.

@@ -28,13 +28,13 @@ LAYERS: list[tuple[str, tuple[str, ...]]] = [
     ("render", ("memrun.report",)),
     ("orchestration", ("memrun.run", "memrun.stages", "memrun.plan", "memrun.merge", "memrun.compare",
                        "memrun.launch", "memrun.sweep")),
-    ("commands", ("memrun.commands", "memrun.report.html", "memrun.view")),
+    ("commands", ("memrun.commands", "memrun.report.html", "memrun.view", "memrun.show_config")),
     ("cli", ("memrun.cli", "memrun.__main__")),
 ]
 
 # Modules that follow memrun.lazy's rule to the letter: no import inside a function.
 NO_FUNCTION_IMPORTS = ("memrun.cli", "memrun.launch", "memrun.sweep", "memrun.run", "memrun.stages",
-                       "memrun.config.errors", "memrun.config.compose", "memrun.lazy")
+                       "memrun.config.errors", "memrun.config.compose", "memrun.lazy", "memrun.show_config")
 
 
 def _modules() -> dict[str, Path]:

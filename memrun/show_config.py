@@ -1,0 +1,79 @@
+"""``memrun --cfg job|hydra|all [--package P]``: Hydra prints the composed config; memrun
+prints it with the secrets redacted exactly as the run's saved ``.hydra/`` files are
+(:mod:`memrun.redaction`), so that a config pasted into an issue or a CI log carries no
+password. Hydra has no hook for what it prints there, so its output is caught and
+redacted as a whole (:func:`redacted_config_print`)."""
+
+from __future__ import annotations
+
+import io
+import sys
+from collections.abc import Iterator, Sequence
+from contextlib import contextmanager
+from typing import Any
+
+import yaml
+
+from memrun.lazy import lazy
+from memrun.redaction import Redactor, redact_config, redact_hydra
+
+# Hydra's own argument parser, to read --cfg and --package as Hydra does (memrun.lazy).
+hydra_utils = lazy("hydra._internal.utils")
+omegaconf = lazy("omegaconf")
+
+
+def _show_cfg_args(args: Sequence[str]) -> tuple[bool, str | None]:
+    """Whether ``args`` (memrun's Hydra arguments) ask for ``--cfg``, and its ``--package``,
+    read with Hydra's own parser (abbreviations such as ``--cf`` included)."""
+    known, _ = hydra_utils.get_args_parser().parse_known_args(list(args))
+    return bool(getattr(known, "cfg", None)), getattr(known, "package", None)
+
+
+def redact_printed_config(text: str, package: str | None = None) -> str:
+    """``text``, what Hydra's ``--cfg`` printed (YAML, after a ``# @package P`` line for a
+    package; a bare value for a package that is not a mapping), with every secret
+    replaced by ``***`` where it sits. A package is redacted in its place in the config
+    (``--package arm.headers``: every header, as its ``public_headers`` is not shown).
+    Text that does not parse: URL user info and key-shaped strings only."""
+    header = text.startswith("# @package ")
+    first, _, body = text.partition("\n") if header else ("", "", text)
+    path = [] if package in (None, "", "_global_") else str(package).split(".")
+    scalar = bool(path) and not header  # Hydra print()s a package that is not a mapping
+    try:
+        value: Any = body.rstrip("\n") if scalar else yaml.safe_load(body)
+    except yaml.YAMLError:
+        return Redactor().text(text)
+    if value is None:
+        return text
+    tree = value
+    for key in reversed(path):
+        tree = {key: tree}
+    if isinstance(tree, dict) and isinstance(tree.get("hydra"), dict):
+        job = {k: v for k, v in tree.items() if k != "hydra"}
+        clean = {**redact_config(job), "hydra": redact_hydra(tree["hydra"], job)}
+        tree = {key: clean[key] for key in tree}  # Hydra's order (hydra first for --cfg all)
+    else:
+        tree = redact_config(tree)
+    for key in path:
+        tree = tree[key]
+    if scalar:
+        return f"{tree}\n"
+    return (f"{first}\n" if header else "") + omegaconf.OmegaConf.to_yaml(omegaconf.OmegaConf.create(tree))
+
+
+@contextmanager
+def redacted_config_print(args: Sequence[str]) -> Iterator[None]:
+    """Around Hydra's app: when ``args`` ask for ``--cfg``, what the block prints on stdout
+    is held and printed redacted (:func:`redact_printed_config`) once it returns; nothing
+    is printed when it raises. Other arguments: a no-op."""
+    show, package = _show_cfg_args(args)
+    if not show:
+        yield
+        return
+    real, held = sys.stdout, io.StringIO()
+    sys.stdout = held
+    try:
+        yield
+    finally:
+        sys.stdout = real
+    sys.stdout.write(redact_printed_config(held.getvalue(), package))
