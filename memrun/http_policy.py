@@ -199,7 +199,8 @@ WAITED: contextvars.ContextVar[list[float] | None] = contextvars.ContextVar("mem
 gate): :func:`asend` appends to the list a caller set here (:mod:`memrun.retrieval_flow`)."""
 
 
-def _waited(seconds: float) -> None:
+def note_wait(seconds: float) -> None:
+    """Add ``seconds`` to the waits of the current call (:data:`WAITED`), when a caller measures them."""
     waits = WAITED.get()
     if waits is not None:
         waits.append(seconds)
@@ -229,7 +230,7 @@ class RateGate:
             delay = max(self._open_at, self._next) - time.monotonic()
             if delay <= 0:
                 break
-            _waited(delay)
+            note_wait(delay)
             await asyncio.sleep(delay)
         if self.interval:  # claim the next start
             self._next = max(time.monotonic(), self._next) + self.interval
@@ -301,7 +302,7 @@ async def asend(
             wait = retrier.transport_delay(exc, _idempotent(method, idempotent))
             if wait is None:
                 raise
-            _waited(wait)
+            note_wait(wait)
             await sleep(wait)
             continue
         wait = retrier.delay(response.status_code, response.headers)
@@ -311,5 +312,5 @@ async def asend(
         if gate is not None and response.status_code == 429:
             gate.pause(wait)  # every request to this server waits, this one at the gate
             continue
-        _waited(wait)
+        note_wait(wait)
         await sleep(wait)

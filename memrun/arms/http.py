@@ -55,7 +55,8 @@ from memrun.arms.embedders import api_key_from_env
 from memrun.arms.http_templates import CONTEXT, Operation, describe_shape, encode_body, hits_from_result
 from memrun.arms.namespaces import NamespaceLedger, TerminationGuard, default_ledger_dir, orphaned_ledgers
 from memrun.errors import ArmError, AuthError
-from memrun.http_policy import HttpPolicy, RateGate, asend, send
+from memrun.arms import http_async
+from memrun.http_policy import HttpPolicy, RateGate, send
 from memrun.redaction import Redactor, strip_userinfo
 from memrun.run_warnings import warn
 from memrun.records import Hit, Record
@@ -175,7 +176,7 @@ class HttpArm:
         self._closed = False
         self._headers, self._timeout, self.max_rps = all_headers, timeout_s, max_rps
         self._client = httpx.Client(headers=all_headers, timeout=timeout_s)
-        self._aclient: httpx.AsyncClient | None = None  # bound to the event loop it was made on
+        self._aclient: Any = None  # the aiohttp session, bound to the event loop it was made on
         self._aloop: asyncio.AbstractEventLoop | None = None
         self._gate = RateGate(max_rps)
         self.ledger = NamespaceLedger(Path(ledger_dir).expanduser() if ledger_dir else default_ledger_dir(),
@@ -226,30 +227,31 @@ class HttpArm:
         except AuthError as exc:
             raise self._auth_failed(op, exc) from exc
 
-    def _async_client(self) -> httpx.AsyncClient:
-        """The pooled keep-alive client of the running event loop (a new loop gets a new one)."""
+    def _session(self) -> Any:
+        """The pooled keep-alive aiohttp session of the running event loop (a new loop gets a new one)."""
         loop = asyncio.get_running_loop()
         if self._aclient is None or self._aloop is not loop:
-            limits = httpx.Limits(max_connections=None, max_keepalive_connections=256)
-            self._aclient = httpx.AsyncClient(headers=self._headers, timeout=self._timeout, limits=limits)
+            self._aclient = http_async.open_session(self._headers, self._timeout)
             self._aloop, self._gate = loop, RateGate(self.max_rps)
         return self._aclient
 
-    async def _arequest(self, op: Operation, **context: Any) -> httpx.Response:
-        """:meth:`_request` on the event loop, through the server's shared :class:`RateGate`."""
-        client = self._async_client()
+    async def _arequest(self, op: Operation, **context: Any) -> Any:
+        """:meth:`_request` on the event loop (:func:`memrun.arms.http_async.send`), through
+        the server's shared :class:`RateGate`; the reply reads like an httpx response."""
+        session = self._session()
         url, body = self._render(op, context)
         try:
-            return await asend(client, op.method, url, policy=self.policy, idempotent=op.idempotent,
-                               auth_hint=self.auth_hint, gate=self._gate, **body)
+            return await http_async.send(session, op.method, url, policy=self.policy,
+                                         idempotent=op.idempotent, auth_hint=self.auth_hint,
+                                         gate=self._gate, **body)
         except AuthError as exc:
             raise self._auth_failed(op, exc) from exc
 
     async def disconnect(self) -> None:
         """Close the event loop's pooled connections (memrun awaits it when its loop ends)."""
-        client, self._aclient, self._aloop = self._aclient, None, None
-        if client is not None:
-            await client.aclose()
+        session, self._aclient, self._aloop = self._aclient, None, None
+        if session is not None:
+            await session.close()
 
     def _result(self, op: Operation, response: httpx.Response, missing_ok: bool = False) -> Any:
         try:

@@ -1,0 +1,117 @@
+"""The request path of ``arm=http`` on the event loop: aiohttp, under memrun's HTTP policy.
+
+Why aiohttp: it is the stack the LLM client (:mod:`memrun.llm.client`) already uses, and
+on a loopback server it spends a fraction of httpx's AsyncClient time per request (bench:
+``bench/bench_http_arm.py``; httpx's async path cost ~14 ms a request on a loaded 2-core
+machine where aiohttp cost ~2), which is memrun's overhead in every latency it records.
+The blocking set-up and clean-up of the arm (health, leftovers, ``close``) stay on httpx.
+
+:func:`send` applies :class:`memrun.http_policy.Retrier` and a server's shared
+:class:`~memrun.http_policy.RateGate`; its errors are httpx's types, so the arm, the rows
+and the ledger speak one vocabulary whichever client sent the request: a status >= 400
+raises ``httpx.HTTPStatusError`` (401/403: :class:`memrun.errors.AuthError`), a failed
+connection ``httpx.ConnectError``, a timeout ``httpx.ReadTimeout``, any other transport
+failure ``httpx.ReadError``.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import json
+from collections.abc import Mapping
+from dataclasses import dataclass
+from typing import Any
+
+import aiohttp
+import httpx
+
+from memrun.http_policy import AUTH_STATUSES, BODY_PREVIEW_CHARS, HttpPolicy, RateGate, Retrier, note_wait, auth_error
+
+
+@dataclass(frozen=True)
+class _Request:
+    method: str
+    url: str
+
+
+@dataclass(frozen=True)
+class Reply:
+    """A response read in full: ``status_code``, ``headers``, ``content`` (bytes), ``request``
+    (``method``, ``url``), and :meth:`json` / :attr:`text` as on an httpx response."""
+
+    status_code: int
+    headers: Mapping[str, str]
+    content: bytes
+    request: _Request
+
+    @property
+    def text(self) -> str:
+        return self.content.decode("utf-8", "replace")
+
+    def json(self) -> Any:
+        return json.loads(self.content)
+
+
+def open_session(headers: Mapping[str, str], timeout_s: float) -> aiohttp.ClientSession:
+    """A pooled keep-alive session (no connection limit: memrun's own slots bound it); call
+    inside the event loop it will serve."""
+    return aiohttp.ClientSession(
+        connector=aiohttp.TCPConnector(limit=0, ttl_dns_cache=300),
+        cookie_jar=aiohttp.DummyCookieJar(),
+        timeout=aiohttp.ClientTimeout(total=timeout_s),
+        headers=dict(headers),
+        trust_env=False,
+        skip_auto_headers=("User-Agent",),
+    )
+
+
+def _as_httpx(exc: BaseException, method: str, url: str) -> httpx.TransportError:
+    request = httpx.Request(method, url)
+    if isinstance(exc, aiohttp.ClientConnectorError):
+        return httpx.ConnectError(f"cannot connect to {url}: {exc}", request=request)
+    if isinstance(exc, asyncio.TimeoutError):
+        return httpx.ReadTimeout(f"no complete reply within the timeout from {method} {url}", request=request)
+    return httpx.ReadError(f"{type(exc).__name__}: {exc}".splitlines()[0], request=request)
+
+
+def _status_error(reply: Reply, auth_hint: str) -> Exception:
+    method, url = reply.request.method, reply.request.url
+    if reply.status_code in AUTH_STATUSES:
+        return auth_error(reply.status_code, method, url, reply.text, auth_hint)
+    body = reply.text[:BODY_PREVIEW_CHARS].replace("\n", " ")
+    request = httpx.Request(method, url)
+    return httpx.HTTPStatusError(f"HTTP {reply.status_code} from {method} {url}: {body}", request=request,
+                                 response=httpx.Response(reply.status_code, content=reply.content, request=request))
+
+
+async def send(session: aiohttp.ClientSession, method: str, url: str, *, policy: HttpPolicy, idempotent: bool,
+               auth_hint: str, gate: RateGate | None = None, **kwargs: Any) -> Reply:
+    """Send a request under the policy and read the whole response (see the module docstring
+    for the errors raised). kwargs: aiohttp's body arguments (``json``, ``data``, ``headers``)."""
+    retrier = Retrier(policy)
+    if "content" in kwargs:  # httpx's name for a raw body (memrun.arms.http_templates.encode_body)
+        kwargs["data"] = kwargs.pop("content")
+    while True:
+        if gate is not None:
+            await gate.wait()
+        try:
+            async with session.request(method, url, **kwargs) as response:
+                reply = Reply(response.status, response.headers, await response.read(), _Request(method, url))
+        except (aiohttp.ClientError, asyncio.TimeoutError) as exc:
+            error = _as_httpx(exc, method, url)
+            wait = retrier.transport_delay(error, idempotent)
+            if wait is None:
+                raise error from None
+            note_wait(wait)
+            await asyncio.sleep(wait)
+            continue
+        wait = retrier.delay(reply.status_code, reply.headers)
+        if wait is None:
+            if reply.status_code >= 400:
+                raise _status_error(reply, auth_hint)
+            return reply
+        if gate is not None and reply.status_code == 429:
+            gate.pause(wait)  # every request to this server waits, this one at the gate
+            continue
+        note_wait(wait)
+        await asyncio.sleep(wait)
