@@ -6,7 +6,7 @@ every other request ``--search-ms``. For each workload and ``arm.concurrency`` t
 alternates, in pairs of whole processes (bench/_pairs.py):
 
 * memrun: ``python -m memrun benchmark=... arm=http arm.concurrency=C axis=recall``;
-* peer: this file's ``--peer`` mode, a plain asyncio + httpx script (no memrun import)
+* peer: this file's ``--peer`` mode, a plain asyncio + aiohttp script (no memrun import)
   that sends the same requests (per history: create, ingest batches of 100 in order,
   every question's search at once, erase; up to C histories open, C requests in flight),
   read from a plan file the bench writes beforehand with memrun's own loader.
@@ -101,19 +101,18 @@ def start_server(search_ms: float, ingest_ms: float) -> tuple[subprocess.Popen, 
 # -- the plain asyncio peer ------------------------------------------------------------------
 
 async def peer(plan_file: str, url: str, concurrency: int) -> dict[str, float]:
-    import httpx
+    import aiohttp
 
     plan = json.loads(Path(plan_file).read_text())
     slots = asyncio.Semaphore(concurrency)
     latencies: list[float] = []
-    limits = httpx.Limits(max_connections=None, max_keepalive_connections=256)
-    async with httpx.AsyncClient(base_url=url, timeout=30, limits=limits) as client:
+    async with aiohttp.ClientSession(url, connector=aiohttp.TCPConnector(limit=0)) as client:
         async def call(method: str, path: str, body: object = None, timed: bool = False) -> None:
             async with slots:
                 t0 = time.perf_counter()
-                response = await client.request(method, path, json=body)
-                response.raise_for_status()
-                response.json()
+                async with client.request(method, path, json=body) as response:
+                    response.raise_for_status()
+                    await response.json()
                 if timed:
                     latencies.append((time.perf_counter() - t0) * 1000)
 
@@ -225,18 +224,19 @@ def bench_latency(benchmark: list[str], args: argparse.Namespace, tmp: Path) -> 
 
 
 def server_alone(tmp: Path) -> float:
-    """Requests per second the zero-latency server answers to a plain httpx client at 64 in flight."""
+    """Requests per second the zero-latency server answers to a plain aiohttp client at 64 in flight."""
     server, url = start_server(0, 0)
     try:
         async def flood() -> float:
-            import httpx
+            import aiohttp
 
-            async with httpx.AsyncClient(base_url=url, limits=httpx.Limits(max_connections=64)) as client:
+            async with aiohttp.ClientSession(url, connector=aiohttp.TCPConnector(limit=64)) as client:
                 slots = asyncio.Semaphore(64)
 
                 async def one() -> None:
-                    async with slots:
-                        (await client.post("/v1/namespaces/x/search", json={"query": "q"})).raise_for_status()
+                    async with slots, client.post("/v1/namespaces/x/search", json={"query": "q"}) as response:
+                        response.raise_for_status()
+                        await response.read()
 
                 t0 = time.perf_counter()
                 await asyncio.gather(*(one() for _ in range(3000)))
@@ -267,7 +267,7 @@ def main() -> None:
     data = os.environ.get("MEMRUN_DATA_DIR")
     with tempfile.TemporaryDirectory() as folder:
         tmp = Path(folder)
-        print(f"server alone: {server_alone(tmp):.0f} requests/s (zero latency, httpx client, 64 in flight)")
+        print(f"server alone: {server_alone(tmp):.0f} requests/s (zero latency, aiohttp client, 64 in flight; the bench's client, not the server, may be the limit)")
         if data and (Path(data) / "locomo10.json").is_file():
             locomo = ["benchmark=locomo", f"data_dir={data}"]
             bench_workload("LoCoMo", locomo, [int(c) for c in args.levels.split(",")], args, tmp)

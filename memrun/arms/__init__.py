@@ -31,7 +31,10 @@ class Arm(Protocol):
 
     Methods are called one at a time, never concurrently, but not always from the thread
     that built the arm: on the accuracy axis ``ingest`` and ``search`` may run on a worker
-    thread (docs/arms.md, "Threads").
+    thread (docs/arms.md, "Threads"). An arm whose ``ingest``/``search`` are coroutines, or
+    which sets ``thread_safe = True``, is called concurrently instead, several histories
+    open at once, and its ``search`` takes ``history_id`` (:mod:`memrun.retrieval_flow`,
+    docs/arms.md, "Concurrency").
     """
 
     def ingest(self, history_id: str, records: Sequence[Record]) -> None:
