@@ -145,7 +145,7 @@ def write_plan(benchmark: list[str], out: Path) -> list[dict]:
     from hydra import compose, initialize_config_dir
 
     from memrun.benchmarks.download import data_dir
-    from memrun.cli import conf_dir
+    from memrun.paths import conf_dir
     from memrun.config import BENCHMARK_RESERVED_KEYS, register
     from memrun.plugins import build
 
