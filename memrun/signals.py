@@ -142,10 +142,18 @@ def kept() -> Iterator[None]:
     """Put memrun's handlers back, on leaving the block, wherever they were installed when it
     began: for a library call that installs its own. ``ray.init`` replaces SIGTERM's twice,
     with one that exits and under it abseil's failure handler, which aborts the process
-    (exit -6, the jobs' finished rows never merged); ``signal.signal`` restores both levels."""
+    (exit -6, the jobs' finished rows never merged); ``signal.signal`` restores both levels.
+    A signal that reaches the library's handler inside the block (Ray's raises
+    ``SystemExit(signum)`` while Ray starts, for seconds) is a stop asked for
+    (:func:`request`), raised as KeyboardInterrupt: the caller's interrupted path runs."""
     ours = [sig for sig in SIGNALS if signal.getsignal(sig) is handler]
     try:
         yield
+    except SystemExit as exc:  # the library's own handler ran: Ray's exits with the signal's number
+        if exc.code not in ours:
+            raise
+        request(exc.code)
+        raise KeyboardInterrupt(f"signal {signal.Signals(exc.code).name}") from None
     finally:
         if threading.current_thread() is threading.main_thread():
             for sig in ours:

@@ -149,3 +149,36 @@ def test_sigterm_to_a_sweep_on_other_launchers_stops_its_workers(tmp_path, launc
     # 0.7-1.5 s at load 18. Before memrun kept its handlers through ray.init the sweep
     # aborted (exit -6).
     _terminate_in_flight(tmp_path, launcher, within=3.0)
+
+
+@pytest.mark.slow
+def test_sigterm_while_ray_starts_ends_the_sweep_interrupted(tmp_path):
+    """ray.init puts its own SIGTERM handler in place while Ray starts (seconds): a signal
+    then ended the sweep with exit 15, no table and its folder still claimed."""
+    args = ["-m", *LAUNCHERS["ray"], "arm=bm25,bm25_nostop", "progress=false", f"hydra.sweep.dir={tmp_path / 'sweep'}"]
+    proc = subprocess.Popen([*memrun_exe(), *args], cwd=tmp_path, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
+    seen: set[int] = set()
+    deadline = time.monotonic() + 120
+    while time.monotonic() < deadline and proc.poll() is None and not any(
+            "gcs_server" in _name(pid) for pid in seen):  # Ray is starting: its first process is up
+        seen |= _descendants(proc.pid)
+        time.sleep(0.02)
+    assert proc.poll() is None, proc.communicate()[1][-1500:]
+    proc.send_signal(signal.SIGTERM)
+    while proc.poll() is None:
+        seen |= _descendants(proc.pid)
+        time.sleep(0.05)
+    out, err = proc.communicate()
+    assert proc.returncode == 130, err[-3000:]
+    assert "memrun: error: interrupted" in err and "Traceback" not in err, err[-3000:]
+    assert f"sweep{tmp_path / 'sweep'}" in "".join(out.split())  # the table's title (rich may wrap it)
+    assert not (tmp_path / "sweep" / ".memrun" / "sweep-claim").exists()  # the folder is free again
+    time.sleep(5)
+    assert not [pid for pid in seen if _alive(pid)], "Ray's processes outlived the sweep"
+
+
+def _name(pid: int) -> str:
+    try:
+        return Path(f"/proc/{pid}/comm").read_text().strip()
+    except OSError:
+        return ""
