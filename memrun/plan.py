@@ -27,9 +27,13 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
-from omegaconf import DictConfig
-
+from memrun.arms import describe
+from memrun.config.spec import build_spec
 from memrun.errors import ConfigError
+from memrun.instrument import Instrument
+from memrun.retrieval_flow import iter_retrieved
+from memrun.spec import RunSpec
+from memrun.stages import Loaded, build_instrument, build_parts, load
 
 
 @dataclass
@@ -120,23 +124,12 @@ class Plan:
         }
 
 
-def comparability(cfg: DictConfig, dataset: Any, selection: Any, arm_fields: Mapping[str, Any],
+def comparability(spec: RunSpec, loaded: Loaded, arm_fields: Mapping[str, Any],
                   setup_fields: Mapping[str, Any] | None) -> dict[str, Any]:
-    """The comparability fields of the instrument the run will write (as ``execute`` fills them)."""
-    from memrun.arms import DESCRIBE_KEYS
-    from memrun.instrument import DENOMINATOR_RETRIEVAL, Instrument
-    from memrun.retrieval import retrieval_conventions
-
-    inst = Instrument(
-        axis=str(cfg.axis.value), benchmark=str(cfg.benchmark.name), split=dataset.split, slice=selection.describe(),
-        dataset_sha256=dataset.sha256, denominator=DENOMINATOR_RETRIEVAL, repeats=int(cfg.repeats),
-        corrections_sha256=selection.corrections.sha256 if selection.corrections else None,
-        **retrieval_conventions(dataset),
-        **{k: v for k, v in arm_fields.items() if k in DESCRIBE_KEYS and k != "fake_providers"},
-    )
-    for key, value in (setup_fields or {}).items():
-        setattr(inst, key, value)
+    """The comparability fields of the instrument the run will write (:func:`memrun.stages.build_instrument`)."""
+    inst = build_instrument(spec, loaded, dict(arm_fields), dict(setup_fields or {}))
     return {name: getattr(inst, name) for name in Instrument.comparability_fields()}
+
 
 
 class _Endpoints:
@@ -270,47 +263,25 @@ def _judge2_chooser(setup: Any, dataset: Any) -> Any:
     return wanted
 
 
-def make_plan(cfg: DictConfig, prices: Mapping[str, Any], price_info: Mapping[str, Any],
+def make_plan(cfg: Any, prices: Mapping[str, Any], price_info: Mapping[str, Any],
               chars_per_token: float | None = None) -> Plan:
     """Plan the run ``cfg`` describes (see the module docstring). Raises MemrunError subclasses
     for the same config, data and arm problems a run stops on."""
-    from memrun import shards
-    from memrun.arms import describe
-    from memrun.benchmarks.selection import selection_from_config
-    from memrun.config import ARM_RESERVED_KEYS, BENCHMARK_RESERVED_KEYS, Axis, cutoffs
-    from memrun.redaction import check_no_secrets
-    from memrun.plugins import build
-    from memrun.retrieval_flow import FlowSettings, iter_retrieved
-    from memrun.run import check_settings, load_dataset
-
-    accuracy = cfg.axis == Axis.accuracy
-    cutoffs(cfg)  # first: the arms' ${memrun_top_k:} reads them
-    check_no_secrets(cfg)
-    top_k = check_settings(cfg, accuracy)
-    selection = selection_from_config(cfg.benchmark)
-    benchmark = build(cfg.benchmark, BENCHMARK_RESERVED_KEYS, "benchmark")
-    arm = build(cfg.arm, ARM_RESERVED_KEYS, "arm")
-    setup = None
-    if accuracy:
-        from memrun.accuracy.setup import build_setup
-
-        setup = build_setup(cfg, arm)
+    spec, nodes = build_spec(cfg)
+    parts = build_parts(spec, nodes)
+    arm, setup = parts.arm, parts.setup
     try:
-        dataset, selection, _ = load_dataset(cfg, benchmark, selection)
-        shard_cfg = cfg.get("shard") or {}
-        n_shards, shard_index = shards.check(shard_cfg.get("count", 1), shard_cfg.get("index", 0))
-        dataset = shards.take_shard(dataset, n_shards, shard_index)
+        loaded = load(spec, parts.benchmark)
+        dataset = loaded.dataset
         arm_fields = describe(arm)
-        plan = Plan(str(cfg.benchmark.name), str(cfg.arm.name), str(cfg.axis.value), 0, int(cfg.repeats),
-                    prices=dict(price_info))
+        plan = Plan(spec.benchmark, spec.arm, spec.axis, 0, spec.repeats, prices=dict(price_info))
         eps, answers = _Endpoints(), []
         if setup is None:
             plan.items = dataset.n_items if dataset.n_items is not None else sum(len(g.items) for g in dataset.groups)
         else:
             wants_judge2 = _judge2_chooser(setup, dataset)
             substring = dataset.gold_match == "substring"
-            flow = FlowSettings.from_config(cfg.arm)
-            for group, retrieved in iter_retrieved(arm, dataset.groups, top_k, dataset.gold_match, flow):
+            for group, retrieved in iter_retrieved(arm, dataset.groups, spec.top_k, dataset.gold_match, spec.flow):
                 records = {r.key: r for r in group.records}
                 plan.items += len(retrieved)
                 plan.retrieval_errors += _plan_group(setup, retrieved, records, dataset.categories, substring,
@@ -325,7 +296,7 @@ def make_plan(cfg: DictConfig, prices: Mapping[str, Any], price_info: Mapping[st
         for ep in eps.by_key.values():
             ep.finish(cpt, answer_chars, prices)
         plan.endpoints = list(eps.by_key.values())
-        plan.comparability = comparability(cfg, dataset, selection, arm_fields, setup.instrument if setup else None)
+        plan.comparability = comparability(spec, loaded, arm_fields, setup.instrument if setup else None)
         plan.fake_providers = bool((setup and setup.instrument.get("fake_providers")) or arm_fields.get("fake_providers"))
         return plan
     finally:

@@ -132,11 +132,11 @@ class RunCalls:
         from memrun.benchmarks.selection import selection_from_config
         from memrun.config import BENCHMARK_RESERVED_KEYS
         from memrun.plugins import build
-        from memrun.run import load_dataset
+        from memrun.stages import load_dataset
 
         try:
             benchmark = build(cfg.benchmark, BENCHMARK_RESERVED_KEYS, "benchmark")
-            dataset, _, _ = load_dataset(cfg, benchmark, selection_from_config(cfg.benchmark))
+            dataset, _, _ = load_dataset(benchmark, selection_from_config(cfg.benchmark), cfg.data_dir)
             self.groups = ItemGroups(dataset.groups)
         except (MemrunError, OSError, ValueError) as exc:
             self.dataset_problem = f"the benchmark could not be loaded here ({' '.join(str(exc).split())})"
