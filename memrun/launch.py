@@ -305,7 +305,7 @@ def _job(cfg: Any, hydra_cfg: Any) -> int:
         with warnings.active():  # what the claim and the stale-run check say is saved with the run
             signals.check()  # stopped before this job began: it writes nothing
             lock = claim(out_dir)
-            container = redaction.check_no_secrets(cfg)
+            container = redaction.check_no_secrets(omegaconf.OmegaConf.to_container(cfg, resolve=True))
             redactor.add_config(container)
             if multirun:  # Hydra wrote the sweep's multirun.yaml, overrides and all, before any job
                 redaction.scrub_files(redactor, out_dir, Path(hydra_cfg.sweep.dir))

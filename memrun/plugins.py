@@ -17,6 +17,11 @@ from omegaconf import DictConfig, OmegaConf
 from memrun.errors import ArmError, ConfigError, MemrunError
 
 
+def params(node: DictConfig, reserved: Sequence[str]) -> dict[str, Any]:
+    """A plugin's config node resolved to plain values, minus the keys memrun reads itself."""
+    return {k: v for k, v in OmegaConf.to_container(node, resolve=True).items() if k not in reserved}  # type: ignore[union-attr]
+
+
 def build(node: DictConfig, reserved: Sequence[str], group: str) -> Any:
     """Instantiate a group's ``_target_`` with its keys minus the ones memrun reads."""
     if "_target_" not in node:

@@ -313,19 +313,17 @@ def hydra_job_folders() -> tuple[Path, Path | None] | None:
     return run_dir, Path(hydra.sweep.dir) if hydra.mode == RunMode.MULTIRUN else None
 
 
-def check_no_secrets(cfg: Any) -> dict[str, Any]:
-    """Refuse a config that carries a literal API key (memrun reads keys from the environment);
-    return the resolved config as plain dicts (for :meth:`Redactor.add_config`, :func:`redact_config`).
+def check_no_secrets(container: dict[str, Any]) -> dict[str, Any]:
+    """Refuse a config (resolved, as plain dicts: :func:`memrun.config.compose.resolved`) that
+    carries a literal API key (memrun reads keys from the environment); return it (for
+    :meth:`Redactor.add_config`, :func:`redact_config`).
 
     Raises LiteralSecretError naming the first offending key, after redacting the values
     from what Hydra already wrote for the job in progress (:meth:`LiteralSecretError.scrub_hydra_job`).
     """
-    from omegaconf import OmegaConf
-
-    container = OmegaConf.to_container(cfg, resolve=True)
     found = list(find_literal_secrets(container))
     if not found:
-        return container  # type: ignore[return-value]
+        return container
     path, _ = found[0]
     node, _, header = path.rpartition(".headers.")
     if node:

@@ -28,7 +28,7 @@ from memrun.report.model import SweepRow, headline
 from memrun.report.sweep_table import print_sweep_table
 
 # Only a sweep on the Ray launcher loads these (memrun.lazy).
-omegaconf = lazy("omegaconf")
+compose = lazy("memrun.config.compose")
 ray_launcher = lazy("hydra_plugins.hydra_ray_launcher._launcher_util")
 
 
@@ -83,10 +83,10 @@ def _start_ray(config: Any) -> None:
     launcher = config.hydra.get("launcher") or {}
     if not str(launcher.get("_target_", "")).startswith("hydra_plugins.hydra_ray_launcher."):
         return
-    init = omegaconf.OmegaConf.to_container(launcher.ray.init, resolve=True)
+    init = compose.resolved(launcher.ray.init)
     init.setdefault("object_store_memory", 78643200)  # the launcher's own default (hydra_ray_launcher._core)
     with signals.kept():
-        ray_launcher.start_ray(omegaconf.OmegaConf.create(init))
+        ray_launcher.start_ray(compose.from_container(init))
 
 
 def _summary(run_dir: Path) -> dict[str, Any]:

@@ -13,8 +13,6 @@ import random
 from dataclasses import dataclass, field
 from typing import Any
 
-from omegaconf import DictConfig
-
 from memrun.errors import ConfigError
 from memrun.instrument import DENOMINATOR_ABSTAIN_WRONG, DENOMINATOR_EXCLUDE_ABSTAIN, DENOMINATOR_MEAN_SCORE
 from memrun.http_policy import HttpPolicy
@@ -66,7 +64,7 @@ class AccuracySetup:
         return frozenset(random.Random(self.seed).sample(ids, min(self.judge2_sample, len(ids))))
 
 
-def build_reader(cfg: DictConfig, llm: LLMService | None, benchmark: str, warnings: list[str],
+def build_reader(cfg: Any, llm: LLMService | None, benchmark: str, warnings: list[str],
                  endpoint: Endpoint | None = None) -> Reader:
     """The reader ``cfg.reader`` describes (its pin for ``benchmark`` applied; warnings appended).
 
@@ -124,7 +122,7 @@ def whole_history(reader: Reader, arm: Any, warnings: list[str]) -> None:
                         "(reader.overflow=skip); arm.max_chars and arm.keep truncate on purpose")
 
 
-def build_setup(cfg: DictConfig, arm: Any) -> AccuracySetup:
+def build_setup(cfg: Any, arm: Any) -> AccuracySetup:
     """Build reader, judges and the LLM service for ``cfg`` (axis=accuracy). Raises ConfigError.
 
     An arm with a callable ``answer_for(item) -> str | None`` answers itself: no reader

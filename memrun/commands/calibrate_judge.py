@@ -23,7 +23,7 @@ from pathlib import Path
 from rich.console import Console
 from rich.progress import BarColumn, MofNCompleteColumn, Progress, TextColumn, TimeElapsedColumn
 
-from memrun.config.compose import compose
+from memrun.config.compose import compose, resolved
 from memrun.errors import ConfigError, MemrunError
 
 
@@ -56,7 +56,7 @@ def main(argv: list[str]) -> int:
     from memrun.llm.service import LLMService
     from memrun.plugins import build
 
-    check_no_secrets(cfg)
+    check_no_secrets(resolved(cfg))
     if cfg.judge.name == "none":
         raise ConfigError("calibrate-judge needs a judge; add judge=gpt41 (or gpt4o, claude, exact, substring, f1)")
     console = Console(stderr=True)

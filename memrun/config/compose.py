@@ -13,7 +13,19 @@ from memrun.paths import conf_dir
 
 hydra = lazy("hydra")
 hydra_errors = lazy("hydra.errors")
+omegaconf = lazy("omegaconf")
 omegaconf_errors = lazy("omegaconf.errors")
+
+
+def resolved(cfg: Any) -> dict[str, Any]:
+    """``cfg`` (a DictConfig or node) resolved to plain dicts and lists."""
+    return omegaconf.OmegaConf.to_container(cfg, resolve=True)  # type: ignore[no-any-return]
+
+
+def from_container(data: Any, **overrides: Any) -> Any:
+    """A config node from plain data (a saved config), with ``overrides`` merged over it."""
+    node = omegaconf.OmegaConf.create(data)
+    return omegaconf.OmegaConf.merge(node, overrides) if overrides else node
 
 
 def compose(overrides: list[str]) -> Any:

@@ -9,6 +9,7 @@ from typing import Any
 from memrun import shards
 from memrun.benchmarks.selection import selection_from_config
 from memrun.config import Axis, cutoffs, default_top_k
+from memrun.config.compose import resolved
 from memrun.errors import ConfigError
 from memrun.redaction import check_no_secrets
 from memrun.retrieval_flow import FlowSettings
@@ -64,7 +65,7 @@ def build_spec(cfg: Any) -> tuple[RunSpec, PluginNodes]:
     axis = cfg.axis.value if isinstance(cfg.axis, Axis) else str(cfg.axis)
     accuracy = axis == ACCURACY
     ks = cutoffs(cfg)
-    container = check_no_secrets(cfg)
+    container = check_no_secrets(resolved(cfg))
     top_k = check_settings(cfg, accuracy)
     selection = selection_from_config(cfg.benchmark)
     shard_node = cfg.get("shard") or {}  # configs built by hand may leave it out: no sharding

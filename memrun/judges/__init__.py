@@ -27,9 +27,9 @@ from typing import Any, Protocol, runtime_checkable
 
 from hydra.errors import InstantiationException
 from hydra.utils import get_class
-from omegaconf import DictConfig, OmegaConf
 
 from memrun.errors import ConfigError
+from memrun.plugins import params as plugin_params
 from memrun.records import Item
 from memrun.stats.labels import ABSTAIN, CORRECT, ERROR, WRONG
 
@@ -95,11 +95,11 @@ def is_abstention(item: Item, category_label: str, abstention_categories: Sequen
     return item.abstention or category_label in abstention_categories
 
 
-def build_judge(node: DictConfig, where: str, llm: Any) -> Judge:
+def build_judge(node: Any, where: str, llm: Any) -> Judge:
     """Instantiate the judge config ``node`` (at config key ``where``). Raises ConfigError."""
     if "_target_" not in node:
         raise ConfigError(f"{where}: no _target_ key; name the class that implements the judge")
-    params = {k: v for k, v in OmegaConf.to_container(node, resolve=True).items() if k not in JUDGE_RESERVED_KEYS}  # type: ignore[union-attr]
+    params = plugin_params(node, JUDGE_RESERVED_KEYS)
     target = params.pop("_target_")
     try:
         cls = get_class(target)

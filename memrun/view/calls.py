@@ -99,9 +99,8 @@ class RunCalls:
             self.problem = f"the run's requests cannot be rebuilt here ({' '.join(str(exc).split())})"
 
     def _build(self, folder: Path) -> None:
-        from omegaconf import OmegaConf
-
         import memrun.config  # noqa: F401 - registers the resolvers the saved config uses
+        from memrun.config.compose import from_container
         from memrun.accuracy.setup import build_reader
         from memrun.judges import build_judge
         from memrun.llm.cache import CACHE_FILE, CallCache
@@ -110,7 +109,7 @@ class RunCalls:
 
         if not self.instrument.config:
             raise MemrunError("the run's instrument holds no config")
-        cfg = OmegaConf.create(self.instrument.config)
+        cfg = from_container(self.instrument.config)
         urls = self.instrument.llm_endpoints or {}
         cache_dir = configured_or_cache(cfg.get("cache_dir"), "llm")
         if not (cache_dir / CACHE_FILE).is_file():
@@ -121,7 +120,7 @@ class RunCalls:
                                        endpoint=Endpoint(urls["reader"], "", fake=True))
         for role in ("judge", "judge2"):
             if role in urls and cfg.get(role) is not None and cfg[role].get("name") != "none":
-                node = OmegaConf.merge(cfg[role], {"base_url": urls[role], "provider": "fake"})  # no key is read
+                node = from_container(cfg[role], base_url=urls[role], provider="fake")  # no key is read
                 self.judges[role] = build_judge(node, role, None)
         self._load_dataset(cfg)
 
