@@ -190,7 +190,11 @@ class Flow:
         if error is not None:
             self._release(group)
             return [Retrieved(item, None, None, error, None, session_of, known, n) for item in group.items]
-        found = await asyncio.gather(*(self._search(group, item) for item in group.items))
+        # every search ends before the history does (a stop must not orphan calls in flight)
+        found = await asyncio.gather(*(self._search(group, item) for item in group.items), return_exceptions=True)
+        for outcome in found:
+            if isinstance(outcome, BaseException):
+                raise outcome  # an ArmError or a stop: _search records every other failure itself
         self._release(group)
         answer_for = getattr(self.arm, "answer_for", None) if self.answers else None
         out = []

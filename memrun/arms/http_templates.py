@@ -39,6 +39,21 @@ from memrun.records import Hit
 
 _ENV = jinja2.Environment(undefined=jinja2.StrictUndefined, autoescape=False, keep_trailing_newline=True)
 _WHOLE_EXPRESSION = re.compile(r"^\s*\{\{((?:(?!\}\}|\{\{).)*)\}\}\s*$", re.DOTALL)
+_NAME = r"[A-Za-z_]\w*(?:\.[A-Za-z_]\w*)*"  # query, record.key: looked up without Jinja (same result)
+_SIMPLE = re.compile(rf"^\s*({_NAME})\s*$")
+_TEXT_FIELD = re.compile(rf"\{{\{{\s*({_NAME})\s*\}}\}}")
+
+
+def _lookup(path: tuple[str, ...], context: Mapping[str, Any]) -> Any:
+    """``a.b.c`` as Jinja reads it (attribute first, then item); KeyError, AttributeError or
+    TypeError when it is undefined (the caller then lets Jinja raise its own error)."""
+    value = context[path[0]]
+    for name in path[1:]:
+        try:
+            value = getattr(value, name)
+        except AttributeError:
+            value = value[name]
+    return value
 
 
 def _first_line(exc: BaseException) -> str:
@@ -62,8 +77,18 @@ class JsonTemplate:
         try:
             if isinstance(spec, str):
                 if m := _WHOLE_EXPRESSION.match(spec):
-                    return ("expr", _ENV.compile_expression(m.group(1), undefined_to_none=False), where)
-                return ("text", _ENV.from_string(spec), where) if "{" in spec else ("value", spec, where)
+                    compiled = _ENV.compile_expression(m.group(1), undefined_to_none=False)
+                    if simple := _SIMPLE.match(m.group(1)):  # the common case, 10x cheaper than Jinja's call
+                        return ("name", (tuple(simple.group(1).split(".")), compiled), where)
+                    return ("expr", compiled, where)
+                if "{" not in spec:
+                    return ("value", spec, where)
+                template = _ENV.from_string(spec)
+                pieces = _TEXT_FIELD.split(spec)  # literal, name, literal, name, ..., literal
+                if not any(mark in p for p in pieces[::2] for mark in ("{{", "{%", "{#")):
+                    fields = [p if i % 2 == 0 else tuple(p.split(".")) for i, p in enumerate(pieces)]
+                    return ("fields", (fields, template), where)
+                return ("text", template, where)
         except jinja2.TemplateSyntaxError as exc:
             raise ArmError(f"{where}: template {spec!r} does not parse: {exc.message}") from exc
         if isinstance(spec, Mapping):
@@ -78,6 +103,13 @@ class JsonTemplate:
 
     def _render(self, node: tuple[str, Any, str], context: dict[str, Any]) -> Any:
         kind, value, where = node
+        if kind == "name" or kind == "fields":
+            try:
+                if kind == "name":
+                    return _lookup(value[0], context)
+                return "".join(p if isinstance(p, str) else str(_lookup(p, context)) for p in value[0])
+            except (KeyError, AttributeError, TypeError):
+                kind, value = ("expr" if kind == "name" else "text"), value[1]  # Jinja says what is wrong
         try:
             if kind == "expr":
                 result = value(**context)
