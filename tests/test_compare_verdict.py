@@ -263,7 +263,10 @@ def test_questions_sharing_evidence_do_not_pass_as_independent(tmp_path, capsys)
     from memrun.commands.compare import main as compare_main
 
     compare_main(list(runs))
-    assert "clusters by shared evidence session (wider than with item clusters" in capsys.readouterr().out
+    out = capsys.readouterr().out
+    assert "clusters by shared evidence session" in out
+    assert "; the wider of two clusterings (with item clusters: [+1.7" in out
+    assert "has only 10 conversations" not in out  # the LoCoMo note is for LoCoMo's own clusters
     # the same deltas when no two questions share a session: independent, the item-level interval passes
     lone = {"gold_sessions": [[f"own{i}"] for i in range(120)]}
     solo = (str(retrieval_run(tmp_path / "c", a_hits, [f"q{i}" for i in range(120)], **_lme_kw(**lone))),

@@ -73,6 +73,8 @@ def cluster_supply(result: Comparison, instrument: Instrument) -> None:
     needs more clusters than exist."""
     supply = PUBLISHED_CLUSTERS.get((instrument.benchmark, instrument.split))
     p = result.power
-    if supply and p and p["units"] == "clusters" and result.settings.cluster_by == "cluster":
+    o = result.overall
+    by_key = result.settings.cluster_by == "cluster" and o.get("clustering") != EVIDENCE
+    if supply and p and p["units"] == "clusters" and by_key and o["n_clusters"] <= supply[0]:
         p["available"], p["available_what"] = supply
         p["benchmark"] = instrument.benchmark

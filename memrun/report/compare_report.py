@@ -80,17 +80,18 @@ def _how(block: Mapping[str, Any], s: Mapping[str, Any], d: Mapping[str, Any]) -
     fmt, unit = _delta(d)
     boot = block["bootstrap"]
     strata = f", stratified by {s['stratify_by']}" if s.get("stratify_by") else ""
-    by = s["cluster_by"] or "item"
+    by, after = s["cluster_by"] or "item", ""
     if block.get("clustering") == "evidence" and by != "evidence":  # the wider of two clusterings decided
         other = block["other"]
-        by, strata = ("shared evidence session (wider than with item clusters: "
-                      f"[{fmt(other['low'])}, {fmt(other['high'])}]{unit})"), ""
+        by, strata = "shared evidence session", ""
+        after = (f"; the wider of two clusterings (with item clusters: [{fmt(other['low'])}, "
+                 f"{fmt(other['high'])}]{unit})")
     resampled = f"paired bootstrap, {s['resamples']:,} resamples, seed {s['seed']}, clusters by {by}{strata}"
     if block.get("interval") == "cr2_bm":
         small = block["small_clusters"]
         return (f"95% CR2 interval, t on {small['df']:.2f} Bell-McCaffrey df (few clusters; wider than the {resampled}: "
-                f"[{fmt(boot['low'])}, {fmt(boot['high'])}]{unit})")
-    return f"95% {resampled}"
+                f"[{fmt(boot['low'])}, {fmt(boot['high'])}]{unit}){after}")
+    return f"95% {resampled}{after}"
 
 
 def power_line(p: Mapping[str, Any], d: Mapping[str, Any]) -> str:
