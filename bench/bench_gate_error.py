@@ -21,10 +21,13 @@ but one. LongMemEval's default item-level clusters, when hidden groups of 5 ques
 their effect, passed 6.0 / 5.8% at ICC 0.05 / 0.2 while the gate read items as independent;
 memrun now also reads the interval clustered by shared evidence (the groups, which compare
 finds in ``gold_sessions``) and gates on the wider: 1.5 / 4.3 / 2.0% on this grid's seeds
-(``today`` 1.7 / 5.5 / 5.7 on the same replications), ~2.5% at ICC 0.05 with 2,000
-replications (the 4.3 is Monte-Carlo error: 2.6 SE). Power at +5 pp with nothing shared
-(ICC 0) falls from 62.2 to 60.2%; at ICC > 0 the item-level figures were inflated by an
-interval too narrow. ``--cluster-by evidence`` holds 1.7 / 3.0 / 2.5%.
+(the item-level gate 1.5 / 6.0 / 5.8 on the same replications); with 2,000 replications
+(``cell(design, icc, 0, 2000, ...)``, other seeds) 2.00 / 2.70 / 2.05% against the
+item-level 2.15 / 3.75 / 7.65 (``today``), so the 4.3 is Monte-Carlo error (SE 0.64).
+Power at +5 pp with nothing shared (ICC 0) falls from 62.5 to 60.2%; at ICC 0.05 / 0.2
+from 51.8 / 43.2 to 44.5 / 28.3%, figures the item-level gate inflated with an interval
+too narrow (``--cluster-by evidence``: 61.5 / 47.2 / 23.3). ``--cluster-by evidence``
+holds 1.7 / 3.0 / 2.5%.
 """
 
 from __future__ import annotations
