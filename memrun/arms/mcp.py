@@ -31,6 +31,7 @@ import secrets
 import shutil
 import tempfile
 import time
+from dataclasses import dataclass
 from collections.abc import Mapping, Sequence
 from pathlib import Path
 from typing import Any
@@ -38,7 +39,7 @@ from typing import Any
 from memrun.arms.embedders import api_key_from_env
 from memrun.arms.http import FAKE_PROVIDER, HEALTH_FIELDS, provider_names
 from memrun.arms.http_templates import JsonTemplate, describe_shape, hits_from_result
-from memrun.arms.mcp_client import LoopThread, McpSession, ServerSpec
+from memrun.arms.mcp_client import McpSession, ServerSpec, run_blocking
 from memrun.arms.mcp_ops import (CONTEXT, ArgumentChecker, ToolOperation, check_tools, map_result, schema_hash)
 from memrun.arms.namespaces import NamespaceLedger, TerminationGuard, default_ledger_dir, orphaned_ledgers
 from memrun.errors import ArmError
@@ -57,6 +58,15 @@ def _safe(history_id: str) -> str:
     if safe != history_id:
         safe = f"{safe or 'history'}-{hashlib.sha256(history_id.encode()).hexdigest()[:6]}"
     return safe
+
+
+@dataclass
+class _History:
+    """An open history: its namespace (a name, or a folder in the fresh-process mode) and,
+    in that mode, its own server's session."""
+
+    namespace: str
+    session: McpSession | None = None
 
 
 class McpArm:
@@ -114,19 +124,19 @@ class McpArm:
         self.health: dict[str, Any] = {}
         self.server_info: dict[str, str] = {}
         self.tool_names: list[str] = []
-        self._session: McpSession | None = None
-        self._namespace: str | None = None
+        self._live: dict[str, _History] = {}  # history id -> its namespace (and server), while open
+        self._current: str | None = None  # the last history ingested: search's default
+        self._shared: McpSession | None = None  # the run loop's session (not the fresh-process mode)
+        self._shared_loop: asyncio.AbstractEventLoop | None = None
+        self._opening: asyncio.Lock | None = None
         self._ever_ready, self._closed, self.erase_failures = False, False, 0
         ledger_key = DIR_LEDGER if self.per_process else f"mcp:{self.base.label}"
         self.ledger = NamespaceLedger(Path(ledger_dir).expanduser() if ledger_dir else default_ledger_dir(),
                                       ledger_key, self.prefix.rstrip("-"))
-        self._loop = LoopThread()
         self._guard = TerminationGuard()
         try:
-            self._loop.run(self._astart())
+            run_blocking(self._astart())
         except BaseException:
-            self._loop.run(self._aclose_session())
-            self._loop.stop()
             if self.per_process:
                 shutil.rmtree(self.root, ignore_errors=True)  # the probe server's folder
             raise
@@ -143,23 +153,34 @@ class McpArm:
                           url=self.base.url, headers=self.base.headers)
 
     async def _astart(self) -> None:
-        """Open the session (per-process mode: a probe server on a scratch folder), check the
-        configured tools, read health, erase what dead runs left."""
+        """On a set-up session (per-process mode: a probe server on a scratch folder): check
+        the configured tools, read health, erase what dead runs left; then close it."""
         probe = self.root / "probe" if self.per_process else None
         if probe:
             probe.mkdir(parents=True, exist_ok=True)
-        session = self._session = await McpSession.open(self._spec(probe), self.timeout_s, self.start_timeout_s)
-        self.server_info, self.tool_names = session.server_info, sorted(session.tools)
-        check_tools(self.ops, session.tools, session.spec.label)
-        self._checker = ArgumentChecker(session.tools)
-        self._schemas = schema_hash(session.tools, [op.tool for op in self.ops.values()])
-        self._check_templates()
-        if "health" in self.ops:
-            self.health = await self._aread_health()
-        await self._aerase_leftovers()
-        if probe:
-            await self._aclose_session()
-            shutil.rmtree(probe, ignore_errors=True)
+        session = await McpSession.open(self._spec(probe), self.timeout_s, self.start_timeout_s)
+        try:
+            self.server_info, self.tool_names = session.server_info, sorted(session.tools)
+            check_tools(self.ops, session.tools, session.spec.label)
+            self._checker = ArgumentChecker(session.tools)
+            self._schemas = schema_hash(session.tools, [op.tool for op in self.ops.values()])
+            self._check_templates()
+            if "health" in self.ops:
+                self.health = await self._aread_health(session)
+            await self._aerase_leftovers(session)
+        finally:
+            await session.aclose()
+            if probe:
+                shutil.rmtree(probe, ignore_errors=True)
+
+    async def _open(self, spec: ServerSpec) -> McpSession:
+        """A session for the run; ArmError when the server's tools changed since set-up."""
+        session = await McpSession.open(spec, self.timeout_s, self.start_timeout_s)
+        if schema_hash(session.tools, [op.tool for op in self.ops.values()]) != self._schemas:
+            await session.aclose()
+            raise ArmError(f"arm=mcp: the tools of {spec.label} changed since the run started (their input "
+                           "schemas differ from the ones recorded in the instrument); rerun against one server version")
+        return session
 
     def _check_templates(self) -> None:
         """Render every operation's arguments once with sample values and check them against
@@ -175,17 +196,15 @@ class McpArm:
                 context["record"] = rendered
             self._checker.check(op, op.render(context))
 
-    async def _acall(self, name: str, context: Mapping[str, Any]) -> Any:
+    async def _acall(self, session: McpSession, name: str, context: Mapping[str, Any]) -> Any:
         op = self.ops[name]
         arguments = op.render(context)
         self._checker.check(op, arguments)
-        if self._session is None:
-            raise ArmError(f"arm=mcp: {op.where} called with no server session (search before ingest?)")
-        return await self._session.call(op.tool, arguments, op.where)
+        return await session.call(op.tool, arguments, op.where)
 
-    async def _aread_health(self) -> dict[str, Any]:
+    async def _aread_health(self, session: McpSession) -> dict[str, Any]:
         op = self.ops["health"]
-        result = await self._acall("health", {"flags": self.flags})
+        result = await self._acall(session, "health", {"flags": self.flags})
         if op.result is None:
             return {}
         fields = map_result(op, result)
@@ -195,15 +214,27 @@ class McpArm:
         fake = sorted({n for n in provider_names(fields.get("providers")) if FAKE_PROVIDER.search(n)})
         return {**{k: v for k, v in fields.items() if v is not None and k != "providers"}, "fake_providers": bool(fake)}
 
-    # -- namespaces --------------------------------------------------------------------
+    # -- sessions and namespaces -------------------------------------------------------
 
-    async def _aerase(self, name: str) -> bool:
+    async def _shared_session(self) -> McpSession:
+        """The running loop's session (opened on first use; a new loop gets a new one)."""
+        loop = asyncio.get_running_loop()
+        if self._shared_loop is not loop:
+            self._shared, self._shared_loop, self._opening = None, loop, asyncio.Lock()
+        assert self._opening is not None
+        async with self._opening:
+            if self._shared is None:
+                self._shared = await self._open(self._spec(None))
+        return self._shared
+
+    async def _aerase(self, name: str, session: McpSession | None) -> bool:
         """Erase one namespace (a folder: remove it; else the erase tool); True when gone."""
         if self.per_process:
             shutil.rmtree(name, ignore_errors=True)
             return not Path(name).exists()
         try:
-            await self._acall("erase", {"namespace": name, "history_id": name, "flags": self.flags})
+            assert session is not None
+            await self._acall(session, "erase", {"namespace": name, "history_id": name, "flags": self.flags})
             return True
         except Exception as exc:  # noqa: BLE001 - counted, warned once, listed in the ledger
             self.erase_failures += 1
@@ -212,12 +243,12 @@ class McpArm:
                 warn(f"could not erase namespace {name} on {self.base.label} ({self._erase_error})")
             return False
 
-    async def _aerase_leftovers(self) -> None:
+    async def _aerase_leftovers(self, session: McpSession) -> None:
         if not self.per_process and "erase" not in self.ops:
             return
         erased = 0
         for leftover in orphaned_ledgers(self.ledger.folder, self.ledger.base_url):
-            left = [n for n in leftover.names if not await self._aerase(n)]
+            left = [n for n in leftover.names if not await self._aerase(n, session)]
             erased += len(leftover.names) - len(left)
             if not left:
                 leftover.path.unlink(missing_ok=True)
@@ -225,35 +256,48 @@ class McpArm:
         if erased:
             warn(f"erased {erased} namespaces left on {self.base.label} by an earlier run that did not end cleanly")
 
-    async def _arelease(self) -> None:
-        """Erase the current history's namespace (per-process: stop its server, remove its folder)."""
-        name, self._namespace = self._namespace, None
-        if self.per_process:
-            await self._aclose_session()
-        if name is not None and not self.keep_namespaces and await self._aerase(name):
-            self.ledger.discard(name)
+    async def release(self, history_id: str) -> None:
+        """Erase ``history_id``'s namespace once its searches are done (fresh-process mode:
+        stop its server, remove its folder); a failed erase is left to ``close``."""
+        entry = self._live.pop(history_id, None)
+        if self._current == history_id:
+            self._current = None
+        if entry is None:
+            return
+        if entry.session is not None:
+            await entry.session.aclose()
+        if not self.keep_namespaces:
+            session = None if self.per_process else await self._shared_session()
+            if await self._aerase(entry.namespace, session):
+                self.ledger.discard(entry.namespace)
 
-    async def _aclose_session(self) -> None:
-        session, self._session = self._session, None
-        if session is not None:
+    async def disconnect(self) -> None:
+        """Stop the sessions of the running loop (memrun awaits it when its loop ends); the
+        namespaces stay for ``release``/``close``."""
+        shared, self._shared, self._shared_loop = self._shared, None, None
+        sessions = [e.session for e in self._live.values() if e.session is not None]
+        for entry in self._live.values():
+            entry.session = None
+        for session in [*sessions, *([shared] if shared else [])]:
             await session.aclose()
 
-    # -- the arm, as coroutines ----------------------------------------------------------
+    # -- the arm protocol (async) --------------------------------------------------------
 
-    async def aingest(self, history_id: str, records: Sequence[Record]) -> None:
-        """Fresh namespace for ``history_id``, then the records through the ingest tool."""
-        await self._arelease()
+    async def ingest(self, history_id: str, records: Sequence[Record]) -> None:
+        """A fresh namespace for ``history_id`` (fresh-process mode: its own server on its own
+        folder), then the records through the ingest tool, then ``ready``/``settle_s``."""
+        if self._closed:
+            raise ArmError("arm=mcp: ingest after close")
+        if history_id in self._live:
+            await self.release(history_id)
+        name = str(self.root / (self.prefix + _safe(history_id))) if self.per_process else self.prefix + _safe(history_id)
+        self.ledger.add(name)  # before it exists: a crash from here on is repaired
+        entry = self._live[history_id] = _History(name)
+        self._current = history_id
         if self.per_process:
-            folder = self.root / (self.prefix + _safe(history_id))
-            name = str(folder)
-            self.ledger.add(name)  # before it exists: a crash from here on is repaired
-            self._namespace = name
-            folder.mkdir(parents=True, exist_ok=True)
-            self._session = await McpSession.open(self._spec(folder), self.timeout_s, self.start_timeout_s)
-        else:
-            name = self.prefix + _safe(history_id)
-            self.ledger.add(name)
-            self._namespace = name
+            Path(name).mkdir(parents=True, exist_ok=True)
+            entry.session = await self._open(self._spec(Path(name)))
+        session = await self._session_of(history_id)
         context = {"namespace": name, "history_id": history_id, "flags": self.flags}
         op = self.ops["ingest"]
         rows = [{"key": r.key, "text": r.text, "timestamp": r.timestamp, "session": r.session, "index": i}
@@ -261,21 +305,31 @@ class McpArm:
         rendered = [op.record.render(**context, record=r) for r in rows] if op.record else rows
         if op.per_record:
             for row in rendered:
-                await self._acall("ingest", {**context, "record": row, "records": [row]})
+                await self._acall(session, "ingest", {**context, "record": row, "records": [row]})
         else:
             for start in range(0, len(rendered), self.batch_size):
-                await self._acall("ingest", {**context, "records": rendered[start : start + self.batch_size]})
+                await self._acall(session, "ingest", {**context, "records": rendered[start : start + self.batch_size]})
         if "ready" in self.ops:
-            await self._aawait_ready({**context, "n_records": len(rows)})
+            await self._aawait_ready(session, {**context, "n_records": len(rows)})
         if self.settle_s:
             await asyncio.sleep(self.settle_s)
 
-    async def _aawait_ready(self, context: dict[str, Any]) -> None:
+    async def _session_of(self, history_id: str) -> McpSession:
+        entry = self._live.get(history_id)
+        if entry is None:
+            raise ArmError(f"arm=mcp: search before ingest of history {history_id!r} (no namespace yet)")
+        if not self.per_process:
+            return await self._shared_session()
+        if entry.session is None:
+            raise ArmError(f"arm=mcp: the server of history {history_id!r} was stopped (disconnect) before its search")
+        return entry.session
+
+    async def _aawait_ready(self, session: McpSession, context: dict[str, Any]) -> None:
         op = self.ops["ready"]
         expected = op.equals.render(**context) if op.equals is not None else None
-        deadline = time.monotonic() + op.timeout_s
+        deadline, value = time.monotonic() + op.timeout_s, None
         while True:
-            value = map_result(op, await self._acall("ready", context), missing_ok=True)
+            value = map_result(op, await self._acall(session, "ready", context), missing_ok=True)
             if (value == expected or str(value) == str(expected)) if op.equals is not None else bool(value):
                 self._ever_ready = True
                 return
@@ -288,58 +342,55 @@ class McpArm:
             raise ArmError(f"{message}; no history has been ready in this run: check arm.ready (or raise timeout_s)")
         raise TimeoutError(message)
 
-    async def asearch(self, query: str, k: int) -> list[Hit]:
-        """At most ``k`` hits for ``query`` in the current namespace, best first."""
-        if self._namespace is None:
-            raise ArmError("arm=mcp: search before ingest (no namespace yet)")
+    async def search(self, query: str, k: int, history_id: str | None = None) -> list[Hit]:
+        """At most ``k`` hits for ``query`` in ``history_id``'s namespace (None: the last
+        history ingested), best first."""
+        history_id = history_id if history_id is not None else self._current or ""
+        session = await self._session_of(history_id)
         op = self.ops["search"]
-        result = await self._acall("search", {"namespace": self._namespace, "query": query, "k": k,
-                                              "flags": self.flags})
+        result = await self._acall(session, "search", {"namespace": self._live[history_id].namespace, "query": query,
+                                                       "k": k, "flags": self.flags})
         assert op.result is not None
         return hits_from_result(map_result(op, result), op.result)[:k]
 
-    async def aclose(self) -> None:
-        """Erase every namespace this run created (or keep and list them), stop the server."""
-        try:
-            if self.keep_namespaces:
-                kept = self.ledger.keep()
-                if kept:
-                    warn(f"kept {len(self.ledger.names)} namespaces of {self.base.label} (listed in {kept})")
-                return
-            if self.per_process:
-                await self._aclose_session()
-            self._namespace = None
-            for name in list(self.ledger.names):
-                if await self._aerase(name):
-                    self.ledger.discard(name)
-            if self.ledger.names:
-                self.ledger.mark_unerased(getattr(self, "_erase_error", "unknown error"))
-                warn(f"could not erase {len(self.ledger.names)} namespaces on {self.base.label}; they are listed "
-                     f"in {self.ledger.path}, and the next run against this server erases them")
-        finally:
-            await self._aclose_session()
-            if self.per_process:
-                shutil.rmtree(self.root, ignore_errors=True)
-
-    # -- the synchronous arm protocol ------------------------------------------------------
-
-    def ingest(self, history_id: str, records: Sequence[Record]) -> None:
-        self._loop.run(self.aingest(history_id, records))
-
-    def search(self, query: str, k: int) -> list[Hit]:
-        return self._loop.run(self.asearch(query, k))
-
     def close(self) -> None:
-        """Erase and stop (idempotent; also on Ctrl-C, SIGTERM, SIGHUP)."""
+        """Erase every namespace this run created (or keep and list them); idempotent (also
+        on Ctrl-C, SIGTERM, SIGHUP). Sessions still open belong to the run's loop
+        (``disconnect``); the erases here use a session of their own."""
         if self._closed:
             return
         self._closed = True
         self._guard.uninstall()
         atexit.unregister(self.close)
+        self._live.clear()
         try:
-            self._loop.run(self.aclose())
+            if self.keep_namespaces:
+                kept = self.ledger.keep()
+                if kept:
+                    warn(f"kept {len(self.ledger.names)} namespaces of {self.base.label} (listed in {kept})")
+            elif self.ledger.names:
+                run_blocking(self._aerase_all())
         finally:
-            self._loop.stop()
+            if self.per_process:
+                shutil.rmtree(self.root, ignore_errors=True)
+
+    async def _aerase_all(self) -> None:
+        session = None
+        try:
+            if not self.per_process:
+                session = await McpSession.open(self._spec(None), self.timeout_s, self.start_timeout_s)
+            for name in list(self.ledger.names):
+                if await self._aerase(name, session):
+                    self.ledger.discard(name)
+        except ArmError as exc:  # the server does not start any more: the ledger keeps the names
+            self._erase_error = str(exc)
+        finally:
+            if session is not None:
+                await session.aclose()
+        if self.ledger.names:
+            self.ledger.mark_unerased(getattr(self, "_erase_error", "unknown error"))
+            warn(f"could not erase {len(self.ledger.names)} namespaces on {self.base.label}; they are listed "
+                 f"in {self.ledger.path}, and the next run against this server erases them")
 
     def describe(self) -> dict[str, Any]:
         """search_mode, server_build (server name, version and the configured tools' schema

@@ -1,12 +1,12 @@
-"""One MCP client session (official ``mcp`` SDK), as coroutines, and a private event loop.
+"""One MCP client session (official ``mcp`` SDK), as coroutines.
 
 :class:`McpSession` opens a session over stdio (memrun starts the server as a
 subprocess, its stderr captured so errors can quote its tail) or over streamable HTTP,
-runs the initialize handshake and lists the tools. Its methods are coroutines, so an
-asynchronous caller awaits them directly; :class:`LoopThread` runs them for a
-synchronous caller (today's arm protocol) on an event loop of its own in a daemon
-thread. The SDK's transports are async context managers that must be entered and left
-in one task, so a *holder* task owns them for the session's lifetime.
+runs the initialize handshake and lists the tools. Its methods are coroutines, awaited on
+the event loop that opened the session (the run's loop: ``arm=mcp`` is an async arm);
+many calls may be in flight over one session. The SDK's transports are async context
+managers that must be entered and left in one task, so a *holder* task owns them for the
+session's lifetime. :func:`run_blocking` runs set-up and clean-up coroutines from plain code.
 
 Every failure is an :class:`memrun.errors.ArmError` in one line, except a tool that
 answers with ``isError`` (:class:`ToolError`, a per-item error the run records).
@@ -15,10 +15,10 @@ answers with ``isError`` (:class:`ToolError`, a per-item error the run records).
 from __future__ import annotations
 
 import asyncio
+import concurrent.futures
 import contextlib
 import tempfile
-import threading
-from collections.abc import Awaitable, Mapping, Sequence
+from collections.abc import Coroutine, Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import Any, TypeVar
 
@@ -49,25 +49,16 @@ class ServerSpec:
         return self.url if self.url else " ".join([str(self.command), *self.args])
 
 
-class LoopThread:
-    """An asyncio event loop in a daemon thread; :meth:`run` waits for a coroutine on it."""
-
-    def __init__(self) -> None:
-        self.loop = asyncio.new_event_loop()
-        self._thread = threading.Thread(target=self.loop.run_forever, name="memrun-mcp", daemon=True)
-        self._thread.start()
-
-    def run(self, coro: Awaitable[T]) -> T:
-        """The coroutine's result (its exception re-raised here)."""
-        return asyncio.run_coroutine_threadsafe(coro, self.loop).result()  # type: ignore[arg-type]
-
-    def stop(self) -> None:
-        """Stop the loop and join its thread (idempotent)."""
-        if self.loop.is_running():
-            self.loop.call_soon_threadsafe(self.loop.stop)
-            self._thread.join(timeout=5)
-        if not self.loop.is_running() and not self.loop.is_closed():
-            self.loop.close()
+def run_blocking(coro: Coroutine[Any, Any, T]) -> T:
+    """Run ``coro`` to the end on an event loop of its own and return its result (its
+    exception re-raised): in this thread, or, when this thread already runs a loop, in a
+    short-lived worker thread. For set-up and clean-up, never for the run's calls."""
+    try:
+        asyncio.get_running_loop()
+    except RuntimeError:
+        return asyncio.run(coro)
+    with concurrent.futures.ThreadPoolExecutor(1, thread_name_prefix="memrun-mcp-setup") as pool:
+        return pool.submit(asyncio.run, coro).result()
 
 
 class McpSession:

@@ -6,6 +6,7 @@ fault cases that concern one call share a session (``tools``) where the check is
 
 from __future__ import annotations
 
+import asyncio
 import json
 import sys
 from pathlib import Path
@@ -43,6 +44,17 @@ def mcp_arm(ledger: Path, *more: str):
     return build(compose_run(overrides(ledger, *more)).arm, ARM_RESERVED_KEYS, "arm")
 
 
+def on_loop(arm, body) -> None:
+    """Await ``body()`` on one event loop, as a run awaits the arm's calls, then disconnect."""
+    async def main() -> None:
+        try:
+            await body()
+        finally:
+            await arm.disconnect()
+
+    asyncio.run(main())
+
+
 def state(path: Path) -> dict:
     return json.loads(path.read_text())["namespaces"]
 
@@ -53,15 +65,20 @@ def test_lifecycle_namespaces_and_instrument(tmp_path, monkeypatch) -> None:
     fields = arm.describe()
     assert fields["server_build"].startswith("testmem 0.3.1; tools sha256:") and fields["search_mode"] == "lexical"
     assert fields["mcp_server"] == "memrun-test-memory 0.3.1" and "store" in fields["mcp_tools"]
-    arm.ingest("conv-1", RECORDS)
-    (first,) = state(tmp_path / "state.json")
-    assert first.startswith("memrun-") and first.endswith("-conv-1")
-    assert [f.name for f in (tmp_path / "ledger").glob("*.json")]
-    hits = arm.search("what is the cat called", 2)
-    assert [h.key for h in hits] == ["D1:2", "D1:1"] and hits[0].score > hits[1].score
-    arm.ingest("conv 2", RECORDS[:1])  # the next history: the first namespace is erased
-    (second,) = state(tmp_path / "state.json")
-    assert second != first and "conv-2" in second
+
+    async def body() -> None:
+        await arm.ingest("conv-1", RECORDS)
+        (first,) = state(tmp_path / "state.json")
+        assert first.startswith("memrun-") and first.endswith("-conv-1")
+        assert [f.name for f in (tmp_path / "ledger").glob("*.json")]
+        hits = await arm.search("what is the cat called", 2, history_id="conv-1")
+        assert [h.key for h in hits] == ["D1:2", "D1:1"] and hits[0].score > hits[1].score
+        await arm.release("conv-1")  # its searches are done: its namespace is erased
+        await arm.ingest("conv 2", RECORDS[:1])
+        (second,) = state(tmp_path / "state.json")
+        assert second != first and "conv-2" in second
+
+    on_loop(arm, body)
     arm.close()
     assert state(tmp_path / "state.json") == {} and not list((tmp_path / "ledger").glob("*.json"))
     arm.close()  # idempotent
@@ -85,13 +102,18 @@ def test_a_fresh_server_per_history_on_its_own_folder(tmp_path) -> None:
     """{{ namespace_dir }} in env: each history starts its own server; its folder goes with it."""
     arm = mcp_arm(tmp_path / "ledger", "arm.env.MCP_TEST_STATE='{{ namespace_dir }}/state.json'", "arm.erase=null")
     assert arm.per_process
-    arm.ingest("conv-1", RECORDS)
-    (folder,) = [Path(n) for n in arm.ledger.names]
-    assert list(state(folder / "state.json").values()) == [["D1:1", "D1:2", "D2:1"]]
-    assert [h.key for h in arm.search("grey cat", 5)] == ["D1:1", "D1:2"]
-    arm.ingest("conv-2", RECORDS[2:])
-    assert not folder.exists()
-    assert [h.key for h in arm.search("cat", 5)] == []  # the new server holds conv-2 only
+
+    async def body() -> None:
+        await arm.ingest("conv-1", RECORDS)
+        (folder,) = [Path(n) for n in arm.ledger.names]
+        assert list(state(folder / "state.json").values()) == [["D1:1", "D1:2", "D2:1"]]
+        assert [h.key for h in await arm.search("grey cat", 5)] == ["D1:1", "D1:2"]
+        await arm.release("conv-1")
+        assert not folder.exists()
+        await arm.ingest("conv-2", RECORDS[2:])
+        assert [h.key for h in await arm.search("cat", 5)] == []  # the new server holds conv-2 only
+
+    on_loop(arm, body)
     arm.close()
     assert not arm.root.exists() and not list((tmp_path / "ledger").glob("*.json"))
 
@@ -136,29 +158,38 @@ def test_server_fails_to_start_command_missing_or_exits_with_stderr(tmp_path) ->
 
 def test_result_path_that_maps_nothing_shows_the_shape_and_text_content_is_parsed(tmp_path) -> None:
     arm = mcp_arm(tmp_path, "arm.search.tool=text_search", "arm.search.result='results[].{key: id}'")
-    try:
-        arm.ingest("h", RECORDS)
+
+    async def body() -> None:
+        await arm.ingest("h", RECORDS)
         with pytest.raises(ArmError, match=r"arm.search.result 'results\[\].\{key: id\}' found nothing in the "
                                            r"result of tool 'text_search', which is an object with keys hits"):
-            arm.search("cat", 3)
+            await arm.search("cat", 3)
         arm.ops["search"] = ToolOperation("search", {**{"tool": "text_search"},
                                                      "arguments": {"namespace": "{{ namespace }}", "query": "{{ query }}"},
                                                      "result": "hits[].{key: id, score: score}"})
-        assert [h.key for h in arm.search("grey cat", 3)] == ["D1:1", "D1:2"]  # JSON text content, no structured
+        assert [h.key for h in await arm.search("grey cat", 3)] == ["D1:1", "D1:2"]  # JSON text content, no structured
+
+    try:
+        on_loop(arm, body)
     finally:
         arm.close()
 
 
 def test_hanging_call_times_out_and_crash_shows_stderr(tmp_path) -> None:
-    arm = mcp_arm(tmp_path, "arm.timeout_s=1.5", "+arm.env.MCP_TEST_SLOW_QUERY=hang", "+arm.env.MCP_TEST_CRASH_AFTER=4")
-    try:
-        arm.ingest("h", RECORDS)  # calls 2 and 3 (info was call 1)
+    # The run's server counts its own calls (the set-up's server answered info and exited).
+    arm = mcp_arm(tmp_path, "arm.timeout_s=1.5", "+arm.env.MCP_TEST_SLOW_QUERY=hang", "+arm.env.MCP_TEST_CRASH_AFTER=3")
+
+    async def body() -> None:
+        await arm.ingest("h", RECORDS)  # call 1
         with pytest.raises(ArmError, match=r"arm.search: tool 'search' did not answer within 1.5 s \(arm.timeout_s\)"):
-            arm.search("hang", 3)
-        arm.search("cat", 3)  # a separate call still works: call 4
+            await arm.search("hang", 3)  # call 2
+        await arm.search("cat", 3)  # a separate call still works: call 3
         with pytest.raises(ArmError, match=r"closed the connection during tool 'search' \(it exited or crashed\); "
-                                           r"its stderr ended with: .*crashing on call 5"):
-            arm.search("cat", 3)
+                                           r"its stderr ended with: .*crashing on call 4"):
+            await arm.search("cat", 3)
+
+    try:
+        on_loop(arm, body)
     finally:
         arm.close()
 
@@ -195,8 +226,12 @@ def test_streamable_http_transport_with_a_token_from_the_environment(tmp_path, m
         arm = mcp_arm(tmp_path, "arm.command=null", f"arm.url={url}", "arm.auth_token_env=MEMSRV_TOKEN")
         try:
             assert arm.describe()["mcp_transport"] == "http" and arm.base.headers == {"Authorization": "Bearer s3cret"}
-            arm.ingest("conv-1", RECORDS)
-            assert [h.key for h in arm.search("grey cat", 2)] == ["D1:1", "D1:2"]
+
+            async def body() -> None:
+                await arm.ingest("conv-1", RECORDS)
+                assert [h.key for h in await arm.search("grey cat", 2)] == ["D1:1", "D1:2"]
+
+            on_loop(arm, body)
         finally:
             arm.close()
     finally:
