@@ -13,6 +13,7 @@ import os
 import signal
 import subprocess
 import sys
+import tempfile
 import time
 from pathlib import Path
 
@@ -83,13 +84,14 @@ def wait_for_folder(ledger: Path, proc: subprocess.Popen, timeout: float = 120.0
 @pytest.mark.slow
 def test_sigterm_and_sigkill_leave_no_history_folder(tmp_path) -> None:
     ledger = tmp_path / "ledger"
-    proc = start_memrun(ledger, tmp_path / "run")
+    proc = start_memrun(ledger, tmp_path / "run")  # arm.concurrency 16: every history open at once
     folder = wait_for_folder(ledger, proc)
     proc.send_signal(signal.SIGTERM)
     _, err = proc.communicate(timeout=120)
     assert proc.returncode == 130, err
     assert not folder.exists() and not list(ledger.glob("*.json"))
-    proc = start_memrun(ledger, tmp_path / "run2")
+    assert not [p for p in Path(tempfile.gettempdir()).glob("memrun-mcp-memrun-*") if str(folder).startswith(str(p))]
+    proc = start_memrun(ledger, tmp_path / "run2", "arm.concurrency=1")  # one history open: one folder left
     folder = wait_for_folder(ledger, proc)
     proc.kill()  # SIGKILL: the ledger is the remedy
     proc.communicate(timeout=60)

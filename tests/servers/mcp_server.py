@@ -8,7 +8,8 @@ content only, no structured content). Faults, from the environment:
 - ``MCP_TEST_STATE``: a JSON file rewritten after every call (namespaces and their ids;
   the tests read it after the server is gone);
 - ``MCP_TEST_FAIL_START``: print it on stderr and exit 3 before serving;
-- ``MCP_TEST_SLOW_S``: seconds every tool call sleeps;
+- ``MCP_TEST_SLOW_S``: seconds every tool call sleeps (the state file then also records
+  ``peak_in_flight``: the most calls that slept at once);
 - ``MCP_TEST_SLOW_QUERY``: a search for exactly this query never answers;
 - ``MCP_TEST_CRASH_AFTER``: after this many tool calls the process exits (stderr says so);
 - ``MCP_TEST_SCHEMA``: ``v2`` adds an optional ``filter`` argument to ``search`` (a
@@ -29,6 +30,7 @@ from mcp.server.mcpserver import MCPServer
 server = MCPServer("memrun-test-memory", version="0.3.1")
 NAMESPACES: dict[str, list[dict[str, str]]] = {}
 CALLS = [0]
+IN_FLIGHT = {"now": 0, "peak": 0}
 WORD = re.compile(r"[a-z0-9]+")
 
 
@@ -40,13 +42,20 @@ async def _before() -> None:
         sys.stderr.flush()
         os._exit(7)
     if os.environ.get("MCP_TEST_SLOW_S"):
-        await asyncio.sleep(float(os.environ["MCP_TEST_SLOW_S"]))
+        IN_FLIGHT["now"] += 1
+        IN_FLIGHT["peak"] = max(IN_FLIGHT["peak"], IN_FLIGHT["now"])
+        try:
+            await asyncio.sleep(float(os.environ["MCP_TEST_SLOW_S"]))
+        finally:
+            IN_FLIGHT["now"] -= 1
+        _save()
 
 
 def _save() -> None:
     path = os.environ.get("MCP_TEST_STATE")
     if path:
-        data = {"pid": os.getpid(), "namespaces": {n: [r["id"] for r in rs] for n, rs in NAMESPACES.items()}}
+        data = {"pid": os.getpid(), "namespaces": {n: [r["id"] for r in rs] for n, rs in NAMESPACES.items()},
+                "peak_in_flight": IN_FLIGHT["peak"]}
         with open(path + ".tmp", "w") as f:
             json.dump(data, f)
         os.replace(path + ".tmp", path)

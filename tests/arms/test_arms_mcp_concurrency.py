@@ -1,0 +1,51 @@
+"""arm=mcp with many histories and calls in flight (arm.concurrency) against the tests' own
+MCP server: the rows of a one-at-a-time run, calls overlapping over one session, and in
+the fresh-process mode one server per open history."""
+
+from __future__ import annotations
+
+import json
+import sys
+from pathlib import Path
+from typing import Any
+
+import pytest
+from arms.support import TESTS, run_in_process
+
+from memrun.io.reader import read_run
+
+SEARCHPATH = f"hydra.searchpath=[file://{TESTS / 'servers' / 'conf'}]"
+LATENCY = ("search_latency_ms", "search_queue_ms", "run_id")
+
+
+@pytest.fixture(autouse=True)
+def _tests_dir(monkeypatch) -> None:
+    monkeypatch.setenv("MEMRUN_TESTS_DIR", str(TESTS))
+
+
+def run(tmp_path: Path, name: str, *overrides: str) -> list[dict[str, Any]]:
+    out = tmp_path / name
+    run_in_process(["benchmark=synthetic", "arm=mcp_testmem", SEARCHPATH, f"arm.command={sys.executable}",
+                    f"arm.ledger_dir={tmp_path / 'ledger'}", "+arm.env.MCP_TEST_SLOW_S=0.1", *overrides], out)
+    return [{k: v for k, v in r.items() if k not in LATENCY} for r in read_run(out).table.to_pylist()]
+
+
+def test_calls_in_flight_over_one_session_give_the_rows_of_a_one_at_a_time_run(tmp_path, monkeypatch) -> None:
+    state = tmp_path / "state.json"
+    monkeypatch.setenv("MCP_TEST_STATE", str(state))
+    one = run(tmp_path, "one", "arm.concurrency=1")
+    assert json.loads(state.read_text())["peak_in_flight"] == 1
+    many = run(tmp_path, "many", "arm.concurrency=16")
+    saved = json.loads(state.read_text())
+    assert many == one and len(one) == 30 and any(r["retrieved_keys"] for r in one)
+    # 30 searches of 0.1 s over the run's one session: at least 8 were in the server at once
+    assert saved["peak_in_flight"] >= 8 and saved["namespaces"] == {}
+    assert not list((tmp_path / "ledger").glob("*.json"))
+
+
+def test_fresh_process_mode_gives_each_open_history_its_own_server(tmp_path) -> None:
+    one = run(tmp_path, "one", "arm.concurrency=1")
+    many = run(tmp_path, "many", "arm.concurrency=16", "arm.erase=null",
+               "arm.env.MCP_TEST_STATE='{{ namespace_dir }}/state.json'")
+    assert many == one
+    assert not list((tmp_path / "ledger").glob("*.json")) and not list(tmp_path.glob("memrun-mcp-*"))
