@@ -1,15 +1,24 @@
-"""arm=mcp's overhead per call against a plain ``mcp`` SDK client doing the same calls.
+"""arm=mcp against a plain ``mcp`` SDK client: the cost per call, and wall time with calls in flight.
 
-Both talk to the tests' MCP server (tests/servers/mcp_server.py, one process each, same
-script, same namespace of 200 records): memrun's side is ``McpArm.search`` as the run
-calls it (synchronous, through the arm's private event loop thread, arguments rendered
-from templates and checked against the tool's inputSchema, the result mapped by
-JMESPath into hits); the peer is a plain SDK script, ``await session.call_tool("search",
-...)`` on its own event loop, reading ``hits`` from its structuredContent or JSON text. Blocks of calls
-alternate (A B A B ...) so drift in the machine's load hits both; the figure is the
-median of the per-block ratios (goal: <= 1.2x).
+Both sides talk to the tests' MCP server (tests/servers/mcp_server.py over stdio, one
+server process per side, started before the clock) and run as alternated pairs of fresh
+processes (bench/_pairs.py); each child times its own work and prints it, so server
+start-up and imports are left out of both sides alike.
 
-    python bench/bench_mcp_arm.py [--blocks 10] [--calls 50]
+* per call: ``--calls`` searches one after another in one namespace of 200 records
+  (server answers at once). memrun: ``await McpArm.search(...)``, as the retrieval flow
+  awaits it (arguments rendered from templates, checked against the tool's inputSchema,
+  result mapped by JMESPath into hits); peer: ``await session.call_tool("search", ...)``
+  and the hits read from its structured content. Goal: <= 1.2x.
+* in flight: ``--histories`` histories of 50 records and ``--questions`` questions each,
+  every tool call taking ``--slow-ms`` in the server (``MCP_TEST_SLOW_S``), at
+  ``arm.concurrency`` 1 and 16. memrun: the retrieval flow (memrun.retrieval_flow.Flow:
+  per history ingest, every search at once, release = erase); peer: a plain asyncio
+  script making the same calls over one session with the same number in flight (an
+  ``asyncio.Semaphore``). The ideal is the server's time alone: calls x slow / C (every
+  history's chain ingest -> search -> erase is shorter here). Goal at 16: <= 1.25x the ideal.
+
+    nice -n 10 python bench/bench_mcp_arm.py [--pairs 5] [--calls 200] [--slow-ms 50]
 """
 
 from __future__ import annotations
@@ -25,20 +34,71 @@ from pathlib import Path
 
 ROOT = Path(__file__).resolve().parents[1]
 SERVER = ROOT / "tests" / "servers" / "mcp_server.py"
-sys.path.insert(0, str(ROOT))
-
-from memrun.arms.mcp import McpArm  # noqa: E402
-from memrun.records import Record  # noqa: E402
-
 WORDS = "cat tuna grey bicycle lisbon cello sunday garden river piano".split()
-RECORDS = [Record(f"D{i // 20}:{i}", f"record {i} about {WORDS[i % 10]} and {WORDS[(i * 3) % 10]}", None, "s")
-           for i in range(200)]
-QUERIES = [f"what about the {WORDS[i % 10]}" for i in range(50)]
 
 
-def memrun_arm(ledger: str) -> McpArm:
+def workload(histories: int, records: int, questions: int) -> list[dict]:
+    """Histories as plain data (both sides read the same): id, records [{id, text}], questions."""
+    return [{"id": f"h{h}",
+             "records": [{"id": f"D{h}:{i}", "text": f"record {i} about {WORDS[(i + h) % 10]} and {WORDS[(i * 3) % 10]}"}
+                         for i in range(records)],
+             "questions": [f"what about the {WORDS[(q + h) % 10]}" for q in range(questions)]}
+            for h in range(histories)]
+
+
+# -- the peer: a plain SDK client (no memrun import) ---------------------------------------
+
+async def plain(args: argparse.Namespace) -> float:
+    from contextlib import AsyncExitStack
+
+    from mcp import ClientSession
+    from mcp.client.stdio import StdioServerParameters, stdio_client
+
+    env = {"MCP_TEST_SLOW_S": str(args.slow_ms / 1000)} if args.mode == "flight" else {}
+    async with AsyncExitStack() as stack:
+        read, write = await stack.enter_async_context(
+            stdio_client(StdioServerParameters(command=sys.executable, args=[str(SERVER)], env=env)))
+        session = await stack.enter_async_context(ClientSession(read, write))
+        await session.initialize()
+
+        async def search(namespace: str, query: str) -> list:
+            result = await session.call_tool("search", {"namespace": namespace, "query": query, "k": 10})
+            return (result.structured_content or json.loads(result.content[0].text))["hits"]
+
+        if args.mode == "calls":
+            (history,) = workload(1, 200, 50)
+            await session.call_tool("store", {"namespace": "plain", "records": history["records"]})
+            for q in history["questions"][:10]:
+                await search("plain", q)  # warm
+            start = time.perf_counter()
+            for i in range(args.calls):
+                await search("plain", history["questions"][i % 50])
+            return (time.perf_counter() - start) / args.calls
+        slots = asyncio.Semaphore(args.concurrency)
+
+        async def call(coro_fn, *a):
+            async with slots:
+                return await coro_fn(*a)
+
+        async def one(history: dict) -> None:
+            name = f"plain-{history['id']}"
+            await call(session.call_tool, "store", {"namespace": name, "records": history["records"]})
+            await asyncio.gather(*(call(search, name, q) for q in history["questions"]))
+            await call(session.call_tool, "erase", {"namespace": name})
+
+        start = time.perf_counter()
+        await asyncio.gather(*(one(h) for h in workload(args.histories, 50, args.questions)))
+        return time.perf_counter() - start
+
+
+# -- memrun: arm=mcp as the run drives it --------------------------------------------------
+
+def memrun_arm(ledger: str, slow_s: float):
+    from memrun.arms.mcp import McpArm
+
     ns = "{{ namespace }}"
     return McpArm(command=sys.executable, args=[str(SERVER)], ledger_dir=ledger, start_timeout_s=120,
+                  env={"MCP_TEST_SLOW_S": str(slow_s)} if slow_s else {},
                   ingest={"tool": "store", "record": {"id": "{{ record.key }}", "text": "{{ record.text }}"},
                           "arguments": {"namespace": ns, "records": "{{ records }}"}},
                   search={"tool": "search", "arguments": {"namespace": ns, "query": "{{ query }}", "k": "{{ k }}"},
@@ -46,83 +106,106 @@ def memrun_arm(ledger: str) -> McpArm:
                   erase={"tool": "erase", "arguments": {"namespace": ns}})
 
 
-class PlainClient:
-    """The peer: the SDK's documented client pattern, nothing else."""
+def groups_of(data: list[dict]) -> list:
+    from memrun.records import Group, Item, Record
 
-    def __init__(self) -> None:
-        self.loop = asyncio.new_event_loop()
-        self.loop.run_until_complete(self._open())
-
-    async def _open(self) -> None:
-        from contextlib import AsyncExitStack
-
-        from mcp import ClientSession
-        from mcp.client.stdio import StdioServerParameters, stdio_client
-
-        self.stack = AsyncExitStack()
-        read, write = await self.stack.enter_async_context(
-            stdio_client(StdioServerParameters(command=sys.executable, args=[str(SERVER)])))
-        self.session = await self.stack.enter_async_context(ClientSession(read, write))
-        await self.session.initialize()
-        await self.session.call_tool("store", {"namespace": "plain", "records": [
-            {"id": r.key, "text": r.text} for r in RECORDS]})
-
-    def search(self, query: str, k: int) -> list:
-        async def call() -> list:
-            result = await self.session.call_tool("search", {"namespace": "plain", "query": query, "k": k})
-            doc = result.structured_content or json.loads(result.content[0].text)
-            return doc["hits"]
-        return self.loop.run_until_complete(call())
-
-    def close(self) -> None:
-        """The server exits when this process does (its stdin closes); the transport's cancel
-        scopes belong to the tasks that opened them, so they are not left here."""
+    return [Group(h["id"], [Record(r["id"], r["text"]) for r in h["records"]],
+                  [Item(f"{h['id']}:{i}", h["id"], h["id"], "1", q, None, "null", ()) for i, q in enumerate(h["questions"])])
+            for h in data]
 
 
-async def _in_loop(arm: McpArm, calls: int) -> tuple[float, float]:
-    """Per call: ``arm.asearch`` and the bare ``call_tool`` on the arm's own session, awaited
-    on its loop (no thread hop): the arm's own work, apart from the sync facade."""
-    session = arm._session._session  # noqa: SLF001 - the same session, without the arm around it
-    start = time.perf_counter()
-    for i in range(calls):
-        await arm.asearch(QUERIES[i % len(QUERIES)], 10)
-    mid = time.perf_counter()
-    for i in range(calls):
-        await session.call_tool("search", {"namespace": arm._namespace, "query": QUERIES[i % len(QUERIES)], "k": 10})
-    return (mid - start) / calls, (time.perf_counter() - mid) / calls
+async def memrun_side(arm, args: argparse.Namespace) -> float:
+    from memrun.retrieval_flow import Flow, FlowSettings
+
+    await arm._shared_session()  # noqa: SLF001 - the run's server started before the clock, as the peer's
+    if args.mode == "calls":
+        (group,) = groups_of(workload(1, 200, 50))
+        await arm.ingest(group.history_id, group.records)
+        queries = [item.question for item in group.items]
+        for q in queries[:10]:
+            await arm.search(q, 10, history_id=group.history_id)  # warm
+        start = time.perf_counter()
+        for i in range(args.calls):
+            await arm.search(queries[i % 50], 10, history_id=group.history_id)
+        took = (time.perf_counter() - start) / args.calls
+        await arm.release(group.history_id)
+        await arm.disconnect()
+        return took
+    groups = groups_of(workload(args.histories, 50, args.questions))
+    flow, done, start = Flow(arm, 10, "key", FlowSettings(args.concurrency)), 0, time.perf_counter()
+    took = 0.0
+    async for _ in flow.groups(groups):
+        done += 1
+        if done == len(groups):  # the last rows are in (the flow's own clean-up is not timed)
+            took = time.perf_counter() - start
+    return took
 
 
-def block(search, calls: int) -> float:
-    start = time.perf_counter()
-    for i in range(calls):
-        search(QUERIES[i % len(QUERIES)], 10)
-    return (time.perf_counter() - start) / calls
+def child(args: argparse.Namespace) -> None:
+    if args.side == "plain":
+        print(f"SECONDS {asyncio.run(plain(args))}")
+        return
+    sys.path.insert(0, str(ROOT))
+    with tempfile.TemporaryDirectory() as ledger:
+        arm = memrun_arm(ledger, args.slow_ms / 1000 if args.mode == "flight" else 0)
+        try:
+            print(f"SECONDS {asyncio.run(memrun_side(arm, args))}")
+        finally:
+            arm.close()
+
+
+# -- the parent: alternated pairs ------------------------------------------------------------
+
+def pairs_of(mode: str, concurrency: int, args: argparse.Namespace):
+    import dataclasses
+
+    sys.path.insert(0, str(Path(__file__).resolve().parent))
+    from _pairs import alternate, run_child
+
+    common = [f"--mode={mode}", f"--concurrency={concurrency}", f"--calls={args.calls}", f"--slow-ms={args.slow_ms}",
+              f"--histories={args.histories}", f"--questions={args.questions}"]
+
+    def side(name: str):
+        def run():
+            done = run_child([str(Path(__file__).resolve()), "--child", f"--side={name}", *common],
+                             env={"PYTHONPATH": str(ROOT)})
+            seconds = float(done.stdout.split("SECONDS ")[-1].split()[0])
+            return dataclasses.replace(done, seconds=seconds)
+        return run
+
+    return alternate(side("memrun"), side("plain"), args.pairs)
 
 
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
-    parser.add_argument("--blocks", type=int, default=10)
-    parser.add_argument("--calls", type=int, default=50)
+    parser.add_argument("--pairs", type=int, default=5)
+    parser.add_argument("--calls", type=int, default=200)
+    parser.add_argument("--slow-ms", type=float, default=50)
+    parser.add_argument("--histories", type=int, default=16)
+    parser.add_argument("--questions", type=int, default=10)
+    parser.add_argument("--child", action="store_true", help=argparse.SUPPRESS)
+    parser.add_argument("--side", choices=["memrun", "plain"], help=argparse.SUPPRESS)
+    parser.add_argument("--mode", choices=["calls", "flight"], default="calls", help=argparse.SUPPRESS)
+    parser.add_argument("--concurrency", type=int, default=1, help=argparse.SUPPRESS)
     args = parser.parse_args()
-    with tempfile.TemporaryDirectory() as ledger:
-        arm, plain = memrun_arm(ledger), PlainClient()
-        arm.ingest("bench", RECORDS)
-        assert [h.key for h in arm.search("cello", 10)] == [h["id"] for h in plain.search("cello", 10)]
-        block(arm.search, 10), block(plain.search, 10)  # warm both
-        ratios, ours, theirs = [], [], []
-        for _ in range(args.blocks):
-            a, b = block(arm.search, args.calls), block(plain.search, args.calls)
-            ours.append(a), theirs.append(b), ratios.append(a / b)
-        in_loop = [arm._loop.run(_in_loop(arm, args.calls)) for _ in range(args.blocks)]
-        arm.close(), plain.close()
-    print(f"search call, {args.blocks} alternated blocks of {args.calls} calls, tests/servers/mcp_server.py over stdio")
-    print(f"  memrun arm=mcp (sync, templates, inputSchema check, JMESPath): {1000 * statistics.median(ours):.2f} ms/call")
-    print(f"  plain mcp SDK client (call_tool, hits from the JSON result):   {1000 * statistics.median(theirs):.2f} ms/call")
-    print(f"  ratio (median of per-block ratios): {statistics.median(ratios):.2f}x  (goal <= 1.2x)")
-    coro, raw = statistics.median(a for a, _ in in_loop), statistics.median(b for _, b in in_loop)
-    print(f"  awaited on the arm's own loop and session (what an async run gets): McpArm.asearch "
-          f"{1000 * coro:.2f} ms/call, bare session.call_tool {1000 * raw:.2f} ms/call: "
-          f"{statistics.median(a / b for a, b in in_loop):.2f}x")
+    if args.child:
+        child(args)
+        return
+    calls = pairs_of("calls", 1, args)
+    print(f"tests/servers/mcp_server.py over stdio, {args.pairs} alternated pairs of processes (medians)")
+    print(f"per search call ({args.calls} in a row, server answers at once):")
+    print(f"  memrun arm=mcp (await McpArm.search): {1000 * calls.median('a'):.2f} ms   plain SDK call_tool: "
+          f"{1000 * calls.median('b'):.2f} ms   ratio {calls.ratio:.2f}x  (goal <= 1.2x)")
+    n_calls = args.histories * (args.questions + 2)
+    print(f"wall time, {args.histories} histories x ({args.questions} searches + ingest + erase) = {n_calls} calls "
+          f"of {args.slow_ms:g} ms:")
+    for concurrency in (1, 16):
+        flight = pairs_of("flight", concurrency, args)
+        ideal = n_calls * args.slow_ms / 1000 / concurrency
+        ours = flight.median("a")
+        print(f"  arm.concurrency {concurrency:2}: memrun {ours:.2f} s, plain asyncio SDK {flight.median('b'):.2f} s "
+              f"(ratio {flight.ratio:.2f}x), ideal {ideal:.2f} s: memrun {ours / ideal:.2f}x the ideal"
+              + ("  (goal <= 1.25x)" if concurrency == 16 else ""))
 
 
 if __name__ == "__main__":
