@@ -67,6 +67,7 @@ class _History:
 
     namespace: str
     session: McpSession | None = None
+    slot: int = 0  # which of the run's shared sessions serves it (arm.sessions)
 
 
 class McpArm:
@@ -78,7 +79,9 @@ class McpArm:
     search_mode: the instrument's search_mode (null: health's, else ``server``).
     namespace_prefix, keep_namespaces, ledger_dir, eval_flags, crediting_flags, crediting,
     ingest_batch_size, settle_s: as ``arm=http``. timeout_s: per call; start_timeout_s: the
-    server's start and initialize handshake.
+    server's start and initialize handshake. sessions: sessions to a shared server, each
+    history's calls on one of them (for a server that answers one call at a time per
+    session over a store its processes share); the fresh-process mode has one per history.
     Raises ArmError for a bad config, a server that does not start, an unknown tool.
     """
 
@@ -92,7 +95,7 @@ class McpArm:
         namespace_prefix: str = "memrun-", keep_namespaces: bool = False, ledger_dir: str | None = None,
         eval_flags: Mapping[str, Any] | None = None, crediting_flags: Mapping[str, Any] | None = None,
         crediting: bool = False, ingest_batch_size: int = 100, settle_s: float = 0.0, timeout_s: float = 30.0,
-        start_timeout_s: float = 60.0,
+        start_timeout_s: float = 60.0, sessions: int = 1,
     ) -> None:
         if bool(command) == bool(url):
             raise ArmError("arm=mcp: give either arm.command (a server memrun starts over stdio) or arm.url "
@@ -102,6 +105,8 @@ class McpArm:
         for required in ("ingest", "search"):
             if required not in self.ops:
                 raise ArmError(f"arm.{required}.tool is not set; give the name of the server's tool")
+        if isinstance(sessions, bool) or not isinstance(sessions, int) or sessions < 1:
+            raise ArmError(f"arm.sessions={sessions!r}: must be a positive integer (sessions to a shared server)")
         if ingest_batch_size < 1 or not timeout_s > 0 or not start_timeout_s > 0 or not settle_s >= 0:
             raise ArmError("arm=mcp: ingest_batch_size must be >= 1, timeout_s and start_timeout_s > 0, settle_s >= 0")
         token = api_key_from_env(auth_token_env, "arm.auth_token_env")
@@ -114,6 +119,9 @@ class McpArm:
             raise ArmError("arm.erase is not configured, so memrun cannot remove the namespaces it creates; "
                            "configure erase, use {{ namespace_dir }} in arm.args/env for a fresh server per "
                            "history, or set arm.keep_namespaces=true")
+        if self.per_process and sessions > 1:
+            raise ArmError("arm.sessions > 1 is for a shared server; with {{ namespace_dir }} every open history "
+                           "already has a server and a session of its own: drop arm.sessions")
         self.base = ServerSpec(command=command, args=tuple(args), url=url, headers=all_headers)
         self.search_mode, self.crediting, self.keep_namespaces = search_mode, crediting, keep_namespaces
         self.flags = dict((crediting_flags if crediting else eval_flags) or {})
@@ -126,7 +134,8 @@ class McpArm:
         self.tool_names: list[str] = []
         self._live: dict[str, _History] = {}  # history id -> its namespace (and server), while open
         self._current: str | None = None  # the last history ingested: search's default
-        self._shared: McpSession | None = None  # the run loop's session (not the fresh-process mode)
+        self.n_sessions, self._slots_used = sessions, 0
+        self._shared: list[McpSession | None] = []  # the run loop's sessions (not the fresh-process mode)
         self._shared_loop: asyncio.AbstractEventLoop | None = None
         self._opening: asyncio.Lock | None = None
         self._ever_ready, self._closed, self.erase_failures = False, False, 0
@@ -216,16 +225,17 @@ class McpArm:
 
     # -- sessions and namespaces -------------------------------------------------------
 
-    async def _shared_session(self) -> McpSession:
-        """The running loop's session (opened on first use; a new loop gets a new one)."""
+    async def _shared_session(self, slot: int = 0) -> McpSession:
+        """The running loop's session number ``slot`` (of ``arm.sessions``; opened on first
+        use, a new loop gets new ones)."""
         loop = asyncio.get_running_loop()
         if self._shared_loop is not loop:
-            self._shared, self._shared_loop, self._opening = None, loop, asyncio.Lock()
+            self._shared, self._shared_loop, self._opening = [None] * self.n_sessions, loop, asyncio.Lock()
         assert self._opening is not None
         async with self._opening:
-            if self._shared is None:
-                self._shared = await self._open(self._spec(None))
-        return self._shared
+            if self._shared[slot] is None:
+                self._shared[slot] = await self._open(self._spec(None))
+        return self._shared[slot]  # type: ignore[return-value]
 
     async def _aerase(self, name: str, session: McpSession | None) -> bool:
         """Erase one namespace (a folder: remove it; else the erase tool); True when gone."""
@@ -267,19 +277,20 @@ class McpArm:
         if entry.session is not None:
             await entry.session.aclose()
         if not self.keep_namespaces:
-            session = None if self.per_process else await self._shared_session()
+            session = None if self.per_process else await self._shared_session(entry.slot)
             if await self._aerase(entry.namespace, session):
                 self.ledger.discard(entry.namespace)
 
     async def disconnect(self) -> None:
         """Stop the sessions of the running loop (memrun awaits it when its loop ends); the
         namespaces stay for ``release``/``close``."""
-        shared, self._shared, self._shared_loop = self._shared, None, None
+        shared, self._shared, self._shared_loop = self._shared, [], None
         sessions = [e.session for e in self._live.values() if e.session is not None]
         for entry in self._live.values():
             entry.session = None
-        for session in [*sessions, *([shared] if shared else [])]:
-            await session.aclose()
+        for session in [*sessions, *shared]:
+            if session is not None:
+                await session.aclose()
 
     # -- the arm protocol (async) --------------------------------------------------------
 
@@ -292,7 +303,8 @@ class McpArm:
             await self.release(history_id)
         name = str(self.root / (self.prefix + _safe(history_id))) if self.per_process else self.prefix + _safe(history_id)
         self.ledger.add(name)  # before it exists: a crash from here on is repaired
-        entry = self._live[history_id] = _History(name)
+        entry = self._live[history_id] = _History(name, slot=self._slots_used % self.n_sessions)
+        self._slots_used += 1
         self._current = history_id
         if self.per_process:
             Path(name).mkdir(parents=True, exist_ok=True)
@@ -319,7 +331,7 @@ class McpArm:
         if entry is None:
             raise ArmError(f"arm=mcp: search before ingest of history {history_id!r} (no namespace yet)")
         if not self.per_process:
-            return await self._shared_session()
+            return await self._shared_session(entry.slot)
         if entry.session is None:
             raise ArmError(f"arm=mcp: the server of history {history_id!r} was stopped (disconnect) before its search")
         return entry.session

@@ -237,7 +237,7 @@ def smoke_test(path: Path, kind: str = "mcp") -> tuple[bool, str]:
 
 async def _ingest_and_search(arm: Any) -> list[Any]:
     """The smoke records into history ``smoke``, then the smoke search, through the arm's own
-    protocol: coroutines awaited (``arm=http``), synchronous calls made (``arm=mcp``)."""
+    protocol: coroutines awaited (``arm=http``, ``arm=mcp``), synchronous calls made (a sequential arm)."""
     async def call(method: Any, *args: Any, **kwargs: Any) -> Any:
         result = method(*args, **kwargs)
         return await result if inspect.isawaitable(result) else result

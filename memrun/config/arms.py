@@ -230,3 +230,4 @@ class McpArmConfig(MemoryServerKeys):
     ready: Optional[McpReadyConfig] = field(default_factory=McpReadyConfig)
     search_mode: Optional[str] = None
     start_timeout_s: float = 60.0
+    sessions: int = 1

@@ -237,3 +237,10 @@ def test_streamable_http_transport_with_a_token_from_the_environment(tmp_path, m
     finally:
         server.terminate()
         server.wait(timeout=30)
+
+
+def test_sessions_must_be_positive_and_are_for_a_shared_server(tmp_path) -> None:
+    with pytest.raises(ArmError, match=r"arm.sessions=0: must be a positive integer"):
+        mcp_arm(tmp_path, "arm.sessions=0")
+    with pytest.raises(ArmError, match=r"arm.sessions > 1 is for a shared server"):
+        mcp_arm(tmp_path, "arm.sessions=2", "arm.env.MCP_TEST_STATE='{{ namespace_dir }}/s.json'", "arm.erase=null")

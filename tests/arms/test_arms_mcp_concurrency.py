@@ -43,9 +43,13 @@ def test_calls_in_flight_over_one_session_give_the_rows_of_a_one_at_a_time_run(t
     assert not list((tmp_path / "ledger").glob("*.json"))
 
 
-def test_fresh_process_mode_gives_each_open_history_its_own_server(tmp_path) -> None:
+def test_fresh_process_mode_and_several_sessions_give_the_same_rows(tmp_path) -> None:
+    """One server per open history ({{ namespace_dir }}), and arm.sessions=3 servers each
+    holding the histories it was given (the test server keeps its store in memory, so a
+    history's calls must all go to one session)."""
     one = run(tmp_path, "one", "arm.concurrency=1")
     many = run(tmp_path, "many", "arm.concurrency=16", "arm.erase=null",
                "arm.env.MCP_TEST_STATE='{{ namespace_dir }}/state.json'")
-    assert many == one
+    pooled = run(tmp_path, "pooled", "arm.concurrency=16", "arm.sessions=3")
+    assert many == one and pooled == one
     assert not list((tmp_path / "ledger").glob("*.json")) and not list(tmp_path.glob("memrun-mcp-*"))
