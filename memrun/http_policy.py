@@ -285,32 +285,24 @@ async def asend(
     idempotent: bool | None = None,
     auth_hint: str = "check the credentials",
     sleep: Callable[[float], Awaitable[None]] = asyncio.sleep,
-    gate: RateGate | None = None,
     **kwargs: Any,
 ) -> httpx.Response:
-    """:func:`send` for asyncio (same arguments, same errors). gate: the server's
-    :class:`RateGate`, waited on before each request and closed by a 429 for every request."""
+    """:func:`send` for asyncio (same arguments, same errors). ``arm=http`` sends with aiohttp
+    instead (:func:`memrun.arms.http_async.send`, which also takes a :class:`RateGate`)."""
     import httpx
 
     retrier = Retrier(policy)
     while True:
-        if gate is not None:
-            await gate.wait()
         try:
             response = await client.request(method, url, **kwargs)
         except httpx.TransportError as exc:
             wait = retrier.transport_delay(exc, _idempotent(method, idempotent))
             if wait is None:
                 raise
-            note_wait(wait)
             await sleep(wait)
             continue
         wait = retrier.delay(response.status_code, response.headers)
         if wait is None:
             return raise_for_status(response, auth_hint)
         await response.aclose()
-        if gate is not None and response.status_code == 429:
-            gate.pause(wait)  # every request to this server waits, this one at the gate
-            continue
-        note_wait(wait)
         await sleep(wait)

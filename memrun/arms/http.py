@@ -17,7 +17,7 @@ and whatever is left at ``close`` (also on Ctrl-C, SIGTERM and SIGHUP), unless
 The arm is async (:mod:`memrun.retrieval_flow`): ``ingest``, ``search`` and ``release`` are
 coroutines, several histories are open at once (``search`` takes ``history_id``) and
 memrun keeps up to ``arm.concurrency`` calls in flight over one pooled keep-alive
-``httpx.AsyncClient`` per event loop. Set-up (leftovers, health) and ``close`` use a
+aiohttp session per event loop (:mod:`memrun.arms.http_async`). Set-up (leftovers, health) and ``close`` use a
 blocking client, so that the namespaces are erased even after the event loop was cancelled.
 Templates are compiled once, at construction.
 A server that indexes asynchronously (it acknowledges a write before the write is
