@@ -55,13 +55,29 @@ def load_document(source: str, timeout_s: float = 30.0) -> dict[str, Any]:
             text = Path(source).expanduser().read_text(encoding="utf-8")
         document = yaml.safe_load(text)  # YAML is a superset of JSON
     except (OSError, httpx.HTTPError, yaml.YAMLError) as exc:
-        raise ConfigError(f"--openapi {source}: cannot read it ({type(exc).__name__}: {exc})") from exc
+        raise ConfigError(
+            f"--openapi {source}: cannot read it ({_one_line_reason(exc)}); give a file path or "
+            "an http(s) URL of the server's OpenAPI document (JSON or YAML)"
+        ) from exc
     if not isinstance(document, Mapping) or not isinstance(document.get("paths"), Mapping):
         raise ConfigError(f"--openapi {source}: not an OpenAPI document (no 'paths' object)")
     try:
         return jsonref.replace_refs(document, proxies=False, lazy_load=False)
     except jsonref.JsonRefError as exc:
         raise ConfigError(f"--openapi {source}: a $ref does not resolve ({exc.message})") from exc
+
+
+def _one_line_reason(exc: Exception) -> str:
+    """``exc`` as one short line: the HTTP status, the YAML line and problem, or the OS error."""
+    if isinstance(exc, httpx.HTTPStatusError):
+        return f"HTTP {exc.response.status_code} {exc.response.reason_phrase}"
+    if isinstance(exc, yaml.MarkedYAMLError):
+        mark = exc.problem_mark
+        where = f"line {mark.line + 1}, column {mark.column + 1}: " if mark is not None else ""
+        return f"not valid JSON or YAML: {where}{exc.problem or exc.context}"
+    if isinstance(exc, OSError) and exc.strerror:
+        return exc.strerror
+    return " ".join(f"{type(exc).__name__}: {exc}".split())
 
 
 def _body_schema(operation: Mapping[str, Any]) -> dict[str, Any]:

@@ -77,6 +77,20 @@ def test_clear_errors_for_a_missing_url_and_a_document_that_is_not_openapi(tmp_p
     assert f"--openapi {bad}: not an OpenAPI document (no 'paths' object)" in capsys.readouterr().err
 
 
+def test_an_unreadable_document_is_one_line_naming_where_and_why(tmp_path, capsys, memory) -> None:
+    """A YAML syntax error or an HTTP error status is one line (line/column, status), no dump."""
+    _, url = memory
+    broken = tmp_path / "broken.yaml"
+    broken.write_text("paths: [\n", encoding="utf-8")
+    for source, reason in ((str(broken), "not valid JSON or YAML: line 2, column 1"),
+                           (f"{url}/nope.json", "HTTP 404 Not Found")):
+        assert cli_main(["arm", "init", "http", "--url", url, "--openapi", source]) == 2
+        err = capsys.readouterr().err
+        assert err.count("\n") == 1 and f"--openapi {source}: cannot read it ({reason}" in err, err
+        assert "give a file path or an http(s) URL" in err, err
+    assert not (tmp_path / "conf").exists()
+
+
 def test_a_server_without_a_search_operation_is_named(tmp_path, capsys) -> None:
     doc = tmp_path / "api.yaml"
     doc.write_text(yaml.safe_dump({"openapi": "3.1.0", "paths": {"/notes": {"post": {"requestBody": {"content": {
