@@ -86,32 +86,80 @@ def _body_schema(operation: Mapping[str, Any]) -> dict[str, Any]:
     return dict((media or {}).get("schema") or {})
 
 
+def _check_object(value: Any, where: str) -> None:
+    """Raise TypeError naming ``where`` unless ``value`` is an object (a mapping)."""
+    if not isinstance(value, Mapping):
+        raise TypeError(f"{where} is {type(value).__name__}, not an object")
+
+
+def _parameters(owner: Mapping[str, Any], where: str) -> list[Mapping[str, Any]]:
+    """``owner``'s ``parameters`` list; raises TypeError naming ``where`` unless it is a list
+    of objects."""
+    params = owner.get("parameters") or []
+    if not isinstance(params, list):
+        raise TypeError(f"{where} is {type(params).__name__}, not a list")
+    for param in params:
+        _check_object(param, f"{where} item")
+    return params
+
+
+def _check_schema(schema: Any, where: str) -> None:
+    """Raise TypeError naming ``where`` unless ``schema`` and its nested ``properties`` and
+    ``items`` are objects (the shapes the guessing below reads)."""
+    _check_object(schema, where)
+    properties = schema.get("properties") or {}
+    if not isinstance(properties, Mapping):
+        raise TypeError(f"{where}.properties is {type(properties).__name__}, not an object")
+    for name, spec in properties.items():
+        _check_schema(spec, f"{where}.properties.{name}")
+    if "items" in schema and schema["items"] is not None:
+        _check_schema(schema["items"], f"{where}.items")
+
+
 def operations(document: Mapping[str, Any]) -> list[Operation]:
-    """Every operation of ``document`` as an :class:`Operation` (document order)."""
-    found = []
+    """Every operation of ``document`` as an :class:`Operation` (document order). Raises
+    ValueError naming the path when its entry is not shaped as OpenAPI says."""
+    found: list[Operation] = []
     for path, item in document["paths"].items():
-        shared = list(item.get("parameters") or [])
-        for method in METHODS:
-            if method not in item:
-                continue
-            op = item[method]
-            props: dict[str, Any] = {}
-            where: dict[str, str] = {}
-            required: list[str] = []
-            for param in [*shared, *(op.get("parameters") or [])]:
-                if param.get("in") in ("path", "query"):
-                    props[param["name"]] = dict(param.get("schema") or {})
-                    where[param["name"]] = param["in"]
-                    if param.get("required") or param["in"] == "path":
-                        required.append(param["name"])
-            body = _body_schema(op)
-            for name, spec in (body.get("properties") or {}).items():
-                props.setdefault(name, dict(spec))
-                where.setdefault(name, "body")
-            required += [n for n in body.get("required") or [] if where.get(n) == "body"]
-            name = str(op.get("operationId") or f"{method} {path}")
-            found.append(Operation(method.upper(), path, name, f"{op.get('summary') or ''} {op.get('description') or ''}",
-                                   {"type": "object", "properties": props, "required": required}, where))
+        try:
+            found += _path_operations(str(path), item)
+        except (AttributeError, TypeError, KeyError, ValueError) as exc:
+            reason = str(exc) if isinstance(exc, TypeError) and " is " in str(exc) else f"{type(exc).__name__}: {exc}"
+            raise ValueError(f"the OpenAPI document's paths['{path}'] is malformed ({reason})") from exc
+    return found
+
+
+def _path_operations(path: str, item: Mapping[str, Any]) -> list[Operation]:
+    """The operations under one ``paths`` entry; raises AttributeError/TypeError/KeyError on
+    an entry whose parts are not the objects and lists OpenAPI requires."""
+    found = []
+    _check_object(item, "the entry")
+    shared = _parameters(item, "parameters")
+    for method in METHODS:
+        if method not in item:
+            continue
+        op = item[method]
+        _check_object(op, method)
+        _check_object(op.get("requestBody") or {}, f"{method}.requestBody")
+        props: dict[str, Any] = {}
+        where: dict[str, str] = {}
+        required: list[str] = []
+        for param in [*shared, *_parameters(op, f"{method}.parameters")]:
+            if param.get("in") in ("path", "query"):
+                _check_schema(param.get("schema") or {}, f"{method} parameter {param['name']!r} schema")
+                props[param["name"]] = dict(param.get("schema") or {})
+                where[param["name"]] = param["in"]
+                if param.get("required") or param["in"] == "path":
+                    required.append(param["name"])
+        body = _body_schema(op)
+        _check_schema(body, f"{method}.requestBody schema")
+        for name, spec in (body.get("properties") or {}).items():
+            props.setdefault(name, dict(spec))
+            where.setdefault(name, "body")
+        required += [n for n in body.get("required") or [] if where.get(n) == "body"]
+        name = str(op.get("operationId") or f"{method} {path}")
+        found.append(Operation(method.upper(), path, name, f"{op.get('summary') or ''} {op.get('description') or ''}",
+                               {"type": "object", "properties": props, "required": required}, where))
     return found
 
 

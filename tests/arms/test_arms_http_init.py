@@ -91,6 +91,27 @@ def test_an_unreadable_document_is_one_line_naming_where_and_why(tmp_path, capsy
     assert not (tmp_path / "conf").exists()
 
 
+@pytest.mark.parametrize(("paths", "reason"), [
+    ({"/x": 5}, "the entry is int, not an object"),
+    ({"/x": {"post": 7}}, "post is int, not an object"),
+    ({"/x": {"post": {"requestBody": 3}}}, "post.requestBody is int, not an object"),
+    ({"/x": {"parameters": 4, "post": {}}}, "parameters is int, not a list"),
+    ({"/x": {"post": {"requestBody": {"content": {"application/json": {"schema": {
+        "properties": {"texts": {"type": "array", "items": 5}}}}}}}}},
+     "post.requestBody schema.properties.texts.items is int, not an object"),
+])
+def test_a_malformed_paths_entry_is_one_line_naming_it(tmp_path, capsys, paths, reason) -> None:
+    """An OpenAPI document whose parts are not the objects/lists the spec requires is one
+    line naming the path and the part, never a traceback, and writes no config."""
+    doc = tmp_path / "doc.yaml"
+    doc.write_text(yaml.safe_dump({"paths": paths}), encoding="utf-8")
+    assert cli_main(["arm", "init", "http", "--url", "http://127.0.0.1:9", "--openapi", str(doc),
+                     "--out", str(tmp_path / "conf")]) == 2
+    err = capsys.readouterr().err
+    assert err.count("\n") == 1 and f"paths['/x'] is malformed ({reason})" in err, err
+    assert not (tmp_path / "conf").exists()
+
+
 def test_a_server_without_a_search_operation_is_named(tmp_path, capsys) -> None:
     doc = tmp_path / "api.yaml"
     doc.write_text(yaml.safe_dump({"openapi": "3.1.0", "paths": {"/notes": {"post": {"requestBody": {"content": {
