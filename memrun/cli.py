@@ -104,7 +104,7 @@ def _main(args: list[str]) -> int:
     if args[:1] in (["--version"], ["-V"]):
         print(f"memrun {memrun.__version__}")
         return 0
-    if problem := _check_config_dirs(args):
+    if problem := _check_config_dirs(args) or _check_modes(args):
         return _fail(problem)
     if args and args[0] in SUBCOMMANDS:
         module, _, func = SUBCOMMANDS[args[0]].partition(":")
@@ -143,6 +143,19 @@ def _check_config_dirs(args: list[str]) -> str | None:
         if not Path(folder).is_dir():
             return f"--config-dir {folder}: no such folder"
     return None
+
+
+MODES = {"-m": "-m", "--multirun": "-m", "-r": "--run", "--run": "--run", "-c": "--cfg", "--cfg": "--cfg",
+         "-i": "--info", "--info": "--info", "-sc": "--shell-completion", "--shell-completion": "--shell-completion"}
+
+
+def _check_modes(args: list[str]) -> str | None:
+    """Hydra runs one mode at a time and raises a bare ValueError for two (``--cfg job -m``)."""
+    given = list(dict.fromkeys(MODES[a.partition("=")[0]] for a in args if a.partition("=")[0] in MODES))
+    if len(given) < 2:
+        return None
+    return (f"{' and '.join(given)} cannot be combined: give one of -m, --run, --cfg, --info, --shell-completion "
+            "(to see the config of one job of a sweep, run --cfg job with that job's overrides, without -m)")
 
 
 def _run_hydra(args: list[str]) -> int:

@@ -62,3 +62,12 @@ def test_a_bare_word_is_neither_command_nor_override(capsys):
 def test_an_override_is_still_an_override(capsys):
     assert cli_main(["benchmark=locomoo"]) == 2
     assert "benchmark=locomoo: no such config (did you mean benchmark=locomo?)" in capsys.readouterr().err
+
+
+@pytest.mark.parametrize("argv", [["--cfg", "job", "-m", "arm=bm25,hybrid"], ["-c", "job", "--multirun"],
+                                  ["--info", "config", "--cfg=job"]])
+def test_two_hydra_modes_are_one_line_not_a_traceback(capsys, argv):
+    """``memrun --cfg job -m`` ended in Hydra's bare ValueError traceback."""
+    assert cli_main(argv) == 2
+    err = capsys.readouterr().err
+    assert "cannot be combined: give one of -m, --run, --cfg, --info" in err and "Traceback" not in err
