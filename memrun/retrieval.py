@@ -195,6 +195,17 @@ def history_keys(group: Group) -> frozenset[str]:
     return frozenset(r.key for r in group.records) | frozenset(r.session for r in group.records if r.session)
 
 
+def arm_answer(answer_for: Any, item: Item, error: str | None) -> tuple[str | None, str | None]:
+    """(the arm's own answer for ``item``, the row's error): ``answer_for(item)`` when the
+    arm has one and the search did not fail; an exception it raises becomes the error."""
+    if error is not None or not callable(answer_for):
+        return None, error
+    try:
+        return answer_for(item), None
+    except Exception as exc:  # noqa: BLE001 - recorded on the item
+        return None, f"answer_for: {type(exc).__name__}: {exc}"
+
+
 def iter_group(arm: Arm, group: Group, top_k: int, gold_match: GoldMatch, answers: bool = False,
                warmup: bool = False) -> Iterator[Retrieved]:
     """Ingest a group, then search each item as it is asked for (and, with ``answers``,
@@ -206,12 +217,7 @@ def iter_group(arm: Arm, group: Group, top_k: int, gold_match: GoldMatch, answer
     for item in group.items:
         hits, latency, error = (None, None, ingest_error) if ingest_error else search(arm, item, top_k, gold_match,
                                                                                        warmup)
-        answer = None
-        if error is None and callable(answer_for):
-            try:
-                answer = answer_for(item)
-            except Exception as exc:  # noqa: BLE001
-                error = f"answer_for: {type(exc).__name__}: {exc}"
+        answer, error = arm_answer(answer_for, item, error)
         yield Retrieved(item, hits, latency, error, answer, session_of, known, len(group.records),
                         queue_ms=None if latency is None else 0.0)
 

@@ -46,7 +46,7 @@ from memrun import signals
 from memrun.errors import ArmError, ConfigError
 from memrun.http_policy import WAITED
 from memrun.records import GoldMatch, Group, Hit, Item
-from memrun.retrieval import Retrieved, check_hits, history_keys, iter_group, sessions_of
+from memrun.retrieval import Retrieved, arm_answer, check_hits, history_keys, iter_group, sessions_of
 
 ASYNC, THREADS, SEQUENTIAL = "async", "threads", "sequential"
 DEFAULT_CONCURRENCY = 16
@@ -199,12 +199,7 @@ class Flow:
         answer_for = getattr(self.arm, "answer_for", None) if self.answers else None
         out = []
         for item, (hits, latency, queued, err) in zip(group.items, found):
-            answer = None
-            if err is None and callable(answer_for):
-                try:
-                    answer = answer_for(item)
-                except Exception as exc:  # noqa: BLE001
-                    err = f"answer_for: {type(exc).__name__}: {exc}"
+            answer, err = arm_answer(answer_for, item, err)
             out.append(Retrieved(item, hits, latency, err, answer, session_of, known, n, queue_ms=queued))
         return out
 
