@@ -90,6 +90,7 @@ def test_sweep_writes_one_folder_per_job(tmp_path, data_dir):
         (["arm.method=bm99"], "memrun: error: arm.method='bm99' is not a bm25s method"),
         (["ks=[0,5]"], "ks=[0, 5]: cut-offs must be positive integers"),
         (["arm=bm25", "arm.top_k"], "cannot parse the override"),
+        (["hydra.run.dir=/tmp/a=b"], "cannot parse the override 'hydra.run.dir=/tmp/a=b': mismatched input '='"),
         (["benchmark.slice.category=2"], "int is not a ListConfig, list or tuple. Give a list: benchmark.slice.category=[...]"),
     ],
 )

@@ -69,7 +69,11 @@ def explain_config_error(exc: BaseException) -> str:
             return f"{where}{group}={option}: no such config{did_you_mean}; available: {', '.join(exc.options)}"
         return where + text.splitlines()[0]
     if isinstance(exc, hydra_errors.OverrideParseException):
-        return f"cannot parse the override: {text.splitlines()[0]}"
+        override = getattr(exc, "override", None)
+        named = f" {override!r}" if override else ""
+        reasons = [ln for ln in text.splitlines() if ln.strip() and not ln.startswith(("Error parsing override", "See http"))]
+        return (f"cannot parse the override{named}: {(reasons or text.splitlines())[0]}; write key=value, "
+                "and quote a value holding '=', spaces or brackets: key='value'")
     cause = exc if isinstance(exc, omegaconf_errors.OmegaConfBaseException) else exc.__cause__
     if isinstance(cause, (omegaconf_errors.ConfigAttributeError, omegaconf_errors.ConfigKeyError)):
         full_key = getattr(cause, "full_key", None) or getattr(cause, "key", "?")
