@@ -39,7 +39,6 @@ from __future__ import annotations
 import asyncio
 import atexit
 import dataclasses
-import hashlib
 import logging
 import re
 import secrets
@@ -53,7 +52,8 @@ import httpx
 
 from memrun.arms.embedders import api_key_from_env
 from memrun.arms.http_templates import CONTEXT, Operation, describe_shape, encode_body, hits_from_result
-from memrun.arms.namespaces import NamespaceLedger, TerminationGuard, default_ledger_dir, orphaned_ledgers
+from memrun.arms.namespaces import (UNSAFE, NamespaceLedger, TerminationGuard, default_ledger_dir, orphaned_ledgers,
+                                    safe_name)
 from memrun.errors import ArmError, AuthError
 from memrun.arms import http_async
 from memrun.http_policy import HttpPolicy, RateGate, send
@@ -68,7 +68,6 @@ OPERATIONS = ("health", "create", "ingest", "ready", "search", "erase")
 HEALTH_FIELDS = ("search_mode", "server_build", "embedder", "embedder_dim", "server_model", "index_revision",
                  "providers")
 FAKE_PROVIDER = re.compile(r"fake|stub|mock|dummy", re.IGNORECASE)
-_UNSAFE = re.compile(r"[^A-Za-z0-9_.-]+")
 
 
 def provider_names(value: Any) -> list[str]:
@@ -147,7 +146,7 @@ class HttpArm:
             raise ArmError(f"arm.max_rps={max_rps}: must be a positive number of requests per second (null: no cap)")
         if not settle_s >= 0:
             raise ArmError(f"arm.settle_s={settle_s}: must be a number of seconds >= 0")
-        if not _UNSAFE.sub("", namespace_prefix):
+        if not UNSAFE.sub("", namespace_prefix):
             raise ArmError(f"arm.namespace_prefix={namespace_prefix!r}: give a prefix with letters or digits")
         token = api_key_from_env(auth_token_env, "arm.auth_token_env")
         self.auth_hint = (f"the server refused the token in ${auth_token_env}; check it" if auth_token_env else
@@ -341,10 +340,7 @@ class HttpArm:
     def namespace_for(self, history_id: str) -> str:
         """This run's namespace for ``history_id``: unsafe characters become ``-``, and then a
         short hash of the id keeps two ids that differ only there apart."""
-        safe = _UNSAFE.sub("-", history_id).strip("-")
-        if safe != history_id:
-            safe = f"{safe or 'history'}-{hashlib.sha256(history_id.encode()).hexdigest()[:6]}"
-        return self.prefix + safe
+        return self.prefix + safe_name(history_id)
 
     async def release(self, history_id: str) -> None:
         """Erase ``history_id``'s namespace (its searches are done); a failed erase is left

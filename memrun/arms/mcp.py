@@ -41,23 +41,13 @@ from memrun.arms.http import FAKE_PROVIDER, HEALTH_FIELDS, provider_names
 from memrun.arms.http_templates import JsonTemplate, describe_shape, hits_from_result
 from memrun.arms.mcp_client import McpSession, ServerSpec, run_blocking
 from memrun.arms.mcp_ops import (CONTEXT, ArgumentChecker, ToolOperation, check_tools, map_result, schema_hash)
-from memrun.arms.namespaces import NamespaceLedger, TerminationGuard, default_ledger_dir, orphaned_ledgers
+from memrun.arms.namespaces import NamespaceLedger, TerminationGuard, default_ledger_dir, orphaned_ledgers, safe_name
 from memrun.errors import ArmError
 from memrun.records import Hit, Record
 from memrun.run_warnings import warn
 
 log = logging.getLogger(__name__)
 DIR_LEDGER = "mcp-namespace-dirs"  # the ledger's "server" for per-history folders
-
-
-def _safe(history_id: str) -> str:
-    import hashlib
-    import re
-
-    safe = re.sub(r"[^A-Za-z0-9_.-]+", "-", history_id).strip("-")
-    if safe != history_id:
-        safe = f"{safe or 'history'}-{hashlib.sha256(history_id.encode()).hexdigest()[:6]}"
-    return safe
 
 
 @dataclass
@@ -301,7 +291,7 @@ class McpArm:
             raise ArmError("arm=mcp: ingest after close")
         if history_id in self._live:
             await self.release(history_id)
-        name = str(self.root / (self.prefix + _safe(history_id))) if self.per_process else self.prefix + _safe(history_id)
+        name = str(self.root / (self.prefix + safe_name(history_id))) if self.per_process else self.prefix + safe_name(history_id)
         self.ledger.add(name)  # before it exists: a crash from here on is repaired
         entry = self._live[history_id] = _History(name, slot=self._slots_used % self.n_sessions)
         self._slots_used += 1

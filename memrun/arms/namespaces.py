@@ -18,8 +18,10 @@ erases its namespaces. SIGKILL cannot be caught: the ledger is the remedy for it
 
 from __future__ import annotations
 
+import hashlib
 import json
 import os
+import re
 import signal
 import socket
 import threading
@@ -47,6 +49,17 @@ def _write_json(path: Path, data: dict[str, Any]) -> None:
     tmp.write_text(json.dumps(data, indent=1) + "\n")
     tmp.replace(path)
 
+
+UNSAFE = re.compile(r"[^A-Za-z0-9_.-]+")
+
+
+def safe_name(history_id: str) -> str:
+    """``history_id`` as a namespace part: unsafe characters become ``-``, and then a short
+    hash of the id keeps two ids that differ only there apart (``conv 1`` -> ``conv-1-3f2a9c``)."""
+    safe = UNSAFE.sub("-", history_id).strip("-")
+    if safe != history_id:
+        safe = f"{safe or 'history'}-{hashlib.sha256(history_id.encode()).hexdigest()[:6]}"
+    return safe
 
 class NamespaceLedger:
     """The namespaces one arm instance created on ``base_url`` (see the module docstring)."""
