@@ -47,6 +47,7 @@ from email.utils import parsedate_to_datetime
 from typing import Any
 
 
+from memrun import signals
 from memrun.errors import AuthError
 
 BODY_PREVIEW_CHARS = 300
@@ -206,6 +207,9 @@ def note_wait(seconds: float) -> None:
         waits.append(seconds)
 
 
+STOP_POLL_S = 0.25  # how often a long wait looks for a stop
+
+
 class RateGate:
     """What every request in flight to one server waits on (asyncio, one event loop).
 
@@ -225,13 +229,17 @@ class RateGate:
         self._open_at = max(self._open_at, time.monotonic() + seconds)
 
     async def wait(self) -> None:
-        """Return when a request may be sent (at once when the gate is open and uncapped)."""
+        """Return when a request may be sent (at once when the gate is open and uncapped).
+        Raises asyncio.CancelledError when a stop is asked for (Ctrl-C, SIGTERM:
+        :mod:`memrun.signals`) while it waits: a request not sent yet is never sent then."""
         while True:
             delay = max(self._open_at, self._next) - time.monotonic()
             if delay <= 0:
                 break
-            note_wait(delay)
-            await asyncio.sleep(delay)
+            note_wait(min(delay, STOP_POLL_S))
+            await asyncio.sleep(min(delay, STOP_POLL_S))
+            if signals.requested():
+                raise asyncio.CancelledError("a stop was asked for while the request waited for the server's rate")
         if self.interval:  # claim the next start
             self._next = max(time.monotonic(), self._next) + self.interval
 

@@ -190,3 +190,37 @@ def test_every_wait_is_jittered():
     assert len(told) > 16 and all(3.0 <= w <= 3.0 * 1.25 for w in told)  # never earlier than asked
     transport = {Retrier(policy).transport_delay(httpx.ReadError("reset"), idempotent=True) for _ in range(32)}
     assert len(transport) > 16 and all(0.375 <= w <= 0.625 for w in transport)
+
+
+def test_a_stop_ends_a_long_wait_for_the_servers_rate_at_once():
+    """A run with a slow ``arm.max_rps`` ignored SIGTERM: its requests slept out the whole
+    wait before the stop was seen. A stop now cancels a request that is waiting, unsent."""
+    from memrun import signals
+    from memrun.http_policy import RateGate
+
+    restore = signals.install()
+    try:
+        async def two_requests() -> float:
+            gate = RateGate(1 / 60)
+            await gate.wait()  # the first goes at once; the second would wait a minute
+            asyncio.get_running_loop().call_later(0.3, signals.request)
+            start = time.monotonic()
+            with pytest.raises(asyncio.CancelledError):
+                await gate.wait()
+            return time.monotonic() - start
+
+        assert asyncio.run(two_requests()) < 2.0
+    finally:
+        signals._requested.clear()
+        restore()
+
+
+@pytest.mark.parametrize("value", [1e-9, 0.0, -1.0, float("inf")])
+def test_max_rps_out_of_range_is_refused_with_the_range(value, memory, tmp_path):
+    from memrun.arms.http import HttpArm
+    from memrun.errors import ArmError
+
+    _, url = memory
+    with pytest.raises(ArmError, match=r"arm.max_rps=.*: give requests per second from 0.0166667 \(one a minute\) up"):
+        HttpArm(base_url=url, ingest={"path": "/x"}, search={"path": "/s", "result": "hits"}, keep_namespaces=True,
+                max_rps=value, ledger_dir=str(tmp_path))

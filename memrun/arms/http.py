@@ -67,6 +67,7 @@ logging.getLogger("httpx").setLevel(logging.WARNING)
 OPERATIONS = ("health", "create", "ingest", "ready", "search", "erase")
 HEALTH_FIELDS = ("search_mode", "server_build", "embedder", "embedder_dim", "server_model", "index_revision",
                  "providers")
+MIN_RPS = 1 / 60  # arm.max_rps: a slower cap is a typo (1e-9 would wait 30 years between requests)
 FAKE_PROVIDER = re.compile(r"fake|stub|mock|dummy", re.IGNORECASE)
 
 
@@ -142,8 +143,9 @@ class HttpArm:
             raise ArmError(f"arm.timeout_s={timeout_s}: must be a positive number of seconds")
         if attempts < 1:
             raise ArmError(f"arm.attempts={attempts}: must be at least 1")
-        if max_rps is not None and not max_rps > 0:
-            raise ArmError(f"arm.max_rps={max_rps}: must be a positive number of requests per second (null: no cap)")
+        if max_rps is not None and not MIN_RPS <= max_rps < float("inf"):
+            raise ArmError(f"arm.max_rps={max_rps}: give requests per second from {MIN_RPS:g} (one a minute) up, "
+                           "or null for no cap")
         if not settle_s >= 0:
             raise ArmError(f"arm.settle_s={settle_s}: must be a number of seconds >= 0")
         if not UNSAFE.sub("", namespace_prefix):
