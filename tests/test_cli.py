@@ -277,3 +277,15 @@ def test_a_full_disk_is_one_line(tmp_path, monkeypatch, capsys):
     assert main(["progress=false"]) == 2
     err = [line for line in capsys.readouterr().err.strip().splitlines() if not line.startswith("warning: ")]
     assert len(err) == 1 and err[0].startswith("memrun: error: No space left on device: ") and "(run folder " in err[0]
+
+
+def test_a_new_key_of_a_map_says_how_to_add_it(capsys):
+    """``arm.headers={X-Session: abc}`` said only "unknown config key 'arm.headers.X-Session'"."""
+    from memrun.cli import main as cli_main
+
+    assert cli_main(["--cfg", "job", "arm=http", "arm.base_url=http://h/", "arm.headers={X-Session: abc}"]) == 2
+    err = capsys.readouterr().err
+    assert ("arm.headers is a map: add the key X-Session with '+arm.headers.X-Session=<value>', or replace the "
+            "whole map with '++arm.headers={...}'") in err
+    assert cli_main(["--cfg", "job", "arm=http", "arm.base_url=http://h/", "++arm.headers={X-Session: abc}"]) == 0
+    assert "X-Session: '***'" in capsys.readouterr().out

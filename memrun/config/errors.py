@@ -77,6 +77,10 @@ def explain_config_error(exc: BaseException) -> str:
     cause = exc if isinstance(exc, omegaconf_errors.OmegaConfBaseException) else exc.__cause__
     if isinstance(cause, (omegaconf_errors.ConfigAttributeError, omegaconf_errors.ConfigKeyError)):
         full_key = getattr(cause, "full_key", None) or getattr(cause, "key", "?")
+        if "reference_type=Dict" in str(cause) and "." in str(full_key):  # a new key of a map (arm.headers)
+            owner, _, key = str(full_key).rpartition(".")
+            return (f"{where}{owner} is a map: add the key {key} with '+{full_key}=<value>', or replace the "
+                    f"whole map with '++{owner}={{...}}'")
         parent = getattr(cause, "parent_node", None)
         valid = [str(k) for k in parent.keys()] if parent is not None and hasattr(parent, "keys") else []
         return _unknown_key(where, str(full_key), valid)
