@@ -57,6 +57,20 @@ def run_memrun(args: list[str], cwd: Path, env: dict[str, str] | None = None, ti
     )
 
 
+def run_after_a_killed_one(tmp_path: Path) -> subprocess.CompletedProcess[str]:
+    """A finished run in ``runs/done``, its rows copied as the only part of a run killed with
+    -9 (``runs/killed/items.parts``, no items.parquet), then the same configuration again in
+    ``runs/again``: that last run's process (asserted to have exited 0)."""
+    first = run_memrun(["progress=false", f"hydra.run.dir={tmp_path / 'runs' / 'done'}"], tmp_path)
+    assert first.returncode == 0, first.stderr
+    killed = tmp_path / "runs" / "killed" / "items.parts"
+    killed.mkdir(parents=True)
+    shutil.copy(tmp_path / "runs" / "done" / "items.parquet", killed / "part-00000.parquet")
+    again = run_memrun(["progress=false", f"hydra.run.dir={tmp_path / 'runs' / 'again'}"], tmp_path)
+    assert again.returncode == 0, again.stderr
+    return again
+
+
 def run_dirs(root: Path) -> list[Path]:
     """Run folders (those holding items.parquet or items.parts) under ``root``."""
     return sorted({p.parent for p in root.rglob("items.parquet")} | {p.parent for p in root.rglob("items.parts")})

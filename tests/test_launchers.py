@@ -12,7 +12,7 @@ from pathlib import Path
 
 import pyarrow.parquet as pq
 import pytest
-from conftest import memrun_exe, run_memrun
+from conftest import memrun_exe, run_after_a_killed_one, run_memrun
 
 LAUNCHERS = {
     "basic": [],
@@ -104,13 +104,7 @@ def test_two_processes_racing_for_one_run_folder(tmp_path):
 def test_a_new_run_names_an_earlier_unfinished_run_of_its_configuration(tmp_path):
     """A run killed with -9 leaves items.parts/ and no items.parquet; the next run of the same
     configuration says so in one line (folder, rows); another configuration says nothing."""
-    first = run_memrun(["progress=false", f"hydra.run.dir={tmp_path / 'runs' / 'done'}"], tmp_path)
-    assert first.returncode == 0, first.stderr
-    killed = tmp_path / "runs" / "killed" / "items.parts"
-    killed.mkdir(parents=True)
-    shutil.copy(tmp_path / "runs" / "done" / "items.parquet", killed / "part-00000.parquet")
-    again = run_memrun(["progress=false", f"hydra.run.dir={tmp_path / 'runs' / 'again'}"], tmp_path)
-    assert again.returncode == 0
+    again = run_after_a_killed_one(tmp_path)
     line = [ln for ln in again.stderr.splitlines() if "did not finish" in ln]
     assert len(line) == 1 and str(tmp_path / "runs" / "killed") in line[0] and "holds 30 rows" in line[0]
     other = run_memrun(["progress=false", "arm=bm25_nostop", f"hydra.run.dir={tmp_path / 'runs' / 'other'}"], tmp_path)

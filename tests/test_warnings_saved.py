@@ -11,13 +11,12 @@ from __future__ import annotations
 
 import json
 import re
-import shutil
 import socket
 from pathlib import Path
 
 import pytest
 
-from conftest import run_dirs, run_memrun
+from conftest import run_after_a_killed_one, run_dirs, run_memrun
 from memrun.io.reader import read_run
 
 
@@ -67,13 +66,7 @@ def test_http_arm_warnings_and_failed_rows_are_saved_as_printed(memory, tmp_path
 
 
 def test_an_unfinished_earlier_run_is_saved_as_printed(tmp_path):
-    first = run_memrun(["progress=false", f"hydra.run.dir={tmp_path / 'runs' / 'done'}"], tmp_path)
-    assert first.returncode == 0, first.stderr
-    killed = tmp_path / "runs" / "killed" / "items.parts"
-    killed.mkdir(parents=True)
-    shutil.copy(tmp_path / "runs" / "done" / "items.parquet", killed / "part-00000.parquet")
-    again = run_memrun(["progress=false", f"hydra.run.dir={tmp_path / 'runs' / 'again'}"], tmp_path)
-    assert again.returncode == 0, again.stderr
+    again = run_after_a_killed_one(tmp_path)
     printed, summary, instrument = printed_and_saved(again.stderr, tmp_path / "runs" / "again")
     assert printed == summary == instrument
     assert any(w.startswith("an earlier run of this configuration did not finish") for w in printed)
