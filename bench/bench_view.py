@@ -108,13 +108,13 @@ def beam_groups(split: str = "500K") -> None:
     from memrun.commands.calibrate_judge import compose
     from memrun.config import BENCHMARK_RESERVED_KEYS
     from memrun.plugins import build
-    from memrun.run import load_dataset
+    from memrun.stages import load_dataset
     from memrun.view.calls import ItemGroups
 
     cfg = compose(["benchmark=beam", f"benchmark.split={split}", f"data_dir={data}"])
     t = time.perf_counter()
-    dataset, _, _ = load_dataset(cfg, build(cfg.benchmark, BENCHMARK_RESERVED_KEYS, "benchmark"),
-                                 selection_from_config(cfg.benchmark))
+    dataset, _, _ = load_dataset(build(cfg.benchmark, BENCHMARK_RESERVED_KEYS, "benchmark"),
+                                 selection_from_config(cfg.benchmark), str(data))
     loaded = time.perf_counter() - t
     print(f"BEAM {split} drill-down, the benchmark's records (files checked against their pins: {loaded:.2f} s):")
     for which, item_id in (("first", dataset.index[0][0]), ("last", dataset.index[-1][0])):
