@@ -43,12 +43,14 @@ def test_concurrent_rows_equal_sequential_rows_row_for_row(memory, tmp_path) -> 
 
 def test_histories_and_searches_are_in_flight_together(memory, tmp_path) -> None:
     state, url = memory
-    state.search_delay_s = 0.2
+    state.search_delay_s = 0.5
     run(url, tmp_path, "run", "arm.concurrency=16")
     searches = sorted(t for op, t in state.arrivals if op == "search")
     assert len(searches) == 30
-    # 30 searches of 0.2 s each: one at a time, one arrives per 0.2 s; here at least 8 do
-    assert max(sum(t <= u < t + 0.2 for u in searches) for t in searches) >= 8
+    # 30 searches of 0.5 s each (six per history): one at a time, at most two arrive within any
+    # 0.5 s; at least 8 means a history's searches are in flight together and beside another
+    # history's. The window is wide so that a loaded machine staggering the histories passes.
+    assert max(sum(t <= u < t + 0.5 for u in searches) for t in searches) >= 8
     assert state.requests.count("create") == 5 and state.namespaces == {}
 
 
