@@ -1,7 +1,7 @@
-"""``memrun --cfg job|hydra|all [--package P]``: Hydra prints the composed config; memrun
-prints it with the secrets redacted exactly as the run's saved ``.hydra/`` files are
-(:mod:`memrun.redaction`), so that a config pasted into an issue or a CI log carries no
-password. Hydra has no hook for what it prints there, so its output is caught and
+"""``memrun --cfg job|hydra|all [--package P]`` and ``memrun --info [config|all]``: Hydra prints
+the composed config; memrun prints it with the secrets redacted exactly as the run's saved
+``.hydra/`` files are (:mod:`memrun.redaction`), so that a config pasted into an issue or a CI
+log carries no password. Hydra has no hook for what it prints there, so its output is caught and
 redacted as a whole (:func:`redacted_config_print`)."""
 
 from __future__ import annotations
@@ -22,11 +22,29 @@ hydra_utils = lazy("hydra._internal.utils")
 omegaconf = lazy("omegaconf")
 
 
-def _show_cfg_args(args: Sequence[str]) -> tuple[bool, str | None]:
-    """Whether ``args`` (memrun's Hydra arguments) ask for ``--cfg``, and its ``--package``,
-    read with Hydra's own parser (abbreviations such as ``--cf`` included)."""
+# The heading under which ``--info config|all`` prints the composed config, last of its sections.
+INFO_CONFIG_HEADING = "\nConfig\n******\n"
+
+
+def _show_cfg_args(args: Sequence[str]) -> tuple[str | None, str | None]:
+    """What ``args`` (memrun's Hydra arguments) ask to be shown, ``"cfg"``, ``"info"`` or None,
+    and ``--cfg``'s ``--package``, read with Hydra's own parser (abbreviations such as
+    ``--cf`` included)."""
     known, _ = hydra_utils.get_args_parser().parse_known_args(list(args))
-    return bool(getattr(known, "cfg", None)), getattr(known, "package", None)
+    if getattr(known, "cfg", None):
+        return "cfg", getattr(known, "package", None)
+    return ("info" if getattr(known, "info", None) else None), None
+
+
+def redact_printed_info(text: str) -> str:
+    """``text``, what Hydra's ``--info`` printed, with the composed config it lists under
+    ``Config`` redacted as ``--cfg job`` is (:func:`redact_printed_config`); the other
+    sections (search path, defaults, plugins) hold no values and are kept as printed."""
+    head, found, config = text.partition(INFO_CONFIG_HEADING)
+    if not found:
+        return Redactor().text(text)
+    body = config.rstrip("\n")
+    return head + found + redact_printed_config(body + "\n").rstrip("\n") + config[len(body):]
 
 
 def redact_printed_config(text: str, package: str | None = None) -> str:
@@ -63,11 +81,12 @@ def redact_printed_config(text: str, package: str | None = None) -> str:
 
 @contextmanager
 def redacted_config_print(args: Sequence[str]) -> Iterator[None]:
-    """Around Hydra's app: when ``args`` ask for ``--cfg``, what the block prints on stdout
-    is held and printed redacted (:func:`redact_printed_config`) once it returns; nothing
-    is printed when it raises. Other arguments: a no-op."""
+    """Around Hydra's app: when ``args`` ask for ``--cfg`` or ``--info``, what the block prints
+    on stdout is held and printed redacted (:func:`redact_printed_config`,
+    :func:`redact_printed_info`) once it returns; nothing is printed when it raises. Other
+    arguments: a no-op."""
     show, package = _show_cfg_args(args)
-    if not show:
+    if show is None:
         yield
         return
     real, held = sys.stdout, io.StringIO()
@@ -76,4 +95,5 @@ def redacted_config_print(args: Sequence[str]) -> Iterator[None]:
         yield
     finally:
         sys.stdout = real
-    sys.stdout.write(redact_printed_config(held.getvalue(), package))
+    text = held.getvalue()
+    sys.stdout.write(redact_printed_config(text, package) if show == "cfg" else redact_printed_info(text))

@@ -1,4 +1,4 @@
-"""``memrun --cfg job|hydra|all [--package P]`` prints the composed config with its secrets
+"""``memrun --cfg job|hydra|all [--package P]`` and ``memrun --info config|all`` print the composed config with its secrets
 redacted as the run's saved ``.hydra/`` files are (memrun.show_config), and otherwise
 exactly what Hydra prints."""
 
@@ -19,6 +19,7 @@ def _printed(capsys, monkeypatch, tmp_path, args: list[str], raw: bool = False) 
     monkeypatch.chdir(tmp_path)
     if raw:
         monkeypatch.setattr(show_config, "redact_printed_config", lambda text, package=None: text)
+        monkeypatch.setattr(show_config, "redact_printed_info", lambda text: text)
     capsys.readouterr()
     assert main(args) == 0
     monkeypatch.undo()
@@ -47,3 +48,18 @@ def test_cfg_without_secrets_prints_what_hydra_prints(capsys, monkeypatch, tmp_p
 
 def test_text_that_does_not_parse_keeps_no_user_info():
     assert show_config.redact_printed_config("url: http://u:p@h\n  bad: [") == "url: http://***@h\n  bad: ["
+
+
+@pytest.mark.parametrize("args", [["--info", "config"], ["--info", "all"], ["-i", "config"]])
+def test_info_prints_no_secret(capsys, monkeypatch, tmp_path, args):
+    raw = _printed(capsys, monkeypatch, tmp_path, [*args, *SECRETS], raw=True)
+    assert SESSION in raw and PASSWORD in raw  # Hydra alone prints them, under "Config"
+    out = _printed(capsys, monkeypatch, tmp_path, [*args, *SECRETS])
+    assert PASSWORD not in out and SESSION not in out and "X-Session: '***'" in out
+    assert len(out.splitlines()) == len(raw.splitlines())
+    assert out.partition("\nConfig\n")[0] == raw.partition("\nConfig\n")[0]  # the other sections as Hydra prints them
+
+
+@pytest.mark.parametrize("args", [["--info", "defaults"], ["--info", "searchpath"], ["--info", "config"]])
+def test_info_without_secrets_prints_what_hydra_prints(capsys, monkeypatch, tmp_path, args):
+    assert _printed(capsys, monkeypatch, tmp_path, args) == _printed(capsys, monkeypatch, tmp_path, args, raw=True)
