@@ -46,6 +46,7 @@ hydra_types = lazy("hydra.types")
 rich_console = lazy("rich.console")
 config = lazy("memrun.config")
 config_errors = lazy("memrun.config.errors")
+strict = lazy("memrun.config.strict")
 instrument = lazy("memrun.instrument")
 reader = lazy("memrun.io.reader")
 writer = lazy("memrun.io.writer")
@@ -304,6 +305,7 @@ def _job(cfg: Any, hydra_cfg: Any) -> int:
     try:
         with warnings.active():  # what the claim and the stale-run check say is saved with the run
             signals.check()  # stopped before this job began: it writes nothing
+            strict.check_boolean_overrides(cfg, hydra_cfg.overrides.task)
             lock = claim(out_dir)
             container = redaction.check_no_secrets(omegaconf.OmegaConf.to_container(cfg, resolve=True))
             redactor.add_config(container)

@@ -92,6 +92,9 @@ def test_sweep_writes_one_folder_per_job(tmp_path, data_dir):
         (["arm=bm25", "arm.top_k"], "cannot parse the override"),
         (["hydra.run.dir=/tmp/a=b"], "cannot parse the override 'hydra.run.dir=/tmp/a=b': mismatched input '='"),
         (["benchmark.slice.category=2"], "int is not a ListConfig, list or tuple. Give a list: benchmark.slice.category=[...]"),
+        # OmegaConf reads a number or a word into a boolean field; memrun wants true or false
+        (["arm=http", "arm.warmup=5"], "arm.warmup=5: arm.warmup is true or false (OmegaConf would have read 5 as True)"),
+        (["lexical_scores=off"], "lexical_scores=off: lexical_scores is true or false"),
     ],
 )
 def test_bad_config_is_one_line_not_a_traceback(tmp_path, args, needle):

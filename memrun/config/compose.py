@@ -7,6 +7,7 @@ from typing import Any
 
 from memrun.config import register
 from memrun.config.errors import explain_config_error
+from memrun.config.strict import check_boolean_overrides
 from memrun.errors import ConfigError
 from memrun.lazy import lazy
 from memrun.paths import conf_dir
@@ -34,6 +35,8 @@ def compose(overrides: list[str]) -> Any:
     register()
     try:
         with hydra.initialize_config_dir(str(conf_dir()), version_base=None):
-            return hydra.compose("config", overrides=overrides)
+            cfg = hydra.compose("config", overrides=overrides)
     except (hydra_errors.HydraException, omegaconf_errors.OmegaConfBaseException) as exc:
         raise ConfigError(explain_config_error(exc)) from exc
+    check_boolean_overrides(cfg, overrides)
+    return cfg

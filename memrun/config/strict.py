@@ -1,0 +1,45 @@
+"""Overrides OmegaConf accepts where memrun should not: a number or a word for a boolean.
+
+OmegaConf reads any integer and words such as ``yes``/``on`` into a ``bool`` field, so
+``arm.warmup=5`` or ``lexical_scores=2`` ran as ``true`` without a word. A boolean given on
+the command line must be written ``true`` or ``false``.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Iterable
+from typing import Any
+
+from memrun.errors import ConfigError
+from memrun.lazy import lazy
+
+omegaconf = lazy("omegaconf")
+overrides_parser = lazy("hydra.core.override_parser.overrides_parser")
+
+
+def _node(cfg: Any, key: str) -> Any:
+    """The OmegaConf node at dotted ``key`` in ``cfg``, or None where there is none."""
+    parent_key, _, last = key.rpartition(".")
+    parent = omegaconf.OmegaConf.select(cfg, parent_key) if parent_key else cfg
+    if not isinstance(parent, omegaconf.DictConfig):
+        return None
+    return parent._get_node(last, throw_on_missing_key=False)  # noqa: SLF001 (OmegaConf's node API)
+
+
+def check_boolean_overrides(cfg: Any, overrides: Iterable[str]) -> None:
+    """Refuse an override (Hydra's ``key=value`` strings, as the job received them) that sets a
+    boolean field of composed ``cfg`` to anything but ``true``, ``false`` or ``null``.
+
+    Raises ConfigError naming the override and the fix (``arm.warmup=5: arm.warmup is true or
+    false``). Other overrides, deletions and config-group choices are left to Hydra."""
+    parsed = overrides_parser.OverridesParser.create().parse_overrides(list(overrides))
+    for override in parsed:
+        if override.is_delete() or override.is_sweep_override():
+            continue
+        value = override.value()
+        if value is None or isinstance(value, bool):
+            continue
+        node = _node(cfg, override.key_or_group)
+        if isinstance(node, omegaconf.BooleanNode):
+            raise ConfigError(f"{override.input_line}: {override.key_or_group} is true or false "
+                              f"(OmegaConf would have read {value!r} as {bool(node._value())})")  # noqa: SLF001

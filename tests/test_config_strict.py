@@ -1,0 +1,24 @@
+"""A boolean setting on the command line is true or false (memrun.config.strict): OmegaConf
+alone reads ``5`` or ``yes`` into it, and ``memrun plan`` composes the same way a run does."""
+
+from __future__ import annotations
+
+import pytest
+from omegaconf import OmegaConf
+
+from memrun.config.compose import compose
+from memrun.errors import ConfigError
+
+
+@pytest.mark.parametrize("override", ["lexical_scores=2", "lexical_scores=yes", "arm.warmup=0", "stale_check='on'"])
+def test_a_number_or_a_word_for_a_boolean_is_refused(override):
+    with pytest.raises(ConfigError, match=f"^{override}: .* is true or false"):
+        compose(["arm=http", override])
+
+
+@pytest.mark.parametrize("override", ["lexical_scores=true", "arm.warmup=false", "arm.concurrency=5",
+                                      "+arm.headers.flag=1", "arm.top_k=3"])
+def test_booleans_written_as_booleans_and_other_fields_pass(override):
+    key, _, value = override.lstrip("+").partition("=")
+    cfg = compose(["arm=http", override])
+    assert str(OmegaConf.select(cfg, key)).lower() == value
