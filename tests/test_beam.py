@@ -3,6 +3,7 @@
 import json
 import os
 import subprocess
+import tracemalloc
 from collections import Counter
 from pathlib import Path
 
@@ -13,6 +14,7 @@ from conftest import memrun_exe
 from memrun.benchmarks import beam_files, download
 from memrun.benchmarks.beam import COUNT_KEYS, Beam, question_item, read_chat
 from memrun.errors import ConfigError, DataError
+from memrun.records import Record
 
 CONF = Path(__file__).resolve().parents[1] / "conf" / "benchmark" / "beam.yaml"
 CATS = yaml.safe_load(CONF.read_text())["categories"]
@@ -138,6 +140,58 @@ def test_the_10m_shape_is_a_list_of_plans(tmp_path):
     path.write_text(json.dumps(chat))
     records = read_chat(path, Counter())
     assert [(r.key, r.session, r.timestamp) for r in records] == [("0", "plan-0/batch_1", "a"), ("1", "plan-1/batch_1", "b")]
+
+
+def _ten_m_chat(path, plans, batches=6, turns=8, chars=400):
+    """A 10M-shaped chat (a list of plans) of ``plans`` equal plans, messages as published
+    (role, id, time_anchor, index, question_type, content); returns its size in bytes."""
+    out, mid = [], 0
+    for p in range(plans):
+        batch_list = []
+        for b in range(batches):
+            rows = []
+            for t in range(turns):
+                rows.append([_msg(mid + j, role, f"m{mid + j} " + "x" * chars, time_anchor="May-1-2024",
+                                  index=f"{b},{t}", question_type="main_question")
+                             for j, role in enumerate(("user", "assistant"))])
+                mid += 2
+            batch_list.append({"batch_number": b + 1, "time_anchor": None, "turns": rows})
+        out.append({f"plan-{p}": batch_list})
+    path.write_text(json.dumps(out))
+    return path.stat().st_size
+
+
+def _transient_bytes(read):
+    """Python memory the call allocated and let go again (tracemalloc peak minus what it still
+    holds afterwards): the parse, not the records it returns."""
+    tracemalloc.start()
+    try:
+        kept = read()
+        current, peak = tracemalloc.get_traced_memory()
+    finally:
+        tracemalloc.stop()
+    return peak - current, len(kept)
+
+
+def test_a_10m_chat_streams_one_plan_at_a_time(tmp_path):
+    """Memory held while reading a 10M-shaped chat is its records plus one plan's parse: six
+    times the plans adds almost nothing beyond the records, where json.load adds the whole tree."""
+    small, big = tmp_path / "small.json", tmp_path / "big.json"
+    growth = _ten_m_chat(big, 12) - _ten_m_chat(small, 2)
+
+    def loaded(path):  # the non-streaming reading, for scale: the whole tree, then the same records
+        data = json.loads(path.read_text())
+        return [Record(str(m["id"]), f"{m['role']}: {m['content']}", None, f"{name}/batch_{b['batch_number']}")
+                for plan in data for name, batches in plan.items() for b in batches for t in b["turns"] for m in t]
+
+    read_chat(small, Counter())  # first-call costs (imports, caches) out of the way
+    stream_small, n_small = _transient_bytes(lambda: read_chat(small, Counter()))
+    stream_big, n_big = _transient_bytes(lambda: read_chat(big, Counter()))
+    assert (n_small, n_big) == (192, 1152)  # every message of every plan was read
+    assert stream_big - stream_small < 0.2 * growth, (stream_small, stream_big, growth)
+    whole_small, _ = _transient_bytes(lambda: loaded(small))
+    whole_big, _ = _transient_bytes(lambda: loaded(big))
+    assert whole_big - whole_small > 1.0 * growth, (whole_small, whole_big, growth)  # the measure sees a tree
 
 
 @pytest.mark.parametrize("chat, needle", [
