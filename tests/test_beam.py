@@ -28,7 +28,7 @@ EXPECTED_COUNTS = {
                  abstention_no_evidence=40, time_anchor_from_message=82),
     "500K": dict(answer_from_ideal_response=70, answer_from_ideal_answer=70, answer_from_ideal_summary=70,
                  answer_from_expected_compliance=140, gold_list=420, gold_dict_updated_only=69,
-                 gold_updated_info_empty=3, gold_dict_both=140, gold_nested=95, gold_repeated=17, gold_empty=4,
+                 gold_updated_info_empty=3, gold_dict_both=140, gold_missing=1, gold_nested=95, gold_repeated=17, gold_empty=4,
                  abstention_no_evidence=70, time_anchor_from_message=350),
 }
 CONVERSATIONS = {"100K": 20, "500K": 35}
@@ -225,9 +225,12 @@ def test_gold_rules_for_lists_and_dicts():
     assert ab.abstention and ab.gold_keys == () and ab.answer == "no info"
     odd = question_item("1", "summarization", 0, _q(ideal_summary="s", source_chat_ids={"a": [8], "b": [9]}), known, counts, "w")
     assert odd.gold_keys == ("8", "9")
+    missing = question_item("1", "knowledge_update", 1, _q(answer="a"), known, counts, "w")  # as 500K/1 has one
+    assert missing.gold_keys == () and not missing.abstention
     assert counts == {"gold_dict_updated_only": 1, "gold_dict_both": 1, "gold_list": 1, "gold_nested": 1,
                       "gold_repeated": 2, "gold_dangling": 1, "abstention_no_evidence": 1,
-                      "answer_from_ideal_response": 1, "answer_from_ideal_summary": 1, "gold_dict_other": 1}
+                      "answer_from_ideal_response": 1, "answer_from_ideal_summary": 1, "gold_dict_other": 1,
+                      "gold_missing": 1, "gold_empty": 1}
 
 
 def test_sizes_know_their_conversations_and_pins():

@@ -38,7 +38,8 @@ Counts (:attr:`Dataset.counts`, printed after the table as LoCoMo's are):
 ``gold_dict_updated_only`` (and ``gold_updated_info_empty``: of those, an empty
 ``updated_info``, which leaves the item without gold rather than crediting the
 superseded message), ``gold_dict_both``, ``gold_dict_other``, ``gold_nested``
-(nested id lists flattened), ``gold_repeated`` (repeated ids dropped), ``gold_dangling``
+(nested id lists flattened), ``gold_missing`` (a non-abstention question with no
+``source_chat_ids`` at all, or null), ``gold_repeated`` (repeated ids dropped), ``gold_dangling``
 (ids naming no message of the chat read), ``gold_empty`` (non-abstention items left
 without retrieval gold), ``abstention_no_evidence``, ``time_anchor_from_message``
 (batches whose own ``time_anchor`` is null, dated by their first message's, as every
@@ -75,6 +76,7 @@ DICT_CREDIT: dict[str, tuple[str, ...]] = {
 COUNT_KEYS = (
     *(f"answer_from_{f}" for f in ANSWER_FIELDS[1:]),
     "gold_list", "gold_dict_updated_only", "gold_updated_info_empty", "gold_dict_both", "gold_dict_other", "gold_nested",
+    "gold_missing",
     "gold_repeated", "gold_dangling", "gold_empty", "abstention_no_evidence",
     "time_anchor_from_message", "time_anchor_missing", "messages_empty", "ids_repeated",
 )
@@ -201,8 +203,7 @@ def question_item(history: str, ability: str, index: int, q: dict[str, Any], kno
         if "original_info" in raw_gold and "original_info" not in credited:
             extra["original_info_ids"] = [str(i) for i in _flat(_as_list(raw_gold["original_info"], where), None)]
     else:
-        if isinstance(raw_gold, list):
-            counts["gold_list"] += 1
+        counts["gold_list" if isinstance(raw_gold, list) else "gold_missing"] += 1
         ids = raw_gold or []
         raw_keys = [json.dumps(i) if isinstance(i, list) else str(i) for i in ids]
     gold: list[str] = []
