@@ -35,6 +35,7 @@ from memrun.metrics.retrieval_official import (
 )
 from memrun.records import Hit, Record
 from memrun.run import execute
+from conftest import run_memrun
 from helpers import DATE, loader, question, turn, write_lme
 
 KS = (1, 3, 5, 10, 30, 50)
@@ -228,6 +229,43 @@ def test_locomo10_evidence_quirks_cost_evidence_share_even_with_every_gold_turn_
     assert items["conv-50:69"].gold_sessions == ("session_30",)
     assert items["conv-49:31"].gold_sessions == ("session_9", "session_4")
     assert all(i.gold_sessions for i in items.values() if i.gold_keys)
+
+
+def _official_rag_recall(evidence: list[str], context: list[str], by_session: bool) -> float:
+    """LoCoMo's RAG recall of one question, written from ``eval_question_answering``
+    (task_eval/evaluation.py): the share of the evidence strings as written found in the
+    context ids, by the session number ``ev.split(':')[0][1:]`` in summary mode; 1 when
+    there is no evidence (or no context)."""
+    if not evidence or not context:
+        return 1.0
+    if by_session:
+        sessions = [c.split(":")[0][1:] for c in context]
+        return sum(e.split(":")[0][1:] in sessions for e in evidence) / len(evidence)
+    return sum(e in context for e in evidence) / len(evidence)
+
+
+@pytest.mark.realdata
+def test_locomo10_bm25_evidence_share_equals_the_official_rag_recall_item_by_item(data_dir: Path, tmp_path: Path) -> None:
+    """The figures issue 26 measured with the official code on BM25 top 5 (dialog level 0.4542,
+    by session 0.7782), from memrun's own run of the documented command, question by question."""
+    proc = run_memrun(["benchmark=locomo", "arm=bm25", "progress=false", f"hydra.run.dir={tmp_path / 'run'}"],
+                      cwd=tmp_path, env={"MEMRUN_DATA_DIR": str(data_dir)})
+    assert proc.returncode == 0, proc.stderr
+    raw = {f"{c['sample_id']}:{i}": [str(e) for e in q.get("evidence") or []]
+           for c in json.loads((data_dir / "locomo10.json").read_text()) for i, q in enumerate(c["qa"])}
+    rows = read_run(tmp_path / "run").table.to_pylist()
+    assert len(rows) == len(raw) == 1986
+    shares: dict[bool, list[float]] = {False: [], True: []}
+    for row in rows:
+        top = list(row["retrieved_keys"])[:5]
+        for by_session, column in ((False, "evidence_share_at_5"), (True, "session_evidence_share_at_5")):
+            expected = _official_rag_recall(raw[row["item_id"]], top, by_session)
+            assert row[column] == pytest.approx(expected), (row["item_id"], column)
+            shares[by_session].append(expected)
+    assert round(sum(shares[False]) / len(rows), 4) == 0.4542 and round(sum(shares[True]) / len(rows), 4) == 0.7782
+    summary = json.loads((tmp_path / "run" / "summary.json").read_text())
+    assert summary["overall_all"]["evidence_share@5"] == pytest.approx(sum(shares[False]) / len(rows))
+    assert summary["session"]["overall_all"]["evidence_share@5"] == pytest.approx(sum(shares[True]) / len(rows))
 
 
 def _locomo(tmp_path: Path) -> Path:
