@@ -113,27 +113,123 @@ def check_tools(ops: Mapping[str, ToolOperation], tools: Mapping[str, Any], labe
                            f"its tools: {', '.join(sorted(tools)) or '(none)'}")
 
 
+# Schema keywords whose verdict depends on an instance's shape alone (:func:`_shape`: JSON
+# types, object keys, list lengths). ``format`` is an annotation here (no format checker).
+_SHAPE_KEYWORDS = frozenset({
+    "type", "properties", "required", "items", "prefixItems", "additionalItems", "additionalProperties",
+    "patternProperties", "minItems", "maxItems", "minProperties", "maxProperties", "dependentRequired",
+    "anyOf", "oneOf", "allOf", "not", "if", "then", "else", "$ref", "$defs", "definitions",
+    "$schema", "$id", "$comment", "title", "description", "default", "examples", "format",
+    "readOnly", "writeOnly", "deprecated"})
+_SUBSCHEMA_MAPS = ("properties", "patternProperties", "$defs", "definitions")
+_SUBSCHEMA_LISTS = ("prefixItems", "anyOf", "oneOf", "allOf")
+_SUBSCHEMAS = ("items", "additionalItems", "additionalProperties", "not", "if", "then", "else")
+_SHAPES_KEPT = 4096  # valid shapes remembered per tool
+
+
+def shape_decides(schema: Any) -> bool:
+    """True when every keyword of ``schema`` (and of its subschemas) is one whose verdict
+    depends only on the instance's shape (no enum, const, pattern, lengths of strings,
+    numeric bounds, uniqueItems, remote $ref): then two instances of one shape are both
+    valid or both invalid."""
+    if isinstance(schema, bool):
+        return True
+    if not isinstance(schema, Mapping) or set(schema) - _SHAPE_KEYWORDS:
+        return False
+    ref = schema.get("$ref")  # a local definition (checked below with the rest), never a remote one
+    if ref is not None and not (ref == "#" or isinstance(ref, str) and ref.startswith(("#/$defs/", "#/definitions/"))):
+        return False
+    subschemas = [schema[k] for k in _SUBSCHEMAS if k in schema]
+    for key in _SUBSCHEMA_MAPS:
+        if key in schema:
+            if not isinstance(schema[key], Mapping):
+                return False
+            subschemas.extend(schema[key].values())
+    for key in _SUBSCHEMA_LISTS:
+        if key in schema:
+            if not isinstance(schema[key], list):
+                return False
+            subschemas.extend(schema[key])
+    if isinstance(schema.get("items"), list):  # draft 4-7 tuple items
+        subschemas = [s for s in subschemas if s is not schema["items"]] + schema["items"]
+    return all(shape_decides(s) for s in subschemas)
+
+
+class _NoShape(Exception):
+    """A value that is not plain JSON (a tuple, a set, a non-string key): checked in full."""
+
+
+def _shape(value: Any) -> Any:
+    """A hashable summary of a JSON value: its types (an integral float apart from an int and
+    from other floats: JSON Schema drafts disagree on whether 1.0 is an integer), object keys
+    and list lengths, without the strings' or numbers' values."""
+    kind = type(value)
+    if kind is str:
+        return "s"
+    if kind is bool:
+        return "b"
+    if kind is int:
+        return "i"
+    if kind is float:
+        return "fi" if value.is_integer() else "f"
+    if value is None:
+        return "n"
+    if kind is list:
+        return ("a", *[_shape(v) for v in value])
+    if kind is dict:
+        if not all(type(k) is str for k in value):
+            raise _NoShape
+        return ("o", *[(k, _shape(v)) for k, v in value.items()])
+    raise _NoShape
+
+
 class ArgumentChecker:
-    """Checks rendered arguments against each tool's ``inputSchema`` (jsonschema)."""
+    """Checks rendered arguments against each tool's ``inputSchema`` (jsonschema).
+
+    Most tool schemas only say types, keys and required names (:func:`shape_decides`); for
+    those a call whose arguments have the shape of an earlier valid call is valid without
+    running jsonschema again (an ingest batch of 100 records costs milliseconds to check).
+    Any other schema is checked in full on every call.
+    """
 
     def __init__(self, tools: Mapping[str, Any]) -> None:
         self._tools = tools
         self._validators: dict[str, Any] = {}
+        self._valid_shapes: dict[str, set[Any] | None] = {}  # tool -> shapes seen valid (None: check every call)
+
+    def _validator(self, tool: str) -> Any:
+        import jsonschema
+
+        validator = self._validators.get(tool)
+        if validator is None:
+            schema = getattr(self._tools.get(tool), "input_schema", None) or {"type": "object"}
+            cls = jsonschema.validators.validator_for(schema, default=jsonschema.Draft7Validator)
+            validator = self._validators[tool] = cls(schema)
+            self._valid_shapes[tool] = set() if shape_decides(schema) else None
+        return validator
 
     def check(self, op: ToolOperation, arguments: Mapping[str, Any]) -> None:
         """Raise ArmError naming the first failing argument and the schema's complaint."""
         import jsonschema
 
-        validator = self._validators.get(op.tool)
-        if validator is None:
-            schema = getattr(self._tools.get(op.tool), "input_schema", None) or {"type": "object"}
-            cls = jsonschema.validators.validator_for(schema, default=jsonschema.Draft7Validator)
-            validator = self._validators[op.tool] = cls(schema)
+        validator = self._validator(op.tool)
+        seen, shape = self._valid_shapes[op.tool], None
+        if seen is not None:
+            try:
+                shape = _shape(dict(arguments))
+            except _NoShape:
+                shape = None
+            if shape is not None and shape in seen:
+                return
         error = jsonschema.exceptions.best_match(validator.iter_errors(dict(arguments)))
         if error is not None:
             where = "".join(f"[{p}]" if isinstance(p, int) else f".{p}" for p in error.absolute_path).lstrip(".")
             raise ArmError(f"{op.where}.arguments: argument {where or '(the whole object)'!s} of tool {op.tool!r} "
                            f"fails its inputSchema: {error.message[:200]}")
+        if seen is not None and shape is not None:
+            if len(seen) >= _SHAPES_KEPT:
+                seen.clear()
+            seen.add(shape)
 
 
 def schema_hash(tools: Mapping[str, Any], names: list[str]) -> str:
