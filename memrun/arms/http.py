@@ -42,7 +42,6 @@ import dataclasses
 import logging
 import re
 import secrets
-import time
 from collections.abc import Mapping, Sequence
 from pathlib import Path
 from typing import Any
@@ -51,7 +50,8 @@ from urllib.parse import urljoin
 import httpx
 
 from memrun.arms.embedders import api_key_from_env
-from memrun.arms.http_templates import CONTEXT, Operation, describe_shape, encode_body, hits_from_result
+from memrun.arms.http_templates import (CONTEXT, Operation, await_ready, describe_shape, encode_body, hits_from_result,
+                                        sample_context)
 from memrun.arms.namespaces import (UNSAFE, NamespaceLedger, TerminationGuard, default_ledger_dir, orphaned_ledgers,
                                     safe_name)
 from memrun.errors import ArmError, AuthError
@@ -80,6 +80,17 @@ def provider_names(value: Any) -> list[str]:
     if isinstance(value, (list, tuple)):
         return [s for v in value for s in provider_names(v)]
     return []
+
+
+def health_fields(fields: Any) -> tuple[dict[str, Any], list[str]]:
+    """What a ``health`` result path found (``fields``, of ``arm=http`` or ``arm=mcp``): its
+    non-null fields, and the names of the fake or stub providers it lists. Raises ArmError
+    when it is not an object with keys among :data:`HEALTH_FIELDS`."""
+    if not isinstance(fields, Mapping) or set(fields) - set(HEALTH_FIELDS):
+        raise ArmError(f"arm.health.result must give an object with keys among {', '.join(HEALTH_FIELDS)}; "
+                       f"got {describe_shape(fields)}")
+    fake = sorted({n for n in provider_names(fields.get("providers")) if FAKE_PROVIDER.search(n)})
+    return {k: v for k, v in fields.items() if v is not None}, fake
 
 
 class HttpArm:
@@ -197,13 +208,8 @@ class HttpArm:
 
     def _check_templates(self) -> None:
         """Render every template once with sample values, so a typo fails before any work."""
-        record = {"key": "D1:1", "text": "text", "timestamp": None, "session": "session_1", "index": 0}
-        sample = {"namespace": f"{self.prefix}h", "history_id": "h", "flags": self.flags, "query": "q", "k": 1,
-                  "n_records": 1}
         for name, op in self.ops.items():
-            context = {k: sample[k] for k in CONTEXT[name] if k in sample}
-            if name == "ingest":
-                context["records"] = [op.record.render(**context, record=record) if op.record else record]
+            context = sample_context(name, CONTEXT[name], op.record, self.prefix, self.flags)
             for template in (op.path, op.equals):
                 if template is not None:
                     template.render(**context)
@@ -261,11 +267,7 @@ class HttpArm:
             raise ArmError(f"arm.{op.name}: {op.method} {response.request.url} did not answer with JSON "
                            f"({response.text[:80]!r})") from exc
         assert op.result is not None
-        value = op.result.search(document)
-        if value is None and not missing_ok:
-            raise ArmError(f"arm.{op.name}.result {op.result.expression!r} found nothing in the response of "
-                           f"{op.method} {response.request.url}, which is {describe_shape(document)}")
-        return value
+        return op.result.find(document, f"the response of {op.method} {response.request.url}", missing_ok)
 
     def _read_health(self, require_real: bool) -> dict[str, Any]:
         op = self.ops["health"]
@@ -279,15 +281,11 @@ class HttpArm:
             raise ArmError(self._redactor.text(f"arm.health: memory server at {self.public_url} did not answer: {exc}")) from exc
         if op.result is None:
             return {}
-        fields = self._result(op, response)
-        if not isinstance(fields, Mapping) or set(fields) - set(HEALTH_FIELDS):
-            raise ArmError(f"arm.health.result must give an object with keys among {', '.join(HEALTH_FIELDS)}; "
-                           f"got {describe_shape(fields)}")
-        fake = sorted({n for n in provider_names(fields.get("providers")) if FAKE_PROVIDER.search(n)})
+        fields, fake = health_fields(self._result(op, response))
         if fake and require_real:
             raise ArmError(f"memory server at {self.public_url} reports fake or stub providers ({', '.join(fake)}); "
                            "refusing to run because arm.require_real_providers=true")
-        return {**{k: v for k, v in fields.items() if v is not None}, "fake_providers": bool(fake)}
+        return {**fields, "fake_providers": bool(fake)}
 
     # -- namespaces ----------------------------------------------------------------------
 
@@ -384,26 +382,12 @@ class HttpArm:
             await asyncio.sleep(self.settle_s)
 
     async def _await_ready(self, op: Operation, context: dict[str, Any]) -> None:
-        """Poll ``op`` every ``interval_s`` until its result equals ``equals`` (no ``equals``:
-        until it is true), for at most ``timeout_s``. Raises TimeoutError (recorded on the
-        history's items), or ArmError when no history of this run was ever ready (a config problem)."""
-        expected = op.equals.render(**context) if op.equals is not None else None
-        deadline = time.monotonic() + op.timeout_s
-        while True:
-            value = self._result(op, await self._arequest(op, **context), missing_ok=True)
-            if (value == expected or str(value) == str(expected)) if op.equals is not None else bool(value):
-                self._ever_ready = True
-                return
-            if time.monotonic() + op.interval_s > deadline:
-                break
-            await asyncio.sleep(op.interval_s)
-        assert op.result is not None
-        wanted = f"{expected!r}" if op.equals is not None else "a true value"
-        message = (f"arm.ready: namespace {context['namespace']} not ready after {op.timeout_s:g} s: "
-                   f"{op.result.expression!r} gave {value!r}, waiting for {wanted}")
-        if not self._ever_ready:
-            raise ArmError(f"{message}; no history has been ready in this run: check arm.ready (or raise timeout_s)")
-        raise TimeoutError(message)
+        """:func:`memrun.arms.http_templates.await_ready` over ``op``'s requests."""
+        async def read() -> Any:
+            return self._result(op, await self._arequest(op, **context), missing_ok=True)
+
+        await await_ready(op, context, read, self._ever_ready)
+        self._ever_ready = True
 
     async def search(self, query: str, k: int, history_id: str | None = None) -> list[Hit]:
         """The top ``k`` hits for ``query`` in ``history_id``'s namespace (None: the last history ingested)."""

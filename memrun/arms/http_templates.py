@@ -27,7 +27,7 @@ turns into an error naming the path.
 from __future__ import annotations
 
 import re
-from collections.abc import Mapping
+from collections.abc import Awaitable, Callable, Mapping
 from typing import Any
 
 import jinja2
@@ -140,6 +140,16 @@ class ResponsePath:
     def search(self, document: Any) -> Any:
         """The value at the path (None when the document has nothing there)."""
         return self._compiled(document)
+
+    def find(self, document: Any, source: str, missing_ok: bool = False) -> Any:
+        """The value at the path; raises ArmError naming the path, ``source`` (where the
+        document came from, e.g. ``the response of GET <url>``) and the document's shape
+        when the path finds nothing there (unless ``missing_ok``)."""
+        value = self._compiled(document)
+        if value is None and not missing_ok:
+            raise ArmError(f"{self.where} {self.expression!r} found nothing in {source}, which is "
+                           f"{describe_shape(document)}")
+        return value
 
 
 def describe_shape(document: Any) -> str:
@@ -263,3 +273,47 @@ class Operation:
                                "(with equals: '{{ n_records }}') or \"status == 'done'\"")
             if not (self.timeout_s > 0 and self.interval_s > 0):
                 raise ArmError(f"{where}: timeout_s and interval_s must be positive numbers of seconds")
+
+
+# -- the lifecycle both arms share: set-up checks of templates, readiness -------------
+
+SAMPLE_RECORD = {"key": "D1:1", "text": "text", "timestamp": None, "session": "session_1", "index": 0}
+
+
+def sample_context(name: str, names: tuple[str, ...], record: JsonTemplate | None, prefix: str,
+                   flags: Mapping[str, Any]) -> dict[str, Any]:
+    """Sample values for the ``names`` operation ``name``'s templates see (its ``CONTEXT``
+    entry), so that each arm renders every template once at set-up and a typo fails before
+    any work; ingest's ``records`` holds one :data:`SAMPLE_RECORD` rendered by ``record``
+    (the operation's per-record template, if any)."""
+    sample = {"namespace": f"{prefix}h", "history_id": "h", "flags": flags, "query": "q", "k": 1, "n_records": 1}
+    context = {k: sample[k] for k in names if k in sample}
+    if name == "ingest":
+        context["records"] = [record.render(**context, record=SAMPLE_RECORD) if record else SAMPLE_RECORD]
+    return context
+
+
+async def await_ready(op: Any, context: dict[str, Any], read: Callable[[], Awaitable[Any]], ever_ready: bool) -> None:
+    """Poll ``read()`` (the value ``op.result`` finds in the ``ready`` operation's answer)
+    every ``op.interval_s`` until it equals ``op.equals`` rendered over ``context`` (no
+    ``equals``: until it is true), for at most ``op.timeout_s`` seconds. Raises TimeoutError
+    (recorded on the history's items), or ArmError when ``ever_ready`` is false (no history
+    of this run has been ready: a config problem)."""
+    import asyncio
+    import time
+
+    expected = op.equals.render(**context) if op.equals is not None else None
+    deadline = time.monotonic() + op.timeout_s
+    while True:
+        value = await read()
+        if (value == expected or str(value) == str(expected)) if op.equals is not None else bool(value):
+            return
+        if time.monotonic() + op.interval_s > deadline:
+            break
+        await asyncio.sleep(op.interval_s)
+    wanted = f"{expected!r}" if op.equals is not None else "a true value"
+    message = (f"arm.ready: namespace {context['namespace']} not ready after {op.timeout_s:g} s: "
+               f"{op.result.expression!r} gave {value!r}, waiting for {wanted}")
+    if not ever_ready:
+        raise ArmError(f"{message}; no history has been ready in this run: check arm.ready (or raise timeout_s)")
+    raise TimeoutError(message)

@@ -16,9 +16,10 @@ stopped and removed when the history is done. Both kinds are recorded in the nam
 ledger first (:mod:`memrun.arms.namespaces`), so Ctrl-C, SIGTERM and a killed run are
 cleaned up (the next run erases what a dead one left).
 
-The core is coroutines over one ``ClientSession`` (:mod:`memrun.arms.mcp_client`,
-``a``-prefixed methods here); the synchronous arm protocol runs them on a private event
-loop in a background thread.
+``arm=mcp`` is an async arm: ``ingest``, ``search`` and ``release`` are coroutines awaited
+on the run's event loop, many in flight over one ``ClientSession``
+(:mod:`memrun.arms.mcp_client`; ``arm.sessions`` for several). Set-up (``__init__``) and
+``close`` run on a short-lived loop of their own (``a``-prefixed methods).
 """
 
 from __future__ import annotations
@@ -30,15 +31,14 @@ import logging
 import secrets
 import shutil
 import tempfile
-import time
 from dataclasses import dataclass
 from collections.abc import Mapping, Sequence
 from pathlib import Path
 from typing import Any
 
 from memrun.arms.embedders import api_key_from_env
-from memrun.arms.http import FAKE_PROVIDER, HEALTH_FIELDS, provider_names
-from memrun.arms.http_templates import JsonTemplate, describe_shape, hits_from_result
+from memrun.arms.http import health_fields
+from memrun.arms.http_templates import JsonTemplate, await_ready, hits_from_result, sample_context
 from memrun.arms.mcp_client import McpSession, ServerSpec, run_blocking
 from memrun.arms.mcp_ops import (CONTEXT, ArgumentChecker, ToolOperation, check_tools, map_result, schema_hash)
 from memrun.arms.namespaces import NamespaceLedger, TerminationGuard, default_ledger_dir, orphaned_ledgers, safe_name
@@ -184,15 +184,10 @@ class McpArm:
     def _check_templates(self) -> None:
         """Render every operation's arguments once with sample values and check them against
         the tool's inputSchema, so a typo or a wrong type fails before any work."""
-        record = {"key": "D1:1", "text": "text", "timestamp": None, "session": "session_1", "index": 0}
-        sample = {"namespace": f"{self.prefix}h", "history_id": "h", "flags": self.flags, "query": "q", "k": 1,
-                  "n_records": 1}
         for name, op in self.ops.items():
-            context = {k: sample[k] for k in CONTEXT[name] if k in sample}
+            context = sample_context(name, CONTEXT[name], op.record, self.prefix, self.flags)
             if name == "ingest":
-                rendered = op.record.render(**context, record=record) if op.record else record
-                context["records"] = [rendered]
-                context["record"] = rendered
+                context["record"] = context["records"][0]
             self._checker.check(op, op.render(context))
 
     async def _acall(self, session: McpSession, name: str, context: Mapping[str, Any]) -> Any:
@@ -206,12 +201,8 @@ class McpArm:
         result = await self._acall(session, "health", {"flags": self.flags})
         if op.result is None:
             return {}
-        fields = map_result(op, result)
-        if not isinstance(fields, Mapping) or set(fields) - set(HEALTH_FIELDS):
-            raise ArmError(f"arm.health.result must give an object with keys among {', '.join(HEALTH_FIELDS)}; "
-                           f"got {describe_shape(fields)}")
-        fake = sorted({n for n in provider_names(fields.get("providers")) if FAKE_PROVIDER.search(n)})
-        return {**{k: v for k, v in fields.items() if v is not None and k != "providers"}, "fake_providers": bool(fake)}
+        fields, fake = health_fields(map_result(op, result))
+        return {**{k: v for k, v in fields.items() if k != "providers"}, "fake_providers": bool(fake)}
 
     # -- sessions and namespaces -------------------------------------------------------
 
@@ -327,22 +318,14 @@ class McpArm:
         return entry.session
 
     async def _aawait_ready(self, session: McpSession, context: dict[str, Any]) -> None:
+        """:func:`memrun.arms.http_templates.await_ready` over the ready tool's calls."""
         op = self.ops["ready"]
-        expected = op.equals.render(**context) if op.equals is not None else None
-        deadline, value = time.monotonic() + op.timeout_s, None
-        while True:
-            value = map_result(op, await self._acall(session, "ready", context), missing_ok=True)
-            if (value == expected or str(value) == str(expected)) if op.equals is not None else bool(value):
-                self._ever_ready = True
-                return
-            if time.monotonic() + op.interval_s > deadline:
-                break
-            await asyncio.sleep(op.interval_s)
-        message = (f"arm.ready: namespace {context['namespace']} not ready after {op.timeout_s:g} s: "
-                   f"{op.result.expression!r} gave {value!r}")  # type: ignore[union-attr]
-        if not self._ever_ready:
-            raise ArmError(f"{message}; no history has been ready in this run: check arm.ready (or raise timeout_s)")
-        raise TimeoutError(message)
+
+        async def read() -> Any:
+            return map_result(op, await self._acall(session, "ready", context), missing_ok=True)
+
+        await await_ready(op, context, read, self._ever_ready)
+        self._ever_ready = True
 
     async def search(self, query: str, k: int, history_id: str | None = None) -> list[Hit]:
         """At most ``k`` hits for ``query`` in ``history_id``'s namespace (None: the last

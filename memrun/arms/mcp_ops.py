@@ -96,13 +96,8 @@ def result_document(result: Any) -> Any:
 def map_result(op: ToolOperation, result: Any, missing_ok: bool = False) -> Any:
     """``op.result`` over the tool's result. Raises ArmError showing the result's shape when
     the path finds nothing (unless ``missing_ok``)."""
-    document = result_document(result)
     assert op.result is not None
-    value = op.result.search(document)
-    if value is None and not missing_ok:
-        raise ArmError(f"{op.where}.result {op.result.expression!r} found nothing in the result of tool "
-                       f"{op.tool!r}, which is {describe_shape(document)}")
-    return value
+    return op.result.find(result_document(result), f"the result of tool {op.tool!r}", missing_ok)
 
 
 def check_tools(ops: Mapping[str, ToolOperation], tools: Mapping[str, Any], label: str) -> None:
