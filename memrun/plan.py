@@ -1,6 +1,6 @@
 """Plan a run's calls and cost without making them (``memrun plan``).
 
-A plan composes the config as a run does, loads the data, runs the retrieval (cheap and
+A plan reads the run's spec (:func:`memrun.config.spec.build_spec`) as a run does, loads the data, runs the retrieval (cheap and
 local) and builds every reader and judge request exactly as the run would
 (:func:`memrun.accuracy.stage.reader_request`, :func:`memrun.accuracy.stage.judge_case`),
 then looks each one up in the call cache. No reader or judge request is sent; the
@@ -28,11 +28,10 @@ from pathlib import Path
 from typing import Any
 
 from memrun.arms import describe
-from memrun.config.spec import build_spec
 from memrun.errors import ConfigError
 from memrun.instrument import Instrument
 from memrun.retrieval_flow import iter_retrieved
-from memrun.spec import RunSpec
+from memrun.spec import PluginNodes, RunSpec
 from memrun.stages import Loaded, build_instrument, build_parts, load
 
 
@@ -263,11 +262,11 @@ def _judge2_chooser(setup: Any, dataset: Any) -> Any:
     return wanted
 
 
-def make_plan(cfg: Any, prices: Mapping[str, Any], price_info: Mapping[str, Any],
+def make_plan(spec: RunSpec, nodes: PluginNodes, prices: Mapping[str, Any], price_info: Mapping[str, Any],
               chars_per_token: float | None = None) -> Plan:
-    """Plan the run ``cfg`` describes (see the module docstring). Raises MemrunError subclasses
-    for the same config, data and arm problems a run stops on."""
-    spec, nodes = build_spec(cfg)
+    """Plan the run ``spec`` describes, its plugins built from ``nodes`` (the pair
+    :func:`memrun.config.spec.build_spec` returns; see the module docstring). Raises
+    MemrunError subclasses for the same data and arm problems a run stops on."""
     parts = build_parts(spec, nodes)
     arm, setup = parts.arm, parts.setup
     try:
@@ -290,7 +289,7 @@ def make_plan(cfg: Any, prices: Mapping[str, Any], price_info: Mapping[str, Any]
             plan.warnings += [f"{role}: {judge.plan_note}" for role, judge in _judges(setup)
                               if getattr(judge, "plan_note", None)]
         plan.warnings += list(dataset.warnings)
-        cpt = chars_per_token or (float(cfg.reader.chars_per_token) if setup else 4.0)
+        cpt = chars_per_token or (setup.reader.chars_per_token if setup and setup.reader else 4.0)
         reader_tokens = setup.reader.params["max_tokens"] if setup and setup.reader else 256
         answer_chars = sum(answers) / len(answers) if answers else reader_tokens * cpt
         for ep in eps.by_key.values():

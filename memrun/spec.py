@@ -20,6 +20,7 @@ SelectionSpec = Selection
 """Which items of the benchmark a run keeps (slice, sample, limit, corrections)."""
 
 RECALL, ACCURACY = "recall", "accuracy"
+OVERFLOW_POLICIES = ("truncate", "skip")  # reader.overflow: what a context over max_context_tokens does
 
 
 @dataclass(frozen=True)
@@ -31,15 +32,78 @@ class ShardSpec:
 
 
 @dataclass(frozen=True)
+class ReaderSpec:
+    """``reader``: the chat model that answers each item from the arm's hits (axis=accuracy),
+    its benchmark pin applied (:func:`memrun.config.spec.reader_spec`).
+
+    ``prompt``: a prompt name in ``memrun/llm/prompts/`` or a file path; ``max_tokens``: the
+    answer's token budget; ``max_context_tokens``: None for no limit, else the context's
+    budget estimated as characters / ``chars_per_token``; ``overflow``: ``truncate`` (drop
+    the lowest-ranked hits) or ``skip`` (the item is a ``context_overflow`` error);
+    ``warnings``: an overridden pin (reader.model / reader.prompt), said before the run.
+    """
+
+    model: str
+    prompt: str
+    base_url: str | None
+    base_url_env: str | None
+    api_key_env: str
+    provider: str | None
+    temperature: float
+    max_tokens: int
+    max_context_tokens: int | None
+    overflow: str
+    chars_per_token: float
+    warnings: tuple[str, ...] = ()
+
+
+@dataclass(frozen=True)
+class JudgeSpec:
+    """``judge`` / ``judge2``: a judge named ``name`` in config key ``role``, built with
+    ``_target_`` from its own config ``node`` (:func:`memrun.judges.build_judge`), unread here."""
+
+    role: str
+    name: str
+    node: Any = field(repr=False, compare=False)
+
+
+@dataclass(frozen=True)
+class AccuracySpec:
+    """The accuracy axis's reader, judges and LLM-call settings, checked (axis=accuracy only).
+
+    ``reader``: None when the arm answers itself (its class has ``answer_for``);
+    ``judge2``: None for ``judge2=none``; ``concurrency``: LLM calls in flight;
+    ``http_attempts``: tries per call (>= 1); ``request_timeout_s``: seconds per call;
+    ``max_tokens_total``: the run's token budget (None: no limit); ``judge2_sample``: items
+    the second judge re-grades (None: all); ``denominator``: the config's headline ratio
+    (``accuracy_abstain_wrong`` | ``accuracy`` | ``mean_judge_score``); ``lexical_scores``:
+    add lexical scores beside the judge's; ``cache_dir``: the call cache's folder (None: the
+    user cache); ``judge_warning``: the judge is not the benchmark's pinned one.
+    """
+
+    reader: ReaderSpec | None
+    judge: JudgeSpec
+    judge2: JudgeSpec | None
+    concurrency: int
+    http_attempts: int
+    request_timeout_s: float
+    max_tokens_total: int | None
+    judge2_sample: int | None
+    denominator: str
+    lexical_scores: bool
+    cache_dir: str | None
+    judge_warning: str | None = None
+
+
+@dataclass(frozen=True)
 class PluginNodes:
     """The config nodes of the plugins a run builds with ``_target_`` (:func:`memrun.plugins.build`).
 
-    Opaque here: each plugin reads its own node. ``root`` is the whole config, for the
-    accuracy axis's reader and judges (:func:`memrun.accuracy.setup.build_setup`)."""
+    Opaque here: each plugin reads its own node (the judges' nodes are in
+    :class:`JudgeSpec`)."""
 
     benchmark: Any
     arm: Any
-    root: Any
 
 
 @dataclass(frozen=True)
@@ -50,7 +114,8 @@ class RunSpec:
     search (``arm.top_k``, else :func:`memrun.config.default_top_k`); ``repeats``: answers
     per item (accuracy axis; 1 on recall); ``min_coverage`` / ``max_error_share``: shares
     in [0, 1] (:mod:`memrun.checks`); ``flow``: ``arm.concurrency`` and ``arm.warmup``
-    (:class:`memrun.retrieval_flow.FlowSettings`); ``config``: the
+    (:class:`memrun.retrieval_flow.FlowSettings`); ``answering``: the reader, judges and
+    LLM-call settings on the accuracy axis (None on recall); ``config``: the
     resolved config as plain dicts (its secrets are redacted where it is written);
     ``warnings``: what the checks found worth saying before any work.
     """
@@ -72,6 +137,7 @@ class RunSpec:
     judge: str | None
     progress: bool
     flow: FlowSettings
+    answering: AccuracySpec | None
     config: Mapping[str, Any] = field(repr=False)
     warnings: tuple[str, ...] = ()
 

@@ -80,7 +80,7 @@ def build_parts(spec: RunSpec, nodes: PluginNodes) -> Parts:
         if not callable(getattr(arm, method, None)):
             raise ArmError(f"arm: {spec.arm_target} has no {method}() method; see memrun.arms.Arm")
     arm_kind(arm)  # an async or thread-safe arm's search must take history_id: say so before any work
-    setup = accuracy_setup.build_setup(nodes.root, arm) if spec.accuracy else None
+    setup = accuracy_setup.build_setup(spec, arm) if spec.accuracy else None
     return Parts(benchmark, arm, setup)
 
 

@@ -37,6 +37,10 @@ NO_FUNCTION_IMPORTS = ("memrun.cli", "memrun.launch", "memrun.sweep", "memrun.ru
                        "memrun.item_stages", "memrun.spec", "memrun.config.spec",
                        "memrun.config.errors", "memrun.config.compose", "memrun.lazy", "memrun.show_config")
 
+# The only modules that see Hydra's config object (docs/architecture.md, "The run specification"):
+# the command line, the launch of one job, the config package and plugin construction.
+OMEGACONF_IMPORTERS = ("memrun.cli", "memrun.show_config", "memrun.launch", "memrun.config", "memrun.plugins")
+
 
 def _modules() -> dict[str, Path]:
     found = {}
@@ -159,6 +163,26 @@ def test_the_lazy_rule_holds_where_it_is_followed():
             if isinstance(node, (ast.FunctionDef, ast.AsyncFunctionDef)):
                 inside += [f"{module}:{n.lineno}" for n in ast.walk(node) if isinstance(n, (ast.Import, ast.ImportFrom))]
     assert inside == []
+
+
+def _imports_package(module: str, package: str) -> list[int]:
+    """Lines of ``module`` that import ``package`` or a module inside it (anywhere in the file)."""
+    lines = []
+    for node in ast.walk(ast.parse(MODULES[module].read_text(encoding="utf-8"))):
+        if isinstance(node, ast.Import):
+            names = [a.name for a in node.names]
+        elif isinstance(node, ast.ImportFrom) and not node.level:
+            names = [node.module or ""]
+        else:
+            continue
+        lines += [node.lineno for name in names if name == package or name.startswith(package + ".")]
+    return lines
+
+
+def test_only_the_cli_launch_config_and_plugin_construction_import_omegaconf():
+    outside = [f"{m}:{line}" for m in sorted(MODULES) for line in _imports_package(m, "omegaconf")
+               if not any(m == p or m.startswith(p + ".") for p in OMEGACONF_IMPORTERS)]
+    assert outside == []
 
 
 def test_the_checks_see_a_circle_and_an_upward_import():

@@ -1,10 +1,10 @@
-"""From the composed config to the accuracy axis's parts: reader, judges, LLM service.
+"""From the run's spec to the accuracy axis's parts: reader, judges, LLM service.
 
-Everything here runs before any item: a missing API key, a literal key in the config,
-an unknown prompt, a bad judge or reader setting is a one-line ConfigError. Pins: the
-reader model and prompt (and the judge) default to what the benchmark's published
-numbers used (``reader.pins``); overriding one adds a comparability warning, printed
-before the run and kept in the instrument.
+Everything here runs before any item: a missing API key, an unknown prompt, a judge that
+cannot be built is a one-line ConfigError (the settings themselves were checked by
+:func:`memrun.config.spec.build_spec`). Pins: the reader model and prompt (and the judge)
+default to what the benchmark's published numbers used (``reader.pins``); overriding one
+adds a comparability warning, printed before the run and kept in the instrument.
 """
 
 from __future__ import annotations
@@ -13,6 +13,7 @@ import random
 from dataclasses import dataclass, field
 from typing import Any
 
+from memrun.cache_files import network_warning
 from memrun.errors import ConfigError
 from memrun.instrument import DENOMINATOR_ABSTAIN_WRONG, DENOMINATOR_EXCLUDE_ABSTAIN, DENOMINATOR_MEAN_SCORE
 from memrun.http_policy import HttpPolicy
@@ -21,12 +22,12 @@ from memrun.llm.cache import CallCache
 from memrun.llm.endpoint import Endpoint, resolve_endpoint
 from memrun.redaction import Redactor
 from memrun.llm.prompts import load_prompt
-from memrun.llm.reader import OVERFLOW_POLICIES, READER_FIELDS, Reader
+from memrun.llm.reader import READER_FIELDS, Reader
 from memrun.llm.service import LLMService
 from memrun.paths import configured_or_cache
 from memrun.records import Dataset
+from memrun.spec import AccuracySpec, ReaderSpec, RunSpec
 
-JUDGES = "gpt41, gpt4o, claude, beam_rubric, exact, substring, f1"
 # config ``denominator`` (the summary's ratio) -> the instrument's denominator (what compare reads)
 DENOMINATORS = {"accuracy_abstain_wrong": DENOMINATOR_ABSTAIN_WRONG, "accuracy": DENOMINATOR_EXCLUDE_ABSTAIN,
                 "mean_judge_score": DENOMINATOR_MEAN_SCORE}
@@ -64,43 +65,20 @@ class AccuracySetup:
         return frozenset(random.Random(self.seed).sample(ids, min(self.judge2_sample, len(ids))))
 
 
-def build_reader(cfg: Any, llm: LLMService | None, benchmark: str, warnings: list[str],
-                 endpoint: Endpoint | None = None) -> Reader:
-    """The reader ``cfg.reader`` describes (its pin for ``benchmark`` applied; warnings appended).
+def build_reader(spec: ReaderSpec, llm: LLMService | None, endpoint: Endpoint | None = None) -> Reader:
+    """The reader ``spec`` describes (:func:`memrun.config.spec.reader_spec` checked it).
 
-    endpoint: None resolves it from the config and environment (a run); ``memrun view``
+    endpoint: None resolves it from the spec and the environment (a run); ``memrun view``
     passes the run's recorded one, as it only rebuilds requests and needs no key.
-    Raises ConfigError."""
-    node = cfg.reader
-    pin = node.pins.get(benchmark) if node.pins else None
-    model = node.model or (pin.model if pin else None)
-    prompt_name = node.prompt or (pin.prompt if pin else None)
-    if not model or not prompt_name:
-        raise ConfigError(
-            f"reader: benchmark {benchmark} pins no reader; set reader.model=... and reader.prompt=default "
-            "(or add a pin under reader.pins)"
-        )
-    if pin is not None:
-        for key, chosen, pinned in (("model", model, pin.model), ("prompt", prompt_name, pin.prompt)):
-            if chosen != pinned:
-                warnings.append(
-                    f"reader.{key}={chosen} overrides {benchmark}'s pinned {pinned}: "
-                    "accuracy does not compare with runs or papers that used the pin"
-                )
-    if node.overflow not in OVERFLOW_POLICIES:
-        raise ConfigError(f"reader.overflow={node.overflow}: choose one of {', '.join(OVERFLOW_POLICIES)}")
-    if node.max_context_tokens is not None and node.max_context_tokens < 1:
-        raise ConfigError("reader.max_context_tokens must be a positive number of tokens, or null")
-    if node.chars_per_token <= 0:
-        raise ConfigError("reader.chars_per_token must be positive")
+    Raises ConfigError for a missing API key or an unknown prompt."""
     endpoint = endpoint or resolve_endpoint(
-        "reader", model=model, base_url=node.base_url, base_url_env=node.base_url_env,
-        api_key_env=node.api_key_env, provider=node.provider,
+        "reader", model=spec.model, base_url=spec.base_url, base_url_env=spec.base_url_env,
+        api_key_env=spec.api_key_env, provider=spec.provider,
     )
-    prompt = load_prompt("memrun.llm", prompt_name, "reader.prompt", READER_FIELDS)
+    prompt = load_prompt("memrun.llm", spec.prompt, "reader.prompt", READER_FIELDS)
     return Reader(
-        llm, endpoint, model=model, prompt=prompt, temperature=node.temperature, max_tokens=node.max_tokens,
-        max_context_tokens=node.max_context_tokens, overflow=node.overflow, chars_per_token=node.chars_per_token,
+        llm, endpoint, model=spec.model, prompt=prompt, temperature=spec.temperature, max_tokens=spec.max_tokens,
+        max_context_tokens=spec.max_context_tokens, overflow=spec.overflow, chars_per_token=spec.chars_per_token,
     )
 
 
@@ -122,82 +100,74 @@ def whole_history(reader: Reader, arm: Any, warnings: list[str]) -> None:
                         "(reader.overflow=skip); arm.max_chars and arm.keep truncate on purpose")
 
 
-def build_setup(cfg: Any, arm: Any) -> AccuracySetup:
-    """Build reader, judges and the LLM service for ``cfg`` (axis=accuracy). Raises ConfigError.
+def build_setup(spec: RunSpec, arm: Any) -> AccuracySetup:
+    """Build reader, judges and the LLM service of the axis=accuracy run ``spec``
+    (``spec.answering``, checked by :func:`memrun.config.spec.build_spec`). Raises ConfigError
+    for a missing API key, an unknown prompt or a judge that cannot be built.
 
     An arm with a callable ``answer_for(item) -> str | None`` answers itself: no reader
     is built and the instrument's reader_model is ``arm:<arm name>``.
     """
-    benchmark = str(cfg.benchmark.name)
-    if int(cfg.repeats) < 1:
-        raise ConfigError(f"repeats={cfg.repeats}: must be at least 1")
-    if int(cfg.concurrency) < 1:
-        raise ConfigError(f"concurrency={cfg.concurrency}: must be at least 1")
-    if cfg.max_tokens_total is not None and int(cfg.max_tokens_total) < 1:
-        raise ConfigError("max_tokens_total must be a positive number of tokens, or null")
-    if cfg.judge2_sample is not None and int(cfg.judge2_sample) < 1:
-        raise ConfigError(f"judge2_sample={cfg.judge2_sample}: must be at least 1, or null for every item")
-    if int(cfg.http_attempts) < 1:
-        raise ConfigError(f"http_attempts={cfg.http_attempts}: must be at least 1")
-    if not float(cfg.request_timeout_s) > 0:
-        raise ConfigError(f"request_timeout_s={cfg.request_timeout_s}: must be a positive number of seconds")
-    if cfg.judge.name == "none":
-        pin = cfg.reader.pins.get(benchmark) if cfg.reader.pins else None
-        hint = f"judge={pin.judge} (pinned for {benchmark})" if pin is not None and pin.judge else "judge=gpt41"
-        raise ConfigError(f"axis=accuracy needs a judge; add {hint}, or choose one of {JUDGES}")
-
-    cache = CallCache(configured_or_cache(cfg.cache_dir, "llm"))
+    acc = spec.answering
+    assert acc is not None, "build_setup is for axis=accuracy"
+    cache = CallCache(configured_or_cache(acc.cache_dir, "llm"))
     llm = LLMService(
-        cache,
-        concurrency=int(cfg.concurrency),
-        policy=HttpPolicy(attempts=int(cfg.http_attempts)),
-        timeout=float(cfg.request_timeout_s),
-        max_tokens_total=cfg.max_tokens_total,
+        cache, concurrency=acc.concurrency, policy=HttpPolicy(attempts=acc.http_attempts),
+        timeout=acc.request_timeout_s, max_tokens_total=acc.max_tokens_total,
     )
     warnings: list[str] = []
-    from memrun.cache_files import network_warning
-
     if shared := network_warning(cache.path.parent, "cache_dir"):
         warnings.append(shared)
-    arm_answers = callable(getattr(arm, "answer_for", None))
-    reader = None if arm_answers else build_reader(cfg, llm, benchmark, warnings)
-    if reader is not None:
+    reader = None
+    if not callable(getattr(arm, "answer_for", None)):
+        reader = build_reader(needs_reader(acc), llm)
+        warnings += acc.reader.warnings
         whole_history(reader, arm, warnings)
-    judge = build_judge(cfg.judge, "judge", llm)
-    judge2 = build_judge(cfg.judge2, "judge2", llm) if cfg.judge2.name != "none" else None
-    pin = cfg.reader.pins.get(benchmark) if cfg.reader.pins else None
-    if pin is not None and pin.judge and cfg.judge.name != pin.judge:
-        warnings.append(
-            f"judge={cfg.judge.name} is not {benchmark}'s pinned judge ({pin.judge}): "
-            "labels do not compare with runs or papers that used the pin"
-        )
-
-    headline = cfg.denominator.value if hasattr(cfg.denominator, "value") else str(cfg.denominator)
+    judge = build_judge(acc.judge.node, acc.judge.role, llm)
+    judge2 = build_judge(acc.judge2.node, acc.judge2.role, llm) if acc.judge2 else None
+    if acc.judge_warning:
+        warnings.append(acc.judge_warning)
+    headline = acc.denominator
     if getattr(judge, "fractional", False):  # a rubric's mean: the mean over items of their mean over repeats
         headline = FRACTIONAL_HEADLINE
-    redactor = llm.redactor
+    return AccuracySetup(
+        llm=llm, reader=reader, judge=judge, judge2=judge2, repeats=spec.repeats, headline=headline,
+        judge2_sample=acc.judge2_sample, seed=spec.seed, lexical_scores=acc.lexical_scores,
+        stale_check=spec.stale_check, redactor=llm.redactor,
+        instrument=setup_instrument(spec.arm, llm, reader, judge, judge2, headline), warnings=warnings,
+    )
+
+
+def needs_reader(acc: AccuracySpec) -> ReaderSpec:
+    """``acc.reader``; ConfigError when the spec left it out (its arm class answers itself) but
+    the built arm does not."""
+    if acc.reader is None:
+        raise ConfigError("reader: the arm's class has answer_for but the built arm has none; "
+                          "give the arm answer_for as a method, or set reader.model and reader.prompt")
+    return acc.reader
+
+
+def setup_instrument(arm_name: str, llm: LLMService, reader: Reader | None, judge: Judge, judge2: Judge | None,
+                     headline: str) -> dict[str, Any]:
+    """The accuracy axis's instrument fields: the reader's and judges' models, prompts and
+    endpoints, the denominator. Opens the LLM service on the endpoints (registering their
+    keys with the redactor)."""
     described = [judge.describe()] + ([judge2.describe()] if judge2 else [])
     endpoint_of = {"reader": reader.endpoint} if reader else {}  # role -> endpoint (LLM judges only)
     endpoint_of.update({role: d["endpoint"] for role, d in zip(("judge", "judge2"), described)
                         if d.get("endpoint") is not None})
     endpoints = list(endpoint_of.values())
     llm.open(endpoints)  # registers the keys with the redactor; the clients build meanwhile
-    fake = any(e.fake for e in endpoints)
-    instrument = {
-        "reader_model": reader.model if reader else f"arm:{cfg.arm.name}",
+    return {
+        "reader_model": reader.model if reader else f"arm:{arm_name}",
         "reader_prompt_sha256": reader.prompt.sha256 if reader else None,
         "judge_model": described[0]["judge_model"],
         "judge_prompt_sha256": described[0]["judge_prompt_sha256"],
         "denominator": DENOMINATORS[headline],
-        "fake_providers": fake,
+        "fake_providers": any(e.fake for e in endpoints),
         "context_policy": reader.context_policy if reader else None,
         "judge2_model": described[1]["judge_model"] if judge2 else None,
         "judge2_prompt_sha256": described[1]["judge_prompt_sha256"] if judge2 else None,
         # where the calls went (no credentials): the same model name elsewhere may be another model
         "llm_endpoints": {role: e.public_url for role, e in endpoint_of.items()},
     }
-    return AccuracySetup(
-        llm=llm, reader=reader, judge=judge, judge2=judge2, repeats=int(cfg.repeats), headline=headline,
-        judge2_sample=None if cfg.judge2_sample is None else int(cfg.judge2_sample), seed=int(cfg.seed),
-        lexical_scores=bool(cfg.lexical_scores), stale_check=bool(cfg.get("stale_check")), redactor=redactor, instrument=instrument, warnings=warnings,
-    )

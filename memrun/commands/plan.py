@@ -145,6 +145,7 @@ def main(argv: list[str]) -> int:
     pilot = _pilot_runs(args.pilot) if args.pilot else None
     from memrun.paths import conf_dir
     from memrun.config.compose import compose
+    from memrun.config.spec import build_spec
     from memrun.llm.prices import load_prices
     from memrun.plan import make_plan
 
@@ -157,7 +158,7 @@ def main(argv: list[str]) -> int:
             raise ConfigError(f"--config-dir {args.config_dir}: no such folder")
         extra = [f"hydra.searchpath=[file://{args.config_dir.resolve()}]"]
     cfg = compose(["progress=false", *extra, *args.overrides])
-    plan = make_plan(cfg, prices, info, args.chars_per_token).to_dict()
+    plan = make_plan(*build_spec(cfg), prices, info, args.chars_per_token).to_dict()
     if args.pilot:
         plan["power"] = pilot_power(*pilot, args.effect)
     render = {"text": render_text, "markdown": render_markdown,

@@ -27,7 +27,6 @@ from memrun.llm.service import LLMService, Outcome
 from memrun.records import Hit, Item, Record
 
 READER_FIELDS = ("context", "question", "question_date_line")
-OVERFLOW_POLICIES = ("truncate", "skip")
 
 
 @dataclass(frozen=True)

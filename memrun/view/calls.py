@@ -102,6 +102,7 @@ class RunCalls:
         import memrun.config  # noqa: F401 - registers the resolvers the saved config uses
         from memrun.config.compose import from_container
         from memrun.accuracy.setup import build_reader
+        from memrun.config.spec import reader_spec
         from memrun.judges import build_judge
         from memrun.llm.cache import CACHE_FILE, CallCache
         from memrun.llm.endpoint import Endpoint
@@ -116,7 +117,7 @@ class RunCalls:
             raise MemrunError(f"no call cache at {cache_dir / CACHE_FILE} (the run's cache_dir)")
         self.cache = CallCache(cache_dir)
         if "reader" in urls:
-            self.reader = build_reader(cfg, None, str(cfg.benchmark.name), [],
+            self.reader = build_reader(reader_spec(cfg.reader, str(cfg.benchmark.name)), None,
                                        endpoint=Endpoint(urls["reader"], "", fake=True))
         for role in ("judge", "judge2"):
             if role in urls and cfg.get(role) is not None and cfg[role].get("name") != "none":
