@@ -55,9 +55,9 @@ def test_a_mode_override_still_reaches_hydra(monkeypatch, tmp_path):
     assert len(list((tmp_path / "outputs" / "multirun").rglob("summary.json"))) == 2
 
 
-def test_a_retrieval_run_does_not_import_httpx_or_the_openai_sdk(tmp_path):
+def test_a_retrieval_run_does_not_import_httpx_the_openai_sdk_or_pandas(tmp_path):
     code = ("import sys; from memrun.cli import main; rc = main(['progress=false']); "
-            "bad = [m for m in ('httpx', 'openai', 'click', 'pygments') if m in sys.modules]; "
+            "bad = [m for m in ('httpx', 'openai', 'click', 'pygments', 'pandas') if m in sys.modules]; "
             "print(bad); sys.exit(rc or bool(bad))")
     done = subprocess.run([sys.executable, "-c", code], cwd=tmp_path, capture_output=True, text=True,
                           env={**__import__("os").environ, "MEMRUN_DATA_DIR": str(tmp_path / "empty")})

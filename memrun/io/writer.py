@@ -25,7 +25,10 @@ read without its ``summary.json`` is verified too.
 from __future__ import annotations
 
 import hashlib
+import importlib.abc
 import shutil
+import sys
+import threading
 import time
 from collections.abc import Mapping
 from concurrent.futures import Future, ThreadPoolExecutor
@@ -52,6 +55,41 @@ def file_sha256(path: Path) -> str:
         for block in iter(lambda: handle.read(1 << 20), b""):
             digest.update(block)
     return digest.hexdigest()
+
+
+_PROBE_LOCK = threading.Lock()
+
+
+class _NoPandas(importlib.abc.MetaPathFinder):
+    """An import finder that says pandas is not installed (for :func:`skip_pandas_probe`)."""
+
+    def find_spec(self, fullname: str, path: Any = None, target: Any = None) -> None:
+        if fullname == "pandas":
+            raise ModuleNotFoundError("pandas is not needed to write rows", name=fullname)
+        return None
+
+
+def skip_pandas_probe() -> None:
+    """Let pyarrow find pandas absent when it first converts Python values, so a run does
+    not import pandas (0.5 s of CPU, seconds on a busy machine, held under the GIL while the
+    event loop waits on it).
+
+    pyarrow imports pandas on its first ``pa.array`` of Python values only to ask whether
+    they are pandas objects (its ``_pandas_api`` shim); memrun's rows are dicts and lists.
+    The first probe runs here with an import finder that refuses pandas; the shim then
+    remembers "no pandas" for such probes, while anything that really uses pandas
+    (``Table.from_pandas``, ``to_pandas``) still imports it then. A process that has already
+    imported pandas is left as it is.
+    """
+    with _PROBE_LOCK:
+        if "pandas" in sys.modules:
+            return
+        finder = _NoPandas()
+        sys.meta_path.insert(0, finder)
+        try:
+            pa.array([])
+        finally:
+            sys.meta_path.remove(finder)
 
 
 class ItemsWriter:
@@ -89,9 +127,8 @@ class ItemsWriter:
         self._n_parts = 0
         self._tables: list[pa.Table] = []  # what the parts hold, kept to merge without re-reading
         self._pool = ThreadPoolExecutor(max_workers=1, thread_name_prefix="memrun-writer")
-        # pyarrow imports pandas on its first array (seconds on a busy machine): do it now, on
-        # the writer's thread, not when the first part, or an interrupted run's last, is due.
-        self._pending: list[Future[None]] = [self._pool.submit(pa.array, [])]
+        self._pending: list[Future[None]] = []
+        skip_pandas_probe()
         self.rows_written = 0
         self.sha256: str | None = None  # of items.parquet, once close() wrote it
 
