@@ -13,6 +13,7 @@ times them, shows the result (:func:`show`) and turns it into an exception (:fun
 
 from __future__ import annotations
 
+import gc
 import json
 import time
 from dataclasses import dataclass
@@ -101,6 +102,9 @@ def run(cfg: Any, out_dir: Path, console: Console, config_folder: Path | None,
     writer = ItemsWriter(out_dir, items_schema(list(spec.ks)), instrument)
     sink = item_stages.RowSink(spec, loaded.dataset, instrument, writer, redactor, search_mode)
     stopped: str | None = None
+    # What start-up built (modules, config, dataset, arm) lives until the run ends: frozen, it
+    # is not walked again by each collection while the items allocate their rows and requests.
+    gc.freeze()
     try:
         with item_stages.make_progress(console, spec.progress, calls=spec.accuracy) as progress:
             if parts.setup:
@@ -115,17 +119,20 @@ def run(cfg: Any, out_dir: Path, console: Console, config_folder: Path | None,
         instrument.status, instrument.error = "failed", redactor.text(_reason(exc))  # kept with the rows
         raise
     finally:
-        # Finishing the table is never interrupted: a signal now is honoured after it (memrun.signals).
-        with signals.shielded():
-            coverage = stages.finish(spec, loaded, parts, sink.rows, sink.checks, instrument, warnings,
-                                     _close(parts.arm))
-            writer.close()
-            if parts.setup:
-                redactor.files(out_dir)
-            summary = stages.summarize(spec, loaded, parts.setup, sink.rows, instrument, sink.checks,
-                                       stopped=stopped, coverage=coverage, seconds=time.perf_counter() - t_start,
-                                       sha256=writer.sha256, warnings=warnings.lines)
-            (out_dir / SUMMARY_FILE).write_text(json.dumps(summary, indent=2) + "\n")
+        try:
+            # Finishing the table is never interrupted: a signal now is honoured after it (memrun.signals).
+            with signals.shielded():
+                coverage = stages.finish(spec, loaded, parts, sink.rows, sink.checks, instrument, warnings,
+                                         _close(parts.arm))
+                writer.close()
+                if parts.setup:
+                    redactor.files(out_dir)
+                summary = stages.summarize(spec, loaded, parts.setup, sink.rows, instrument, sink.checks,
+                                           stopped=stopped, coverage=coverage, seconds=time.perf_counter() - t_start,
+                                           sha256=writer.sha256, warnings=warnings.lines)
+                (out_dir / SUMMARY_FILE).write_text(json.dumps(summary, indent=2) + "\n")
+        finally:
+            gc.unfreeze()
     return RunResult(spec, summary, sink.rows, instrument, loaded.dataset.counts)
 
 

@@ -39,6 +39,7 @@ from __future__ import annotations
 import asyncio
 import atexit
 import dataclasses
+import functools
 import logging
 import re
 import secrets
@@ -69,6 +70,12 @@ HEALTH_FIELDS = ("search_mode", "server_build", "embedder", "embedder_dim", "ser
                  "providers")
 MIN_RPS = 1 / 60  # arm.max_rps: a slower cap is a typo (1e-9 would wait 30 years between requests)
 FAKE_PROVIDER = re.compile(r"fake|stub|mock|dummy", re.IGNORECASE)
+
+
+@functools.lru_cache(maxsize=4096)
+def _join(base: str, path: str) -> str:
+    """``urljoin(base, path)``, remembered: a history's searches all go to one path."""
+    return urljoin(base, path)
 
 
 def provider_names(value: Any) -> list[str]:
@@ -218,7 +225,7 @@ class HttpArm:
 
     def _render(self, op: Operation, context: dict[str, Any]) -> tuple[str, dict[str, Any]]:
         """The URL and the body arguments of ``op`` for ``context``."""
-        url = urljoin(self.base_url, str(op.path.render(**context)).lstrip("/"))
+        url = _join(self.base_url, str(op.path.render(**context)).lstrip("/"))
         return url, encode_body(op.body.render(**context) if op.body else None, op.encoding, f"arm.{op.name}")
 
     def _auth_failed(self, op: Operation, exc: AuthError) -> ArmError:

@@ -44,11 +44,19 @@ _SIMPLE = re.compile(rf"^\s*({_NAME})\s*$")
 _TEXT_FIELD = re.compile(rf"\{{\{{\s*({_NAME})\s*\}}\}}")
 
 
+_DICT_ATTRIBUTES = frozenset(dir(dict))
+
+
 def _lookup(path: tuple[str, ...], context: Mapping[str, Any]) -> Any:
     """``a.b.c`` as Jinja reads it (attribute first, then item); KeyError, AttributeError or
-    TypeError when it is undefined (the caller then lets Jinja raise its own error)."""
+    TypeError when it is undefined (the caller then lets Jinja raise its own error). A plain
+    dict has no attribute of a name outside :data:`_DICT_ATTRIBUTES`, so its item is read
+    at once (the ingest records: no AttributeError raised and caught per field)."""
     value = context[path[0]]
     for name in path[1:]:
+        if type(value) is dict and name not in _DICT_ATTRIBUTES:
+            value = value[name]
+            continue
         try:
             value = getattr(value, name)
         except AttributeError:
