@@ -11,6 +11,12 @@ alternates, in pairs of whole processes (bench/_pairs.py):
   every question's search at once, erase; up to C histories open, C requests in flight),
   read from a plan file the bench writes beforehand with memrun's own loader.
 
+Two figures per row: the whole process, start to exit (what a user waits for; memrun's
+start-up, imports, config and dataset load included, the peer's few imports included), and
+the span after start-up that the server itself measures (its first request after
+``/v1/health`` to its last reply), so that start-up and the request path can be read
+apart. CPU s is user + system seconds of each side's process.
+
 The ideal is the server's time alone: max(total request time / C, the longest history's
 chain create + ingests + ceil(questions / C) searches + erase). Workloads: LoCoMo
 (``$MEMRUN_DATA_DIR/locomo10.json``) and a LongMemEval-S-shaped file
@@ -35,16 +41,20 @@ import subprocess
 import sys
 import tempfile
 import time
+import urllib.request
 from pathlib import Path
 
 sys.path.insert(0, str(Path(__file__).resolve().parent))
-from _pairs import ROOT, alternate, run_child  # noqa: E402
+from _pairs import ROOT, Child, alternate, run_child  # noqa: E402
 
 BATCH = 100
 NS = re.compile(rb"^/v1/namespaces/[^/]+/(memories|search)$")
 
 
 # -- the server ----------------------------------------------------------------------------
+
+WINDOW: dict[str, float] = {}  # the server's busy span: first request after health -> last reply
+
 
 async def _serve_client(reader: asyncio.StreamReader, writer: asyncio.StreamWriter, search_s: float,
                         ingest_s: float) -> None:
@@ -55,6 +65,14 @@ async def _serve_client(reader: asyncio.StreamReader, writer: asyncio.StreamWrit
             length = re.search(rb"(?i)content-length:\s*(\d+)", head)
             if length:
                 await reader.readexactly(int(length.group(1)))
+            if path == b"/bench/window":  # read and reset by the bench between runs
+                body = json.dumps({"seconds": WINDOW.get("last", 0.0) - WINDOW.get("first", 0.0)}).encode()
+                WINDOW.clear()
+                writer.write(b"HTTP/1.1 200 OK\r\nContent-Type: application/json\r\nContent-Length: %d\r\n\r\n%s"
+                             % (len(body), body))
+                continue
+            if path != b"/v1/health":
+                WINDOW.setdefault("first", time.perf_counter())
             kind = NS.match(path)
             if kind and kind.group(1) == b"memories":
                 await asyncio.sleep(ingest_s)
@@ -67,6 +85,7 @@ async def _serve_client(reader: asyncio.StreamReader, writer: asyncio.StreamWrit
                         if path == b"/v1/health" else b'{"ok": true}')
             writer.write(b"HTTP/1.1 200 OK\r\nContent-Type: application/json\r\nContent-Length: %d\r\n\r\n%s"
                          % (len(body), body))
+            WINDOW["last"] = time.perf_counter()
     except (asyncio.IncompleteReadError, ConnectionError):
         pass
     finally:
@@ -180,22 +199,46 @@ def latency_p50(stdout_dir: Path) -> float:
     return json.loads(summaries[-1].read_text())["search_latency_ms"]["p50"]
 
 
+def served(url: str) -> float:
+    """Seconds the server was busy for the run that just ended (first request after health to
+    last reply; start-up and shutdown of the client excluded); resets the server's window."""
+    with urllib.request.urlopen(f"{url}/bench/window") as response:
+        return float(json.loads(response.read())["seconds"])
+
+
+def timed(cmd: list[str], url: str) -> Child:
+    """:func:`run_child`, with ``served``: the server's busy span for this run."""
+    served(url)  # a fresh window
+    child = run_child(cmd)
+    child.served = served(url)  # type: ignore[attr-defined]
+    return child
+
+
 def bench_workload(name: str, benchmark: list[str], levels: list[int], args: argparse.Namespace, tmp: Path) -> None:
+    """One workload at each concurrency: whole-process wall time (what a user waits) and, after
+    start-up, the server's busy span, for memrun and the peer, beside the ideal."""
     plan_file = tmp / f"{name}.plan.json"
     plan = write_plan(benchmark, plan_file)
     n_req = sum(3 + math.ceil(len(h["records"]) / BATCH) + len(h["questions"]) for h in plan)
     print(f"\n{name}: {len(plan)} histories, {sum(len(h['questions']) for h in plan)} searches, {n_req} requests; "
           f"server {args.search_ms:g} ms per request, {args.ingest_ms:g} ms per ingest")
+    print(f"{'':>21}{'-- whole process (what a user waits) --':^48}{'-- after start-up --':^30}")
     print(f"{'concurrency':>12}{'ideal s':>9}{'memrun s':>10}{'peer s':>9}{'vs ideal':>10}{'vs peer':>9}"
-          f"{'memrun MiB':>12}{'peer MiB':>10}")
+          f"{'CPU s m/p':>10}{'memrun s':>10}{'peer s':>9}{'vs ideal':>10}{'vs peer':>9}{'memrun MiB':>12}{'peer MiB':>10}")
     server, url = start_server(args.search_ms, args.ingest_ms)
     try:
         for c in levels:
-            pairs = alternate(lambda: run_child(memrun_cmd(benchmark, url, c, tmp)),
-                              lambda: run_child([__file__, "--peer", str(plan_file), url, str(c)]), args.pairs)
+            pairs = alternate(lambda: timed(memrun_cmd(benchmark, url, c, tmp), url),
+                              lambda: timed([__file__, "--peer", str(plan_file), url, str(c)], url), args.pairs)
             ideal = ideal_seconds(plan, c, args.search_ms / 1000, args.ingest_ms / 1000)
+            mem_served = statistics.median(x.served for x in pairs.a)  # type: ignore[attr-defined]
+            peer_served = statistics.median(x.served for x in pairs.b)  # type: ignore[attr-defined]
+            served_ratio = statistics.median(x.served / y.served for x, y in zip(pairs.a, pairs.b))  # type: ignore[attr-defined]
+            cpu = f"{pairs.median_cpu('a'):.1f}/{pairs.median_cpu('b'):.1f}"
             print(f"{c:>12}{ideal:>9.2f}{pairs.median('a'):>10.2f}{pairs.median('b'):>9.2f}"
-                  f"{pairs.median('a') / ideal:>10.2f}{pairs.ratio:>9.2f}{pairs.peak('a'):>12.0f}{pairs.peak('b'):>10.0f}")
+                  f"{pairs.median('a') / ideal:>10.2f}{pairs.ratio:>9.2f}{cpu:>10}"
+                  f"{mem_served:>10.2f}{peer_served:>9.2f}{mem_served / ideal:>10.2f}{served_ratio:>9.2f}"
+                  f"{pairs.peak('a'):>12.0f}{pairs.peak('b'):>10.0f}")
     finally:
         server.terminate()
         server.wait()
