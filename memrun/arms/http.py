@@ -16,19 +16,19 @@ and whatever is left at ``close`` (also on Ctrl-C, SIGTERM and SIGHUP), unless
 
 The arm is async (:mod:`memrun.retrieval_flow`): ``ingest``, ``search`` and ``release`` are
 coroutines, several histories are open at once (``search`` takes ``history_id``) and
-memrun keeps up to ``arm.concurrency`` calls in flight over one pooled keep-alive
-aiohttp session per event loop (:mod:`memrun.arms.http_async`). Set-up (leftovers, health) and ``close`` use a
-blocking client, so that the namespaces are erased even after the event loop was cancelled.
+memrun keeps up to ``arm.concurrency`` calls in flight. How a request is sent (the pooled
+aiohttp session per event loop, the blocking client of set-up and ``close``, the HTTP
+policy, the shared rate gate) is :mod:`memrun.arms.http_client`'s.
 Templates are compiled once, at construction.
 A server that indexes asynchronously (it acknowledges a write before the write is
 searchable) gets an optional ``ready`` operation, polled after each history's ingest
 until its ``result`` equals ``equals`` (or is true), and/or a fixed ``settle_s`` wait.
 Searches send ``eval_flags`` (no reinforcement, pinned scope) unless ``crediting`` is
 set, when they send ``crediting_flags``; the instrument records ``crediting``.
-Every request goes through :func:`memrun.http_policy.send` / ``asend`` (429 waits; 408, 5xx and,
-for idempotent operations, transport errors retried); a 429 holds every request in flight
-to the server (one :class:`~memrun.http_policy.RateGate`), and ``max_rps`` caps the rate; a request that still fails is
-recorded on the item by the run, never as a miss; a 401/403 stops the run.
+Every request goes through the HTTP policy (429 waits; 408, 5xx and, for idempotent
+operations, transport errors retried; a 429 holds every request in flight to the server,
+and ``max_rps`` caps the rate); a request that still fails is recorded on the item by the
+run, never as a miss; a 401/403 stops the run.
 Warnings (failed erases, leftovers, kept namespaces) are the run's (:mod:`memrun.run_warnings`:
 printed and saved), with a total at the end of the run. The user info of ``base_url`` is
 never printed or written (:mod:`memrun.redaction`).
@@ -38,44 +38,30 @@ from __future__ import annotations
 
 import asyncio
 import atexit
-import dataclasses
-import functools
-import logging
 import re
 import secrets
 from collections.abc import Mapping, Sequence
 from pathlib import Path
 from typing import Any
-from urllib.parse import urljoin
 
 import httpx
 
 from memrun.arms.embedders import api_key_from_env
+from memrun.arms.http_client import ServerClient
 from memrun.arms.http_templates import (CONTEXT, Operation, await_ready, describe_shape, encode_body, hits_from_result,
                                         sample_context)
 from memrun.arms.namespaces import (UNSAFE, NamespaceLedger, TerminationGuard, default_ledger_dir, orphaned_ledgers,
                                     safe_name)
-from memrun.errors import ArmError, AuthError
-from memrun.arms import http_async
-from memrun.http_policy import HttpPolicy, RateGate, send
-from memrun.redaction import Redactor, strip_userinfo
+from memrun.errors import ArmError
+from memrun.redaction import Redactor
 from memrun.run_warnings import warn
 from memrun.records import Hit, Record
-
-# httpx logs every request at INFO; a run sends thousands.
-logging.getLogger("httpx").setLevel(logging.WARNING)
 
 OPERATIONS = ("health", "create", "ingest", "ready", "search", "erase")
 HEALTH_FIELDS = ("search_mode", "server_build", "embedder", "embedder_dim", "server_model", "index_revision",
                  "providers")
 MIN_RPS = 1 / 60  # arm.max_rps: a slower cap is a typo (1e-9 would wait 30 years between requests)
 FAKE_PROVIDER = re.compile(r"fake|stub|mock|dummy", re.IGNORECASE)
-
-
-@functools.lru_cache(maxsize=4096)
-def _join(base: str, path: str) -> str:
-    """``urljoin(base, path)``, remembered: a history's searches all go to one path."""
-    return urljoin(base, path)
 
 
 def provider_names(value: Any) -> list[str]:
@@ -175,8 +161,8 @@ class HttpArm:
         all_headers = dict(headers or {})
         if token:
             all_headers[auth_header] = f"{auth_scheme} {token}".strip()
-        self.base_url = base_url.rstrip("/") + "/"
-        self.public_url = strip_userinfo(self.base_url)  # for messages and the ledger
+        self.server = ServerClient(base_url, all_headers, timeout_s, attempts, max_rps, self.auth_hint, self._redactor)
+        self.base_url, self.public_url = self.server.base_url, self.server.public_url
         self.keep_namespaces, self.crediting = keep_namespaces, crediting
         self.flags = dict((crediting_flags if crediting else eval_flags) or {})
         self.batch_size = ingest_batch_size
@@ -186,18 +172,12 @@ class HttpArm:
         self.erase_failures = 0
         self._erase_exc: Exception | None = None
         self._erase_error: str | None = None
-        self.policy = dataclasses.replace(HttpPolicy(), attempts=attempts)
         self.prefix = f"{namespace_prefix}{secrets.token_hex(4)}-"
         self._check_templates()
         self.health: dict[str, Any] = {}
         self._live: dict[str, str] = {}  # history id -> its namespace, while open
         self._current: str | None = None  # the last history ingested: search's default
         self._closed = False
-        self._headers, self._timeout, self.max_rps = all_headers, timeout_s, max_rps
-        self._client = httpx.Client(headers=all_headers, timeout=timeout_s)
-        self._aclient: Any = None  # the aiohttp session, bound to the event loop it was made on
-        self._aloop: asyncio.AbstractEventLoop | None = None
-        self._gate = RateGate(max_rps)
         self.ledger = NamespaceLedger(Path(ledger_dir).expanduser() if ledger_dir else default_ledger_dir(),
                                       self.public_url, self.prefix.rstrip("-"))
         self._guard = TerminationGuard()
@@ -206,7 +186,7 @@ class HttpArm:
             if "health" in self.ops:
                 self.health = self._read_health(require_real_providers)
         except BaseException:
-            self._client.close()
+            self.server.close()
             raise
         self._guard.install()
         atexit.register(self.close)
@@ -223,63 +203,14 @@ class HttpArm:
             if op.body is not None:  # and its encoding fits what it renders to
                 encode_body(op.body.render(**context), op.encoding, f"arm.{name}")
 
-    def _render(self, op: Operation, context: dict[str, Any]) -> tuple[str, dict[str, Any]]:
-        """The URL and the body arguments of ``op`` for ``context``."""
-        url = _join(self.base_url, str(op.path.render(**context)).lstrip("/"))
-        return url, encode_body(op.body.render(**context) if op.body else None, op.encoding, f"arm.{op.name}")
-
-    def _auth_failed(self, op: Operation, exc: AuthError) -> ArmError:
-        return ArmError(self._redactor.text(f"arm.{op.name}: the memory server answered {exc}"))  # it may echo the token
-
-    def _request(self, op: Operation, **context: Any) -> httpx.Response:
-        """Send ``op`` under the HTTP policy (blocking: set-up and close). Raises ArmError for
-        a 401/403 (the run stops), httpx errors otherwise (recorded on the item)."""
-        url, body = self._render(op, context)
-        try:
-            return send(self._client, op.method, url, policy=self.policy, idempotent=op.idempotent,
-                        auth_hint=self.auth_hint, **body)
-        except AuthError as exc:
-            raise self._auth_failed(op, exc) from exc
-
-    def _session(self) -> Any:
-        """The pooled keep-alive aiohttp session of the running event loop (a new loop gets a new one)."""
-        loop = asyncio.get_running_loop()
-        if self._aclient is None or self._aloop is not loop:
-            self._aclient = http_async.open_session(self._headers, self._timeout)
-            self._aloop, self._gate = loop, RateGate(self.max_rps)
-        return self._aclient
-
-    async def _arequest(self, op: Operation, **context: Any) -> Any:
-        """:meth:`_request` on the event loop (:func:`memrun.arms.http_async.send`), through
-        the server's shared :class:`RateGate`; the reply reads like an httpx response."""
-        session = self._session()
-        url, body = self._render(op, context)
-        try:
-            return await http_async.send(session, op.method, url, policy=self.policy,
-                                         idempotent=op.idempotent, auth_hint=self.auth_hint,
-                                         gate=self._gate, **body)
-        except AuthError as exc:
-            raise self._auth_failed(op, exc) from exc
-
     async def disconnect(self) -> None:
         """Close the event loop's pooled connections (memrun awaits it when its loop ends)."""
-        session, self._aclient, self._aloop = self._aclient, None, None
-        if session is not None:
-            await session.close()
-
-    def _result(self, op: Operation, response: httpx.Response, missing_ok: bool = False) -> Any:
-        try:
-            document = response.json()
-        except ValueError as exc:
-            raise ArmError(f"arm.{op.name}: {op.method} {response.request.url} did not answer with JSON "
-                           f"({response.text[:80]!r})") from exc
-        assert op.result is not None
-        return op.result.find(document, f"the response of {op.method} {response.request.url}", missing_ok)
+        await self.server.disconnect()
 
     def _read_health(self, require_real: bool) -> dict[str, Any]:
         op = self.ops["health"]
         try:
-            response = self._request(op, flags=self.flags)
+            response = self.server.request(op, flags=self.flags)
         except httpx.HTTPStatusError as exc:
             raise ArmError(self._redactor.text(f"arm.health: memory server at {self.public_url} refused the health "
                                                f"check: {exc}; check arm.base_url, arm.health and the server's "
@@ -288,7 +219,7 @@ class HttpArm:
             raise ArmError(self._redactor.text(f"arm.health: memory server at {self.public_url} did not answer: {exc}")) from exc
         if op.result is None:
             return {}
-        fields, fake = health_fields(self._result(op, response))
+        fields, fake = health_fields(self.server.result(op, response))
         if fake and require_real:
             raise ArmError(f"memory server at {self.public_url} reports fake or stub providers ({', '.join(fake)}); "
                            "refusing to run because arm.require_real_providers=true")
@@ -299,7 +230,7 @@ class HttpArm:
     def _erase(self, name: str) -> bool:
         """Erase one namespace (blocking); True when it is gone (a 404 counts as gone)."""
         try:
-            self._request(self.ops["erase"], namespace=name, flags=self.flags)
+            self.server.request(self.ops["erase"], namespace=name, flags=self.flags)
         except (httpx.HTTPError, ArmError) as exc:  # ArmError: the server refused the token
             return self._erase_failed(name, exc)
         return True
@@ -307,7 +238,7 @@ class HttpArm:
     async def _aerase(self, name: str) -> bool:
         """:meth:`_erase` on the event loop."""
         try:
-            await self._arequest(self.ops["erase"], namespace=name, flags=self.flags)
+            await self.server.arequest(self.ops["erase"], namespace=name, flags=self.flags)
         except (httpx.HTTPError, ArmError) as exc:
             return self._erase_failed(name, exc)
         return True
@@ -375,14 +306,14 @@ class HttpArm:
         self._live[history_id], self._current = name, history_id
         context = {"namespace": name, "history_id": history_id, "flags": self.flags}
         if "create" in self.ops:
-            await self._arequest(self.ops["create"], **context)
+            await self.server.arequest(self.ops["create"], **context)
         op = self.ops["ingest"]
         rows = [{"key": r.key, "text": r.text, "timestamp": r.timestamp, "session": r.session, "index": i}
                 for i, r in enumerate(records)]
         for start in range(0, len(rows), self.batch_size):
             batch = rows[start : start + self.batch_size]
             rendered = [op.record.render(**context, record=r) for r in batch] if op.record else batch
-            await self._arequest(op, **context, records=rendered)
+            await self.server.arequest(op, **context, records=rendered)
         if "ready" in self.ops:
             await self._await_ready(self.ops["ready"], {**context, "n_records": len(rows)})
         if self.settle_s:
@@ -391,7 +322,7 @@ class HttpArm:
     async def _await_ready(self, op: Operation, context: dict[str, Any]) -> None:
         """:func:`memrun.arms.http_templates.await_ready` over ``op``'s requests."""
         async def read() -> Any:
-            return self._result(op, await self._arequest(op, **context), missing_ok=True)
+            return self.server.result(op, await self.server.arequest(op, **context), missing_ok=True)
 
         await await_ready(op, context, read, self._ever_ready)
         self._ever_ready = True
@@ -402,8 +333,8 @@ class HttpArm:
         if name is None:
             raise ArmError(f"arm=http: search before ingest of history {history_id!r} (no namespace yet)")
         op = self.ops["search"]
-        response = await self._arequest(op, namespace=name, query=query, k=k, flags=self.flags)
-        return hits_from_result(self._result(op, response), op.result)
+        response = await self.server.arequest(op, namespace=name, query=query, k=k, flags=self.flags)
+        return hits_from_result(self.server.result(op, response), op.result)
 
     def close(self) -> None:
         """Erase this run's namespaces (or keep and list them); idempotent."""
@@ -422,7 +353,7 @@ class HttpArm:
                 self._live.clear()
                 self._erase_all()
         finally:
-            self._client.close()
+            self.server.close()
 
     def _erase_all(self) -> None:
         """Erase every namespace the ledger lists; when some stay, mark the ledger (the next

@@ -1,0 +1,124 @@
+"""How ``arm=http`` sends one configured operation to its server and reads the answer.
+
+A :class:`ServerClient` holds what every request to the server shares: the base URL, the
+headers (the token among them), the HTTP policy (429 waits; 408, 5xx and, for idempotent
+operations, transport errors retried: :mod:`memrun.http_policy`), one pooled keep-alive
+aiohttp session per event loop (:mod:`memrun.arms.http_async`) and the server's
+:class:`~memrun.http_policy.RateGate` (a 429 holds every request in flight to it;
+``max_rps`` caps the rate). Requests on the event loop (ingest, search, release) go
+through aiohttp; set-up (leftovers, health) and ``close`` use a blocking httpx client, so
+that namespaces are erased even after the event loop was cancelled.
+
+Per request only what differs is done: the operation's templates were compiled once
+(:class:`~memrun.arms.http_templates.Operation`), and a rendered path is joined to the base
+URL once per distinct path (a history's searches share one).
+"""
+
+from __future__ import annotations
+
+import asyncio
+import dataclasses
+import functools
+import logging
+from collections.abc import Mapping
+from typing import Any
+from urllib.parse import urljoin
+
+import httpx
+
+from memrun.arms import http_async
+from memrun.arms.http_templates import Operation, encode_body
+from memrun.errors import ArmError, AuthError
+from memrun.http_policy import HttpPolicy, RateGate, send
+from memrun.redaction import Redactor, strip_userinfo
+
+# httpx logs every request at INFO; a run sends thousands.
+logging.getLogger("httpx").setLevel(logging.WARNING)
+
+
+@functools.lru_cache(maxsize=4096)
+def _join(base: str, path: str) -> str:
+    """``urljoin(base, path)``, remembered: a history's searches all go to one path."""
+    return urljoin(base, path)
+
+
+class ServerClient:
+    """The request path to one memory server (module docstring).
+
+    base_url: the server's root. headers: sent with every request (the token included).
+    timeout_s, attempts: per request. max_rps: the rate cap (None: none). auth_hint: what
+    a 401/403 error tells the user to check. redactor: hides the token in errors.
+    """
+
+    def __init__(self, base_url: str, headers: Mapping[str, str], timeout_s: float, attempts: int,
+                 max_rps: float | None, auth_hint: str, redactor: Redactor) -> None:
+        self.base_url = base_url.rstrip("/") + "/"
+        self.public_url = strip_userinfo(self.base_url)  # for messages and the ledger
+        self.policy = dataclasses.replace(HttpPolicy(), attempts=attempts)
+        self.auth_hint, self.max_rps = auth_hint, max_rps
+        self._redactor = redactor
+        self._headers, self._timeout = dict(headers), timeout_s
+        self._client = httpx.Client(headers=self._headers, timeout=timeout_s)
+        self._session: Any = None  # the aiohttp session, bound to the event loop it was made on
+        self._loop: asyncio.AbstractEventLoop | None = None
+        self._gate = RateGate(max_rps)
+
+    def render(self, op: Operation, context: dict[str, Any]) -> tuple[str, dict[str, Any]]:
+        """The URL and the body arguments of ``op`` for ``context``."""
+        url = _join(self.base_url, str(op.path.render(**context)).lstrip("/"))
+        return url, encode_body(op.body.render(**context) if op.body else None, op.encoding, f"arm.{op.name}")
+
+    def _auth_failed(self, op: Operation, exc: AuthError) -> ArmError:
+        return ArmError(self._redactor.text(f"arm.{op.name}: the memory server answered {exc}"))  # it may echo the token
+
+    def request(self, op: Operation, **context: Any) -> httpx.Response:
+        """Send ``op`` under the HTTP policy (blocking: set-up and close). Raises ArmError for
+        a 401/403 (the run stops), httpx errors otherwise (recorded on the item)."""
+        url, body = self.render(op, context)
+        try:
+            return send(self._client, op.method, url, policy=self.policy, idempotent=op.idempotent,
+                        auth_hint=self.auth_hint, **body)
+        except AuthError as exc:
+            raise self._auth_failed(op, exc) from exc
+
+    def _loop_session(self) -> Any:
+        """The pooled keep-alive aiohttp session of the running event loop (a new loop gets a new one)."""
+        loop = asyncio.get_running_loop()
+        if self._session is None or self._loop is not loop:
+            self._session = http_async.open_session(self._headers, self._timeout)
+            self._loop, self._gate = loop, RateGate(self.max_rps)
+        return self._session
+
+    async def arequest(self, op: Operation, **context: Any) -> Any:
+        """:meth:`request` on the event loop (:func:`memrun.arms.http_async.send`), through
+        the server's shared :class:`RateGate`; the reply reads like an httpx response."""
+        session = self._loop_session()
+        url, body = self.render(op, context)
+        try:
+            return await http_async.send(session, op.method, url, policy=self.policy,
+                                         idempotent=op.idempotent, auth_hint=self.auth_hint,
+                                         gate=self._gate, **body)
+        except AuthError as exc:
+            raise self._auth_failed(op, exc) from exc
+
+    @staticmethod
+    def result(op: Operation, response: Any, missing_ok: bool = False) -> Any:
+        """What ``op``'s result path finds in a response (httpx's or :class:`http_async.Reply`).
+        Raises ArmError when the response is not JSON or (unless ``missing_ok``) the path finds nothing."""
+        try:
+            document = response.json()
+        except ValueError as exc:
+            raise ArmError(f"arm.{op.name}: {op.method} {response.request.url} did not answer with JSON "
+                           f"({response.text[:80]!r})") from exc
+        assert op.result is not None
+        return op.result.find(document, f"the response of {op.method} {response.request.url}", missing_ok)
+
+    async def disconnect(self) -> None:
+        """Close the event loop's pooled connections."""
+        session, self._session, self._loop = self._session, None, None
+        if session is not None:
+            await session.close()
+
+    def close(self) -> None:
+        """Close the blocking client (the event loop's session is closed by :meth:`disconnect`)."""
+        self._client.close()
