@@ -117,7 +117,7 @@ def groups_of(data: list[dict]) -> list:
 async def memrun_side(arm, args: argparse.Namespace) -> float:
     from memrun.retrieval_flow import Flow, FlowSettings
 
-    await arm._shared_session()  # noqa: SLF001 - the run's server started before the clock, as the peer's
+    await arm.servers.shared()  # the run's server started before the clock, as the peer's
     if args.mode == "calls":
         (group,) = groups_of(workload(1, 200, 50))
         await arm.ingest(group.history_id, group.records)

@@ -9,10 +9,11 @@ reference: ``docs/arms.md``, "Memory servers over MCP".
 
 Isolation: each history gets a fresh namespace. A server with its own notion of one
 (a project, a user id) gets it through a template argument (``{{ namespace }}``), erased
-with the ``erase`` tool when the next history starts and at ``close``. A server with one
-global store gets a fresh process per history: when ``args``, ``env`` or ``cwd`` mention
-``{{ namespace_dir }}``, every history starts its own server on its own empty folder,
-stopped and removed when the history is done. Both kinds are recorded in the namespace
+with the ``erase`` tool once the history's searches are done (``release``; what is left,
+at ``close``). A server with one global store gets a fresh process per history: when
+``args``, ``env`` or ``cwd`` mention ``{{ namespace_dir }}``, every history starts its own
+server on its own empty folder, stopped and removed when the history is done (the servers
+and sessions: :mod:`memrun.arms.mcp_servers`). Both kinds are recorded in the namespace
 ledger first (:mod:`memrun.arms.namespaces`), so Ctrl-C, SIGTERM and a killed run are
 cleaned up (the next run erases what a dead one left).
 
@@ -26,7 +27,6 @@ from __future__ import annotations
 
 import asyncio
 import atexit
-import json
 import logging
 import secrets
 import shutil
@@ -38,9 +38,10 @@ from typing import Any
 
 from memrun.arms.embedders import api_key_from_env
 from memrun.arms.http import health_fields
-from memrun.arms.http_templates import JsonTemplate, await_ready, hits_from_result, sample_context
-from memrun.arms.mcp_client import McpSession, ServerSpec, run_blocking
-from memrun.arms.mcp_ops import (CONTEXT, ArgumentChecker, ToolOperation, check_tools, map_result, schema_hash)
+from memrun.arms.http_templates import await_ready, hits_from_result, sample_context
+from memrun.arms.mcp_client import McpSession, run_blocking
+from memrun.arms.mcp_ops import CONTEXT, ArgumentChecker, ToolOperation, check_tools, map_result
+from memrun.arms.mcp_servers import McpServers
 from memrun.arms.namespaces import NamespaceLedger, TerminationGuard, default_ledger_dir, orphaned_ledgers, safe_name
 from memrun.errors import ArmError
 from memrun.records import Hit, Record
@@ -87,36 +88,27 @@ class McpArm:
         crediting: bool = False, ingest_batch_size: int = 100, settle_s: float = 0.0, timeout_s: float = 30.0,
         start_timeout_s: float = 60.0, sessions: int = 1,
     ) -> None:
-        if bool(command) == bool(url):
-            raise ArmError("arm=mcp: give either arm.command (a server memrun starts over stdio) or arm.url "
-                           "(a streamable HTTP endpoint)")
         specs = {"health": health, "ingest": ingest, "ready": ready, "search": search, "erase": erase}
         self.ops = {n: ToolOperation(n, s) for n, s in specs.items() if s and s.get("tool") is not None}
         for required in ("ingest", "search"):
             if required not in self.ops:
                 raise ArmError(f"arm.{required}.tool is not set; give the name of the server's tool")
-        if isinstance(sessions, bool) or not isinstance(sessions, int) or sessions < 1:
-            raise ArmError(f"arm.sessions={sessions!r}: must be a positive integer (sessions to a shared server)")
         if ingest_batch_size < 1 or not timeout_s > 0 or not start_timeout_s > 0 or not settle_s >= 0:
             raise ArmError("arm=mcp: ingest_batch_size must be >= 1, timeout_s and start_timeout_s > 0, settle_s >= 0")
         token = api_key_from_env(auth_token_env, "arm.auth_token_env")
         all_headers = dict(headers or {})
         if token:
             all_headers[auth_header] = f"{auth_scheme} {token}".strip()
-        self._server = JsonTemplate({"args": list(args), "env": dict(env or {}), "cwd": cwd}, "arm")
-        self.per_process = bool(command) and "namespace_dir" in json.dumps([list(args), dict(env or {}), cwd])
+        self.servers = McpServers(command=command, args=args, env=env, cwd=cwd, url=url, headers=all_headers,
+                                  sessions=sessions, timeout_s=timeout_s, start_timeout_s=start_timeout_s)
+        self.per_process, self.base = self.servers.per_process, self.servers.base
         if not self.per_process and "erase" not in self.ops and not keep_namespaces:
             raise ArmError("arm.erase is not configured, so memrun cannot remove the namespaces it creates; "
                            "configure erase, use {{ namespace_dir }} in arm.args/env for a fresh server per "
                            "history, or set arm.keep_namespaces=true")
-        if self.per_process and sessions > 1:
-            raise ArmError("arm.sessions > 1 is for a shared server; with {{ namespace_dir }} every open history "
-                           "already has a server and a session of its own: drop arm.sessions")
-        self.base = ServerSpec(command=command, args=tuple(args), url=url, headers=all_headers)
         self.search_mode, self.crediting, self.keep_namespaces = search_mode, crediting, keep_namespaces
         self.flags = dict((crediting_flags if crediting else eval_flags) or {})
-        self.batch_size, self.settle_s, self.timeout_s = ingest_batch_size, float(settle_s), float(timeout_s)
-        self.start_timeout_s = float(start_timeout_s)
+        self.batch_size, self.settle_s = ingest_batch_size, float(settle_s)
         self.prefix = f"{namespace_prefix}{secrets.token_hex(4)}-"
         self.root = Path(tempfile.gettempdir()) / f"memrun-mcp-{self.prefix.rstrip('-')}"
         self.health: dict[str, Any] = {}
@@ -124,10 +116,6 @@ class McpArm:
         self.tool_names: list[str] = []
         self._live: dict[str, _History] = {}  # history id -> its namespace (and server), while open
         self._current: str | None = None  # the last history ingested: search's default
-        self.n_sessions, self._slots_used = sessions, 0
-        self._shared: list[McpSession | None] = []  # the run loop's sessions (not the fresh-process mode)
-        self._shared_loop: asyncio.AbstractEventLoop | None = None
-        self._opening: asyncio.Lock | None = None
         self._ever_ready, self._closed, self.erase_failures = False, False, 0
         ledger_key = DIR_LEDGER if self.per_process else f"mcp:{self.base.label}"
         self.ledger = NamespaceLedger(Path(ledger_dir).expanduser() if ledger_dir else default_ledger_dir(),
@@ -144,25 +132,18 @@ class McpArm:
 
     # -- set-up ----------------------------------------------------------------------
 
-    def _spec(self, namespace_dir: Path | None) -> ServerSpec:
-        context = {"namespace_dir": str(namespace_dir)} if namespace_dir else {}
-        rendered = self._server.render(**context)
-        return ServerSpec(command=self.base.command, args=[str(a) for a in rendered["args"]],
-                          env={str(k): str(v) for k, v in rendered["env"].items()}, cwd=rendered["cwd"],
-                          url=self.base.url, headers=self.base.headers)
-
     async def _astart(self) -> None:
         """On a set-up session (per-process mode: a probe server on a scratch folder): check
         the configured tools, read health, erase what dead runs left; then close it."""
         probe = self.root / "probe" if self.per_process else None
         if probe:
             probe.mkdir(parents=True, exist_ok=True)
-        session = await McpSession.open(self._spec(probe), self.timeout_s, self.start_timeout_s)
+        session = await self.servers.open(probe)
         try:
             self.server_info, self.tool_names = session.server_info, sorted(session.tools)
             check_tools(self.ops, session.tools, session.spec.label)
             self._checker = ArgumentChecker(session.tools)
-            self._schemas = schema_hash(session.tools, [op.tool for op in self.ops.values()])
+            self._schemas = self.servers.record_tools(session.tools, [op.tool for op in self.ops.values()])
             self._check_templates()
             if "health" in self.ops:
                 self.health = await self._aread_health(session)
@@ -171,15 +152,6 @@ class McpArm:
             await session.aclose()
             if probe:
                 shutil.rmtree(probe, ignore_errors=True)
-
-    async def _open(self, spec: ServerSpec) -> McpSession:
-        """A session for the run; ArmError when the server's tools changed since set-up."""
-        session = await McpSession.open(spec, self.timeout_s, self.start_timeout_s)
-        if schema_hash(session.tools, [op.tool for op in self.ops.values()]) != self._schemas:
-            await session.aclose()
-            raise ArmError(f"arm=mcp: the tools of {spec.label} changed since the run started (their input "
-                           "schemas differ from the ones recorded in the instrument); rerun against one server version")
-        return session
 
     def _check_templates(self) -> None:
         """Render every operation's arguments once with sample values and check them against
@@ -205,18 +177,6 @@ class McpArm:
         return {**{k: v for k, v in fields.items() if k != "providers"}, "fake_providers": bool(fake)}
 
     # -- sessions and namespaces -------------------------------------------------------
-
-    async def _shared_session(self, slot: int = 0) -> McpSession:
-        """The running loop's session number ``slot`` (of ``arm.sessions``; opened on first
-        use, a new loop gets new ones)."""
-        loop = asyncio.get_running_loop()
-        if self._shared_loop is not loop:
-            self._shared, self._shared_loop, self._opening = [None] * self.n_sessions, loop, asyncio.Lock()
-        assert self._opening is not None
-        async with self._opening:
-            if self._shared[slot] is None:
-                self._shared[slot] = await self._open(self._spec(None))
-        return self._shared[slot]  # type: ignore[return-value]
 
     async def _aerase(self, name: str, session: McpSession | None) -> bool:
         """Erase one namespace (a folder: remove it; else the erase tool); True when gone."""
@@ -258,20 +218,18 @@ class McpArm:
         if entry.session is not None:
             await entry.session.aclose()
         if not self.keep_namespaces:
-            session = None if self.per_process else await self._shared_session(entry.slot)
+            session = None if self.per_process else await self.servers.shared(entry.slot)
             if await self._aerase(entry.namespace, session):
                 self.ledger.discard(entry.namespace)
 
     async def disconnect(self) -> None:
         """Stop the sessions of the running loop (memrun awaits it when its loop ends); the
         namespaces stay for ``release``/``close``."""
-        shared, self._shared, self._shared_loop = self._shared, [], None
         sessions = [e.session for e in self._live.values() if e.session is not None]
         for entry in self._live.values():
             entry.session = None
-        for session in [*sessions, *shared]:
-            if session is not None:
-                await session.aclose()
+        for session in [*sessions, *self.servers.take_shared()]:
+            await session.aclose()
 
     # -- the arm protocol (async) --------------------------------------------------------
 
@@ -284,12 +242,11 @@ class McpArm:
             await self.release(history_id)
         name = str(self.root / (self.prefix + safe_name(history_id))) if self.per_process else self.prefix + safe_name(history_id)
         self.ledger.add(name)  # before it exists: a crash from here on is repaired
-        entry = self._live[history_id] = _History(name, slot=self._slots_used % self.n_sessions)
-        self._slots_used += 1
+        entry = self._live[history_id] = _History(name, slot=self.servers.next_slot())
         self._current = history_id
         if self.per_process:
             Path(name).mkdir(parents=True, exist_ok=True)
-            entry.session = await self._open(self._spec(Path(name)))
+            entry.session = await self.servers.open(Path(name))
         session = await self._session_of(history_id)
         context = {"namespace": name, "history_id": history_id, "flags": self.flags}
         op = self.ops["ingest"]
@@ -312,7 +269,7 @@ class McpArm:
         if entry is None:
             raise ArmError(f"arm=mcp: search before ingest of history {history_id!r} (no namespace yet)")
         if not self.per_process:
-            return await self._shared_session(entry.slot)
+            return await self.servers.shared(entry.slot)
         if entry.session is None:
             raise ArmError(f"arm=mcp: the server of history {history_id!r} was stopped (disconnect) before its search")
         return entry.session
@@ -363,7 +320,7 @@ class McpArm:
         session = None
         try:
             if not self.per_process:
-                session = await McpSession.open(self._spec(None), self.timeout_s, self.start_timeout_s)
+                session = await self.servers.open(check_tools=False)
             for name in list(self.ledger.names):
                 if await self._aerase(name, session):
                     self.ledger.discard(name)
