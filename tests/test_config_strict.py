@@ -16,6 +16,11 @@ def test_a_number_or_a_word_for_a_boolean_is_refused(override):
         compose(["arm=http", override])
 
 
+def test_config_groups_and_new_keys_are_left_to_hydra():
+    cfg = compose(["arm=dense", "arm/embedder=openai", "+arm.extra_flag=1"])
+    assert "openai" in cfg.arm.embedder._target_.lower() and cfg.arm.extra_flag == 1
+
+
 @pytest.mark.parametrize("override", ["lexical_scores=true", "arm.warmup=false", "arm.concurrency=5",
                                       "+arm.headers.flag=1", "arm.top_k=3"])
 def test_booleans_written_as_booleans_and_other_fields_pass(override):

@@ -18,12 +18,15 @@ overrides_parser = lazy("hydra.core.override_parser.overrides_parser")
 
 
 def _node(cfg: Any, key: str) -> Any:
-    """The OmegaConf node at dotted ``key`` in ``cfg``, or None where there is none."""
-    parent_key, _, last = key.rpartition(".")
-    parent = omegaconf.OmegaConf.select(cfg, parent_key) if parent_key else cfg
-    if not isinstance(parent, omegaconf.DictConfig):
+    """The OmegaConf node at dotted ``key`` in ``cfg``, or None where there is none (a config
+    group such as ``arm/embedder``, a key of Hydra's own config, a key the config lacks)."""
+    if "/" in key or "@" in key:
         return None
-    return parent._get_node(last, throw_on_missing_key=False)  # noqa: SLF001 (OmegaConf's node API)
+    parent_key, _, last = key.rpartition(".")
+    parent = omegaconf.OmegaConf.select(cfg, parent_key, default=None) if parent_key else cfg
+    if not isinstance(parent, omegaconf.DictConfig) or last not in parent:
+        return None
+    return parent._get_node(last)  # noqa: SLF001 (OmegaConf's node API)
 
 
 def check_boolean_overrides(cfg: Any, overrides: Iterable[str]) -> None:
