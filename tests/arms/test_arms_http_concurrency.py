@@ -43,30 +43,32 @@ def test_concurrent_rows_equal_sequential_rows_row_for_row(memory, tmp_path) -> 
 
 def test_histories_and_searches_are_in_flight_together(memory, tmp_path) -> None:
     state, url = memory
-    state.search_delay_s = 0.5
+    state.search_delay_s = 1.0
     run(url, tmp_path, "run", "arm.concurrency=16")
-    searches = sorted(t for op, t in state.arrivals if op == "search")
-    assert len(searches) == 30
-    # 30 searches of 0.5 s each (six per history): one at a time, at most two arrive within any
-    # 0.5 s; at least 8 means a history's searches are in flight together and beside another
-    # history's. The window is wide so that a loaded machine staggering the histories passes.
-    assert max(sum(t <= u < t + 0.5 for u in searches) for t in searches) >= 8
+    assert len([op for op, _ in state.arrivals if op == "search"]) == 30
+    # 30 searches of 1 s each, six per history, counted inside the server while they sleep:
+    # one at a time gives 1, one history at a time at most 6; at least 8 means a history's
+    # searches are in flight together and beside another history's. A loaded machine may
+    # start the histories' searches apart, but not a whole second apart.
+    assert state.search_peak >= 8, state.search_peak
     assert state.requests.count("create") == 5 and state.namespaces == {}
 
 
 def test_a_429_storm_holds_every_request_in_flight_and_loses_none(memory, tmp_path) -> None:
     state, url = memory
-    state.search_delay_s = 0.05
-    state.retry_after = "1"
+    state.search_delay_s = 0.3
+    state.retry_after = "2"
     state.fail["search"] = [429, 429, 429]
     _, rows = run(url, tmp_path, "run", "arm.concurrency=8")
     assert not any(r["error"] for r in rows) and len(rows) == 30  # every search answered in the end
     first_429 = [t for op, t in state.arrivals if op == "search"][0]
-    # After the first 429 (answered at once) the server said wait 1 s: what was already sent
-    # arrives at once, then nothing until the wait is over, for every request, not only the refused one.
+    # After the first 429 (answered at once) the server said wait 2 s: what was already sent
+    # arrives at once (within 0.8 s on a loaded machine), then nothing until the wait is over,
+    # for every request, not only the refused ones. Were only those held, the other searches
+    # (0.3 s each, five slots) would keep arriving for about 1.5 s.
     late = [t - first_429 for op, t in state.arrivals if op == "search" and t > first_429]
-    assert not [d for d in late if 0.3 < d < 0.95], late
-    assert sum(r["search_queue_ms"] >= 900 for r in rows) >= 3  # the wait is queue time, not latency
+    assert not [d for d in late if 0.8 < d < 1.95], late
+    assert sum(r["search_queue_ms"] >= 1900 for r in rows) >= 3  # the wait is queue time, not latency
 
 
 def test_a_failing_history_errors_only_its_own_items(memory, tmp_path) -> None:

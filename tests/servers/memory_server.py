@@ -10,8 +10,9 @@ Endpoints: ``GET /openapi.json`` (memory_openapi.yaml, for ``memrun arm init htt
 ``DELETE /v1/namespaces/{ns}``. Search scores a memory by the number of distinct query
 words it contains (ties in insertion order). Tests steer it through :class:`MemoryState`:
 injected failures (``fail``: a status, or ``"reset"`` for a TCP reset instead of an
-answer), a delay per search, asynchronous indexing (``index_delay_s``: a memory becomes
-searchable that long after it was acknowledged, as mem0 or Zep do), and logs of what was asked.
+answer), a delay per search (``search_peak``: the most searches that slept it at once),
+asynchronous indexing (``index_delay_s``: a memory becomes searchable that long after it
+was acknowledged, as mem0 or Zep do), and logs of what was asked.
 """
 
 from __future__ import annotations
@@ -51,6 +52,8 @@ class MemoryState:
     searches: list[dict[str, Any]] = field(default_factory=list)
     requests: list[str] = field(default_factory=list)
     arrivals: list[tuple[str, float]] = field(default_factory=list)  # (op, time.monotonic()) per request
+    sleeping: int = 0  # searches sleeping out search_delay_s now
+    search_peak: int = 0  # the most searches that slept out search_delay_s at once
     retry_after: str = "0"  # the Retry-After of an injected 429
     failing_namespaces: list[str] = field(default_factory=list)  # every request to a namespace containing one: 500
     lock: threading.Lock = field(default_factory=threading.Lock)
@@ -146,7 +149,7 @@ class Handler(BaseHTTPRequestHandler):
 
     def _search(self, ns: str, body: Any) -> None:
         if self.state.search_delay_s:
-            time.sleep(self.state.search_delay_s)
+            self._sleep_counted(self.state.search_delay_s)
         with self.state.lock:
             self.state.searches.append({"namespace": ns, **body})
             now, ready_at = time.monotonic(), self.state.ready_at.get(ns, [])
@@ -158,6 +161,17 @@ class Handler(BaseHTTPRequestHandler):
         scored = sorted((s for s in scored if s[0] > 0), key=lambda s: (-s[0], s[1]))[: int(body["limit"])]
         self._send(200, {"results": [{"id": m["id"], "score": float(s), "content": m["content"]} for s, _, m in scored],
                          "took_ms": 0})
+
+    def _sleep_counted(self, seconds: float) -> None:
+        """Sleep ``seconds`` as one of the searches in the server (:attr:`MemoryState.search_peak`)."""
+        with self.state.lock:
+            self.state.sleeping += 1
+            self.state.search_peak = max(self.state.search_peak, self.state.sleeping)
+        try:
+            time.sleep(seconds)
+        finally:
+            with self.state.lock:
+                self.state.sleeping -= 1
 
     def _erase(self, ns: str, body: Any) -> None:
         with self.state.lock:
