@@ -1,9 +1,9 @@
-"""The chat client under the HTTP policy, against the loopback server (timed with short waits)."""
+"""The chat client under the HTTP policy, against the loopback server (timed with short waits:
+the waits the client chose are compared exactly, and the server's clock shows they were slept)."""
 
 from __future__ import annotations
 
 import asyncio
-import time
 from typing import Any
 
 import pytest
@@ -19,11 +19,17 @@ FAST = HttpPolicy(attempts=3, backoff_base=0.05, retry_after_default=0.15, retry
 REQUEST = ChatRequest("gpt-test", ({"role": "user", "content": "hi"},), {"temperature": 0.0})
 
 
-def complete(server: OpenAIServer, policy: HttpPolicy = FAST, timeout: float = 5) -> tuple[object, float]:
-    """(result or CallError / AuthError, seconds) of one call."""
+def complete(server: OpenAIServer, policy: HttpPolicy = FAST, timeout: float = 5) -> tuple[object, list[float]]:
+    """(result or CallError / AuthError, the seconds of each wait the client slept) of one call."""
+    waits: list[float] = []
+
+    async def sleep(seconds: float) -> None:
+        waits.append(seconds)
+        await asyncio.sleep(seconds)
 
     async def go() -> object:
-        client = ChatClient(Endpoint(server.base_url, "sk-test", key_env="MY_KEY"), policy=policy, timeout=timeout)
+        client = ChatClient(Endpoint(server.base_url, "sk-test", key_env="MY_KEY"), policy=policy, timeout=timeout,
+                            sleep=sleep)
         try:
             return await client.complete(REQUEST)
         except (CallError, AuthError) as exc:
@@ -31,9 +37,7 @@ def complete(server: OpenAIServer, policy: HttpPolicy = FAST, timeout: float = 5
         finally:
             await client.close()
 
-    t0 = time.perf_counter()
-    out = asyncio.run(go())
-    return out, time.perf_counter() - t0
+    return asyncio.run(go()), waits
 
 
 def gaps(server: OpenAIServer) -> list[float]:
@@ -41,28 +45,33 @@ def gaps(server: OpenAIServer) -> list[float]:
     return [b - a for a, b in zip(times, times[1:])]
 
 
+def slept(server: OpenAIServer, waits: list[float]) -> bool:
+    """Each gap between the server's requests holds its wait (a wait computed but not slept
+    fails), and no gap is seconds longer (no other wait; a loaded machine adds well under 2 s)."""
+    return len(gaps(server)) == len(waits) and all(0.9 * w <= g < w + 2.0 for g, w in zip(gaps(server), waits))
+
+
 def test_429_waits_out_retry_after(openai_server):
     openai_server.script(Reply.rate_limited(retry_after="0.3"), Reply.ok("fine"))
-    result, _ = complete(openai_server)
+    result, waits = complete(openai_server)
     assert result.text == "fine"
     assert openai_server.count() == 2
-    assert 0.28 <= gaps(openai_server)[0] < 0.6
+    assert waits == [pytest.approx(0.3)] and slept(openai_server, waits)
 
 
 def test_429_without_retry_after_waits_the_default(openai_server):
     openai_server.script(Reply.rate_limited(), Reply.ok("fine"))
-    result, _ = complete(openai_server)
+    result, waits = complete(openai_server)
     assert result.text == "fine"
-    assert 0.14 <= gaps(openai_server)[0] < 0.45
+    assert waits == [pytest.approx(0.15)] and slept(openai_server, waits)
 
 
 def test_retry_after_is_clamped(openai_server):
     openai_server.script(Reply.rate_limited(retry_after="30"), Reply.rate_limited(retry_after="0"), Reply.ok("fine"))
-    result, _ = complete(openai_server)
+    result, waits = complete(openai_server)
     assert result.text == "fine"
-    first, second = gaps(openai_server)
-    assert 0.38 <= first < 0.7  # 30 s clamped to retry_after_max 0.4
-    assert 0.09 <= second < 0.35  # 0 s raised to retry_after_min 0.1
+    # 30 s clamped to retry_after_max 0.4; 0 s raised to retry_after_min 0.1
+    assert waits == [pytest.approx(0.4), pytest.approx(0.1)] and slept(openai_server, waits)
 
 
 def test_429_does_not_use_the_5xx_budget(openai_server):
@@ -75,19 +84,17 @@ def test_429_does_not_use_the_5xx_budget(openai_server):
 
 def test_5xx_backs_off_exponentially_then_raises_with_the_body(openai_server):
     openai_server.script(Reply.server_error(503), Reply.server_error(500), Reply.server_error(500))
-    result, _ = complete(openai_server)
+    result, waits = complete(openai_server)
     assert isinstance(result, CallError) and result.kind == "http" and result.status == 500
     assert "upstream failed" in str(result)
     assert openai_server.count() == 3  # attempts
-    first, second = gaps(openai_server)
-    assert 0.045 <= first < 0.3 and 0.095 <= second < 0.35  # 0.05 x 2^0, 0.05 x 2^1
-    assert second > first
+    assert waits == [pytest.approx(0.05), pytest.approx(0.1)] and slept(openai_server, waits)  # 0.05 x 2^0, x 2^1
 
 
 def test_other_4xx_raises_at_once_with_the_start_of_the_body(openai_server):
     openai_server.script(Reply.error(400, "model 'gpt-test' does not exist " + "x" * 1000))
-    result, seconds = complete(openai_server)
-    assert isinstance(result, CallError) and result.kind == "http" and result.status == 400
+    result, waits = complete(openai_server)
+    assert isinstance(result, CallError) and result.kind == "http" and result.status == 400 and waits == []
     assert "does not exist" in str(result) and len(str(result)) < 400
     assert openai_server.count() == 1
 
@@ -174,9 +181,10 @@ def test_parse_completion_rejects_non_integer_usage():
 
 
 def test_resets_truncated_replies_and_timeouts_are_retried(openai_server):
-    openai_server.script(Reply.reset(), Reply.truncated(), Reply.ok("late", delay=1.0), Reply.ok("fine"))
-    result, _ = complete(openai_server, HttpPolicy(attempts=4, backoff_base=0.01, jitter=0), timeout=0.4)
-    assert result.text == "fine" and openai_server.count() == 4
+    # the timeout is 1.5 s so that a loaded machine answers the other requests within it
+    openai_server.script(Reply.reset(), Reply.truncated(), Reply.ok("late", delay=4.0), Reply.ok("fine"))
+    result, waits = complete(openai_server, HttpPolicy(attempts=4, backoff_base=0.01, jitter=0), timeout=1.5)
+    assert result.text == "fine" and openai_server.count() == 4 and len(waits) == 3
 
 
 def test_transport_errors_give_up_after_attempts(openai_server):
