@@ -137,8 +137,9 @@ def test_retry_after_parsing():
 
 def test_transport_errors_are_retried_from_the_same_budget(server):
     # a reset, a truncated body and a read timeout, then an answer: one call, four requests
-    response, waits = run(server, [(RESET, {}, ""), (TRUNCATE, {}, ""), (HANG, {}, "0.6"), (200, {}, "done")],
-                          HttpPolicy(attempts=4, jitter=0), idempotent=True, timeout=0.3)
+    # (a 1.5 s timeout, so that a loaded machine answers the other requests within it)
+    response, waits = run(server, [(RESET, {}, ""), (TRUNCATE, {}, ""), (HANG, {}, "4.0"), (200, {}, "done")],
+                          HttpPolicy(attempts=4, jitter=0), idempotent=True, timeout=1.5)
     assert response.status_code == 200 and response.text == "done"
     assert Scripted.seen == 4 and waits == [0.5, 1.0, 2.0]
     # the budget is shared with 5xx: a 503 and two resets use up attempts=3
