@@ -25,7 +25,7 @@ REPO = Path(__file__).resolve().parents[2]
 
 def test_resume_after_kill_makes_no_duplicate_calls(llm_env, tmp_path):
     server = llm_env
-    server.latency = 0.05
+    server.latency = 0.2  # the 80 calls left after the 40th take 4 s: the kill lands before the end
     cache = tmp_path / "cache"
     total = 2 * 30 * 2  # reader + judge, 30 items, 2 repeats
     env = {**os.environ, "PYTHONPATH": str(REPO), "OPENAI_BASE_URL": server.base_url, "OPENAI_API_KEY": KEY}
@@ -33,7 +33,7 @@ def test_resume_after_kill_makes_no_duplicate_calls(llm_env, tmp_path):
            "progress=false", f"cache_dir={cache}", f"hydra.run.dir={tmp_path / 'killed'}"]
     proc = subprocess.Popen(cmd, env=env, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL, start_new_session=True)
     try:
-        deadline = time.monotonic() + 60
+        deadline = time.monotonic() + 180
         while server.count() < 40 and time.monotonic() < deadline and proc.poll() is None:
             time.sleep(0.01)
     finally:
