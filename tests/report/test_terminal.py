@@ -35,7 +35,9 @@ def test_plain_progress_lines_on_a_timer():
     with PlainProgress(seconds=0.05, stream=out) as progress:
         task = progress.add_task("locomo x bm25", total=10, errors=0)
         progress.update(task, advance=4, errors=1)
-        time.sleep(0.2)
+        deadline = time.monotonic() + 30  # a line after the update: 0.05 s, later on a loaded machine
+        while "4/10" not in out.getvalue() and time.monotonic() < deadline:
+            time.sleep(0.01)
     line = out.getvalue().splitlines()[-1]
     assert line.startswith("progress: locomo x bm25: 4/10 items (40%), 1 errors, ") and line.endswith(" s")
 
