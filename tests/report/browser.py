@@ -17,6 +17,9 @@ from typing import Any
 import pytest
 
 CHROMIUM_NAMES = ("chromium", "chromium-browser")
+WAIT_MS = 60_000
+"""How long a page's waits (loading, clicks, selectors, expected counts) may take before
+they fail: only against a hang, since a loaded CI machine can stall a browser for seconds."""
 
 
 def chromium_path() -> str | None:
@@ -63,6 +66,7 @@ def watched(browser: Any, allow: str, width: int = 1280) -> Page:
     """A new page recording console errors and page errors; requests to URLs not starting
     with ``allow`` are aborted and recorded."""
     page = browser.new_page(viewport={"width": width, "height": 900})
+    page.set_default_timeout(WAIT_MS)
     loaded = Page(page)
     page.on("console", lambda m: loaded.errors.append(m.text) if m.type == "error" else None)
     page.on("pageerror", lambda e: loaded.errors.append(str(e)))
@@ -82,7 +86,7 @@ def open_page(browser: Any, html: Path) -> Page:
     """Open ``html`` from disk with every non-file request aborted; waits until the table script ran."""
     loaded = watched(browser, "file:")
     loaded.page.goto(html.resolve().as_uri())
-    loaded.page.wait_for_selector("body[data-ready='1']", timeout=10_000)
+    loaded.page.wait_for_selector("body[data-ready='1']")
     return loaded
 
 
@@ -94,4 +98,4 @@ def wait_rows(page: Page, n: int) -> None:
     """Wait until the table shows ``n`` rows (the search box filters after a short pause)."""
     from playwright.sync_api import expect
 
-    expect(page.page.locator("tbody tr.row")).to_have_count(n)
+    expect(page.page.locator("tbody tr.row")).to_have_count(n, timeout=WAIT_MS)

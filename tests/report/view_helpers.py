@@ -54,7 +54,7 @@ def serving(root: Path) -> Iterator[str]:
     srv = server(root, sock)
     thread = threading.Thread(target=srv.run, kwargs={"sockets": [sock]}, daemon=True)
     thread.start()
-    for _ in range(200):
+    for _ in range(1200):  # up to 60 s on a loaded machine
         if srv.started:
             break
         threading.Event().wait(0.05)
@@ -70,7 +70,7 @@ def open_url(browser: Any, url: str, width: int = 1400) -> Page:
     """Open ``url`` (loopback only; any other request is aborted and recorded), errors recorded."""
     loaded = watched(browser, "http://127.0.0.1:", width)
     loaded.page.goto(url)
-    loaded.page.wait_for_selector("body[data-ready='1']", timeout=15_000)
+    loaded.page.wait_for_selector("body[data-ready='1']")  # browser.WAIT_MS
     return loaded
 
 
