@@ -137,7 +137,9 @@ def test_a_model_that_is_not_installed_fails_at_once_in_one_line(capfd) -> None:
     t0 = time.perf_counter()
     with pytest.raises(ArmError) as err:
         embedder.embed(["text"])
-    assert time.perf_counter() - t0 < 5  # the model hub was retried for ~90 s
+    # The model hub was retried for ~90 s; failing at once takes about a second, several on a
+    # loaded machine.
+    assert time.perf_counter() - t0 < 30
     message = str(err.value)
     assert "\n" not in message and "no-such-org/no-such-model is not on this machine" in message
     assert "SentenceTransformer('no-such-org/no-such-model')" in message
