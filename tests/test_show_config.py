@@ -4,6 +4,8 @@ exactly what Hydra prints."""
 
 from __future__ import annotations
 
+import logging
+
 import pytest
 
 from memrun import show_config
@@ -17,6 +19,10 @@ SECRETS = ["arm=http", f"arm.base_url=http://admin:{PASSWORD}@127.0.0.1:9", f"+a
 def _printed(capsys, monkeypatch, tmp_path, args: list[str], raw: bool = False) -> str:
     """What ``memrun ARGS`` prints on stdout; ``raw``: as Hydra prints it, unredacted."""
     monkeypatch.chdir(tmp_path)
+    # A run earlier in this process (pytest's worker) left Hydra's handlers on the root logger,
+    # and their LogRedactor rewrites every record: --info's lines would come out redacted by it
+    # whatever memrun does, so the raw print no longer shows what Hydra alone prints.
+    monkeypatch.setattr(logging.getLogger(), "handlers", [])
     if raw:
         monkeypatch.setattr(show_config, "redact_printed_config", lambda text, package=None: text)
         monkeypatch.setattr(show_config, "redact_printed_info", lambda text: text)
