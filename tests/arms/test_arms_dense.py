@@ -115,10 +115,23 @@ needs_local = pytest.mark.skipif(
     importlib.util.find_spec("sentence_transformers") is None, reason="the local extra is not installed")
 
 
+def smallest_group(locomo):
+    """LoCoMo's conversation with the fewest turns (conv-30: 369 turns, 105 questions)."""
+    return min(locomo.groups, key=lambda g: len(g.records))
+
+
 @pytest.fixture(scope="session")
-def minilm_cache(tmp_path_factory) -> str:
-    """One embedding cache for the MiniLM tests of this session (dense, then hybrid)."""
-    return str(tmp_path_factory.mktemp("minilm-cache"))
+def minilm_cache(tmp_path_factory, locomo) -> str:
+    """One embedding cache for the MiniLM tests of this process, holding the smallest
+    conversation's turns and questions, embedded once by whichever test comes first (under
+    xdist the dense and hybrid tests may run in different workers, in either order)."""
+    folder = str(tmp_path_factory.mktemp("minilm-cache"))
+    group = smallest_group(locomo)
+    arm = DenseArm(embedder=LocalEmbedder(), cache_dir=folder)
+    arm.ingest(group.history_id, group.records)
+    arm.embedder.embed([it.question for it in group.items])  # one batch into the cache, not 105 calls
+    arm.close()
+    return folder
 
 
 def recall_at(arm, group, k: int) -> float:
@@ -150,12 +163,11 @@ def test_a_model_that_is_not_installed_fails_at_once_in_one_line(capfd) -> None:
 @needs_local
 @pytest.mark.realdata
 def test_minilm_dense_on_locomo_conversation(locomo, minilm_cache) -> None:
-    group = min(locomo.groups, key=lambda g: len(g.records))  # conv-30: 369 turns, 105 questions
+    group = smallest_group(locomo)
     arm = DenseArm(embedder=LocalEmbedder(), cache_dir=minilm_cache)
     assert arm.describe() == {"search_mode": "vector", "embedder": "sentence-transformers/all-MiniLM-L6-v2",
                               "embedder_dim": 384}
     arm.ingest(group.history_id, group.records)
-    arm.embedder.embed([it.question for it in group.items])  # one batch into the cache, not 105 calls
     recall = recall_at(arm, group, 10)
     chance = 10 / len(group.records)
     assert recall > 10 * chance, (recall, chance)  # far above random retrieval
@@ -168,10 +180,10 @@ def test_minilm_hybrid_on_locomo_conversation(locomo, minilm_cache) -> None:
     from memrun.arms.bm25 import BM25Arm
     from memrun.arms.hybrid import HybridArm
 
-    group = min(locomo.groups, key=lambda g: len(g.records))
+    group = smallest_group(locomo)
     hybrid = HybridArm(embedder=LocalEmbedder(), cache_dir=minilm_cache)
     hybrid.ingest(group.history_id, group.records)
-    assert hybrid.vector.embedder.misses <= 1  # served by the dense test's cache (at most the probe is new)
+    assert hybrid.vector.embedder.misses <= 1  # served by the dense arm's cache (at most the probe is new)
     bm25 = BM25Arm()
     bm25.ingest(group.history_id, group.records)
     fused, lexical, vector = (recall_at(a, group, 10) for a in (hybrid, bm25, hybrid.vector))
