@@ -7,6 +7,7 @@ redacted as a whole (:func:`redacted_config_print`)."""
 from __future__ import annotations
 
 import io
+import logging
 import sys
 from collections.abc import Iterator, Sequence
 from contextlib import contextmanager
@@ -90,10 +91,16 @@ def redacted_config_print(args: Sequence[str]) -> Iterator[None]:
         yield
         return
     real, held = sys.stdout, io.StringIO()
+    # --info sets the root logger to DEBUG with a handler on stdout (Hydra's
+    # simple_stdout_log_config): put them back, for a caller that goes on in this process.
+    root = logging.getLogger()
+    level, handlers = root.level, list(root.handlers)
     sys.stdout = held
     try:
         yield
     finally:
         sys.stdout = real
+        root.setLevel(level)
+        root.handlers[:] = handlers
     text = held.getvalue()
     sys.stdout.write(redact_printed_config(text, package) if show == "cfg" else redact_printed_info(text))

@@ -6,6 +6,8 @@ from __future__ import annotations
 
 import logging
 
+import logging
+
 import pytest
 
 from memrun import show_config
@@ -69,3 +71,10 @@ def test_info_prints_no_secret(capsys, monkeypatch, tmp_path, args):
 @pytest.mark.parametrize("args", [["--info", "defaults"], ["--info", "searchpath"], ["--info", "config"]])
 def test_info_without_secrets_prints_what_hydra_prints(capsys, monkeypatch, tmp_path, args):
     assert _printed(capsys, monkeypatch, tmp_path, args) == _printed(capsys, monkeypatch, tmp_path, args, raw=True)
+
+
+def test_info_leaves_the_logging_of_the_process_as_it_found_it(capsys, monkeypatch, tmp_path):
+    root = logging.getLogger()
+    before = (root.level, list(root.handlers))
+    _printed(capsys, monkeypatch, tmp_path, ["--info", "config"])
+    assert (root.level, list(root.handlers)) == before  # Hydra's --info had left DEBUG and a stdout handler
