@@ -89,11 +89,13 @@ def whole_history(reader: Reader, arm: Any, warnings: list[str]) -> None:
     warns once. Cutting on purpose is the arm's own policy (``arm.max_chars``, ``arm.keep``)."""
     describe = getattr(arm, "describe", None)
     mode = (describe() if callable(describe) else {}).get("search_mode")
-    if mode != "full_context" or reader.max_context_tokens is None:
+    if mode != "full_context":
         return
+    # Said where memrun's estimate refuses a history and where the server refuses it
+    # (reader.max_context_tokens null: the model's own window is the limit).
     reader.overflow_hint = (" (the whole history: arm=full_context is not cut to fit; "
                             "set arm.max_chars and arm.keep to truncate on purpose)")
-    if reader.overflow != "skip":
+    if reader.max_context_tokens is not None and reader.overflow != "skip":
         reader.overflow = "skip"
         warnings.append(f"arm=full_context with reader.max_context_tokens={reader.max_context_tokens}: a history "
                         "over the limit makes its items errors (context_overflow), not a silently cut context "

@@ -239,7 +239,9 @@ class AnswerStage:
         try:
             outcome = await reader.answer(prepared, repeat)
         except CallError as exc:
-            raise _Failed(f"{'context_overflow' if exc.kind == 'context_overflow' else 'reader'}: {exc}") from None
+            if exc.kind == "context_overflow":
+                raise _Failed(f"context_overflow: {exc}{reader.overflow_hint}") from None
+            raise _Failed(f"reader: {exc}") from None
         result = outcome.result
         row.update(
             answer_latency_ms=result.latency_ms,
