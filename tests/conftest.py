@@ -49,8 +49,9 @@ def memrun_exe() -> list[str]:
     return [exe] if exe else [sys.executable, "-m", "memrun"]
 
 
-def run_memrun(args: list[str], cwd: Path, env: dict[str, str] | None = None, timeout: float = 120) -> subprocess.CompletedProcess[str]:
-    """Run ``memrun ARGS`` in ``cwd`` and capture its output (never raises on exit code)."""
+def run_memrun(args: list[str], cwd: Path, env: dict[str, str] | None = None, timeout: float = 600) -> subprocess.CompletedProcess[str]:
+    """Run ``memrun ARGS`` in ``cwd`` and capture its output (never raises on exit code).
+    ``timeout`` only guards a hang: a loaded 2-core CI machine can take minutes over a LoCoMo run."""
     full_env = {**os.environ, **(env or {})}
     return subprocess.run(
         [*memrun_exe(), *args], cwd=cwd, env=full_env, capture_output=True, text=True, timeout=timeout

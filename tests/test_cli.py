@@ -172,7 +172,7 @@ def test_interrupt_or_kill_keeps_finished_rows(tmp_path, data_dir, sig):
     while time.monotonic() < deadline and not list((tmp_path / "outputs").rglob("part-*.parquet")):
         time.sleep(0.1)
     proc.send_signal(sig)
-    _, err = proc.communicate(timeout=60)
+    _, err = proc.communicate(timeout=180)
     run = read_run(run_dirs(tmp_path / "outputs")[0])
     assert 0 < run.table.num_rows < 1986
     if sig == signal.SIGINT:
@@ -262,7 +262,7 @@ def test_sigterm_keeps_finished_rows(tmp_path):
         assert proc.poll() is None, proc.communicate()
         time.sleep(0.05)
     proc.send_signal(signal.SIGTERM)
-    proc.communicate(timeout=60)
+    proc.communicate(timeout=180)
     assert proc.returncode == 130
     run = read_run(run_dirs(tmp_path / "outputs")[0])
     assert run.complete and run.instrument.status == "interrupted" and 0 < run.table.num_rows < 30

@@ -28,7 +28,7 @@ def test_a_reader_that_closes_stdout_early_ends_the_command_quietly(wrong_run, e
     assert len(proc.stdout.read(600)) == 600
     proc.stdout.close()
     err = proc.stderr.read().decode()
-    assert proc.wait(timeout=60) == EXIT_STDOUT_CLOSED
+    assert proc.wait(timeout=180) == EXIT_STDOUT_CLOSED
     assert err == ""  # no traceback, no "Exception ignored ... BrokenPipeError"
 
 

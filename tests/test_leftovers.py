@@ -44,7 +44,7 @@ def test_sigterm_before_the_first_row_leaves_no_folder(tmp_path, after_s):
                             stderr=subprocess.PIPE, text=True)
     time.sleep(after_s)
     proc.send_signal(signal.SIGTERM)
-    _, err = proc.communicate(timeout=60)
+    _, err = proc.communicate(timeout=180)
     assert proc.returncode in (130, -signal.SIGTERM), err
     outputs = tmp_path / "outputs"
     folders = run_dirs(outputs)

@@ -208,7 +208,7 @@ def test_a_drill_down_reads_its_item_s_group_only_and_imports_no_pandas(outputs)
 def test_memrun_view_command(outputs, tmp_path):
     import urllib.request
 
-    bad = subprocess.run([*memrun_exe(), "view", str(tmp_path / "nope")], capture_output=True, text=True, timeout=60)
+    bad = subprocess.run([*memrun_exe(), "view", str(tmp_path / "nope")], capture_output=True, text=True, timeout=180)
     assert bad.returncode == 2 and bad.stderr.count("\n") == 1 and "no such folder" in bad.stderr
     proc = subprocess.Popen([*memrun_exe(), "view", str(outputs)], stdout=subprocess.PIPE, text=True)
     try:
@@ -227,4 +227,4 @@ def test_memrun_view_command(outputs, tmp_path):
         assert refused.value.code == 400
     finally:
         proc.send_signal(signal.SIGINT)
-        assert proc.wait(30) == 0
+        assert proc.wait(120) == 0
