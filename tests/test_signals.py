@@ -51,6 +51,22 @@ def _check(run_dir: Path, code: int, alive: bool, done: bool, err: str, sig: int
     return run.instrument.status
 
 
+def _signal_frozen(proc: subprocess.Popen[str], summary: Path, sig: int) -> tuple[bool, bool]:
+    """Send ``sig`` to a live ``proc``; returns (its summary existed when the signal was sent,
+    it was alive). The process is stopped (SIGSTOP) while its summary is looked for and the
+    signal sent, so a run that writes its summary in between (a stalled test process on a
+    loaded machine) is not taken for one the signal found still working."""
+    if proc.poll() is not None:
+        return summary.exists(), False
+    os.kill(proc.pid, signal.SIGSTOP)
+    try:
+        done = summary.exists()
+        proc.send_signal(sig)
+    finally:
+        os.kill(proc.pid, signal.SIGCONT)
+    return done, True
+
+
 @pytest.mark.slow
 @pytest.mark.parametrize("sig", [signal.SIGTERM, signal.SIGINT])
 def test_a_signal_at_any_point_ends_interrupted_with_every_row_once(tmp_path, sig):
@@ -72,10 +88,7 @@ def test_a_signal_at_any_point_ends_interrupted_with_every_row_once(tmp_path, si
                     break
                 time.sleep(0.01)
             time.sleep(rng.uniform(0.0, 0.3) if setup_trial else rng.uniform(0.0, 1.3))
-            done = (folder / "run" / "summary.json").exists()
-            alive = proc.poll() is None
-            if alive:
-                proc.send_signal(sig)
+            done, alive = _signal_frozen(proc, folder / "run" / "summary.json", sig)
             _, err = proc.communicate(timeout=120)
             if not (folder / "run").exists() or not run_dirs(folder):
                 assert alive and proc.returncode == 130 and "no row had finished" in err

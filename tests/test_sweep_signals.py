@@ -86,8 +86,10 @@ def _terminate_in_flight(tmp_path: Path, launcher: str, within: float = 5.0) -> 
         out, err = proc.communicate(timeout=60)
         exited = time.monotonic() - sent  # an upper bound: the loop above may have waited for workers
         time.sleep(0.5)
-        late = [entry for entry in server.log if entry.path == CHAT and entry.t > sent + 1.0]
-    assert not late, f"{len(late)} LLM calls began more than 1 s after the SIGTERM: at {[round(e.t - sent, 2) for e in late]} s"
+        # calls still start while the stop reaches the workers (0.01-0.14 s after the signal at
+        # load 10); a worker that did not stop would start one every ~0.1 s for ~15 s more
+        late = [entry for entry in server.log if entry.path == CHAT and entry.t > sent + 2.0]
+    assert not late, f"{len(late)} LLM calls began more than 2 s after the SIGTERM: at {[round(e.t - sent, 2) for e in late]} s"
     assert proc.returncode == 130, err[-3000:]
     assert "Traceback" not in err, err[-3000:]
     outcomes = Outcome.read_all(tmp_path / "sweep")
