@@ -28,6 +28,8 @@ from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 from typing import Any
 from urllib.parse import parse_qs, unquote
 
+from servers.memory_server import LoopbackHTTPServer
+
 WORD = re.compile(r"[a-z0-9]+")
 
 
@@ -132,6 +134,6 @@ class Handler(BaseHTTPRequestHandler):
 def serve(state: BulkState) -> ThreadingHTTPServer:
     """Start the server on a free loopback port in a daemon thread; ``shutdown()`` stops it."""
     handler = type("BoundHandler", (Handler,), {"state": state})
-    server = ThreadingHTTPServer(("127.0.0.1", 0), handler)
+    server = LoopbackHTTPServer(("127.0.0.1", 0), handler)
     threading.Thread(target=server.serve_forever, daemon=True).start()
     return server

@@ -190,7 +190,9 @@ class Handler(BaseHTTPRequestHandler):
         self._route("DELETE")
 
 
-class _Server(ThreadingHTTPServer):
+class LoopbackHTTPServer(ThreadingHTTPServer):
+    """The tests' threaded HTTP servers, with a listen backlog for concurrent clients."""
+
     # The listen backlog. socketserver's default, 5, dropped the connections a concurrent
     # arm opens at once beyond it: the client's kernel sent them again 1 s later, so a
     # request sent at t arrived at t + 1 s (read as a late request by the timing tests).
@@ -200,7 +202,7 @@ class _Server(ThreadingHTTPServer):
 def serve(state: MemoryState, port: int = 0) -> ThreadingHTTPServer:
     """Start the server on 127.0.0.1 in a daemon thread; ``server.shutdown()`` stops it."""
     handler = type("BoundHandler", (Handler,), {"state": state})
-    server = _Server(("127.0.0.1", port), handler)
+    server = LoopbackHTTPServer(("127.0.0.1", port), handler)
     server.daemon_threads = True
     threading.Thread(target=server.serve_forever, kwargs={"poll_interval": 0.05}, daemon=True).start()
     return server

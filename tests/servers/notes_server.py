@@ -16,6 +16,8 @@ from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 from typing import Any
 from urllib.parse import parse_qs, urlsplit
 
+from servers.memory_server import LoopbackHTTPServer
+
 WORD = re.compile(r"[a-z0-9]+")
 USER_NOTES = re.compile(r"^/users/([^/]+)/notes$")
 OPENAPI: dict[str, Any] = {
@@ -99,7 +101,7 @@ class NotesHandler(BaseHTTPRequestHandler):
 def serve(port: int = 0) -> ThreadingHTTPServer:
     """Start the server on 127.0.0.1 in a daemon thread; ``server.notes`` is its store."""
     handler = type("BoundNotes", (NotesHandler,), {"notes": {}, "lock": threading.Lock()})
-    server = ThreadingHTTPServer(("127.0.0.1", port), handler)
+    server = LoopbackHTTPServer(("127.0.0.1", port), handler)
     server.daemon_threads = True
     server.notes = handler.notes  # type: ignore[attr-defined]
     threading.Thread(target=server.serve_forever, kwargs={"poll_interval": 0.05}, daemon=True).start()
