@@ -196,7 +196,9 @@ def test_a_terminated_run_leaves_no_namespace(memory, tmp_path, sig) -> None:
 
 def test_a_killed_run_is_cleaned_by_the_next_one(memory, tmp_path) -> None:
     state, url = memory
-    state.search_delay_s = 0.1
+    # 1 s searches, 16 at a time: once the first have answered, the other 14 keep every history
+    # open for another second (with 0.1 s the run could end before a loaded machine's kill)
+    state.search_delay_s = 1.0
     ledger = tmp_path / "ledger"
     proc = start_memrun(url, ledger, tmp_path / "run")
     wait_for_searches(state, proc, 3)
