@@ -105,7 +105,7 @@ def beam_groups(split: str = "500K") -> None:
         return
     sys.path.insert(0, str(ROOT))
     from memrun.benchmarks.selection import selection_from_config
-    from memrun.commands.calibrate_judge import compose
+    from memrun.config.compose import compose
     from memrun.config import BENCHMARK_RESERVED_KEYS
     from memrun.plugins import build
     from memrun.stages import load_dataset

@@ -13,7 +13,7 @@ import pyarrow.parquet as pq
 from rich.console import Console
 
 from memrun.cli import main
-from memrun.commands.calibrate_judge import compose
+from memrun.config.compose import compose
 from memrun.run import execute
 
 KEY = "sk-test-loopback-0123456789abcdef"

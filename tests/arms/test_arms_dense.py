@@ -201,7 +201,7 @@ def test_embedding_arms_on_the_accuracy_axis_use_the_readers_gateway(llm_env, tm
 
     from rich.console import Console
 
-    from memrun.commands.calibrate_judge import compose
+    from memrun.config.compose import compose
     from memrun.io.reader import read_run
     from memrun.run import execute
 
