@@ -49,6 +49,9 @@ from typing import Any
 
 from memrun import signals
 from memrun.errors import AuthError
+from memrun.lazy import lazy
+
+httpx = lazy("httpx")
 
 BODY_PREVIEW_CHARS = 300
 RETRY_STATUSES = frozenset({408})  # besides every 5xx
@@ -59,10 +62,8 @@ IDEMPOTENT_METHODS = frozenset({"GET", "HEAD", "OPTIONS", "PUT", "DELETE", "TRAC
 
 def _not_sent() -> tuple[type[BaseException], ...]:
     """httpx's errors raised before a request reached the server (retried even when not
-    idempotent). httpx is imported here, not at module level: the accuracy axis's chat
+    idempotent). httpx loads at its first use (:mod:`memrun.lazy`): the accuracy axis's chat
     client (aiohttp) uses this module, and a cached re-run loads neither."""
-    import httpx
-
     return (httpx.ConnectError, httpx.ConnectTimeout, httpx.PoolTimeout)
 
 
@@ -180,8 +181,6 @@ def auth_error(status: int, method: str, url: str, body: str, hint: str) -> Auth
 
 def raise_for_status(response: httpx.Response, auth_hint: str = "check the credentials") -> httpx.Response:
     """Return a < 400 response; raise AuthError for 401/403, HTTPStatusError with the body's start otherwise."""
-    import httpx
-
     if response.status_code >= 400:
         request = response.request
         if response.status_code in AUTH_STATUSES:
@@ -265,8 +264,6 @@ def send(
     is not). auth_hint: what the AuthError for a 401/403 tells the user to check.
     Raises AuthError, httpx.HTTPStatusError, or the last httpx.TransportError.
     """
-    import httpx
-
     retrier = Retrier(policy)
     while True:
         try:
@@ -297,8 +294,6 @@ async def asend(
 ) -> httpx.Response:
     """:func:`send` for asyncio (same arguments, same errors). ``arm=http`` sends with aiohttp
     instead (:func:`memrun.arms.http_async.send`, which also takes a :class:`RateGate`)."""
-    import httpx
-
     retrier = Retrier(policy)
     while True:
         try:

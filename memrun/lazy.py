@@ -1,9 +1,8 @@
 """The one way memrun defers an import, for start-up time.
 
-Rule: every import sits at the top of its module; an import that a common path does not
-need (a heavy library, or a memrun module only one branch uses) is written there as
-``name = lazy("package.module")`` and loads at the first attribute read. No imports in
-function bodies (``tests/test_layers.py`` checks the modules that follow the rule).
+Rule: every import sits at the top of its module; one a common path does not need (a heavy
+library, or a module only one command or branch uses) is ``name = lazy("package.module")``
+there, loaded at its first attribute read; no function body imports (``tests/test_layers.py``).
 """
 
 from __future__ import annotations
@@ -47,3 +46,9 @@ class LazyModule:
 def lazy(name: str) -> Any:
     """A stand-in for ``import name``, imported at the first attribute read (``name``: dotted)."""
     return LazyModule(name)
+
+
+def loaded(module: Any) -> ModuleType:
+    """The real module behind ``module`` (a :func:`lazy` stand-in, imported now; a module as
+    is), for code that must run right after the import or needs the module object itself."""
+    return module._load() if isinstance(module, LazyModule) else module

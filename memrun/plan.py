@@ -33,6 +33,10 @@ from memrun.instrument import Instrument
 from memrun.retrieval_flow import iter_retrieved
 from memrun.spec import PluginNodes, RunSpec
 from memrun.stages import Loaded, build_instrument, build_parts, load
+from memrun.lazy import lazy
+
+accuracy_stage = lazy("memrun.accuracy.stage")
+llm_cache = lazy("memrun.llm.cache")
 
 
 @dataclass
@@ -191,9 +195,6 @@ def judge_requests(judge: Any, case: Any) -> list[Any]:
 def _plan_group(setup: Any, retrieved: Iterable[Any], records: Mapping[str, Any], categories: Mapping[str, str],
                 substring_gold: bool, wants_judge2: Any, eps: _Endpoints, answers: list[int]) -> int:
     """Count one group's calls; returns its retrieval errors."""
-    from memrun.accuracy.stage import judge_case, reader_request
-    from memrun.llm.cache import call_key
-
     reader, cache, repeats = setup.reader, setup.llm.cache, setup.repeats
     judges = _judges(setup)
     abstention = tuple(getattr(setup.judge, "abstention_categories", ()))
@@ -203,14 +204,14 @@ def _plan_group(setup: Any, retrieved: Iterable[Any], records: Mapping[str, Any]
         if r.error is not None:
             errors += 1
             continue
-        prepared = reader_request(reader, r, records)
+        prepared = accuracy_stage.reader_request(reader, r, records)
         if reader is not None and (prepared is None or prepared.request is None):
             continue  # skipped as context_overflow: an error row, no call
         todo.append((r, prepared))
     reader_keys = {}
     if reader is not None:
         url = reader.endpoint.public_url
-        reader_keys = {(id(p), rep): call_key(url, p.request, rep) for _, p in todo for rep in range(repeats)}
+        reader_keys = {(id(p), rep): llm_cache.call_key(url, p.request, rep) for _, p in todo for rep in range(repeats)}
     found = cache.get_many(list(reader_keys.values())) if reader_keys else {}
     pending = []  # (judge role, judge, case, repeat, answer known)
     for r, prepared in todo:
@@ -226,7 +227,7 @@ def _plan_group(setup: Any, retrieved: Iterable[Any], records: Mapping[str, Any]
                 answer = r.arm_answer
                 if answer is None:
                     continue  # an error row: the arm has no answer
-            case = judge_case(r.item, str(label), answer or "", substring_gold, abstention)
+            case = accuracy_stage.judge_case(r.item, str(label), answer or "", substring_gold, abstention)
             for role, judge in judges:
                 if role == "judge2" and not wants_judge2(r.item.item_id):
                     continue
@@ -234,7 +235,7 @@ def _plan_group(setup: Any, retrieved: Iterable[Any], records: Mapping[str, Any]
     keyed = []
     for role, judge, case, rep, known in pending:
         for request in judge_requests(judge, case):
-            keyed.append((role, judge, request, rep, known, call_key(judge.endpoint.public_url, request, rep)))
+            keyed.append((role, judge, request, rep, known, llm_cache.call_key(judge.endpoint.public_url, request, rep)))
     found = cache.get_many([key for *_, known, key in keyed if known]) if keyed else {}
     for role, judge, request, rep, known, key in keyed:
         ep = eps.get(role, judge.endpoint, judge.model, int(judge.params["max_tokens"]))

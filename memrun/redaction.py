@@ -29,8 +29,13 @@ from collections.abc import Iterable, Iterator, Mapping
 from pathlib import Path
 from typing import Any
 from urllib.parse import unquote, urlsplit
+import fcntl
 
 from memrun.errors import ConfigError
+from memrun.lazy import lazy
+
+hydra_config = lazy("hydra.core.hydra_config")
+hydra_types = lazy("hydra.types")
 
 REDACTED = "***"
 MIN_LENGTH = 8
@@ -225,8 +230,6 @@ class Redactor:
     def file(self, path: Path) -> bool:
         """Redact one text file in place, under a lock (the jobs of a sweep share its
         ``multirun.yaml``); True when it changed (unreadable files are left)."""
-        import fcntl
-
         try:
             with open(path, "r+", encoding="utf-8") as handle:  # noqa: PTH123
                 fcntl.flock(handle, fcntl.LOCK_EX)
@@ -300,17 +303,14 @@ def scrub_files(redactor: Redactor, run_dir: Path, sweep_dir: Path | None = None
 
 def hydra_job_folders() -> tuple[Path, Path | None] | None:
     """(run folder, sweep folder or None) of the Hydra job in progress; None without one."""
-    from hydra.core.hydra_config import HydraConfig
-    from hydra.types import RunMode
-
-    if not HydraConfig.initialized():
+    if not hydra_config.HydraConfig.initialized():
         return None
-    hydra = HydraConfig.get()
+    hydra = hydra_config.HydraConfig.get()
     try:
         run_dir = Path(hydra.runtime.output_dir)
     except Exception:  # noqa: BLE001 - composed without a job (calibrate-judge): nothing was written
         return None
-    return run_dir, Path(hydra.sweep.dir) if hydra.mode == RunMode.MULTIRUN else None
+    return run_dir, Path(hydra.sweep.dir) if hydra.mode == hydra_types.RunMode.MULTIRUN else None
 
 
 def check_no_secrets(container: dict[str, Any]) -> dict[str, Any]:

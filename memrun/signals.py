@@ -34,6 +34,10 @@ from contextlib import contextmanager
 from pathlib import Path
 from typing import Any
 
+from memrun.lazy import lazy
+
+logging = lazy("logging")  # only a stopped run's exit flushes it (memrun.lazy)
+
 SIGNALS = tuple(s for s in (signal.SIGINT, signal.SIGTERM, getattr(signal, "SIGHUP", None)) if s)
 """Ctrl-C, ``kill`` (and CI time-outs), and a closed terminal."""
 
@@ -108,7 +112,6 @@ def exit_quickly_when_stopped() -> None:
     def exit_now() -> None:
         if not _requested:
             return
-        import logging
 
         logging.shutdown()
         for stream in (sys.stdout, sys.stderr):

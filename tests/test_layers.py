@@ -32,10 +32,10 @@ LAYERS: list[tuple[str, tuple[str, ...]]] = [
     ("cli", ("memrun.cli", "memrun.__main__")),
 ]
 
-# Modules that follow memrun.lazy's rule to the letter: no import inside a function.
-NO_FUNCTION_IMPORTS = ("memrun.cli", "memrun.launch", "memrun.sweep", "memrun.run", "memrun.stages",
-                       "memrun.item_stages", "memrun.spec", "memrun.config.spec",
-                       "memrun.config.errors", "memrun.config.compose", "memrun.lazy", "memrun.show_config")
+# memrun.lazy's rule (no import inside a function) holds in every module but those whose
+# name starts with one of these, which other work is rewriting now (arm=http, arm=mcp, the
+# retrieval flow); drop a prefix once its modules follow the rule.
+FUNCTION_IMPORTS_ALLOWED = ("memrun.arms.http", "memrun.arms.mcp", "memrun.retrieval_flow")
 
 # The only modules that see Hydra's config object (docs/architecture.md, "The run specification"):
 # the command line, the launch of one job, the config package and plugin construction.
@@ -153,10 +153,10 @@ def test_no_layer_imports_a_higher_one():
     assert upward == []
 
 
-def test_the_lazy_rule_holds_where_it_is_followed():
+def test_the_lazy_rule_holds_no_import_inside_a_function():
     inside = []
-    for module in NO_FUNCTION_IMPORTS:
-        if module not in MODULES:
+    for module in sorted(MODULES):
+        if module.startswith(FUNCTION_IMPORTS_ALLOWED):
             continue
         tree = ast.parse(MODULES[module].read_text(encoding="utf-8"))
         for node in ast.walk(tree):

@@ -11,7 +11,7 @@ from __future__ import annotations
 
 import random
 from dataclasses import dataclass, field
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from memrun.cache_files import network_warning
 from memrun.errors import ConfigError
@@ -26,7 +26,9 @@ from memrun.llm.reader import READER_FIELDS, Reader
 from memrun.llm.service import LLMService
 from memrun.paths import configured_or_cache
 from memrun.records import Dataset
-from memrun.spec import AccuracySpec, ReaderSpec, RunSpec
+
+if TYPE_CHECKING:
+    from memrun.spec import AccuracySpec, ReaderSpec, RunSpec
 
 # config ``denominator`` (the summary's ratio) -> the instrument's denominator (what compare reads)
 DENOMINATORS = {"accuracy_abstain_wrong": DENOMINATOR_ABSTAIN_WRONG, "accuracy": DENOMINATOR_EXCLUDE_ABSTAIN,

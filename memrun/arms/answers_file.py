@@ -32,6 +32,9 @@ from memrun.benchmarks.text import jsonl_lines
 from memrun.errors import ArmError, DataError, MemrunError
 from memrun.instrument import METADATA_KEY
 from memrun.records import Hit, Item, Record
+from memrun.lazy import lazy
+
+io_reader = lazy("memrun.io.reader")
 
 FORMATS = ("auto", "jsonl", "parquet")
 Answers = dict[tuple[str, int], str]
@@ -73,10 +76,8 @@ def load_jsonl(path: Path, id_field: str = "question_id", answer_field: str = "h
 
 def _read_table(path: Path) -> pa.Table:
     if path.is_dir():
-        from memrun.io.reader import read_run
-
         try:
-            return read_run(path).table
+            return io_reader.read_run(path).table
         except MemrunError as exc:
             raise DataError(str(exc)) from exc
     try:

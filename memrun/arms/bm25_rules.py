@@ -25,6 +25,10 @@ import sys
 from collections.abc import Callable, Sequence
 from pathlib import Path
 from types import ModuleType
+
+from memrun.lazy import lazy, loaded
+
+bm25s = lazy("bm25s")  # with SciPy: loaded by import_bm25s, where an index or Tokenizer is needed
 from typing import Any
 
 from memrun.errors import ArmError
@@ -62,10 +66,9 @@ def import_bm25s() -> ModuleType:
     """The bm25s package, imported (with SciPy) only where its index or its Tokenizer is
     needed. Its import sets its logger to DEBUG, and it logs every index build (a run
     builds one per history): the logger is set back to WARNING here."""
-    import bm25s
-
+    module = loaded(bm25s)
     logging.getLogger("bm25s").setLevel(logging.WARNING)
-    return bm25s
+    return module
 
 
 def _bm25s_stopwords() -> ModuleType | None:

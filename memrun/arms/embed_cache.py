@@ -18,6 +18,10 @@ import numpy as np
 
 from memrun.errors import ArmError
 from memrun.paths import configured_or_cache
+from memrun.lazy import lazy
+
+memrun_cache_files = lazy("memrun.cache_files")
+memrun_run_warnings = lazy("memrun.run_warnings")
 
 CACHE_FILE = "embeddings.sqlite"
 _SQL_VARS = 500  # keys per SELECT ... IN (...), under SQLite's variable limit
@@ -65,10 +69,8 @@ class EmbeddingCache:
             )
         except (OSError, sqlite3.Error) as exc:
             raise ArmError(f"arm.cache_dir: cannot open the embedding cache {self.path}: {exc}") from exc
-        from memrun.cache_files import network_warning
-        from memrun.run_warnings import warn
 
-        warn(network_warning(self.path.parent, "arm.cache_dir"))
+        memrun_run_warnings.warn(memrun_cache_files.network_warning(self.path.parent, "arm.cache_dir"))
 
     def get(self, model: str, shas: Sequence[str]) -> dict[str, np.ndarray]:
         """The cached vectors among ``shas`` (missing keys are absent from the result)."""

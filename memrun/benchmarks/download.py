@@ -18,6 +18,11 @@ from pathlib import Path
 
 from memrun.errors import DataError, DownloadError
 from memrun.paths import user_cache
+from memrun.lazy import lazy
+
+filelock = lazy("filelock")
+httpx = lazy("httpx")
+rich_progress = lazy("rich.progress")
 
 ENV_DATA_DIR = "MEMRUN_DATA_DIR"
 _CHUNK = 1 << 20
@@ -109,13 +114,11 @@ def _download_once(url: str, target: Path, sha256: str | None, git_blob: str | N
     made only for it, are removed afterwards: correctness never rests on the lock alone,
     since every download streams into its own temporary file, is checked against the
     sha256, and is renamed into place atomically."""
-    from filelock import FileLock
-
     made = [p for p in (target.parent, *target.parent.parents) if not p.exists()]  # innermost first
     target.parent.mkdir(parents=True, exist_ok=True)
     lock_path = Path(str(target) + ".lock")
     try:
-        with FileLock(str(lock_path)):
+        with filelock.FileLock(str(lock_path)):
             if target.is_file():  # another process downloaded it while this one waited
                 return _check(target, sha256, git_blob)
             return _download(url, target, sha256, git_blob)
@@ -130,9 +133,6 @@ def _download_once(url: str, target: Path, sha256: str | None, git_blob: str | N
 def _download(url: str, target: Path, sha256: str | None, git_blob: str | None = None) -> str:
     """Stream ``url`` into ``target`` via a ``.part`` file of this process's own; return the
     verified sha256. The caller holds the download lock."""
-    import httpx  # here, not at module level: a run whose files are present never loads it (~60 ms)
-    from rich.progress import BarColumn, DownloadColumn, Progress, TransferSpeedColumn
-
     part = target.with_name(f"{target.name}.{os.getpid()}.part")
     try:
         with httpx.stream("GET", url, follow_redirects=True, timeout=30.0) as response:
@@ -140,11 +140,11 @@ def _download(url: str, target: Path, sha256: str | None, git_blob: str | None =
             total = int(response.headers.get("content-length", 0)) or None
             with (
                 part.open("wb") as out,
-                Progress(
+                rich_progress.Progress(
                     "[progress.description]{task.description}",
-                    BarColumn(),
-                    DownloadColumn(),
-                    TransferSpeedColumn(),
+                    rich_progress.BarColumn(),
+                    rich_progress.DownloadColumn(),
+                    rich_progress.TransferSpeedColumn(),
                     transient=True,
                 ) as bar,
             ):

@@ -37,6 +37,10 @@ from memrun.arms.mcp_ops import ToolOperation, result_document
 from memrun.errors import ArmError, ConfigError
 from memrun.retrieval_flow import SEQUENTIAL, arm_kind
 from memrun.records import Record
+from memrun.lazy import lazy
+
+arms_http = lazy("memrun.arms.http")
+arms_mcp = lazy("memrun.arms.mcp")
 
 SMOKE = [Record("smoke:1", "Ann adopted a grey cat named Pixel", None, "s1"),
          Record("smoke:2", "Ben bought a red bicycle in Lisbon", None, "s1"),
@@ -210,16 +214,13 @@ def render_yaml(kind: str, name: str, config: dict[str, Any], notes: list[str]) 
 def smoke_test(path: Path, kind: str = "mcp") -> tuple[bool, str]:
     """Build ``arm=<kind>`` (mcp or http) from the written file, ingest the three records,
     search for one's word; (passed, what happened)."""
-    from memrun.arms.http import HttpArm
-    from memrun.arms.mcp import McpArm
-
     config = yaml.safe_load(path.read_text())
     kwargs = {k: v for k, v in config.items() if k not in ("defaults", "name", "top_k")}
     if "erase" not in kwargs and "namespace_dir" not in str(kwargs):
         kwargs["keep_namespaces"] = True  # nothing to erase with: the smoke test still runs
     ledger = Path(tempfile.mkdtemp(prefix="memrun-arm-init-ledger-"))
     try:
-        arm = (McpArm if kind == "mcp" else HttpArm)(**kwargs, ledger_dir=str(ledger))
+        arm = (arms_mcp.McpArm if kind == "mcp" else arms_http.HttpArm)(**kwargs, ledger_dir=str(ledger))
     except ArmError as exc:
         return False, f"the arm does not start: {exc}"
     try:

@@ -11,12 +11,13 @@ from collections.abc import Sequence
 from pathlib import Path
 
 from memrun.errors import MemrunError
+from memrun.lazy import lazy
+
+memrun_cache_files = lazy("memrun.cache_files")
 
 
 def main(argv: Sequence[str]) -> int:
     """``memrun cache merge SRC... DEST``; returns 0, or raises MemrunError (exit 2)."""
-    from memrun.cache_files import merge_caches
-
     parser = argparse.ArgumentParser(prog="memrun cache", description="Manage memrun's caches.")
     sub = parser.add_subparsers(dest="action", required=True)
     merge = sub.add_parser("merge", help="copy the entries of SRC cache folders into DEST (insert or ignore)")
@@ -28,6 +29,6 @@ def main(argv: Sequence[str]) -> int:
     missing = [str(s) for s in sources if not s.is_dir()]
     if missing:
         raise MemrunError(f"no such cache folder: {', '.join(missing)}")
-    for name, (added, read) in merge_caches(sources, dest).items():
+    for name, (added, read) in memrun_cache_files.merge_caches(sources, dest).items():
         print(f"{dest / name}: {added} new of {read} entries read from {len(sources)} folder(s)")
     return 0

@@ -25,6 +25,18 @@ from rich.progress import BarColumn, MofNCompleteColumn, Progress, TextColumn, T
 
 from memrun.config.compose import compose, resolved
 from memrun.errors import ConfigError, MemrunError
+from memrun.config import BENCHMARK_RESERVED_KEYS
+from memrun.paths import configured_or_cache
+from memrun.plugins import build
+from memrun.lazy import lazy
+
+memrun_redaction = lazy("memrun.redaction")
+benchmarks_download = lazy("memrun.benchmarks.download")
+memrun_http_policy = lazy("memrun.http_policy")
+memrun_judges = lazy("memrun.judges")
+judges_calibration = lazy("memrun.judges.calibration")
+llm_cache = lazy("memrun.llm.cache")
+llm_service = lazy("memrun.llm.service")
 
 
 def _parser() -> argparse.ArgumentParser:
@@ -45,27 +57,17 @@ def main(argv: list[str]) -> int:
     if args.n < 1:
         raise ConfigError(f"--n {args.n}: must be at least 1")
     cfg = compose(list(args.overrides))
-    from memrun.redaction import check_no_secrets
-    from memrun.benchmarks.download import data_dir
-    from memrun.config import BENCHMARK_RESERVED_KEYS
-    from memrun.http_policy import HttpPolicy
-    from memrun.judges import build_judge
-    from memrun.judges.calibration import build_probes, calibration_from, grade_probes
-    from memrun.llm.cache import CallCache
-    from memrun.paths import configured_or_cache
-    from memrun.llm.service import LLMService
-    from memrun.plugins import build
 
-    check_no_secrets(resolved(cfg))
+    memrun_redaction.check_no_secrets(resolved(cfg))
     if cfg.judge.name == "none":
         raise ConfigError("calibrate-judge needs a judge; add judge=gpt41 (or gpt4o, claude, exact, substring, f1)")
     console = Console(stderr=True)
-    cache = CallCache(configured_or_cache(cfg.cache_dir, "llm"))
-    llm = LLMService(cache, concurrency=int(cfg.concurrency), policy=HttpPolicy(attempts=int(cfg.http_attempts)),
+    cache = llm_cache.CallCache(configured_or_cache(cfg.cache_dir, "llm"))
+    llm = llm_service.LLMService(cache, concurrency=int(cfg.concurrency), policy=memrun_http_policy.HttpPolicy(attempts=int(cfg.http_attempts)),
                      timeout=float(cfg.request_timeout_s))
-    judge = build_judge(cfg.judge, "judge", llm)
-    dataset = build(cfg.benchmark, BENCHMARK_RESERVED_KEYS, "benchmark").load(data_dir(cfg.data_dir))
-    probes = build_probes(dataset, n=args.n, seed=args.seed,
+    judge = memrun_judges.build_judge(cfg.judge, "judge", llm)
+    dataset = build(cfg.benchmark, BENCHMARK_RESERVED_KEYS, "benchmark").load(benchmarks_download.data_dir(cfg.data_dir))
+    probes = judges_calibration.build_probes(dataset, n=args.n, seed=args.seed,
                           abstention_categories=getattr(judge, "abstention_categories", ()))
 
     async def run() -> list[str]:
@@ -73,14 +75,14 @@ def main(argv: list[str]) -> int:
                       TimeElapsedColumn(), console=console, transient=True, disable=not cfg.progress) as progress:
             task = progress.add_task(str(cfg.judge.name), total=len(probes))
             try:
-                return await grade_probes(judge, probes, lambda: progress.advance(task))
+                return await judges_calibration.grade_probes(judge, probes, lambda: progress.advance(task))
             finally:
                 await llm.aclose()
 
     labels = asyncio.run(run())
     cache.close()
     try:
-        calibration, counts = calibration_from(probes, labels)
+        calibration, counts = judges_calibration.calibration_from(probes, labels)
     except ValueError as exc:
         raise MemrunError(f"calibrate-judge: {exc}; check the judge's errors with a small run") from exc
     described = judge.describe()

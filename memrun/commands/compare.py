@@ -47,6 +47,12 @@ from memrun.instrument import Instrument
 from memrun.io.reader import RunTable, read_instrument
 from memrun.report.compare_report import render_json, render_markdown, render_text
 from memrun.stats import DEFAULT_BAND, ExitCode, JudgeCalibration, band_from_null
+from memrun.compare.baseline import find_baseline
+from memrun.metrics.retrieval import item_column_for
+from memrun.lazy import lazy
+
+compare_gates = lazy("memrun.compare.gates")
+report_compare_pr = lazy("memrun.report.compare_pr")
 
 
 _LIMITS = DataThresholds()
@@ -350,8 +356,6 @@ def compare(args: argparse.Namespace) -> tuple[Comparison | None, int, str | Non
 def _check_metric(metric: str) -> None:
     """One error for an unknown --metric on both axes (the accuracy axis reads the majority
     label, but a misspelt metric must not pass unnoticed there either)."""
-    from memrun.metrics.retrieval import item_column_for
-
     try:
         item_column_for(metric)
     except ValueError as exc:
@@ -384,10 +388,8 @@ def _document(code: int, reason: str, fmt: str, paths: tuple[str | None, str | N
         sys.stdout.write(json.dumps({"outcome": outcome, "exit_code": code, "reason": reason,
                                      "error": reason if outcome == "usage_error" else None}, indent=2) + "\n")
     elif fmt == "markdown":
-        from memrun.report.compare_pr import render_outcome_markdown, run_context
-
         a, b = paths
-        sys.stdout.write(render_outcome_markdown(outcome, code, reason, run_context(a, b or "")))
+        sys.stdout.write(report_compare_pr.render_outcome_markdown(outcome, code, reason, report_compare_pr.run_context(a, b or "")))
     return code
 
 
@@ -430,9 +432,7 @@ def main(argv: Sequence[str]) -> int:
             return _fail(code, refusal or "", args.format, (args.a, args.b))
         d = result.to_dict()
         if args.format != "text":
-            from memrun.report.compare_pr import run_context
-
-            d["runs"] = run_context(args.a, args.b)
+            d["runs"] = report_compare_pr.run_context(args.a, args.b)
             d["runs"]["baseline"] = args.baseline  # "auto": A was found, not given
         render = {"text": render_text, "markdown": render_markdown, "json": render_json}[args.format]
         sys.stdout.write(render(d))
@@ -455,14 +455,11 @@ def _resolve_runs(args: argparse.Namespace) -> None:
     """Apply --gate and --baseline: fill the settings the flags left unset, and find A.
     Raises MemrunError for a bad gate, a missing run or no baseline."""
     if args.gate:
-        from memrun.compare.gates import load_gate
-
-        for dest, value in load_gate(args.gate).items():
+        for dest, value in compare_gates.load_gate(args.gate).items():
             if getattr(args, dest, None) is None:
                 setattr(args, dest, value)
     if args.baseline is None:
         return
-    from memrun.compare.baseline import find_baseline
 
     args.b = args.a
     folder, why = find_baseline(args.b, args.runs_dir, treatments_of(args.treatment))

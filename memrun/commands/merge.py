@@ -12,18 +12,19 @@ from collections.abc import Sequence
 from pathlib import Path
 
 from memrun.errors import MemrunError
+from memrun.lazy import lazy
+
+memrun_merge = lazy("memrun.merge")
 
 
 def main(argv: Sequence[str]) -> int:
     """``memrun merge RUN``; returns 0 (complete) or 2 (partial)."""
-    from memrun.merge import merge
-
     parser = argparse.ArgumentParser(prog="memrun merge", description="Merge the shards of one run.")
     parser.add_argument("run", type=Path, help="the run folder holding the shard folders (a sweep folder)")
     args = parser.parse_args(list(argv))
     if not args.run.is_dir():
         raise MemrunError(f"{args.run}: no such folder")
-    result = merge(args.run)
+    result = memrun_merge.merge(args.run)
     items = ", ".join(f"shard {i}: {n}" for i, n in result.items.items())
     print(f"merged {len(result.merged)} of {result.count} shards ({items} items), {result.n_rows} rows "
           f"in {result.seconds:.2f} s -> {result.run_dir}")

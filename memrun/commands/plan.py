@@ -21,7 +21,17 @@ from collections.abc import Mapping
 from pathlib import Path
 from typing import Any
 
-from memrun.errors import ConfigError
+from memrun.errors import ConfigError, MemrunError
+from memrun.lazy import lazy
+
+commands_compare = lazy("memrun.commands.compare")
+report_md = lazy("memrun.report.md")
+memrun_paths = lazy("memrun.paths")
+config_compose = lazy("memrun.config.compose")
+config_spec = lazy("memrun.config.spec")
+llm_prices = lazy("memrun.llm.prices")
+memrun_plan = lazy("memrun.plan")
+report_compare_report = lazy("memrun.report.compare_report")
 
 MARKER = "<!-- memrun-plan: {benchmark}/{arm} -->"
 
@@ -73,9 +83,7 @@ def _lines(d: Mapping[str, Any]) -> tuple[list[str], list[list[str]], list[str]]
     foot.append("comparability: " + ", ".join(f"{k}={v}" for k, v in d["comparability"].items() if v is not None))
     foot += [f"warning: {w}" for w in d["warnings"]]
     if d.get("power"):
-        from memrun.report.compare_report import power_line
-
-        foot.append(f"pilot {' vs '.join(d['power']['runs'])}: " + power_line(d["power"], d["power"]))
+        foot.append(f"pilot {' vs '.join(d['power']['runs'])}: " + report_compare_report.power_line(d["power"], d["power"]))
     return head, rows, foot
 
 
@@ -84,12 +92,9 @@ def pilot_power(path_a: str, path_b: str, effect: float | None) -> dict[str, Any
     power dict (fractions) plus ``runs`` and ``unit``. The pilot runs may differ in their
     treatment (their numbers are read, not gated). Raises MemrunError when they cannot be
     compared (unreadable, nothing paired, a degenerate interval)."""
-    from memrun.commands.compare import build_parser, compare
-    from memrun.errors import MemrunError
-
     argv = [path_a, path_b, "--allow-noncomparable", "--allow-fake"]
     argv += ["--effect", str(effect)] if effect is not None else []
-    result, _, refusal = compare(build_parser().parse_args(argv))
+    result, _, refusal = commands_compare.compare(commands_compare.build_parser().parse_args(argv))
     if result is None or not result.power:
         why = refusal or (result.verdict.get("detail") if result else None) or "no usable interval"
         raise MemrunError(f"--pilot {path_a} {path_b}: no power from these runs: {why}")
@@ -125,15 +130,13 @@ def render_text(d: Mapping[str, Any]) -> str:
 def render_markdown(d: Mapping[str, Any]) -> str:
     """Markdown for a pull-request comment, with a hidden marker naming benchmark and arm;
     config and dataset text escaped for its position (:mod:`memrun.report.md`)."""
-    from memrun.report import md
-
     head, rows, foot = _lines(d)
-    out = [MARKER.format(benchmark=md.marker_name(d["benchmark"]), arm=md.marker_name(d["arm"])),
-           f"### memrun plan: {md.inline(d['benchmark'])} x {md.inline(d['arm'])}", ""]
-    out += [f"- {md.inline(h)}" for h in head[1:]]  # plain text quoting config and dataset text: escaped whole
+    out = [MARKER.format(benchmark=report_md.marker_name(d["benchmark"]), arm=report_md.marker_name(d["arm"])),
+           f"### memrun plan: {report_md.inline(d['benchmark'])} x {report_md.inline(d['arm'])}", ""]
+    out += [f"- {report_md.inline(h)}" for h in head[1:]]  # plain text quoting config and dataset text: escaped whole
     if rows:
-        out += ["", *md.table(HEADERS, rows)]
-    out += [""] + [f"- {md.inline(f)}" for f in foot]
+        out += ["", *report_md.table(HEADERS, rows)]
+    out += [""] + [f"- {report_md.inline(f)}" for f in foot]
     return "\n".join(out) + "\n"
 
 
@@ -143,13 +146,8 @@ def main(argv: list[str]) -> int:
     if args.chars_per_token is not None and args.chars_per_token <= 0:
         raise ConfigError(f"--chars-per-token {args.chars_per_token}: must be positive")
     pilot = _pilot_runs(args.pilot) if args.pilot else None
-    from memrun.paths import conf_dir
-    from memrun.config.compose import compose
-    from memrun.config.spec import build_spec
-    from memrun.llm.prices import load_prices
-    from memrun.plan import make_plan
 
-    prices, info = load_prices(args.prices or conf_dir() / "prices.yaml")
+    prices, info = llm_prices.load_prices(args.prices or memrun_paths.conf_dir() / "prices.yaml")
     if args.prices is None:
         info["file"] = "conf/prices.yaml"  # memrun's own table: named, not located
     extra = []
@@ -157,8 +155,8 @@ def main(argv: list[str]) -> int:
         if not args.config_dir.is_dir():
             raise ConfigError(f"--config-dir {args.config_dir}: no such folder")
         extra = [f"hydra.searchpath=[file://{args.config_dir.resolve()}]"]
-    cfg = compose(["progress=false", *extra, *args.overrides])
-    plan = make_plan(*build_spec(cfg), prices, info, args.chars_per_token).to_dict()
+    cfg = config_compose.compose(["progress=false", *extra, *args.overrides])
+    plan = memrun_plan.make_plan(*config_spec.build_spec(cfg), prices, info, args.chars_per_token).to_dict()
     if args.pilot:
         plan["power"] = pilot_power(*pilot, args.effect)
     render = {"text": render_text, "markdown": render_markdown,

@@ -21,6 +21,12 @@ from pathlib import Path
 from typing import NoReturn
 
 from memrun.errors import MemrunError
+from memrun.lazy import lazy
+
+memrun_launch = lazy("memrun.launch")
+html_compare_page = lazy("memrun.report.html.compare_page")
+html_sweep_page = lazy("memrun.report.html.sweep_page")
+html_run_page = lazy("memrun.report.html.run_page")
 
 REPORT_FILE = "report.html"
 COMPARE_FILE = "report-compare.html"
@@ -41,11 +47,9 @@ def build_parser() -> argparse.ArgumentParser:
 
 
 def _is_sweep(path: Path) -> bool:
-    from memrun.launch import Outcome
-
     if not path.is_dir() or (path / "items.parquet").exists() or (path / "items.parts").is_dir():
         return False
-    return bool(Outcome.read_all(path)) or any((p / ".hydra").is_dir() for p in path.iterdir() if p.is_dir())
+    return bool(memrun_launch.Outcome.read_all(path)) or any((p / ".hydra").is_dir() for p in path.iterdir() if p.is_dir())
 
 
 def _write(out: Path, html: str) -> None:
@@ -72,20 +76,14 @@ def main(argv: Sequence[str]) -> int:
         if not p.exists():
             raise MemrunError(f"{p}: no such file or folder")
     if len(paths) == 2:
-        from memrun.report.html.compare_page import render_compare
-
         out = args.out or _folder(paths[1]) / COMPARE_FILE
-        _write(out, render_compare(str(paths[0]), str(paths[1]), rest))
+        _write(out, html_compare_page.render_compare(str(paths[0]), str(paths[1]), rest))
     elif _is_sweep(paths[0]):
-        from memrun.report.html.sweep_page import write_sweep
-
         out = args.out or paths[0] / REPORT_FILE
-        written = write_sweep(paths[0], out, REPORT_FILE)
+        written = html_sweep_page.write_sweep(paths[0], out, REPORT_FILE)
         sys.stderr.write(f"wrote {written} job page(s)\n")
     else:
-        from memrun.report.html.run_page import render_run
-
         out = args.out or _folder(paths[0]) / REPORT_FILE
-        _write(out, render_run(paths[0]))
+        _write(out, html_run_page.render_run(paths[0]))
     sys.stdout.write(f"wrote {out}\n")
     return 0

@@ -12,6 +12,12 @@ from collections.abc import Sequence
 from pathlib import Path
 
 from memrun.errors import MemrunError
+from memrun.lazy import lazy
+
+io_writer = lazy("memrun.io.writer")
+report_sweep_table = lazy("memrun.report.sweep_table")
+memrun_sweep = lazy("memrun.sweep")
+io_combine = lazy("memrun.io.combine")
 
 
 def build_parser() -> argparse.ArgumentParser:
@@ -26,36 +32,29 @@ def build_parser() -> argparse.ArgumentParser:
 
 def _check_out(out: Path) -> None:
     """Refuse an --out that is not a new .parquet file outside every run folder (one line)."""
-    from memrun.io.writer import ITEMS_FILE, SUMMARY_FILE
-
     if out.is_dir():
         raise MemrunError(f"--out {out} is a folder; name a file ending in .parquet")
     if out.suffix != ".parquet":
         raise MemrunError(f"--out {out}: the combined table is Parquet; name a file ending in .parquet")
     if out.exists():
         raise MemrunError(f"--out {out} exists; remove it first or name another file")
-    if out.name == ITEMS_FILE or (out.parent / SUMMARY_FILE).exists() or (out.parent / ".hydra").is_dir():
+    if out.name == io_writer.ITEMS_FILE or (out.parent / io_writer.SUMMARY_FILE).exists() or (out.parent / ".hydra").is_dir():
         raise MemrunError(f"--out {out} would write into a run folder; name a file outside the runs")
 
 
 def main(argv: Sequence[str]) -> int:
     """``memrun sweep DIR [--format F] [--out FILE]``; returns the worst job's exit code."""
-    from memrun.report.sweep_table import render
-    from memrun.sweep import sweep_rows, worst_exit_code
-
     args = build_parser().parse_args(list(argv))
     try:
-        rows = sweep_rows(args.dir)
+        rows = memrun_sweep.sweep_rows(args.dir)
     except FileNotFoundError:
         raise MemrunError(f"{args.dir}: no such folder") from None
     if not rows:
         raise MemrunError(f"{args.dir}: no job of a memrun sweep here (expected outputs/multirun/<time>)")
-    sys.stdout.write(render(rows, args.format, title=f"sweep {args.dir}"))
+    sys.stdout.write(report_sweep_table.render(rows, args.format, title=f"sweep {args.dir}"))
     if args.out:
-        from memrun.io.combine import combine_runs
-
         _check_out(args.out)
         folders = dict.fromkeys(Path(r.run_dir) for r in rows if r.status != "refused" and r.n_items)
-        n = combine_runs(list(folders), args.out)
+        n = io_combine.combine_runs(list(folders), args.out)
         sys.stderr.write(f"wrote {n} rows of {len(rows)} jobs to {args.out}\n")
-    return worst_exit_code(rows)
+    return memrun_sweep.worst_exit_code(rows)

@@ -23,6 +23,9 @@ from memrun.benchmarks.jsonl import MAX_ERRORS, parse_file
 from memrun.benchmarks.longmemeval import LongMemEval
 from memrun.errors import ConfigError, DataError
 from memrun.records import Dataset, Group
+from memrun.lazy import lazy
+
+benchmarks_locomo = lazy("memrun.benchmarks.locomo")
 
 FORMATS = ("jsonl", "longmemeval", "locomo")
 SNIFF_BYTES = 1 << 20  # how much of a .json file the format is told from
@@ -78,9 +81,7 @@ def _json_format(path: Path) -> str:
 
 
 def _locomo(path: Path) -> Dataset:
-    from memrun.benchmarks.locomo import LoCoMo
-
-    return LoCoMo(split="file", file=path.name, url=None, sha256=None, categories={}, path=str(path)).load(path.parent)
+    return benchmarks_locomo.LoCoMo(split="file", file=path.name, url=None, sha256=None, categories={}, path=str(path)).load(path.parent)
 
 
 def _longmemeval(path: Path) -> Dataset:

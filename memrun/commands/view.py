@@ -13,6 +13,9 @@ from pathlib import Path
 from typing import NoReturn
 
 from memrun.errors import MemrunError
+from memrun.lazy import lazy, loaded
+
+view_app = lazy("memrun.view.app")  # needs starlette and uvicorn (memrun[view])
 
 
 class _Parser(argparse.ArgumentParser):
@@ -37,16 +40,16 @@ def main(argv: Sequence[str]) -> int:
     if not 0 <= args.port <= 65535:
         raise MemrunError(f"memrun view: --port {args.port}: choose 0..65535 (0: a free port)")
     try:
-        from memrun.view.app import bind, index_cache, server, warm_up
+        app = loaded(view_app)
     except ImportError as exc:
         raise MemrunError(f"memrun view needs starlette and uvicorn ({exc}); pip install 'memrun[view]'") from None
-    sock = bind(args.port)
+    sock = app.bind(args.port)
     port = sock.getsockname()[1]
     sys.stdout.write(f"memrun view: {root.resolve()} at http://127.0.0.1:{port}/ (Ctrl-C to stop)\n")
     sys.stdout.flush()
-    threading.Thread(target=warm_up, daemon=True).start()
+    threading.Thread(target=app.warm_up, daemon=True).start()
     try:
-        server(root, sock, index_cache(root)).run(sockets=[sock])
+        app.server(root, sock, app.index_cache(root)).run(sockets=[sock])
     except KeyboardInterrupt:
         pass
     finally:

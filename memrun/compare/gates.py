@@ -14,6 +14,9 @@ from typing import Any
 import yaml
 
 from memrun.errors import MemrunError
+from memrun.lazy import lazy
+
+memrun_paths = lazy("memrun.paths")
 
 GATE_KEYS = {"metric": "metric", "band": "gate_band", "gate-min-delta": "gate_min_delta",
              "gate_min_delta": "gate_min_delta", "categories": "categories",
@@ -25,12 +28,10 @@ NUMBERS = ("gate_band", "gate_min_delta", "max_error_share", "max_error_gap", "m
 
 def gate_path(name: str) -> Path:
     """The gate file for ``name``: a path to a YAML file, or ``conf/gates/<name>.yaml``."""
-    from memrun.paths import conf_dir
-
     path = Path(name)
     if path.suffix in (".yaml", ".yml") or path.is_file():
         return path
-    return conf_dir() / "gates" / f"{name}.yaml"
+    return memrun_paths.conf_dir() / "gates" / f"{name}.yaml"
 
 
 def load_gate(name: str) -> dict[str, Any]:

@@ -37,6 +37,10 @@ from memrun.instrument import DENOMINATOR_ABSTAIN_WRONG, DENOMINATOR_EXCLUDE_ABS
 from memrun.io.reader import RunTable, read_run
 from memrun.metrics.retrieval import item_column_for
 from memrun.stats.labels import ABSTAIN, CORRECT, ERROR, LABEL_ORDER, majority_codes
+from memrun.lazy import lazy
+
+scipy_sparse = lazy("scipy.sparse")
+sparse_csgraph = lazy("scipy.sparse.csgraph")
 
 LABEL_COLUMN = "label"
 SCORE_COLUMN = "judge_score"  # a fractional judge's per-row score
@@ -399,17 +403,14 @@ def evidence_clusters(gold: pa.Array) -> np.ndarray:
     """Shape (n,) cluster codes (first appearance order): items that share a gold session,
     directly or through other items, are one cluster (connected components of the
     item-session graph); an item without gold sessions is a cluster of its own."""
-    from scipy.sparse import coo_matrix
-    from scipy.sparse.csgraph import connected_components
-
     n = len(gold)
     lengths = pc.list_value_length(gold).fill_null(0).to_numpy(zero_copy_only=False).astype(np.int64)
     sessions, null = _codes(pc.list_flatten(gold))
     rows = np.repeat(np.arange(n), lengths)[~null]
     cols = n + sessions[~null]
     size = n + (int(sessions.max()) + 1 if len(sessions) else 0)
-    graph = coo_matrix((np.ones(len(rows)), (rows, cols)), shape=(size, size))
-    _, labels = connected_components(graph, directed=False)
+    graph = scipy_sparse.coo_matrix((np.ones(len(rows)), (rows, cols)), shape=(size, size))
+    _, labels = sparse_csgraph.connected_components(graph, directed=False)
     _, first, inverse = np.unique(labels[:n], return_index=True, return_inverse=True)
     rank = np.empty(len(first), dtype=np.int64)
     rank[np.argsort(first, kind="stable")] = np.arange(len(first))

@@ -16,6 +16,10 @@ from __future__ import annotations
 
 import os
 from pathlib import Path
+from memrun.lazy import lazy
+
+memrun_instrument = lazy("memrun.instrument")
+io_metadata = lazy("memrun.io.metadata")
 
 MAGIC = b"PAR1"
 TAIL = 8  # the footer's length (4 bytes) and the magic
@@ -73,16 +77,13 @@ def sealed_values(path: str | Path) -> dict[bytes, bytes] | None:
     when they are not all there or their checksum does not match (read the file with
     pyarrow then). The column list is not checked against the file's columns here: the
     reader does that when it reads the rows. Raises OSError when the file cannot be read."""
-    from memrun.instrument import METADATA_KEY
-    from memrun.io.metadata import CHECKSUM_KEY, COLUMNS_KEY, checksum_matches
-
     footer = footer_bytes(path)
     if footer is None:
         return None
-    found = {key: key_value(footer, key) for key in (METADATA_KEY, COLUMNS_KEY, CHECKSUM_KEY)}
+    found = {key: key_value(footer, key) for key in (memrun_instrument.METADATA_KEY, io_metadata.COLUMNS_KEY, io_metadata.CHECKSUM_KEY)}
     if any(v is None for v in found.values()):
         return None
     values: dict[bytes, bytes] = {k: v for k, v in found.items() if v is not None}
-    if not checksum_matches(values[METADATA_KEY], values[COLUMNS_KEY], values[CHECKSUM_KEY]):
+    if not io_metadata.checksum_matches(values[memrun_instrument.METADATA_KEY], values[io_metadata.COLUMNS_KEY], values[io_metadata.CHECKSUM_KEY]):
         return None
     return values

@@ -15,6 +15,9 @@ from memrun.errors import RunTableError
 from memrun.instrument import METADATA_KEY, Instrument
 from memrun.io.metadata import LEGACY_WARNING, verify
 from memrun.io.writer import ITEMS_FILE, PARTS_DIR, SHA256_KEY, SUMMARY_FILE, file_sha256
+from memrun.lazy import lazy
+
+io_footer = lazy("memrun.io.footer")
 
 
 @dataclass
@@ -102,12 +105,10 @@ def peek_instrument(path: str | Path) -> Instrument:
     columns (:func:`read_run` does). Whatever the fast read cannot vouch for (a file from
     before the seal, damage, a foreign footer) goes through :func:`read_instrument`, which
     raises its RunTableError or warns as it always does."""
-    from memrun.io.footer import sealed_values
-
     file = _instrument_file(Path(path))
     if file.is_file():
         try:
-            values = sealed_values(file)
+            values = io_footer.sealed_values(file)
             if values is not None:
                 return Instrument.from_json(values[METADATA_KEY])
         except (OSError, ValueError, TypeError):

@@ -48,6 +48,11 @@ from typing import Any
 from memrun.errors import ConfigError
 from memrun.judges import Case, Verdict
 from memrun.stats.labels import ABSTAIN, CORRECT, ERROR, WRONG
+from memrun.lazy import lazy
+
+nltk_stem = lazy("nltk.stem")
+bleu_score = lazy("nltk.translate.bleu_score")
+rouge = lazy("rouge")
 
 DEFAULT_ABSTENTION_PHRASES = ("no information available", "not mentioned")
 F1_VARIANTS = ("locomo", "mem0")
@@ -68,9 +73,7 @@ def locomo_normalize(text: str) -> str:
 
 @lru_cache(maxsize=1)
 def _stemmer() -> Any:
-    from nltk.stem import PorterStemmer
-
-    return PorterStemmer()
+    return nltk_stem.PorterStemmer()
 
 
 @lru_cache(maxsize=65536)
@@ -119,12 +122,11 @@ def lexical_scores(prediction: str, gold: str | None) -> dict[str, float | None]
     """``token_f1``, ``bleu1`` and ``rouge_l`` of ``prediction`` against ``gold`` (None without gold)."""
     if gold is None:
         return {"token_f1": None, "bleu1": None, "rouge_l": None}
-    from nltk.translate.bleu_score import SmoothingFunction, sentence_bleu
 
     pred_tokens = squad_normalize(prediction).split()
     gold_tokens = squad_normalize(gold).split()
     bleu = (
-        float(sentence_bleu([gold_tokens], pred_tokens, weights=(1, 0, 0, 0), smoothing_function=SmoothingFunction().method1))
+        float(bleu_score.sentence_bleu([gold_tokens], pred_tokens, weights=(1, 0, 0, 0), smoothing_function=bleu_score.SmoothingFunction().method1))
         if pred_tokens and gold_tokens
         else 0.0
     )
@@ -133,9 +135,7 @@ def lexical_scores(prediction: str, gold: str | None) -> dict[str, float | None]
 
 @lru_cache(maxsize=1)
 def _rouge() -> Any:
-    from rouge import Rouge
-
-    return Rouge(metrics=["rouge-l"])
+    return rouge.Rouge(metrics=["rouge-l"])
 
 
 def _rouge_l(prediction: str, gold: str) -> float:

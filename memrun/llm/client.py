@@ -31,11 +31,16 @@ from collections.abc import Awaitable, Callable, Mapping
 from dataclasses import dataclass, field
 from functools import cached_property
 from typing import Any
+from urllib.parse import urlsplit
 
 from memrun.errors import AuthError, EndpointUnreachable
 from memrun.http_policy import AUTH_STATUSES, BODY_PREVIEW_CHARS, HttpPolicy, Retrier, auth_error
 from memrun.llm.endpoint import Endpoint
+from memrun.lazy import lazy, loaded
 from memrun.redaction import Redactor
+
+aiohttp = lazy("aiohttp")  # loaded by the first client that sends (memrun.lazy)
+urllib_request = lazy("urllib.request")
 
 Message = Mapping[str, str]
 
@@ -47,9 +52,7 @@ for _name in ("httpx", "httpx2", "openai", "aiohttp"):
 def _aiohttp() -> Any:
     """The ``aiohttp`` module, imported on first use: a run whose every call is cached,
     and every process that only reads requests and replies, never loads it."""
-    import aiohttp
-
-    return aiohttp
+    return loaded(aiohttp)
 
 
 @dataclass(frozen=True)
@@ -227,12 +230,9 @@ class ChatClient:
 def _proxy_for(url: str) -> str | None:
     """The proxy the environment names for ``url`` (``HTTPS_PROXY``, ``HTTP_PROXY``,
     ``ALL_PROXY``, minus ``NO_PROXY``), as the SDK honoured them; None for none."""
-    import urllib.request
-    from urllib.parse import urlsplit
-
     parts = urlsplit(url)
-    proxies = urllib.request.getproxies_environment()
-    if not proxies or urllib.request.proxy_bypass_environment(parts.hostname or "", proxies):
+    proxies = urllib_request.getproxies_environment()
+    if not proxies or urllib_request.proxy_bypass_environment(parts.hostname or "", proxies):
         return None
     return proxies.get(parts.scheme) or proxies.get("all")
 

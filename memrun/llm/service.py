@@ -28,7 +28,7 @@ from typing import TYPE_CHECKING
 from memrun.background import in_background
 from memrun.http_policy import HttpPolicy
 from memrun.llm.cache import CallCache, call_key
-from memrun.llm.client import ChatRequest, ChatResult
+from memrun.llm.client import ChatClient, ChatRequest, ChatResult
 from memrun.llm.endpoint import Endpoint
 from memrun.redaction import Redactor
 
@@ -115,8 +115,6 @@ class LLMService:
                 self._announced.append(endpoint)
 
     def _new_client(self, endpoint: Endpoint) -> ChatClient:
-        from memrun.llm.client import ChatClient
-
         return ChatClient(endpoint, policy=self.policy, timeout=self.timeout)
 
     def _opened(self) -> None:

@@ -30,6 +30,9 @@ import math
 import warnings
 from collections.abc import Awaitable, Callable, Sequence
 from dataclasses import dataclass
+from memrun.lazy import lazy
+
+scipy_stats = lazy("scipy.stats")
 
 
 @dataclass(frozen=True)
@@ -72,8 +75,6 @@ async def align(reference: Sequence[str], system: Sequence[str],
 
 def order_score(reference: Sequence[str], aligned: Sequence[str]) -> OrderScore:
     """tau_norm x F1 of an aligned system list against the reference (module docstring)."""
-    from scipy.stats import kendalltau  # ~1 s to import: only when an ordering is scored
-
     ref_set = set(reference)
     tp = len(ref_set & set(aligned))
     fp = sum(1 for x in aligned if x not in ref_set)
@@ -90,7 +91,7 @@ def order_score(reference: Sequence[str], aligned: Sequence[str]) -> OrderScore:
 
     with warnings.catch_warnings():  # a constant ranking: scipy warns and returns NaN, handled below
         warnings.simplefilter("ignore")
-        tau = float(kendalltau(ranks(reference), ranks(aligned), variant="b", method="auto").statistic)
+        tau = float(scipy_stats.kendalltau(ranks(reference), ranks(aligned), variant="b", method="auto").statistic)
     if math.isnan(tau):
         return OrderScore(precision, recall, f1, None, None, None)
     tau_norm = (tau + 1) / 2

@@ -21,6 +21,9 @@ import numpy as np
 
 from memrun.stats.bootstrap import DEFAULT_RESAMPLES, DEFAULT_SEED, paired_bootstrap
 from memrun.stats.labels import ABSTAIN, CORRECT, ERROR, majority_label
+from memrun.lazy import lazy
+
+metrics_retrieval = lazy("memrun.metrics.retrieval")
 
 RETRIEVAL_HEADLINE = ("recall@5", "recall@10", "recall@1", "mrr")
 """The retrieval metric a run's headline reads: the first a run has (sweeps, reports, intervals)."""
@@ -78,9 +81,8 @@ def item_scores(rows: Sequence[Mapping[str, Any]], *, axis: str, metric: str) ->
                 continue
             out.append((first[key].get("category"), first[key].get("cluster"), 1.0 if majority == CORRECT else 0.0))
         return out
-    from memrun.metrics.retrieval import item_column_for
 
-    column = item_column_for(metric)
+    column = metrics_retrieval.item_column_for(metric)
     return [(r.get("category"), r.get("cluster"), float(r[column])) for r in rows
             if r.get("error") is None and r.get(column) is not None and r.get("repeat", 0) == 0]
 

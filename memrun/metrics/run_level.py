@@ -9,6 +9,9 @@ from typing import Any
 from memrun.metrics.by_category import summarize_by_granularity
 from memrun.metrics.intervals import category_intervals, retrieval_headline_metric
 from memrun.metrics.summary import not_measurable
+from memrun.lazy import lazy
+
+metrics_accuracy = lazy("memrun.metrics.accuracy")
 
 
 def summarize_rows(
@@ -44,9 +47,8 @@ def summarize_rows(
             summary["intervals"] = category_intervals(rows, axis=axis, metric=retrieval_headline_metric(ks),
                                                       comparable_categories=comparable_categories)
         return summary
-    from memrun.metrics.accuracy import summarize_accuracy
 
-    summary = summarize_accuracy(rows, categories=categories, comparable_categories=comparable_categories,
+    summary = metrics_accuracy.summarize_accuracy(rows, categories=categories, comparable_categories=comparable_categories,
                                  denominator=headline, task_averaged=task_averaged)
     first = [{**r, "error": None} if r["error"] is not None and r["retrieved_keys"] is not None else r
              for r in rows if r["repeat"] == 0]

@@ -20,6 +20,11 @@ from typing import Any
 import yaml
 
 from memrun.report import md
+from memrun.lazy import lazy
+
+io_reader = lazy("memrun.io.reader")
+memrun_paths = lazy("memrun.paths")
+llm_prices = lazy("memrun.llm.prices")
 
 MARKER = "<!-- memrun-compare: {benchmark}/{arm} -->"
 # Overrides that say where or how fast a run went, not what it measured: left out of its name.
@@ -34,13 +39,11 @@ def _folder(path: str | Path) -> Path:
 def describe_run(path: str | Path) -> dict[str, Any]:
     """Run id, benchmark, arm, overrides, status and calls of the run at ``path``; what cannot be
     read is None (a usage error still names what it can)."""
-    from memrun.io.reader import read_instrument
-
     out: dict[str, Any] = {"run_id": None, "benchmark": None, "arm": None, "axis": None, "status": None,
                            "git_commit": None, "fake_providers": False, "overrides": [], "calls": None,
                            "cost_usd": None, "instrument": None}
     try:
-        inst = read_instrument(path)
+        inst = io_reader.read_instrument(path)
     except Exception:  # noqa: BLE001 - unreadable: the reason is reported by compare itself
         return out
     out.update(run_id=inst.run_id, benchmark=inst.benchmark, arm=inst.arm, axis=inst.axis, status=inst.status,
@@ -64,15 +67,11 @@ def run_cost(path: str | Path, inst: Any, calls: Mapping[str, Any]) -> float | N
     """What a run's calls cost at ``conf/prices.yaml``'s prices (None: a model without a price,
     or unreadable rows). The reader's tokens come from the rows of the calls it made; the rest
     of the summary's tokens are the judges', priced at the first judge's model. Fake: 0."""
-    from memrun.paths import conf_dir
-    from memrun.io.reader import read_run
-    from memrun.llm.prices import load_prices
-
     if inst.fake_providers:
         return 0.0
     try:
-        prices, _ = load_prices(conf_dir() / "prices.yaml")
-        rows = read_run(path, columns=["context_tokens", "completion_tokens", "reader_cache_hit"]).table.to_pylist()
+        prices, _ = llm_prices.load_prices(memrun_paths.conf_dir() / "prices.yaml")
+        rows = io_reader.read_run(path, columns=["context_tokens", "completion_tokens", "reader_cache_hit"]).table.to_pylist()
     except Exception:  # noqa: BLE001 - no cost is better than no comment
         return None
     made = [r for r in rows if r.get("reader_cache_hit") is False]

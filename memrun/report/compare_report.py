@@ -17,6 +17,9 @@ from rich.console import Console
 from rich.table import Table
 
 from memrun.report import md
+from memrun.lazy import lazy
+
+report_compare_pr = lazy("memrun.report.compare_pr")
 
 NONCOMPARABLE = "NON-COMPARABLE"
 
@@ -211,11 +214,9 @@ def render_markdown(d: Mapping[str, Any]) -> str:
     (:func:`memrun.report.compare_pr.run_context`) it starts with the sticky-comment marker
     and names the runs by run id and configuration instead of paths. Dataset and config
     text is escaped for its position (:mod:`memrun.report.md`)."""
-    from memrun.report.compare_pr import fake_banner, runs_markdown
-
     v, runs = d["verdict"], d.get("runs")
     out = [f"### memrun compare: **{v['outcome'].upper()}** (exit code {d['exit_code']})", ""]
-    out += fake_banner(runs) if runs else []
+    out += report_compare_pr.fake_banner(runs) if runs else []
     # the lines are plain text that quotes dataset text (categories, warnings): escaped whole
     out += [f"- {md.inline(line)}" for line in summary_lines(d)[2 if runs else 0:]]
     out += ["", *md.table(HEADERS, category_rows(d))]
@@ -223,7 +224,7 @@ def render_markdown(d: Mapping[str, Any]) -> str:
     body = _label("\n".join(out) + "\n", d, markdown=True)
     if not runs:
         return body
-    return "\n".join([runs["marker"], body, *runs_markdown(runs)]) + "\n"
+    return "\n".join([runs["marker"], body, *report_compare_pr.runs_markdown(runs)]) + "\n"
 
 
 def render_json(d: Mapping[str, Any]) -> str:

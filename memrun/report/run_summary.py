@@ -8,6 +8,10 @@ from typing import Any
 from rich import box
 from rich.console import Console
 from rich.table import Table
+from memrun.lazy import lazy
+
+report_model = lazy("memrun.report.model")
+metrics_retrieval = lazy("memrun.metrics.retrieval")
 
 
 def pct(value: Any) -> str:
@@ -27,8 +31,6 @@ def retrieval_table(summary: Mapping[str, Any], ks: list[int], title: str) -> Ta
     over ``@5``, named in the caption) and long slice names fold, so that the table fits
     80 columns.
     """
-    from memrun.report.model import slices
-
     table = Table(title=title, title_justify="left", box=box.SIMPLE_HEAD, pad_edge=False, collapse_padding=True)
     table.add_column("slice", overflow="fold", min_width=12)
     table.add_column("n", justify="right", no_wrap=True)
@@ -40,7 +42,7 @@ def retrieval_table(summary: Mapping[str, Any], ks: list[int], title: str) -> Ta
     table.add_column("MRR", justify="right", no_wrap=True)
     table.add_column(f"nDCG\n@{ks[-1]}", justify="right", no_wrap=True)
     captions = ["R@K: recall@K; Rall: recall_all"] if short else []
-    for s in slices(summary):
+    for s in report_model.slices(summary):
         block = s.block
         table.add_row(
             s.name,
@@ -61,13 +63,11 @@ def named_variant_lines(summary: Mapping[str, Any], ks: list[int]) -> list[str]:
     """One line per named variant and granularity the run reported (``evidence_share``,
     ``lme_ndcg``; see docs/reproducing.md), over all items, in percent per K, e.g.
     ``evidence_share, overall_all: @1 24.1 @5 45.4``."""
-    from memrun.metrics.retrieval import NAMED_VARIANTS
-
     blocks = (("", summary.get("overall_all") or {}),
               ("session_", (summary.get("session") or {}).get("overall_all") or {}))
     lines = []
     for prefix, block in blocks:
-        for name in NAMED_VARIANTS:
+        for name in metrics_retrieval.NAMED_VARIANTS:
             values = [f"@{k} {pct(block[f'{name}@{k}'])}" for k in ks if f"{name}@{k}" in block]
             if values:
                 lines.append(f"{prefix}{name}, overall_all: " + " ".join(values))

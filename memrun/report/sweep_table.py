@@ -14,6 +14,9 @@ from rich.table import Table
 
 from memrun.report.run_summary import pct
 from memrun.report.model import SweepRow
+from memrun.lazy import lazy
+
+report_md = lazy("memrun.report.md")
 
 HEADERS = ["job", "overrides", "status", "exit", "headline", "value %", "items", "errors", "seconds"]
 
@@ -51,9 +54,7 @@ def render(rows: Sequence[SweepRow], fmt: str, title: str = "sweep") -> str:
         writer.writerows(r.to_dict() for r in rows)
         return buf.getvalue()
     if fmt == "markdown":
-        from memrun.report import md
-
-        return "\n".join(md.table(HEADERS, [_cells(r) for r in rows])) + "\n"
+        return "\n".join(report_md.table(HEADERS, [_cells(r) for r in rows])) + "\n"
     buf = io.StringIO()
     print_sweep_table(Console(file=buf, width=120, color_system=None), rows, title)
     return buf.getvalue()

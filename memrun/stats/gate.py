@@ -35,6 +35,7 @@ from __future__ import annotations
 
 from collections.abc import Hashable, Iterable
 from dataclasses import dataclass, replace
+from statistics import NormalDist
 
 import numpy as np
 from numpy.typing import ArrayLike
@@ -153,8 +154,6 @@ def degenerate_reason(d: np.ndarray, small: SmallClusterResult | None, low: floa
 
 def _normal_crit(confidence: float) -> float:
     """The normal quantile a percentile interval stands in for (Δ/J widening reads it)."""
-    from statistics import NormalDist
-
     return NormalDist().inv_cdf(0.5 + confidence / 2)
 
 

@@ -2,8 +2,8 @@
 Wilcoxon signed-rank over paired units, and Holm's adjustment for several intervals read
 at once.
 
-scipy.stats is imported inside the functions: it takes about a second to import, and
-most memrun commands never run these tests.
+SciPy loads at the first test run (:mod:`memrun.lazy`): it takes about a second to import,
+and most memrun commands never run these tests.
 """
 
 from __future__ import annotations
@@ -14,6 +14,10 @@ from typing import Any
 
 import numpy as np
 from numpy.typing import ArrayLike, NDArray
+from memrun.lazy import lazy
+
+scipy_special = lazy("scipy.special")
+scipy_stats = lazy("scipy.stats")
 
 
 @dataclass(frozen=True)
@@ -95,12 +99,11 @@ def mcnemar_exact(a_correct: ArrayLike, b_correct: ArrayLike) -> McNemarResult:
         raise ValueError(f"a_correct has {len(a)} items but b_correct has {len(b)}")
     if len(a) == 0:
         raise ValueError("mcnemar_exact needs at least one pair")
-    from scipy.special import bdtr
 
     b01 = int(np.count_nonzero(~a & b))
     b10 = int(np.count_nonzero(a & ~b))
     discordant = b01 + b10
-    p = 1.0 if discordant == 0 else float(2.0 * bdtr(min(b01, b10), discordant, 0.5))
+    p = 1.0 if discordant == 0 else float(2.0 * scipy_special.bdtr(min(b01, b10), discordant, 0.5))
     return McNemarResult(b01=b01, b10=b10, n_pairs=len(a), p_value=min(1.0, p))
 
 
@@ -138,13 +141,12 @@ def mcnemar_clustered(a_correct: ArrayLike, b_correct: ArrayLike, clusters: Arra
         raise ValueError(f"a_correct, b_correct and clusters have {len(a)}, {len(b)} and {len(codes)} items")
     if len(a) == 0:
         raise ValueError("mcnemar_clustered needs at least one pair")
-    from scipy.special import chdtrc
 
     _, inverse = np.unique(codes, return_inverse=True)
     diff = np.bincount(inverse, weights=(~a & b).astype(float) - (a & ~b).astype(float))
     b01, b10 = int(np.count_nonzero(~a & b)), int(np.count_nonzero(a & ~b))
     denominator = float((diff**2).sum())
-    p = 1.0 if denominator == 0 else float(chdtrc(1, (b01 - b10) ** 2 / denominator))
+    p = 1.0 if denominator == 0 else float(scipy_special.chdtrc(1, (b01 - b10) ** 2 / denominator))
     return McNemarResult(b01=b01, b10=b10, n_pairs=len(a), p_value=min(1.0, p), method="durkalski",
                          n_clusters=len(diff))
 
@@ -203,11 +205,10 @@ def wilcoxon_signed_rank(a_means: ArrayLike, b_means: ArrayLike, *, unit: str = 
     """
     if wilcoxon_skip_reason(a_means, b_means) is not None:
         return None
-    from scipy import stats
 
     a, b = _unit_arrays(a_means, b_means)
     diff = b - a
-    res = stats.wilcoxon(diff, zero_method="wilcox", alternative="two-sided")
+    res = scipy_stats.wilcoxon(diff, zero_method="wilcox", alternative="two-sided")
     return WilcoxonResult(
         statistic=float(res.statistic),
         p_value=float(res.pvalue),

@@ -31,6 +31,9 @@ import math
 from dataclasses import asdict, dataclass
 from statistics import NormalDist
 from typing import Any
+from memrun.lazy import lazy
+
+scipy_special = lazy("scipy.special")
 
 POWER = 0.8
 
@@ -73,18 +76,15 @@ def minimum_detectable_effect(se: float, crit: float, power: float = POWER, df: 
 def power_at(effect: float, se: float, crit: float, df: float | None = None) -> float:
     """Probability that a true ``effect`` passes an interval of standard error ``se`` read
     with critical value ``crit`` (module docstring)."""
-    from scipy.special import ndtr, stdtr
-
     shift = effect / se - crit
-    return float(ndtr(shift) if df is None else stdtr(df, shift))
+    return float(scipy_special.ndtr(shift) if df is None else scipy_special.stdtr(df, shift))
 
 
 def _quantile(p: float, df: float | None) -> float:
     if df is None:
         return NormalDist().inv_cdf(p)
-    from scipy.special import stdtrit
 
-    return float(stdtrit(df, p))
+    return float(scipy_special.stdtrit(df, p))
 
 
 def power_of(low: float, high: float, crit: float, *, effect: float, units: str, n_units: int,

@@ -51,6 +51,9 @@ import numpy as np
 from numpy.typing import ArrayLike
 
 from memrun.stats.bootstrap import DEFAULT_CONFIDENCE, _as_deltas, _cluster_totals
+from memrun.lazy import lazy
+
+scipy_special = lazy("scipy.special")
 
 SMALL_CLUSTERS = 30
 """Below this many clusters a comparison also gets the CR2 interval (and gates on the wider)."""
@@ -131,8 +134,6 @@ def cr2_interval(
 
     Method and sources: the module docstring (Bell & McCaffrey 2002; Imbens & Kolesár 2016).
     """
-    from scipy.special import stdtr, stdtrit  # Student's t CDF and quantile (scipy.stats imports ~1 s)
-
     values = _as_deltas(deltas)
     if not 0.0 < float(confidence) < 1.0:
         raise ValueError(f"confidence must lie strictly between 0 and 1, got {confidence!r}")
@@ -145,9 +146,9 @@ def cr2_interval(
     variance = float(np.sum(residual_sums**2 / (1.0 - sizes / n))) / n**2
     se = math.sqrt(max(variance, 0.0))
     df = bell_mccaffrey_df(sizes)
-    crit = float(stdtrit(df, 1.0 - (1.0 - confidence) / 2.0)) if df >= 1 else math.inf
+    crit = float(scipy_special.stdtrit(df, 1.0 - (1.0 - confidence) / 2.0)) if df >= 1 else math.inf
     if se > 0:
-        p = float(2.0 * stdtr(df, -abs(mean) / se))
+        p = float(2.0 * scipy_special.stdtr(df, -abs(mean) / se))
     else:
         p = 1.0 if mean == 0 else 0.0
     half = crit * se if se > 0 else 0.0

@@ -27,9 +27,28 @@ from collections import OrderedDict
 from pathlib import Path
 from typing import Any
 from urllib.parse import quote, urlencode
+import hashlib
+import importlib
 
 from memrun.errors import MemrunError
-from memrun.view.runs import INSTRUMENT_COLUMNS, RunIndex
+from memrun.view.runs import INSTRUMENT_COLUMNS, RunIndex, stamp
+from memrun.lazy import lazy
+
+starlette_responses = lazy("starlette.responses")
+html_common = lazy("memrun.report.html.common")
+html_run_page = lazy("memrun.report.html.run_page")
+html_compare_page = lazy("memrun.report.html.compare_page")
+html_sweep_page = lazy("memrun.report.html.sweep_page")
+view_item = lazy("memrun.view.item")
+memrun_paths = lazy("memrun.paths")
+starlette_applications = lazy("starlette.applications")
+starlette_middleware = lazy("starlette.middleware")
+middleware_trustedhost = lazy("starlette.middleware.trustedhost")
+starlette_requests = lazy("starlette.requests")
+starlette_routing = lazy("starlette.routing")
+uvicorn = lazy("uvicorn")
+io_reader = lazy("memrun.io.reader")
+view_calls = lazy("memrun.view.calls")
 
 CACHED_RUNS = 8
 """Runs whose rows and rebuilt requests stay in memory (an item's next/previous is then fast)."""
@@ -45,15 +64,12 @@ class Runs:
 
     def opened(self, rel: str) -> tuple[Path, Any, Any]:
         """(folder, RunTable, item id -> row indices in order) of run ``rel``, cached by mtime."""
-        from memrun.io.reader import read_run
-        from memrun.view.runs import stamp
-
         folder = self.index.folder(rel)
         with self._lock:
             stamp = list(stamp(folder))
             hit = self._open.get(folder)
             if hit is None or hit[0] != stamp:
-                run = read_run(folder)
+                run = io_reader.read_run(folder)
                 order: dict[str, list[int]] = {}
                 for i, item_id in enumerate(run.table.column("item_id").to_pylist()):
                     order.setdefault(item_id, []).append(i)
@@ -66,27 +82,21 @@ class Runs:
 
     def calls(self, rel: str) -> Any:
         """The run's :class:`memrun.view.calls.RunCalls` (built on first use)."""
-        from memrun.view.calls import RunCalls
-
         folder, run, order = self.opened(rel)
         with self._lock:
             stamp, _, _, calls = self._open[folder]  # type: ignore[misc]
             if calls is None:
-                calls = RunCalls(folder, run.instrument)
+                calls = view_calls.RunCalls(folder, run.instrument)
                 self._open[folder] = (stamp, run, order, calls)  # type: ignore[assignment]
             return calls
 
 
 def _html(body: str, status: int = 200) -> Any:
-    from starlette.responses import HTMLResponse
-
-    return HTMLResponse(body, status_code=status)
+    return starlette_responses.HTMLResponse(body, status_code=status)
 
 
 def _page(template: str, **context: Any) -> Any:
-    from memrun.report.html.common import render
-
-    return _html(render(template, app=True, **context))
+    return _html(html_common.render(template, app=True, **context))
 
 
 def _error(message: str, status: int = 400) -> Any:
@@ -94,15 +104,11 @@ def _error(message: str, status: int = 400) -> Any:
 
 
 def _render_error(message: str) -> str:
-    from memrun.report.html.common import render
-
-    return render("view_error.html.j2", title="memrun view: error", message=message, app=True)
+    return html_common.render("view_error.html.j2", title="memrun view: error", message=message, app=True)
 
 
 def runs_page(runs: Runs) -> Any:
     """The runs table (rows embedded in the page: one request)."""
-    from memrun.report.html.common import embed_json
-
     rows = [dict(r) for r in runs.index.rows()]
     for r in rows:
         r["sel"] = r["path"]
@@ -121,47 +127,39 @@ def runs_page(runs: Runs) -> Any:
         "page": 100,
     }
     return _page("view_runs.html.j2", title=f"memrun view: {runs.index.root}", notes=[], n_rows=len(rows),
-                 rows=embed_json(rows), table=embed_json(table), items_title="Runs")
+                 rows=html_common.embed_json(rows), table=html_common.embed_json(table), items_title="Runs")
 
 
 def run_page(runs: Runs, rel: str) -> Any:
     """A run's page, as ``memrun report`` writes it, items linking to their drill-down."""
-    from memrun.report.html.run_page import run_context
-
     folder, _, _ = runs.opened(rel)
-    context = run_context(folder, item_link="/item/" + quote(rel) + "?id=")
+    context = html_run_page.run_context(folder, item_link="/item/" + quote(rel) + "?id=")
     return _page("run.html.j2", **context)
 
 
 def compare_page(runs: Runs, a: str, b: str) -> Any:
     """``memrun compare A B``'s figures and verdict (refusals with their reasons)."""
-    from memrun.report.html.compare_page import compare_context
-
     folder_a, folder_b = runs.index.folder(a), runs.index.folder(b)
-    return _page("compare.html.j2", **compare_context(str(folder_a), str(folder_b)))
+    return _page("compare.html.j2", **html_compare_page.compare_context(str(folder_a), str(folder_b)))
 
 
 def chart_page(runs: Runs, rels: list[str]) -> Any:
     """Several runs of one benchmark and axis: headlines and per-category intervals, and a table."""
-    from memrun.report.html.sweep_page import arms_context
-
     if len(rels) < 2:
         raise MemrunError("tick at least two runs to chart them")
     folders = [runs.index.folder(r) for r in rels]
-    return _page("view_chart.html.j2", **arms_context(folders, rels, ["/run/" + quote(r) for r in rels]))
+    return _page("view_chart.html.j2", **html_sweep_page.arms_context(folders, rels, ["/run/" + quote(r) for r in rels]))
 
 
 def item_page(runs: Runs, rel: str, item_id: str) -> Any:
     """One item of a run: see :mod:`memrun.view.item`."""
-    from memrun.view.item import item_context
-
     folder, run, order = runs.opened(rel)
     if item_id not in order:
         raise MemrunError(f"{rel}: no item {item_id!r} in this run")
     ids = list(order)
     at = ids.index(item_id)
     prev_id, next_id = (ids[at - 1] if at else None), (ids[at + 1] if at + 1 < len(ids) else None)
-    context = item_context(run, order[item_id], runs.calls(rel))
+    context = view_item.item_context(run, order[item_id], runs.calls(rel))
     return _page("view_item.html.j2", **context, rel=rel, position=f"{at + 1} of {len(ids)}",
                  prev=None if prev_id is None else "?" + urlencode({"id": prev_id}),
                  next=None if next_id is None else "?" + urlencode({"id": next_id}),
@@ -170,12 +168,8 @@ def item_page(runs: Runs, rel: str, item_id: str) -> Any:
 
 def index_cache(root: Path) -> Path:
     """Where the runs table of ``root`` is kept between sessions (memrun's user cache)."""
-    import hashlib
-
-    from memrun.paths import user_cache
-
     digest = hashlib.sha256(str(Path(root).resolve()).encode()).hexdigest()[:16]
-    return user_cache("view") / f"runs-{digest}.json"
+    return memrun_paths.user_cache("view") / f"runs-{digest}.json"
 
 
 LOCAL_HOSTS = ["127.0.0.1", "localhost"]
@@ -184,16 +178,10 @@ LOCAL_HOSTS = ["127.0.0.1", "localhost"]
 
 def build_app(root: Path, cache_file: Path | None = None) -> Any:
     """The Starlette application serving ``root``; ``cache_file``: see :class:`RunIndex`."""
-    from starlette.applications import Starlette
-    from starlette.middleware import Middleware
-    from starlette.middleware.trustedhost import TrustedHostMiddleware
-    from starlette.requests import Request
-    from starlette.routing import Route
-
     runs = Runs(root, cache_file)
 
     def guarded(handler: Any) -> Any:
-        def endpoint(request: Request) -> Any:
+        def endpoint(request: starlette_requests.Request) -> Any:
             try:
                 return handler(request)
             except MemrunError as exc:
@@ -201,15 +189,15 @@ def build_app(root: Path, cache_file: Path | None = None) -> Any:
         return endpoint
 
     routes = [
-        Route("/", guarded(lambda r: runs_page(runs))),
-        Route("/run/{path:path}", guarded(lambda r: run_page(runs, r.path_params["path"]))),
-        Route("/item/{path:path}", guarded(lambda r: item_page(runs, r.path_params["path"], r.query_params.get("id", "")))),
-        Route("/compare", guarded(lambda r: compare_page(runs, r.query_params.get("a", ""), r.query_params.get("b", "")))),
-        Route("/chart", guarded(lambda r: chart_page(runs, r.query_params.getlist("run")))),
+        starlette_routing.Route("/", guarded(lambda r: runs_page(runs))),
+        starlette_routing.Route("/run/{path:path}", guarded(lambda r: run_page(runs, r.path_params["path"]))),
+        starlette_routing.Route("/item/{path:path}", guarded(lambda r: item_page(runs, r.path_params["path"], r.query_params.get("id", "")))),
+        starlette_routing.Route("/compare", guarded(lambda r: compare_page(runs, r.query_params.get("a", ""), r.query_params.get("b", "")))),
+        starlette_routing.Route("/chart", guarded(lambda r: chart_page(runs, r.query_params.getlist("run")))),
     ]
     # Only this machine's names for itself: a page elsewhere that rebinds its own host name
     # to 127.0.0.1 (DNS rebinding) must not read the runs through the user's browser.
-    app = Starlette(routes=routes, middleware=[Middleware(TrustedHostMiddleware, allowed_hosts=LOCAL_HOSTS)])
+    app = starlette_applications.Starlette(routes=routes, middleware=[starlette_middleware.Middleware(middleware_trustedhost.TrustedHostMiddleware, allowed_hosts=LOCAL_HOSTS)])
     app.state.runs = runs
     return app
 
@@ -230,8 +218,6 @@ def bind(port: int = 0) -> socket.socket:
 
 def server(root: Path, sock: socket.socket, cache_file: Path | None = None) -> Any:
     """A uvicorn server for :func:`build_app` on ``sock`` (call ``.run(sockets=[sock])``)."""
-    import uvicorn
-
     config = uvicorn.Config(build_app(root, cache_file), log_level="warning", access_log=False, lifespan="off")
     return uvicorn.Server(config)
 
@@ -244,11 +230,7 @@ PAGES = ("view_runs.html.j2", "view_item.html.j2", "run.html.j2", "compare.html.
 def warm_up() -> None:
     """Compile the page templates and import what an item's drill-down needs (seconds of
     imports), so the first page of each kind is quick."""
-    from memrun.report.html.common import environment
-
     for name in PAGES:
-        environment().get_template(name)
-    import memrun.accuracy.setup  # noqa: F401
-    import memrun.accuracy.stage  # noqa: F401
-    import memrun.report.html.compare_page  # noqa: F401
-    import memrun.run  # noqa: F401
+        html_common.environment().get_template(name)
+    for module in ("memrun.accuracy.setup", "memrun.accuracy.stage", "memrun.report.html.compare_page", "memrun.run"):
+        importlib.import_module(module)

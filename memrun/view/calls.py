@@ -22,6 +22,21 @@ from typing import Any
 
 from memrun.errors import MemrunError
 from memrun.instrument import Instrument
+from memrun.lazy import lazy
+
+config_compose = lazy("memrun.config.compose")
+accuracy_setup = lazy("memrun.accuracy.setup")
+config_spec = lazy("memrun.config.spec")
+memrun_judges = lazy("memrun.judges")
+llm_cache = lazy("memrun.llm.cache")
+llm_endpoint = lazy("memrun.llm.endpoint")
+memrun_paths = lazy("memrun.paths")
+benchmarks_selection = lazy("memrun.benchmarks.selection")
+memrun_config = lazy("memrun.config")
+memrun_plugins = lazy("memrun.plugins")
+memrun_stages = lazy("memrun.stages")
+memrun_records = lazy("memrun.records")
+accuracy_stage = lazy("memrun.accuracy.stage")
 
 
 KEPT_GROUPS = 4
@@ -99,44 +114,31 @@ class RunCalls:
             self.problem = f"the run's requests cannot be rebuilt here ({' '.join(str(exc).split())})"
 
     def _build(self, folder: Path) -> None:
-        import memrun.config  # noqa: F401 - registers the resolvers the saved config uses
-        from memrun.config.compose import from_container
-        from memrun.accuracy.setup import build_reader
-        from memrun.config.spec import reader_spec
-        from memrun.judges import build_judge
-        from memrun.llm.cache import CACHE_FILE, CallCache
-        from memrun.llm.endpoint import Endpoint
-        from memrun.paths import configured_or_cache
 
         if not self.instrument.config:
             raise MemrunError("the run's instrument holds no config")
-        cfg = from_container(self.instrument.config)
+        cfg = config_compose.from_container(self.instrument.config)
         urls = self.instrument.llm_endpoints or {}
-        cache_dir = configured_or_cache(cfg.get("cache_dir"), "llm")
-        if not (cache_dir / CACHE_FILE).is_file():
-            raise MemrunError(f"no call cache at {cache_dir / CACHE_FILE} (the run's cache_dir)")
-        self.cache = CallCache(cache_dir)
+        cache_dir = memrun_paths.configured_or_cache(cfg.get("cache_dir"), "llm")
+        if not (cache_dir / llm_cache.CACHE_FILE).is_file():
+            raise MemrunError(f"no call cache at {cache_dir / llm_cache.CACHE_FILE} (the run's cache_dir)")
+        self.cache = llm_cache.CallCache(cache_dir)
         if "reader" in urls:
-            self.reader = build_reader(reader_spec(cfg.reader, str(cfg.benchmark.name)), None,
-                                       endpoint=Endpoint(urls["reader"], "", fake=True))
+            self.reader = accuracy_setup.build_reader(config_spec.reader_spec(cfg.reader, str(cfg.benchmark.name)), None,
+                                       endpoint=llm_endpoint.Endpoint(urls["reader"], "", fake=True))
         for role in ("judge", "judge2"):
             if role in urls and cfg.get(role) is not None and cfg[role].get("name") != "none":
-                node = from_container(cfg[role], base_url=urls[role], provider="fake")  # no key is read
-                self.judges[role] = build_judge(node, role, None)
+                node = config_compose.from_container(cfg[role], base_url=urls[role], provider="fake")  # no key is read
+                self.judges[role] = memrun_judges.build_judge(node, role, None)
         self._load_dataset(cfg)
 
     def _load_dataset(self, cfg: Any) -> None:
         """The benchmark as the run selected it (the records' dates are part of the reader's
         prompt), its groups read as items ask for them (:class:`ItemGroups`). On failure
         the row's own fields are used."""
-        from memrun.benchmarks.selection import selection_from_config
-        from memrun.config import BENCHMARK_RESERVED_KEYS
-        from memrun.plugins import build
-        from memrun.stages import load_dataset
-
         try:
-            benchmark = build(cfg.benchmark, BENCHMARK_RESERVED_KEYS, "benchmark")
-            dataset, _, _ = load_dataset(benchmark, selection_from_config(cfg.benchmark), cfg.data_dir)
+            benchmark = memrun_plugins.build(cfg.benchmark, memrun_config.BENCHMARK_RESERVED_KEYS, "benchmark")
+            dataset, _, _ = memrun_stages.load_dataset(benchmark, benchmarks_selection.selection_from_config(cfg.benchmark), cfg.data_dir)
             self.groups = ItemGroups(dataset.groups)
         except (MemrunError, OSError, ValueError) as exc:
             self.dataset_problem = f"the benchmark could not be loaded here ({' '.join(str(exc).split())})"
@@ -144,8 +146,6 @@ class RunCalls:
     def _item(self, row: Mapping[str, Any]) -> tuple[Any, Mapping[str, Any]]:
         """The row's item and its group's records; rebuilt from the row alone (no records)
         when the benchmark could not be loaded or does not hold the item."""
-        from memrun.records import Item
-
         found = None
         if self.groups is not None:
             try:
@@ -155,7 +155,7 @@ class RunCalls:
                 self.groups = None
         if found is not None:
             return found
-        return Item(item_id=row["item_id"], history_id=str(row.get("cluster") or ""), cluster=str(row.get("cluster") or ""),
+        return memrun_records.Item(item_id=row["item_id"], history_id=str(row.get("cluster") or ""), cluster=str(row.get("cluster") or ""),
                     category=str(row.get("category") or ""), question=row.get("question") or "",
                     answer=row.get("answer"), answer_raw=row.get("answer_raw") or "",
                     gold_keys=tuple(row.get("gold_keys") or ()), question_date=row.get("question_date"),
@@ -167,9 +167,6 @@ class RunCalls:
         saying why) or None when the run has no such call."""
         if self.problem:
             return [{"repeat": r.get("repeat"), "problem": self.problem} for r in rows]
-        from memrun.accuracy.stage import judge_case
-        from memrun.llm.cache import call_key
-        from memrun.records import Hit
 
         urls = self.instrument.llm_endpoints
         wanted: list[tuple[int, str, Any, str]] = []  # (row index, role, request, key)
@@ -177,23 +174,23 @@ class RunCalls:
             (item, records), repeat = self._item(row), int(row.get("repeat") or 0)
             if self.reader is not None and row.get("answer_source") != "arm":
                 texts = row.get("retrieved_texts") or []
-                hits = [Hit(str(k), float(s or 0.0), str(texts[j]) if j < len(texts) and texts[j] is not None else "")
+                hits = [memrun_records.Hit(str(k), float(s or 0.0), str(texts[j]) if j < len(texts) and texts[j] is not None else "")
                         for j, (k, s) in enumerate(zip(row.get("retrieved_keys") or [],
                                                         row.get("retrieved_scores") or [0.0] * 10**6))]
                 prepared = self.reader.prepare(item, hits, records)
                 if prepared.request is not None:
-                    wanted.append((i, "reader", prepared.request, call_key(urls["reader"], prepared.request, repeat)))
+                    wanted.append((i, "reader", prepared.request, llm_cache.call_key(urls["reader"], prepared.request, repeat)))
             answer = row.get("reader_answer")
             if answer is None:
                 continue
             for role, judge in self.judges.items():
                 if role == "judge2" and row.get("judge2_label") is None:
                     continue
-                case = judge_case(item, str(row.get("category_label") or row.get("category")), answer,
+                case = accuracy_stage.judge_case(item, str(row.get("category_label") or row.get("category")), answer,
                                   self.instrument.gold_match == "substring",
                                   getattr(judge, "abstention_categories", ()))
                 _, request = judge.request(case)
-                wanted.append((i, role, request, call_key(urls[role], request, repeat)))
+                wanted.append((i, role, request, llm_cache.call_key(urls[role], request, repeat)))
         found = self.cache.get_many([w[3] for w in wanted]) if wanted else {}
         out = [{"repeat": r.get("repeat"), "reader": None, "judge": None, "judge2": None} for r in rows]
         for i, role, request, key in wanted:

@@ -17,9 +17,14 @@ import os
 from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
+from concurrent.futures import ThreadPoolExecutor
 
 from memrun.errors import MemrunError
 from memrun.io.writer import ITEMS_FILE, PARTS_DIR, SUMMARY_FILE
+from memrun.lazy import lazy
+
+io_reader = lazy("memrun.io.reader")
+report_model = lazy("memrun.report.model")
 
 INSTRUMENT_COLUMNS = ("split", "slice", "search_mode", "embedder", "reader_model", "judge_model", "judge2_model",
                       "denominator", "server_build", "index_revision", "repeats", "memrun_version", "run_id")
@@ -68,19 +73,16 @@ def run_row(folder: Path, root: Path) -> dict[str, Any]:
     """One row of the runs table for ``folder`` (see the module docstring). Fractions for
     the headline and its interval (``mrr`` is a score, not a percentage). A folder whose
     rows cannot be read is listed with status ``unreadable`` and the reason in ``error``."""
-    from memrun.io.reader import peek_instrument
-    from memrun.report.model import headline
-
     row: dict[str, Any] = {"path": folder.relative_to(root).as_posix() or ".", "error": None}
     try:
-        inst = peek_instrument(folder)
+        inst = io_reader.peek_instrument(folder)
     except MemrunError as exc:
         return {**row, "status": "unreadable", "error": str(exc), "benchmark": None, "arm": None, "axis": None}
     try:
         summary = json.loads((folder / SUMMARY_FILE).read_text(encoding="utf-8"))
     except (OSError, ValueError):
         summary = {}
-    metric, value = headline(summary)
+    metric, value = report_model.headline(summary)
     low, high = _interval(summary) if metric != "mrr" else (None, None)
     status = inst.status if (folder / ITEMS_FILE).is_file() else "interrupted"
     row.update({
@@ -134,8 +136,6 @@ class RunIndex:
 
     def rows(self) -> list[dict[str, Any]]:
         """Every run's row, newest first (by start time, then path)."""
-        from concurrent.futures import ThreadPoolExecutor
-
         found = {str(f): f for f in run_folders(self.root)}
         stamps = {key: list(stamp(f)) for key, f in found.items()}
         stale = [key for key in found if key not in self._cache or self._cache[key][0] != stamps[key]]

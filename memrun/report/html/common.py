@@ -19,6 +19,11 @@ from typing import Any
 import pyarrow as pa
 
 from memrun.io.reader import RunTable
+from memrun.stats.labels import ERROR, majority_label
+from memrun.lazy import lazy
+
+jinja2 = lazy("jinja2")
+memrun_records = lazy("memrun.records")
 
 MAX_TEXT = 600
 """Characters of each retrieved text kept in the page (the rest is cut, marked with ...)."""
@@ -31,8 +36,6 @@ ITEM_COLUMNS = ("item_id", "repeat", "category", "category_label", "question", "
 @lru_cache(maxsize=1)
 def environment() -> Any:
     """The jinja2 environment over ``memrun/report/templates`` (autoescaped)."""
-    import jinja2
-
     env = jinja2.Environment(loader=jinja2.PackageLoader("memrun.report", "templates"),
                              autoescape=jinja2.select_autoescape(default=True, default_for_string=True),
                              trim_blocks=True, lstrip_blocks=True, keep_trailing_newline=True)
@@ -120,14 +123,12 @@ def marked_keys(keys: Sequence[Any] | None, gold: Sequence[Any] | None, *, mode:
     ``substring``, on the hit's text when the row kept it); the hit at the first gold
     rank the run recorded is gold whatever the page can re-check.
     """
-    from memrun.records import Hit, gold_matches
-
     gold_keys = [str(g) for g in gold or ()]
     texts = list(texts or ())
     out, first = [], None
     for i, k in enumerate(keys or ()):
-        hit = Hit(key=str(k), score=0.0, text=str(texts[i]) if i < len(texts) and texts[i] is not None else "")
-        out.append([str(k), int(bool(gold_keys) and bool(gold_matches(hit, gold_keys, mode or "key")))])
+        hit = memrun_records.Hit(key=str(k), score=0.0, text=str(texts[i]) if i < len(texts) and texts[i] is not None else "")
+        out.append([str(k), int(bool(gold_keys) and bool(memrun_records.gold_matches(hit, gold_keys, mode or "key")))])
     if rank and 0 < rank <= len(out):
         distinct = list(dict.fromkeys(k for k, _ in out))
         first = distinct[rank - 1] if rank <= len(distinct) else None
@@ -214,8 +215,6 @@ def group_repeats(rows: Sequence[dict[str, Any]], accuracy: bool) -> list[dict[s
     (:func:`memrun.stats.labels.majority_label`; accuracy axis), ``n_rep`` the number of
     repeats and, when there are several, ``reps``: each repeat's ``rep``, ``ans``, ``label``,
     ``expl``, ``stage`` and ``err``."""
-    from memrun.stats.labels import ERROR, majority_label
-
     by_id: dict[Any, dict[str, Any]] = {}
     reps: dict[Any, list[dict[str, Any]]] = {}
     for r in rows:

@@ -17,17 +17,19 @@ from memrun.io.reader import RunTable, read_run
 from memrun.report import svg
 from memrun.report.compare_report import CATEGORY_NOTE, HEADERS, category_rows, summary_lines
 from memrun.report.html.common import Texts, embed_json, group_repeats, item_rows, render
+from memrun.lazy import lazy
+
+commands_compare = lazy("memrun.commands.compare")
+metrics_retrieval = lazy("memrun.metrics.retrieval")
 
 
 def _comparison(a: str, b: str, options: Sequence[str]) -> tuple[dict[str, Any] | None, int, str | None, Any]:
     """(Comparison dict or None, exit code, refusal text, parsed arguments), by compare's own code."""
-    from memrun.commands.compare import build_parser, compare
-
     try:
-        args = build_parser().parse_args([a, b, *options])
+        args = commands_compare.build_parser().parse_args([a, b, *options])
     except SystemExit:  # compare's parser printed its usage line and the problem
         raise MemrunError(f"memrun report: bad compare options: {' '.join(options)}") from None
-    result, code, refusal = compare(args)
+    result, code, refusal = commands_compare.compare(args)
     return (result.to_dict() if result else None), code, refusal, args
 
 
@@ -82,12 +84,9 @@ def compare_context(a: str, b: str, options: Sequence[str] = ()) -> dict[str, An
     accuracy = run_a.instrument.axis == "accuracy"
     hit_column = None
     if not accuracy:
-        from memrun.metrics.retrieval import item_column_for
+        hit_column = metrics_retrieval.item_column_for(args.metric)
 
-        hit_column = item_column_for(args.metric)
-    from memrun.commands.compare import treatments_of
-
-    treatments = treatments_of(args.treatment)
+    treatments = commands_compare.treatments_of(args.treatment)
     notes = [f"{name} did not finish: read from items.parts/" for name, r in (("A", run_a), ("B", run_b))
              if not r.complete]
     notes += [f"{name} ended {r.instrument.status}" for name, r in (("A", run_a), ("B", run_b))

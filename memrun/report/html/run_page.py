@@ -7,6 +7,7 @@ import json
 from collections.abc import Mapping
 from pathlib import Path
 from typing import Any
+from urllib.parse import quote
 
 from memrun.instrument import Instrument
 from memrun.io.reader import RunTable, read_run
@@ -15,6 +16,9 @@ from memrun.metrics.intervals import retrieval_headline_metric
 from memrun.metrics.retrieval import item_column_for
 from memrun.report import model, svg
 from memrun.report.html.common import Texts, column_values, embed_json, group_repeats, item_rows, render
+from memrun.lazy import lazy
+
+metrics_run_level = lazy("memrun.metrics.run_level")
 
 INSTRUMENT_FIELDS = ("run_id", "benchmark", "split", "slice", "arm", "axis", "search_mode", "embedder",
                      "reader_model", "judge_model", "denominator", "dataset_sha256", "git_commit", "memrun_version",
@@ -29,14 +33,13 @@ def load_summary(run: RunTable) -> tuple[dict[str, Any], str | None]:
         return json.loads((folder / SUMMARY_FILE).read_text()), None
     except (OSError, ValueError):
         pass
-    from memrun.metrics.run_level import summarize_rows
 
     inst = run.instrument
     rows = run.table.to_pylist()
     if not rows:
         return {"overall_all": {}, "per_category": {}}, "no summary.json and no rows: nothing to summarize"
     denominator = (inst.config or {}).get("denominator") or "accuracy_abstain_wrong"
-    summary = summarize_rows(rows, axis=str(inst.axis), ks=inst.ks, categories=inst.categories,
+    summary = metrics_run_level.summarize_rows(rows, axis=str(inst.axis), ks=inst.ks, categories=inst.categories,
                              comparable_categories=inst.comparable_categories, task_averaged=inst.task_averaged,
                              headline=denominator, unmeasurable=inst.retrieval_not_measurable)
     return summary, f"no {SUMMARY_FILE}: the figures below were recomputed from the {len(rows)} rows it wrote"
@@ -108,8 +111,6 @@ def run_context(path: str | Path, item_link: str | None = None) -> dict[str, Any
     rows = group_repeats(item_rows(run, hit_column=hit_column, texts=texts), accuracy)
     repeated = any("reps" in r for r in rows)
     if item_link is not None:
-        from urllib.parse import quote
-
         for r in rows:
             r["open"] = item_link + quote(str(r["id"]), safe="")
     bars = model.interval_bars(summary) if summary.get("per_category") is not None else []

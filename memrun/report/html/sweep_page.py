@@ -8,18 +8,22 @@ from pathlib import Path
 from typing import Any
 
 from collections.abc import Sequence
+import json
 
 from memrun.errors import MemrunError
 from memrun.report.html.common import embed_json, render
+from memrun.io.reader import read_instrument
+from memrun.io.writer import SUMMARY_FILE
+from memrun.lazy import lazy
+
+report_model = lazy("memrun.report.model")
+report_svg = lazy("memrun.report.svg")
+html_run_page = lazy("memrun.report.html.run_page")
+memrun_sweep = lazy("memrun.sweep")
 
 
 def _series(folder: Path) -> tuple[Any, dict[str, Any]]:
     """(instrument, summary.json) of a run folder; MemrunError when it cannot be read."""
-    import json
-
-    from memrun.io.reader import read_instrument
-    from memrun.io.writer import SUMMARY_FILE
-
     inst = read_instrument(folder)
     try:
         summary = json.loads((folder / SUMMARY_FILE).read_text(encoding="utf-8"))
@@ -34,8 +38,6 @@ def arms_context(folders: Sequence[Path], names: Sequence[str], links: Sequence[
     interval overall (``chart``) and per category (``small``: one small chart each), and a
     table (``arm_header``, ``arm_rows``). Runs of another benchmark, axis or metric than the
     first are refused (MemrunError naming them) when ``strict``, else left out with a note."""
-    from memrun.report import model, svg
-
     loaded, notes = [], []
     for folder, name, link in zip(folders, names, links or [None] * len(folders)):
         try:
@@ -45,8 +47,8 @@ def arms_context(folders: Sequence[Path], names: Sequence[str], links: Sequence[
                 raise
             notes.append(f"{name}: left out ({exc})")
             continue
-        bars = {b["name"]: b for b in model.interval_bars(summary)} if summary.get("per_category") is not None else {}
-        metric = (summary.get("intervals") or {}).get("metric") or model.headline(summary)[0]
+        bars = {b["name"]: b for b in report_model.interval_bars(summary)} if summary.get("per_category") is not None else {}
+        metric = (summary.get("intervals") or {}).get("metric") or report_model.headline(summary)[0]
         loaded.append((name, link, inst, metric, bars))
     if not loaded:
         raise MemrunError("none of these runs has a summary to chart")
@@ -71,10 +73,10 @@ def arms_context(folders: Sequence[Path], names: Sequence[str], links: Sequence[
         bar = entry[4].get(where) if where else None
         return {"name": entry[0], **({k: bar.get(k) for k in ("value", "low", "high", "n")} if bar else {"value": None})}
 
-    chart = svg.arms_chart([point(e, overall) for e in kept], unit=unit, title=f"{overall or 'overall'}")
+    chart = report_svg.arms_chart([point(e, overall) for e in kept], unit=unit, title=f"{overall or 'overall'}")
     per_slice = {c: [point(e, c) for e in kept] for c in slices}
-    shared = svg.value_range([p for points in per_slice.values() for p in points])
-    small = [svg.arms_chart(per_slice[c], unit=unit, width=400, title=c, domain=shared) for c in slices]
+    shared = report_svg.value_range([p for points in per_slice.values() for p in points])
+    small = [report_svg.arms_chart(per_slice[c], unit=unit, width=400, title=c, domain=shared) for c in slices]
 
     def cell(entry: Any, where: str) -> str:
         b = entry[4].get(where)
@@ -92,10 +94,8 @@ def arms_context(folders: Sequence[Path], names: Sequence[str], links: Sequence[
 
 def _job_page(run_dir: Path, name: str) -> Path | None:
     """Write a job's run page; None when the job wrote no rows (or they are unreadable)."""
-    from memrun.report.html.run_page import render_run
-
     try:
-        html = render_run(run_dir)
+        html = html_run_page.render_run(run_dir)
     except MemrunError:
         return None
     page = run_dir / name
@@ -105,10 +105,8 @@ def _job_page(run_dir: Path, name: str) -> Path | None:
 
 def sweep_context(sweep_dir: Path, out: Path, page_name: str) -> tuple[dict[str, Any], int]:
     """(template context, job pages written): every job's row of :func:`memrun.sweep.sweep_rows`."""
-    from memrun.sweep import sweep_rows, worst_exit_code
-
     try:
-        jobs = sweep_rows(sweep_dir)
+        jobs = memrun_sweep.sweep_rows(sweep_dir)
     except FileNotFoundError:
         raise MemrunError(f"{sweep_dir}: no such folder") from None
     if not jobs:
@@ -141,7 +139,7 @@ def sweep_context(sweep_dir: Path, out: Path, page_name: str) -> tuple[dict[str,
                          ["link", "run page", "link"]],
              "filters": [["status", "status"], ["headline", "headline"]],
              "detail": [["overrides", "overrides"], ["error", "error"]], "page": 100}
-    return {"title": f"memrun sweep {sweep_dir}", "notes": notes, "worst": worst_exit_code(jobs),
+    return {"title": f"memrun sweep {sweep_dir}", "notes": notes, "worst": memrun_sweep.worst_exit_code(jobs),
             "n_rows": len(rows), "rows": embed_json(rows), "table": embed_json(table), "items_title": "Jobs",
             **{k: v for k, v in arms.items() if k != "title"}}, written
 
