@@ -235,7 +235,8 @@ def _plan_group(setup: Any, retrieved: Iterable[Any], records: Mapping[str, Any]
     keyed = []
     for role, judge, case, rep, known in pending:
         for request in judge_requests(judge, case):
-            keyed.append((role, judge, request, rep, known, llm_cache.call_key(judge.endpoint.public_url, request, rep)))
+            key = llm_cache.call_key(judge.endpoint.public_url, request, rep)
+            keyed.append((role, judge, request, rep, known, key))
     found = cache.get_many([key for *_, known, key in keyed if known]) if keyed else {}
     for role, judge, request, rep, known, key in keyed:
         ep = eps.get(role, judge.endpoint, judge.model, int(judge.params["max_tokens"]))

@@ -68,30 +68,38 @@ class JudgeSpec:
 
 
 @dataclass(frozen=True)
+class LLMCallSpec:
+    """How a run's LLM calls are made: ``concurrency`` calls in flight, ``http_attempts``
+    tries per call (>= 1), ``request_timeout_s`` seconds per call, ``max_tokens_total`` the
+    run's token budget (None: no limit), ``cache_dir`` the call cache's folder (None: the
+    user cache). Read by :func:`memrun.accuracy.setup.build_llm`."""
+
+    concurrency: int
+    http_attempts: int
+    request_timeout_s: float
+    max_tokens_total: int | None
+    cache_dir: str | None
+
+
+@dataclass(frozen=True)
 class AccuracySpec:
     """The accuracy axis's reader, judges and LLM-call settings, checked (axis=accuracy only).
 
     ``reader``: None when the arm answers itself (its class has ``answer_for``);
-    ``judge2``: None for ``judge2=none``; ``concurrency``: LLM calls in flight;
-    ``http_attempts``: tries per call (>= 1); ``request_timeout_s``: seconds per call;
-    ``max_tokens_total``: the run's token budget (None: no limit); ``judge2_sample``: items
-    the second judge re-grades (None: all); ``denominator``: the config's headline ratio
-    (``accuracy_abstain_wrong`` | ``accuracy`` | ``mean_judge_score``); ``lexical_scores``:
-    add lexical scores beside the judge's; ``cache_dir``: the call cache's folder (None: the
-    user cache); ``judge_warning``: the judge is not the benchmark's pinned one.
+    ``judge2``: None for ``judge2=none``; ``calls``: how the LLM calls are made;
+    ``judge2_sample``: items the second judge re-grades (None: all); ``denominator``: the
+    config's headline ratio (``accuracy_abstain_wrong`` | ``accuracy`` | ``mean_judge_score``);
+    ``lexical_scores``: add lexical scores beside the judge's; ``judge_warning``: the judge
+    is not the benchmark's pinned one.
     """
 
     reader: ReaderSpec | None
     judge: JudgeSpec
     judge2: JudgeSpec | None
-    concurrency: int
-    http_attempts: int
-    request_timeout_s: float
-    max_tokens_total: int | None
+    calls: LLMCallSpec
     judge2_sample: int | None
     denominator: str
     lexical_scores: bool
-    cache_dir: str | None
     judge_warning: str | None = None
 
 

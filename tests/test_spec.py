@@ -48,7 +48,7 @@ def test_the_accuracy_axis_reader_and_judges_are_in_the_spec_with_their_pins():
     assert acc.reader.warnings == ("reader.model=gpt-4o overrides locomo's pinned gpt-4.1-mini: "
                                    "accuracy does not compare with runs or papers that used the pin",)
     assert (acc.judge.role, acc.judge.name, acc.judge2.role, acc.judge2.name) == ("judge", "gpt41", "judge2", "exact")
-    assert acc.concurrency == 3 and acc.judge2_sample is None and acc.http_attempts == 4
+    assert acc.calls.concurrency == 3 and acc.judge2_sample is None and acc.calls.http_attempts == 4
     assert acc.denominator == "accuracy_abstain_wrong" and acc.judge_warning is None
     with pytest.raises(dataclasses.FrozenInstanceError):
         acc.reader.model = "other"  # type: ignore[misc]
@@ -68,6 +68,14 @@ def test_the_accuracy_settings_are_checked_when_the_spec_is_built(override, mess
     # Refused by build_spec itself, before any plugin, reader or LLM client is built.
     with pytest.raises(ConfigError, match=re.escape(message)):
         build_spec(compose(["axis=accuracy", "benchmark=locomo", "judge=gpt41", override]))
+
+
+def test_calibrate_judge_reads_its_llm_settings_through_the_same_checks(tmp_path):
+    from memrun.commands.calibrate_judge import main
+
+    with pytest.raises(ConfigError, match=re.escape("concurrency=0: must be at least 1")):
+        main(["benchmark=synthetic", "judge=exact", "concurrency=0", "--n", "2", "--out", str(tmp_path / "c.json")])
+    assert not (tmp_path / "c.json").exists()
 
 
 def test_an_arm_that_answers_itself_has_no_reader_to_check(tmp_path):

@@ -28,7 +28,7 @@ from memrun.paths import configured_or_cache
 from memrun.records import Dataset
 
 if TYPE_CHECKING:
-    from memrun.spec import AccuracySpec, ReaderSpec, RunSpec
+    from memrun.spec import AccuracySpec, LLMCallSpec, ReaderSpec, RunSpec
 
 # config ``denominator`` (the summary's ratio) -> the instrument's denominator (what compare reads)
 DENOMINATORS = {"accuracy_abstain_wrong": DENOMINATOR_ABSTAIN_WRONG, "accuracy": DENOMINATOR_EXCLUDE_ABSTAIN,
@@ -114,13 +114,9 @@ def build_setup(spec: RunSpec, arm: Any) -> AccuracySetup:
     """
     acc = spec.answering
     assert acc is not None, "build_setup is for axis=accuracy"
-    cache = CallCache(configured_or_cache(acc.cache_dir, "llm"))
-    llm = LLMService(
-        cache, concurrency=acc.concurrency, policy=HttpPolicy(attempts=acc.http_attempts),
-        timeout=acc.request_timeout_s, max_tokens_total=acc.max_tokens_total,
-    )
+    llm = build_llm(acc.calls)
     warnings: list[str] = []
-    if shared := network_warning(cache.path.parent, "cache_dir"):
+    if shared := network_warning(llm.cache.path.parent, "cache_dir"):
         warnings.append(shared)
     reader = None
     if not callable(getattr(arm, "answer_for", None)):
@@ -139,6 +135,16 @@ def build_setup(spec: RunSpec, arm: Any) -> AccuracySetup:
         judge2_sample=acc.judge2_sample, seed=spec.seed, lexical_scores=acc.lexical_scores,
         stale_check=spec.stale_check, redactor=llm.redactor,
         instrument=setup_instrument(spec.arm, llm, reader, judge, judge2, headline), warnings=warnings,
+    )
+
+
+def build_llm(calls: LLMCallSpec, token_budget: bool = True) -> LLMService:
+    """The LLM service ``calls`` describes, on its call cache (``cache_dir``, else the user
+    cache). ``token_budget`` False leaves ``max_tokens_total`` out (``memrun calibrate-judge``)."""
+    return LLMService(
+        CallCache(configured_or_cache(calls.cache_dir, "llm")), concurrency=calls.concurrency,
+        policy=HttpPolicy(attempts=calls.http_attempts), timeout=calls.request_timeout_s,
+        max_tokens_total=calls.max_tokens_total if token_budget else None,
     )
 
 

@@ -170,7 +170,8 @@ class LocalEmbedder:
             hf_logging.disable_progress_bar()  # one bar per model load would cut through the run's bar
             logging.getLogger("sentence_transformers").setLevel(logging.WARNING)
             try:  # never the model hub at run time: its retries take minutes and flood the log
-                self._model = sentence_transformers.SentenceTransformer(self.source, device=self.device, local_files_only=True)
+                self._model = sentence_transformers.SentenceTransformer(self.source, device=self.device,
+                                                                        local_files_only=True)
             except OSError as exc:
                 if Path(self.source).is_dir():
                     raise ArmError(f"arm.embedder.model={self.name}: cannot load it ({_first_line(exc)})") from exc

@@ -23,20 +23,18 @@ from pathlib import Path
 from rich.console import Console
 from rich.progress import BarColumn, MofNCompleteColumn, Progress, TextColumn, TimeElapsedColumn
 
+from memrun.config import BENCHMARK_RESERVED_KEYS
 from memrun.config.compose import compose, resolved
 from memrun.errors import ConfigError, MemrunError
-from memrun.config import BENCHMARK_RESERVED_KEYS
-from memrun.paths import configured_or_cache
-from memrun.plugins import build
 from memrun.lazy import lazy
+from memrun.plugins import build
 
 memrun_redaction = lazy("memrun.redaction")
 benchmarks_download = lazy("memrun.benchmarks.download")
-memrun_http_policy = lazy("memrun.http_policy")
+accuracy_setup = lazy("memrun.accuracy.setup")
+config_spec = lazy("memrun.config.spec")
 memrun_judges = lazy("memrun.judges")
 judges_calibration = lazy("memrun.judges.calibration")
-llm_cache = lazy("memrun.llm.cache")
-llm_service = lazy("memrun.llm.service")
 
 
 def _parser() -> argparse.ArgumentParser:
@@ -62,13 +60,13 @@ def main(argv: list[str]) -> int:
     if cfg.judge.name == "none":
         raise ConfigError("calibrate-judge needs a judge; add judge=gpt41 (or gpt4o, claude, exact, substring, f1)")
     console = Console(stderr=True)
-    cache = llm_cache.CallCache(configured_or_cache(cfg.cache_dir, "llm"))
-    llm = llm_service.LLMService(cache, concurrency=int(cfg.concurrency), policy=memrun_http_policy.HttpPolicy(attempts=int(cfg.http_attempts)),
-                     timeout=float(cfg.request_timeout_s))
+    llm = accuracy_setup.build_llm(config_spec.llm_call_spec(cfg), token_budget=False)
+    cache = llm.cache
     judge = memrun_judges.build_judge(cfg.judge, "judge", llm)
-    dataset = build(cfg.benchmark, BENCHMARK_RESERVED_KEYS, "benchmark").load(benchmarks_download.data_dir(cfg.data_dir))
+    benchmark = build(cfg.benchmark, BENCHMARK_RESERVED_KEYS, "benchmark")
+    dataset = benchmark.load(benchmarks_download.data_dir(cfg.data_dir))
     probes = judges_calibration.build_probes(dataset, n=args.n, seed=args.seed,
-                          abstention_categories=getattr(judge, "abstention_categories", ()))
+                                             abstention_categories=getattr(judge, "abstention_categories", ()))
 
     async def run() -> list[str]:
         with Progress(TextColumn("calibrating {task.description}"), BarColumn(), MofNCompleteColumn(),

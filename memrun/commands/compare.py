@@ -389,7 +389,8 @@ def _document(code: int, reason: str, fmt: str, paths: tuple[str | None, str | N
                                      "error": reason if outcome == "usage_error" else None}, indent=2) + "\n")
     elif fmt == "markdown":
         a, b = paths
-        sys.stdout.write(report_compare_pr.render_outcome_markdown(outcome, code, reason, report_compare_pr.run_context(a, b or "")))
+        context = report_compare_pr.run_context(a, b or "")
+        sys.stdout.write(report_compare_pr.render_outcome_markdown(outcome, code, reason, context))
     return code
 
 

@@ -83,7 +83,8 @@ def _lines(d: Mapping[str, Any]) -> tuple[list[str], list[list[str]], list[str]]
     foot.append("comparability: " + ", ".join(f"{k}={v}" for k, v in d["comparability"].items() if v is not None))
     foot += [f"warning: {w}" for w in d["warnings"]]
     if d.get("power"):
-        foot.append(f"pilot {' vs '.join(d['power']['runs'])}: " + report_compare_report.power_line(d["power"], d["power"]))
+        power = report_compare_report.power_line(d["power"], d["power"])
+        foot.append(f"pilot {' vs '.join(d['power']['runs'])}: " + power)
     return head, rows, foot
 
 

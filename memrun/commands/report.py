@@ -49,7 +49,8 @@ def build_parser() -> argparse.ArgumentParser:
 def _is_sweep(path: Path) -> bool:
     if not path.is_dir() or (path / "items.parquet").exists() or (path / "items.parts").is_dir():
         return False
-    return bool(memrun_launch.Outcome.read_all(path)) or any((p / ".hydra").is_dir() for p in path.iterdir() if p.is_dir())
+    return (bool(memrun_launch.Outcome.read_all(path))
+            or any((p / ".hydra").is_dir() for p in path.iterdir() if p.is_dir()))
 
 
 def _write(out: Path, html: str) -> None:

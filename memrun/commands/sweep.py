@@ -38,7 +38,8 @@ def _check_out(out: Path) -> None:
         raise MemrunError(f"--out {out}: the combined table is Parquet; name a file ending in .parquet")
     if out.exists():
         raise MemrunError(f"--out {out} exists; remove it first or name another file")
-    if out.name == io_writer.ITEMS_FILE or (out.parent / io_writer.SUMMARY_FILE).exists() or (out.parent / ".hydra").is_dir():
+    if (out.name == io_writer.ITEMS_FILE or (out.parent / io_writer.SUMMARY_FILE).exists()
+            or (out.parent / ".hydra").is_dir()):
         raise MemrunError(f"--out {out} would write into a run folder; name a file outside the runs")
 
 

@@ -81,7 +81,8 @@ def _json_format(path: Path) -> str:
 
 
 def _locomo(path: Path) -> Dataset:
-    return benchmarks_locomo.LoCoMo(split="file", file=path.name, url=None, sha256=None, categories={}, path=str(path)).load(path.parent)
+    locomo = benchmarks_locomo.LoCoMo(split="file", file=path.name, url=None, sha256=None, categories={}, path=str(path))
+    return locomo.load(path.parent)
 
 
 def _longmemeval(path: Path) -> Dataset:

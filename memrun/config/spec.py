@@ -16,7 +16,8 @@ from memrun.config.compose import resolved
 from memrun.errors import ConfigError
 from memrun.redaction import check_no_secrets
 from memrun.retrieval_flow import FlowSettings
-from memrun.spec import ACCURACY, OVERFLOW_POLICIES, AccuracySpec, JudgeSpec, PluginNodes, ReaderSpec, RunSpec, ShardSpec
+from memrun.spec import (ACCURACY, OVERFLOW_POLICIES, AccuracySpec, JudgeSpec, LLMCallSpec, PluginNodes, ReaderSpec,
+                         RunSpec, ShardSpec)
 
 JUDGES = "gpt41, gpt4o, claude, beam_rubric, exact, substring, f1"
 
@@ -102,8 +103,9 @@ def answers_itself(target: str) -> bool:
         return False
 
 
-def check_llm_settings(cfg: Any) -> None:
-    """The accuracy axis's run-wide LLM settings, before any work. Raises ConfigError."""
+def llm_call_spec(cfg: Any) -> LLMCallSpec:
+    """How the LLM calls of ``cfg`` are made (:class:`memrun.spec.LLMCallSpec`), checked
+    before any work. Raises ConfigError for a value out of range, naming the key."""
     if int(cfg.concurrency) < 1:
         raise ConfigError(f"concurrency={cfg.concurrency}: must be at least 1")
     if cfg.max_tokens_total is not None and int(cfg.max_tokens_total) < 1:
@@ -114,14 +116,19 @@ def check_llm_settings(cfg: Any) -> None:
         raise ConfigError(f"http_attempts={cfg.http_attempts}: must be at least 1")
     if not float(cfg.request_timeout_s) > 0:
         raise ConfigError(f"request_timeout_s={cfg.request_timeout_s}: must be a positive number of seconds")
+    return LLMCallSpec(
+        concurrency=int(cfg.concurrency), http_attempts=int(cfg.http_attempts),
+        request_timeout_s=float(cfg.request_timeout_s),
+        max_tokens_total=None if cfg.max_tokens_total is None else int(cfg.max_tokens_total), cache_dir=cfg.cache_dir,
+    )
 
 
 def accuracy_spec(cfg: Any, benchmark: str) -> AccuracySpec:
     """The reader, judges and LLM-call settings of an axis=accuracy run ``cfg``
     (:class:`memrun.spec.AccuracySpec`). Raises ConfigError: a bad LLM setting
-    (:func:`check_llm_settings`), ``judge=none`` (naming the benchmark's pinned judge), or
+    (:func:`llm_call_spec`), ``judge=none`` (naming the benchmark's pinned judge), or
     a bad reader (:func:`reader_spec`; not built for an arm that answers itself)."""
-    check_llm_settings(cfg)
+    calls = llm_call_spec(cfg)
     pin = cfg.reader.pins.get(benchmark) if cfg.reader.pins else None
     if cfg.judge.name == "none":
         hint = f"judge={pin.judge} (pinned for {benchmark})" if pin is not None and pin.judge else "judge=gpt41"
@@ -135,12 +142,8 @@ def accuracy_spec(cfg: Any, benchmark: str) -> AccuracySpec:
     return AccuracySpec(
         reader=reader, judge=JudgeSpec("judge", str(cfg.judge.name), cfg.judge),
         judge2=JudgeSpec("judge2", str(cfg.judge2.name), cfg.judge2) if cfg.judge2.name != "none" else None,
-        concurrency=int(cfg.concurrency), http_attempts=int(cfg.http_attempts),
-        request_timeout_s=float(cfg.request_timeout_s),
-        max_tokens_total=None if cfg.max_tokens_total is None else int(cfg.max_tokens_total),
-        judge2_sample=None if cfg.judge2_sample is None else int(cfg.judge2_sample),
-        denominator=denominator, lexical_scores=bool(cfg.lexical_scores), cache_dir=cfg.cache_dir,
-        judge_warning=judge_warning,
+        calls=calls, judge2_sample=None if cfg.judge2_sample is None else int(cfg.judge2_sample),
+        denominator=denominator, lexical_scores=bool(cfg.lexical_scores), judge_warning=judge_warning,
     )
 
 

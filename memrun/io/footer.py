@@ -16,10 +16,11 @@ from __future__ import annotations
 
 import os
 from pathlib import Path
+
+from memrun.instrument import METADATA_KEY
 from memrun.lazy import lazy
 
-memrun_instrument = lazy("memrun.instrument")
-io_metadata = lazy("memrun.io.metadata")
+io_metadata = lazy("memrun.io.metadata")  # with pyarrow: only to check a sealed footer's checksum
 
 MAGIC = b"PAR1"
 TAIL = 8  # the footer's length (4 bytes) and the magic
@@ -80,10 +81,11 @@ def sealed_values(path: str | Path) -> dict[bytes, bytes] | None:
     footer = footer_bytes(path)
     if footer is None:
         return None
-    found = {key: key_value(footer, key) for key in (memrun_instrument.METADATA_KEY, io_metadata.COLUMNS_KEY, io_metadata.CHECKSUM_KEY)}
+    keys = (METADATA_KEY, io_metadata.COLUMNS_KEY, io_metadata.CHECKSUM_KEY)
+    found = {key: key_value(footer, key) for key in keys}
     if any(v is None for v in found.values()):
         return None
     values: dict[bytes, bytes] = {k: v for k, v in found.items() if v is not None}
-    if not io_metadata.checksum_matches(values[memrun_instrument.METADATA_KEY], values[io_metadata.COLUMNS_KEY], values[io_metadata.CHECKSUM_KEY]):
+    if not io_metadata.checksum_matches(*(values[key] for key in keys)):
         return None
     return values

@@ -126,7 +126,8 @@ def lexical_scores(prediction: str, gold: str | None) -> dict[str, float | None]
     pred_tokens = squad_normalize(prediction).split()
     gold_tokens = squad_normalize(gold).split()
     bleu = (
-        float(bleu_score.sentence_bleu([gold_tokens], pred_tokens, weights=(1, 0, 0, 0), smoothing_function=bleu_score.SmoothingFunction().method1))
+        float(bleu_score.sentence_bleu([gold_tokens], pred_tokens, weights=(1, 0, 0, 0),
+                                       smoothing_function=bleu_score.SmoothingFunction().method1))
         if pred_tokens and gold_tokens
         else 0.0
     )

@@ -48,8 +48,9 @@ def summarize_rows(
                                                       comparable_categories=comparable_categories)
         return summary
 
-    summary = metrics_accuracy.summarize_accuracy(rows, categories=categories, comparable_categories=comparable_categories,
-                                 denominator=headline, task_averaged=task_averaged)
+    summary = metrics_accuracy.summarize_accuracy(rows, categories=categories,
+                                                  comparable_categories=comparable_categories,
+                                                  denominator=headline, task_averaged=task_averaged)
     first = [{**r, "error": None} if r["error"] is not None and r["retrieved_keys"] is not None else r
              for r in rows if r["repeat"] == 0]
     summary["retrieval"] = retrieval(first)

@@ -71,7 +71,8 @@ def run_cost(path: str | Path, inst: Any, calls: Mapping[str, Any]) -> float | N
         return 0.0
     try:
         prices, _ = llm_prices.load_prices(memrun_paths.conf_dir() / "prices.yaml")
-        rows = io_reader.read_run(path, columns=["context_tokens", "completion_tokens", "reader_cache_hit"]).table.to_pylist()
+        columns = ["context_tokens", "completion_tokens", "reader_cache_hit"]
+        rows = io_reader.read_run(path, columns=columns).table.to_pylist()
     except Exception:  # noqa: BLE001 - no cost is better than no comment
         return None
     made = [r for r in rows if r.get("reader_cache_hit") is False]

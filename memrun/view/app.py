@@ -148,7 +148,8 @@ def chart_page(runs: Runs, rels: list[str]) -> Any:
     if len(rels) < 2:
         raise MemrunError("tick at least two runs to chart them")
     folders = [runs.index.folder(r) for r in rels]
-    return _page("view_chart.html.j2", **html_sweep_page.arms_context(folders, rels, ["/run/" + quote(r) for r in rels]))
+    context = html_sweep_page.arms_context(folders, rels, ["/run/" + quote(r) for r in rels])
+    return _page("view_chart.html.j2", **context)
 
 
 def item_page(runs: Runs, rel: str, item_id: str) -> Any:
@@ -188,16 +189,18 @@ def build_app(root: Path, cache_file: Path | None = None) -> Any:
                 return _error(str(exc), 404 if "not a run folder" in str(exc) or "no item" in str(exc) else 400)
         return endpoint
 
+    route = starlette_routing.Route
     routes = [
-        starlette_routing.Route("/", guarded(lambda r: runs_page(runs))),
-        starlette_routing.Route("/run/{path:path}", guarded(lambda r: run_page(runs, r.path_params["path"]))),
-        starlette_routing.Route("/item/{path:path}", guarded(lambda r: item_page(runs, r.path_params["path"], r.query_params.get("id", "")))),
-        starlette_routing.Route("/compare", guarded(lambda r: compare_page(runs, r.query_params.get("a", ""), r.query_params.get("b", "")))),
-        starlette_routing.Route("/chart", guarded(lambda r: chart_page(runs, r.query_params.getlist("run")))),
+        route("/", guarded(lambda r: runs_page(runs))),
+        route("/run/{path:path}", guarded(lambda r: run_page(runs, r.path_params["path"]))),
+        route("/item/{path:path}", guarded(lambda r: item_page(runs, r.path_params["path"], r.query_params.get("id", "")))),
+        route("/compare", guarded(lambda r: compare_page(runs, r.query_params.get("a", ""), r.query_params.get("b", "")))),
+        route("/chart", guarded(lambda r: chart_page(runs, r.query_params.getlist("run")))),
     ]
     # Only this machine's names for itself: a page elsewhere that rebinds its own host name
     # to 127.0.0.1 (DNS rebinding) must not read the runs through the user's browser.
-    app = starlette_applications.Starlette(routes=routes, middleware=[starlette_middleware.Middleware(middleware_trustedhost.TrustedHostMiddleware, allowed_hosts=LOCAL_HOSTS)])
+    hosts = starlette_middleware.Middleware(middleware_trustedhost.TrustedHostMiddleware, allowed_hosts=LOCAL_HOSTS)
+    app = starlette_applications.Starlette(routes=routes, middleware=[hosts])
     app.state.runs = runs
     return app
 

@@ -23,19 +23,19 @@ from typing import Any
 from memrun.errors import MemrunError
 from memrun.instrument import Instrument
 from memrun.lazy import lazy
+from memrun.llm.endpoint import Endpoint
+from memrun.paths import configured_or_cache
+from memrun.records import Hit, Item
 
 config_compose = lazy("memrun.config.compose")
 accuracy_setup = lazy("memrun.accuracy.setup")
 config_spec = lazy("memrun.config.spec")
 memrun_judges = lazy("memrun.judges")
 llm_cache = lazy("memrun.llm.cache")
-llm_endpoint = lazy("memrun.llm.endpoint")
-memrun_paths = lazy("memrun.paths")
 benchmarks_selection = lazy("memrun.benchmarks.selection")
 memrun_config = lazy("memrun.config")
 memrun_plugins = lazy("memrun.plugins")
 memrun_stages = lazy("memrun.stages")
-memrun_records = lazy("memrun.records")
 accuracy_stage = lazy("memrun.accuracy.stage")
 
 
@@ -114,18 +114,17 @@ class RunCalls:
             self.problem = f"the run's requests cannot be rebuilt here ({' '.join(str(exc).split())})"
 
     def _build(self, folder: Path) -> None:
-
         if not self.instrument.config:
             raise MemrunError("the run's instrument holds no config")
         cfg = config_compose.from_container(self.instrument.config)
         urls = self.instrument.llm_endpoints or {}
-        cache_dir = memrun_paths.configured_or_cache(cfg.get("cache_dir"), "llm")
+        cache_dir = configured_or_cache(cfg.get("cache_dir"), "llm")
         if not (cache_dir / llm_cache.CACHE_FILE).is_file():
             raise MemrunError(f"no call cache at {cache_dir / llm_cache.CACHE_FILE} (the run's cache_dir)")
         self.cache = llm_cache.CallCache(cache_dir)
         if "reader" in urls:
-            self.reader = accuracy_setup.build_reader(config_spec.reader_spec(cfg.reader, str(cfg.benchmark.name)), None,
-                                       endpoint=llm_endpoint.Endpoint(urls["reader"], "", fake=True))
+            spec = config_spec.reader_spec(cfg.reader, str(cfg.benchmark.name))
+            self.reader = accuracy_setup.build_reader(spec, None, endpoint=Endpoint(urls["reader"], "", fake=True))
         for role in ("judge", "judge2"):
             if role in urls and cfg.get(role) is not None and cfg[role].get("name") != "none":
                 node = config_compose.from_container(cfg[role], base_url=urls[role], provider="fake")  # no key is read
@@ -138,7 +137,8 @@ class RunCalls:
         the row's own fields are used."""
         try:
             benchmark = memrun_plugins.build(cfg.benchmark, memrun_config.BENCHMARK_RESERVED_KEYS, "benchmark")
-            dataset, _, _ = memrun_stages.load_dataset(benchmark, benchmarks_selection.selection_from_config(cfg.benchmark), cfg.data_dir)
+            selection = benchmarks_selection.selection_from_config(cfg.benchmark)
+            dataset, _, _ = memrun_stages.load_dataset(benchmark, selection, cfg.data_dir)
             self.groups = ItemGroups(dataset.groups)
         except (MemrunError, OSError, ValueError) as exc:
             self.dataset_problem = f"the benchmark could not be loaded here ({' '.join(str(exc).split())})"
@@ -155,7 +155,7 @@ class RunCalls:
                 self.groups = None
         if found is not None:
             return found
-        return memrun_records.Item(item_id=row["item_id"], history_id=str(row.get("cluster") or ""), cluster=str(row.get("cluster") or ""),
+        return Item(item_id=row["item_id"], history_id=str(row.get("cluster") or ""), cluster=str(row.get("cluster") or ""),
                     category=str(row.get("category") or ""), question=row.get("question") or "",
                     answer=row.get("answer"), answer_raw=row.get("answer_raw") or "",
                     gold_keys=tuple(row.get("gold_keys") or ()), question_date=row.get("question_date"),
@@ -174,12 +174,13 @@ class RunCalls:
             (item, records), repeat = self._item(row), int(row.get("repeat") or 0)
             if self.reader is not None and row.get("answer_source") != "arm":
                 texts = row.get("retrieved_texts") or []
-                hits = [memrun_records.Hit(str(k), float(s or 0.0), str(texts[j]) if j < len(texts) and texts[j] is not None else "")
+                hits = [Hit(str(k), float(s or 0.0), str(texts[j]) if j < len(texts) and texts[j] is not None else "")
                         for j, (k, s) in enumerate(zip(row.get("retrieved_keys") or [],
                                                         row.get("retrieved_scores") or [0.0] * 10**6))]
                 prepared = self.reader.prepare(item, hits, records)
                 if prepared.request is not None:
-                    wanted.append((i, "reader", prepared.request, llm_cache.call_key(urls["reader"], prepared.request, repeat)))
+                    key = llm_cache.call_key(urls["reader"], prepared.request, repeat)
+                    wanted.append((i, "reader", prepared.request, key))
             answer = row.get("reader_answer")
             if answer is None:
                 continue
@@ -187,8 +188,8 @@ class RunCalls:
                 if role == "judge2" and row.get("judge2_label") is None:
                     continue
                 case = accuracy_stage.judge_case(item, str(row.get("category_label") or row.get("category")), answer,
-                                  self.instrument.gold_match == "substring",
-                                  getattr(judge, "abstention_categories", ()))
+                                                 self.instrument.gold_match == "substring",
+                                                 getattr(judge, "abstention_categories", ()))
                 _, request = judge.request(case)
                 wanted.append((i, role, request, llm_cache.call_key(urls[role], request, repeat)))
         found = self.cache.get_many([w[3] for w in wanted]) if wanted else {}

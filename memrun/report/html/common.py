@@ -19,11 +19,11 @@ from typing import Any
 import pyarrow as pa
 
 from memrun.io.reader import RunTable
-from memrun.stats.labels import ERROR, majority_label
 from memrun.lazy import lazy
+from memrun.records import Hit, gold_matches
+from memrun.stats.labels import ERROR, majority_label
 
 jinja2 = lazy("jinja2")
-memrun_records = lazy("memrun.records")
 
 MAX_TEXT = 600
 """Characters of each retrieved text kept in the page (the rest is cut, marked with ...)."""
@@ -127,8 +127,8 @@ def marked_keys(keys: Sequence[Any] | None, gold: Sequence[Any] | None, *, mode:
     texts = list(texts or ())
     out, first = [], None
     for i, k in enumerate(keys or ()):
-        hit = memrun_records.Hit(key=str(k), score=0.0, text=str(texts[i]) if i < len(texts) and texts[i] is not None else "")
-        out.append([str(k), int(bool(gold_keys) and bool(memrun_records.gold_matches(hit, gold_keys, mode or "key")))])
+        hit = Hit(key=str(k), score=0.0, text=str(texts[i]) if i < len(texts) and texts[i] is not None else "")
+        out.append([str(k), int(bool(gold_keys) and bool(gold_matches(hit, gold_keys, mode or "key")))])
     if rank and 0 < rank <= len(out):
         distinct = list(dict.fromkeys(k for k, _ in out))
         first = distinct[rank - 1] if rank <= len(distinct) else None

@@ -47,7 +47,8 @@ def arms_context(folders: Sequence[Path], names: Sequence[str], links: Sequence[
                 raise
             notes.append(f"{name}: left out ({exc})")
             continue
-        bars = {b["name"]: b for b in report_model.interval_bars(summary)} if summary.get("per_category") is not None else {}
+        bars = ({b["name"]: b for b in report_model.interval_bars(summary)}
+                if summary.get("per_category") is not None else {})
         metric = (summary.get("intervals") or {}).get("metric") or report_model.headline(summary)[0]
         loaded.append((name, link, inst, metric, bars))
     if not loaded:
