@@ -30,10 +30,10 @@ from typing import Any
 from memrun.arms import describe
 from memrun.errors import ConfigError
 from memrun.instrument import Instrument
+from memrun.lazy import lazy
 from memrun.retrieval_flow import iter_retrieved
 from memrun.spec import PluginNodes, RunSpec
 from memrun.stages import Loaded, build_instrument, build_parts, load
-from memrun.lazy import lazy
 
 accuracy_stage = lazy("memrun.accuracy.stage")
 llm_cache = lazy("memrun.llm.cache")

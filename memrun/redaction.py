@@ -23,13 +23,13 @@ lines, its warnings and its error line.
 
 from __future__ import annotations
 
+import fcntl
 import logging
 import re
 from collections.abc import Iterable, Iterator, Mapping
 from pathlib import Path
 from typing import Any
 from urllib.parse import unquote, urlsplit
-import fcntl
 
 from memrun.errors import ConfigError
 from memrun.lazy import lazy

@@ -15,17 +15,17 @@ from typing import TYPE_CHECKING, Any
 
 from memrun.cache_files import network_warning
 from memrun.errors import ConfigError
-from memrun.instrument import DENOMINATOR_ABSTAIN_WRONG, DENOMINATOR_EXCLUDE_ABSTAIN, DENOMINATOR_MEAN_SCORE
 from memrun.http_policy import HttpPolicy
+from memrun.instrument import DENOMINATOR_ABSTAIN_WRONG, DENOMINATOR_EXCLUDE_ABSTAIN, DENOMINATOR_MEAN_SCORE
 from memrun.judges import Judge, build_judge
 from memrun.llm.cache import CallCache
 from memrun.llm.endpoint import Endpoint, resolve_endpoint
-from memrun.redaction import Redactor
 from memrun.llm.prompts import load_prompt
 from memrun.llm.reader import READER_FIELDS, Reader
 from memrun.llm.service import LLMService
 from memrun.paths import configured_or_cache
 from memrun.records import Dataset
+from memrun.redaction import Redactor
 
 if TYPE_CHECKING:
     from memrun.spec import AccuracySpec, LLMCallSpec, ReaderSpec, RunSpec

@@ -31,8 +31,8 @@ from memrun.benchmarks.download import sha256_of
 from memrun.benchmarks.text import jsonl_lines
 from memrun.errors import ArmError, DataError, MemrunError
 from memrun.instrument import METADATA_KEY
-from memrun.records import Hit, Item, Record
 from memrun.lazy import lazy
+from memrun.records import Hit, Item, Record
 
 io_reader = lazy("memrun.io.reader")
 

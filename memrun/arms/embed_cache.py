@@ -17,8 +17,8 @@ from typing import Protocol, runtime_checkable
 import numpy as np
 
 from memrun.errors import ArmError
-from memrun.paths import configured_or_cache
 from memrun.lazy import lazy
+from memrun.paths import configured_or_cache
 
 memrun_cache_files = lazy("memrun.cache_files")
 memrun_run_warnings = lazy("memrun.run_warnings")

@@ -26,9 +26,9 @@ import numpy as np
 
 from memrun.errors import ArmError, AuthError
 from memrun.http_policy import HttpPolicy, send
+from memrun.lazy import lazy
 from memrun.llm.endpoint import DEFAULT_BASE_URL
 from memrun.redaction import Redactor
-from memrun.lazy import lazy
 
 sentence_transformers = lazy("sentence_transformers")
 hf_logging = lazy("transformers.utils.logging")

@@ -35,9 +35,9 @@ from memrun.arms.mcp_client import McpSession, ServerSpec, ToolError
 from memrun.arms.mcp_guess import propose, result_path
 from memrun.arms.mcp_ops import ToolOperation, result_document
 from memrun.errors import ArmError, ConfigError
-from memrun.retrieval_flow import SEQUENTIAL, arm_kind
-from memrun.records import Record
 from memrun.lazy import lazy
+from memrun.records import Record
+from memrun.retrieval_flow import SEQUENTIAL, arm_kind
 
 arms_http = lazy("memrun.arms.http")
 arms_mcp = lazy("memrun.arms.mcp")

@@ -37,19 +37,19 @@ from typing import NoReturn
 import pyarrow as pa
 import pyarrow.compute as pc
 
+from memrun.background import in_background
 from memrun.compare.analysis import Bounds, Comparison, Settings, analyze, category_order, metric_unit
+from memrun.compare.baseline import find_baseline
 from memrun.compare.design import cluster_supply, design_notes, evidence_sensitivity
 from memrun.compare.fitness import DataThresholds
 from memrun.compare.pairing import pair, read_for_compare
-from memrun.background import in_background
 from memrun.errors import MemrunError
 from memrun.instrument import Instrument
 from memrun.io.reader import RunTable, read_instrument
+from memrun.lazy import lazy
+from memrun.metrics.retrieval import item_column_for
 from memrun.report.compare_report import render_json, render_markdown, render_text
 from memrun.stats import DEFAULT_BAND, ExitCode, JudgeCalibration, band_from_null
-from memrun.compare.baseline import find_baseline
-from memrun.metrics.retrieval import item_column_for
-from memrun.lazy import lazy
 
 compare_gates = lazy("memrun.compare.gates")
 report_compare_pr = lazy("memrun.report.compare_pr")

@@ -22,8 +22,8 @@ from pathlib import Path
 from memrun.benchmarks.jsonl import MAX_ERRORS, parse_file
 from memrun.benchmarks.longmemeval import LongMemEval
 from memrun.errors import ConfigError, DataError
-from memrun.records import Dataset, Group
 from memrun.lazy import lazy
+from memrun.records import Dataset, Group
 
 benchmarks_locomo = lazy("memrun.benchmarks.locomo")
 

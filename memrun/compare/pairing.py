@@ -35,9 +35,9 @@ import pyarrow.compute as pc
 from memrun.errors import MemrunError
 from memrun.instrument import DENOMINATOR_ABSTAIN_WRONG, DENOMINATOR_EXCLUDE_ABSTAIN, DENOMINATOR_MEAN_SCORE
 from memrun.io.reader import RunTable, read_run
+from memrun.lazy import lazy
 from memrun.metrics.retrieval import item_column_for
 from memrun.stats.labels import ABSTAIN, CORRECT, ERROR, LABEL_ORDER, majority_codes
-from memrun.lazy import lazy
 
 scipy_sparse = lazy("scipy.sparse")
 sparse_csgraph = lazy("scipy.sparse.csgraph")

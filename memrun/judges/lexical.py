@@ -47,8 +47,8 @@ from typing import Any
 
 from memrun.errors import ConfigError
 from memrun.judges import Case, Verdict
-from memrun.stats.labels import ABSTAIN, CORRECT, ERROR, WRONG
 from memrun.lazy import lazy
+from memrun.stats.labels import ABSTAIN, CORRECT, ERROR, WRONG
 
 nltk_stem = lazy("nltk.stem")
 bleu_score = lazy("nltk.translate.bleu_score")

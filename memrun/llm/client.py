@@ -35,8 +35,8 @@ from urllib.parse import urlsplit
 
 from memrun.errors import AuthError, EndpointUnreachable
 from memrun.http_policy import AUTH_STATUSES, BODY_PREVIEW_CHARS, HttpPolicy, Retrier, auth_error
-from memrun.llm.endpoint import Endpoint
 from memrun.lazy import lazy, loaded
+from memrun.llm.endpoint import Endpoint
 from memrun.redaction import Redactor
 
 aiohttp = lazy("aiohttp")  # loaded by the first client that sends (memrun.lazy)

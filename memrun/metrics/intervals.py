@@ -19,9 +19,9 @@ from typing import Any
 
 import numpy as np
 
+from memrun.lazy import lazy
 from memrun.stats.bootstrap import DEFAULT_RESAMPLES, DEFAULT_SEED, paired_bootstrap
 from memrun.stats.labels import ABSTAIN, CORRECT, ERROR, majority_label
-from memrun.lazy import lazy
 
 metrics_retrieval = lazy("memrun.metrics.retrieval")
 

@@ -6,10 +6,10 @@ from __future__ import annotations
 from collections.abc import Mapping, Sequence
 from typing import Any
 
+from memrun.lazy import lazy
 from memrun.metrics.by_category import summarize_by_granularity
 from memrun.metrics.intervals import category_intervals, retrieval_headline_metric
 from memrun.metrics.summary import not_measurable
-from memrun.lazy import lazy
 
 metrics_accuracy = lazy("memrun.metrics.accuracy")
 

@@ -19,8 +19,8 @@ from typing import Any
 
 import yaml
 
-from memrun.report import md
 from memrun.lazy import lazy
+from memrun.report import md
 
 io_reader = lazy("memrun.io.reader")
 memrun_paths = lazy("memrun.paths")

@@ -16,8 +16,8 @@ from rich import box
 from rich.console import Console
 from rich.table import Table
 
-from memrun.report import md
 from memrun.lazy import lazy
+from memrun.report import md
 
 report_compare_pr = lazy("memrun.report.compare_pr")
 

@@ -12,9 +12,9 @@ from rich import box
 from rich.console import Console
 from rich.table import Table
 
-from memrun.report.run_summary import pct
-from memrun.report.model import SweepRow
 from memrun.lazy import lazy
+from memrun.report.model import SweepRow
+from memrun.report.run_summary import pct
 
 report_md = lazy("memrun.report.md")
 

@@ -21,18 +21,18 @@ The app reads run folders as they are: a reload lists new runs. It binds 127.0.0
 
 from __future__ import annotations
 
+import hashlib
+import importlib
 import socket
 import threading
 from collections import OrderedDict
 from pathlib import Path
 from typing import Any
 from urllib.parse import quote, urlencode
-import hashlib
-import importlib
 
 from memrun.errors import MemrunError
-from memrun.view.runs import INSTRUMENT_COLUMNS, RunIndex, stamp
 from memrun.lazy import lazy
+from memrun.view.runs import INSTRUMENT_COLUMNS, RunIndex, stamp
 
 starlette_responses = lazy("starlette.responses")
 html_common = lazy("memrun.report.html.common")

@@ -15,9 +15,9 @@ from __future__ import annotations
 import json
 import os
 from collections.abc import Iterator
+from concurrent.futures import ThreadPoolExecutor
 from pathlib import Path
 from typing import Any
-from concurrent.futures import ThreadPoolExecutor
 
 from memrun.errors import MemrunError
 from memrun.io.writer import ITEMS_FILE, PARTS_DIR, SUMMARY_FILE

@@ -14,10 +14,10 @@ from typing import Any
 from memrun.errors import MemrunError
 from memrun.instrument import Instrument
 from memrun.io.reader import RunTable, read_run
+from memrun.lazy import lazy
 from memrun.report import svg
 from memrun.report.compare_report import CATEGORY_NOTE, HEADERS, category_rows, summary_lines
 from memrun.report.html.common import Texts, embed_json, group_repeats, item_rows, render
-from memrun.lazy import lazy
 
 commands_compare = lazy("memrun.commands.compare")
 metrics_retrieval = lazy("memrun.metrics.retrieval")

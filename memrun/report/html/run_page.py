@@ -12,11 +12,11 @@ from urllib.parse import quote
 from memrun.instrument import Instrument
 from memrun.io.reader import RunTable, read_run
 from memrun.io.writer import SUMMARY_FILE
+from memrun.lazy import lazy
 from memrun.metrics.intervals import retrieval_headline_metric
 from memrun.metrics.retrieval import item_column_for
 from memrun.report import model, svg
 from memrun.report.html.common import Texts, column_values, embed_json, group_repeats, item_rows, render
-from memrun.lazy import lazy
 
 metrics_run_level = lazy("memrun.metrics.run_level")
 

@@ -7,14 +7,14 @@ import os
 from pathlib import Path
 from typing import Any
 
-from collections.abc import Sequence
 import json
+from collections.abc import Sequence
 
 from memrun.errors import MemrunError
-from memrun.report.html.common import embed_json, render
 from memrun.io.reader import read_instrument
 from memrun.io.writer import SUMMARY_FILE
 from memrun.lazy import lazy
+from memrun.report.html.common import embed_json, render
 
 report_model = lazy("memrun.report.model")
 report_svg = lazy("memrun.report.svg")
