@@ -66,14 +66,14 @@ class Runs:
         """(folder, RunTable, item id -> row indices in order) of run ``rel``, cached by mtime."""
         folder = self.index.folder(rel)
         with self._lock:
-            stamp = list(stamp(folder))
+            current = list(stamp(folder))
             hit = self._open.get(folder)
-            if hit is None or hit[0] != stamp:
+            if hit is None or hit[0] != current:
                 run = io_reader.read_run(folder)
                 order: dict[str, list[int]] = {}
                 for i, item_id in enumerate(run.table.column("item_id").to_pylist()):
                     order.setdefault(item_id, []).append(i)
-                hit = (stamp, run, order, None)
+                hit = (current, run, order, None)
                 self._open[folder] = hit  # type: ignore[assignment]
                 while len(self._open) > CACHED_RUNS:
                     self._open.popitem(last=False)
