@@ -61,7 +61,7 @@ def start_memrun(ledger: Path, out: Path, *more: str) -> subprocess.Popen:
     env = {**os.environ, "PYTHONPATH": str(REPO), "MEMRUN_TESTS_DIR": str(TESTS)}
     return subprocess.Popen(
         [sys.executable, "-m", "memrun", "benchmark=synthetic", "arm=mcp_testmem", SEARCHPATH,
-         f"arm.command={sys.executable}", "arm.erase=null", "+arm.env.MCP_TEST_SLOW_S=0.2",
+         f"arm.command={sys.executable}", "arm.erase=null", "+arm.env.MCP_TEST_SLOW_S=0.5",
          "arm.env.MCP_TEST_STATE='{{ namespace_dir }}/state.json'", f"arm.ledger_dir={ledger}",
          "progress=false", f"hydra.run.dir={out}", *more],
         env=env, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True,
