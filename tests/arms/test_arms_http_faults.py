@@ -42,7 +42,10 @@ def cli(tmp_path: Path, url: str, *overrides: str) -> tuple[int, Path]:
 
 def test_a_refused_token_stops_the_run_at_the_first_refusal(memory, tmp_path, capsys) -> None:
     state, url = memory
-    state.fail["search"] = [401]  # the first search is refused
+    state.fail["search"] = [401]  # the first search is refused, at once
+    # The others take 1 s: none answers before memrun has read the 401, however loaded the
+    # machine, so no answer can free a slot for a fifth search before the stop.
+    state.search_delay_s = 1.0
     rc, out = cli(tmp_path, url, "arm.concurrency=4")
     err = [line for line in capsys.readouterr().err.splitlines() if not line.startswith("warning:")]
     assert rc == 2 and len(err) == 1 and err[0].startswith("memrun: error: arm.search: "), err
