@@ -26,7 +26,10 @@ turns into an error naming the path.
 
 from __future__ import annotations
 
+import asyncio
+import json
 import re
+import time
 from collections.abc import Awaitable, Callable, Mapping
 from typing import Any
 
@@ -251,8 +254,6 @@ def encode_body(body: Any, encoding: str, where: str) -> dict[str, Any]:
     """The httpx keyword arguments that send ``body`` (a rendered template) in ``encoding``
     (one of :data:`ENCODINGS`); raises ArmError naming ``where`` when the rendered value
     does not fit the encoding (e.g. ndjson of an object)."""
-    import json
-
     if body is None:
         return {}
     if encoding == "json":
@@ -339,9 +340,6 @@ async def await_ready(op: Any, context: dict[str, Any], read: Callable[[], Await
     ``equals``: until it is true), for at most ``op.timeout_s`` seconds. Raises TimeoutError
     (recorded on the history's items), or ArmError when ``ever_ready`` is false (no history
     of this run has been ready: a config problem)."""
-    import asyncio
-    import time
-
     expected = op.equals.render(**context) if op.equals is not None else None
     deadline = time.monotonic() + op.timeout_s
     while True:

@@ -23,6 +23,14 @@ from dataclasses import dataclass, field
 from typing import Any, TypeVar
 
 from memrun.errors import ArmError
+from memrun.lazy import lazy
+
+# The MCP SDK loads when a server is reached (memrun.lazy).
+mcp = lazy("mcp")
+mcp_http = lazy("mcp.client.streamable_http")
+mcp_httpx = lazy("mcp.shared._httpx_utils")
+mcp_stdio = lazy("mcp.client.stdio")
+mcp_types = lazy("mcp_types")
 
 T = TypeVar("T")
 STDERR_TAIL_LINES = 6
@@ -109,12 +117,10 @@ class McpSession:
         return f"MCP server {self.spec.label} failed to start: {describe_exception(exc)}{self.stderr_note()}"
 
     async def _hold(self, ready: asyncio.Future[None]) -> None:
-        from mcp import ClientSession
-
         try:
             async with contextlib.AsyncExitStack() as stack:
                 read, write = await stack.enter_async_context(self._transport())
-                session = await stack.enter_async_context(ClientSession(read, write))
+                session = await stack.enter_async_context(mcp.ClientSession(read, write))
                 init = await session.initialize()
                 info = init.server_info
                 self.server_info = {"name": str(info.name), "version": str(info.version)}
@@ -143,16 +149,11 @@ class McpSession:
     def _transport(self) -> Any:
         spec = self.spec
         if spec.url:
-            from mcp.client.streamable_http import streamable_http_client
-            from mcp.shared._httpx_utils import create_mcp_http_client
-
-            client = create_mcp_http_client(headers=dict(spec.headers))
-            return streamable_http_client(spec.url, http_client=client)
-        from mcp.client.stdio import StdioServerParameters, stdio_client
-
-        params = StdioServerParameters(command=str(spec.command), args=[str(a) for a in spec.args],
+            client = mcp_httpx.create_mcp_http_client(headers=dict(spec.headers))
+            return mcp_http.streamable_http_client(spec.url, http_client=client)
+        params = mcp_stdio.StdioServerParameters(command=str(spec.command), args=[str(a) for a in spec.args],
                                        env={str(k): str(v) for k, v in spec.env.items()}, cwd=spec.cwd)
-        return stdio_client(params, errlog=self._errlog)
+        return mcp_stdio.stdio_client(params, errlog=self._errlog)
 
     def stderr_tail(self) -> str:
         """The last lines the server printed on stderr, joined with `` | `` ('' for none)."""
@@ -212,9 +213,7 @@ class McpSession:
 
 
 def _request_timeout() -> int:
-    from mcp_types import REQUEST_TIMEOUT
-
-    return int(REQUEST_TIMEOUT)
+    return int(mcp_types.REQUEST_TIMEOUT)
 
 
 def describe_exception(exc: BaseException) -> str:

@@ -25,6 +25,9 @@ from typing import Any
 
 from memrun.arms.http_templates import JsonTemplate, ResponsePath, check_keys, describe_shape
 from memrun.errors import ArmError
+from memrun.lazy import lazy
+
+jsonschema = lazy("jsonschema")  # loaded at the first argument check (memrun.lazy)
 
 OPERATIONS = ("health", "ingest", "ready", "search", "erase")
 KEYS = ("tool", "arguments", "result", "record", "per_record")
@@ -193,8 +196,6 @@ class ArgumentChecker:
         self._valid_shapes: dict[str, set[Any] | None] = {}  # tool -> shapes seen valid (None: check every call)
 
     def _validator(self, tool: str) -> Any:
-        import jsonschema
-
         validator = self._validators.get(tool)
         if validator is None:
             schema = getattr(self._tools.get(tool), "input_schema", None) or {"type": "object"}
@@ -205,8 +206,6 @@ class ArgumentChecker:
 
     def check(self, op: ToolOperation, arguments: Mapping[str, Any]) -> None:
         """Raise ArmError naming the first failing argument and the schema's complaint."""
-        import jsonschema
-
         validator = self._validator(op.tool)
         seen, shape = self._valid_shapes[op.tool], None
         if seen is not None:
