@@ -1,3 +1,3 @@
-from memrun.cli import main
+from memrun.cli import console
 
-raise SystemExit(main())
+raise SystemExit(console())

@@ -9,6 +9,7 @@ and run (see :func:`memrun.run.execute`). A first argument naming a subcommand
 from __future__ import annotations
 
 import difflib
+import gc
 import importlib
 import os
 import re
@@ -89,6 +90,19 @@ def main(argv: Sequence[str] | None = None) -> int:
         return EXIT_STDOUT_CLOSED
 
 
+def console() -> int:
+    """The ``memrun`` console script and ``python -m memrun``: :func:`main`, then a quick exit.
+
+    The process ends right after; everything a run built (modules, configs, ~10^5 objects)
+    is frozen first so the interpreter's shutdown does not walk it in one full collection
+    after another (~0.3 s of a run's wall time). Freezing skips finalizers of objects in
+    reference cycles only; memrun closes its files, writers and sessions itself.
+    """
+    code = main()
+    gc.freeze()
+    return code
+
+
 def _stdout_closed() -> bool:
     """True when stdout is a pipe whose reading end is closed (poll reports an error on it)."""
     try:
@@ -163,6 +177,10 @@ def _run_hydra(args: list[str]) -> int:
     # rows are merged and kept, the run ends interrupted with exit 130 (memrun.signals).
     # Installed first: a signal during the imports is honoured too.
     restore_signals = signals.install()
+    # Start-up (Hydra, the config, the dataset, the arm) builds long-lived objects: a
+    # collection would only walk them (~0.2 s in all). run.run enables the collector again
+    # when the items begin, having frozen what start-up built.
+    gc.disable()
     config.register()
     launch.last_exit_code, launch.current_dir, launch.existing_root = 0, None, None
     sweep.last_sweep_exit_code, sweep.current_sweep = None, None
@@ -211,6 +229,7 @@ def _run_hydra(args: list[str]) -> int:
         sys.argv = saved_argv
         restore_mode()
         restore_signals()
+        gc.enable()
     if sweep.last_sweep_exit_code is not None:  # a multirun: its jobs may have run anywhere
         return sweep.last_sweep_exit_code
     return launch.last_exit_code

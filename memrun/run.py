@@ -105,6 +105,7 @@ def run(cfg: Any, out_dir: Path, console: Console, config_folder: Path | None,
     # What start-up built (modules, config, dataset, arm) lives until the run ends: frozen, it
     # is not walked again by each collection while the items allocate their rows and requests.
     gc.freeze()
+    gc.enable()  # the CLI kept it off during start-up (memrun.cli); the items allocate
     try:
         with item_stages.make_progress(console, spec.progress, calls=spec.accuracy) as progress:
             if parts.setup:

@@ -295,3 +295,31 @@ def test_a_new_key_of_a_map_says_how_to_add_it(capsys):
             "whole map with '++arm.headers={...}'") in err
     assert cli_main(["--cfg", "job", "arm=http", "arm.base_url=http://h/", "++arm.headers={X-Session: abc}"]) == 0
     assert "X-Session: '***'" in capsys.readouterr().out
+
+
+def test_the_collector_is_off_during_start_up_only(tmp_path, monkeypatch):
+    """Start-up (Hydra, config, dataset, arm) builds long-lived objects, so the CLI keeps
+    the cyclic collector off until the items begin; the items run with it on, and every
+    way out of :func:`memrun.cli.main` (a run, a refused config) turns it back on."""
+    import gc
+
+    from memrun import item_stages, stages
+
+    seen: dict[str, bool] = {}
+    load, items = stages.load, item_stages.ingest_and_search
+
+    def spy_load(*args, **kwargs):
+        seen["load"] = gc.isenabled()
+        return load(*args, **kwargs)
+
+    def spy_items(*args, **kwargs):
+        seen["items"] = gc.isenabled()
+        return items(*args, **kwargs)
+
+    monkeypatch.setattr(stages, "load", spy_load)
+    monkeypatch.setattr(item_stages, "ingest_and_search", spy_items)
+    monkeypatch.chdir(tmp_path)
+    assert gc.isenabled()
+    assert cli_main(["progress=false"]) == 0
+    assert seen == {"load": False, "items": True} and gc.isenabled()
+    assert cli_main(["arm.top_k=many", "progress=false"]) == 2 and gc.isenabled()
