@@ -29,7 +29,6 @@ from memrun.checks import cutoff_warning, refuse_unmeasured
 from memrun.config.spec import build_spec
 from memrun.errors import ConfigError, MemrunError, RunDegraded, RunFailed
 from memrun.instrument import Instrument
-from memrun.io.schema import items_schema
 from memrun.io.writer import SUMMARY_FILE, ItemsWriter
 from memrun.lazy import lazy
 from memrun.provenance import commits
@@ -38,6 +37,7 @@ from memrun.run_warnings import RunWarnings
 from memrun.spec import RunSpec
 
 accuracy_report = lazy("memrun.report.accuracy_summary")  # the accuracy axis only (memrun.lazy)
+io_schema = lazy("memrun.io.schema")  # with pyarrow, on the writer's thread (memrun.io.writer)
 
 
 @dataclass
@@ -99,7 +99,8 @@ def run(cfg: Any, out_dir: Path, console: Console, config_folder: Path | None,
                                          run_id=stages.new_run_id(spec), commit=commit.result(),
                                          warnings=warnings.lines)
     out_dir.mkdir(parents=True, exist_ok=True)
-    writer = ItemsWriter(out_dir, items_schema(list(spec.ks)), instrument)
+    ks = list(spec.ks)
+    writer = ItemsWriter(out_dir, lambda: io_schema.items_schema(ks), instrument)
     sink = item_stages.RowSink(spec, loaded.dataset, instrument, writer, redactor, search_mode)
     stopped: str | None = None
     # What start-up built (modules, config, dataset, arm) lives until the run ends: frozen, it

@@ -99,3 +99,29 @@ def test_the_commit_is_read_from_one_git_status(tmp_path):
     assert _git_commit(tmp_path / "sub") == sha  # a folder inside the checkout (conf/)
     (tmp_path / "a.txt").write_text("two\n")
     assert _git_commit(tmp_path) == sha + "+dirty"
+
+
+def test_a_schema_built_on_the_writers_thread(tmp_path):
+    """A run hands the writer a function for its schema, so pyarrow loads off the caller's
+    thread; the rows come out the same, and a failure to build it is raised, not lost."""
+    writer = ItemsWriter(tmp_path / "a", lambda: items_schema(KS), Instrument(), flush_rows=2)
+    for i in range(3):
+        writer.add(row(i))
+    writer.close()
+    assert read_run(tmp_path / "a").table.equals(_written(tmp_path / "b", items_schema(KS)))
+
+    def broken():
+        raise RuntimeError("no schema")
+
+    failing = ItemsWriter(tmp_path / "c", broken, Instrument(), flush_rows=1)
+    with pytest.raises(RuntimeError, match="no schema"):
+        failing.add(row(0))
+        failing.wait()
+
+
+def _written(folder, schema):
+    writer = ItemsWriter(folder, schema, Instrument(), flush_rows=2)
+    for i in range(3):
+        writer.add(row(i))
+    writer.close()
+    return read_run(folder).table

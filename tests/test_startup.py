@@ -62,3 +62,12 @@ def test_a_retrieval_run_does_not_import_httpx_the_openai_sdk_or_pandas(tmp_path
     done = subprocess.run([sys.executable, "-c", code], cwd=tmp_path, capture_output=True, text=True,
                           env={**__import__("os").environ, "MEMRUN_DATA_DIR": str(tmp_path / "empty")})
     assert done.returncode == 0, done.stdout + done.stderr
+
+
+def test_the_run_flow_leaves_pyarrow_to_the_writers_thread():
+    """A run's first requests go out while the writer's own thread imports pyarrow
+    (memrun.io.writer): nothing the run flow imports before the items begin pulls it in."""
+    code = ("import sys; import memrun.cli, memrun.launch, memrun.sweep, memrun.run, memrun.stages, "
+            "memrun.item_stages, memrun.io.writer, memrun.arms.http; print('pyarrow' in sys.modules)")
+    done = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True)
+    assert done.returncode == 0 and done.stdout.strip() == "False", done.stdout + done.stderr

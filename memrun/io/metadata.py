@@ -24,10 +24,11 @@ from __future__ import annotations
 import hashlib
 import json
 
-import pyarrow as pa
-
 from memrun.errors import RunTableError
 from memrun.instrument import METADATA_KEY, Instrument
+from memrun.lazy import lazy
+
+pa = lazy("pyarrow")  # a run's writer imports it on its own thread (memrun.io.writer)
 
 COLUMNS_KEY = b"memrun.columns"
 CHECKSUM_KEY = b"memrun.checksum"
@@ -64,14 +65,16 @@ def checksum_matches(instrument: bytes, columns: bytes, checksum: bytes) -> bool
     return _checksum(instrument, columns) == checksum
 
 
-def sealed(schema: pa.Schema, instrument: Instrument) -> dict[bytes, bytes]:
-    """The footer metadata for a file of ``schema`` written by a run with ``instrument``:
-    the instrument's JSON, the column list and their checksum."""
-    meta, columns = instrument.to_json().encode(), _columns(schema)
+def sealed(schema: pa.Schema, instrument: Instrument | str) -> dict[bytes, bytes]:
+    """The footer metadata for a file of ``schema`` written by a run with ``instrument``
+    (or its JSON, :meth:`~memrun.instrument.Instrument.to_json`): the instrument's JSON,
+    the column list and their checksum."""
+    meta = (instrument if isinstance(instrument, str) else instrument.to_json()).encode()
+    columns = _columns(schema)
     return {METADATA_KEY: meta, COLUMNS_KEY: columns, CHECKSUM_KEY: _checksum(meta, columns)}
 
 
-def seal_schema(schema: pa.Schema, instrument: Instrument) -> pa.Schema:
+def seal_schema(schema: pa.Schema, instrument: Instrument | str) -> pa.Schema:
     """``schema`` carrying :func:`sealed` metadata (any metadata it had is replaced)."""
     return schema.with_metadata(sealed(schema, instrument))
 

@@ -12,6 +12,8 @@ removes the parts. :func:`memrun.io.reader.read_run` reads either form.
 Parts are written by one background thread, in order: encoding a part takes up to tens
 of ms, and on the accuracy axis the caller is the event loop that every in-flight call
 is waiting on. A failed write is raised by the next ``flush``, ``wait`` or ``close``.
+That thread also imports pyarrow (~0.2 s) when the schema is given as a function: the
+run's first requests go out meanwhile instead of waiting for it.
 
 Every file is written with Parquet page checksums (CRC32), which the reader verifies: a
 flipped bit in the data fails the read instead of changing a value. ``close`` also
@@ -33,14 +35,16 @@ import time
 from collections.abc import Mapping
 from concurrent.futures import Future, ThreadPoolExecutor
 from pathlib import Path
-from typing import Any
-
-import pyarrow as pa
-import pyarrow.parquet as pq
+from typing import Any, Callable
 
 from memrun.errors import RunTableError
 from memrun.instrument import Instrument
 from memrun.io.metadata import seal_schema, seal_table
+from memrun.lazy import lazy
+
+# Imported on the writer's thread when a run gives its schema as a function (module docstring).
+pa = lazy("pyarrow")
+pq = lazy("pyarrow.parquet")
 
 ITEMS_FILE = "items.parquet"
 PARTS_DIR = "items.parts"
@@ -96,7 +100,9 @@ class ItemsWriter:
     """Append rows; flush them as parts; merge the parts into one file at the end.
 
     folder: the run folder (created if missing).
-    schema: the table schema (:func:`memrun.io.schema.items_schema`).
+    schema: the table schema (:func:`memrun.io.schema.items_schema`), or a function of no
+    argument that returns it: it is then called on the writer's thread, so that importing
+    pyarrow overlaps what the caller does next; :attr:`schema` waits for it.
     instrument: written into every part and the final file (its current state).
     flush_rows, flush_seconds: a part is written when this many rows wait, or when a row
     arrives this many seconds after the last part (or the start).
@@ -105,7 +111,7 @@ class ItemsWriter:
     def __init__(
         self,
         folder: Path,
-        schema: pa.Schema,
+        schema: pa.Schema | Callable[[], pa.Schema],
         instrument: Instrument,
         *,
         flush_rows: int = 10_000,
@@ -118,7 +124,6 @@ class ItemsWriter:
                 f"{self.folder} already holds a run's rows; give this run its own folder (hydra.run.dir=...)"
             )
         self.parts.mkdir(parents=True, exist_ok=True)
-        self.schema = schema
         self.instrument = instrument
         self.flush_rows = flush_rows
         self.flush_seconds = flush_seconds
@@ -128,12 +133,19 @@ class ItemsWriter:
         self._tables: list[pa.Table] = []  # what the parts hold, kept to merge without re-reading
         self._pool = ThreadPoolExecutor(max_workers=1, thread_name_prefix="memrun-writer")
         self._pending: list[Future[None]] = []
-        skip_pandas_probe()
+        self._schema = self._pool.submit(self._prepare, schema)  # the first task of the thread
         self.rows_written = 0
         self.sha256: str | None = None  # of items.parquet, once close() wrote it
 
-    def _with_metadata(self) -> pa.Schema:
-        return seal_schema(self.schema, self.instrument)
+    @staticmethod
+    def _prepare(schema: pa.Schema | Callable[[], pa.Schema]) -> pa.Schema:
+        skip_pandas_probe()
+        return schema() if callable(schema) else schema
+
+    @property
+    def schema(self) -> pa.Schema:
+        """The table schema (waits for the writer's thread to build it; raises what building it raised)."""
+        return self._schema.result()
 
     def add(self, row: Mapping[str, Any]) -> None:
         """Buffer one row; flush when the buffer is full or old enough."""
@@ -149,11 +161,12 @@ class ItemsWriter:
         rows, self._buffer = self._buffer, []
         name = self.parts / f"part-{self._n_parts:05d}.parquet"
         self._n_parts += 1
-        self._pending.append(self._pool.submit(self._write_part, rows, self._with_metadata(), name))
+        # The instrument as it is now (the run goes on changing it); sealed on the writer's thread.
+        self._pending.append(self._pool.submit(self._write_part, rows, self.instrument.to_json(), name))
         self._last_flush = time.monotonic()
 
-    def _write_part(self, rows: list[Mapping[str, Any]], schema: pa.Schema, name: Path) -> None:
-        table = pa.Table.from_pylist(rows, schema=schema)
+    def _write_part(self, rows: list[Mapping[str, Any]], instrument_json: str, name: Path) -> None:
+        table = pa.Table.from_pylist(rows, schema=seal_schema(self.schema, instrument_json))
         tmp = name.with_suffix(".tmp")
         pq.write_table(table, tmp, write_page_checksum=True)
         tmp.replace(name)
