@@ -312,7 +312,7 @@ class HttpArm:
                 for i, r in enumerate(records)]
         for start in range(0, len(rows), self.batch_size):
             batch = rows[start : start + self.batch_size]
-            rendered = [op.record.render(**context, record=r) for r in batch] if op.record else batch
+            rendered = op.record.render_each("record", batch, **context) if op.record else batch
             await self.server.arequest(op, **context, records=rendered)
         if "ready" in self.ops:
             await self._await_ready(self.ops["ready"], {**context, "n_records": len(rows)})

@@ -252,7 +252,7 @@ class McpArm:
         op = self.ops["ingest"]
         rows = [{"key": r.key, "text": r.text, "timestamp": r.timestamp, "session": r.session, "index": i}
                 for i, r in enumerate(records)]
-        rendered = [op.record.render(**context, record=r) for r in rows] if op.record else rows
+        rendered = op.record.render_each("record", rows, **context) if op.record else rows
         if op.per_record:
             for row in rendered:
                 await self._acall(session, "ingest", {**context, "record": row, "records": [row]})
