@@ -186,6 +186,7 @@ class HttpArm:
             if "health" in self.ops:
                 self.health = self._read_health(require_real_providers)
         except BaseException:
+            self.ledger.close()
             self.server.close()
             raise
         self._guard.install()
@@ -287,7 +288,7 @@ class HttpArm:
         if self._current == history_id:
             self._current = None
         if name is not None and not self.keep_namespaces and await self._aerase(name):
-            self.ledger.discard(name)
+            await self.ledger.discard_async(name)
 
     # -- the Arm protocol ----------------------------------------------------------------
 
@@ -301,7 +302,7 @@ class HttpArm:
         if self._closed:
             raise ArmError("arm=http: ingest after close")
         name = self.namespace_for(history_id)
-        self.ledger.add(name)  # before the server has it: a crash from here on is repaired
+        await self.ledger.add_async(name)  # on disk before the server has it: a crash from here on is repaired
         self.created += 1
         self._live[history_id], self._current = name, history_id
         context = {"namespace": name, "history_id": history_id, "flags": self.flags}
@@ -353,6 +354,7 @@ class HttpArm:
                 self._live.clear()
                 self._erase_all()
         finally:
+            self.ledger.close()
             self.server.close()
 
     def _erase_all(self) -> None:

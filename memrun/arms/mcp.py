@@ -220,7 +220,7 @@ class McpArm:
         if not self.keep_namespaces:
             session = None if self.per_process else await self.servers.shared(entry.slot)
             if await self._aerase(entry.namespace, session):
-                self.ledger.discard(entry.namespace)
+                await self.ledger.discard_async(entry.namespace)
 
     async def disconnect(self) -> None:
         """Stop the sessions of the running loop (memrun awaits it when its loop ends); the
@@ -241,7 +241,7 @@ class McpArm:
         if history_id in self._live:
             await self.release(history_id)
         name = str(self.root / (self.prefix + safe_name(history_id))) if self.per_process else self.prefix + safe_name(history_id)
-        self.ledger.add(name)  # before it exists: a crash from here on is repaired
+        await self.ledger.add_async(name)  # on disk before it exists: a crash from here on is repaired
         entry = self._live[history_id] = _History(name, slot=self.servers.next_slot())
         self._current = history_id
         if self.per_process:
@@ -313,6 +313,7 @@ class McpArm:
             elif self.ledger.names:
                 run_blocking(self._aerase_all())
         finally:
+            self.ledger.close()
             if self.per_process:
                 shutil.rmtree(self.root, ignore_errors=True)
 

@@ -11,6 +11,11 @@ ends with namespaces it could not erase (the server failed or died) marks its le
 namespaces (``keep_namespaces=true``) move to ``kept-<...>.json`` and are never erased
 automatically.
 
+The ledger's file is written by one thread of its own, in the order of the changes: an
+arm on the event loop awaits :meth:`NamespaceLedger.add_async` (the namespace is on disk
+before the request that creates it goes out) without holding every other request in
+flight while the file is written (~0.5 ms; a thousand writes in a LongMemEval-S run).
+
 SIGINT already raises KeyboardInterrupt; :class:`TerminationGuard` makes SIGTERM and
 SIGHUP do the same while an arm is open, so the run's ``finally`` closes the arm and
 erases its namespaces. SIGKILL cannot be caught: the ledger is the remedy for it.
@@ -18,6 +23,7 @@ erases its namespaces. SIGKILL cannot be caught: the ledger is the remedy for it
 
 from __future__ import annotations
 
+import asyncio
 import hashlib
 import json
 import os
@@ -26,6 +32,7 @@ import signal
 import socket
 import threading
 from collections.abc import Iterator
+from concurrent.futures import Future, ThreadPoolExecutor
 from datetime import datetime, timezone
 from pathlib import Path
 from typing import Any, NamedTuple
@@ -44,7 +51,11 @@ def default_ledger_dir() -> Path:
     return user_cache("namespaces")
 
 
-def _write_json(path: Path, data: dict[str, Any]) -> None:
+def _write_json(path: Path, data: dict[str, Any] | None) -> None:
+    """Write ``data`` to ``path`` atomically; None removes the file."""
+    if data is None:
+        path.unlink(missing_ok=True)
+        return
     tmp = path.with_suffix(".tmp")
     tmp.write_text(json.dumps(data, indent=1) + "\n")
     tmp.replace(path)
@@ -72,42 +83,64 @@ class NamespaceLedger:
         self.names: list[str] = []
         self.unerased: str | None = None
         self._started = datetime.now(timezone.utc).isoformat(timespec="seconds")
+        self._host = socket.gethostname()
+        self._writer = ThreadPoolExecutor(max_workers=1, thread_name_prefix="memrun-ledger")  # in order
 
-    def _save(self, path: Path | None = None) -> None:
-        data = {"base_url": self.base_url, "host": socket.gethostname(), "pid": os.getpid(),
-                "started_at": self._started, "namespaces": self.names}
-        if self.unerased is not None:
+    def _store(self, path: Path | None = None, remove: bool = False) -> Future[None]:
+        """Hand the list as it is now to the ledger's thread (None data: remove the file)."""
+        data = None if remove else {"base_url": self.base_url, "host": self._host, "pid": os.getpid(),
+                                    "started_at": self._started, "namespaces": list(self.names)}
+        if data is not None and self.unerased is not None:
             data["unerased"] = self.unerased
-        _write_json(path or self.path, data)
+        try:
+            return self._writer.submit(_write_json, path or self.path, data)
+        except RuntimeError:  # the interpreter is exiting (an arm closed by atexit): write here
+            done: Future[None] = Future()
+            _write_json(path or self.path, data)
+            done.set_result(None)
+            return done
+
+    def close(self) -> None:
+        """Wait for the pending writes and stop the ledger's thread (later writes happen in the caller's)."""
+        self._writer.shutdown(wait=True)
 
     def add(self, name: str) -> None:
-        """Record ``name`` (call before creating it on the server)."""
+        """Record ``name`` (call before creating it on the server); returns once it is on disk."""
         self.names.append(name)
-        self._save()
+        self._store().result()
+
+    async def add_async(self, name: str) -> None:
+        """:meth:`add` on the event loop: the loop serves other requests while the file is written."""
+        self.names.append(name)
+        await asyncio.wrap_future(self._store())
+
+    def _forget(self, name: str) -> Future[None]:
+        if name in self.names:
+            self.names.remove(name)
+        return self._store(remove=not self.names)
 
     def discard(self, name: str) -> None:
         """Forget ``name`` (call after the server erased it); the file goes when empty."""
-        if name in self.names:
-            self.names.remove(name)
-        if self.names:
-            self._save()
-        else:
-            self.path.unlink(missing_ok=True)
+        self._forget(name).result()
+
+    async def discard_async(self, name: str) -> None:
+        """:meth:`discard` on the event loop."""
+        await asyncio.wrap_future(self._forget(name))
 
     def mark_unerased(self, reason: str) -> None:
         """Record that the run ended with these namespaces still on the server (``reason``:
         the last erase error), so the next run does not report them as left by a kill."""
         if self.names:
             self.unerased = reason
-            self._save()
+            self._store().result()
 
     def keep(self) -> Path | None:
         """Move the list to ``kept-<name>.json`` (never cleaned automatically); its path."""
         if not self.names:
             return None
         kept = self.folder / f"{KEPT_PREFIX}{self.path.name}"
-        self._save(kept)
-        self.path.unlink(missing_ok=True)
+        self._store(kept).result()
+        self._store(remove=True).result()
         return kept
 
 
