@@ -205,24 +205,34 @@ class Flow:
 
     async def groups(self, groups: Iterable[Group]) -> AsyncIterator[tuple[Group, list[Retrieved]]]:
         """Each group with its items' results, in dataset order; up to ``concurrency``
-        histories are open at once. Closing the iterator (or cancelling its consumer)
-        lets the calls in flight finish and starts no further arm call."""
-        self._slots = asyncio.Semaphore(self.settings.concurrency)
+        histories are open at once. A history that finishes before the ones ahead of it
+        frees its place at once (its results wait, up to ``concurrency`` of them, to be
+        handed on in order), so one slow history does not hold the others back.
+        Closing the iterator (or cancelling its consumer) lets the calls in flight finish
+        and starts no further arm call."""
+        concurrency = self.settings.concurrency
+        self._slots = asyncio.Semaphore(concurrency)
         pending: deque[tuple[Group, asyncio.Task[list[Retrieved]]]] = deque()
         source = iter(groups)
         try:
             while True:
-                while len(pending) < self.settings.concurrency and not self.stopping:
+                open_ = sum(not task.done() for _, task in pending)
+                while open_ < concurrency and len(pending) < 2 * concurrency and not self.stopping:
                     group = next(source, None)
                     if group is None:
                         break
                     pending.append((group, asyncio.create_task(self.history(group))))
+                    open_ += 1
                 if not pending:
                     await asyncio.gather(*self._releases)
                     return
                 group, task = pending[0]
+                if not task.done():  # wait for any history (not the first: it may be the slow one)
+                    # asyncio.wait cancels nothing when a stop cancels it: calls in flight finish
+                    await asyncio.wait([t for _, t in pending if not t.done()], return_when=asyncio.FIRST_COMPLETED)
+                    continue
                 try:
-                    result = await asyncio.shield(task)  # a stop lets its calls in flight finish
+                    result = task.result()
                 except _Stopped:
                     if self.failure is not None:
                         raise self.failure from None

@@ -50,3 +50,43 @@ def test_warmup_searches_each_query_twice(tmp_path) -> None:
     warm = rows(tmp_path, "warm", "arm._target_=arms.concurrent.AsyncArm", "arm.warmup=true")
     cold = rows(tmp_path, "cold", "arm._target_=arms.concurrent.AsyncArm")
     assert warm == cold
+
+
+def test_a_slow_history_does_not_hold_back_the_ones_after_it() -> None:
+    """Histories after a slow one start as soon as places free up (not when the slow one
+    ends); their results still come out in dataset order."""
+    import asyncio
+    import time
+
+    from memrun.records import Group, Hit, Item, Record
+    from memrun.retrieval_flow import Flow, FlowSettings
+
+    class Arm:
+        def __init__(self) -> None:
+            self.started: dict[str, float] = {}
+            self.slow_done = float("inf")
+
+        async def ingest(self, history_id: str, records: Any) -> None:
+            self.started[history_id] = time.perf_counter()
+            await asyncio.sleep(0.6 if history_id == "h0" else 0.01)
+            if history_id == "h0":
+                self.slow_done = time.perf_counter()
+
+        async def search(self, query: str, k: int, history_id: str | None = None) -> list[Hit]:
+            return [Hit(key=f"{history_id}-r", score=1.0)]
+
+    def group(i: int) -> Group:
+        item = Item(item_id=f"q{i}", history_id=f"h{i}", cluster=f"h{i}", category="1", question="q",
+                    answer=None, answer_raw="null", gold_keys=(f"h{i}-r",))
+        return Group(history_id=f"h{i}", records=[Record(key=f"h{i}-r", text="t")], items=[item])
+
+    arm = Arm()
+    flow = Flow(arm, top_k=1, gold_match="key", settings=FlowSettings(concurrency=2))
+
+    async def main() -> list[str]:
+        return [g.history_id async for g, _ in flow.groups([group(i) for i in range(8)])]
+
+    assert asyncio.run(main()) == [f"h{i}" for i in range(8)]
+    # two open at once, up to four waiting to be handed on: h1, h2 and h3 ran while h0 was slow
+    early = sorted(h for h, t in arm.started.items() if t < arm.slow_done)
+    assert early == ["h0", "h1", "h2", "h3"]
