@@ -15,7 +15,9 @@ Two figures per row: the whole process, start to exit (what a user waits for; me
 start-up, imports, config and dataset load included, the peer's few imports included), and
 the span after start-up that the server itself measures (its first request after
 ``/v1/health`` to its last reply), so that start-up and the request path can be read
-apart. CPU s is user + system seconds of each side's process.
+apart; ``start s`` (process start to the first request) and ``exit s`` (last reply to
+exit) are what lies outside that span, memrun/peer. CPU s is user + system seconds of
+each side's process.
 
 The ideal is the server's time alone: max(total request time / C, the longest history's
 chain create + ingests + ceil(questions / C) searches + erase). Workloads: LoCoMo
@@ -66,7 +68,8 @@ async def _serve_client(reader: asyncio.StreamReader, writer: asyncio.StreamWrit
             if length:
                 await reader.readexactly(int(length.group(1)))
             if path == b"/bench/window":  # read and reset by the bench between runs
-                body = json.dumps({"seconds": WINDOW.get("last", 0.0) - WINDOW.get("first", 0.0)}).encode()
+                body = json.dumps({"seconds": WINDOW.get("last", 0.0) - WINDOW.get("first", 0.0),
+                                   "first": WINDOW.get("first", 0.0), "last": WINDOW.get("last", 0.0)}).encode()
                 WINDOW.clear()
                 writer.write(b"HTTP/1.1 200 OK\r\nContent-Type: application/json\r\nContent-Length: %d\r\n\r\n%s"
                              % (len(body), body))
@@ -199,18 +202,24 @@ def latency_p50(stdout_dir: Path) -> float:
     return json.loads(summaries[-1].read_text())["search_latency_ms"]["p50"]
 
 
-def served(url: str) -> float:
-    """Seconds the server was busy for the run that just ended (first request after health to
-    last reply; start-up and shutdown of the client excluded); resets the server's window."""
+def window(url: str) -> dict[str, float]:
+    """The server's busy span for the run that just ended: ``first`` request after health and
+    ``last`` reply (perf_counter, the machine's monotonic clock, shared with this process)
+    and ``seconds`` between them; resets the server's window."""
     with urllib.request.urlopen(f"{url}/bench/window") as response:
-        return float(json.loads(response.read())["seconds"])
+        return json.loads(response.read())
 
 
 def timed(cmd: list[str], url: str) -> Child:
-    """:func:`run_child`, with ``served``: the server's busy span for this run."""
-    served(url)  # a fresh window
+    """:func:`run_child`, with ``served`` (the server's busy span for this run), ``startup``
+    (process start to its first request) and ``shutdown`` (last reply to exit), in seconds."""
+    window(url)  # a fresh window
+    start = time.perf_counter()
     child = run_child(cmd)
-    child.served = served(url)  # type: ignore[attr-defined]
+    end = time.perf_counter()
+    span = window(url)
+    child.served = span["seconds"]  # type: ignore[attr-defined]
+    child.startup, child.shutdown = span["first"] - start, end - span["last"]  # type: ignore[attr-defined]
     return child
 
 
@@ -222,9 +231,11 @@ def bench_workload(name: str, benchmark: list[str], levels: list[int], args: arg
     n_req = sum(3 + math.ceil(len(h["records"]) / BATCH) + len(h["questions"]) for h in plan)
     print(f"\n{name}: {len(plan)} histories, {sum(len(h['questions']) for h in plan)} searches, {n_req} requests; "
           f"server {args.search_ms:g} ms per request, {args.ingest_ms:g} ms per ingest")
-    print(f"{'':>21}{'-- whole process (what a user waits) --':^48}{'-- after start-up --':^30}")
+    print(f"{'':>21}{'-- whole process (what a user waits) --':^48}{'-- after start-up --':^30}"
+          f"{'-- outside it, m/p --':^22}")
     print(f"{'concurrency':>12}{'ideal s':>9}{'memrun s':>10}{'peer s':>9}{'vs ideal':>10}{'vs peer':>9}"
-          f"{'CPU s m/p':>10}{'memrun s':>10}{'peer s':>9}{'vs ideal':>10}{'vs peer':>9}{'memrun MiB':>12}{'peer MiB':>10}")
+          f"{'CPU s m/p':>10}{'memrun s':>10}{'peer s':>9}{'vs ideal':>10}{'vs peer':>9}"
+          f"{'start s':>11}{'exit s':>11}{'memrun MiB':>12}{'peer MiB':>10}")
     server, url = start_server(args.search_ms, args.ingest_ms)
     try:
         for c in levels:
@@ -235,10 +246,14 @@ def bench_workload(name: str, benchmark: list[str], levels: list[int], args: arg
             peer_served = statistics.median(x.served for x in pairs.b)  # type: ignore[attr-defined]
             served_ratio = statistics.median(x.served / y.served for x, y in zip(pairs.a, pairs.b))  # type: ignore[attr-defined]
             cpu = f"{pairs.median_cpu('a'):.1f}/{pairs.median_cpu('b'):.1f}"
+            start = "/".join(f"{statistics.median(x.startup for x in side):.2f}"  # type: ignore[attr-defined]
+                             for side in (pairs.a, pairs.b))
+            end = "/".join(f"{statistics.median(x.shutdown for x in side):.2f}"  # type: ignore[attr-defined]
+                           for side in (pairs.a, pairs.b))
             print(f"{c:>12}{ideal:>9.2f}{pairs.median('a'):>10.2f}{pairs.median('b'):>9.2f}"
                   f"{pairs.median('a') / ideal:>10.2f}{pairs.ratio:>9.2f}{cpu:>10}"
                   f"{mem_served:>10.2f}{peer_served:>9.2f}{mem_served / ideal:>10.2f}{served_ratio:>9.2f}"
-                  f"{pairs.peak('a'):>12.0f}{pairs.peak('b'):>10.0f}")
+                  f"{start:>11}{end:>11}{pairs.peak('a'):>12.0f}{pairs.peak('b'):>10.0f}")
     finally:
         server.terminate()
         server.wait()
