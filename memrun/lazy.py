@@ -1,8 +1,10 @@
 """The one way memrun defers an import, for start-up time.
 
 Rule: every import sits at the top of its module; one a common path does not need (a heavy
-library, or a module only one command or branch uses) is ``name = lazy("package.module")``
-there, loaded at its first attribute read; no function body imports (``tests/test_layers.py``).
+library, or a module only one command or branch uses), or one a run loads on another thread
+so that its first requests need not wait (pyarrow, on the writer's thread:
+:mod:`memrun.io.writer`), is ``name = lazy("package.module")`` there, loaded at its first
+attribute read; no function body imports (``tests/test_layers.py``).
 """
 
 from __future__ import annotations
