@@ -7,7 +7,9 @@ from pathlib import Path
 
 import pytest
 
-from memrun.benchmarks.longmemeval import LongMemEval, scan_index
+from memrun.benchmarks import lme_scan
+from memrun.benchmarks.lme_scan import scan_index
+from memrun.benchmarks.longmemeval import LongMemEval
 from memrun.errors import ConfigError, DataError, DownloadError
 from helpers import DATE, FILES, loader, question, turn, write_lme
 
@@ -227,3 +229,30 @@ def test_history_records_index_like_a_list(tmp_path: Path) -> None:
     assert group.records[1:] == flat[1:]
     with pytest.raises(IndexError):
         group.records[3]
+
+
+def test_a_second_load_of_the_same_bytes_reuses_the_scan(tmp_path: Path, monkeypatch) -> None:
+    """The validating scan is kept under the file's sha256 in memrun's user cache: a second
+    load of the same bytes does not scan again and gets the same index; other bytes, a
+    damaged cache file or a malformed file are scanned (and a malformed one still fails)."""
+    monkeypatch.setenv("XDG_CACHE_HOME", str(tmp_path / "cache"))
+    scans: list[Path] = []
+    real = lme_scan.scan_index
+    monkeypatch.setattr(lme_scan, "scan_index", lambda path: scans.append(path) or real(path))
+    path = write_lme(tmp_path / "f.json", [question(f"q{i}", [("s", DATE, [turn("user", "x", True)])], ["s"])
+                                           for i in range(3)])
+    first, groups = _load(path)
+    second, again = _load(path)
+    assert len(scans) == 1 and second.index == first.index == [(f"q{i}", "single-session-user") for i in range(3)]
+    assert [g.history_id for g in again] == [g.history_id for g in groups]
+    (kept,) = (tmp_path / "cache" / "memrun" / "scans").iterdir()
+    assert first.sha256 in kept.name
+    kept.write_text("{damaged")
+    assert _load(path)[0].index == first.index and len(scans) == 2
+    write_lme(path, [question("other", [("s", DATE, [turn("user", "y", True)])], ["s"])])
+    assert _load(path)[0].index == [("other", "single-session-user")] and len(scans) == 3
+    path.write_text(path.read_text()[:-20])  # truncated: fails, and keeps failing
+    for _ in range(2):
+        with pytest.raises(DataError, match="not valid JSON"):
+            loader(path).load(tmp_path)
+    assert len(scans) == 5

@@ -77,7 +77,7 @@ import ijson
 
 from memrun.benchmarks import count_differences, download
 from memrun.benchmarks.sessions import HistoryRecords, Session, SessionStore, TurnError
-from memrun.benchmarks.lme_scan import first_line, open_json, scan_index
+from memrun.benchmarks.lme_scan import cached_scan_index, first_line, open_json
 from memrun.errors import ConfigError, DataError
 from memrun.metrics.retrieval_official import ANSWER_MARK, LME_NDCG, LME_OFFICIAL_PRESET, OFFICIAL_NO_GOLD
 from memrun.metrics.stale import SUPERSEDED_KEY
@@ -167,7 +167,7 @@ class LongMemEval:
         if ijson.backend != "yajl2_c":
             warnings.append(f"ijson uses its {ijson.backend} backend, several times slower than yajl2_c; "
                             "reinstall ijson from a wheel that has it")
-        index = scan_index(path)
+        index = cached_scan_index(path, digest)  # the same bytes were scanned before: kept
         warnings += self._check_counts(index)
         counts: dict[str, int] = dict.fromkeys(COUNT_KEYS, 0)
         split = self.split if self.roles == ROLES else f"{self.split}/{'+'.join(self.roles)}-turns"
