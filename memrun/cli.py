@@ -181,12 +181,17 @@ def _run_hydra(args: list[str]) -> int:
     # collection would only walk them (~0.2 s in all). run.run enables the collector again
     # when the items begin, having frozen what start-up built.
     gc.disable()
-    config.register()
-    launch.last_exit_code, launch.current_dir, launch.existing_root = 0, None, None
-    sweep.last_sweep_exit_code, sweep.current_sweep = None, None
-    # launch.job runs each job (a user error is one line there; a sweep goes on with its
-    # next job); it captures nothing, so every launcher can pickle it.
-    app = hydra.main(config_path=str(conf_dir()), config_name="config", version_base=None)(launch.job)
+    try:
+        config.register()
+        launch.last_exit_code, launch.current_dir, launch.existing_root = 0, None, None
+        sweep.last_sweep_exit_code, sweep.current_sweep = None, None
+        # launch.job runs each job (a user error is one line there; a sweep goes on with its
+        # next job); it captures nothing, so every launcher can pickle it.
+        app = hydra.main(config_path=str(conf_dir()), config_name="config", version_base=None)(launch.job)
+    except BaseException:  # a broken install: the caller's process keeps its collector
+        gc.enable()
+        restore_signals()
+        raise
     # Let Hydra's exceptions reach us so each becomes one line instead of a trace.
     os.environ.setdefault("HYDRA_FULL_ERROR", "1")
     saved_argv = sys.argv

@@ -323,3 +323,13 @@ def test_the_collector_is_off_during_start_up_only(tmp_path, monkeypatch):
     assert cli_main(["progress=false"]) == 0
     assert seen == {"load": False, "items": True} and gc.isenabled()
     assert cli_main(["arm.top_k=many", "progress=false"]) == 2 and gc.isenabled()
+
+    from memrun import config
+
+    def broken() -> None:
+        raise RuntimeError("a broken install")
+
+    monkeypatch.setattr(config, "register", broken)
+    with pytest.raises(RuntimeError, match="broken install"):
+        cli_main(["progress=false"])
+    assert gc.isenabled()
