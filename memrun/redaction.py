@@ -23,7 +23,6 @@ lines, its warnings and its error line.
 
 from __future__ import annotations
 
-import fcntl
 import logging
 import re
 from collections.abc import Iterable, Iterator, Mapping
@@ -34,6 +33,7 @@ from urllib.parse import unquote, urlsplit
 from memrun.errors import ConfigError
 from memrun.lazy import lazy
 
+fcntl = lazy("fcntl")  # POSIX only: loaded where a file is redacted in place, as before the import move
 hydra_config = lazy("hydra.core.hydra_config")
 hydra_types = lazy("hydra.types")
 

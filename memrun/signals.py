@@ -112,7 +112,6 @@ def exit_quickly_when_stopped() -> None:
     def exit_now() -> None:
         if not _requested:
             return
-
         logging.shutdown()
         for stream in (sys.stdout, sys.stderr):
             try:

@@ -25,13 +25,12 @@ import sys
 from collections.abc import Callable, Sequence
 from pathlib import Path
 from types import ModuleType
-
-from memrun.lazy import lazy, loaded
-
-bm25s = lazy("bm25s")  # with SciPy: loaded by import_bm25s, where an index or Tokenizer is needed
 from typing import Any
 
 from memrun.errors import ArmError
+from memrun.lazy import lazy, loaded
+
+bm25s = lazy("bm25s")  # with SciPy: loaded by import_bm25s, where an index or Tokenizer is needed
 
 BM25S_PATTERN = r"(?u)\b\w\w+\b"
 """bm25s's default token pattern."""

@@ -152,7 +152,7 @@ class McpSession:
             client = mcp_httpx.create_mcp_http_client(headers=dict(spec.headers))
             return mcp_http.streamable_http_client(spec.url, http_client=client)
         params = mcp_stdio.StdioServerParameters(command=str(spec.command), args=[str(a) for a in spec.args],
-                                       env={str(k): str(v) for k, v in spec.env.items()}, cwd=spec.cwd)
+                                                 env={str(k): str(v) for k, v in spec.env.items()}, cwd=spec.cwd)
         return mcp_stdio.stdio_client(params, errlog=self._errlog)
 
     def stderr_tail(self) -> str:

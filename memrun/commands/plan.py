@@ -23,10 +23,10 @@ from typing import Any
 
 from memrun.errors import ConfigError, MemrunError
 from memrun.lazy import lazy
+from memrun.paths import conf_dir
 
 commands_compare = lazy("memrun.commands.compare")
 report_md = lazy("memrun.report.md")
-memrun_paths = lazy("memrun.paths")
 config_compose = lazy("memrun.config.compose")
 config_spec = lazy("memrun.config.spec")
 llm_prices = lazy("memrun.llm.prices")
@@ -148,7 +148,7 @@ def main(argv: list[str]) -> int:
         raise ConfigError(f"--chars-per-token {args.chars_per_token}: must be positive")
     pilot = _pilot_runs(args.pilot) if args.pilot else None
 
-    prices, info = llm_prices.load_prices(args.prices or memrun_paths.conf_dir() / "prices.yaml")
+    prices, info = llm_prices.load_prices(args.prices or conf_dir() / "prices.yaml")
     if args.prices is None:
         info["file"] = "conf/prices.yaml"  # memrun's own table: named, not located
     extra = []

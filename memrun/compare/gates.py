@@ -14,9 +14,7 @@ from typing import Any
 import yaml
 
 from memrun.errors import MemrunError
-from memrun.lazy import lazy
-
-memrun_paths = lazy("memrun.paths")
+from memrun.paths import conf_dir
 
 GATE_KEYS = {"metric": "metric", "band": "gate_band", "gate-min-delta": "gate_min_delta",
              "gate_min_delta": "gate_min_delta", "categories": "categories",
@@ -31,7 +29,7 @@ def gate_path(name: str) -> Path:
     path = Path(name)
     if path.suffix in (".yaml", ".yml") or path.is_file():
         return path
-    return memrun_paths.conf_dir() / "gates" / f"{name}.yaml"
+    return conf_dir() / "gates" / f"{name}.yaml"
 
 
 def load_gate(name: str) -> dict[str, Any]:

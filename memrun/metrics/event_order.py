@@ -30,6 +30,7 @@ import math
 import warnings
 from collections.abc import Awaitable, Callable, Sequence
 from dataclasses import dataclass
+
 from memrun.lazy import lazy
 
 scipy_stats = lazy("scipy.stats")  # ~1 s to import: only when an ordering is scored

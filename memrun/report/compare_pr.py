@@ -20,10 +20,10 @@ from typing import Any
 import yaml
 
 from memrun.lazy import lazy
+from memrun.paths import conf_dir
 from memrun.report import md
 
 io_reader = lazy("memrun.io.reader")
-memrun_paths = lazy("memrun.paths")
 llm_prices = lazy("memrun.llm.prices")
 
 MARKER = "<!-- memrun-compare: {benchmark}/{arm} -->"
@@ -70,7 +70,7 @@ def run_cost(path: str | Path, inst: Any, calls: Mapping[str, Any]) -> float | N
     if inst.fake_providers:
         return 0.0
     try:
-        prices, _ = llm_prices.load_prices(memrun_paths.conf_dir() / "prices.yaml")
+        prices, _ = llm_prices.load_prices(conf_dir() / "prices.yaml")
         columns = ["context_tokens", "completion_tokens", "reader_cache_hit"]
         rows = io_reader.read_run(path, columns=columns).table.to_pylist()
     except Exception:  # noqa: BLE001 - no cost is better than no comment

@@ -8,6 +8,7 @@ from typing import Any
 from rich import box
 from rich.console import Console
 from rich.table import Table
+
 from memrun.lazy import lazy
 
 report_model = lazy("memrun.report.model")

@@ -14,6 +14,7 @@ from typing import Any
 
 import numpy as np
 from numpy.typing import ArrayLike, NDArray
+
 from memrun.lazy import lazy
 
 scipy_special = lazy("scipy.special")

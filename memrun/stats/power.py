@@ -31,6 +31,7 @@ import math
 from dataclasses import asdict, dataclass
 from statistics import NormalDist
 from typing import Any
+
 from memrun.lazy import lazy
 
 scipy_special = lazy("scipy.special")

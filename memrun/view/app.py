@@ -32,6 +32,7 @@ from urllib.parse import quote, urlencode
 
 from memrun.errors import MemrunError
 from memrun.lazy import lazy
+from memrun.paths import user_cache
 from memrun.view.runs import INSTRUMENT_COLUMNS, RunIndex, stamp
 
 starlette_responses = lazy("starlette.responses")
@@ -40,7 +41,6 @@ html_run_page = lazy("memrun.report.html.run_page")
 html_compare_page = lazy("memrun.report.html.compare_page")
 html_sweep_page = lazy("memrun.report.html.sweep_page")
 view_item = lazy("memrun.view.item")
-memrun_paths = lazy("memrun.paths")
 starlette_applications = lazy("starlette.applications")
 starlette_middleware = lazy("starlette.middleware")
 middleware_trustedhost = lazy("starlette.middleware.trustedhost")
@@ -170,7 +170,7 @@ def item_page(runs: Runs, rel: str, item_id: str) -> Any:
 def index_cache(root: Path) -> Path:
     """Where the runs table of ``root`` is kept between sessions (memrun's user cache)."""
     digest = hashlib.sha256(str(Path(root).resolve()).encode()).hexdigest()[:16]
-    return memrun_paths.user_cache("view") / f"runs-{digest}.json"
+    return user_cache("view") / f"runs-{digest}.json"
 
 
 LOCAL_HOSTS = ["127.0.0.1", "localhost"]

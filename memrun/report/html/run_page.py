@@ -39,9 +39,10 @@ def load_summary(run: RunTable) -> tuple[dict[str, Any], str | None]:
     if not rows:
         return {"overall_all": {}, "per_category": {}}, "no summary.json and no rows: nothing to summarize"
     denominator = (inst.config or {}).get("denominator") or "accuracy_abstain_wrong"
-    summary = metrics_run_level.summarize_rows(rows, axis=str(inst.axis), ks=inst.ks, categories=inst.categories,
-                                               comparable_categories=inst.comparable_categories, task_averaged=inst.task_averaged,
-                                               headline=denominator, unmeasurable=inst.retrieval_not_measurable)
+    summary = metrics_run_level.summarize_rows(
+        rows, axis=str(inst.axis), ks=inst.ks, categories=inst.categories,
+        comparable_categories=inst.comparable_categories, task_averaged=inst.task_averaged,
+        headline=denominator, unmeasurable=inst.retrieval_not_measurable)
     return summary, f"no {SUMMARY_FILE}: the figures below were recomputed from the {len(rows)} rows it wrote"
 
 

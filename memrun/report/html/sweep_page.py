@@ -3,12 +3,11 @@ each job's own run page (written beside its rows, linked by a relative path)."""
 
 from __future__ import annotations
 
+import json
 import os
+from collections.abc import Sequence
 from pathlib import Path
 from typing import Any
-
-import json
-from collections.abc import Sequence
 
 from memrun.errors import MemrunError
 from memrun.io.reader import read_instrument
