@@ -41,9 +41,18 @@ NEVER_TREATMENTS = {
 """Comparability fields that no comparison may vary, with why."""
 
 
-def _cmp(why: str, default: Any = None) -> Any:
-    """A comparability field: runs compare only when both carry the same value."""
-    return field(default=default, metadata={"compare": True, "why": why})
+ARM = "arm"
+"""``reported_by`` of a field an arm's ``describe()`` may set (:meth:`Instrument.arm_fields`)."""
+SERVER = "server"
+"""``reported_by`` of a field a memory server's health response may set too (:meth:`Instrument.server_fields`)."""
+
+
+def _cmp(why: str, default: Any = None, reported_by: str | None = None) -> Any:
+    """A comparability field: runs compare only when both carry the same value.
+
+    reported_by: :data:`ARM` or :data:`SERVER` when the system under test reports the value
+    (else the run sets it, and an arm that reports it is refused)."""
+    return field(default=default, metadata={"compare": True, "why": why, "reported_by": reported_by})
 
 
 @dataclass
@@ -57,13 +66,13 @@ class Instrument:
     slice: str | None = _cmp("a slice changes which items count (LoCoMo categories 1-4 vs 1-5)")
     dataset_sha256: str | None = _cmp("a different file is a different dataset, even under one name")
     corrections_sha256: str | None = _cmp("runs scored against different gold disagree by construction")
-    search_mode: str | None = _cmp("another search mode is an ablation, not the same system")
-    embedder: str | None = _cmp("an embedder swap moves the whole similarity scale")
-    embedder_dim: int | None = _cmp("a different dimension is a different embedder")
-    server_build: str | None = _cmp("a different server build is a different system under test")
-    server_model: str | None = _cmp("another model inside the memory server is another system under test")
-    index_revision: str | None = _cmp("an index built from another revision holds other records")
-    crediting: bool | None = _cmp("a crediting run reinforces what it reads", default=False)
+    search_mode: str | None = _cmp("another search mode is an ablation, not the same system", reported_by=SERVER)
+    embedder: str | None = _cmp("an embedder swap moves the whole similarity scale", reported_by=SERVER)
+    embedder_dim: int | None = _cmp("a different dimension is a different embedder", reported_by=SERVER)
+    server_build: str | None = _cmp("a different server build is a different system under test", reported_by=SERVER)
+    server_model: str | None = _cmp("another model inside the memory server is another system under test", reported_by=SERVER)
+    index_revision: str | None = _cmp("an index built from another revision holds other records", reported_by=SERVER)
+    crediting: bool | None = _cmp("a crediting run reinforces what it reads", default=False, reported_by=ARM)
     denominator: str | None = _cmp("leaving abstentions out flatters an arm that abstains more")
     reader_model: str | None = _cmp("a stronger reader moves reasoning-heavy categories")
     reader_prompt_sha256: str | None = _cmp("a different reader prompt changes the answers")
@@ -83,7 +92,7 @@ class Instrument:
     error: str | None = None  # a failed run: why, in one line (what the command line printed)
     arm: str | None = None
     arm_info: dict[str, Any] = field(default_factory=dict)  # what describe() reported beyond the fields above
-    fake_providers: bool = False
+    fake_providers: bool = field(default=False, metadata={"reported_by": ARM})  # arm=http: the health names a fake
     judge2_model: str | None = None  # axis=accuracy: the second judge, when one re-graded a sample
     judge2_prompt_sha256: str | None = None
     llm_endpoints: dict[str, str] = field(default_factory=dict)  # axis=accuracy: role (reader, judge, judge2) -> base URL
@@ -117,6 +126,23 @@ class Instrument:
         return {
             f.name: f.metadata["why"] for f in dataclasses.fields(Instrument) if f.metadata.get("compare")
         }
+
+    @staticmethod
+    def arm_fields() -> tuple[str, ...]:
+        """The fields an arm's ``describe()`` may report (the rest of what it reports is
+        kept as ``arm_info``): every field declared with a ``reported_by``."""
+        return tuple(f.name for f in dataclasses.fields(Instrument) if f.metadata.get("reported_by"))
+
+    @staticmethod
+    def server_fields() -> tuple[str, ...]:
+        """The fields a memory server's health response may report (``arm=http``, ``arm=mcp``)."""
+        return tuple(f.name for f in dataclasses.fields(Instrument) if f.metadata.get("reported_by") == SERVER)
+
+    @staticmethod
+    def reserved_fields() -> frozenset[str]:
+        """Every field the run sets itself: an arm that reports one is refused
+        (:func:`memrun.arms.describe`). Derived here, so a new field is reserved by default."""
+        return frozenset(f.name for f in dataclasses.fields(Instrument)) - set(Instrument.arm_fields())
 
     def diff(self, other: Instrument, treatments: tuple[str, ...] | list[str] = ()) -> list[Difference]:
         """The comparability fields on which ``self`` and ``other`` differ.

@@ -22,6 +22,7 @@ from typing import Any, Protocol, runtime_checkable
 import numpy as np
 
 from memrun.errors import ArmError
+from memrun.instrument import Instrument
 from memrun.records import GoldMatch, Hit, Item, Record
 
 
@@ -77,14 +78,12 @@ class QueryPreparer(Protocol):
 BYPASS_MODES = ("full_context", "oracle")
 
 
-DESCRIBE_KEYS = ("search_mode", "embedder", "embedder_dim", "server_build", "server_model", "index_revision",
-                 "crediting", "fake_providers")
+DESCRIBE_KEYS = Instrument.arm_fields()
 """The instrument fields an arm may set from ``describe()``; other keys it reports are kept
-as the instrument's ``arm_info`` (provenance, not compared)."""
-RESERVED_KEYS = ("axis", "benchmark", "split", "slice", "dataset_sha256", "corrections_sha256", "denominator",
-                 "reader_model", "reader_prompt_sha256", "judge_model", "judge_prompt_sha256", "context_policy",
-                 "run_id", "status", "arm")
-"""Instrument fields the run sets; an arm's ``describe()`` may not report them."""
+as the instrument's ``arm_info`` (provenance, not compared). Derived from :class:`Instrument`."""
+RESERVED_KEYS = Instrument.reserved_fields()
+"""Instrument fields the run sets (every other field of :class:`Instrument`); an arm's
+``describe()`` may not report them."""
 
 
 def ranked_hits(records: Sequence[Record], order: Any, scores: Any, k: int) -> list[Hit]:

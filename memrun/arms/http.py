@@ -53,13 +53,14 @@ from memrun.arms.http_templates import (CONTEXT, Operation, await_ready, describ
 from memrun.arms.namespaces import (UNSAFE, NamespaceLedger, TerminationGuard, default_ledger_dir, orphaned_ledgers,
                                     safe_name)
 from memrun.errors import ArmError
+from memrun.instrument import Instrument
 from memrun.redaction import Redactor
 from memrun.run_warnings import warn
 from memrun.records import Hit, Record
 
 OPERATIONS = ("health", "create", "ingest", "ready", "search", "erase")
-HEALTH_FIELDS = ("search_mode", "server_build", "embedder", "embedder_dim", "server_model", "index_revision",
-                 "providers")
+HEALTH_FIELDS = (*Instrument.server_fields(), "providers")
+"""What a health result may report: the instrument's server fields, and the providers it runs."""
 MIN_RPS = 1 / 60  # arm.max_rps: a slower cap is a typo (1e-9 would wait 30 years between requests)
 FAKE_PROVIDER = re.compile(r"fake|stub|mock|dummy", re.IGNORECASE)
 
