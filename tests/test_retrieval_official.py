@@ -88,11 +88,38 @@ def test_effective_cutoff_widens_and_is_unknown_when_hits_are_cut_early() -> Non
     assert effective_cutoff(sessions, 2, False) == 3  # two turns cover one session; the 3rd adds b
     assert effective_cutoff(sessions, 3, False) == 5
     assert effective_cutoff(sessions, 4, False) is None  # cut at top_k before a 4th session: not measured
-    assert effective_cutoff(sessions, 4, True) == 5  # ... unless the arm ranked all it could
+    # ... unless the arm ranked all it could: then at least one turn more per session not reached
+    assert effective_cutoff(sessions, 4, True) == 6 and effective_cutoff(["a"], 3, True) == 3
     result = score_lme_official(["a_1", "a_2"], {"a_1": "a", "a_2": "a"}, ["a_1"], complete=False, ks=(1, 2))
     assert result is not None and 2 not in result.session.hit and 2 not in result.session_ndcg
     row = item_columns(result.session, (1, 2), "session_", {"lme_ndcg": result.session_ndcg})
     assert row["session_hit_at_1"] is True and row["session_hit_at_2"] is None and row["session_lme_ndcg_at_2"] is None
+
+
+def test_fivegold_session_ndcg_ideal_is_set_by_the_gold_not_the_hits() -> None:
+    """Issue 31, point 3: five evidence turns, the arm returns three (all evidence) and ranks
+    nothing else. The official session nDCG is 0.7387 at every K from 3: its ideal DCG puts
+    all five relevant turns first; memrun read 1.0 (an ideal cut at the three hits)."""
+    gold = [f"answer_a_{i}" for i in range(1, 6)]
+    fillers = [f"f{j}_1" for j in range(60)]
+    session_of = {key: key.rsplit("_", 1)[0] for key in gold + fillers}
+    hits = gold[:3]
+    result = score_lme_official(hits, session_of, gold, complete=True, ks=KS)
+    assert result is not None
+    expected = _dcg([True] * 3) / _dcg([True] * 5)
+    assert expected == pytest.approx(0.7387, abs=5e-5)
+    # the official code on its whole-corpus ranking: the hits, then the zero-scored rest in
+    # reversed corpus order (np.argsort(scores)[::-1]), the answer session first in the corpus
+    ranked = hits + [key for key in reversed(gold + fillers) if key not in hits]
+    sessions = [key.rsplit("_", 1)[0] for key in ranked]
+    for k in KS:
+        cut = k
+        while cut < len(sessions) and len(set(sessions[:cut])) < k:
+            cut += 1
+        official = _evaluate(sessions, {"answer_a"}, cut)[2]
+        assert result.session_ndcg[k] == pytest.approx(official), k
+        assert result.session_ndcg[k] == pytest.approx(1.0 if k == 1 else expected), k
+        assert result.ndcg[k] == pytest.approx(_evaluate(ranked, set(gold), k)[2] if k <= 3 else expected), k
 
 
 def _assistant_evidence(tmp_path: Path) -> Path:

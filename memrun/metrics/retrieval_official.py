@@ -83,16 +83,22 @@ def effective_cutoff(sessions: Sequence[str], k: int, complete: bool) -> int | N
     sessions: the session of each ranked turn (the arm's distinct hits, in rank order).
     complete: the hits are the arm's whole ranking (it returned fewer than it was asked
     for, or the whole corpus), so records it did not return are not retrieved, as at
-    turn level. Returns the number of turns to read (at least ``k``; all the hits when
-    they cover fewer than ``k`` sessions and are complete), or None when the hits were
-    cut at ``top_k`` before covering ``k`` sessions (the cut-off is not known).
+    turn level. Returns the number of turns to read (at least ``k``), or None when the
+    hits were cut at ``top_k`` before covering ``k`` sessions (the cut-off is not known).
+
+    Complete hits that cover fewer than ``k`` sessions: the official ranking goes on into
+    the records the arm did not return (the official code orders them by a tie of zero
+    scores), each at best in a session not yet reached, so the cut-off is at least
+    ``len(sessions) + (k - sessions reached)``, and at least ``k``: that least value is
+    returned. The turns past the hits are not retrieved (relevance 0), but they widen the
+    ideal DCG, which the gold sets, never the number of hits.
     """
     seen: set[str] = set()
     for i, session in enumerate(sessions, start=1):
         seen.add(session)
         if len(seen) >= k:
             return max(i, k)
-    return len(sessions) if complete else None
+    return max(k, len(sessions) + k - len(seen)) if complete else None
 
 
 @dataclass(frozen=True, slots=True)
