@@ -56,6 +56,7 @@ class Retrieved:
     history: frozenset[str] = frozenset()
     n_records: int = 0
     queue_ms: float | None = None
+    gold_texts: tuple[str | None, ...] | None = None  # the text of each gold key's record (None: no such record)
 
 
 def make_row(run_id: str, r: Retrieved, dataset: Dataset, ks: Sequence[int], top_k: int | None = None,
@@ -111,9 +112,11 @@ def make_row(run_id: str, r: Retrieved, dataset: Dataset, ks: Sequence[int], top
         "answer_raw": item.answer_raw,
         "gold_keys": list(item.gold_keys),
         "gold_keys_raw": list(item.gold_keys_raw),
+        "gold_texts": None if r.gold_texts is None else list(r.gold_texts),
         "extra": json.dumps(item.extra, ensure_ascii=False) if item.extra else None,
         "retrieved_keys": None if hits is None else [h.key for h in hits],
         "retrieved_scores": None if hits is None else [h.score for h in hits],
+        "retrieved_texts": None if hits is None else [h.text for h in hits],
         "n_retrieved": None if hits is None else len(hits),
         "search_latency_ms": r.latency_ms,
         "search_queue_ms": r.queue_ms,
@@ -190,6 +193,20 @@ def check_hits(arm: Arm, result: Any) -> list[Hit]:
     return hits
 
 
+def record_texts(group: Group) -> dict[str, str]:
+    """Record key -> text of a group's records (what a gold key's text is looked up in)."""
+    return {r.key: r.text for r in group.records}
+
+
+def gold_texts(item: Item, texts: Mapping[str, str], gold_match: GoldMatch) -> tuple[str | None, ...] | None:
+    """The text of each of ``item``'s gold records, in ``gold_keys`` order (None for a key
+    that names no record of the history, e.g. a session id); None when the gold is not
+    record keys (``gold_match=substring``: phrases a hit must contain) or there is none."""
+    if gold_match != "key" or not item.gold_keys:
+        return None
+    return tuple(texts.get(k) for k in item.gold_keys)
+
+
 def history_keys(group: Group) -> frozenset[str]:
     """The keys a hit may name for the group's items: its record keys and session ids."""
     return frozenset(r.key for r in group.records) | frozenset(r.session for r in group.records if r.session)
@@ -214,12 +231,13 @@ def iter_group(arm: Arm, group: Group, top_k: int, gold_match: GoldMatch, answer
     session_of = sessions_of(group)
     known = history_keys(group)
     answer_for = getattr(arm, "answer_for", None) if answers else None
+    texts = record_texts(group)
     for item in group.items:
         hits, latency, error = (None, None, ingest_error) if ingest_error else search(arm, item, top_k, gold_match,
                                                                                        warmup)
         answer, error = arm_answer(answer_for, item, error)
         yield Retrieved(item, hits, latency, error, answer, session_of, known, len(group.records),
-                        queue_ms=None if latency is None else 0.0)
+                        queue_ms=None if latency is None else 0.0, gold_texts=gold_texts(item, texts, gold_match))
 
 
 def retrieve_group(arm: Arm, group: Group, top_k: int, gold_match: GoldMatch) -> list[Retrieved]:

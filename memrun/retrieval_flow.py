@@ -46,7 +46,16 @@ from memrun import signals
 from memrun.errors import ArmError, ConfigError
 from memrun.http_policy import WAITED
 from memrun.records import GoldMatch, Group, Hit, Item
-from memrun.retrieval import Retrieved, arm_answer, check_hits, history_keys, iter_group, sessions_of
+from memrun.retrieval import (
+    Retrieved,
+    arm_answer,
+    check_hits,
+    gold_texts,
+    history_keys,
+    iter_group,
+    record_texts,
+    sessions_of,
+)
 
 ASYNC, THREADS, SEQUENTIAL = "async", "threads", "sequential"
 DEFAULT_CONCURRENCY = 16
@@ -187,9 +196,11 @@ class Flow:
         """Ingest one history, search all its items at once, release it; its items' results in order."""
         error = await self._ingest(group)
         session_of, known, n = sessions_of(group), history_keys(group), len(group.records)
+        texts = record_texts(group)
         if error is not None:
             self._release(group)
-            return [Retrieved(item, None, None, error, None, session_of, known, n) for item in group.items]
+            return [Retrieved(item, None, None, error, None, session_of, known, n,
+                              gold_texts=gold_texts(item, texts, self.gold_match)) for item in group.items]
         # every search ends before the history does (a stop must not orphan calls in flight)
         found = await asyncio.gather(*(self._search(group, item) for item in group.items), return_exceptions=True)
         for outcome in found:
@@ -200,7 +211,8 @@ class Flow:
         out = []
         for item, (hits, latency, queued, err) in zip(group.items, found):
             answer, err = arm_answer(answer_for, item, err)
-            out.append(Retrieved(item, hits, latency, err, answer, session_of, known, n, queue_ms=queued))
+            out.append(Retrieved(item, hits, latency, err, answer, session_of, known, n, queue_ms=queued,
+                                 gold_texts=gold_texts(item, texts, self.gold_match)))
         return out
 
     async def groups(self, groups: Iterable[Group]) -> AsyncIterator[tuple[Group, list[Retrieved]]]:

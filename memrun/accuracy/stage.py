@@ -138,11 +138,7 @@ class AnswerStage:
                     self.setup.llm.prefetch(self.setup.reader.endpoint, [
                         (p.request, repeat) for p in prepared if p is not None and p.request is not None
                         for repeat in range(self.setup.repeats)])
-                bases = []
-                for r in retrieved:
-                    base = self.make_row(r)  # retrieval is scored once per item
-                    base["retrieved_texts"] = None if r.hits is None else [h.text for h in r.hits]
-                    bases.append(base)
+                bases = [self.make_row(r) for r in retrieved]  # retrieval is scored once per item
                 self._prefetch_verdicts(retrieved, prepared, bases)
                 for r, p, base in zip(retrieved, prepared, bases):
                     for repeat in range(self.setup.repeats):

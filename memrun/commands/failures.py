@@ -1,37 +1,69 @@
-"""``memrun failures <run>``: the items an accuracy run got wrong, with what led there.
+"""``memrun failures <run>``: the items a run missed, with the text that led there.
 
-    memrun failures outputs/locomo/bm25/accuracy/2026-...   [--abstain] [--category 2] [--limit 20] [--hits 5] [--json]
+    memrun failures outputs/locomo/bm25/accuracy/2026-...   [--abstain] [--category 2] [--limit 20] [--hits 5]
+    memrun failures outputs/locomo/bm25/recall/2026-...     [--k 5] [--format text|json|md]
 
-For each item whose majority label is ``wrong`` (with ``--abstain`` also ``abstain``):
-question, gold, the answers given (per repeat), the judge's explanation, the failure
-stage, and the top retrieved records (key, score, text). ``--json`` prints one JSON
-object per item instead of the table.
+Accuracy axis: each item whose majority label is ``wrong`` (with ``--abstain`` also
+``abstain``): question, gold answer, the answers given (per repeat), the judge's
+explanation, the failure stage, the gold records (marked retrieved at their rank, or
+missed) and the top retrieved records (rank, key, score, text, gold marked).
+
+Recall axis: each scored item with no gold record in the top K (``hit_at_K`` false; K the
+run's headline cut-off unless ``--k`` names one): question, gold answer, the gold records'
+text and the top hits' text. Errored items and items without retrieval gold are not
+misses (they are counted apart on the last line).
+
+Items are grouped by category, in the run's order within each. ``--format json`` prints
+one JSON object per item (``--json`` is the same), ``--format md`` a markdown document.
+Texts are the run's own (``gold_texts``, ``retrieved_texts``): no dataset is read.
 """
 
 from __future__ import annotations
 
 import argparse
 import json
+import sys
 from collections.abc import Mapping, Sequence
 from typing import Any
 
 from rich.console import Console
 
-from memrun.errors import RunTableError
-from memrun.io.reader import read_run
+from memrun.errors import MemrunError, RunTableError
+from memrun.io.reader import RunTable, read_run
 from memrun.metrics.accuracy import item_outcomes
-from memrun.report.failures import print_failures
+from memrun.metrics.intervals import retrieval_headline_metric
+from memrun.metrics.retrieval import item_column_for
+from memrun.report.evidence import evidence
+from memrun.report.failures import by_category, markdown_failures, print_failures
 from memrun.stats.labels import ABSTAIN, WRONG
 
 
-def failed_items(
-    rows: Sequence[Mapping[str, Any]], *, labels: Sequence[str] = (WRONG,), category: str | None = None, hits: int = 5
-) -> list[dict[str, Any]]:
-    """One dict per failed item (majority label in ``labels``), in run order.
+def _base(first: Mapping[str, Any], gold_match: str | None, hits: int) -> dict[str, Any]:
+    """The fields both axes show: the item, its gold and its top ``hits`` hits with text."""
+    found = evidence(first, gold_match, hits)
+    return {
+        "item_id": first.get("item_id"),
+        "category": first.get("category"),
+        "category_label": first.get("category_label"),
+        "cluster": first.get("cluster"),
+        "question": first.get("question"),
+        "question_date": first.get("question_date"),
+        "gold": first.get("answer"),
+        "gold_records": found["gold"],
+        "retrieved": found["retrieved"],
+    }
 
-    Keys: item_id, category, category_label, question, question_date, gold, labels,
-    answers (distinct, in repeat order), explanation (of the first repeat carrying the
-    majority label), failure_stage, retrieved (top ``hits``: key, score, text).
+
+def failed_items(
+    rows: Sequence[Mapping[str, Any]], *, labels: Sequence[str] = (WRONG,), category: str | None = None, hits: int = 5,
+    gold_match: str | None = "key",
+) -> list[dict[str, Any]]:
+    """Accuracy axis: one dict per failed item (majority label in ``labels``), in run order.
+
+    Keys: item_id, category, category_label, cluster, question, question_date, gold (the
+    gold answer), gold_records (key, text, rank: see :func:`memrun.report.evidence.evidence`),
+    labels, answers (distinct, in repeat order), explanation (of the first repeat carrying the
+    majority label), failure_stage, retrieved (top ``hits``: rank, key, score, text, gold).
     """
     out = []
     for outcome in item_outcomes(rows):
@@ -39,54 +71,107 @@ def failed_items(
             continue
         first = outcome["rows"][0]
         decisive = next(r for r in outcome["rows"] if r.get("label") == outcome["majority"])
-        keys = first.get("retrieved_keys") or []
-        scores = first.get("retrieved_scores") or [None] * len(keys)
-        texts = first.get("retrieved_texts") or [""] * len(keys)
-        answers = list(dict.fromkeys(r.get("reader_answer") or "" for r in outcome["rows"]))
-        out.append(
-            {
-                "item_id": outcome["item_id"],
-                "category": outcome["category"],
-                "category_label": first.get("category_label"),
-                "question": first.get("question"),
-                "question_date": first.get("question_date"),
-                "gold": first.get("answer"),
-                "labels": outcome["labels"],
-                "answers": answers,
-                "explanation": decisive.get("judge_explanation"),
-                "failure_stage": outcome["failure_stage"],
-                "retrieved": [
-                    {"key": k, "score": s, "text": t} for k, s, t in list(zip(keys, scores, texts))[:hits]
-                ],
-            }
-        )
+        out.append({
+            **_base(first, gold_match, hits),
+            "labels": outcome["labels"],
+            "answers": list(dict.fromkeys(r.get("reader_answer") or "" for r in outcome["rows"])),
+            "explanation": decisive.get("judge_explanation"),
+            "failure_stage": outcome["failure_stage"],
+        })
     return out
 
 
+def missed_items(rows: Sequence[Mapping[str, Any]], column: str, *, category: str | None = None, hits: int = 5,
+                 gold_match: str | None = "key") -> tuple[list[dict[str, Any]], dict[str, int]]:
+    """Recall axis: (one dict per item whose ``column`` (``hit_at_K``) is false, in run order;
+    counts of the items that are not misses: ``hit``, ``error``, ``unscored``).
+
+    An item's first row is read (retrieval runs once per item). Keys: those of
+    :func:`failed_items` less labels, answers, explanation and failure_stage, plus
+    ``first_gold_rank`` (beyond K, or None when no gold was retrieved at all).
+    """
+    seen: set[Any] = set()
+    out, counts = [], {"hit": 0, "error": 0, "unscored": 0}
+    for row in rows:
+        if row.get("item_id") in seen:
+            continue
+        seen.add(row.get("item_id"))
+        if category is not None and row.get("category") != category:
+            continue
+        value = row.get(column)
+        if row.get("error") is not None:
+            counts["error"] += 1
+        elif value is None:
+            counts["unscored"] += 1
+        elif value:
+            counts["hit"] += 1
+        else:
+            out.append({**_base(row, gold_match, hits), "first_gold_rank": row.get("first_gold_rank")})
+    return out, counts
+
+
 def _parser() -> argparse.ArgumentParser:
-    parser = argparse.ArgumentParser(prog="memrun failures", description="Show the items an accuracy run got wrong.")
+    parser = argparse.ArgumentParser(prog="memrun failures",
+                                     description="Show the items a run missed, with the text behind them.")
     parser.add_argument("run", help="a run folder or its items.parquet")
-    parser.add_argument("--abstain", action="store_true", help="also show items whose majority label is abstain")
+    parser.add_argument("--abstain", action="store_true", help="accuracy axis: also items whose majority label is abstain")
+    parser.add_argument("--k", type=int, default=None,
+                        help="recall axis: a miss has no gold in the top K (default: the run's headline K)")
     parser.add_argument("--category", help="only this raw category (e.g. 2)")
     parser.add_argument("--limit", type=int, default=None, help="show at most this many items")
     parser.add_argument("--hits", type=int, default=5, help="retrieved records shown per item (default 5)")
-    parser.add_argument("--json", action="store_true", help="one JSON object per line instead of the table")
+    parser.add_argument("--format", choices=("text", "json", "md"), default="text",
+                        help="text (default), json (one object per item and line) or md (markdown)")
+    parser.add_argument("--json", action="store_true", help="the same as --format json")
     return parser
 
 
+def _recall_column(run: RunTable, k: int | None) -> tuple[str, str]:
+    """(the hit_at_K column, recall@K) a recall run's misses are read from; MemrunError when
+    the run did not measure that K."""
+    inst = run.instrument
+    metric = f"recall@{k}" if k is not None else retrieval_headline_metric(inst.ks or [5])
+    if not metric.startswith("recall@"):
+        metric = f"recall@{max(inst.ks or [5])}"
+    column = item_column_for(metric)
+    if column not in run.table.column_names:
+        measured = ", ".join(str(x) for x in inst.ks or []) or "none"
+        raise MemrunError(f"memrun failures: {run.path} did not measure {metric} (its ks: {measured}); "
+                          f"choose --k from them")
+    return column, metric
+
+
 def main(argv: list[str]) -> int:
-    """Entry point; returns the exit code. Raises RunTableError for a missing or non-accuracy run."""
+    """Entry point; returns the exit code. Raises RunTableError for a missing run,
+    MemrunError for a --k the run did not measure."""
     args = _parser().parse_args(argv)
+    fmt = "json" if args.json else args.format
     run = read_run(args.run)
-    if run.instrument.axis != "accuracy":
-        raise RunTableError(f"{args.run}: a {run.instrument.axis}-axis run has no answers; run with axis=accuracy")
-    labels = (WRONG, ABSTAIN) if args.abstain else (WRONG,)
-    items = failed_items(run.table.to_pylist(), labels=labels, category=args.category, hits=args.hits)
-    total = len(items)
-    items = items[: args.limit] if args.limit is not None else items
-    if args.json:
-        for item in items:
-            print(json.dumps(item, ensure_ascii=False))
+    inst = run.instrument
+    if inst.axis == "accuracy":
+        if args.k is not None:
+            raise MemrunError("memrun failures: --k reads a recall-axis run; an accuracy run's misses are its "
+                              "wrong answers (add --abstain for abstentions)")
+        labels = (WRONG, ABSTAIN) if args.abstain else (WRONG,)
+        items = failed_items(run.table.to_pylist(), labels=labels, category=args.category, hits=args.hits,
+                             gold_match=inst.gold_match)
+        what, counts = "failed items", None
+    elif inst.axis == "recall":
+        column, metric = _recall_column(run, args.k)
+        items, counts = missed_items(run.table.to_pylist(), column, category=args.category, hits=args.hits,
+                                     gold_match=inst.gold_match)
+        what = f"items with no gold in the top {metric.split('@')[1]} ({metric} misses)"
     else:
-        print_failures(Console(), items, total=total, run=str(run.path), complete=run.complete)
+        raise RunTableError(f"{args.run}: a {inst.axis}-axis run has no misses to show")
+    total = len(items)
+    items = by_category(items)[: args.limit] if args.limit is not None else by_category(items)
+    if fmt == "json":
+        for item in items:
+            sys.stdout.write(json.dumps(item, ensure_ascii=False) + "\n")
+    elif fmt == "md":
+        sys.stdout.write(markdown_failures(items, total=total, run=str(run.path), what=what, counts=counts,
+                                           complete=run.complete))
+    else:
+        print_failures(Console(), items, total=total, run=str(run.path), complete=run.complete, what=what,
+                       counts=counts)
     return 0

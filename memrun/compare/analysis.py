@@ -26,6 +26,7 @@ import numpy as np
 from memrun.compare.fitness import DataThresholds, data_facts, data_hold
 from memrun.compare.pairing import Paired
 from memrun.instrument import Difference
+from memrun.metrics.by_category import category_order
 from memrun.stats import (
     BootstrapResult,
     ExitCode,
@@ -70,11 +71,6 @@ class Settings:
     stratify_by: str | None = None
     thresholds: DataThresholds = field(default_factory=DataThresholds)
     effect: float | None = None  # effect of interest for the power line (fractions); None: the band
-
-
-def category_order(cat: str) -> tuple[int, int | str]:
-    """Integer categories (LoCoMo) in numeric order, then the rest alphabetically."""
-    return (0, int(cat)) if cat.lstrip("-").isdigit() else (1, cat)
 
 
 def _counts(d: np.ndarray) -> dict[str, int]:

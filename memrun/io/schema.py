@@ -27,9 +27,11 @@ BASE_COLUMNS: list[pa.Field] = [
     pa.field("answer_raw", pa.string()),
     pa.field("gold_keys", _STR_LIST),
     pa.field("gold_keys_raw", _STR_LIST),
+    pa.field("gold_texts", _STR_LIST),  # the text of each gold_keys record (null: the key names none)
     pa.field("extra", pa.string()),
     pa.field("retrieved_keys", _STR_LIST),
     pa.field("retrieved_scores", pa.list_(pa.float64())),
+    pa.field("retrieved_texts", _STR_LIST),  # each hit's text as the arm returned it, in rank order
     pa.field("n_retrieved", pa.int32()),
     pa.field("search_latency_ms", pa.float64()),  # the search call itself (memrun.retrieval_flow)
     pa.field("search_queue_ms", pa.float64()),  # time it waited for a slot, a 429 or a backoff
@@ -41,7 +43,6 @@ BASE_COLUMNS: list[pa.Field] = [
 
 # -- axis=accuracy (memrun.accuracy): null on retrieval-axis rows --------------------------
 ACCURACY_COLUMNS: list[pa.Field] = [
-    pa.field("retrieved_texts", _STR_LIST),  # what the reader saw, in rank order
     pa.field("reader_answer", pa.string()),
     pa.field("answer_source", pa.string()),  # reader | arm (an arm that answers itself)
     pa.field("label", pa.string()),  # correct | wrong | abstain | error (memrun.stats.labels)

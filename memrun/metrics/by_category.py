@@ -20,6 +20,11 @@ from memrun.metrics.summary import Row, summarize_retrieval
 _NOT_METRICS = ("label", "n_items", "n_scored")
 
 
+def category_order(cat: str) -> tuple[int, int | str]:
+    """Integer categories (LoCoMo) in numeric order, then the rest alphabetically."""
+    return (0, int(cat)) if cat.lstrip("-").isdigit() else (1, cat)
+
+
 def task_average(per_category: Mapping[str, Mapping[str, Any]]) -> dict[str, Any]:
     """Mean over categories of each metric of per-category blocks.
 

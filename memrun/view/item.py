@@ -7,37 +7,27 @@ from collections.abc import Sequence
 from typing import Any
 
 from memrun.io.reader import RunTable
-from memrun.report.html.common import as_int, marked_keys, plain
-
-MAX_RECORD_TEXT = 4000
-"""Characters of a retrieved record's text shown (the rest cut, marked with ...)."""
-
-
-def _cut(text: Any) -> str | None:
-    if text is None:
-        return None
-    text = str(text)
-    return text if len(text) <= MAX_RECORD_TEXT else text[:MAX_RECORD_TEXT] + "..."
+from memrun.report.evidence import FOLD_CHARS, cut, evidence, gold_state
+from memrun.report.html.common import as_int, plain
 
 
 def item_context(run: RunTable, indices: Sequence[int], calls: Any) -> dict[str, Any]:
     """Everything ``view_item.html.j2`` needs for the rows ``indices`` (an item's repeats)
     of ``run``; ``calls`` is the run's :class:`memrun.view.calls.RunCalls`.
 
-    Keys: ``title``, ``facts`` (field, value pairs), ``retrieved`` (``rank``, ``key``,
-    ``gold``, ``score``, ``text``), ``repeats`` (``repeat``, ``fields``, ``calls``: role ->
+    Keys: ``title``, ``facts`` (field, value pairs), ``gold`` (``key``, ``text``, ``rank``,
+    ``state``: retrieved at rank N or missed), ``retrieved`` (``rank``, ``key``, ``gold``,
+    ``score``, ``text``; :func:`memrun.report.evidence.evidence`), ``fold`` (characters
+    shown before a long text folds), ``repeats`` (``repeat``, ``fields``, ``calls``: role ->
     call dict or None), ``calls_problem`` (why no prompt can be shown, or None).
     """
     # slices, not Table.take: take builds an index array, and pyarrow then imports pandas (seconds)
     rows = [{k: plain(v) for k, v in run.table.slice(i, 1).to_pylist()[0].items()} for i in indices]
     first, inst = rows[0], run.instrument
     accuracy = inst.axis == "accuracy"
-    keys = marked_keys(first.get("retrieved_keys"), first.get("gold_keys"), mode=inst.gold_match,
-                       texts=first.get("retrieved_texts"), rank=as_int(first.get("first_gold_rank")))
-    texts = first.get("retrieved_texts") or []
-    scores = first.get("retrieved_scores") or []
-    retrieved = [{"rank": i + 1, "key": k, "gold": bool(g), "score": scores[i] if i < len(scores) else None,
-                  "text": _cut(texts[i]) if i < len(texts) else None} for i, (k, g) in enumerate(keys)]
+    shown = evidence(first, inst.gold_match)
+    retrieved = [{**h, "text": cut(h["text"])} for h in shown["retrieved"]]
+    gold = [{**g, "text": cut(g["text"]), "state": gold_state(g["rank"])} for g in shown["gold"]]
     category = first.get("category_label") or first.get("category")
     facts = [("question", first.get("question")), ("gold answer", first.get("answer")),
              ("category", category), ("question date", first.get("question_date")),
@@ -61,5 +51,5 @@ def item_context(run: RunTable, indices: Sequence[int], calls: Any) -> dict[str,
         facts.append(("error", first_row.get("error")))
     return {"title": f"{inst.benchmark} x {inst.arm} ({inst.axis}): item {first.get('item_id')}",
             "item_id": first.get("item_id"), "notes": [], "facts": [(k, v) for k, v in facts if v is not None],
-            "retrieved": retrieved, "repeats": repeats, "accuracy": accuracy,
+            "gold": gold, "retrieved": retrieved, "fold": FOLD_CHARS, "repeats": repeats, "accuracy": accuracy,
             "calls_problem": getattr(calls, "problem", None) if accuracy else None}

@@ -47,7 +47,8 @@ def test_run_page_in_chromium(browser, recall_dir, tmp_path, capsys):
     page.page.fill("#search", "")
     wait_rows(page, 30)
     page.page.locator("tbody tr.row").first.click()
-    assert "retrieved keys, in rank order" in page.page.text_content("tr.detail")  # no texts on this axis
+    detail = page.page.text_content("tr.detail")  # the texts of a recall run's records (issue 34)
+    assert "gold records:" in detail and "(retrieved at rank 1)" in detail and "retrieved (gold in bold)" in detail
     page.page.screenshot(path=str(tmp_path / "run.png"), full_page=True)
     page.check_clean()
 

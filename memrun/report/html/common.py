@@ -21,15 +21,17 @@ import pyarrow as pa
 from memrun.io.reader import RunTable
 from memrun.lazy import lazy
 from memrun.records import Hit, gold_matches
+from memrun.report import evidence as evidence_texts
 from memrun.stats.labels import ERROR, majority_label
 
 jinja2 = lazy("jinja2")
 
-MAX_TEXT = 600
-"""Characters of each retrieved text kept in the page (the rest is cut, marked with ...)."""
+MAX_TEXT = evidence_texts.MAX_TEXT
+"""Characters of each record's text kept in the page (the rest is cut, marked with ...);
+the page folds a text past :data:`memrun.report.evidence.FOLD_CHARS`."""
 
 ITEM_COLUMNS = ("item_id", "repeat", "category", "category_label", "question", "answer", "reader_answer", "label",
-                "failure_stage", "judge_explanation", "retrieved_keys", "gold_keys", "retrieved_texts", "error",
+                "failure_stage", "judge_explanation", "retrieved_keys", "gold_keys", "retrieved_texts", "gold_texts", "error",
                 "first_gold_rank", "search_latency_ms", "answer_latency_ms", "context_tokens")
 
 
@@ -170,12 +172,24 @@ class Texts:
         return out
 
 
+def gold_records(row: Mapping[str, Any], mode: str | None, texts: Texts) -> dict[str, Any]:
+    """A row's gold records for the page: ``gkeys`` (``[["D2:1 (retrieved at rank 2)", 1], ["D5:3
+    (missed)", 0], ...]``, 1 when retrieved) and ``gtexts`` (their texts' indices into
+    ``texts``; empty when the run recorded none), from :func:`memrun.report.evidence.evidence`."""
+    gold = evidence_texts.evidence(row, mode)["gold"]
+    recorded = any(g["text"] is not None for g in gold)
+    return {"gkeys": [[f"{g['key']} ({evidence_texts.gold_state(g['rank'])})", int(g["rank"] is not None)]
+                      for g in gold],
+            "gtexts": texts.ids([g["text"] for g in gold]) if recorded else []}
+
+
 def item_rows(run: RunTable, *, hit_column: str | None, texts: Texts) -> list[dict[str, Any]]:
     """The page's rows of a run, one per item x repeat, in the run's order.
 
     Keys: ``id``, ``rep``, ``cat`` (label), ``q``, ``gold``, ``ans``, ``label`` (accuracy:
     the judge's; retrieval: the outcome on ``hit_column``), ``stage``, ``expl``, ``keys``
-    (:func:`marked_keys`), ``texts`` (indices into ``texts``), ``err``, ``rank``.
+    (:func:`marked_keys`), ``texts`` (indices into ``texts``), ``gkeys`` and ``gtexts``
+    (:func:`gold_records`), ``err``, ``rank``.
     """
     table: pa.Table = run.table
     names = [c for c in (*ITEM_COLUMNS, hit_column) if c and c in table.column_names]
@@ -197,6 +211,7 @@ def item_rows(run: RunTable, *, hit_column: str | None, texts: Texts) -> list[di
             "keys": marked_keys(row["retrieved_keys"], row["gold_keys"], mode=mode, texts=row["retrieved_texts"],
                                 rank=rank),
             "texts": texts.ids(row["retrieved_texts"]),
+            **gold_records(row, mode, texts),
             "err": row["error"], "rank": rank,
         })
     return out

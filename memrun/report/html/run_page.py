@@ -16,6 +16,7 @@ from memrun.lazy import lazy
 from memrun.metrics.intervals import retrieval_headline_metric
 from memrun.metrics.retrieval import item_column_for
 from memrun.report import model, svg
+from memrun.report.evidence import FOLD_CHARS
 from memrun.report.html.common import Texts, column_values, embed_json, group_repeats, item_rows, render
 
 metrics_run_level = lazy("memrun.metrics.run_level")
@@ -132,8 +133,10 @@ def run_context(path: str | Path, item_link: str | None = None) -> dict[str, Any
         "detail": [["q", "question"], ["gold", "gold"], ["ans", "answer"], ["expl", "judge explanation"],
                    ["reps", "repeats", "repeats"],
                    ["err", "error"], ["rank", "first gold rank"],
+                   ["gtexts", "gold records"] if any(r["gtexts"] for r in rows) else ["gkeys", "gold records"],
                    ["texts", "retrieved (gold in bold)"] if any(r["texts"] for r in rows)
                    else ["keys", "retrieved keys, in rank order (gold in bold)"]],
+        "fold": FOLD_CHARS,
         "search": ["id", "cat", "q", "gold", "ans", "expl", "err", "keys"],
         "page": 50,
     }

@@ -82,7 +82,7 @@
         v.forEach(function (t, i) {
           var li = el("li"), k = keys[i];
           if (k) { li.appendChild(el(k[1] ? "b" : "span", k[1] ? {"class": "gold"} : {}, k[0] + ": ")); }
-          li.appendChild(el("span", {}, t === null ? "-" : strings[t]));
+          li.appendChild(folded(t === null ? "-" : strings[t]));
           ol.appendChild(li);
         });
         td.appendChild(ol);
@@ -92,6 +92,14 @@
     });
     tr.appendChild(td);
     return tr;
+  }
+  function folded(text) {  // a record longer than cfg.fold characters folds (memrun.report.evidence)
+    var limit = cfg.fold || 600;
+    if (text.length <= limit) { return el("span", {}, text); }
+    var d = el("details", {"class": "fold"});
+    d.appendChild(el("summary", {}, text.slice(0, limit) + "\u2026"));
+    d.appendChild(document.createTextNode(text.slice(limit)));
+    return d;
   }
   function repeatsTable(reps) {
     var t = el("table", {"class": "repeats"}), head = el("tr");

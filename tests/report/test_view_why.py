@@ -1,0 +1,67 @@
+"""``memrun view`` in a real headless Chromium, on two real LoCoMo recall runs (bm25 and
+bm25_nostop): the text behind every key of an item, the flips between the two runs, and a
+run that is still writing (issue 34)."""
+
+from __future__ import annotations
+
+from pathlib import Path
+from urllib.parse import quote, urlencode
+
+import pyarrow.parquet as pq
+import pytest
+
+from memrun.cli import main
+
+from report.view_helpers import check_fits, open_url, screenshot_dir, serving
+
+
+@pytest.fixture(scope="module")
+def outputs(tmp_path_factory, data_dir) -> Path:
+    root = tmp_path_factory.mktemp("why")
+    for arm in ("bm25", "bm25_nostop"):
+        assert main(["progress=false", "benchmark=locomo", f"data_dir={data_dir}", f"arm={arm}",
+                     f"hydra.run.dir={root / 'locomo' / arm / 'recall'}"]) == 0
+    return root
+
+
+@pytest.fixture(scope="module")
+def app(outputs) -> str:
+    with serving(outputs) as url:
+        yield url
+
+
+@pytest.fixture(scope="module")
+def shots(tmp_path_factory) -> Path:
+    return screenshot_dir(tmp_path_factory.mktemp("shots"))
+
+
+def _rows(outputs: Path, arm: str) -> list[dict]:
+    return pq.read_table(outputs / "locomo" / arm / "recall" / "items.parquet").to_pylist()
+
+
+def _item_url(app: str, arm: str, item_id: str) -> str:
+    return f"{app}item/{quote(f'locomo/{arm}/recall')}?{urlencode({'id': item_id})}"
+
+
+def test_a_recall_item_shows_the_gold_text_and_the_retrieved_texts_gold_marked(browser, outputs, app, shots):
+    rows = _rows(outputs, "bm25")
+    # an item with two gold records, one retrieved in the top 10 and one not
+    row = next(r for r in rows if len(r["gold_keys"]) == 2 and (r["gold_keys"][0] in r["retrieved_keys"])
+               != (r["gold_keys"][1] in r["retrieved_keys"]))
+    page = open_url(browser, _item_url(app, "bm25", row["item_id"]))
+    found, missed = ((0, 1) if row["gold_keys"][0] in row["retrieved_keys"] else (1, 0))
+    rank = row["retrieved_keys"].index(row["gold_keys"][found]) + 1
+    gold = page.page.locator("#gold li")
+    assert gold.count() == 2
+    hit, miss = gold.nth(found), gold.nth(missed)
+    assert f"retrieved at rank {rank}" in hit.text_content() and row["gold_texts"][found] in hit.text_content()
+    assert "missed" in miss.text_content() and row["gold_texts"][missed] in miss.text_content()
+    assert "gold-missed" in miss.get_attribute("class")
+    retrieved = page.page.locator("#retrieved li")
+    assert retrieved.count() == len(row["retrieved_keys"])
+    for i, (key, text) in enumerate(zip(row["retrieved_keys"], row["retrieved_texts"])):
+        li = retrieved.nth(i)
+        assert key in li.text_content() and text in li.text_content()
+        assert ("gold-hit" in (li.get_attribute("class") or "")) == (key in row["gold_keys"])
+    check_fits(page, shots, "view-item-recall")
+    page.check_clean()

@@ -1,0 +1,81 @@
+"""``memrun failures`` on recall runs, and the texts every run records (issue 34).
+
+The items listed are exactly those with no gold in the top K, read back from the Parquet
+file by pyarrow; each shows the question, the gold records' text (rank or missed) and the
+top hits' text, grouped by category, in text, JSON and markdown.
+"""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+
+import pyarrow.parquet as pq
+import pytest
+
+from memrun.cli import main
+from memrun.metrics.by_category import category_order
+
+
+@pytest.fixture(scope="module")
+def locomo_run(tmp_path_factory, data_dir) -> Path:
+    out = tmp_path_factory.mktemp("locomo") / "bm25"
+    assert main(["progress=false", "benchmark=locomo", f"data_dir={data_dir}", "arm=bm25",
+                 f"hydra.run.dir={out}"]) == 0
+    return out
+
+
+def _misses(folder: Path, k: int) -> list[dict]:
+    rows = pq.read_table(folder / "items.parquet").to_pylist()
+    return [r for r in rows if r["error"] is None and r[f"hit_at_{k}"] is False]
+
+
+def test_a_recall_run_records_the_text_behind_every_key(locomo_run):
+    rows = pq.read_table(locomo_run / "items.parquet").to_pylist()
+    with_gold = [r for r in rows if r["gold_keys"]]
+    assert with_gold and all(len(r["gold_texts"]) == len(r["gold_keys"]) for r in with_gold)
+    assert all(len(r["retrieved_texts"]) == len(r["retrieved_keys"]) for r in rows)
+    # a hit on a gold key carries the same text as the gold record (both are the turn's text)
+    r = next(r for r in with_gold if r["gold_keys"][0] in r["retrieved_keys"])
+    assert r["retrieved_texts"][r["retrieved_keys"].index(r["gold_keys"][0])] == r["gold_texts"][0]
+    assert all(t and ":" in t for t in r["gold_texts"])  # "Speaker: text"
+
+
+@pytest.mark.parametrize("k", [5, 1])
+def test_failures_lists_exactly_the_items_with_no_gold_in_the_top_k(locomo_run, capsys, k):
+    capsys.readouterr()
+    assert main(["failures", str(locomo_run), "--format", "json", "--k", str(k), "--hits", "3"]) == 0
+    listed = [json.loads(line) for line in capsys.readouterr().out.splitlines()]
+    expected = _misses(locomo_run, k)
+    assert len(expected) > 50
+    assert sorted(i["item_id"] for i in listed) == sorted(r["item_id"] for r in expected)
+    by_id = {r["item_id"]: r for r in expected}
+    for item in listed:
+        row = by_id[item["item_id"]]
+        assert item["question"] == row["question"] and item["gold"] == row["answer"]
+        assert [g["key"] for g in item["gold_records"]] == row["gold_keys"]
+        assert [g["text"] for g in item["gold_records"]] == row["gold_texts"]
+        assert all(g["rank"] is None or g["rank"] > k for g in item["gold_records"])  # none in the top K
+        assert [h["text"] for h in item["retrieved"]] == row["retrieved_texts"][:3]
+        assert not any(h["gold"] for h in item["retrieved"][:k])
+    cats = [category_order(i["category"]) for i in listed]
+    assert cats == sorted(cats)  # grouped by category
+
+
+def test_failures_text_and_markdown_show_the_same_texts(locomo_run, capsys):
+    miss = _misses(locomo_run, 5)[0]
+    capsys.readouterr()
+    assert main(["failures", str(locomo_run), "--format", "md", "--category", miss["category"]]) == 0
+    doc = capsys.readouterr().out
+    assert doc.startswith("# memrun failures") and f"## category {miss['category']}" in doc
+    assert miss["question"].split()[0] in doc and "(missed)" in doc
+    assert main(["failures", str(locomo_run), "--category", miss["category"], "--limit", "1"]) == 0
+    text = capsys.readouterr().out
+    assert "question" in text and "gold" in text and "1 of" in text and "recall@5 misses" in text
+
+
+def test_failures_refuses_a_k_the_run_did_not_measure(locomo_run, capsys):
+    capsys.readouterr()
+    assert main(["failures", str(locomo_run), "--k", "7"]) == 2
+    err = capsys.readouterr().err.strip().splitlines()
+    assert len(err) == 1 and "recall@7" in err[0] and "--k" in err[0]
