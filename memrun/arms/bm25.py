@@ -11,9 +11,10 @@ deterministic.
 
 Four things make a run over many histories cheap without changing a single score:
 
-- **Tokens once per distinct text.** Each record text is tokenized once per run and kept
-  as token ids under its content hash (blake2b-128); LongMemEval's haystacks draw their
-  sessions from a shared pool, so the same texts recur across many questions' histories.
+- **Tokens a history at a time.** A history's record texts are tokenized together, in a
+  few numpy and Arrow passes over all of them (:mod:`memrun.arms.bm25_tokens`), into
+  run-wide token ids equal to the ones a text-by-text pass gives; only the distinct
+  tokens meet Python.
 - **Lazy scoring.** bm25s precomputes every (record, token) score when it indexes (a
   Python loop over the records), which pays off only over many queries; LongMemEval
   asks one query per history. Instead, the first search of a history scores only its
@@ -32,7 +33,6 @@ Four things make a run over many histories cheap without changing a single score
 
 from __future__ import annotations
 
-import hashlib
 import math
 from collections.abc import Sequence
 from typing import TYPE_CHECKING, Any
@@ -41,6 +41,7 @@ import numpy as np
 
 from memrun.arms import ranked_hits
 from memrun.arms.bm25_rules import IDF, TFC, idf_values, import_bm25s, split_tokens, stopword_list
+from memrun.arms.bm25_tokens import HistoryTokens
 from memrun.errors import ArmError
 from memrun.records import Hit, Record
 
@@ -49,19 +50,6 @@ if TYPE_CHECKING:
 
 METHODS = ("robertson", "lucene", "atire", "bm25l", "bm25+")
 LAZY_METHODS = tuple(IDF)  # robertson, lucene, atire: no non-occurrence term, a query needs only its own tokens
-
-
-class _Vocab(dict):  # type: ignore[type-arg]
-    """token -> run-wide id; a new token gets the next id on lookup (``__missing__``), so
-    mapping a text's tokens is one C-level ``map``. Stopwords are entered as -1."""
-
-    @classmethod
-    def of(cls, stopwords: frozenset[str]) -> _Vocab:
-        return cls.fromkeys(stopwords, -1)
-
-    def __missing__(self, token: str) -> int:
-        value = self[token] = len(self)
-        return value
 
 
 class BM25Arm:
@@ -84,10 +72,10 @@ class BM25Arm:
         self._stop = frozenset(stopword_list(stopwords))
         self._records: Sequence[Record] = ()
         self._index: bm25s.BM25 | None = None
-        self._vocab = _Vocab.of(self._stop)  # token -> run-wide id (stopwords: -1)
-        self._token_cache: dict[bytes, np.ndarray] = {}  # blake2b-128 of a text -> its token ids (int32)
-        self._docs: list[np.ndarray] = []  # the ingested records' token ids, in record order
-        self._has_tokens = False  # whether any ingested record has a token
+        self._token_ids = HistoryTokens(self._stop)
+        self._vocab = self._token_ids.vocab  # token -> run-wide id (stopwords: -1)
+        self._ids = np.zeros(0, dtype=np.int32)  # the ingested records' token ids, record after record
+        self._lengths = np.zeros(0, dtype=np.int64)  # each ingested record's number of tokens
         self._flat_cache: tuple[np.ndarray, np.ndarray, np.ndarray, Any] | None = None  # see _flat
         self._scored: tuple[np.ndarray, list[int], np.ndarray, np.ndarray] | None = None  # see _postings
         self._searches = 0  # searches of the ingested history so far
@@ -101,31 +89,24 @@ class BM25Arm:
         split, stop = self._split, self._stop
         return [[t for t in split(text.lower()) if t not in stop] for text in texts]
 
-    def token_ids(self, text: str) -> np.ndarray:
-        """``text``'s tokens as run-wide ids (int32, in text order), tokenized once per distinct text."""
-        key = hashlib.blake2b(text.encode("utf-8", "surrogatepass"), digest_size=16).digest()
-        ids = self._token_cache.get(key)
-        if ids is None:
-            tokens = self._split(text.lower())
-            ids = np.fromiter(map(self._vocab.__getitem__, tokens), dtype=np.int32, count=len(tokens))
-            ids = self._token_cache[key] = ids[ids >= 0]  # stopwords out
-        return ids
-
     def ingest(self, history_id: str, records: Sequence[Record]) -> None:
         self._records = records
         self._index = None
         self._flat_cache = self._scored = None
         self._searches = 0
-        self._docs = [self.token_ids(r.text) for r in records]
-        self._has_tokens = any(len(d) for d in self._docs)
+        self._ids, self._lengths = self._token_ids.ids([r.text for r in records])
+
+    @property
+    def _has_tokens(self) -> bool:
+        """Whether any ingested record has a token."""
+        return len(self._ids) > 0
 
     def _build_index(self) -> bm25s.BM25 | None:
         """The bm25s index of the ingested records (None when no record has a token)."""
         if not self._has_tokens:
             return None
-        lengths = [len(d) for d in self._docs]
+        lengths, flat = self._lengths, self._ids
         # Local ids, numbered as bm25s numbers them from tokens: first seen first.
-        flat = np.concatenate(self._docs)
         uniq, first = np.unique(flat, return_index=True)
         by_first = np.argsort(first, kind="stable")
         local = np.empty(len(uniq), dtype=np.int64)
@@ -142,8 +123,7 @@ class BM25Arm:
         """(token ids of every record in order, each one's record, record lengths, mean
         length as bm25s takes it: an int array's mean) of the ingested history."""
         if self._flat_cache is None:
-            lengths = np.array([len(d) for d in self._docs])
-            flat = np.concatenate(self._docs)
+            lengths, flat = self._lengths, self._ids
             self._flat_cache = (flat, np.repeat(np.arange(len(lengths)), lengths), lengths, lengths.mean())
         return self._flat_cache
 
@@ -195,7 +175,7 @@ class BM25Arm:
         """bm25s's scores of every record for ``query_ids`` (run-wide ids, query order),
         computed from the query's own tokens only; equal bit for bit to the index's (see
         the module docstring)."""
-        n_docs = len(self._docs)
+        n_docs = len(self._lengths)
         scores = np.zeros(n_docs, dtype=np.float32)
         terms = sorted(set(query_ids))
         self._searches += 1
@@ -250,7 +230,5 @@ class BM25Arm:
     def close(self) -> None:
         self._index = None
         self._records = ()
-        self._docs = []
-        self._has_tokens = False
+        self._ids, self._lengths = np.zeros(0, dtype=np.int32), np.zeros(0, dtype=np.int64)
         self._flat_cache = self._scored = None
-        self._token_cache.clear()
