@@ -40,7 +40,14 @@ from typing import TYPE_CHECKING, Any
 import numpy as np
 
 from memrun.arms import ranked_hits
-from memrun.arms.bm25_rules import IDF, TFC, idf_values, import_bm25s, split_tokens, stopword_list
+from memrun.arms.bm25_rules import (
+    IDF,
+    TFC,
+    idf_values,
+    import_bm25s,
+    split_tokens,
+    stopword_list,
+)
 from memrun.arms.bm25_tokens import HistoryTokens
 from memrun.errors import ArmError
 from memrun.records import Hit, Record
