@@ -73,6 +73,8 @@ class Instrument:
     server_model: str | None = _cmp("another model inside the memory server is another system under test", reported_by=SERVER)
     index_revision: str | None = _cmp("an index built from another revision holds other records", reported_by=SERVER)
     crediting: bool | None = _cmp("a crediting run reinforces what it reads", default=False, reported_by=ARM)
+    isolation: str | None = _cmp("histories in one shared store are searched together: a hit may come from "
+                                 "another history", default="per_history", reported_by=ARM)
     denominator: str | None = _cmp("leaving abstentions out flatters an arm that abstains more")
     reader_model: str | None = _cmp("a stronger reader moves reasoning-heavy categories")
     reader_prompt_sha256: str | None = _cmp("a different reader prompt changes the answers")

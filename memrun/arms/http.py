@@ -50,8 +50,8 @@ from memrun.arms.embedders import api_key_from_env
 from memrun.arms.http_client import ServerClient
 from memrun.arms.http_templates import (CONTEXT, Operation, await_ready, describe_shape, encode_body, hits_from_result,
                                         sample_context)
-from memrun.arms.namespaces import (UNSAFE, NamespaceLedger, TerminationGuard, default_ledger_dir, orphaned_ledgers,
-                                    safe_name)
+from memrun.arms.namespaces import (ISOLATED, UNSAFE, NamespaceLedger, TerminationGuard, check_isolation,
+                                    default_ledger_dir, orphaned_ledgers, safe_name)
 from memrun.errors import ArmError
 from memrun.instrument import Instrument
 from memrun.redaction import Redactor
@@ -122,6 +122,7 @@ class HttpArm:
         headers: Mapping[str, str] | None = None,
         namespace_prefix: str = "memrun-",
         keep_namespaces: bool = False,
+        isolation: str = ISOLATED,
         ledger_dir: str | None = None,
         eval_flags: Mapping[str, Any] | None = None,
         crediting_flags: Mapping[str, Any] | None = None,
@@ -139,9 +140,6 @@ class HttpArm:
         if self.ops["search"].result is None:
             raise ArmError("arm.search.result is not set; give the JMESPath of the hits, e.g. "
                            "results[].{key: id, score: score, text: content}")
-        if "erase" not in self.ops and not keep_namespaces:
-            raise ArmError("arm.erase is not configured, so memrun cannot remove the namespaces it creates; "
-                           "configure erase or set arm.keep_namespaces=true")
         if ingest_batch_size < 1:
             raise ArmError(f"arm.ingest_batch_size={ingest_batch_size}: must be at least 1")
         if not timeout_s > 0:
@@ -164,7 +162,7 @@ class HttpArm:
             all_headers[auth_header] = f"{auth_scheme} {token}".strip()
         self.server = ServerClient(base_url, all_headers, timeout_s, attempts, max_rps, self.auth_hint, self._redactor)
         self.base_url, self.public_url = self.server.base_url, self.server.public_url
-        self.keep_namespaces, self.crediting = keep_namespaces, crediting
+        self.crediting = crediting
         self.flags = dict((crediting_flags if crediting else eval_flags) or {})
         self.batch_size = ingest_batch_size
         self.settle_s = float(settle_s)
@@ -174,7 +172,17 @@ class HttpArm:
         self._erase_exc: Exception | None = None
         self._erase_error: str | None = None
         self.prefix = f"{namespace_prefix}{secrets.token_hex(4)}-"
-        self._check_templates()
+        try:
+            self._check_templates()
+            self.isolation = check_isolation("http", isolation, ingest, search)
+            if "erase" not in self.ops and not keep_namespaces and self.isolation == ISOLATED:
+                raise ArmError("arm.erase is not configured, so memrun cannot remove the namespaces it creates; "
+                               "configure erase or set arm.keep_namespaces=true")
+        except ArmError:
+            self.server.close()
+            raise
+        # a shared store without erase keeps what the run wrote (the server has nothing per history to erase)
+        self.keep_namespaces = keep_namespaces or (self.isolation != ISOLATED and "erase" not in self.ops)
         self.health: dict[str, Any] = {}
         self._live: dict[str, str] = {}  # history id -> its namespace, while open
         self._current: str | None = None  # the last history ingested: search's default
@@ -295,7 +303,7 @@ class HttpArm:
 
     def describe(self) -> dict[str, Any]:
         fields = {k: v for k, v in self.health.items() if k != "providers"}
-        return {"search_mode": "server", **fields, "crediting": self.crediting}
+        return {"search_mode": "server", **fields, "crediting": self.crediting, "isolation": self.isolation}
 
     async def ingest(self, history_id: str, records: Sequence[Record]) -> None:
         """Create ``history_id``'s namespace and send its records, batch after batch, then

@@ -42,7 +42,8 @@ from memrun.arms.http_templates import await_ready, hits_from_result, sample_con
 from memrun.arms.mcp_client import McpSession, run_blocking
 from memrun.arms.mcp_ops import CONTEXT, ArgumentChecker, ToolOperation, check_tools, map_result
 from memrun.arms.mcp_servers import McpServers
-from memrun.arms.namespaces import NamespaceLedger, TerminationGuard, default_ledger_dir, orphaned_ledgers, safe_name
+from memrun.arms.namespaces import (ISOLATED, NamespaceLedger, TerminationGuard, check_isolation, default_ledger_dir,
+                                    orphaned_ledgers, safe_name)
 from memrun.errors import ArmError
 from memrun.records import Hit, Record
 from memrun.run_warnings import warn
@@ -83,7 +84,8 @@ class McpArm:
         auth_scheme: str = "Bearer", headers: Mapping[str, str] | None = None,
         ready: Mapping[str, Any] | None = None, erase: Mapping[str, Any] | None = None,
         health: Mapping[str, Any] | None = None, search_mode: str | None = None,
-        namespace_prefix: str = "memrun-", keep_namespaces: bool = False, ledger_dir: str | None = None,
+        namespace_prefix: str = "memrun-", keep_namespaces: bool = False, isolation: str = ISOLATED,
+        ledger_dir: str | None = None,
         eval_flags: Mapping[str, Any] | None = None, crediting_flags: Mapping[str, Any] | None = None,
         crediting: bool = False, ingest_batch_size: int = 100, settle_s: float = 0.0, timeout_s: float = 30.0,
         start_timeout_s: float = 60.0, sessions: int = 1,
@@ -102,10 +104,13 @@ class McpArm:
         self.servers = McpServers(command=command, args=args, env=env, cwd=cwd, url=url, headers=all_headers,
                                   sessions=sessions, timeout_s=timeout_s, start_timeout_s=start_timeout_s)
         self.per_process, self.base = self.servers.per_process, self.servers.base
-        if not self.per_process and "erase" not in self.ops and not keep_namespaces:
+        self.isolation = check_isolation("mcp", isolation, ingest, search, self.per_process)
+        if not self.per_process and "erase" not in self.ops and not keep_namespaces and self.isolation == ISOLATED:
             raise ArmError("arm.erase is not configured, so memrun cannot remove the namespaces it creates; "
                            "configure erase, use {{ namespace_dir }} in arm.args/env for a fresh server per "
                            "history, or set arm.keep_namespaces=true")
+        # a shared store without erase keeps what the run wrote (the server has nothing per history to erase)
+        keep_namespaces = keep_namespaces or (self.isolation != ISOLATED and "erase" not in self.ops)
         self.search_mode, self.crediting, self.keep_namespaces = search_mode, crediting, keep_namespaces
         self.flags = dict((crediting_flags if crediting else eval_flags) or {})
         self.batch_size, self.settle_s = ingest_batch_size, float(settle_s)
@@ -343,5 +348,5 @@ class McpArm:
         fields.setdefault("server_build", f"{name} {version}")
         fields["server_build"] = f"{fields['server_build']}; tools sha256:{self._schemas}"
         return {**fields, "search_mode": self.search_mode or self.health.get("search_mode") or "server",
-                "crediting": self.crediting, "mcp_server": f"{name} {version}", "mcp_tools": self.tool_names,
+                "crediting": self.crediting, "isolation": self.isolation, "mcp_server": f"{name} {version}", "mcp_tools": self.tool_names,
                 "mcp_transport": "http" if self.base.url else "stdio"}

@@ -38,8 +38,55 @@ from pathlib import Path
 from typing import Any, NamedTuple
 
 from memrun import signals
+from memrun.errors import ArmError
 from memrun.paths import user_cache
 from memrun.redaction import strip_userinfo
+
+
+ISOLATED, SHARED = "per_history", "shared"
+"""``arm.isolation`` values (and the instrument's ``isolation``): every history in a store of
+its own (the default), or every history in the server's one store, on purpose."""
+_USES_NAMESPACE = re.compile(r"\{[{%][^}]*\bnamespace(_dir)?\b")
+
+
+def mentions_namespace(spec: Any) -> bool:
+    """Whether a template spec (strings, lists, mappings, nested) uses ``{{ namespace }}``
+    (or ``{{ namespace_dir }}``) anywhere."""
+    if isinstance(spec, str):
+        return bool(_USES_NAMESPACE.search(spec))
+    if isinstance(spec, dict):
+        return any(mentions_namespace(v) for v in spec.values())
+    if isinstance(spec, (list, tuple)):
+        return any(mentions_namespace(v) for v in spec)
+    return False
+
+
+def check_isolation(arm: str, isolation: str, ingest: Any, search: Any, per_process: bool = False) -> str:
+    """The isolation a memory-server arm runs under: :data:`ISOLATED` or :data:`SHARED`.
+
+    ingest, search: the operations' template specs; per_process: ``arm=mcp`` starts one
+    server per history (``{{ namespace_dir }}``). Histories are isolated when the server is
+    per history or both ingest and search name ``{{ namespace }}``. Raises ArmError for an
+    unknown ``isolation``, for a server that would put every history into one store while
+    ``isolation`` is the default (the histories would be searched together and the run
+    would score hits from other histories), and for ``isolation=shared`` on a server the
+    templates isolate. ``keep_namespaces`` has no say here: it keeps namespaces after a
+    run, it never makes one store safe to share.
+    """
+    if isolation not in (ISOLATED, SHARED):
+        raise ArmError(f"arm.isolation={isolation!r}: choose {ISOLATED} (the default) or {SHARED}")
+    isolated = per_process or (mentions_namespace(ingest) and mentions_namespace(search))
+    if isolated and isolation == SHARED:
+        raise ArmError(f"arm={arm}: arm.isolation=shared, but every history gets a store of its own "
+                       "(the templates name {{ namespace }}); drop arm.isolation")
+    if not isolated and isolation == ISOLATED:
+        where = ("their arguments, or {{ namespace_dir }} in arm.args/env/cwd for a fresh server per history"
+                 if arm == "mcp" else "their path or body")
+        raise ArmError(f"arm={arm}: arm.ingest and arm.search do not both use {{{{ namespace }}}}, so every history "
+                       f"would go into the server's one store and be searched with the others; put "
+                       f"{{{{ namespace }}}} in {where}, or set arm.isolation=shared to measure one shared store "
+                       "on purpose (recorded in the instrument: such runs do not compare with isolated ones)")
+    return isolation
 
 
 LEDGER_GLOB = "*-*-*.json"

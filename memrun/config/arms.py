@@ -163,6 +163,7 @@ class MemoryServerKeys(ArmKeys):
     public_headers: List[str] = field(default_factory=list)  # memrun.redaction: values that may be saved
     namespace_prefix: str = "memrun-"
     keep_namespaces: bool = False
+    isolation: str = "per_history"  # or shared: every history in the server's one store, on purpose (instrumented)
     ledger_dir: Optional[str] = None
     eval_flags: Dict[str, Any] = field(default_factory=dict)
     crediting_flags: Dict[str, Any] = field(default_factory=dict)

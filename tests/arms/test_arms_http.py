@@ -41,7 +41,7 @@ def test_namespace_lifecycle_flags_and_health(memory, tmp_path) -> None:
     arm = http_arm(url, tmp_path)
     assert arm.describe() == {"search_mode": "server", "server_build": "refmem 1.0.0", "server_model": "none",
                               "embedder": "bag-of-words", "embedder_dim": 0, "fake_providers": False,
-                              "crediting": False}
+                              "crediting": False, "isolation": "per_history"}
     arm.ingest("conv-1", RECORDS)
     (first,) = state.namespaces
     assert first.startswith("memrun-") and first.endswith("-conv-1")
