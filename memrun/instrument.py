@@ -85,6 +85,7 @@ class Instrument:
     majority_rule: str | None = _cmp("another rule for collapsing repeats gives other labels",
                                      default=MAJORITY_RULE)
     granularity: str | None = _cmp("a session cut-off of K turns or of K distinct sessions credits different hits")
+    records: str | None = _cmp("another record text or unit (a turn vs a whole session) is another corpus")
     retrieval_preset: str | None = _cmp("LongMemEval's official preset indexes other turns, excludes other "
                                         "questions and credits sessions otherwise")
 

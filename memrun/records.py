@@ -123,6 +123,9 @@ class Dataset:
         ``memrun`` or ``official``, :mod:`memrun.metrics.retrieval_official`).
     named_metrics: the named variants the benchmark asks for
         (:data:`memrun.metrics.retrieval.NAMED_VARIANTS`: ``lme_ndcg``, ``evidence_share``).
+    records: what a record holds when it is not the benchmark's default
+        (:func:`memrun.benchmarks.record_text.records_description`: ``unit=session; text=...``);
+        None for the default turn records. The instrument's ``records`` field.
     """
 
     split: str
@@ -139,6 +142,7 @@ class Dataset:
     session_cut: str = "sessions"
     preset: str | None = None
     named_metrics: tuple[str, ...] = ()
+    records: str | None = None
 
     @property
     def n_items(self) -> int | None:

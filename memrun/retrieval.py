@@ -16,6 +16,7 @@ from typing import Any
 
 from memrun.arms import Arm
 from memrun.errors import ArmError
+from memrun.metrics.gold_share import GOLD_SHARE, gold_share_by_k
 from memrun.metrics.retrieval import (
     SESSION_PREFIX,
     distinct_ranking,
@@ -81,6 +82,7 @@ def make_row(run_id: str, r: Retrieved, dataset: Dataset, ks: Sequence[int], top
         if item.gold_keys:
             matches = list(map(gold_matcher(item.gold_keys, dataset.gold_match), distinct))
             scores = score_item(matches, len(set(item.gold_keys)), measured)
+            named[""][GOLD_SHARE] = gold_share_by_k(matches, len(set(item.gold_keys)), measured)
         if dataset.preset == LME_OFFICIAL_PRESET:
             complete = top_k is None or len(hits) < top_k or len(keys) >= r.n_records  # the arm's whole ranking
             official = score_lme_official(keys, r.session_of, item.gold_keys, complete, measured)
@@ -92,6 +94,10 @@ def make_row(run_id: str, r: Retrieved, dataset: Dataset, ks: Sequence[int], top
                 named[""][LME_NDCG], named[SESSION_PREFIX][LME_NDCG] = official.ndcg, official.session_ndcg
         elif item.gold_sessions:
             session_scores = score_sessions(keys, r.session_of, item.gold_sessions, measured, dataset.session_cut)
+            gold = frozenset(item.gold_sessions)
+            ranked = ([r.session_of.get(k) or k for k in keys] if dataset.session_cut == "turns"
+                      else session_ranking(keys, r.session_of))
+            named[SESSION_PREFIX][GOLD_SHARE] = gold_share_by_k([gold & {s} for s in ranked], len(gold), measured)
         if EVIDENCE_SHARE in dataset.named_metrics:
             raw = item.gold_keys_raw
             named[""][EVIDENCE_SHARE] = evidence_share_by_k(raw, keys, measured)
@@ -135,8 +141,10 @@ def sessions_of(group: Group) -> dict[str, str | None]:
 
 def retrieval_conventions(dataset: Dataset) -> dict[str, str | None]:
     """The instrument's comparability fields that say how hits were credited: ``granularity``
-    (record gold, and what K counts at session granularity) and ``retrieval_preset``."""
-    return {"granularity": f"record; session: top K {dataset.session_cut}", "retrieval_preset": dataset.preset}
+    (record gold, and what K counts at session granularity), ``retrieval_preset`` and ``records``
+    (what a record holds, when not the benchmark's default)."""
+    return {"granularity": f"record; session: top K {dataset.session_cut}", "retrieval_preset": dataset.preset,
+            "records": dataset.records}
 
 
 def ingest(arm: Arm, group: Group) -> str | None:

@@ -22,6 +22,7 @@ from memrun.arms import ranked_hits
 from memrun.arms.bm25 import BM25Arm
 from memrun.arms.dense import DenseArm
 from memrun.arms.embed_cache import Embedder
+from memrun.arms.okapi import OkapiArm
 from memrun.errors import ArmError
 from memrun.records import Hit, Record
 
@@ -66,6 +67,8 @@ class HybridArm:
 
     embedder, cache_dir, use_cache: as for :class:`~memrun.arms.dense.DenseArm`.
     bm25: keyword arguments of :class:`~memrun.arms.bm25.BM25Arm` (method, k1, b, stopwords).
+    lexical: the lexical ranking: ``bm25`` (:class:`~memrun.arms.bm25.BM25Arm` with ``bm25``) or
+        ``okapi`` (:class:`~memrun.arms.okapi.OkapiArm` with ``okapi``: rank_bm25's scores).
     weights: ``{"lexical": w, "vector": w}``, non-negative, not both 0.
     rrf_k: the RRF constant (> 0). depth: per-ranking cut-off before fusion (None: all).
     Raises ArmError for a bad weight, constant or depth.
@@ -79,6 +82,8 @@ class HybridArm:
         rrf_k: float = 60.0,
         depth: int | None = None,
         bm25: Mapping[str, Any] | None = None,
+        lexical: str = "bm25",
+        okapi: Mapping[str, Any] | None = None,
         cache_dir: str | None = None,
         use_cache: bool = True,
     ) -> None:
@@ -94,7 +99,9 @@ class HybridArm:
         if depth is not None and depth < 1:
             raise ArmError(f"arm.depth={depth}: must be at least 1, or null for whole rankings")
         self.rrf_k, self.depth = float(rrf_k), depth
-        self.lexical = BM25Arm(**dict(bm25 or {}))
+        if lexical not in ("bm25", "okapi"):
+            raise ArmError(f"arm.lexical={lexical!r}: use bm25 (bm25s, arm.bm25) or okapi (rank_bm25, arm.okapi)")
+        self.lexical: BM25Arm | OkapiArm = BM25Arm(**dict(bm25 or {})) if lexical == "bm25" else OkapiArm(**dict(okapi or {}))
         self.vector = DenseArm(embedder=embedder, cache_dir=cache_dir, use_cache=use_cache)
         self._records: Sequence[Record] = ()
 

@@ -57,6 +57,7 @@ from pathlib import Path
 from typing import Any
 
 from memrun.benchmarks import count_differences, download
+from memrun.benchmarks.record_text import GRANULARITIES, RecordTemplate, as_session_documents, records_description
 from memrun.benchmarks.text import json_type, read_text_strict
 from memrun.errors import ConfigError, DataError
 from memrun.metrics.retrieval import SESSION_CUTS
@@ -81,7 +82,13 @@ COUNT_KEYS = (
     "turns_empty",
     "turns_without_id",
     "category_missing",
-)
+)  # and turns_blank_under_template, present only when a record_text template left a turn blank
+
+DEFAULT_TEMPLATE = "{speaker}: {text}{image}"
+"""A turn's record text by default: ``"Speaker: text"`` plus ``" [image: caption]"``."""
+LOCOMO_FIELDS = {"speaker": "the speaker's name", "text": "the turn's text (stripped)",
+                 "image": "' [image: <caption>]' when the turn shares an image, else empty",
+                 "caption": "the image caption alone (empty when none)"}
 
 
 class LoCoMo:
@@ -99,7 +106,14 @@ class LoCoMo:
         comparable_categories: Sequence[int] = (),
         path: str | None = None,
         session_cut: str = "turns",
+        record_text: str = DEFAULT_TEMPLATE,
+        granularity: str = "turn",
     ) -> None:
+        self.template = RecordTemplate(record_text, LOCOMO_FIELDS, "benchmark.record_text", DEFAULT_TEMPLATE)
+        if granularity not in GRANULARITIES:
+            raise ConfigError(f"benchmark.granularity={granularity}: choose one of {', '.join(GRANULARITIES)} "
+                              "(turn: one record per dialogue turn; session: one record per session)")
+        self.granularity = granularity
         if session_cut not in SESSION_CUTS:
             raise ConfigError(f"benchmark.session_cut={session_cut}: choose one of {', '.join(SESSION_CUTS)}")
         if split != "locomo10" and sha256 is not None:
@@ -131,6 +145,8 @@ class LoCoMo:
             raise DataError(f"{path}: the file holds no conversation")
         counts: Counter[str] = Counter({k: 0 for k in COUNT_KEYS})
         groups = [self._conversation(path, i, conv, counts) for i, conv in enumerate(raw)]
+        if self.granularity == "session":
+            groups = [as_session_documents(g) for g in groups]
         seen: set[str] = set()
         for group in groups:
             if group.history_id in seen:
@@ -145,7 +161,9 @@ class LoCoMo:
             gold_match="key",
             counts=dict(counts),
             session_cut=self.session_cut,
-            named_metrics=(EVIDENCE_SHARE,),
+            # evidence_share reads dia_ids: it has no reading when records are whole sessions
+            named_metrics=(EVIDENCE_SHARE,) if self.granularity == "turn" else (),
+            records=records_description(self.granularity, self.template, DEFAULT_TEMPLATE),
         )
         dataset.warnings.extend(self._check_category_counts(dataset))
         return dataset
@@ -157,7 +175,7 @@ class LoCoMo:
         if not isinstance(conv, dict) or not isinstance(conv.get("conversation"), dict):
             raise DataError(f"{where}: expected an object with a 'conversation' object")
         sample_id = str(_typed(conv, "sample_id", where, (str, int), "a string") or f"conv-{index}")
-        records = _records(conv["conversation"], counts, f"{path}: {sample_id}")
+        records = _records(conv["conversation"], counts, f"{path}: {sample_id}", self.template)
         known = {r.key: r.session or "" for r in records}
         items: list[Item] = []
         asked: set[str] = set()
@@ -219,8 +237,13 @@ class LoCoMo:
         return [f"LoCoMo per-category counts differ from the published file: {diff}"] if diff else []
 
 
-def _records(conversation: dict[str, Any], counts: Counter[str], where: str = "conversation") -> list[Record]:
+def _records(conversation: dict[str, Any], counts: Counter[str], where: str = "conversation",
+             template: RecordTemplate | None = None) -> list[Record]:
     """Turn records in session order; empty sessions and turns are skipped and counted.
+
+    template: how a turn becomes the record's text (None: :data:`DEFAULT_TEMPLATE`). A turn
+    whose text under it is blank (``{text}`` of a turn holding only an image) is skipped and
+    counted ``turns_blank_under_template``.
 
     Raises DataError when a session is not a list of turn objects.
     """
@@ -253,9 +276,16 @@ def _records(conversation: dict[str, Any], counts: Counter[str], where: str = "c
             if not dia_id:
                 counts["turns_without_id"] += 1
                 continue
-            body = f"{'?' if speaker is None else speaker}: {text}"
-            if caption:
-                body += f" [image: {caption}]"
+            if template is None or template.default:
+                body = f"{'?' if speaker is None else speaker}: {text}"
+                if caption:
+                    body += f" [image: {caption}]"
+            else:
+                body = template.render(speaker="?" if speaker is None else str(speaker), text=text,
+                                       image=f" [image: {caption}]" if caption else "", caption=caption)
+                if not template.has_content(text=text, caption=caption):
+                    counts["turns_blank_under_template"] += 1
+                    continue
             records.append(Record(key=dia_id, text=body, timestamp=date, session=key))
     return records
 

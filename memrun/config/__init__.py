@@ -29,6 +29,7 @@ from memrun.config.arms import (
     HttpArmConfig,
     McpArmConfig,
     HybridArmConfig,
+    OkapiArmConfig,
     LocalEmbedderConfig,
     OpenAIEmbedderConfig,
     OracleArmConfig,
@@ -167,6 +168,7 @@ def register() -> None:
     cs.store(group="schema/benchmark", name="jsonl", node=JsonlConfig)
     cs.store(group="schema/benchmark", name="beam", node=BeamConfig)
     cs.store(group="schema/arm", name="bm25", node=BM25ArmConfig)
+    cs.store(group="schema/arm", name="okapi", node=OkapiArmConfig)
     for name, node in (("dense", DenseArmConfig), ("hybrid", HybridArmConfig), ("full_context", FullContextArmConfig),
                        ("oracle", OracleArmConfig), ("answers_file", AnswersFileArmConfig), ("http", HttpArmConfig),
                        ("mcp", McpArmConfig)):

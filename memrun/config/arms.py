@@ -35,6 +35,25 @@ class BM25ArmConfig(BM25Params, ArmKeys):
     top_k: int = 10
 
 
+@dataclass
+class OkapiParams:
+    """rank_bm25 ``BM25Okapi`` parameters, shared by ``arm=okapi`` and ``arm=hybrid``'s ``okapi`` node."""
+
+    k1: float = 1.5
+    b: float = 0.75
+    epsilon: float = 0.25
+    tokenizer: str = "whitespace"  # whitespace | word_lower
+
+
+@dataclass
+class OkapiArmConfig(OkapiParams, ArmKeys):
+    """``arm=okapi``: Okapi BM25 as rank_bm25 scores it (memrun.arms.okapi)."""
+
+    _target_: str = "memrun.arms.okapi.OkapiArm"
+    name: str = "okapi"
+    top_k: int = 10
+
+
 # -- arms beyond bm25 (see docs/arms.md) ---------------------------------------------
 
 
@@ -86,6 +105,8 @@ class HybridArmConfig(ArmKeys):
     rrf_k: float = 60.0
     depth: Optional[int] = None
     bm25: BM25Params = field(default_factory=BM25Params)
+    lexical: str = "bm25"  # bm25 (bm25s, the bm25 node) | okapi (rank_bm25, the okapi node)
+    okapi: OkapiParams = field(default_factory=OkapiParams)
     cache_dir: Optional[str] = None
     use_cache: bool = True
 

@@ -55,6 +55,8 @@ class LocomoConfig(SelectionConfig):
     expected_counts: Optional[Dict[int, int]] = field(default_factory=dict)  # null: no check
     comparable_categories: List[int] = field(default_factory=list)
     session_cut: str = "turns"  # session_* columns: K counts turns | sessions (distinct)
+    record_text: str = "{speaker}: {text}{image}"  # a template or speaker_colon | speaker_said | text
+    granularity: str = "turn"  # turn | session (one record per session)
 
 
 @dataclass

@@ -38,6 +38,8 @@ session is found when one of the top K turns lies in it (the published LoCoMo ha
 ``session_<name>_at_K``, filled only when the benchmark asks for them (None otherwise):
 ``lme_ndcg`` (LongMemEval's official nDCG) and ``evidence_share`` (LoCoMo's RAG recall,
 whose denominator is every item that retrieved, items without resolvable gold included).
+``gold_share`` (:mod:`memrun.metrics.gold_share`, the share of the item's gold found) is
+filled for every benchmark.
 """
 
 from __future__ import annotations
@@ -49,10 +51,12 @@ from dataclasses import dataclass
 
 DEFAULT_KS: tuple[int, ...] = (1, 3, 5, 10)
 SESSION_PREFIX = "session_"
-NAMED_VARIANTS: tuple[str, ...] = ("lme_ndcg", "evidence_share")
+NAMED_VARIANTS: tuple[str, ...] = ("lme_ndcg", "evidence_share", "gold_share")
 """Named metric families of :mod:`memrun.metrics.retrieval_official`: ``<name>@K`` per run."""
-OWN_DENOMINATOR: frozenset[str] = frozenset({"evidence_share"})
-"""Named families averaged over every item whose column is set, not only items with gold."""
+OWN_DENOMINATOR: frozenset[str] = frozenset({"evidence_share", "gold_share"})
+"""Named families averaged over every item whose column is set (evidence_share: items without
+resolvable gold too; gold_share: exactly the items with gold, so the official preset's questions
+scored without gold are not averaged in)."""
 SESSION_CUTS = ("sessions", "turns")
 """What K counts at session granularity: distinct sessions (LongMemEval) or turns."""
 GRANULARITIES: dict[str, str] = {"": "record", SESSION_PREFIX: "session"}

@@ -38,7 +38,7 @@ from dataclasses import dataclass
 
 from memrun.metrics.retrieval import NAMED_VARIANTS, ItemRetrieval, score_item
 
-LME_NDCG, EVIDENCE_SHARE = NAMED_VARIANTS  # per-item columns <name>_at_K and session_<name>_at_K
+LME_NDCG, EVIDENCE_SHARE = NAMED_VARIANTS[:2]  # per-item columns <name>_at_K and session_<name>_at_K
 
 OFFICIAL_NO_GOLD = "official_no_gold"
 """``Item.extra`` flag: a question the official script scores although it has no gold turn."""
