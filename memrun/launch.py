@@ -45,6 +45,7 @@ hydra_config = lazy("hydra.core.hydra_config")
 hydra_types = lazy("hydra.types")
 rich_console = lazy("rich.console")
 config = lazy("memrun.config")
+config_compose = lazy("memrun.config.compose")
 config_errors = lazy("memrun.config.errors")
 strict = lazy("memrun.config.strict")
 instrument = lazy("memrun.instrument")
@@ -185,8 +186,8 @@ def stale_runs(out_dir: Path, cfg: Any, limit: int = 200) -> list[tuple[Path, in
     configuration: :meth:`memrun.instrument.Instrument.configuration_diff` finds nothing.
     """
     Instrument = instrument.Instrument  # noqa: N806
-    mine = Instrument(arm=str(cfg.arm.name), ks=config.cutoffs(cfg),  # saved configs are redacted: so is this one
-                      config=redaction.redact_config(omegaconf.OmegaConf.to_container(cfg, resolve=True)))
+    mine = Instrument(arm=str(cfg.arm.name), ks=config.cutoffs(cfg),  # the instrument's config, as a run saves it
+                      config=config_compose.saved(cfg))
     near = [p for p in out_dir.parent.glob("*/" + writer.PARTS_DIR)]
     near += [p for p in out_dir.parent.parent.glob("*/*/" + writer.PARTS_DIR) if p.parent.parent != out_dir.parent]
     found = []
@@ -300,6 +301,7 @@ def _job(cfg: Any, hydra_cfg: Any) -> int:
     current_dir = out_dir
     started = time.perf_counter()
     status, code, error, lock = "complete", 0, None, None
+    container: dict[str, Any] = {}
     warnings = RunWarnings()
     redactor = warnings.redactor  # the run's secrets: kept out of its warnings, error line and outcome file
     try:
@@ -350,7 +352,7 @@ def _job(cfg: Any, hydra_cfg: Any) -> int:
             Outcome(
                 job=int(hydra_cfg.job.num), status=status, exit_code=code, error=error,
                 run_dir=_relative(out_dir, Path(hydra_cfg.sweep.dir)),
-                overrides=[redactor.text(o) for o in hydra_cfg.overrides.task], seconds=round(time.perf_counter() - started, 3),
+                overrides=[redactor.text(redaction.redact_override(o, container)) for o in hydra_cfg.overrides.task], seconds=round(time.perf_counter() - started, 3),
                 host=socket.gethostname(), pid=os.getpid(),
             ).write(Path(hydra_cfg.sweep.dir))
     return code

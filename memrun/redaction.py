@@ -14,7 +14,12 @@ The rule, in one place:
   the mapping's sibling ``public_headers`` list names it (``arm.public_headers: [Accept]``).
   Where they sit in a config they are replaced structurally, whatever their length;
   in free text (error lines, overrides, server replies) every such value of 8 or more
-  characters is replaced, as is anything after ``://`` and before ``@``.
+  characters is replaced (and its URL-encoded and base64 forms), as is anything after
+  ``://`` and before ``@``.
+- **Masked** (:mod:`memrun.masking`): what memrun hands a server it starts, the values of
+  an ``env`` mapping and the arguments after a flag in an ``args`` list, whatever their
+  names: ``***`` where they sit, unless spelled ``${oc.env:NAME}`` (saved as spelled,
+  never resolved); in free text, as the redacted values above.
 
 A run builds one :class:`Redactor` from its config (:meth:`Redactor.for_config`) and
 passes through it the saved config (``.hydra/``, the instrument), its rows' error
@@ -23,21 +28,24 @@ lines, its warnings and its error line.
 
 from __future__ import annotations
 
+import base64
 import logging
 import re
 from collections.abc import Iterable, Iterator, Mapping
 from pathlib import Path
 from typing import Any
-from urllib.parse import unquote, urlsplit
+from urllib.parse import quote, unquote, urlsplit
 
+from memrun import masking
 from memrun.errors import ConfigError
 from memrun.lazy import lazy
+from memrun.masking import ARGS, ENV, REDACTED
 
 fcntl = lazy("fcntl")  # POSIX only: loaded where a file is redacted in place, as before the import move
 hydra_config = lazy("hydra.core.hydra_config")
 hydra_types = lazy("hydra.types")
+hydra_overrides = lazy("hydra.core.override_parser.overrides_parser")
 
-REDACTED = "***"
 MIN_LENGTH = 8
 """Secrets shorter than this are not searched for in free text (too likely to occur by chance)."""
 
@@ -53,18 +61,19 @@ _USERINFO = re.compile(r"(?<=://)[^/\s?#'\"<>]+@")
 HEADERS, PUBLIC_HEADERS = "headers", "public_headers"
 
 
-# A header given as a Hydra override, as Hydra's launchers print it: "+arm.headers.X-Session=value".
-_HEADER_OVERRIDE = re.compile(r"((?:^|\s)[+~]*[\w.-]*\bheaders(?:\.[^\s=]+)?=)(\S+)")
+# A Hydra override in a launcher's line: "+arm.headers.X-Session=value", "arm.args=[a,b]".
+_OVERRIDE_TOKEN = re.compile(r"(?<!\S)[+~]*[\w.-]+=\S+")
 
 
 class LogRedactor(logging.Filter):
     """A logging filter for Hydra's own lines (a launcher prints each job's overrides):
-    URL user info and the values of header overrides become ``***``. It knows no config,
-    so it redacts every header given on the command line (``conf/config.yaml`` installs it)."""
+    URL user info, the values of header overrides and the masked values of ``env`` and
+    ``args`` overrides (:func:`redact_override`) become ``***``. It knows no config, so it
+    redacts every header given on the command line (``conf/config.yaml`` installs it)."""
 
     def filter(self, record: logging.LogRecord) -> bool:
         message = record.getMessage()
-        clean = strip_userinfo(_HEADER_OVERRIDE.sub(rf"\1{REDACTED}", message))
+        clean = strip_userinfo(_OVERRIDE_TOKEN.sub(lambda m: redact_override(m.group(0), {}), message))
         if clean != message:
             record.msg, record.args = clean, None
         return True
@@ -101,14 +110,19 @@ def _userinfo(url: str) -> list[str]:
 
 def config_secrets(node: Any) -> Iterator[str]:
     """Every secret value in a config tree (plain dicts and lists): the user info of each
-    URL and each header value not marked public (see the module docstring)."""
+    URL, each header value not marked public, and what a started server is handed (the
+    values of ``env`` and the arguments after a flag in ``args``: :mod:`memrun.masking`)."""
     if isinstance(node, Mapping):
         public = _public(node)
         for key, value in node.items():
             if key == HEADERS and isinstance(value, Mapping):
                 yield from (str(v) for k, v in value.items() if str(k).lower() not in public and v not in (None, ""))
-            else:
-                yield from config_secrets(value)
+                continue
+            if key == ENV:
+                yield from masking.secret_values(value, ())
+            elif key == ARGS:
+                yield from masking.secret_values({}, value)
+            yield from config_secrets(value)
     elif isinstance(node, (list, tuple)):
         for value in node:
             yield from config_secrets(value)
@@ -116,16 +130,13 @@ def config_secrets(node: Any) -> Iterator[str]:
         yield from _userinfo(node)
 
 
-def _interpolation(value: Any) -> bool:
-    """True for an unresolved ``${...}`` (an environment variable's name is not its value)."""
-    return isinstance(value, str) and value.startswith("${") and value.endswith("}")
-
-
 def redact_override(override: str, container: Any) -> str:
     """One Hydra override (``[+~]key=value``) with its secrets replaced: the value of a
     header not marked public in ``container`` (the config, plain dicts), or of a whole
-    ``headers`` mapping, and the user info of any URL."""
-    key, sep, _ = override.partition("=")
+    ``headers`` mapping; the values of an ``env`` override and those after a flag in an
+    ``args`` override (:mod:`memrun.masking`; kept when spelled ``${oc.env:NAME}``); and the
+    user info of any URL."""
+    key, sep, value = override.partition("=")
     path = key.lstrip("+~").split(".")
     if sep and HEADERS in path[:-1] or (sep and path[-1] == HEADERS):
         at = path.index(HEADERS)
@@ -135,24 +146,66 @@ def redact_override(override: str, container: Any) -> str:
         public = _public(node) if isinstance(node, Mapping) else set()
         if not (at == len(path) - 2 and path[-1].lower() in public):
             return f"{key}={REDACTED}"
+    if sep and (ENV in path or ARGS in path[:-1]) and not masking.spelled(value):
+        return f"{key}={REDACTED}"  # a variable, a mapping of them, or one argument (a flag's value or not)
+    if sep and path[-1] == ARGS:
+        return f"{key}={_masked_list_override(value)}"
     return strip_userinfo(override)
 
 
-def redact_config(node: Any) -> Any:
+def _masked_list_override(value: str) -> str:
+    """An ``args`` override's value (``[a,--token,tok]``) with the values after a flag masked."""
+    try:
+        parsed = hydra_overrides.OverridesParser.create().parse_override(f"args={value}").value()
+    except Exception:  # noqa: BLE001 - not a list Hydra reads: nothing of it is shown
+        return REDACTED
+    if not isinstance(parsed, list):
+        return REDACTED if parsed not in (None, "") else value
+    shown, _ = masking.mask_args([str(a) for a in parsed])
+    return "[" + ",".join(strip_userinfo(a) for a in shown) + "]"
+
+
+_SAME = object()
+
+
+def redact_config(node: Any, spelling: Any = _SAME, fingerprints: bool = False) -> Any:
     """A copy of a config tree (plain dicts and lists) with every secret of
-    :func:`config_secrets` replaced by ``***`` where it sits."""
+    :func:`config_secrets` replaced by ``***`` where it sits.
+
+    spelling: the same tree unresolved (``OmegaConf.to_container(cfg, resolve=False)``)
+    when ``node`` is resolved: a header, ``env`` value or argument spelled with an
+    interpolation (``${oc.env:NAME}``) is then saved as spelled, not as its value. Omitted:
+    ``node`` itself (a tree that is not resolved). fingerprints: add
+    :data:`memrun.masking.FINGERPRINT_KEY` beside masked ``env``/``args`` (the instrument's
+    copy, which tells configurations apart).
+    """
+    spelling = node if spelling is _SAME else spelling
     if isinstance(node, Mapping):
         public = _public(node)
-        out = {}
+        raw = spelling if isinstance(spelling, Mapping) else {}
+        out: dict[Any, Any] = {}
+        masked: list[str] = []
         for key, value in node.items():
+            as_spelled = raw.get(key)
             if key == HEADERS and isinstance(value, Mapping):
-                out[key] = {k: v if str(k).lower() in public or v in (None, "") or _interpolation(v) else REDACTED
-                            for k, v in value.items()}
+                written = as_spelled if isinstance(as_spelled, Mapping) else {}
+                out[key] = {k: written.get(k) if masking.spelled(written.get(k)) else
+                            v if str(k).lower() in public or v in (None, "") else REDACTED for k, v in value.items()}
+            elif key == ENV and isinstance(value, Mapping):
+                out[key], found = masking.mask_env(value, as_spelled)
+                masked += [f"{ENV}.{m}" for m in found]
+            elif key == ARGS and isinstance(value, (list, tuple)):
+                shown, found = masking.mask_args(list(value), as_spelled)
+                out[key] = [strip_userinfo(a) if isinstance(a, str) and not masking.spelled(a) else a for a in shown]
+                masked += found
             else:
-                out[key] = redact_config(value)
+                out[key] = redact_config(value, as_spelled, fingerprints)
+        if masked and fingerprints:
+            out[masking.FINGERPRINT_KEY] = masking.fingerprint(masked)
         return out
     if isinstance(node, (list, tuple)):
-        return [redact_config(v) for v in node]
+        items = spelling if isinstance(spelling, (list, tuple)) and len(spelling) == len(node) else [None] * len(node)
+        return [redact_config(v, s, fingerprints) for v, s in zip(node, items, strict=True)]
     return strip_userinfo(node) if isinstance(node, str) else node
 
 
@@ -197,15 +250,20 @@ class Redactor:
         return self
 
     def add(self, secret: str, min_length: int = MIN_LENGTH) -> None:
-        """Register ``secret`` (ignored when shorter than ``min_length`` characters)."""
-        if secret and len(secret) >= min_length and secret not in self._secrets:
-            self._secrets.append(secret)
+        """Register ``secret`` (ignored when shorter than ``min_length`` characters), with its
+        URL-encoded and base64 forms (a value sent in a query string or a Basic header)."""
+        if not secret or len(secret) < min_length:
+            return
+        forms = {secret, quote(secret, safe=""), base64.b64encode(secret.encode()).decode().rstrip("=")}
+        if forms - set(self._secrets):
+            self._secrets.extend(forms - set(self._secrets))
             self._secrets.sort(key=len, reverse=True)
 
     def extend(self, other: Redactor) -> Redactor:
         """Register every secret ``other`` knows too; returns self."""
-        for s in other._secrets:
-            self.add(s, min_length=1)
+        known = set(self._secrets)
+        self._secrets += [s for s in other._secrets if s not in known]
+        self._secrets.sort(key=len, reverse=True)
         return self
 
     def text(self, value: str) -> str:
@@ -250,12 +308,16 @@ def find_literal_secrets(node: Any, path: str = "") -> Iterator[tuple[str, str]]
     A key named like ``api_key``/``token``/``secret``/``password`` holding a string, an
     auth-like header in a ``headers`` mapping (:func:`is_auth_header`) holding one, or
     any string shaped like a provider key (``sk-...``), is reported. ``*_env`` keys hold
-    variable names and are fine.
+    variable names and are fine. What a started server is handed (``env``, ``args``) is
+    never refused: it is masked wherever memrun writes it (:mod:`memrun.masking`), and an
+    ``${oc.env:NAME}`` there resolves to whatever the variable holds.
     """
     if isinstance(node, Mapping):
         in_headers = path.rsplit(".", 1)[-1] == HEADERS
         for k, v in node.items():
             sub = f"{path}.{k}" if path else str(k)
+            if k in (ENV, ARGS):
+                continue
             named = is_auth_header(str(k)) if in_headers else bool(_SECRET_KEY.search(str(k)))
             if isinstance(v, str) and v and named and not str(k).endswith("_env"):
                 yield sub, v

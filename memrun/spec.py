@@ -125,7 +125,9 @@ class RunSpec:
     (:class:`memrun.retrieval_flow.FlowSettings`); ``answering``: the reader, judges and
     LLM-call settings on the accuracy axis (None on recall); ``config``: the
     resolved config as plain dicts (its secrets are redacted where it is written);
-    ``warnings``: what the checks found worth saying before any work.
+    ``saved_config``: the config as the instrument keeps it (secrets redacted, ``env`` and
+    flag values masked, ``${oc.env:NAME}`` as spelled: :func:`memrun.config.compose.saved`;
+    empty: redact ``config``); ``warnings``: what the checks found worth saying before any work.
     """
 
     axis: str
@@ -148,6 +150,7 @@ class RunSpec:
     answering: AccuracySpec | None
     config: Mapping[str, Any] = field(repr=False)
     warnings: tuple[str, ...] = ()
+    saved_config: Mapping[str, Any] = field(default_factory=dict, repr=False)
 
     @property
     def accuracy(self) -> bool:

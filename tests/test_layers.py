@@ -19,7 +19,7 @@ PACKAGE = Path(memrun.__file__).resolve().parent
 # the package itself, so a new module must be placed here).
 LAYERS: list[tuple[str, tuple[str, ...]]] = [
     ("base", ("memrun", "memrun.errors", "memrun.lazy", "memrun.paths", "memrun.records", "memrun.signals",
-              "memrun.background", "memrun.cache_files", "memrun.http_policy", "memrun.redaction",
+              "memrun.background", "memrun.cache_files", "memrun.http_policy", "memrun.masking", "memrun.redaction",
               "memrun.run_warnings", "memrun.provenance", "memrun.progress_lines", "memrun.stats",
               "memrun.instrument", "memrun.plugins")),
     ("domain", ("memrun.config", "memrun.metrics", "memrun.judges", "memrun.llm", "memrun.io", "memrun.benchmarks",

@@ -122,7 +122,7 @@ class McpArm:
         self._live: dict[str, _History] = {}  # history id -> its namespace (and server), while open
         self._current: str | None = None  # the last history ingested: search's default
         self._ever_ready, self._closed, self.erase_failures = False, False, 0
-        ledger_key = DIR_LEDGER if self.per_process else f"mcp:{self.base.label}"
+        ledger_key = DIR_LEDGER if self.per_process else f"mcp:{self.base.identity}"
         self.ledger = NamespaceLedger(Path(ledger_dir).expanduser() if ledger_dir else default_ledger_dir(),
                                       ledger_key, self.prefix.rstrip("-"))
         self._guard = TerminationGuard()

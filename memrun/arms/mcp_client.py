@@ -24,6 +24,8 @@ from typing import Any, TypeVar
 
 from memrun.errors import ArmError
 from memrun.lazy import lazy
+from memrun.masking import command_label, fingerprint
+from memrun.redaction import strip_userinfo
 
 # The MCP SDK loads when a server is reached (memrun.lazy).
 mcp = lazy("mcp")
@@ -54,7 +56,16 @@ class ServerSpec:
 
     @property
     def label(self) -> str:
-        return self.url if self.url else " ".join([str(self.command), *self.args])
+        """The server in messages: its URL without user info, or its command line with every
+        value after a flag masked (:func:`memrun.masking.command_label`); env is never shown."""
+        return strip_userinfo(self.url) if self.url else command_label(self.command, self.args)
+
+    @property
+    def identity(self) -> str:
+        """The server in the namespace ledger, the same for the same server across runs: the
+        label and a fingerprint of every argument and variable it is handed (:func:`memrun.masking.fingerprint`)."""
+        values = [f"{k}={v}" for k, v in sorted(self.env.items())] + [str(a) for a in self.args]
+        return f"{self.label} [{fingerprint(values)}]" if values and not self.url else self.label
 
 
 def run_blocking(coro: Coroutine[Any, Any, T]) -> T:

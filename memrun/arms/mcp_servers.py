@@ -51,7 +51,7 @@ class McpServers:
         if self.per_process and sessions > 1:
             raise ArmError("arm.sessions > 1 is for a shared server; with {{ namespace_dir }} every open history "
                            "already has a server and a session of its own: drop arm.sessions")
-        self.base = ServerSpec(command=command, args=tuple(args), url=url, headers=dict(headers))
+        self.base = ServerSpec(command=command, args=tuple(args), env=dict(env or {}), url=url, headers=dict(headers))
         self.n_sessions, self.timeout_s, self.start_timeout_s = sessions, float(timeout_s), float(start_timeout_s)
         self.schemas: str | None = None  # the hash set-up recorded (record_tools)
         self._hashed: list[str] = []

@@ -41,6 +41,7 @@ from memrun import signals
 from memrun.errors import ArmError
 from memrun.paths import user_cache
 from memrun.redaction import strip_userinfo
+from memrun.run_warnings import current
 
 
 ISOLATED, SHARED = "per_history", "shared"
@@ -178,7 +179,8 @@ class NamespaceLedger:
         """Record that the run ended with these namespaces still on the server (``reason``:
         the last erase error), so the next run does not report them as left by a kill."""
         if self.names:
-            self.unerased = reason
+            run = current()  # the reason quotes the server: the run's secrets stay out of the file
+            self.unerased = run.redactor.text(reason) if run else reason
             self._store().result()
 
     def keep(self) -> Path | None:

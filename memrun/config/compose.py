@@ -11,6 +11,7 @@ from memrun.config.strict import check_boolean_overrides
 from memrun.errors import ConfigError
 from memrun.lazy import lazy
 from memrun.paths import conf_dir
+from memrun.redaction import redact_config
 
 hydra = lazy("hydra")
 hydra_errors = lazy("hydra.errors")
@@ -21,6 +22,15 @@ omegaconf_errors = lazy("omegaconf.errors")
 def resolved(cfg: Any) -> dict[str, Any]:
     """``cfg`` (a DictConfig or node) resolved to plain dicts and lists."""
     return omegaconf.OmegaConf.to_container(cfg, resolve=True)  # type: ignore[no-any-return]
+
+
+def saved(cfg: Any, container: dict[str, Any] | None = None) -> dict[str, Any]:
+    """The config as a run keeps it in its instrument: ``container`` (``cfg`` resolved;
+    None: resolved here) with its secrets redacted, what a started server is handed masked
+    and fingerprinted, and ``${oc.env:NAME}`` kept as spelled, never its value
+    (:func:`memrun.redaction.redact_config`, :mod:`memrun.masking`)."""
+    spelling = omegaconf.OmegaConf.to_container(cfg, resolve=False)
+    return redact_config(resolved(cfg) if container is None else container, spelling, fingerprints=True)  # type: ignore[no-any-return]
 
 
 def from_container(data: Any, **overrides: Any) -> Any:

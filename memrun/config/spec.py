@@ -12,7 +12,7 @@ from hydra.utils import get_class
 from memrun import shards
 from memrun.benchmarks.selection import selection_from_config
 from memrun.config import Axis, cutoffs, default_top_k
-from memrun.config.compose import resolved
+from memrun.config.compose import resolved, saved
 from memrun.errors import ConfigError
 from memrun.redaction import check_no_secrets
 from memrun.retrieval_flow import FlowSettings
@@ -178,6 +178,6 @@ def build_spec(cfg: Any) -> tuple[RunSpec, PluginNodes]:
         min_coverage=float(cfg.get("min_coverage", 0.95)), max_error_share=cfg.get("max_error_share", 0.1),
         stale_check=bool(cfg.get("stale_check")), judge=judge, progress=bool(cfg.get("progress", True)),
         flow=FlowSettings.from_config(cfg.arm), answering=answering,
-        config=container, warnings=tuple(warnings),
+        config=container, warnings=tuple(warnings), saved_config=saved(cfg, container),
     )
     return spec, PluginNodes(benchmark=cfg.benchmark, arm=cfg.arm)

@@ -12,6 +12,8 @@ content only, no structured content). Faults, from the environment:
   ``peak_in_flight``: the most calls that slept at once);
 - ``MCP_TEST_SLOW_QUERY``: a search for exactly this query never answers;
 - ``MCP_TEST_CRASH_AFTER``: after this many tool calls the process exits (stderr says so);
+- ``MCP_TEST_ECHO``: print its arguments and its ``MEMSRV*`` variables on stderr at
+  start (a server that logs its command line: what memrun quotes from it must be clean);
 - ``MCP_TEST_SCHEMA``: ``v2`` adds an optional ``filter`` argument to ``search`` (a
   changed input schema, as a new server version would have).
 """
@@ -121,6 +123,11 @@ async def info() -> dict:
 
 
 if __name__ == "__main__":
+    if os.environ.get("MCP_TEST_ECHO"):
+        sys.stderr.write(f"mcp test server: argv {sys.argv[1:]}\n")
+        for name in sorted(n for n in os.environ if n.startswith("MEMSRV")):
+            sys.stderr.write(f"mcp test server: {name}={os.environ[name]}\n")
+        sys.stderr.flush()
     if os.environ.get("MCP_TEST_FAIL_START"):
         sys.stderr.write(os.environ["MCP_TEST_FAIL_START"] + "\n")
         sys.exit(3)
