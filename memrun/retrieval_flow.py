@@ -25,9 +25,12 @@ plus those waits. With ``warmup`` each query is searched twice and the second is
 
 Faults: a failing ingest errors its own history's items; a failing search its own item;
 an :class:`~memrun.errors.ArmError` stops the run. When a stop is asked for (Ctrl-C,
-SIGTERM: the caller cancels the flow), the calls in flight finish, no arm call starts
-after that, and the caller's ``close`` erases what the arm created (``arm=http``: every
-namespace its ledger lists; a second Ctrl-C stops at once and leaves them to the ledger).
+SIGTERM: :func:`retrieve_all` sets :attr:`Flow.stopping`), the calls in flight finish, no
+arm call starts after that, and every search that was answered is handed on: the open
+histories give the items searched so far (in group order; the others have no row), so a
+stop keeps every answered search. The caller's ``close`` then erases what the arm created
+(``arm=http``: every namespace its ledger lists; a second Ctrl-C stops at once and leaves
+them to the ledger).
 """
 
 from __future__ import annotations
@@ -193,8 +196,13 @@ class Flow:
             pass
 
     async def history(self, group: Group) -> list[Retrieved]:
-        """Ingest one history, search all its items at once, release it; its items' results in order."""
-        error = await self._ingest(group)
+        """Ingest one history, search all its items at once, release it; its items' results in
+        order. Once a stop is asked for, the items whose search was answered (none when the
+        ingest had not finished), and the history is left to ``close``."""
+        try:
+            error = await self._ingest(group)
+        except _Stopped:
+            return []
         session_of, known, n = sessions_of(group), history_keys(group), len(group.records)
         texts = record_texts(group)
         if error is not None:
@@ -204,12 +212,16 @@ class Flow:
         # every search ends before the history does (a stop must not orphan calls in flight)
         found = await asyncio.gather(*(self._search(group, item) for item in group.items), return_exceptions=True)
         for outcome in found:
-            if isinstance(outcome, BaseException):
-                raise outcome  # an ArmError or a stop: _search records every other failure itself
-        self._release(group)
+            if isinstance(outcome, BaseException) and not isinstance(outcome, _Stopped):
+                raise outcome  # an ArmError: _search records every other failure itself
+        if not any(isinstance(outcome, _Stopped) for outcome in found):
+            self._release(group)
         answer_for = getattr(self.arm, "answer_for", None) if self.answers else None
         out = []
-        for item, (hits, latency, queued, err) in zip(group.items, found):
+        for item, outcome in zip(group.items, found):
+            if isinstance(outcome, BaseException):
+                continue  # a stop came before its search: no row, a rerun searches it
+            hits, latency, queued, err = outcome
             answer, err = arm_answer(answer_for, item, err)
             out.append(Retrieved(item, hits, latency, err, answer, session_of, known, n, queue_ms=queued,
                                  gold_texts=gold_texts(item, texts, self.gold_match)))
@@ -237,18 +249,15 @@ class Flow:
                     open_ += 1
                 if not pending:
                     await asyncio.gather(*self._releases)
+                    if self.failure is not None:
+                        raise self.failure
                     return
                 group, task = pending[0]
                 if not task.done():  # wait for any history (not the first: it may be the slow one)
                     # asyncio.wait cancels nothing when a stop cancels it: calls in flight finish
                     await asyncio.wait([t for _, t in pending if not t.done()], return_when=asyncio.FIRST_COMPLETED)
                     continue
-                try:
-                    result = task.result()
-                except _Stopped:
-                    if self.failure is not None:
-                        raise self.failure from None
-                    return  # a stop was asked for: the caller's signal check ends the run
+                result = task.result()  # an ArmError propagates; a stop gives what was answered
                 pending.popleft()
                 yield group, result
         finally:
@@ -317,7 +326,8 @@ def retrieve_all(arm: Any, groups: Iterable[Group], top_k: int, gold_match: Gold
                  on_item: Callable[[Retrieved], None]) -> None:
     """The retrieval axis: every item's result, in dataset order, to ``on_item``. A stop
     (Ctrl-C, SIGTERM; :mod:`memrun.signals`) raises KeyboardInterrupt between items for a
-    sequential arm, and cancels the open histories of a concurrent one."""
+    sequential arm, and for a concurrent one once the calls in flight have answered and
+    every answered search was handed to ``on_item``."""
     if arm_kind(arm) == SEQUENTIAL:
         for group in groups:
             for r in iter_group(arm, group, top_k, gold_match, warmup=settings.warmup):
@@ -326,10 +336,13 @@ def retrieve_all(arm: Any, groups: Iterable[Group], top_k: int, gold_match: Gold
         return
 
     async def main() -> None:
-        loop, me = asyncio.get_running_loop(), asyncio.current_task()
-        assert me is not None
-        with signals.on_request(lambda: loop.call_soon_threadsafe(me.cancel)):
-            flow = Flow(arm, top_k, gold_match, settings)
+        loop = asyncio.get_running_loop()
+        flow = Flow(arm, top_k, gold_match, settings)
+
+        def stop() -> None:  # no call starts any more; the open histories hand on what was answered
+            flow.stopping = True
+
+        with signals.on_request(lambda: loop.call_soon_threadsafe(stop)):
             async for _, retrieved in flow.groups(groups):
                 for r in retrieved:
                     on_item(r)

@@ -50,6 +50,7 @@ class MemoryState:
     index_delay_s: float = 0.0
     ready_at: dict[str, list[float]] = field(default_factory=lambda: defaultdict(list))  # ns -> per memory
     searches: list[dict[str, Any]] = field(default_factory=list)
+    answered: list[tuple[str, str, float]] = field(default_factory=list)  # (namespace, query, time.time()) once sent
     requests: list[str] = field(default_factory=list)
     arrivals: list[tuple[str, float]] = field(default_factory=list)  # (op, time.monotonic()) per request
     sleeping: int = 0  # searches sleeping out search_delay_s now
@@ -161,6 +162,9 @@ class Handler(BaseHTTPRequestHandler):
         scored = sorted((s for s in scored if s[0] > 0), key=lambda s: (-s[0], s[1]))[: int(body["limit"])]
         self._send(200, {"results": [{"id": m["id"], "score": float(s), "content": m["content"]} for s, _, m in scored],
                          "took_ms": 0})
+        self.wfile.flush()
+        with self.state.lock:
+            self.state.answered.append((ns, body["query"], time.time()))
 
     def _sleep_counted(self, seconds: float) -> None:
         """Sleep ``seconds`` as one of the searches in the server (:attr:`MemoryState.search_peak`)."""
