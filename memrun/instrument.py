@@ -24,6 +24,7 @@ DENOMINATOR_RETRIEVAL = "items_with_retrieval_gold"  # retrieval axis: items wit
 DENOMINATOR_EXCLUDE_ABSTAIN = "correct+wrong"  # accuracy: abstentions left out of the ratio
 DENOMINATOR_ABSTAIN_WRONG = "correct+wrong+abstained"  # accuracy: an abstention counts as wrong
 DENOMINATOR_MEAN_SCORE = "mean_score"  # accuracy, fractional judges (a rubric): the mean of the items' scores
+DENOMINATOR_BEAM_OFFICIAL = "beam_official"  # BEAM's table: int(score), tau_norm for event ordering, mean of abilities
 
 
 CONFIGURATION_KEYS = ("axis", "benchmark", "arm", "reader", "judge", "judge2", "ks", "repeats", "denominator",

@@ -16,13 +16,19 @@ from typing import TYPE_CHECKING, Any
 from memrun.cache_files import network_warning
 from memrun.errors import ConfigError
 from memrun.http_policy import HttpPolicy
-from memrun.instrument import DENOMINATOR_ABSTAIN_WRONG, DENOMINATOR_EXCLUDE_ABSTAIN, DENOMINATOR_MEAN_SCORE
+from memrun.instrument import (
+    DENOMINATOR_ABSTAIN_WRONG,
+    DENOMINATOR_BEAM_OFFICIAL,
+    DENOMINATOR_EXCLUDE_ABSTAIN,
+    DENOMINATOR_MEAN_SCORE,
+)
 from memrun.judges import Judge, build_judge
 from memrun.llm.cache import CallCache
 from memrun.llm.endpoint import Endpoint, resolve_endpoint
 from memrun.llm.prompts import load_prompt
 from memrun.llm.reader import READER_FIELDS, Reader
 from memrun.llm.service import LLMService
+from memrun.metrics.beam_official import OFFICIAL_SCORE
 from memrun.paths import configured_or_cache
 from memrun.records import Dataset
 from memrun.redaction import Redactor
@@ -32,7 +38,7 @@ if TYPE_CHECKING:
 
 # config ``denominator`` (the summary's ratio) -> the instrument's denominator (what compare reads)
 DENOMINATORS = {"accuracy_abstain_wrong": DENOMINATOR_ABSTAIN_WRONG, "accuracy": DENOMINATOR_EXCLUDE_ABSTAIN,
-                "mean_judge_score": DENOMINATOR_MEAN_SCORE}
+                "mean_judge_score": DENOMINATOR_MEAN_SCORE, OFFICIAL_SCORE: DENOMINATOR_BEAM_OFFICIAL}
 FRACTIONAL_HEADLINE = "mean_judge_score"  # a judge whose scores are fractions (``fractional = True``)
 
 
@@ -128,7 +134,7 @@ def build_setup(spec: RunSpec, arm: Any) -> AccuracySetup:
     if acc.judge_warning:
         warnings.append(acc.judge_warning)
     headline = acc.denominator
-    if getattr(judge, "fractional", False):  # a rubric's mean: the mean over items of their mean over repeats
+    if getattr(judge, "fractional", False) and headline != OFFICIAL_SCORE:  # a rubric's mean: the mean over items of their mean over repeats
         headline = FRACTIONAL_HEADLINE
     return AccuracySetup(
         llm=llm, reader=reader, judge=judge, judge2=judge2, repeats=spec.repeats, headline=headline,

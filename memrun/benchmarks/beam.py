@@ -8,6 +8,11 @@ instruction_following, knowledge_update, multi_session_reasoning, preference_fol
 summarization, temporal_reasoning. Files, pins and which chat file is read:
 :mod:`memrun.benchmarks.beam_files`.
 
+``benchmark.split=128K`` is accepted for 100K (the README's name of the size). Under
+``benchmark.preset=official`` the reader prompt is BEAM's own RAG prompt and the summary's
+headline is BEAM's official ten-ability mean (:mod:`memrun.metrics.beam_official`; what
+differs from memrun's default setup: docs/reproducing.md).
+
 Mapping to memrun:
 
 - one :class:`~memrun.records.Group` per conversation (history id = its number), produced
@@ -61,9 +66,13 @@ import ijson
 from memrun.benchmarks import beam_files, count_differences
 from memrun.benchmarks.lme_scan import first_line, open_json
 from memrun.benchmarks.text import json_type, read_text_strict
-from memrun.errors import DataError
+from memrun.errors import ConfigError, DataError
 from memrun.records import Dataset, Group, Item, Record
 
+SIZE_ALIASES = {"128K": "100K"}
+"""BEAM's README and paper call the smallest size 128K; its files live under ``chats/100K``."""
+PRESETS = ("memrun", "official")
+"""``benchmark.preset``: memrun's scoring, or BEAM's official table (:mod:`memrun.metrics.beam_official`)."""
 ANSWER_FIELDS = ("answer", "ideal_response", "ideal_answer", "ideal_summary", "expected_compliance")
 ABSTENTION = "abstention"
 DICT_CREDIT: dict[str, tuple[str, ...]] = {
@@ -93,7 +102,12 @@ class Beam:
     """
 
     def __init__(self, *, split: str, url: str, categories: Mapping[str, str], root: str = "beam",
-                 path: str | None = None, questions_per_ability: int | None = 2) -> None:
+                 path: str | None = None, questions_per_ability: int | None = 2, preset: str = "memrun") -> None:
+        split = SIZE_ALIASES.get(split, split)  # the README's "128K" is the files' 100K folder
+        if preset not in PRESETS:
+            raise ConfigError(f"benchmark.preset={preset}: choose one of {', '.join(PRESETS)} (official: BEAM's "
+                              "reader prompt and score table, docs/reproducing.md)")
+        self.preset = preset
         self.conversations = beam_files.conversations(split)  # ConfigError for an unknown size
         self.split, self.url, self.root, self.path = split, url, root, path
         self.categories = {str(k): str(v) for k, v in categories.items()}

@@ -120,4 +120,5 @@ class BeamConfig(SelectionConfig):
     root: str = "beam"
     path: Optional[str] = None
     questions_per_ability: Optional[int] = 2
+    preset: str = "memrun"  # memrun | official (BEAM's reader prompt and score table, docs/reproducing.md)
     categories: Dict[str, str] = MISSING

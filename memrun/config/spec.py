@@ -14,6 +14,7 @@ from memrun.benchmarks.selection import selection_from_config
 from memrun.config import Axis, cutoffs, default_top_k
 from memrun.config.compose import resolved, saved
 from memrun.errors import ConfigError
+from memrun.metrics.beam_official import OFFICIAL_SCORE
 from memrun.redaction import check_no_secrets
 from memrun.retrieval_flow import FlowSettings
 from memrun.spec import (ACCURACY, OVERFLOW_POLICIES, AccuracySpec, JudgeSpec, LLMCallSpec, PluginNodes, ReaderSpec,
@@ -125,10 +126,16 @@ def llm_call_spec(cfg: Any) -> LLMCallSpec:
 
 def accuracy_spec(cfg: Any, benchmark: str) -> AccuracySpec:
     """The reader, judges and LLM-call settings of an axis=accuracy run ``cfg``
+    (``benchmark=beam benchmark.preset=official``: the pin ``beam_official`` and the
+    headline ``official_score``, :mod:`memrun.metrics.beam_official`)
     (:class:`memrun.spec.AccuracySpec`). Raises ConfigError: a bad LLM setting
     (:func:`llm_call_spec`), ``judge=none`` (naming the benchmark's pinned judge), or
     a bad reader (:func:`reader_spec`; not built for an arm that answers itself)."""
     calls = llm_call_spec(cfg)
+    preset = cfg.benchmark.get("preset")
+    official = benchmark == "beam" and preset == "official"
+    if official:  # the official reader prompt and scoring (docs/reproducing.md)
+        benchmark = "beam_official"
     pin = cfg.reader.pins.get(benchmark) if cfg.reader.pins else None
     if cfg.judge.name == "none":
         hint = f"judge={pin.judge} (pinned for {benchmark})" if pin is not None and pin.judge else "judge=gpt41"
@@ -139,6 +146,8 @@ def accuracy_spec(cfg: Any, benchmark: str) -> AccuracySpec:
         judge_warning = (f"judge={cfg.judge.name} is not {benchmark}'s pinned judge ({pin.judge}): "
                          "labels do not compare with runs or papers that used the pin")
     denominator = cfg.denominator.value if hasattr(cfg.denominator, "value") else str(cfg.denominator)
+    if official:
+        denominator = OFFICIAL_SCORE
     return AccuracySpec(
         reader=reader, judge=JudgeSpec("judge", str(cfg.judge.name), cfg.judge),
         judge2=JudgeSpec("judge2", str(cfg.judge2.name), cfg.judge2) if cfg.judge2.name != "none" else None,

@@ -22,6 +22,7 @@ from collections import Counter, defaultdict
 from collections.abc import Mapping, Sequence
 from typing import Any
 
+from memrun.metrics.beam_official import OFFICIAL_SCORE, official_table
 from memrun.metrics.summary import percentile
 from memrun.stats.agreement import agreement, cohen_kappa
 from memrun.stats.labels import ABSTAIN, CORRECT, ERROR, WRONG, flip_rate, is_stable, majority_label
@@ -132,6 +133,8 @@ def summarize_accuracy(
     ``headline``. Returns counts, ``overall_all``, ``overall_comparable`` (when
     ``comparable_categories``), ``per_category``, latency percentiles (ms), token means,
     ``success_rate``, ``failure_stages``, ``judge2`` agreement, ``lexical`` means, ``stale``
+    (and ``beam_official``, BEAM's official table, when rows carry rubric scores; with
+    ``denominator`` ``official_score`` its ten-ability mean is the headline)
     (rows the stale check applied to, and how many were stale) and ``score``; with
     ``task_averaged``, ``category_averaged``: the mean over categories of the accuracies,
     the mean judge score and the mean order score.
@@ -159,8 +162,16 @@ def summarize_accuracy(
             name: _mean([b[name] for b in blocks if b.get(name) is not None]) if any(b.get(name) is not None for b in blocks)
             else None for name in ("accuracy", "accuracy_abstain_wrong", "mean_judge_score", "mean_order_score")
         }
-    head = summary.get("overall_comparable") or summary["overall_all"]
-    summary["headline"] = {"metric": denominator, "slice": "overall_comparable" if "overall_comparable" in summary else "overall_all", "value": head[denominator]}
+    official = official_table(rows, list(categories))
+    if official is not None:  # BEAM: the official table, recomputed from the rubric rows
+        summary["beam_official"] = official
+    if denominator == OFFICIAL_SCORE:  # benchmark.preset=official: the ten-ability mean is the headline
+        value = official["ten_ability_mean"] if official else None
+        summary["headline"] = {"metric": OFFICIAL_SCORE, "slice": "beam_official.ten_ability_mean", "value": value}
+        head = {OFFICIAL_SCORE: value}
+    else:
+        head = summary.get("overall_comparable") or summary["overall_all"]
+        summary["headline"] = {"metric": denominator, "slice": "overall_comparable" if "overall_comparable" in summary else "overall_all", "value": head[denominator]}
     identical = [i["identical_retrieval"] for i in items if i["identical_retrieval"] is not None]
     summary["identical_retrieval_share"] = _ratio(sum(identical), len(identical))
 

@@ -20,6 +20,7 @@ from typing import Any
 import numpy as np
 
 from memrun.lazy import lazy
+from memrun.metrics.beam_official import OFFICIAL_SCORE, item_official_scores
 from memrun.stats.bootstrap import DEFAULT_RESAMPLES, DEFAULT_SEED, paired_bootstrap
 from memrun.stats.labels import ABSTAIN, CORRECT, ERROR, majority_label
 
@@ -58,6 +59,10 @@ def item_scores(rows: Sequence[Mapping[str, Any]], *, axis: str, metric: str) ->
     ``judge_score`` over its non-error repeats); otherwise a retrieval metric name
     (:func:`memrun.metrics.retrieval.item_column_for`).
     """
+    if axis == "accuracy" and metric == OFFICIAL_SCORE:  # BEAM's official per-question score
+        official = item_official_scores(rows)
+        where = {str(r["item_id"]): r for r in rows}
+        return [(where[k].get("category"), where[k].get("cluster"), v) for k, v in official.items()]
     if axis == "accuracy" and metric == "mean_judge_score":
         sums: dict[str, list[float]] = {}
         first_row: dict[str, Mapping[str, Any]] = {}
