@@ -11,7 +11,9 @@ The blocking set-up and clean-up of the arm (health, leftovers, ``close``) stay 
 and the ledger speak one vocabulary whichever client sent the request: a status >= 400
 raises ``httpx.HTTPStatusError`` (401/403: :class:`memrun.errors.AuthError`), a failed
 connection ``httpx.ConnectError``, a timeout ``httpx.ReadTimeout``, any other transport
-failure ``httpx.ReadError``.
+failure ``httpx.ReadError``. With ``expect_json``, a reply of status < 400 whose body is not
+JSON is :class:`MalformedReply`, retried as a transport error is (when the request is
+idempotent, from the same ``attempts``): one bad reply is an error of its item, not of the run.
 """
 
 from __future__ import annotations
@@ -19,7 +21,7 @@ from __future__ import annotations
 import asyncio
 import json
 from collections.abc import Mapping
-from dataclasses import dataclass
+from dataclasses import dataclass, field, replace
 from typing import Any
 
 import aiohttp
@@ -34,22 +36,41 @@ class _Request:
     url: str
 
 
+_UNPARSED = object()
+
+
+class MalformedReply(httpx.DecodingError):
+    """A reply of status < 400 whose body is not JSON where JSON was expected (a per-item error)."""
+
+
 @dataclass(frozen=True)
 class Reply:
     """A response read in full: ``status_code``, ``headers``, ``content`` (bytes), ``request``
-    (``method``, ``url``), and :meth:`json` / :attr:`text` as on an httpx response."""
+    (``method``, ``url``), and :meth:`json` / :attr:`text` as on an httpx response
+    (``document``: the JSON already parsed, with ``expect_json``)."""
 
     status_code: int
     headers: Mapping[str, str]
     content: bytes
     request: _Request
+    document: Any = field(default=_UNPARSED, compare=False, repr=False)
 
     @property
     def text(self) -> str:
         return self.content.decode("utf-8", "replace")
 
     def json(self) -> Any:
-        return json.loads(self.content)
+        return json.loads(self.content) if self.document is _UNPARSED else self.document
+
+
+def _parsed(reply: Reply) -> Reply:
+    """``reply`` with its JSON parsed; raises MalformedReply when the body is not JSON."""
+    try:
+        return replace(reply, document=json.loads(reply.content))
+    except ValueError as exc:
+        preview = reply.text[:BODY_PREVIEW_CHARS].replace("\n", " ")
+        raise MalformedReply(f"{reply.request.method} {reply.request.url} did not answer with JSON ({exc}): "
+                             f"{preview!r}", request=httpx.Request(reply.request.method, reply.request.url)) from None
 
 
 def open_session(headers: Mapping[str, str], timeout_s: float) -> aiohttp.ClientSession:
@@ -85,9 +106,11 @@ def _status_error(reply: Reply, auth_hint: str) -> Exception:
 
 
 async def send(session: aiohttp.ClientSession, method: str, url: str, *, policy: HttpPolicy, idempotent: bool,
-               auth_hint: str, gate: RateGate | None = None, **kwargs: Any) -> Reply:
+               auth_hint: str, gate: RateGate | None = None, expect_json: bool = False, **kwargs: Any) -> Reply:
     """Send a request under the policy and read the whole response (see the module docstring
-    for the errors raised). kwargs: aiohttp's body arguments (``json``, ``data``, ``headers``)."""
+    for the errors raised). kwargs: aiohttp's body arguments (``json``, ``data``, ``headers``).
+    expect_json: parse the reply (``Reply.document``); a body that is not JSON is retried as
+    a transport error, then raised as :class:`MalformedReply`."""
     retrier = Retrier(policy)
     if "content" in kwargs:  # httpx's name for a raw body (memrun.arms.http_templates.encode_body)
         kwargs["data"] = kwargs.pop("content")
@@ -109,7 +132,18 @@ async def send(session: aiohttp.ClientSession, method: str, url: str, *, policy:
         if wait is None:
             if reply.status_code >= 400:
                 raise _status_error(reply, auth_hint)
-            return reply
+            if not expect_json:
+                return reply
+            try:
+                return _parsed(reply)
+            except MalformedReply as error:
+                retrier.sent -= 1  # counted once, as a transport error, below
+                wait = retrier.transport_delay(error, idempotent)
+                if wait is None:
+                    raise
+                note_wait(wait)
+                await asyncio.sleep(wait)
+                continue
         if gate is not None and reply.status_code == 429:
             gate.pause(wait)  # every request to this server waits, this one at the gate
             continue

@@ -89,15 +89,17 @@ class ServerClient:
             self._loop, self._gate = loop, RateGate(self.max_rps)
         return self._session
 
-    async def arequest(self, op: Operation, **context: Any) -> Any:
+    async def arequest(self, op: Operation, expect_json: bool = False, **context: Any) -> Any:
         """:meth:`request` on the event loop (:func:`memrun.arms.http_async.send`), through
-        the server's shared :class:`RateGate`; the reply reads like an httpx response."""
+        the server's shared :class:`RateGate`; the reply reads like an httpx response.
+        expect_json: a reply that is not JSON is retried under the policy, then raised as
+        :class:`memrun.arms.http_async.MalformedReply` (an error of the item, not of the run)."""
         session = self._loop_session()
         url, body = self.render(op, context)
         try:
             return await http_async.send(session, op.method, url, policy=self.policy,
                                          idempotent=op.idempotent, auth_hint=self.auth_hint,
-                                         gate=self._gate, **body)
+                                         gate=self._gate, expect_json=expect_json, **body)
         except AuthError as exc:
             raise self._auth_failed(op, exc) from exc
 

@@ -153,3 +153,29 @@ def test_a_server_that_dies_mid_run(tmp_path, capsys) -> None:
     err = capsys.readouterr().err
     assert "that an earlier run could not erase before it ended" in err and "killed" not in err
     assert state2.namespaces == {} and not ledger.exists()
+
+
+def test_a_reply_that_is_not_json_is_an_error_of_its_item_and_the_run_goes_on(memory, tmp_path, capsys) -> None:
+    """One search in twenty answers 200 with a body cut short: without a retry those items
+    are errored (counted against max_error_share) and every other item completes; with
+    one retry (a search is idempotent) each is sent again and answered."""
+    state, url = memory
+    state.fail["search"] = ([0] * 19 + ["badjson"]) * 2  # the 20th search of the run's 30
+    rc, out = cli(tmp_path / "once", url, "arm.attempts=1", "arm.concurrency=4")
+    err = capsys.readouterr().err
+    rows = read_run(out).table.to_pylist()
+    errored = [r for r in rows if r["error"]]
+    assert rc == 0 and len(rows) == 30 and len(errored) == 1, err
+    assert "did not answer with JSON" in errored[0]["error"] and errored[0]["error"].startswith("search: MalformedReply")
+    assert "1 of 30 rows failed" in err and "Traceback" not in err
+
+    state.fail["search"] = [0] * 4 + ["badjson"] * 1 + [0] * 14 + ["badjson"]
+    state.requests.clear()
+    rc, out = cli(tmp_path / "retried", url, "arm.attempts=2", "arm.concurrency=4")
+    rows = read_run(out).table.to_pylist()
+    assert rc == 0 and not [r for r in rows if r["error"]] and state.requests.count("search") == 32
+
+    state.fail["search"] = ["badjson"] * 5  # 5 of 30 is more than max_error_share=0.1: degraded, rows kept
+    rc, out = cli(tmp_path / "many", url, "arm.attempts=1", "arm.concurrency=1")
+    err = capsys.readouterr().err
+    assert rc == 2 and "5 of 30 rows failed" in err and len(read_run(out).table.to_pylist()) == 30, err

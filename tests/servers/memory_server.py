@@ -9,7 +9,8 @@ Endpoints: ``GET /openapi.json`` (memory_openapi.yaml, for ``memrun arm init htt
 ``POST /v1/namespaces/{ns}/memories``, ``POST /v1/namespaces/{ns}/search``,
 ``DELETE /v1/namespaces/{ns}``. Search scores a memory by the number of distinct query
 words it contains (ties in insertion order). Tests steer it through :class:`MemoryState`:
-injected failures (``fail``: a status, or ``"reset"`` for a TCP reset instead of an
+injected failures (``fail``: a status, ``"reset"`` for a TCP reset, ``"badjson"`` for a 200 whose body is
+cut short, or 0 for none, instead of an
 answer), a delay per search (``search_peak``: the most searches that slept it at once),
 asynchronous indexing (``index_delay_s``: a memory becomes searchable that long after it
 was acknowledged, as mem0 or Zep do), and logs of what was asked.
@@ -111,6 +112,14 @@ class Handler(BaseHTTPRequestHandler):
             self.connection.setsockopt(socket.SOL_SOCKET, socket.SO_LINGER, struct.pack("ii", 1, 0))
             self.connection.close()
             self.close_connection = True
+            return None
+        if failing == "badjson":  # a reply cut short: status 200, a body that is not JSON
+            payload = b'{"results": [{"id": "x", "score": 1.0, "con'
+            self.send_response(200)
+            self.send_header("Content-Type", "application/json")
+            self.send_header("Content-Length", str(len(payload)))
+            self.end_headers()
+            self.wfile.write(payload)
             return None
         if failing:
             return self._send(int(failing), {"error": "injected"}, {"Retry-After": st.retry_after} if failing == 429 else None)
