@@ -14,7 +14,8 @@ import time
 from typing import TYPE_CHECKING, Any
 
 from rich.console import Console
-from rich.progress import BarColumn, MofNCompleteColumn, Progress, TextColumn, TimeElapsedColumn
+from rich.progress import BarColumn, MofNCompleteColumn, Progress, ProgressColumn, Task, TextColumn, TimeElapsedColumn
+from rich.text import Text
 
 from memrun import signals
 from memrun.arms import Arm
@@ -24,7 +25,7 @@ from memrun.io.writer import ItemsWriter
 from memrun.lazy import lazy
 from memrun.records import Dataset
 from memrun.redaction import Redactor
-from memrun.retrieval import Retrieved, make_row
+from memrun.retrieval import INGESTED, Retrieved, make_row
 from memrun.retrieval_flow import retrieve_all, retrieved_groups
 from memrun.spec import RunSpec
 
@@ -79,6 +80,21 @@ def thousands(n: int) -> str:
     return f"{n / 1_000_000:.1f}M"
 
 
+class ActivityColumn(ProgressColumn):
+    """What the run does besides finishing items (:data:`memrun.progress_lines.ACTIVITY`):
+    histories ingested and records/s, records embedded; read at each redraw."""
+
+    def render(self, task: Task) -> Text:
+        return Text(progress_lines.ACTIVITY.text(), style="progress.data.speed")
+
+
+def start_activity(dataset: Dataset) -> None:
+    """Open the progress line's ingest phase (histories of ``dataset``; total when it is a list)."""
+    progress_lines.ACTIVITY.clear()
+    groups = dataset.groups
+    progress_lines.ACTIVITY.start(INGESTED, len(groups) if isinstance(groups, list) else None, "histories")
+
+
 def make_progress(console: Console, enabled: bool, calls: bool = False) -> Progress:
     """The progress bar. The accuracy axis adds a calls line (calls, rate, cached, tokens) and,
     to fit 80 columns, trades the elapsed time and half the bar for it. A stderr that is not a
@@ -91,6 +107,7 @@ def make_progress(console: Console, enabled: bool, calls: bool = False) -> Progr
         MofNCompleteColumn(),
         TextColumn("{task.fields[errors]} err"),
         *([TextColumn("{task.fields[calls]}")] if calls else [TimeElapsedColumn()]),
+        ActivityColumn(),
         console=console,
         disable=not enabled,
         transient=True,
@@ -100,6 +117,7 @@ def make_progress(console: Console, enabled: bool, calls: bool = False) -> Progr
 def ingest_and_search(spec: RunSpec, dataset: Dataset, arm: Arm, sink: RowSink, progress: Progress) -> None:
     """The retrieval axis: ingest each group, search each item, emit its row (in dataset order)."""
     task = progress.add_task(spec.label, total=dataset.n_items, errors=0)
+    start_activity(dataset)
 
     def on_item(r: Retrieved) -> None:
         sink.emit(sink.item_row(r))
@@ -132,6 +150,7 @@ def answer_and_judge(spec: RunSpec, setup: AccuracySetup, dataset: Dataset, arm:
 
     stage = accuracy_stage.AnswerStage(setup, dataset, sink.item_row, on_row)
     task = progress.add_task(spec.label, total=stage.total, errors=0, calls="0 calls")
+    start_activity(dataset)
 
     async def main() -> None:
         loop, me = asyncio.get_running_loop(), asyncio.current_task()

@@ -17,6 +17,54 @@ from typing import Any, TextIO
 DEFAULT_SECONDS = 30.0
 
 
+class Activity:
+    """What a run is doing besides finishing items, for its progress line: histories ingested,
+    records embedded. Thread-safe (the arm may work on a worker thread); one per process
+    (:data:`ACTIVITY`), read by the progress bar and :class:`PlainProgress` at each redraw.
+
+    ``start(phase, total, unit)`` opens a phase, ``advance(phase, n, records=...)`` counts,
+    ``end(phase)`` drops it; :meth:`text` is e.g. ``embedding 1200/5882 records 41/s``.
+    """
+
+    def __init__(self) -> None:
+        self._lock = threading.Lock()
+        self._phases: dict[str, list[Any]] = {}  # phase -> [done, total, unit, t0, records]
+
+    def start(self, phase: str, total: int | None, unit: str) -> None:
+        with self._lock:
+            self._phases[phase] = [0, total, unit, time.perf_counter(), 0]
+
+    def advance(self, phase: str, n: int = 1, records: int = 0) -> None:
+        with self._lock:
+            entry = self._phases.get(phase)
+            if entry is not None:
+                entry[0] += n
+                entry[4] += records
+
+    def end(self, phase: str) -> None:
+        with self._lock:
+            self._phases.pop(phase, None)
+
+    def clear(self) -> None:
+        with self._lock:
+            self._phases.clear()
+
+    def text(self) -> str:
+        """The open phases in one short clause each, ``; ``-joined ("" when none)."""
+        now, parts = time.perf_counter(), []
+        with self._lock:
+            for phase, (done, total, unit, t0, records) in self._phases.items():
+                count = f"{done}/{total}" if total else str(done)
+                rate_of, rate_unit = (records, "records") if records else (done, unit)
+                rate = rate_of / max(now - t0, 1e-9)
+                parts.append(f"{phase} {count} {unit} {rate:.0f} {rate_unit}/s" if now - t0 >= 1
+                             else f"{phase} {count} {unit}")
+        return "; ".join(parts)
+
+
+ACTIVITY = Activity()
+
+
 def interval_seconds() -> float:
     """Seconds between lines: ``$MEMRUN_PROGRESS_SECONDS`` when a positive number, else 30."""
     try:
@@ -62,6 +110,8 @@ class PlainProgress:
         parts = [f"progress: {self.description}: {done} items{share}", f"{self.fields.get('errors', 0)} errors"]
         if self.fields.get("calls"):
             parts.append(str(self.fields["calls"]))
+        if activity := ACTIVITY.text():
+            parts.append(activity)
         parts += [f"{self.completed / max(elapsed, 1e-9):.1f} items/s", f"{elapsed:.0f} s"]
         return ", ".join(parts)
 

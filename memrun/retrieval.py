@@ -35,7 +35,10 @@ from memrun.metrics.retrieval_official import (
     score_lme_official,
     score_without_gold,
 )
+from memrun.progress_lines import ACTIVITY
 from memrun.records import Dataset, GoldMatch, Group, Hit, Item, gold_matcher
+
+INGESTED = "ingested"  # the progress line's phase: histories ingested, records/s
 
 
 @dataclass(frozen=True)
@@ -236,6 +239,7 @@ def iter_group(arm: Arm, group: Group, top_k: int, gold_match: GoldMatch, answer
     """Ingest a group, then search each item as it is asked for (and, with ``answers``,
     take the arm's own answer when it has ``answer_for``; ``warmup``: :func:`search`)."""
     ingest_error = ingest(arm, group)
+    ACTIVITY.advance(INGESTED, 1, records=len(group.records))
     session_of = sessions_of(group)
     known = history_keys(group)
     answer_for = getattr(arm, "answer_for", None) if answers else None

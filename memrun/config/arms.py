@@ -72,10 +72,11 @@ class OpenAIEmbedderConfig:
 
 @dataclass
 class LocalEmbedderConfig:
-    """``arm/embedder=minilm``: a sentence-transformers model on this machine."""
+    """``arm/embedder=minilm``: a sentence-transformers model on this machine (numpy or torch)."""
 
     _target_: str = "memrun.arms.embedders.LocalEmbedder"
     model: str = "all-MiniLM-L6-v2"
+    backend: str = "numpy"  # numpy (no torch; BERT models) | sentence-transformers
     device: str = "cpu"
     batch_size: int = 64
     normalize: bool = True
