@@ -52,6 +52,8 @@ from memrun.report.compare_report import render_json, render_markdown, render_te
 from memrun.stats import DEFAULT_BAND, ExitCode, JudgeCalibration, band_from_null
 
 compare_gates = lazy("memrun.compare.gates")
+compare_flips = lazy("memrun.compare.flips")
+report_flips = lazy("memrun.report.flips")
 report_compare_pr = lazy("memrun.report.compare_pr")
 
 
@@ -141,6 +143,9 @@ def build_parser() -> argparse.ArgumentParser:
     parser.add_argument("--judge-calibration", type=Path, metavar="FILE",
                         help="JSON with tpr, fpr, n_pos, n_neg (memrun calibrate-judge): report delta / J")
     parser.add_argument("--format", choices=("text", "markdown", "json"), default="text")
+    parser.add_argument("--flips", action="store_true",
+                        help="also list the items the runs disagree on (B-wins first, then B-losses), each with what "
+                             "A and B retrieved or answered and the gold marked; markdown embeds the top five each way")
     return parser
 
 
@@ -435,8 +440,14 @@ def main(argv: Sequence[str]) -> int:
         if args.format != "text":
             d["runs"] = report_compare_pr.run_context(args.a, args.b)
             d["runs"]["baseline"] = args.baseline  # "auto": A was found, not given
+        if args.flips:
+            d["flips"] = compare_flips.side_by_side(compare_flips.flip_list(result.paired), args.a, args.b)
         render = {"text": render_text, "markdown": render_markdown, "json": render_json}[args.format]
         sys.stdout.write(render(d))
+        if args.flips and args.format == "text":
+            sys.stdout.write("\n".join(["", *report_flips.flips_text(d["flips"], d["metric"])]) + "\n")
+        elif args.flips and args.format == "markdown":
+            sys.stdout.write("\n".join(["", *report_flips.flips_markdown(d["flips"], d["metric"])]) + "\n")
         return code
 
     return _guarded(argv, build_parser(), body, _check_runs)

@@ -150,6 +150,7 @@ class Comparison:
     estimands: dict[str, Any] | None = None
     categories: dict[str, Any] = field(default_factory=dict)
     warnings: list[str] = field(default_factory=list)
+    paired: Paired | None = field(default=None, repr=False)  # the items compared (memrun.compare.flips)
 
     @property
     def noncomparable(self) -> bool:
@@ -174,7 +175,7 @@ class Comparison:
                 return asdict(value)
             return value
 
-        out = {k: clean(v) for k, v in self.__dict__.items() if k != "settings"}
+        out = {k: clean(v) for k, v in self.__dict__.items() if k not in ("settings", "paired")}
         out["settings"] = {k: v for k, v in asdict(self.settings).items() if k != "calibration"}
         out["settings"]["calibration"] = self.settings.calibration.to_dict() if self.settings.calibration else None
         out["noncomparable"] = self.noncomparable
@@ -326,6 +327,7 @@ def analyze(paired: Paired, settings: Settings, *, run_a: str, run_b: str, axis:
         data=facts,
         power=_power(overall, settings),
         warnings=warnings,
+        paired=paired,
     )
 
 

@@ -81,7 +81,11 @@ def gold_state(rank: int | None) -> str:
 def fold(text: str | None, limit: int = FOLD_CHARS) -> tuple[str, str]:
     """(shown, folded) parts of ``text``: the first ``limit`` characters and the rest."""
     text = text or ""
-    return (text, "") if len(text) <= limit else (text[:limit], text[limit:])
+    if len(text) <= limit:
+        return text, ""
+    space = text.rfind(" ", int(limit * 0.8), limit)  # fold between words when one ends near the limit
+    at = space if space > 0 else limit
+    return text[:at], text[at:]
 
 
 def folded_lines(text: str | None, limit: int = FOLD_CHARS) -> str:
