@@ -21,6 +21,7 @@ from memrun import signals
 from memrun.arms import Arm
 from memrun.checks import HitChecks
 from memrun.instrument import Instrument
+from memrun.io.live import LiveStatus
 from memrun.io.writer import ItemsWriter
 from memrun.lazy import lazy
 from memrun.records import Dataset
@@ -45,11 +46,12 @@ class RowSink:
     in ``rows`` and streamed to the writer; failed rows are counted on the instrument."""
 
     def __init__(self, spec: RunSpec, dataset: Dataset, instrument: Instrument, writer: ItemsWriter,
-                 redactor: Redactor, search_mode: str | None) -> None:
+                 redactor: Redactor, search_mode: str | None, live: LiveStatus | None = None) -> None:
         self.rows: list[dict[str, Any]] = []
         self.checks = HitChecks(spec.top_k, search_mode, dataset.gold_match)
         self._spec, self._dataset, self._instrument = spec, dataset, instrument
         self._writer, self._redactor, self._scored = writer, redactor, search_mode != "none"
+        self._live = live  # memrun view's progress of this run (memrun.io.live)
 
     def emit(self, row: dict[str, Any]) -> None:
         """Redact, keep and write one finished row."""
@@ -58,6 +60,8 @@ class RowSink:
         self._writer.add(row)
         if row.get("error"):
             self._instrument.n_errors += 1
+        if self._live is not None:
+            self._live.row(bool(row.get("error")) or row.get("label") == "error")
 
     @property
     def n_errors(self) -> int:

@@ -33,6 +33,7 @@ from typing import Any
 
 from memrun import provenance, redaction, signals
 from memrun.errors import MemrunError, RunTableError
+from memrun.io.live import process_alive
 from memrun.lazy import lazy
 from memrun.run_warnings import RunWarnings, warn
 
@@ -136,7 +137,7 @@ def claim(folder: Path, name: str = CLAIM_FILE, *, run: bool = True) -> Path:
             who = f"pid {holder.get('pid')} on {holder.get('host')} since {holder.get('since')}"
         except (OSError, ValueError):
             holder, who = {}, "another process"
-        if holder.get("host") == socket.gethostname() and not _alive(holder.get("pid")):
+        if holder.get("host") == socket.gethostname() and not process_alive(holder.get("pid")):
             lock.unlink(missing_ok=True)  # its process died (kill -9): the claim is stale
             warn(f"{lock} was left by {who}, which is no longer running; claiming the folder")
             return claim(folder, name, run=run)
@@ -159,17 +160,6 @@ def _relative(folder: Path, base: Path) -> str:
         return str(folder.resolve().relative_to(base.resolve()))
     except ValueError:
         return str(folder.resolve())
-
-
-def _alive(pid: Any) -> bool:
-    """Whether a process with this pid runs on this machine (True when it cannot be told)."""
-    try:
-        os.kill(int(pid), 0)
-    except ProcessLookupError:
-        return False
-    except (PermissionError, TypeError, ValueError, OverflowError):
-        return True
-    return True
 
 
 def release(lock: Path) -> None:

@@ -29,6 +29,7 @@ from memrun.checks import cutoff_warning, refuse_unmeasured
 from memrun.config.spec import build_spec
 from memrun.errors import ConfigError, MemrunError, RunDegraded, RunFailed
 from memrun.instrument import Instrument
+from memrun.io.live import LiveStatus
 from memrun.io.writer import SUMMARY_FILE, ItemsWriter
 from memrun.lazy import lazy
 from memrun.provenance import commits
@@ -101,7 +102,12 @@ def run(cfg: Any, out_dir: Path, console: Console, config_folder: Path | None,
     out_dir.mkdir(parents=True, exist_ok=True)
     ks = list(spec.ks)
     writer = ItemsWriter(out_dir, lambda: io_schema.items_schema(ks), instrument)
-    sink = item_stages.RowSink(spec, loaded.dataset, instrument, writer, redactor, search_mode)
+    n_items = loaded.dataset.n_items
+    live = LiveStatus(out_dir, {"run_id": instrument.run_id, "benchmark": instrument.benchmark, "arm": instrument.arm,
+                                "axis": instrument.axis},
+                      None if n_items is None else n_items * (spec.repeats if spec.accuracy else 1),
+                      (lambda: parts.setup.llm.in_flight) if parts.setup else None)
+    sink = item_stages.RowSink(spec, loaded.dataset, instrument, writer, redactor, search_mode, live)
     stopped: str | None = None
     # What start-up built (modules, config, dataset, arm) lives until the run ends: frozen, it
     # is not walked again by each collection while the items allocate their rows and requests.
@@ -127,6 +133,7 @@ def run(cfg: Any, out_dir: Path, console: Console, config_folder: Path | None,
                 coverage = stages.finish(spec, loaded, parts, sink.rows, sink.checks, instrument, warnings,
                                          _close(parts.arm))
                 writer.close()
+                live.close()
                 if parts.setup:
                     redactor.files(out_dir)
                 summary = stages.summarize(spec, loaded, parts.setup, sink.rows, instrument, sink.checks,

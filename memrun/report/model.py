@@ -8,7 +8,7 @@ take a run's slices, its headline and its per-category intervals from here, read
 
 from __future__ import annotations
 
-from collections.abc import Mapping
+from collections.abc import Mapping, Sequence
 from dataclasses import asdict, dataclass
 from typing import Any
 
@@ -60,9 +60,35 @@ def headline(summary: Mapping[str, Any]) -> tuple[str | None, float | None]:
     return None, None
 
 
+MIN_CLUSTERS = 2
+"""Clusters an interval must rest on to be shown: a cluster bootstrap over one cluster
+(one conversation, one history) redraws that cluster every time, a zero-width interval
+that says nothing about the spread."""
+
+
+def shown_interval(block: Mapping[str, Any] | None) -> tuple[float | None, float | None]:
+    """(low, high) of an interval block of ``summary["intervals"]``, or (None, None) when
+    there is none or it rests on fewer than :data:`MIN_CLUSTERS` clusters: such an interval
+    is never shown, as a headline or anywhere else. A block without ``n_clusters`` (a summary
+    written before it was recorded) is shown as it is."""
+    if not block or block.get("low") is None:
+        return None, None
+    n = block.get("n_clusters")
+    if n is not None and n < MIN_CLUSTERS:
+        return None, None
+    return block.get("low"), block.get("high")
+
+
+def headline_interval(summary: Mapping[str, Any]) -> dict[str, Any] | None:
+    """The interval block of the headline slice (``overall_comparable``, else ``overall_all``)."""
+    block = summary.get("intervals") or {}
+    return block.get("overall_comparable") or block.get("overall_all")
+
+
 def interval_bars(summary: Mapping[str, Any]) -> list[dict[str, Any]]:
     """The headline metric's mean and 95% interval per slice: ``{name, value, low, high, n}``
-    (fractions; low/high None for a run summarised before intervals were recorded)."""
+    (fractions; low/high None for a run summarised before intervals were recorded, or an
+    interval over one cluster: :func:`shown_interval`)."""
     intervals = summary.get("intervals") or {}
     metric = intervals.get("metric") or headline(summary)[0]
     bars = []
@@ -72,8 +98,8 @@ def interval_bars(summary: Mapping[str, Any]) -> list[dict[str, Any]]:
         where = intervals.get(s.key) if s.bold else (intervals.get("per_category") or {}).get(s.key)
         value = where["mean"] if where else s.block.get(metric) if metric else None
         n = where["n_items"] if where else s.block.get("n_scored", s.block.get("n_items"))
-        bars.append({"name": s.name, "value": value, "low": where["low"] if where else None,
-                     "high": where["high"] if where else None, "n": n})
+        low, high = shown_interval(where)
+        bars.append({"name": s.name, "value": value, "low": low, "high": high, "n": n})
     return bars
 
 
@@ -98,3 +124,21 @@ class SweepRow:
     def to_dict(self) -> dict[str, Any]:
         """The fields as a JSON-ready dict."""
         return asdict(self)
+
+
+def run_labels(instruments: Sequence[Any]) -> list[str]:
+    """A label per run for a chart: its arm and the configuration keys on which the runs
+    differ (:meth:`memrun.instrument.Instrument.configuration_diff` against the first run;
+    ``arm.`` dropped from the keys), e.g. ``bm25 k1=1.2``; runs still alike get their start
+    time. Never a path."""
+    skip = ("arm", "arm.name")  # the arm is named anyway
+    diffs: list[dict[str, tuple[Any, Any]]] = [{}] + [
+        {k: (a, b) for k, a, b in instruments[0].configuration_diff(inst) if k not in skip} for inst in instruments[1:]]
+    keys = list(dict.fromkeys(k for d in diffs for k in d))
+    first = {k: next(d[k][0] for d in diffs if k in d) for k in keys}  # the first run's value
+    labels = [" ".join([str(inst.arm), *(f"{k.removeprefix('arm.')}={diffs[i][k][1] if k in diffs[i] else first[k]}"
+                                          for k in keys)]) for i, inst in enumerate(instruments)]
+    if len(set(labels)) < len(labels):
+        labels = [f"{label} ({str(inst.started_at or inst.run_id or i)[:19]})"
+                  for i, (label, inst) in enumerate(zip(labels, instruments))]
+    return labels

@@ -3,8 +3,10 @@
 Pages (every one rendered by the templates ``memrun report`` uses, under
 ``memrun/report/templates``):
 
-- ``/``: the runs table (:mod:`memrun.view.runs`); tick two runs to compare them, several
-  of one benchmark to chart them;
+- ``/``: the runs table (:mod:`memrun.view.runs`); tick two runs to compare them (or see
+  their flips), several of one benchmark to chart them (labelled by arm and the differing
+  config keys); a run still writing shows as ``running`` with its progress, and the page
+  reloads every :data:`REFRESH_S` seconds while one runs;
 - ``/run/<path>``: a run's page (:func:`memrun.report.html.run_page.run_context`), each
   item linking to its drill-down;
 - ``/item/<path>?id=<item id>``: an item's question, gold, retrieved records (gold
@@ -12,6 +14,9 @@ Pages (every one rendered by the templates ``memrun report`` uses, under
   (:mod:`memrun.view.calls`); ``j``/``k`` or the arrow keys step through the items;
 - ``/compare?a=<path>&b=<path>``: the comparison, computed by ``memrun compare``'s code
   (:func:`memrun.report.html.compare_page.compare_context`), refusals with their reasons;
+- ``/flips?a=<path>&b=<path>``: the items the two runs disagree on, B-wins first, each
+  opening to what A and B retrieved (or answered) side by side, the gold marked
+  (:mod:`memrun.report.html.flips_page`); filter by category and cluster;
 - ``/chart?run=<path>&run=...``: several runs' headlines and per-category results with
   their 95% intervals (:func:`memrun.report.svg.arms_chart`, as on the sweep page).
 
@@ -39,6 +44,7 @@ starlette_responses = lazy("starlette.responses")
 html_common = lazy("memrun.report.html.common")
 html_run_page = lazy("memrun.report.html.run_page")
 html_compare_page = lazy("memrun.report.html.compare_page")
+html_flips_page = lazy("memrun.report.html.flips_page")
 html_sweep_page = lazy("memrun.report.html.sweep_page")
 view_item = lazy("memrun.view.item")
 starlette_applications = lazy("starlette.applications")
@@ -48,7 +54,11 @@ starlette_requests = lazy("starlette.requests")
 starlette_routing = lazy("starlette.routing")
 uvicorn = lazy("uvicorn")
 io_reader = lazy("memrun.io.reader")
+report_model = lazy("memrun.report.model")
 view_calls = lazy("memrun.view.calls")
+
+REFRESH_S = 3
+"""Seconds between reloads of a page showing a run that is still running."""
 
 CACHED_RUNS = 8
 """Runs whose rows and rebuilt requests stay in memory (an item's next/previous is then fast)."""
@@ -114,9 +124,12 @@ def runs_page(runs: Runs) -> Any:
         r["sel"] = r["path"]
         r["open"] = "/run/" + quote(r["path"]) if r.get("status") != "unreadable" else None
     optional = [c for c in INSTRUMENT_COLUMNS if any(r.get(c) is not None for r in rows)]
+    running = sum(r.get("status") == "running" for r in rows)
     table = {
         "columns": [["sel", "", "check"], ["open", "run", "link", "open"], ["benchmark", "benchmark"], ["arm", "arm"],
-                    ["axis", "axis"], ["status", "status", "label"], ["metric", "headline"],
+                    ["axis", "axis"], ["status", "status", "label"]]
+                   + ([["progress", "progress"]] if running else [])
+                   + [["metric", "headline"],
                     ["value", "value", "interval"], ["items", "items", "num"], ["errors", "errors", "num"],
                     ["date", "date", "date"], ["commit", "commit"], ["path", "folder"]]
                    + [[c, c] for c in optional],
@@ -126,7 +139,10 @@ def runs_page(runs: Runs) -> Any:
         "search": ["benchmark", "arm", "axis", "status", "metric", "path", "commit", *optional],
         "page": 100,
     }
-    return _page("view_runs.html.j2", title=f"memrun view: {runs.index.root}", notes=[], n_rows=len(rows),
+    notes = [f"{running} run(s) still running: this page refreshes every {REFRESH_S} s while none is ticked"] \
+        if running else []
+    return _page("view_runs.html.j2", title=f"memrun view: {runs.index.root}", notes=notes, n_rows=len(rows),
+                 refresh=REFRESH_S if running else None,
                  rows=html_common.embed_json(rows), table=html_common.embed_json(table), items_title="Runs")
 
 
@@ -134,13 +150,24 @@ def run_page(runs: Runs, rel: str) -> Any:
     """A run's page, as ``memrun report`` writes it, items linking to their drill-down."""
     folder, _, _ = runs.opened(rel)
     context = html_run_page.run_context(folder, item_link="/item/" + quote(rel) + "?id=")
-    return _page("run.html.j2", **context)
+    return _page("run.html.j2", **context, refresh=REFRESH_S if context.get("running") else None)
 
 
 def compare_page(runs: Runs, a: str, b: str) -> Any:
     """``memrun compare A B``'s figures and verdict (refusals with their reasons)."""
     folder_a, folder_b = runs.index.folder(a), runs.index.folder(b)
-    return _page("compare.html.j2", **html_compare_page.compare_context(str(folder_a), str(folder_b)))
+    return _page("compare.html.j2", **html_compare_page.compare_context(str(folder_a), str(folder_b)),
+                 flips_link="/flips?" + urlencode({"a": a, "b": b}))
+
+
+def flips_page(runs: Runs, a: str, b: str) -> Any:
+    """The items the two runs disagree on, B-wins first, each opening to a side-by-side
+    (:mod:`memrun.report.html.flips_page`)."""
+    folder_a, folder_b = runs.index.folder(a), runs.index.folder(b)
+    context = html_flips_page.flips_context(str(folder_a), str(folder_b),
+                                            compare_link="/compare?" + urlencode({"a": a, "b": b}))
+    context["title"] = f"memrun flips: {a} vs {b}"
+    return _page("flips.html.j2", **context)
 
 
 def chart_page(runs: Runs, rels: list[str]) -> Any:
@@ -148,7 +175,8 @@ def chart_page(runs: Runs, rels: list[str]) -> Any:
     if len(rels) < 2:
         raise MemrunError("tick at least two runs to chart them")
     folders = [runs.index.folder(r) for r in rels]
-    context = html_sweep_page.arms_context(folders, rels, ["/run/" + quote(r) for r in rels])
+    names = report_model.run_labels([io_reader.read_instrument(f) for f in folders])  # arm and config, not paths
+    context = html_sweep_page.arms_context(folders, names, ["/run/" + quote(r) for r in rels])
     return _page("view_chart.html.j2", **context)
 
 
@@ -195,6 +223,7 @@ def build_app(root: Path, cache_file: Path | None = None) -> Any:
         route("/run/{path:path}", guarded(lambda r: run_page(runs, r.path_params["path"]))),
         route("/item/{path:path}", guarded(lambda r: item_page(runs, r.path_params["path"], r.query_params.get("id", "")))),
         route("/compare", guarded(lambda r: compare_page(runs, r.query_params.get("a", ""), r.query_params.get("b", "")))),
+        route("/flips", guarded(lambda r: flips_page(runs, r.query_params.get("a", ""), r.query_params.get("b", "")))),
         route("/chart", guarded(lambda r: chart_page(runs, r.query_params.getlist("run")))),
     ]
     # Only this machine's names for itself: a page elsewhere that rebinds its own host name
@@ -226,7 +255,7 @@ def server(root: Path, sock: socket.socket, cache_file: Path | None = None) -> A
 
 
 PAGES = ("view_runs.html.j2", "view_item.html.j2", "run.html.j2", "compare.html.j2", "view_chart.html.j2",
-         "view_error.html.j2")
+         "view_error.html.j2", "flips.html.j2")
 """The templates the app renders (compiled by :func:`warm_up`)."""
 
 
@@ -235,5 +264,6 @@ def warm_up() -> None:
     imports), so the first page of each kind is quick."""
     for name in PAGES:
         html_common.environment().get_template(name)
-    for module in ("memrun.accuracy.setup", "memrun.accuracy.stage", "memrun.report.html.compare_page", "memrun.run"):
+    for module in ("memrun.accuracy.setup", "memrun.accuracy.stage", "memrun.report.html.compare_page",
+                   "memrun.report.html.flips_page", "memrun.compare.flips", "memrun.commands.compare", "memrun.run"):
         importlib.import_module(module)

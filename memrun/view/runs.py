@@ -7,7 +7,9 @@ and the figures from ``summary.json`` (:func:`memrun.report.model.headline`, the
 headline's 95% cluster-bootstrap interval from ``summary["intervals"]``), the same
 numbers ``memrun sweep`` and the run page show. Rows are cached per folder by the
 files' modification times and sizes, so a reload lists new runs and re-reads only
-changed ones.
+changed ones. A run still writing (its live file, :mod:`memrun.io.live`, names a process
+that runs) is ``running``, with its ``progress`` (rows done of total, elapsed, calls in
+flight); one that stopped without finishing is ``interrupted``.
 """
 
 from __future__ import annotations
@@ -20,6 +22,7 @@ from pathlib import Path
 from typing import Any
 
 from memrun.errors import MemrunError
+from memrun.io.live import LIVE_FILE, progress_text, read_live
 from memrun.io.writer import ITEMS_FILE, PARTS_DIR, SUMMARY_FILE
 from memrun.lazy import lazy
 
@@ -34,14 +37,15 @@ _SKIP = {".hydra", ".memrun", PARTS_DIR, "__pycache__", ".git"}
 
 
 def run_folders(root: Path) -> Iterator[Path]:
-    """Every run folder under ``root`` (``root`` itself included), depth first, sorted.
+    """Every run folder under ``root`` (``root`` itself included), depth first, sorted: one
+    holding rows, or a live file (a run started that has not written a part yet).
     Run folders are not searched further (a run holds no runs)."""
     try:
         entries = sorted(os.scandir(root), key=lambda e: e.name)
     except OSError:
         return
     names = {e.name for e in entries}
-    if ITEMS_FILE in names or PARTS_DIR in names:
+    if ITEMS_FILE in names or PARTS_DIR in names or LIVE_FILE in names:
         yield root
         return
     for e in entries:
@@ -50,11 +54,11 @@ def run_folders(root: Path) -> Iterator[Path]:
 
 
 def stamp(folder: Path) -> tuple[int, ...]:
-    """Modification times (ns) and sizes of a run's rows, summary and parts folder (0, 0
-    when absent): a row is re-read when any of them changed."""
+    """Modification times (ns) and sizes of a run's rows, summary, parts folder and live
+    file (0, 0 when absent): a row is re-read when any of them changed."""
     out: list[int] = []
     base = str(folder)
-    for name in (ITEMS_FILE, SUMMARY_FILE, PARTS_DIR):
+    for name in (ITEMS_FILE, SUMMARY_FILE, PARTS_DIR, LIVE_FILE):
         try:
             st = os.stat(os.path.join(base, name))
             out += (st.st_mtime_ns, st.st_size)
@@ -63,28 +67,29 @@ def stamp(folder: Path) -> tuple[int, ...]:
     return tuple(out)
 
 
-def _interval(summary: dict[str, Any]) -> tuple[float | None, float | None]:
-    block = summary.get("intervals") or {}
-    where = block.get("overall_comparable") or block.get("overall_all") or {}
-    return where.get("low"), where.get("high")
-
-
 def run_row(folder: Path, root: Path) -> dict[str, Any]:
     """One row of the runs table for ``folder`` (see the module docstring). Fractions for
     the headline and its interval (``mrr`` is a score, not a percentage). A folder whose
     rows cannot be read is listed with status ``unreadable`` and the reason in ``error``."""
-    row: dict[str, Any] = {"path": folder.relative_to(root).as_posix() or ".", "error": None}
+    row: dict[str, Any] = {"path": folder.relative_to(root).as_posix() or ".", "error": None, "progress": None}
+    finished = (folder / ITEMS_FILE).is_file()
+    live = None if finished else read_live(folder)
+    if live is not None and live["running"]:
+        row["progress"] = progress_text(live)
     try:
         inst = io_reader.peek_instrument(folder)
     except MemrunError as exc:
+        if row["progress"] and live is not None:  # started, no part written yet
+            return {**row, "status": "running", **{k: live.get(k) for k in ("benchmark", "arm", "axis")},
+                    "items": live.get("done")}
         return {**row, "status": "unreadable", "error": str(exc), "benchmark": None, "arm": None, "axis": None}
     try:
         summary = json.loads((folder / SUMMARY_FILE).read_text(encoding="utf-8"))
     except (OSError, ValueError):
         summary = {}
     metric, value = report_model.headline(summary)
-    low, high = _interval(summary) if metric != "mrr" else (None, None)
-    status = inst.status if (folder / ITEMS_FILE).is_file() else "interrupted"
+    low, high = report_model.shown_interval(report_model.headline_interval(summary)) if metric != "mrr" else (None, None)
+    status = inst.status if finished else "running" if row["progress"] else "interrupted"
     row.update({
         "benchmark": inst.benchmark, "arm": inst.arm, "axis": inst.axis, "status": status,
         "metric": metric, "value": value, "low": low, "high": high,
@@ -138,7 +143,8 @@ class RunIndex:
         """Every run's row, newest first (by start time, then path)."""
         found = {str(f): f for f in run_folders(self.root)}
         stamps = {key: list(stamp(f)) for key, f in found.items()}
-        stale = [key for key in found if key not in self._cache or self._cache[key][0] != stamps[key]]
+        stale = [key for key in found if key not in self._cache or self._cache[key][0] != stamps[key]
+                 or self._cache[key][1].get("status") == "running"]  # its elapsed time moves; it may have died
         if stale:  # a slice of the runs per thread: one task each, not one per run
             n = max(1, min(self.threads, len(stale)))
             with ThreadPoolExecutor(n) as pool:
@@ -160,6 +166,6 @@ class RunIndex:
         folder = (self.root / rel).resolve()
         if folder != self.root and self.root not in folder.parents:
             raise MemrunError(f"{rel}: not under {self.root}")
-        if not ((folder / ITEMS_FILE).is_file() or (folder / PARTS_DIR).is_dir()):
+        if not ((folder / ITEMS_FILE).is_file() or (folder / PARTS_DIR).is_dir() or (folder / LIVE_FILE).is_file()):
             raise MemrunError(f"{rel}: not a run folder (no {ITEMS_FILE} or {PARTS_DIR}/)")
         return folder

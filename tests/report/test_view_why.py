@@ -65,3 +65,38 @@ def test_a_recall_item_shows_the_gold_text_and_the_retrieved_texts_gold_marked(b
         assert ("gold-hit" in (li.get_attribute("class") or "")) == (key in row["gold_keys"])
     check_fits(page, shots, "view-item-recall")
     page.check_clean()
+
+
+def test_the_flips_page_opens_a_b_win_side_by_side(browser, outputs, app, shots):
+    a, b = "locomo/bm25/recall", "locomo/bm25_nostop/recall"
+    page = open_url(browser, f"{app}flips?{urlencode({'a': a, 'b': b})}")
+    rows = page.page.locator("tbody tr.row")
+    sides = [rows.nth(i).locator("td").first.text_content() for i in range(rows.count())]
+    assert sides and sides[0] == "win" and sides == sorted(sides, key=lambda s: s != "win")  # B-wins first
+    found = None
+    for i, side in enumerate(sides):
+        if side != "win":
+            break
+        rows.nth(i).click()
+        detail = page.page.locator("tr.detail")
+        a_gold = detail.locator(".side[data-side=A] li.gold-hit").count()
+        b_gold = detail.locator(".side[data-side=B] li.gold-hit").count()
+        if b_gold and not a_gold:
+            found = (rows.nth(i).locator("td").nth(1).text_content(), detail)
+            break
+        rows.nth(i).click()  # close it
+    assert found is not None, "no B-win with a gold hit on B's side only"
+    item_id, detail = found
+    assert "gold records:" in detail.locator(".side[data-side=B]").text_content()
+    assert "missed" in detail.locator(".side[data-side=A] .gold-records").text_content()
+    # what the page shows is what the runs hold: B's gold hit carries the gold record's text
+    row = next(r for r in _rows(outputs, "bm25_nostop") if r["item_id"] == item_id)
+    gold_hit = detail.locator(".side[data-side=B] li.gold-hit").first.text_content()
+    assert any(text in gold_hit for text in row["gold_texts"])
+    # filter by category: every row left is of it
+    page.page.locator("tr.detail").evaluate("e => e.remove()")
+    category = rows.first.locator("td").nth(2).text_content()
+    page.page.select_option("select[data-key=cat]", category)
+    assert all(rows.nth(i).locator("td").nth(2).text_content() == category for i in range(rows.count()))
+    check_fits(page, shots, "view-flips")
+    page.check_clean()

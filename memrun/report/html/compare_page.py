@@ -18,19 +18,22 @@ from memrun.lazy import lazy
 from memrun.report import svg
 from memrun.report.compare_report import CATEGORY_NOTE, HEADERS, category_rows, summary_lines
 from memrun.report.html.common import Texts, embed_json, group_repeats, item_rows, render
+from memrun.report.html.flips_page import TABLE as FLIPS_TABLE
+from memrun.report.html.flips_page import flip_rows, flips_of
 
 commands_compare = lazy("memrun.commands.compare")
 metrics_retrieval = lazy("memrun.metrics.retrieval")
 
 
-def _comparison(a: str, b: str, options: Sequence[str]) -> tuple[dict[str, Any] | None, int, str | None, Any]:
-    """(Comparison dict or None, exit code, refusal text, parsed arguments), by compare's own code."""
+def _comparison(a: str, b: str, options: Sequence[str]) -> tuple[dict[str, Any] | None, int, str | None, Any, Any]:
+    """(Comparison dict or None, exit code, refusal text, parsed arguments, the Comparison),
+    by compare's own code."""
     try:
         args = commands_compare.build_parser().parse_args([a, b, *options])
     except SystemExit:  # compare's parser printed its usage line and the problem
         raise MemrunError(f"memrun report: bad compare options: {' '.join(options)}") from None
     result, code, refusal = commands_compare.compare(args)
-    return (result.to_dict() if result else None), code, refusal, args
+    return (result.to_dict() if result else None), code, refusal, args, result
 
 
 def comparability(a: Instrument, b: Instrument, treatments: Sequence[str]) -> list[dict[str, Any]]:
@@ -79,7 +82,7 @@ def forest_rows(d: Mapping[str, Any]) -> list[dict[str, Any]]:
 
 def compare_context(a: str, b: str, options: Sequence[str] = ()) -> dict[str, Any]:
     """Everything the compare template needs."""
-    d, code, refusal, args = _comparison(a, b, options)
+    d, code, refusal, args, result = _comparison(a, b, options)
     run_a, run_b = read_run(a), read_run(b)
     accuracy = run_a.instrument.axis == "accuracy"
     hit_column = None
@@ -102,8 +105,13 @@ def compare_context(a: str, b: str, options: Sequence[str] = ()) -> dict[str, An
         banner = {"outcome": outcome, "reason": reason, "exit_code": d["exit_code"]}
     same_axis = run_a.instrument.axis == run_b.instrument.axis
     texts = Texts()
-    items = discordant(run_a, run_b, hit_column, texts) if same_axis else []
-    table = {
+    if result is not None:  # the flips of the comparison's own pairing, side by side (memrun.compare.flips)
+        items, table = flip_rows(flips_of(result, a, b)), FLIPS_TABLE
+        items_title = f"Flips on {result.metric} (B-wins first)"
+    else:  # refused: no pairing to read; the items whose labels differ, as the runs hold them
+        items, table = (discordant(run_a, run_b, hit_column, texts) if same_axis else []), None
+        items_title = "Discordant items"
+    table = table or {
         "columns": [["id", "item"], ["cat", "category"], ["q", "question"], ["gold", "gold"],
                     ["better", "better"]]
                    + ([["a_ans", "A answer"]] if accuracy else []) + [["a_label", "A", "label"]]
@@ -121,7 +129,7 @@ def compare_context(a: str, b: str, options: Sequence[str] = ()) -> dict[str, An
         "id_a": run_a.instrument.run_id, "id_b": run_b.instrument.run_id,
         "comparability": comparability(run_a.instrument, run_b.instrument, treatments),
         "lines": summary_lines(d) if d else [], "forest": "", "categories": [], "headers": HEADERS,
-        "category_note": CATEGORY_NOTE, "items_title": "Discordant items", "n_rows": len(items), "rows": embed_json(items), "table": embed_json(table),
+        "category_note": CATEGORY_NOTE, "items_title": items_title, "n_rows": len(items), "rows": embed_json(items), "table": embed_json(table),
         "texts": embed_json(texts.strings),
     }
     if d:

@@ -10,6 +10,7 @@ from typing import Any
 from urllib.parse import quote
 
 from memrun.instrument import Instrument
+from memrun.io.live import progress_text, read_live
 from memrun.io.reader import RunTable, read_run
 from memrun.io.writer import SUMMARY_FILE
 from memrun.lazy import lazy
@@ -47,10 +48,15 @@ def load_summary(run: RunTable) -> tuple[dict[str, Any], str | None]:
     return summary, f"no {SUMMARY_FILE}: the figures below were recomputed from the {len(rows)} rows it wrote"
 
 
-def status_notes(run: RunTable, summary: Mapping[str, Any], note: str | None) -> list[str]:
-    """What a reader must see first: an unfinished, interrupted, partial or fake run."""
+def status_notes(run: RunTable, summary: Mapping[str, Any], note: str | None,
+                 live: Mapping[str, Any] | None = None) -> list[str]:
+    """What a reader must see first: a running, unfinished, interrupted, partial or fake run
+    (``live``: the run's live state, :func:`memrun.io.live.read_live`)."""
     inst, notes = run.instrument, []
-    if not run.complete:
+    if not run.complete and live is not None and live.get("running"):
+        notes.append(f"RUNNING: {progress_text(dict(live))}; every figure covers the {run.table.num_rows} rows "
+                     "written so far.")
+    elif not run.complete:
         notes.append(f"INTERRUPTED: this run did not finish; read from items.parts/ ({run.table.num_rows} rows "
                      "written). Every figure covers those rows only.")
     elif inst.status != "complete":
@@ -85,9 +91,13 @@ def headline_text(summary: Mapping[str, Any], axis: str | None) -> str:
     name, value = model.headline(summary)
     if name is None:
         return "no headline: nothing was scored"
-    block = (summary.get("intervals") or {})
-    where = block.get("overall_comparable") or block.get("overall_all")
-    interval = f" [{100 * where['low']:.1f}, {100 * where['high']:.1f}] 95%" if where and name != "mrr" else ""
+    where = model.headline_interval(summary)
+    low, high = model.shown_interval(where)
+    interval = ""
+    if low is not None and name != "mrr":
+        interval = f" [{100 * low:.1f}, {100 * high:.1f}] 95%"
+    elif where and where.get("n_clusters") == 1:
+        interval = " (no interval: one cluster)"
     slice_ = "overall_comparable" if "overall_comparable" in summary else "overall_all"
     shown = f"{value:.3f}" if name == "mrr" else f"{100 * value:.1f}%"
     latency = (summary.get("search_latency_ms") or {}).get("p50")
@@ -103,6 +113,7 @@ def run_context(path: str | Path, item_link: str | None = None) -> dict[str, Any
     run = read_run(path)
     summary, note = load_summary(run)
     inst = run.instrument
+    live = None if run.complete else read_live(run.path if run.path.is_dir() else run.path.parent)
     accuracy = inst.axis == "accuracy"
     metric = (summary.get("intervals") or {}).get("metric") or (
         None if accuracy else retrieval_headline_metric(inst.ks or [5]))
@@ -142,7 +153,8 @@ def run_context(path: str | Path, item_link: str | None = None) -> dict[str, Any
     }
     return {
         "title": f"memrun report: {inst.benchmark} x {inst.arm} ({inst.axis})",
-        "notes": status_notes(run, summary, note),
+        "notes": status_notes(run, summary, note, live),
+        "running": bool(live and live.get("running")),
         "instrument": instrument_rows(inst),
         "warnings": list(summary.get("warnings") or inst.warnings or []),
         "headline": headline_text(summary, inst.axis),

@@ -88,6 +88,7 @@
         td.appendChild(ol);
       } else if (kinds[key] === "keys") { var div = el("div"); keysCell(div, v); td.appendChild(div); }
       else if (d[2] === "repeats") { td.appendChild(repeatsTable(v)); }
+      else if (d[2] === "sides") { td.appendChild(sidesBlock(v)); }
       else { td.appendChild(el("pre", {}, show(v))); }
     });
     tr.appendChild(td);
@@ -100,6 +101,37 @@
     d.appendChild(el("summary", {}, text.slice(0, limit) + "\u2026"));
     d.appendChild(document.createTextNode(text.slice(limit)));
     return d;
+  }
+  function sidesBlock(sides) {  // a flip: what A and B retrieved (or answered), side by side
+    var wrap = el("div", {"class": "sides"});
+    ["A", "B"].forEach(function (name) {
+      var s = sides[name], col = el("div", {"class": "side", "data-side": name});
+      col.appendChild(el("h4", {}, name + ": " + show(s.score) + (s.label ? " (" + s.label + ")" : "")));
+      (s.answers || []).forEach(function (a) { col.appendChild(el("div", {"class": "answer"}, "answered: " + a)); });
+      if (s.error) { col.appendChild(el("div", {"class": "warn"}, s.error)); }
+      var gold = el("ul", {"class": "gold-records"});
+      s.gold.forEach(function (g) {
+        var li = el("li", {"class": g.found ? "gold-retrieved" : "gold-missed"});
+        li.appendChild(el("b", {"class": "gold"}, g.key + " "));
+        li.appendChild(el("span", {"class": g.found ? "tag" : "tag missed"}, g.state));
+        if (g.text !== null) { li.appendChild(el("div")).appendChild(folded(g.text)); }
+        gold.appendChild(li);
+      });
+      if (s.gold.length) { col.appendChild(el("div", {}, "gold records:")); col.appendChild(gold); }
+      var ol = el("ol", {"class": "hits"});
+      s.hits.forEach(function (h) {
+        var li = el("li", h.gold ? {"class": "gold-hit"} : {});
+        li.appendChild(el("b", {"class": h.gold ? "gold" : "key"}, h.key));
+        if (h.gold) { li.appendChild(el("span", {"class": "tag"}, " gold")); }
+        if (h.score !== null) { li.appendChild(el("span", {"class": "score"}, " " + show(h.score))); }
+        if (h.text !== null) { li.appendChild(el("div")).appendChild(folded(h.text)); }
+        ol.appendChild(li);
+      });
+      col.appendChild(el("div", {}, "retrieved:"));
+      col.appendChild(ol);
+      wrap.appendChild(col);
+    });
+    return wrap;
   }
   function repeatsTable(reps) {
     var t = el("table", {"class": "repeats"}), head = el("tr");
