@@ -41,12 +41,14 @@ def test_compare_page_in_chromium(browser, recall_dir, tmp_path, capsys):
     assert page.page.locator("#comparability tr").count() > 10
     assert rows_shown(page) == 6
     losses = [r for r in page.page.locator("tbody tr.row").all_text_contents()]
-    page.page.select_option("select[data-key=better]", "A")
-    a_better = rows_shown(page)
-    assert 0 < a_better <= 6 and len(losses) == 6
+    sides = [page.page.locator("tbody tr.row").nth(i).locator("td").first.text_content() for i in range(6)]
+    assert sides == sorted(sides, key=lambda x: x != "win")  # the flips: B-wins first, then B-losses
+    page.page.select_option("select[data-key=side]", sides[-1])
+    assert 0 < rows_shown(page) == sides.count(sides[-1]) and len(losses) == 6
     page.page.locator("tbody tr.row").first.click()
-    detail = page.page.text_content("tr.detail")  # retrieval rows keep their hits' texts (issue 34)
-    assert "A retrieved" in detail and "B retrieved" in detail and "invoices" in detail
+    detail = page.page.locator("tr.detail")  # A and B side by side, with the hits' texts (issue 34)
+    assert detail.locator(".side[data-side=A] ol.hits li").count() > 0
+    assert "invoices" in detail.locator(".side[data-side=B]").text_content()
     page.page.screenshot(path=str(tmp_path / "compare.png"), full_page=True)
     page.check_clean()
 

@@ -4,13 +4,21 @@ run that is still writing (issue 34)."""
 
 from __future__ import annotations
 
+import json
+import os
+import subprocess
+import time
 from pathlib import Path
 from urllib.parse import quote, urlencode
 
 import pyarrow.parquet as pq
 import pytest
 
+from accuracy.helpers import gold_judge, is_judge
+from conftest import memrun_exe
 from memrun.cli import main
+from memrun.io.live import LIVE_FILE
+from servers.openai_server import OpenAIServer, prompt_text
 
 from report.view_helpers import check_fits, open_url, screenshot_dir, serving
 
@@ -100,3 +108,42 @@ def test_the_flips_page_opens_a_b_win_side_by_side(browser, outputs, app, shots)
     assert all(rows.nth(i).locator("td").nth(2).text_content() == category for i in range(rows.count()))
     check_fits(page, shots, "view-flips")
     page.check_clean()
+
+
+def test_a_run_still_writing_is_marked_running_with_its_progress(browser, outputs, app, shots, tmp_path):
+    """An accuracy run against a loopback LLM answering in 0.4 s, 2 calls at a time: while it
+    writes, the runs table lists it as running with rows done of the total and calls in flight."""
+    folder = outputs / "synthetic" / "bm25" / "accuracy-live"
+    with OpenAIServer(latency=0.4) as llm:
+        llm.responder = lambda body: gold_judge(prompt_text(body)) if is_judge(prompt_text(body)) else "no idea"
+        env = {**os.environ, "OPENAI_BASE_URL": llm.base_url, "OPENAI_API_KEY": "sk-test-loopback-0123456789abcdef",
+               "PYTHONPATH": os.environ.get("PYTHONPATH", "")}
+        proc = subprocess.Popen([*memrun_exe(), "axis=accuracy", "judge=gpt41", "concurrency=2", "progress=false",
+                                 f"cache_dir={tmp_path / 'cache'}", f"hydra.run.dir={folder}"],
+                                env=env, stdout=subprocess.DEVNULL, stderr=subprocess.PIPE)
+        try:
+            live = folder / LIVE_FILE
+            for _ in range(600):  # up to 60 s for start-up on a loaded machine
+                if live.is_file() and json.loads(live.read_text()).get("done", 0) >= 2:
+                    break
+                assert proc.poll() is None, proc.stderr.read().decode()
+                time.sleep(0.1)
+            page = open_url(browser, app)
+            rel = "synthetic/bm25/accuracy-live"
+            row = page.page.locator("tbody tr.row", has=page.page.locator(f"input[data-path='{rel}']"))
+            assert row.locator("td.lbl-running").text_content() == "running"
+            progress = row.text_content()
+            assert " of 30 rows" in progress and "calls in flight" in progress
+            assert "interrupted" not in progress.lower()
+            assert page.page.locator("#notes").text_content().startswith("1 run(s) still running")
+            check_fits(page, shots, "view-running")
+            page.check_clean()
+            run = open_url(browser, f"{app}run/{quote(rel)}")
+            assert run.page.locator("#notes").text_content().startswith("RUNNING:")
+        finally:
+            proc.terminate()
+            proc.wait(60)
+    assert not (folder / LIVE_FILE).exists()  # stopped: the run removed it (its rows kept, interrupted)
+    page = open_url(browser, app)
+    row = page.page.locator("tbody tr.row", has=page.page.locator("input[data-path='synthetic/bm25/accuracy-live']"))
+    assert row.locator("td.lbl-interrupted").text_content() == "interrupted"  # SIGTERM: kept, marked
