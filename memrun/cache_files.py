@@ -108,8 +108,15 @@ def _merge_one(files: list[Path], target: Path, table: str) -> tuple[int, int]:
             except sqlite3.Error as exc:  # not a database, or no such table
                 raise MemrunError(f"{path}: not a memrun cache ({exc})") from exc
             try:
+                # by name: a cache written before a column was added (calls.sqlite's model) merges too
+                mine = [r[1] for r in db.execute(f"PRAGMA main.table_info({table})")]
+                theirs = [r[1] for r in db.execute(f"PRAGMA src.table_info({table})")]
+                for column in (c for c in theirs if c not in mine):
+                    db.execute(f"ALTER TABLE main.{table} ADD COLUMN {column}")
+                    mine.append(column)
+                names = ", ".join(c for c in mine if c in theirs)
                 before = db.execute(f"SELECT count(*) FROM main.{table}").fetchone()[0]
-                db.execute(f"INSERT OR IGNORE INTO main.{table} SELECT * FROM src.{table}")
+                db.execute(f"INSERT OR IGNORE INTO main.{table} ({names}) SELECT {names} FROM src.{table}")
                 added += db.execute(f"SELECT count(*) FROM main.{table}").fetchone()[0] - before
             finally:
                 db.execute("DETACH DATABASE src")

@@ -100,6 +100,9 @@ class Instrument:
     judge2_model: str | None = None  # axis=accuracy: the second judge, when one re-graded a sample
     judge2_prompt_sha256: str | None = None
     llm_endpoints: dict[str, str] = field(default_factory=dict)  # axis=accuracy: role (reader, judge, judge2) -> base URL
+    # axis=accuracy: role -> the model name the server reported in its replies (a local server
+    # may answer any configured name with whatever model it has loaded)
+    served_models: dict[str, str] = field(default_factory=dict)
     gold_match: str | None = None
     categories: dict[str, str] = field(default_factory=dict)
     comparable_categories: list[str] | None = None

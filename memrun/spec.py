@@ -47,7 +47,7 @@ class ReaderSpec:
     prompt: str
     base_url: str | None
     base_url_env: str | None
-    api_key_env: str
+    api_key_env: str | None
     provider: str | None
     temperature: float
     max_tokens: int

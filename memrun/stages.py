@@ -195,6 +195,8 @@ def finish(spec: RunSpec, loaded: Loaded, parts: Parts, rows: list[dict[str, Any
     if instrument.status == "complete" and coverage is None:  # an answering arm: min_coverage governs
         instrument.status, instrument.error = degraded(rows, spec.max_error_share) or ("complete", None)
     warnings.warn(failed_rows_warning(rows))
+    if setup:
+        instrument.served_models = setup.served_models()
     instrument.warnings = list(warnings.lines)
     instrument.retrieval_not_measurable = checks.not_measurable()  # compare refuses such a run
     return coverage

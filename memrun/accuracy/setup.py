@@ -60,6 +60,18 @@ class AccuracySetup:
     instrument: dict[str, Any]
     warnings: list[str] = field(default_factory=list)
 
+    def served_models(self) -> dict[str, str]:
+        """Role (reader, judge, judge2) -> the model name its server reported in the replies
+        this run read (made or cached); roles whose server reported none are left out."""
+        asked: dict[str, tuple[Endpoint, str]] = {"reader": (self.reader.endpoint, self.reader.model)} \
+            if self.reader else {}
+        for role, judge in (("judge", self.judge), ("judge2", self.judge2)):
+            described = judge.describe() if judge is not None else {}
+            if described.get("endpoint") is not None:
+                asked[role] = (described["endpoint"], str(described["judge_model"]))
+        reported = {role: self.llm.reported.get((e.public_url, model)) for role, (e, model) in asked.items()}
+        return {role: name for role, name in reported.items() if name}
+
     def judge2_items(self, dataset: Dataset) -> frozenset[str] | None:
         """A seeded sample of ``judge2_sample`` item ids for the second judge; None when
         every item is re-graded or the dataset's lazy groups have no index (the stage then

@@ -38,7 +38,7 @@ class ReaderConfig:
     pins: Dict[str, ReaderPin] = field(default_factory=dict)
     base_url: Optional[str] = None
     base_url_env: Optional[str] = "OPENAI_BASE_URL"
-    api_key_env: str = "OPENAI_API_KEY"
+    api_key_env: Optional[str] = "OPENAI_API_KEY"  # null: a keyless server (base_url must be set)
     provider: Optional[str] = None
     temperature: float = 0.0
     max_tokens: int = 256
@@ -53,7 +53,7 @@ class JudgeEndpointConfig:
 
     base_url: Optional[str] = None
     base_url_env: Optional[str] = "OPENAI_BASE_URL"
-    api_key_env: str = "OPENAI_API_KEY"
+    api_key_env: Optional[str] = "OPENAI_API_KEY"  # null: a keyless server (base_url must be set)
     provider: Optional[str] = None
     temperature: float = 0.0
     max_tokens: int = 256

@@ -8,6 +8,7 @@ from typing import Any
 
 from hydra.errors import InstantiationException
 from hydra.utils import get_class
+from omegaconf import OmegaConf
 
 from memrun import shards
 from memrun.benchmarks.selection import selection_from_config
@@ -66,6 +67,10 @@ def reader_spec(node: Any, benchmark: str) -> ReaderSpec:
     compare with runs or papers that used it). Raises ConfigError for no model or prompt,
     an unknown overflow policy, a non-positive max_context_tokens or chars_per_token."""
     pin = node.pins.get(benchmark) if node.pins else None
+    if node.api_key_env is None and not node.model and node.provider != "fake":
+        # the pins name OpenAI's models; a keyless server of one's own serves its own
+        raise ConfigError("reader.model: a keyless server (reader.api_key_env=null, reader=local) serves its own "
+                          "models, not the pinned one; set reader.model=<the name your server serves>")
     model = node.model or (pin.model if pin else None)
     prompt = node.prompt or (pin.prompt if pin else None)
     if not model or not prompt:
@@ -141,6 +146,11 @@ def accuracy_spec(cfg: Any, benchmark: str) -> AccuracySpec:
         hint = f"judge={pin.judge} (pinned for {benchmark})" if pin is not None and pin.judge else "judge=gpt41"
         raise ConfigError(f"axis=accuracy needs a judge; add {hint}, or choose one of {JUDGES}")
     reader = None if answers_itself(str(cfg.arm.get("_target_"))) else reader_spec(cfg.reader, benchmark)
+    for role in ("judge", "judge2"):  # a judge whose model is ??? (judge=local, judge=claude): say so before any call
+        node = cfg.get(role)
+        if node is not None and "model" in node.keys() and OmegaConf.is_missing(node, "model"):
+            raise ConfigError(f"{role}.model has no value: set {role}.model=<the model {role}={node.name} should "
+                              "call> (a local server: the name it serves)")
     judge_warning = None
     if pin is not None and pin.judge and cfg.judge.name != pin.judge:
         judge_warning = (f"judge={cfg.judge.name} is not {benchmark}'s pinned judge ({pin.judge}): "

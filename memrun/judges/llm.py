@@ -104,7 +104,7 @@ class LLMJudge:
         abstention_categories: Sequence[str] = (),
         base_url: str | None = None,
         base_url_env: str | None = "OPENAI_BASE_URL",
-        api_key_env: str = "OPENAI_API_KEY",
+        api_key_env: str | None = "OPENAI_API_KEY",
         provider: str | None = None,
         temperature: float = 0.0,
         max_tokens: int = 256,

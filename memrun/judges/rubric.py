@@ -106,7 +106,7 @@ class RubricJudge:
 
     def __init__(self, *, llm: LLMService | None, where: str = "judge", model: str, prompt: str = "beam_rubric",
                  equivalence_prompt: str = "beam_equivalence", base_url: str | None = None,
-                 base_url_env: str | None = "OPENAI_BASE_URL", api_key_env: str = "OPENAI_API_KEY",
+                 base_url_env: str | None = "OPENAI_BASE_URL", api_key_env: str | None = "OPENAI_API_KEY",
                  provider: str | None = None, temperature: float = 0.0, max_tokens: int = 512) -> None:
         self.llm, self.model = llm, model
         self.prompt = load_prompt("memrun.judges", prompt, f"{where}.prompt", RUBRIC_FIELDS)

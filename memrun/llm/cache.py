@@ -31,7 +31,9 @@ from memrun.llm.client import ChatRequest, ChatResult
 CACHE_FILE = "calls.sqlite"
 WAL_CHECKPOINT_PAGES = 16_384
 LOOKUP_CHUNK = 500  # keys per query (sqlite allows 32,766 parameters)
-REPLY_COLUMNS = "text, prompt_tokens, completion_tokens, latency_ms, finish_reason"  # ChatResult's fields, in order
+REPLY_COLUMNS = "text, prompt_tokens, completion_tokens, latency_ms, finish_reason, model"  # ChatResult's fields, in order
+# A cache written before replies kept the model the server reported: its table gains the column.
+OLD_COLUMNS = ["key", "text", "prompt_tokens", "completion_tokens", "latency_ms", "finish_reason", "created"]
 KEY_VERSION = 2  # 2: sha256 over (version, URL, repeat, ChatRequest.digest); 1 hashed one JSON of all
 
 
@@ -63,16 +65,19 @@ class CallCache:
             self._db.execute(f"PRAGMA wal_autocheckpoint={WAL_CHECKPOINT_PAGES}")
             self._db.execute(
                 "CREATE TABLE IF NOT EXISTS replies (key TEXT PRIMARY KEY, text TEXT NOT NULL, prompt_tokens INTEGER,"
-                " completion_tokens INTEGER, latency_ms REAL NOT NULL, finish_reason TEXT, created REAL NOT NULL)"
-                " WITHOUT ROWID"
+                " completion_tokens INTEGER, latency_ms REAL NOT NULL, finish_reason TEXT, created REAL NOT NULL,"
+                " model TEXT) WITHOUT ROWID"
             )
             columns = [row[1] for row in self._db.execute("PRAGMA table_info(replies)")]
+            if columns == OLD_COLUMNS:
+                self._db.execute("ALTER TABLE replies ADD COLUMN model TEXT")
+                columns.append("model")
         except (OSError, sqlite3.Error) as exc:
             raise ConfigError(
                 f"cache_dir={folder}: cannot open the call cache {self.path.name} ({exc}); "
                 "point cache_dir at a writable folder, or remove a damaged cache file"
             ) from exc
-        if columns != ["key", *REPLY_COLUMNS.split(", "), "created"]:
+        if columns != [*OLD_COLUMNS, "model"]:
             self._db.close()
             raise ConfigError(
                 f"cache_dir={folder}: {self.path.name} has a table 'replies' that memrun did not write "
@@ -106,9 +111,9 @@ class CallCache:
         """
         try:
             self._db.execute(
-                "INSERT OR REPLACE INTO replies VALUES (?, ?, ?, ?, ?, ?, ?)",
+                "INSERT OR REPLACE INTO replies VALUES (?, ?, ?, ?, ?, ?, ?, ?)",
                 (key, result.text, result.prompt_tokens, result.completion_tokens, result.latency_ms,
-                 result.finish_reason, time.time()),
+                 result.finish_reason, time.time(), result.model),
             )
         except sqlite3.Error as exc:
             raise self._failed("write to", exc) from exc

@@ -95,6 +95,7 @@ class ChatResult:
     completion_tokens: int | None
     latency_ms: float
     finish_reason: str | None = None
+    model: str | None = None  # the model the server says answered (its reply's ``model``), None when absent
 
 
 class CallError(Exception):
@@ -142,8 +143,9 @@ class ChatClient:
         self._sleep = sleep
         self._aiohttp = _aiohttp()
         self._url = endpoint.base_url.rstrip("/") + "/chat/completions"
-        self._headers = {"Authorization": f"Bearer {endpoint.api_key}", "Content-Type": "application/json",
-                         "Accept": "application/json"}
+        self._headers = {"Content-Type": "application/json", "Accept": "application/json"}
+        if endpoint.api_key:  # a keyless local server (api_key_env null) gets no Authorization header
+            self._headers["Authorization"] = f"Bearer {endpoint.api_key}"
         self._session: Any = None
         self._proxy = _proxy_for(self._url)
         self.rate_limit_waits = 0
@@ -216,6 +218,10 @@ class ChatClient:
             return parse_completion(raw, latency)
 
     def _auth_error(self, status: int, body: str) -> AuthError:
+        if not self.endpoint.api_key:  # api_key_env null
+            return auth_error(status, "POST", f"{self.endpoint.public_url}/chat/completions", _body_start(body),
+                              "the server wants a key and api_key_env is null: set api_key_env to the variable "
+                              "holding it")
         key = f"the key in ${self.endpoint.key_env}" if self.endpoint.key_env else "the API key"
         text = Redactor([self.endpoint.api_key]).text(_body_start(body))  # a gateway may echo the key
         return auth_error(status, "POST", f"{self.endpoint.public_url}/chat/completions", text,
@@ -282,4 +288,5 @@ def parse_completion(raw: bytes, latency_ms: float) -> ChatResult:
         completion_tokens=tokens("completion_tokens"),
         latency_ms=latency_ms,
         finish_reason=choices[0].get("finish_reason"),
+        model=reply["model"] if isinstance(reply.get("model"), str) else None,
     )

@@ -78,7 +78,7 @@ def resolve_endpoint(
     model: str,
     base_url: str | None,
     base_url_env: str | None,
-    api_key_env: str,
+    api_key_env: str | None,
     provider: str | None = None,
     environ: Mapping[str, str] = os.environ,
 ) -> Endpoint:
@@ -87,12 +87,15 @@ def resolve_endpoint(
     A fake provider (``provider: fake``, or a model or URL saying fake/stub/mock/dummy)
     never reads the key variable (its key is ``fake``) and must be pointed at its server:
     a ``base_url`` given in the config, or a loopback address.
+    ``api_key_env`` None: a keyless OpenAI-compatible server (vLLM, Ollama, llama.cpp's
+    server, LM Studio): no Authorization header is sent; refused for OpenAI's own API, and
+    for a URL that only the environment names (a keyless config must say where it goes).
     Raises ConfigError (one line) when ``api_key_env`` is not a variable name, the URL
     carries user info (which the client could not send beside the key), the
     variable is unset or empty (real providers), or a fake provider would reach another
     address than one given or on this machine (OpenAI's, or a gateway's from the environment).
     """
-    if not _ENV_NAME.fullmatch(api_key_env or ""):
+    if api_key_env is not None and not _ENV_NAME.fullmatch(api_key_env):
         raise ConfigError(
             f"{where}.api_key_env must name an environment variable (e.g. OPENAI_API_KEY), not a key"
         )
@@ -102,7 +105,7 @@ def resolve_endpoint(
         raise ConfigError(
             f"{source}: the URL carries a user name or password ({strip_userinfo(url)}); memrun sends the API key "
             f"as the Authorization header and cannot send URL credentials too: remove them from the URL and put "
-            f"the credential in the variable {where}.api_key_env names (${api_key_env})"
+            f"the credential in the variable {where}.api_key_env names (${api_key_env or 'OPENAI_API_KEY'})"
         )
     fake = provider == "fake" or is_fake(model, url)
     if fake:
@@ -113,10 +116,19 @@ def resolve_endpoint(
                 "to the fake server's address (e.g. http://127.0.0.1:8000/v1)"
             )
         return Endpoint(base_url=url.rstrip("/"), api_key="fake", fake=True)
+    if api_key_env is None:
+        if url.rstrip("/") == DEFAULT_BASE_URL:
+            raise ConfigError(
+                f"{where}.api_key_env=null sends no key, so {where}.base_url must name your server "
+                f"(e.g. http://127.0.0.1:11434/v1 for Ollama, :8000 vLLM, :8080 llama.cpp, :1234 LM Studio; "
+                f"or {where}=local); OpenAI's API needs a key"
+            )
+        return Endpoint(base_url=url.rstrip("/"), api_key="", fake=False, key_env=None)
     key = environ.get(api_key_env, "")
     if not key:
         raise ConfigError(
             f"{where}: no API key: ${api_key_env} is not set; export it, or set "
-            f"{where}.api_key_env to the variable that holds the key"
+            f"{where}.api_key_env to the variable that holds the key (a keyless server on your own "
+            f"machine: {where}=local, docs/accuracy.md)"
         )
     return Endpoint(base_url=url.rstrip("/"), api_key=key, fake=False, key_env=api_key_env)

@@ -103,6 +103,8 @@ class LLMService:
         self._announced: list[Endpoint] = []  # endpoints given to open(), built at the first miss
         self._in_flight: dict[str, asyncio.Future[ChatResult]] = {}  # key -> the call that will answer it
         self.in_flight = 0  # requests sent and not yet answered
+        # (endpoint URL, model asked for) -> the model the server said answered (instrument: served_models)
+        self.reported: dict[tuple[str, str], str] = {}
 
     def open(self, endpoints: Iterable[Endpoint]) -> None:
         """Register the keys of ``endpoints`` with the redactor now and remember the
@@ -160,6 +162,7 @@ class LLMService:
             hit = await self._lookup(key)
         if hit is not None:
             self.stats.cached += 1
+            self._note_model(endpoint, request, hit)
             return Outcome(hit, cached=True)
         twin = self._in_flight.get(key)
         if twin is not None:  # the same request is on its way: wait for its reply, not a second call
@@ -183,7 +186,12 @@ class LLMService:
             mine.set_result(result)
         finally:
             self._in_flight.pop(key, None)
+        self._note_model(endpoint, request, result)
         return Outcome(result, cached=False)
+
+    def _note_model(self, endpoint: Endpoint, request: ChatRequest, result: ChatResult) -> None:
+        if result.model and (endpoint.public_url, request.model) not in self.reported:
+            self.reported[(endpoint.public_url, request.model)] = result.model
 
     async def _send(self, endpoint: Endpoint, request: ChatRequest, key: str) -> ChatResult:
         """Make the call under a concurrency slot and the budget; count, redact and cache it."""

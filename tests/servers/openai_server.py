@@ -56,8 +56,10 @@ class Reply:
     fault: str | None = None
 
     @classmethod
-    def ok(cls, text: str, *, prompt_tokens: int | None = 10, completion_tokens: int | None = 5, delay: float = 0.0) -> Reply:
-        return cls(200, completion(text, prompt_tokens=prompt_tokens, completion_tokens=completion_tokens), delay=delay)
+    def ok(cls, text: str, *, prompt_tokens: int | None = 10, completion_tokens: int | None = 5, delay: float = 0.0,
+           model: str = "m") -> Reply:
+        return cls(200, completion(text, prompt_tokens=prompt_tokens, completion_tokens=completion_tokens, model=model),
+                   delay=delay)
 
     @classmethod
     def rate_limited(cls, retry_after: str | None = None) -> Reply:
@@ -150,6 +152,9 @@ class OpenAIServer:
         self.responder: Callable[[dict[str, Any]], str] = default_responder
         self.usage: tuple[int | None, int | None] = (10, 5)
         self.embedding_dim = 64
+        # the model name replies report: None echoes the request's (as OpenAI does); a string
+        # answers every request with it, as a local server serving one loaded model may
+        self.served_model: str | None = None
         self.routes: dict[str, Callable[[dict[str, Any]], Reply]] = {
             "/v1/chat/completions": self._chat, "/v1/embeddings": self._embeddings,
         }
@@ -227,7 +232,9 @@ class OpenAIServer:
 
     def _chat(self, body: dict[str, Any]) -> Reply:
         prompt_tokens, completion_tokens = self.usage
-        return Reply.ok(self.responder(body), prompt_tokens=prompt_tokens, completion_tokens=completion_tokens)
+        model = self.served_model or str(body.get("model") or "m")
+        return Reply.ok(self.responder(body), prompt_tokens=prompt_tokens, completion_tokens=completion_tokens,
+                        model=model)
 
     def _embeddings(self, body: dict[str, Any]) -> Reply:
         dim = int(body.get("dimensions") or self.embedding_dim)
