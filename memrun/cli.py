@@ -29,6 +29,7 @@ from memrun.paths import conf_dir
 hydra = lazy("hydra")
 hydra_errors = lazy("hydra.errors")
 hydra_internal = lazy("hydra._internal.hydra")
+hydra_loader = lazy("hydra._internal.config_loader_impl")
 yaml = lazy("yaml")
 omegaconf_errors = lazy("omegaconf.errors")
 config = lazy("memrun.config")
@@ -184,7 +185,8 @@ def _run_hydra(args: list[str]) -> int:
     try:
         config.register()
         launch.last_exit_code, launch.current_dir, launch.existing_root = 0, None, None
-        sweep.last_sweep_exit_code, sweep.current_sweep = None, None
+        if _sweep_loaded():  # a sweep's state from an earlier call in this process (else loaded by -m)
+            sweep.last_sweep_exit_code, sweep.current_sweep = None, None
         # launch.job runs each job (a user error is one line there; a sweep goes on with its
         # next job); it captures nothing, so every launcher can pickle it.
         app = hydra.main(config_path=str(conf_dir()), config_name="config", version_base=None)(launch.job)
@@ -197,6 +199,7 @@ def _run_hydra(args: list[str]) -> int:
     saved_argv = sys.argv
     sys.argv = ["memrun", *args]
     restore_mode = _skip_mode_compose(args)
+    restore_listing = _one_repository_for_help(args)
     try:
         with show_config.redacted_config_print(args):  # --cfg prints the config as the run saves it: secrets redacted
             app()
@@ -209,17 +212,15 @@ def _run_hydra(args: list[str]) -> int:
         where = f": {exc.filename}" if exc.filename else ""
         return _fail(f"cannot create the output folder{where} ({exc.strerror or exc}); point hydra.run.dir "
                      "(hydra.sweep.dir for -m) at a writable folder")
-    except sweep.SweepRefused as exc:  # the sweep folder is another sweep's: nothing ran
-        return _fail(str(exc))
     except Exception as exc:  # a launcher failing in a sweep: a worker killed, a cluster error
-        if sweep.current_sweep is None:
+        if not _sweep_loaded() or sweep.current_sweep is None:
             raise  # not a sweep: a bug, keep its traceback
         sweep.finish(sweep.current_sweep)
         first = str(exc).splitlines()[0] if str(exc) else ""
         return _fail(f"the launcher failed: {type(exc).__name__}: {first} (a worker killed, out of memory?); "
                      "the table above lists the jobs that recorded how they ended; re-run the sweep to redo the rest")
     except KeyboardInterrupt:
-        if sweep.current_sweep is not None:  # a multirun: its jobs may have run in other processes
+        if _sweep_loaded() and sweep.current_sweep is not None:  # a multirun: its jobs may have run elsewhere
             if sweep.last_sweep_exit_code is None:  # its table is not printed yet
                 sweep.finish(sweep.current_sweep)
             return _fail(f"interrupted; the table above is what the sweep's jobs recorded (memrun sweep "
@@ -230,14 +231,25 @@ def _run_hydra(args: list[str]) -> int:
         where = f"the rows that finished are in {current}" if kept else "no row had finished"
         return _fail(f"interrupted; {where}. Run the same command again to redo it "
                      "(on the accuracy axis, the calls already made come from the cache)", EXIT_INTERRUPTED)
+    except BaseException as exc:  # SystemExit (--help) and a sweep refused; checked without importing memrun.sweep
+        if _sweep_loaded() and isinstance(exc, sweep.SweepRefused):  # the folder is another sweep's: nothing ran
+            return _fail(str(exc))
+        raise
     finally:
         sys.argv = saved_argv
         restore_mode()
+        restore_listing()
         restore_signals()
         gc.enable()
-    if sweep.last_sweep_exit_code is not None:  # a multirun: its jobs may have run anywhere
+    if _sweep_loaded() and sweep.last_sweep_exit_code is not None:  # a multirun: its jobs may have run anywhere
         return sweep.last_sweep_exit_code
     return launch.last_exit_code
+
+
+def _sweep_loaded() -> bool:
+    """Whether :mod:`memrun.sweep` is loaded: a multirun loads it (its callback); a single
+    run, ``--help`` and ``--cfg`` never need it, nor the run table it imports (numpy with it)."""
+    return "memrun.sweep" in sys.modules
 
 
 _MODE_ARGS = ("--config-dir", "-cd", "--config-path", "-cp", "--config-name", "-cn")
@@ -252,7 +264,7 @@ def _skip_mode_compose(args: list[str]) -> Any:
     config folder or primary config, that first compose can only find None: return None
     at once, as Hydra's ``get_mode`` does when the key is unset. Otherwise Hydra composes.
     """
-    Hydra = hydra_internal.Hydra  # noqa: N806
+    Hydra = hydra_internal.Hydra
 
     if any(a.split("=", 1)[0] in _MODE_ARGS or "hydra.mode" in a for a in args):
         return lambda: None
@@ -261,5 +273,37 @@ def _skip_mode_compose(args: list[str]) -> Any:
 
     def undo() -> None:
         Hydra.get_mode = original  # type: ignore[method-assign]
+
+    return undo
+
+
+def _one_repository_for_help(args: list[str]) -> Any:
+    """For ``--help``, list the config groups from one config repository; returns an undo.
+
+    Hydra's help lists every group (``$APP_CONFIG_GROUPS``) by asking its config loader for
+    each group's options, and every such question builds a new repository, a deep copy of
+    the whole config store with memrun's typed schemas (121 copies, ~1.5 s of a 1.8 s
+    ``memrun --help``). The questions all name the same search path (no config name, no
+    overrides: the primary config's folder, ``--config-dir``'s, the plugins'), so while the
+    help is written the loader builds that repository once and asks it each time: the same
+    listing, groups a user adds under ``--config-dir`` included (a test holds this).
+    """
+    if not any(a in ("--help", "-h") for a in args):
+        return lambda: None
+    Loader = hydra_loader.ConfigLoaderImpl
+    original = Loader.get_group_options
+    built: dict[tuple[int, str | None, tuple[str, ...]], Any] = {}
+
+    def get_group_options(self: Any, group_name: str, results_filter: Any = hydra_loader.ObjectType.CONFIG,
+                          config_name: str | None = None, overrides: list[str] | None = None) -> list[str]:
+        key = (id(self), config_name, tuple(overrides or ()))
+        if key not in built:
+            built[key] = self._parse_overrides_and_create_caching_repo(config_name, list(overrides or ()))[1]
+        return built[key].get_group_options(group_name, results_filter)  # type: ignore[no-any-return]
+
+    Loader.get_group_options = get_group_options  # type: ignore[method-assign]
+
+    def undo() -> None:
+        Loader.get_group_options = original  # type: ignore[method-assign]
 
     return undo

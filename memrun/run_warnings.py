@@ -15,18 +15,22 @@ from __future__ import annotations
 
 from collections.abc import Callable, Iterator
 from contextlib import contextmanager
+from typing import Any
 
-from rich.console import Console
-from rich.markup import escape
-
+from memrun.lazy import lazy
 from memrun.redaction import Redactor
 
-_STDERR = Console(stderr=True)  # writes to sys.stderr as it is at each call
+rich_console = lazy("rich.console")  # loaded at the first warning: --help and --cfg never print one
+rich_markup = lazy("rich.markup")
+
+_STDERR: list[Any] = []  # the rich Console, made at the first warning; it writes to sys.stderr as it is at each call
 
 
 def print_warning(line: str) -> None:
     """One ``warning: <line>`` line on stderr (stdout carries the results)."""
-    _STDERR.print(f"[yellow]warning:[/] {escape(line)}", soft_wrap=True, highlight=False)
+    if not _STDERR:
+        _STDERR.append(rich_console.Console(stderr=True))
+    _STDERR[0].print(f"[yellow]warning:[/] {rich_markup.escape(line)}", soft_wrap=True, highlight=False)
 
 
 class RunWarnings:
