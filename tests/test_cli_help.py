@@ -12,11 +12,13 @@ from memrun import cli
 
 # What a process that only prints help or the composed config may import from memrun:
 # the CLI, the config schemas and what they name, and the run's launcher (Hydra's task
-# function). Never the run table, the statistics or an arm (numpy, pyarrow, rich).
+# function). Never the run table, the statistics or an arm (numpy, pyarrow, rich). A new
+# module these import belongs here only if it imports nothing heavy itself (HEAVY below).
 START_UP_MODULES = {
     "memrun", "memrun.cli", "memrun.errors", "memrun.lazy", "memrun.paths", "memrun.signals",
     "memrun.config", "memrun.config.arms", "memrun.config.benchmarks", "memrun.config.llm",
     "memrun.metrics", "memrun.metrics.retrieval", "memrun.launch", "memrun.provenance", "memrun.redaction",
+    "memrun.masking",
     "memrun.run_warnings", "memrun.show_config",
 }
 HEAVY = ("numpy", "pyarrow", "scipy", "pandas", "rich", "jinja2", "aiohttp", "httpx", "bm25s", "ijson")
