@@ -38,6 +38,7 @@ launch = lazy("memrun.launch")
 sweep = lazy("memrun.sweep")
 show_config = lazy("memrun.show_config")
 writer = lazy("memrun.io.writer")
+http_policy = lazy("memrun.http_policy")
 
 # name -> "module:function" taking argv (list[str]) and returning an exit code.
 SUBCOMMANDS: dict[str, str] = {
@@ -116,6 +117,9 @@ def _stdout_closed() -> bool:
 
 
 def _main(args: list[str]) -> int:
+    if "--verbose" in args:  # HTTP client logging on (memrun.http_policy.http_client_logging), here and in workers
+        args = [a for a in args if a != "--verbose"]
+        os.environ[http_policy.VERBOSE_ENV] = "1"
     if args[:1] in (["--version"], ["-V"]):
         print(f"memrun {memrun.__version__}")
         return 0

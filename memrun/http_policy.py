@@ -39,6 +39,8 @@ from __future__ import annotations
 
 import asyncio
 import contextvars
+import logging
+import os
 import random
 import time
 from collections.abc import Awaitable, Callable, Mapping
@@ -309,3 +311,27 @@ async def asend(
             return raise_for_status(response, auth_hint)
         await response.aclose()
         await sleep(wait)
+
+
+# Loggers of the HTTP stacks memrun drives (its own clients, the MCP SDK's): at INFO httpx
+# logs one "HTTP Request" line per call, thousands in a run.
+HTTP_LOGGERS = ("httpx", "httpcore", "httpx2", "openai", "aiohttp", "mcp")
+VERBOSE_ENV = "MEMRUN_VERBOSE"  # set by ``memrun --verbose`` (inherited by a sweep's worker processes)
+
+
+_VERBOSE_HANDLER = logging.StreamHandler()  # stderr: results keep stdout to themselves
+_VERBOSE_HANDLER.setFormatter(logging.Formatter("%(name)s: %(message)s"))
+
+
+def http_client_logging() -> None:
+    """HTTP client logging off (WARNING) unless ``memrun --verbose`` asked for it: then INFO,
+    on stderr. Called where a client is made, and by each job after Hydra's logging config
+    (which disables loggers made before it)."""
+    verbose = os.environ.get(VERBOSE_ENV) == "1"
+    for name in HTTP_LOGGERS:
+        logger = logging.getLogger(name)
+        logger.setLevel(logging.INFO if verbose else logging.WARNING)
+        if verbose:
+            logger.disabled, logger.propagate = False, False
+            if _VERBOSE_HANDLER not in logger.handlers:
+                logger.addHandler(_VERBOSE_HANDLER)

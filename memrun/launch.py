@@ -31,7 +31,7 @@ from dataclasses import asdict, dataclass
 from pathlib import Path
 from typing import Any
 
-from memrun import provenance, redaction, signals
+from memrun import http_policy, provenance, redaction, signals
 from memrun.errors import MemrunError, RunTableError
 from memrun.io.live import process_alive
 from memrun.lazy import lazy
@@ -266,6 +266,7 @@ def job(cfg: Any) -> int:
     instead of raising: the launching process reports the sweep.
     """
     hydra_cfg = hydra_config.HydraConfig.get()
+    http_policy.http_client_logging()  # after Hydra's logging config, which disables loggers made before it
     if hydra_cfg.mode != hydra_types.RunMode.MULTIRUN:
         return _job(cfg, hydra_cfg)
     worker = not signals.installed()

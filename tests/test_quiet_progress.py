@@ -1,0 +1,30 @@
+"""Quiet by default: no HTTP client log lines unless ``--verbose``; the progress line says how
+far ingest has gone (histories ingested, records/s) beside the items."""
+
+from __future__ import annotations
+
+import re
+
+from conftest import run_memrun
+
+
+def test_http_logging_only_with_verbose_and_progress_counts_ingest(memory, tmp_path) -> None:
+    state, url = memory
+    state.search_delay_s = 0.2  # the run lasts long enough for a few progress lines
+    env = {"MEMRUN_PROGRESS_SECONDS": "0.3"}
+    args = ["benchmark=synthetic", "arm=http", f"arm.base_url={url}", "arm.concurrency=2",
+            f"arm.ledger_dir={tmp_path / 'ledger'}"]
+    quiet = run_memrun([*args, f"hydra.run.dir={tmp_path / 'quiet'}"], tmp_path, env)
+    assert quiet.returncode == 0, quiet.stderr
+    assert "HTTP Request" not in quiet.stderr + quiet.stdout
+    lines = [ln for ln in quiet.stderr.splitlines() if ln.startswith("progress: ")]
+    assert lines, quiet.stderr
+    ingested = [re.search(r"ingested (\d+)/(\d+) histories", ln) for ln in lines]
+    assert all(ingested) and {m.group(2) for m in ingested if m} == {"5"}  # synthetic: 5 histories
+    counts = [int(m.group(1)) for m in ingested if m]
+    assert counts == sorted(counts) and counts[-1] >= 1  # it counts up as histories are ingested
+    assert any(re.search(r"ingested \d+/\d+ histories \d+ records/s", ln) for ln in lines)
+
+    verbose = run_memrun(["--verbose", *args, f"hydra.run.dir={tmp_path / 'verbose'}"], tmp_path, env)
+    assert verbose.returncode == 0, verbose.stderr
+    assert "HTTP Request" in verbose.stderr  # httpx's lines (the arm's set-up calls), asked for
