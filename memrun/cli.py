@@ -55,6 +55,7 @@ SUBCOMMANDS: dict[str, str] = {
     "plan": "memrun.commands.plan:main",
     "arm": "memrun.commands.arm_init:main",
     "view": "memrun.commands.view:main",
+    "gallery": "memrun.commands.gallery:main",
 }
 
 EXIT_USER_ERROR = 2

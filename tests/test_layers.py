@@ -26,7 +26,7 @@ LAYERS: list[tuple[str, tuple[str, ...]]] = [
                 "memrun.shards", "memrun.arms", "memrun.retrieval", "memrun.retrieval_flow", "memrun.checks", "memrun.accuracy",
                 "memrun.spec")),
     ("render", ("memrun.report",)),
-    ("orchestration", ("memrun.run", "memrun.stages", "memrun.item_stages", "memrun.plan", "memrun.merge", "memrun.compare",
+    ("orchestration", ("memrun.gallery", "memrun.run", "memrun.stages", "memrun.item_stages", "memrun.plan", "memrun.merge", "memrun.compare",
                        "memrun.launch", "memrun.sweep")),
     ("commands", ("memrun.commands", "memrun.report.html", "memrun.view", "memrun.show_config")),
     ("cli", ("memrun.cli", "memrun.__main__")),

@@ -12,6 +12,7 @@ from urllib.parse import quote
 from memrun.instrument import Instrument
 from memrun.io.live import progress_text, read_live
 from memrun.io.reader import RunTable, read_run
+from memrun.gallery.overlay import published_beside
 from memrun.io.writer import SUMMARY_FILE
 from memrun.lazy import lazy
 from memrun.metrics.intervals import retrieval_headline_metric
@@ -162,6 +163,7 @@ def run_context(path: str | Path, item_link: str | None = None) -> dict[str, Any
         "bars": svg.interval_bars(bars, unit=scale_unit) if bars else "",
         "summary_rows": summary_table(summary, accuracy),
         "judge2": judge2_rows(summary, inst),
+        "published": published_beside(inst, summary),
         "charts": charts,
         "n_rows": len(rows),
         "table": embed_json(table),

@@ -1,0 +1,96 @@
+"""Publishers' per-item results files, read into ``item id -> (value, ranking)``.
+
+Formats:
+
+- ``mempalace_locomo``: MemPalace's ``locomo_bench.py`` output (``results_locomo_*.json``,
+  github.com/MemPalace/mempalace): a list in the order of ``locomo10.json``'s QA rows, each
+  with ``sample_id``, ``question``, ``retrieved_ids`` (top K) and ``recall`` (the share of
+  the evidence set found). The n-th row of a ``sample_id`` is memrun's item
+  ``<sample_id>:<n>``.
+
+A kept file may be gzip-compressed (``.gz``); its sha256 is checked on the published
+(decompressed) bytes, so it names the very file the publisher released.
+"""
+
+from __future__ import annotations
+
+import gzip
+import hashlib
+import json
+from collections import Counter
+from collections.abc import Callable
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any
+
+from memrun.errors import DataError
+
+
+@dataclass(frozen=True)
+class PublishedItem:
+    """One item of a publisher's file: its value, its ranking (None when the file has none), the question."""
+
+    value: float
+    ranking: tuple[str, ...] | None
+    question: str | None = None
+
+
+def published_bytes(path: Path, sha256: str) -> bytes:
+    """The file's published bytes (gunzipped when ``.gz``). Raises DataError when they do not
+    have the pinned sha256."""
+    raw = path.read_bytes()
+    blob = gzip.decompress(raw) if path.suffix == ".gz" else raw
+    digest = hashlib.sha256(blob).hexdigest()
+    if digest != sha256:
+        raise DataError(f"{path}: its published bytes have sha256 {digest}, not the pinned {sha256}")
+    return blob
+
+
+def _mempalace_locomo(blob: bytes) -> dict[str, PublishedItem]:
+    rows = json.loads(blob)
+    seen: Counter[str] = Counter()
+    out: dict[str, PublishedItem] = {}
+    for row in rows:
+        sample = str(row["sample_id"])
+        out[f"{sample}:{seen[sample]}"] = PublishedItem(float(row["recall"]), tuple(row["retrieved_ids"]),
+                                                        row.get("question"))
+        seen[sample] += 1
+    return out
+
+
+FORMATS: dict[str, Callable[[bytes], dict[str, PublishedItem]]] = {"mempalace_locomo": _mempalace_locomo}
+
+
+def read_per_item(path: Path, sha256: str, fmt: str) -> dict[str, PublishedItem]:
+    """Item id -> :class:`PublishedItem` of the file at ``path`` in format ``fmt``.
+
+    Raises DataError for an unknown format, a sha256 mismatch or a file not of that format.
+    """
+    if fmt not in FORMATS:
+        raise DataError(f"per_item.format={fmt}: no reader; formats: {', '.join(FORMATS)}")
+    try:
+        return FORMATS[fmt](published_bytes(path, sha256))
+    except (KeyError, TypeError, ValueError) as exc:
+        raise DataError(f"{path}: not a {fmt} file ({type(exc).__name__}: {exc})") from exc
+
+
+def agreement(published: dict[str, PublishedItem], ours: dict[str, tuple[float | None, Any]],
+              limit: int = 3) -> dict[str, Any]:
+    """How the publisher's items and memrun's agree: ``n`` compared (ids in both),
+    ``values_equal`` (|difference| < 1e-9), ``rankings_equal`` (None when the file has no
+    rankings), ``missing`` (published ids memrun lacks) and ``first`` disagreements
+    (up to ``limit``: id, published, memrun, whether the rankings agree)."""
+    both = [i for i in published if i in ours]
+    equal = rankings = 0
+    has_rankings = any(p.ranking is not None for p in published.values())
+    first: list[dict[str, Any]] = []
+    for item in both:
+        theirs, (value, ranking) = published[item], ours[item]
+        same_value = value is not None and abs(value - theirs.value) < 1e-9
+        same_ranking = theirs.ranking is not None and ranking is not None and tuple(ranking) == theirs.ranking
+        equal += same_value
+        rankings += same_ranking
+        if not same_value and len(first) < limit:
+            first.append({"item_id": item, "published": theirs.value, "memrun": value, "same_ranking": same_ranking})
+    return {"n": len(both), "values_equal": equal, "rankings_equal": rankings if has_rankings else None,
+            "missing": len(published) - len(both), "first": first}
