@@ -182,7 +182,7 @@ compare() {
       marker_tail=" judge=${BASH_REMATCH[1]}"
     fi
     set +e
-    "${MEMRUN_CMD[@]}" compare "$OUT/runs/base-$n" "$OUT/runs/head-$n" --format markdown "${gate[@]}" \
+    "${MEMRUN_CMD[@]}" compare "$OUT/runs/base-$n" "$OUT/runs/head-$n" --format markdown --flips "${gate[@]}" \
       "${judge[@]}" "${COMPARE_ARGS[@]}" > "$OUT/comments/$n.md"
     code=$?
     set -e

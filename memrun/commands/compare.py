@@ -32,6 +32,7 @@ import json
 import sys
 from collections.abc import Sequence
 from pathlib import Path
+from dataclasses import dataclass
 from typing import NoReturn
 
 import pyarrow as pa
@@ -42,7 +43,7 @@ from memrun.compare.analysis import Bounds, Comparison, Settings, analyze, categ
 from memrun.compare.baseline import find_baseline
 from memrun.compare.design import cluster_supply, design_notes, evidence_sensitivity
 from memrun.compare.fitness import DataThresholds
-from memrun.compare.pairing import pair, read_for_compare
+from memrun.compare.pairing import Paired, pair, read_for_compare
 from memrun.errors import MemrunError
 from memrun.instrument import Instrument
 from memrun.io.reader import RunTable, read_instrument
@@ -277,13 +278,29 @@ def _named_categories(arg: str, run: RunTable) -> list[str]:
     return [c.strip() for c in arg.split(",") if c.strip()]
 
 
-def compare(args: argparse.Namespace) -> tuple[Comparison | None, int, str | None]:
-    """Run a comparison from parsed arguments: (comparison, exit code, refusal text).
+@dataclass
+class _Prepared:
+    """What a comparison reads and how, before pairing (:func:`_prepare`)."""
 
-    Raises MemrunError (exit 4) for a usage error: bad arguments, unreadable runs,
-    nothing to pair.
-    """
-    in_background(lambda: importlib.import_module("scipy.stats"))  # Wilcoxon's; ~1 s, overlaps the reading
+    run_a: RunTable
+    run_b: RunTable
+    cluster_by: str | None
+    stratify_by: str | None
+    settings: Settings
+    differences: list
+    read_warnings: list[str]
+    categories: list[str] | None
+    chosen: str
+
+    def pair(self) -> Paired:
+        """The items both runs scored, paired (:func:`memrun.compare.pairing.pair`)."""
+        return pair(self.run_a, self.run_b, metric=self.settings.metric, cluster_by=self.cluster_by,
+                    stratify_by=self.stratify_by, categories=self.categories)
+
+
+def _prepare(args: argparse.Namespace) -> _Prepared | tuple[None, int, str]:
+    """Read both runs and check them and the settings: what to pair, or (None, exit code,
+    refusal). Raises MemrunError for a usage error."""
     for dest, value in DEFAULTS.items():  # left unset by the flags and any --gate file
         if getattr(args, dest, None) is None:
             setattr(args, dest, value)
@@ -338,8 +355,33 @@ def compare(args: argparse.Namespace) -> tuple[Comparison | None, int, str | Non
         effect=None if getattr(args, "effect", None) is None else abs(args.effect) / 100,
     )
     categories, chosen = _categories(args.categories, run_a)
-    paired = pair(run_a, run_b, metric=args.metric, cluster_by=cluster_by, stratify_by=stratify_by,
-                  categories=categories)
+    return _Prepared(run_a, run_b, cluster_by, stratify_by, settings, differences, read_warnings, categories, chosen)
+
+
+def paired_items(args: argparse.Namespace) -> tuple[Paired | None, int, str | None]:
+    """The comparison's pairing alone, no statistics: (paired items, 0, None), or (None, exit
+    code, refusal) as :func:`compare` refuses. What the flips page reads
+    (:mod:`memrun.compare.flips`). Raises MemrunError as :func:`compare` does."""
+    prepared = _prepare(args)
+    if isinstance(prepared, tuple):
+        return prepared
+    return prepared.pair(), 0, None
+
+
+def compare(args: argparse.Namespace) -> tuple[Comparison | None, int, str | None]:
+    """Run a comparison from parsed arguments: (comparison, exit code, refusal text).
+
+    Raises MemrunError (exit 4) for a usage error: bad arguments, unreadable runs,
+    nothing to pair.
+    """
+    in_background(lambda: importlib.import_module("scipy.stats"))  # Wilcoxon's; ~1 s, overlaps the reading
+    prepared = _prepare(args)
+    if isinstance(prepared, tuple):
+        return prepared
+    run_a, settings, differences = prepared.run_a, prepared.settings, prepared.differences
+    cluster_by, stratify_by, read_warnings = prepared.cluster_by, prepared.stratify_by, prepared.read_warnings
+    chosen = prepared.chosen
+    paired = prepared.pair()
     try:
         result = analyze(paired, settings, run_a=args.a, run_b=args.b, axis=run_a.instrument.axis,
                          denominator=run_a.instrument.denominator, differences=differences)

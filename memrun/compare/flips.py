@@ -51,8 +51,13 @@ def flip_list(paired: Paired) -> list[dict[str, Any]]:
     return out
 
 
+SIDE_COLUMNS = ("item_id", "repeat", "cluster", "question", "answer", "gold_keys", "gold_texts", "retrieved_keys",
+                "retrieved_scores", "retrieved_texts", "first_gold_rank", "error", "reader_answer", "label")
+"""The columns a flip's side-by-side reads."""
+
+
 def _rows_by_item(path: str, ids: Sequence[str]) -> tuple[RunTable, dict[str, list[dict[str, Any]]]]:
-    run = read_run(path)
+    run = read_run(path, columns=SIDE_COLUMNS)
     table = run.table.filter(pc.is_in(run.table.column("item_id"), value_set=pa.array(list(ids), pa.string())))
     out: dict[str, list[dict[str, Any]]] = {}
     for row in table.to_pylist():

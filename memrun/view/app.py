@@ -54,6 +54,7 @@ starlette_requests = lazy("starlette.requests")
 starlette_routing = lazy("starlette.routing")
 uvicorn = lazy("uvicorn")
 io_reader = lazy("memrun.io.reader")
+io_writer = lazy("memrun.io.writer")
 report_model = lazy("memrun.report.model")
 view_calls = lazy("memrun.view.calls")
 
@@ -261,7 +262,10 @@ PAGES = ("view_runs.html.j2", "view_item.html.j2", "run.html.j2", "compare.html.
 
 def warm_up() -> None:
     """Compile the page templates and import what an item's drill-down needs (seconds of
-    imports), so the first page of each kind is quick."""
+    imports), so the first page of each kind is quick. pyarrow is told pandas is absent for
+    its type probes (:func:`memrun.io.writer.skip_pandas_probe`): the pages convert plain
+    values, and the probe's import of pandas would cost the first comparison seconds."""
+    io_writer.skip_pandas_probe()
     for name in PAGES:
         html_common.environment().get_template(name)
     for module in ("memrun.accuracy.setup", "memrun.accuracy.stage", "memrun.report.html.compare_page",

@@ -77,20 +77,22 @@ def flips_context(a: str, b: str, options: Sequence[str] = (), compare_link: str
         args = commands_compare.build_parser().parse_args([a, b, *options])
     except SystemExit:
         raise MemrunError(f"bad compare options: {' '.join(options)}") from None
-    result, code, refusal = commands_compare.compare(args)
-    flips = flips_of(result, a, b)
+    paired, code, refusal = commands_compare.paired_items(args)  # the pairing alone: no bootstrap needed
+    flips = [] if paired is None else compare_flips.side_by_side(compare_flips.flip_list(paired), a, b)
     rows = flip_rows(flips)
     wins = sum(r["side"] == "win" for r in rows)
     notes: list[str] = []
-    if result is None:
+    metric = args.metric if paired is None or paired.a_label[:1].tolist() in ([], [-1]) \
+        else "majority label (correct = 1)"
+    if paired is None:
         notes = [f"no flips: {(refusal or '').splitlines()[0]} (exit code {code})"]
-        title, metric, summary = "memrun flips", args.metric, ""
+        title, summary = "memrun flips", ""
     else:
-        summary = (f"B wins {wins}, B loses {len(rows) - wins} on {result.metric}, of {result.overall['n_items']} "
-                   "items compared (the comparison's own pairing).")
-        title, metric = f"memrun flips: {a} vs {b}", result.metric
-        if result.noncomparable:
-            notes.append("NON-COMPARABLE: shown with --allow-noncomparable; no gate passes on it")
+        summary = (f"B wins {wins}, B loses {len(rows) - wins} on {metric}, of {paired.n} items compared "
+                   "(the comparison's own pairing).")
+        title = f"memrun flips: {a} vs {b}"
+        if getattr(args, "allow_noncomparable", False):
+            notes.append("NON-COMPARABLE if the runs differ: shown with --allow-noncomparable; no gate passes on it")
     return {"title": title, "notes": notes, "summary": summary, "metric": metric, "compare_link": compare_link,
             "items_title": "Flips", "n_rows": len(rows), "rows": embed_json(rows), "table": embed_json(TABLE)}
 
