@@ -164,14 +164,14 @@ def main(argv: list[str]) -> int:
     else:
         raise RunTableError(f"{args.run}: a {inst.axis}-axis run has no misses to show")
     total = len(items)
-    items = by_category(items)[: args.limit] if args.limit is not None else by_category(items)
+    shown = by_category(items)[: args.limit] if args.limit is not None else by_category(items)
     if fmt == "json":
-        for item in items:
+        for item in shown:
             sys.stdout.write(json.dumps(item, ensure_ascii=False) + "\n")
     elif fmt == "md":
-        sys.stdout.write(markdown_failures(items, total=total, run=str(run.path), what=what, counts=counts,
+        sys.stdout.write(markdown_failures(shown, total=total, run=str(run.path), what=what, counts=counts,
                                            complete=run.complete))
     else:
-        print_failures(Console(), items, total=total, run=str(run.path), complete=run.complete, what=what,
+        print_failures(Console(), shown, total=total, run=str(run.path), complete=run.complete, what=what,
                        counts=counts)
     return 0

@@ -71,7 +71,7 @@ def _side(rows: Sequence[Mapping[str, Any]], gold_match: str | None, hits: int) 
     """One run's view of an item: its hits (gold marked) and gold records, its answers and labels."""
     first = rows[0]
     found = evidence(first, gold_match, hits)
-    labels = [r.get("label") for r in rows if r.get("label") is not None]
+    labels = [str(r["label"]) for r in rows if r.get("label") is not None]
     return {"retrieved": found["retrieved"], "gold_records": found["gold"],
             "first_gold_rank": first.get("first_gold_rank"), "error": first.get("error"),
             "answers": [r.get("reader_answer") for r in rows if r.get("reader_answer") is not None],

@@ -51,5 +51,5 @@ def item_context(run: RunTable, indices: Sequence[int], calls: Any) -> dict[str,
         facts.append(("error", first_row.get("error")))
     return {"title": f"{inst.benchmark} x {inst.arm} ({inst.axis}): item {first.get('item_id')}",
             "item_id": first.get("item_id"), "notes": [], "facts": [(k, v) for k, v in facts if v is not None],
-            "gold": gold, "retrieved": retrieved, "fold": FOLD_CHARS, "repeats": repeats, "accuracy": accuracy,
+            "gold": gold, "gold_phrases": inst.gold_match == "substring", "retrieved": retrieved, "fold": FOLD_CHARS, "repeats": repeats, "accuracy": accuracy,
             "calls_problem": getattr(calls, "problem", None) if accuracy else None}

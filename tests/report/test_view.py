@@ -120,6 +120,9 @@ def test_several_runs_chart(browser, outputs, app, shots):
     assert page.page.locator("#arms-chart circle").count() == 2
     assert page.page.locator("#arms-small svg").count() >= 2  # a small chart per category
     assert page.page.locator("#arms tr").count() == 3
+    names = [page.page.locator("#arms tr").nth(i).locator("td").first.text_content() for i in (1, 2)]
+    assert names[0].startswith("bm25 stopwords=") and names[1].startswith("bm25_nostop stopwords=")  # not paths
+    assert not any("/" in n for n in names)
     check_fits(page, shots, "view-chart")
     page.check_clean()
     mixed = open_url(browser, app + "chart?run=" + quote(rels[0]) + "&run=" + quote("synthetic/bm25/accuracy"))
@@ -155,6 +158,8 @@ def test_item_drill_down_shows_the_exact_prompts_and_replies(browser, outputs, a
         assert json.loads(replies[1])["verdict"].lower() == r["label"]
     assert r["question"] in page.page.text_content("#facts")
     assert page.page.locator("#retrieved li").count() == len(mine[0]["retrieved_keys"])
+    assert mine[0]["retrieved_texts"][0] in page.page.locator("#retrieved li").first.text_content()
+    assert page.page.locator("#gold li").count() == len(mine[0]["gold_keys"])  # the synthetic set's gold phrases
     check_fits(page, shots, "view-item")
     page.page.keyboard.press("j")
     page.page.wait_for_selector("#position:has-text('item 2 of')")

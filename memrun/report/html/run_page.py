@@ -95,7 +95,7 @@ def headline_text(summary: Mapping[str, Any], axis: str | None) -> str:
     where = model.headline_interval(summary)
     low, high = model.shown_interval(where)
     interval = ""
-    if low is not None and name != "mrr":
+    if low is not None and high is not None and name != "mrr":
         interval = f" [{100 * low:.1f}, {100 * high:.1f}] 95%"
     elif where and where.get("n_clusters") == 1:
         interval = " (no interval: one cluster)"
