@@ -20,7 +20,10 @@ from memrun.redaction import Redactor, redact_config, redact_hydra
 
 # Hydra's own argument parser, to read --cfg and --package as Hydra does (memrun.lazy).
 hydra_utils = lazy("hydra._internal.utils")
-omegaconf = lazy("omegaconf")
+omegaconf_utils = lazy("omegaconf._utils")
+
+# libyaml's loader where PyYAML has it: the safe loader's values, ~5x faster on a whole config.
+_SAFE_LOADER = getattr(yaml, "CSafeLoader", yaml.SafeLoader)
 
 
 # The heading under which ``--info config|all`` prints the composed config, last of its sections.
@@ -59,7 +62,7 @@ def redact_printed_config(text: str, package: str | None = None) -> str:
     path = [] if package in (None, "", "_global_") else str(package).split(".")
     scalar = bool(path) and not header  # Hydra print()s a package that is not a mapping
     try:
-        value: Any = body.rstrip("\n") if scalar else yaml.safe_load(body)
+        value: Any = body.rstrip("\n") if scalar else yaml.load(body, Loader=_SAFE_LOADER)
     except yaml.YAMLError:
         return Redactor().text(text)
     if value is None:
@@ -77,7 +80,11 @@ def redact_printed_config(text: str, package: str | None = None) -> str:
         tree = tree[key]
     if scalar:
         return f"{tree}\n"
-    return (f"{first}\n" if header else "") + omegaconf.OmegaConf.to_yaml(omegaconf.OmegaConf.create(tree))
+    # What OmegaConf.to_yaml writes for a plain tree (its dumper and settings), without first
+    # building a DictConfig of the whole config only to turn it back into this tree.
+    text = yaml.dump(tree, default_flow_style=False, allow_unicode=True, sort_keys=False,
+                     Dumper=omegaconf_utils.get_omega_conf_dumper())
+    return (f"{first}\n" if header else "") + text
 
 
 @contextmanager
