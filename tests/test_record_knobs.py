@@ -156,3 +156,17 @@ def test_hybrid_fuses_over_okapi_when_asked_and_names_the_choices():
     assert isinstance(arm.lexical, OkapiArm) and arm.lexical.tokenizer == "word_lower"
     with pytest.raises(ArmError, match="arm.lexical='tfidf': use bm25"):
         HybridArm(embedder=_Constant(), lexical="tfidf", use_cache=False)
+
+
+def test_session_gold_as_written_reads_each_evidence_string_as_locomo_does(tmp_path):
+    conv = json.loads(json.dumps(CONV))
+    conv["qa"][0]["evidence"] = ["D1:1; D2:1", "D:2:2", "D9:4"]  # split, reformatted, dangling
+    (tmp_path / "locomo10.json").write_text(json.dumps([conv]))
+    args = dict(split="locomo10", file="locomo10.json", url=None, sha256=None, categories=CATS)
+    normalized = LoCoMo(**args).load(tmp_path)
+    written = LoCoMo(**args, session_gold="as_written").load(tmp_path)
+    assert normalized.groups[0].items[0].gold_sessions == ("session_1", "session_2")
+    assert written.groups[0].items[0].gold_sessions == ("session_1", "session_9")  # first id only; D:2:2 none
+    assert normalized.records is None and written.records.endswith("session gold: as written")
+    with pytest.raises(ConfigError, match="benchmark.session_gold=raw: choose one of normalized, as_written"):
+        LoCoMo(**args, session_gold="raw")

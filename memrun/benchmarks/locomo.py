@@ -61,7 +61,7 @@ from memrun.benchmarks.record_text import GRANULARITIES, RecordTemplate, as_sess
 from memrun.benchmarks.text import json_type, read_text_strict
 from memrun.errors import ConfigError, DataError
 from memrun.metrics.retrieval import SESSION_CUTS
-from memrun.metrics.retrieval_official import EVIDENCE_SHARE
+from memrun.metrics.retrieval_official import EVIDENCE_SHARE, evidence_session
 from memrun.records import Dataset, Group, Item, Record
 
 _SESSION = re.compile(r"session_(\d+)")
@@ -84,6 +84,10 @@ COUNT_KEYS = (
     "category_missing",
 )  # and turns_blank_under_template, present only when a record_text template left a turn blank
 
+SESSION_GOLD = ("normalized", "as_written")
+"""How gold sessions are read: from the normalized evidence ids (``D8:6; D9:17`` -> sessions 8
+and 9, dangling ids dropped), or as LoCoMo's code (and MemPalace's) reads each evidence string
+(``ev.split(':')[0][1:]``: ``D8:6; D9:17`` -> 8 only, ``D:11:26`` -> none, a dangling id's session kept)."""
 DEFAULT_TEMPLATE = "{speaker}: {text}{image}"
 """A turn's record text by default: ``"Speaker: text"`` plus ``" [image: caption]"``."""
 LOCOMO_FIELDS = {"speaker": "the speaker's name", "text": "the turn's text (stripped)",
@@ -108,7 +112,12 @@ class LoCoMo:
         session_cut: str = "turns",
         record_text: str = DEFAULT_TEMPLATE,
         granularity: str = "turn",
+        session_gold: str = "normalized",
     ) -> None:
+        if session_gold not in SESSION_GOLD:
+            raise ConfigError(f"benchmark.session_gold={session_gold}: choose one of {', '.join(SESSION_GOLD)} "
+                              "(as_written: the session each evidence string names, read as LoCoMo's own code reads it)")
+        self.session_gold = session_gold
         self.template = RecordTemplate(record_text, LOCOMO_FIELDS, "benchmark.record_text", DEFAULT_TEMPLATE)
         if granularity not in GRANULARITIES:
             raise ConfigError(f"benchmark.granularity={granularity}: choose one of {', '.join(GRANULARITIES)} "
@@ -163,10 +172,18 @@ class LoCoMo:
             session_cut=self.session_cut,
             # evidence_share reads dia_ids: it has no reading when records are whole sessions
             named_metrics=(EVIDENCE_SHARE,) if self.granularity == "turn" else (),
-            records=records_description(self.granularity, self.template, DEFAULT_TEMPLATE),
+            records=self._records_field(),
         )
         dataset.warnings.extend(self._check_category_counts(dataset))
         return dataset
+
+    def _records_field(self) -> str | None:
+        """The instrument's ``records``: the unit and text when not the default, and the
+        session gold's reading when it is LoCoMo's own."""
+        base = records_description(self.granularity, self.template, DEFAULT_TEMPLATE)
+        if self.session_gold == "normalized":
+            return base
+        return f"{base or f'unit=turn; text={DEFAULT_TEMPLATE}'}; session gold: as written"
 
     # -- one conversation ---------------------------------------------------------
 
@@ -227,7 +244,8 @@ class LoCoMo:
             gold_keys=tuple(gold),
             gold_keys_raw=tuple(str(e) for e in evidence_raw),
             extra=extra,
-            gold_sessions=tuple(dict.fromkeys(known[key] for key in gold)),
+            gold_sessions=(tuple(dict.fromkeys(known[key] for key in gold)) if self.session_gold == "normalized"
+                           else tuple(dict.fromkeys(s for s in map(evidence_session, evidence_raw) if s))),
         )
 
     def _check_category_counts(self, dataset: Dataset) -> list[str]:

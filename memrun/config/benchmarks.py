@@ -57,6 +57,7 @@ class LocomoConfig(SelectionConfig):
     session_cut: str = "turns"  # session_* columns: K counts turns | sessions (distinct)
     record_text: str = "{speaker}: {text}{image}"  # a template or speaker_colon | speaker_said | text
     granularity: str = "turn"  # turn | session (one record per session)
+    session_gold: str = "normalized"  # normalized | as_written (each evidence string's session, LoCoMo's own reading)
 
 
 @dataclass
