@@ -168,7 +168,8 @@ class Dataset:
             yield from group.items
 
 
-def _fold(text: str) -> str:
+def fold(text: str) -> str:
+    """``text`` as gold phrases are matched (``substring``): case-folded, ``_`` as a space."""
     return text.casefold().replace("_", " ")
 
 
@@ -192,10 +193,10 @@ def gold_matcher(gold_keys: Iterable[str], mode: GoldMatch) -> Callable[[Hit], f
         singles = {k: frozenset((k,)) for k in gold}
         return lambda hit: singles.get(hit.key, _NO_MATCH)
     if mode == "substring":
-        folded = [(k, _fold(k)) for k in gold]
+        folded = [(k, fold(k)) for k in gold]
 
         def match(hit: Hit) -> frozenset[str]:
-            haystack = _fold(hit.key) + "\n" + _fold(hit.text)
+            haystack = fold(hit.key) + "\n" + fold(hit.text)
             return frozenset(k for k, f in folded if f in haystack)
 
         return match

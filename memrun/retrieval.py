@@ -11,7 +11,7 @@ from __future__ import annotations
 import json
 import time
 from dataclasses import dataclass, field
-from collections.abc import Iterator, Mapping, Sequence
+from collections.abc import Callable, Iterator, Mapping, Sequence
 from typing import Any
 
 from memrun.arms import Arm
@@ -36,7 +36,7 @@ from memrun.metrics.retrieval_official import (
     score_without_gold,
 )
 from memrun.progress_lines import ACTIVITY
-from memrun.records import Dataset, GoldMatch, Group, Hit, Item, gold_matcher
+from memrun.records import Dataset, GoldMatch, Group, Hit, Item, fold, gold_matcher
 
 INGESTED = "ingested"  # the progress line's phase: histories ingested, records/s
 
@@ -61,6 +61,7 @@ class Retrieved:
     n_records: int = 0
     queue_ms: float | None = None
     gold_texts: tuple[str | None, ...] | None = None  # the text of each gold key's record (None: no such record)
+    gold_unreachable: int | None = None  # gold keys no record of the history can match (None: no gold)
 
 
 def make_row(run_id: str, r: Retrieved, dataset: Dataset, ks: Sequence[int], top_k: int | None = None,
@@ -86,8 +87,13 @@ def make_row(run_id: str, r: Retrieved, dataset: Dataset, ks: Sequence[int], top
             matches = list(map(gold_matcher(item.gold_keys, dataset.gold_match), distinct))
             scores = score_item(matches, len(set(item.gold_keys)), measured)
             named[""][GOLD_SHARE] = gold_share_by_k(matches, len(set(item.gold_keys)), measured)
+        complete = top_k is None or len(hits) < top_k or len(keys) >= r.n_records  # the arm's whole ranking
+        # K distinct sessions are known only when the hits reach them or are the arm's whole ranking
+        session_ks = measured
+        if dataset.session_cut == "sessions" and not complete:
+            reached = len(session_ranking(keys, r.session_of))
+            session_ks = tuple(k for k in measured if reached >= k)
         if dataset.preset == LME_OFFICIAL_PRESET:
-            complete = top_k is None or len(hits) < top_k or len(keys) >= r.n_records  # the arm's whole ranking
             official = score_lme_official(keys, r.session_of, item.gold_keys, complete, measured)
             if item.extra.get(OFFICIAL_NO_GOLD):  # kept by the official script without gold
                 official = score_without_gold(measured)
@@ -96,18 +102,18 @@ def make_row(run_id: str, r: Retrieved, dataset: Dataset, ks: Sequence[int], top
                 session_scores = official.session
                 named[""][LME_NDCG], named[SESSION_PREFIX][LME_NDCG] = official.ndcg, official.session_ndcg
         elif item.gold_sessions:
-            session_scores = score_sessions(keys, r.session_of, item.gold_sessions, measured, dataset.session_cut)
+            session_scores = score_sessions(keys, r.session_of, item.gold_sessions, session_ks, dataset.session_cut)
             gold = frozenset(item.gold_sessions)
             ranked = ([r.session_of.get(k) or k for k in keys] if dataset.session_cut == "turns"
                       else session_ranking(keys, r.session_of))
-            named[SESSION_PREFIX][GOLD_SHARE] = gold_share_by_k([gold & {s} for s in ranked], len(gold), measured)
+            named[SESSION_PREFIX][GOLD_SHARE] = gold_share_by_k([gold & {s} for s in ranked], len(gold), session_ks)
         if EVIDENCE_SHARE in dataset.named_metrics:
             raw = item.gold_keys_raw
             named[""][EVIDENCE_SHARE] = evidence_share_by_k(raw, keys, measured)
             # the session form reads the same K as the session columns: K turns, or K distinct sessions
             context = keys if dataset.session_cut == "turns" else session_ranking(keys, r.session_of)
             named[SESSION_PREFIX][EVIDENCE_SHARE] = evidence_share_by_k(
-                raw, context, measured, r.session_of, per_session=True)
+                raw, context, session_ks, r.session_of, per_session=True)
     return {
         "run_id": run_id,
         "item_id": item.item_id,
@@ -132,6 +138,7 @@ def make_row(run_id: str, r: Retrieved, dataset: Dataset, ks: Sequence[int], top
         "error": r.error,
         "gold_sessions": list(item.gold_sessions),
         "abstention": item.abstention,
+        "gold_unreachable": r.gold_unreachable,
         **item_columns(scores, ks, named=named[""]),
         **item_columns(session_scores, ks, SESSION_PREFIX, named[SESSION_PREFIX]),
     }
@@ -218,6 +225,28 @@ def gold_texts(item: Item, texts: Mapping[str, str], gold_match: GoldMatch) -> t
     return tuple(texts.get(k) for k in item.gold_keys)
 
 
+def gold_reach(group: Group, gold_match: GoldMatch) -> Callable[[Item], int | None]:
+    """For one history: item -> how many of its gold keys no record can match (None: no gold).
+
+    ``key``: a gold key naming no record and no session of the history; ``substring``: a
+    phrase no record's key or text contains (case-folded, as :func:`memrun.records.gold_matcher`
+    matches). Such gold is *unreachable*: every arm misses it, and the run counts it.
+    """
+    if gold_match == "key":
+        known = history_keys(group)
+        return lambda item: sum(k not in known for k in item.gold_keys) if item.gold_keys else None
+    haystack: list[str] = []  # folded once, on the first item with gold
+
+    def unreachable(item: Item) -> int | None:
+        if not item.gold_keys:
+            return None
+        if not haystack:
+            haystack.append("\0".join(fold(r.key) + "\n" + fold(r.text) for r in group.records))
+        return sum(fold(k) not in haystack[0] for k in item.gold_keys)
+
+    return unreachable
+
+
 def history_keys(group: Group) -> frozenset[str]:
     """The keys a hit may name for the group's items: its record keys and session ids."""
     return frozenset(r.key for r in group.records) | frozenset(r.session for r in group.records if r.session)
@@ -244,12 +273,14 @@ def iter_group(arm: Arm, group: Group, top_k: int, gold_match: GoldMatch, answer
     known = history_keys(group)
     answer_for = getattr(arm, "answer_for", None) if answers else None
     texts = record_texts(group)
+    reach = gold_reach(group, gold_match)
     for item in group.items:
         hits, latency, error = (None, None, ingest_error) if ingest_error else search(arm, item, top_k, gold_match,
                                                                                        warmup)
         answer, error = arm_answer(answer_for, item, error)
         yield Retrieved(item, hits, latency, error, answer, session_of, known, len(group.records),
-                        queue_ms=None if latency is None else 0.0, gold_texts=gold_texts(item, texts, gold_match))
+                        queue_ms=None if latency is None else 0.0, gold_texts=gold_texts(item, texts, gold_match),
+                        gold_unreachable=reach(item))
 
 
 def retrieve_group(arm: Arm, group: Group, top_k: int, gold_match: GoldMatch) -> list[Retrieved]:

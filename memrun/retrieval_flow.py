@@ -55,6 +55,7 @@ from memrun.retrieval import (
     Retrieved,
     arm_answer,
     check_hits,
+    gold_reach,
     gold_texts,
     history_keys,
     iter_group,
@@ -208,11 +209,12 @@ class Flow:
         except _Stopped:
             return []
         session_of, known, n = sessions_of(group), history_keys(group), len(group.records)
-        texts = record_texts(group)
+        texts, reach = record_texts(group), gold_reach(group, self.gold_match)
         if error is not None:
             self._release(group)
             return [Retrieved(item, None, None, error, None, session_of, known, n,
-                              gold_texts=gold_texts(item, texts, self.gold_match)) for item in group.items]
+                              gold_texts=gold_texts(item, texts, self.gold_match), gold_unreachable=reach(item))
+                    for item in group.items]
         # every search ends before the history does (a stop must not orphan calls in flight)
         found = await asyncio.gather(*(self._search(group, item) for item in group.items), return_exceptions=True)
         for outcome in found:
@@ -228,7 +230,7 @@ class Flow:
             hits, latency, queued, err = outcome
             answer, err = arm_answer(answer_for, item, err)
             out.append(Retrieved(item, hits, latency, err, answer, session_of, known, n, queue_ms=queued,
-                                 gold_texts=gold_texts(item, texts, self.gold_match)))
+                                 gold_texts=gold_texts(item, texts, self.gold_match), gold_unreachable=reach(item)))
         return out
 
     async def groups(self, groups: Iterable[Group]) -> AsyncIterator[tuple[Group, list[Retrieved]]]:

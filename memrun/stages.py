@@ -27,6 +27,7 @@ from memrun.errors import ArmError
 from memrun.instrument import DENOMINATOR_RETRIEVAL, Instrument
 from memrun.io.writer import SHA256_KEY
 from memrun.lazy import lazy
+from memrun.metrics.conventions import caveat_warnings, run_counts
 from memrun.metrics.retrieval_official import LME_OFFICIAL_PRESET, session_cut_warning
 from memrun.metrics.run_level import summarize_rows
 from memrun.plugins import build
@@ -182,8 +183,9 @@ def finish(spec: RunSpec, loaded: Loaded, parts: Parts, rows: list[dict[str, Any
     if instrument.n_items is None and instrument.status == "complete":
         instrument.n_items = len({r["item_id"] for r in rows})  # accuracy: rows are item x repeat
     warnings.warn(*dataset.warnings[loaded.n_warned:], close_error, *checks.warnings())
-    if dataset.preset == LME_OFFICIAL_PRESET:
+    if dataset.preset == LME_OFFICIAL_PRESET or dataset.session_cut == "sessions":
         warnings.warn(session_cut_warning([r for r in rows if r["repeat"] == 0], list(spec.ks), spec.top_k))
+    warnings.warn(*caveat_warnings(run_counts(rows)))
     coverage = None
     if setup and setup.reader is None:  # the arm answers itself
         ids = loaded.benchmark_ids if loaded.benchmark_ids is not None else {r["item_id"] for r in rows}

@@ -38,6 +38,7 @@ BASE_COLUMNS: list[pa.Field] = [
     pa.field("error", pa.string()),
     pa.field("gold_sessions", _STR_LIST),
     pa.field("abstention", pa.bool_()),
+    pa.field("gold_unreachable", pa.int32()),  # gold keys no record of the history can match (memrun.metrics.conventions)
 ]
 
 

@@ -203,10 +203,12 @@ def evidence_share_by_k(
 
 
 def session_cut_warning(rows: Iterable[Mapping[str, object]], ks: Iterable[int], top_k: int | None) -> str | None:
-    """The warning for session cut-offs the official preset could not measure, or None.
+    """The warning for session cut-offs a run could not measure, or None.
 
-    rows: the run's rows. A session K <= ``top_k`` is null on a scored item when its hits
-    were cut at ``top_k`` before covering K sessions (:func:`effective_cutoff`).
+    rows: the run's rows. Where K counts distinct sessions (``session_cut=sessions``, and
+    the official preset), a session K <= ``top_k`` is null on a scored item when its hits
+    were cut at ``top_k`` before reaching K sessions (:func:`effective_cutoff`): the first
+    K sessions are not known, so the K is not measured rather than read from fewer.
     """
     measurable = [k for k in ks if top_k is None or k <= top_k]
     scored = [r for r in rows if r.get("session_rr") is not None]
@@ -216,4 +218,5 @@ def session_cut_warning(rows: Iterable[Mapping[str, object]], ks: Iterable[int],
         return None
     at = ", ".join(f"@{k} ({n} items)" for k, n in missing.items())
     return (f"session metrics not measured at {at}: the hits, cut at arm.top_k={top_k}, reach fewer than K "
-            f"sessions there, so the official widened cut-off is unknown; raise arm.top_k (docs/reproducing.md)")
+            f"sessions there, so the first K sessions are unknown (not scored over fewer); raise arm.top_k "
+            f"(docs/reproducing.md)")

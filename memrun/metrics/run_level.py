@@ -8,6 +8,7 @@ from typing import Any
 
 from memrun.lazy import lazy
 from memrun.metrics.by_category import summarize_by_granularity
+from memrun.metrics.conventions import run_counts
 from memrun.metrics.intervals import category_intervals, retrieval_headline_metric
 from memrun.metrics.summary import not_measurable
 
@@ -35,6 +36,8 @@ def summarize_rows(
     metrics cannot be measured; they are then null (:func:`memrun.metrics.summary.not_measurable`).
     ``intervals``: the headline metric's 95% cluster-bootstrap intervals, overall and per
     category (:func:`memrun.metrics.intervals.category_intervals`; left out when not measurable).
+    ``caveats``: items credited by a convention, unreachable gold, empty searches
+    (:func:`memrun.metrics.conventions.run_counts`).
     """
     def retrieval(part: Sequence[Mapping[str, Any]]) -> dict[str, Any]:
         summary = summarize_by_granularity(part, ks=ks, categories=categories,
@@ -43,6 +46,7 @@ def summarize_rows(
 
     if axis != "accuracy":
         summary = retrieval(rows)
+        summary["caveats"] = run_counts(rows)
         if not unmeasurable:
             summary["intervals"] = category_intervals(rows, axis=axis, metric=retrieval_headline_metric(ks),
                                                       comparable_categories=comparable_categories)
@@ -54,6 +58,7 @@ def summarize_rows(
     first = [{**r, "error": None} if r["error"] is not None and r["retrieved_keys"] is not None else r
              for r in rows if r["repeat"] == 0]
     summary["retrieval"] = retrieval(first)
+    summary["caveats"] = run_counts(rows)
     summary["intervals"] = category_intervals(rows, axis=axis, metric=summary["headline"]["metric"],
                                               comparable_categories=comparable_categories)
     return summary

@@ -11,7 +11,7 @@ from rich.markup import escape
 from rich.table import Table
 
 from memrun.report.model import slices
-from memrun.report.run_summary import pct, percent
+from memrun.report.run_summary import caveat_lines, conventions, pct, percent
 
 
 def _ms(block: Mapping[str, Any]) -> str:
@@ -70,7 +70,8 @@ def print_accuracy_summary(console: Console, summary: Mapping[str, Any], *, titl
     head = summary["headline"]
     partial = " [bold red]PARTIAL[/]" if head.get("partial") else ""
     console.print(
-        f"verdicts read {head['metric']} on {head['slice']}: [bold]{percent(head['value'])}[/]{partial} | "
+        f"verdicts read {head['metric']} on {head['slice']}: [bold]{percent(head['value'])}[/]{partial}"
+        f"{escape(conventions.credited_note(summary.get('caveats') or {}, 'accuracy'))} | "
         f"score {summary['score']} (accuracy / p50 search ms / mean context tokens)"
     )
     if summary.get("coverage"):
@@ -83,6 +84,8 @@ def print_accuracy_summary(console: Console, summary: Mapping[str, Any], *, titl
         f"{percent(summary['success_rate'])} | search ms {_ms(summary['search_latency_ms'])} | answer ms "
         f"{_ms(summary['answer_latency_ms'])} | context tokens mean {mean_tokens} ({tokens['n_reported']} reported)"
     )
+    for line in caveat_lines(summary):
+        console.print(line)
     if summary.get("identical_retrieval_share") is not None:
         console.print(f"identical retrieval across repeats: {percent(summary['identical_retrieval_share'])} of items")
     if summary.get("failure_stages"):

@@ -13,6 +13,7 @@ from memrun.lazy import lazy
 
 report_model = lazy("memrun.report.model")
 metrics_retrieval = lazy("memrun.metrics.retrieval")
+conventions = lazy("memrun.metrics.conventions")
 
 
 def pct(value: Any) -> str:
@@ -66,13 +67,26 @@ def named_variant_lines(summary: Mapping[str, Any], ks: list[int]) -> list[str]:
     ``evidence_share, overall_all: @1 24.1 @5 45.4``."""
     blocks = (("", summary.get("overall_all") or {}),
               ("session_", (summary.get("session") or {}).get("overall_all") or {}))
+    caveats = summary.get("caveats") or {}
     lines = []
     for prefix, block in blocks:
         for name in metrics_retrieval.NAMED_VARIANTS:
             values = [f"@{k} {pct(block[f'{name}@{k}'])}" for k in ks if f"{name}@{k}" in block]
             if values:
-                lines.append(f"{prefix}{name}, overall_all: " + " ".join(values))
+                note = conventions.credited_note(caveats, f"{prefix}{name}")
+                lines.append(f"{prefix}{name}, overall_all: " + " ".join(values) + note)
     return lines
+
+
+def caveat_lines(summary: Mapping[str, Any]) -> list[str]:
+    """The counts printed under a run's table: empty searches always; items credited by a
+    convention and unreachable gold in one short line when there are any
+    (:mod:`memrun.metrics.conventions`; a summary written before they were counted: none)."""
+    caveats = summary.get("caveats")
+    if not caveats:
+        return []
+    line = conventions.caveat_line(caveats)
+    return [conventions.searches_text(caveats), *([line] if line else [])]
 
 
 def print_retrieval_summary(
@@ -99,6 +113,8 @@ def print_retrieval_summary(
         + (f"abstention {summary['n_abstention']} | " if summary.get("n_abstention") else "")
         + f"search ms p50 {p50} p95 {p95}"
     )
+    for line in caveat_lines(summary):
+        console.print(line)
     nonzero = {k: v for k, v in load_counts.items() if v}
     if nonzero:
         console.print("load: " + ", ".join(f"{k} {v}" for k, v in nonzero.items()))
