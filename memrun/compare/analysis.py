@@ -23,6 +23,7 @@ from typing import Any
 
 import numpy as np
 
+from memrun.compare.credited import credited_counts, credited_hold
 from memrun.compare.fitness import DataThresholds, data_facts, data_hold
 from memrun.compare.pairing import Paired
 from memrun.instrument import Difference
@@ -275,10 +276,18 @@ def analyze(paired: Paired, settings: Settings, *, run_a: str, run_b: str, axis:
         if corrected.corrected:
             decided_on = calibrated
     facts = data_facts(paired)
+    credited, notes = credited_hold(paired, metric_unit(settings.metric, axis))
+    if notes:
+        facts["credited"] = credited_counts(paired)
+        warnings.extend(notes)
     hold = data_hold(facts, settings.thresholds) or ((DEGENERATE, overall["degenerate"]) if overall["degenerate"] else None)
     verdict = decide(Bounds.of(decided_on), min_delta=settings.min_delta,
                      band=settings.band, n_items=overall["n_items"],
                      n_clusters=overall["n_clusters"] if settings.cluster_by else None, hold=hold)
+    if verdict.passed and credited:  # a pass that items credited for absence could make is held
+        verdict = decide(Bounds.of(decided_on), min_delta=settings.min_delta, band=settings.band,
+                         n_items=overall["n_items"], n_clusters=overall["n_clusters"] if settings.cluster_by else None,
+                         hold=credited)
     if paired.null_clusters:
         warnings.append(f"{paired.null_clusters} paired item(s) have no {settings.cluster_by} value: "
                         "each was resampled as a cluster of its own")

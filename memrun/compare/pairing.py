@@ -36,6 +36,7 @@ from memrun.errors import MemrunError
 from memrun.instrument import DENOMINATOR_ABSTAIN_WRONG, DENOMINATOR_EXCLUDE_ABSTAIN, DENOMINATOR_MEAN_SCORE
 from memrun.io.reader import RunTable, read_run
 from memrun.lazy import lazy
+from memrun.metrics.conventions import ACCURACY, credited_columns, credited_mask, family_of
 from memrun.metrics.retrieval import item_column_for
 from memrun.stats.labels import ABSTAIN, CORRECT, ERROR, LABEL_ORDER, majority_codes
 
@@ -126,6 +127,10 @@ class Paired:
     n_present_both: int = 0
     n_present_either: int = 0
     evidence: np.ndarray | None = None
+    credited: dict[str, dict[str, np.ndarray]] | None = None
+    """Arm ("a", "b") -> convention -> (n,) mask of the paired items the metric credits by
+    that convention, not by what the arm found (:mod:`memrun.metrics.conventions`); None
+    when the metric has no such convention."""
 
     @property
     def n(self) -> int:
@@ -156,6 +161,7 @@ def read_for_compare(path: str, axis: str | None, metric: str, cluster_by: str |
     """A run with only the columns the comparison needs; CompareUsageError names a missing one."""
     columns = columns_needed(axis, metric, cluster_by, stratify_by)
     optional = [GOLD_SESSIONS] if cluster_by and GOLD_SESSIONS not in columns else []  # for shared_evidence
+    optional += [c for c in credited_columns(metric, axis) if c not in columns + optional]  # absent in old runs
     run = read_run(path, columns=columns + optional)
     if run.instrument.axis == "accuracy" and run.instrument.denominator == DENOMINATOR_MEAN_SCORE:
         columns.append(SCORE_COLUMN)  # a fractional judge's run: its scores, not its labels, are paired
@@ -356,7 +362,24 @@ def pair(a: RunTable, b: RunTable, *, metric: str, cluster_by: str | None, strat
         errors={side: _errors(s, in_scope) for side, s in (("a", sa), ("b", sb))},
         n_present_both=int(both.sum()), n_present_either=int((in_scope & sa.present).sum()) + only_b,
         evidence=evidence,
+        credited=_credited(a, b, metric, codes_a, codes_b, valid_b, m, keep),
     )
+
+
+def _credited(a: RunTable, b: RunTable, metric: str, codes_a: np.ndarray, codes_b: np.ndarray, valid_b: np.ndarray,
+              m: int, keep: np.ndarray) -> dict[str, dict[str, np.ndarray]] | None:
+    """Per arm, the paired items (``keep``) its metric credits by a convention, read at each
+    item's first row (:func:`memrun.metrics.conventions.credited_mask`); None without one."""
+    family = ACCURACY if a.instrument.axis == ACCURACY else family_of(metric)
+    if family is None:
+        return None
+    out: dict[str, dict[str, np.ndarray]] = {}
+    for side, run, codes, valid in (("a", a, codes_a, np.ones(len(codes_a), dtype=bool)), ("b", b, codes_b, valid_b)):
+        rows = np.flatnonzero(valid)
+        has, first = _first_rows(codes[rows], rows, m)
+        masks = credited_mask(run.table, family)
+        out[side] = {name: np.where(has, mask[np.maximum(first, 0)], False)[keep] for name, mask in masks.items()}
+    return out
 
 
 def _errors(scores: ArmScores, in_scope: np.ndarray) -> tuple[int, int]:

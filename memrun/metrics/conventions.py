@@ -45,6 +45,10 @@ CONVENTIONS: dict[str, tuple[str, ...]] = {
     ACCURACY: ("abstained_on_empty_context",),
 }
 """Metric family -> the conventions that credit its items (see the module docstring)."""
+DATASET_CONVENTIONS = frozenset({"no_evidence", "empty_gold"})
+"""Conventions that hold for the same items whatever the arm does (the dataset has nothing
+to find): counted and shown, but no warning and no hold; the others credit what an arm
+did not find."""
 WORDS = {
     "no_evidence": "no evidence",
     "empty_context": "nothing retrieved",
@@ -187,10 +191,13 @@ def credited_note(counts: Mapping[str, Any], family: str) -> str:
 
 
 def caveat_warnings(counts: Mapping[str, Any]) -> list[str]:
-    """One warning line per finding of :func:`run_counts` (what a run prints and saves)."""
+    """One warning line per finding of :func:`run_counts` (what a run prints and saves):
+    items credited for what the arm did not find, and unreachable gold."""
     lines = []
     for family, by in (counts.get("credited") or {}).items():
         for convention, n in by.items():
+            if convention in DATASET_CONVENTIONS:
+                continue  # the same items in every run of the benchmark: counted, not warned
             lines.append(f"{family}: {n} items credited by a convention ({WORDS.get(convention, convention)}), not by "
                          "what the arm found; the value follows the published code, memrun compare does not pass on "
                          "them (docs/reproducing.md)")

@@ -1,0 +1,120 @@
+"""Issue 31: every degenerate case a metric can produce is counted, shown and kept out of a PASS.
+
+Point 1 on the real LoCoMo file: a memory server that returns nothing scores 100 on
+``evidence_share@K`` (the official convention: no retrieved context counts 1). The run
+counts those items, its lines carry the caveat, and ``memrun compare`` never passes on them.
+Point 5: empty searches are shown always; gold no record can match is counted.
+"""
+
+from __future__ import annotations
+
+import io
+import json
+from pathlib import Path
+from typing import Any
+
+import pytest
+from arms.support import compose_run
+from rich.console import Console
+
+from memrun.commands.compare import main as compare_main
+from memrun.io.reader import read_run
+from memrun.records import Hit, Record
+from memrun.run import execute
+from memrun.stats import ExitCode
+
+
+class EmptyArm:
+    """A memory server that stores everything and finds nothing."""
+
+    def __init__(self, **_: Any) -> None:
+        pass
+
+    def describe(self) -> dict[str, Any]:
+        return {"search_mode": "lexical"}
+
+    def ingest(self, history_id: str, records: list[Record]) -> None:
+        pass
+
+    def search(self, query: str, k: int) -> list[Hit]:
+        return []
+
+    def close(self) -> None:
+        pass
+
+
+def _run(out: Path, *overrides: str) -> tuple[dict[str, Any], str]:
+    console = Console(file=io.StringIO(), width=200)
+    summary = execute(compose_run(list(overrides)), out, console)
+    return summary, console.file.getvalue()  # type: ignore[attr-defined]
+
+
+@pytest.fixture(scope="module")
+def locomo_runs(tmp_path_factory, data_dir) -> dict[str, Any]:
+    root = tmp_path_factory.mktemp("locomo")
+    bm25 = _run(root / "bm25", "benchmark=locomo", "arm=bm25")
+    empty = _run(root / "empty", "benchmark=locomo", "arm._target_=test_conventions.EmptyArm", "arm.name=empty")
+    return {"root": root, "bm25": bm25, "empty": empty}
+
+
+@pytest.mark.realdata
+def test_an_arm_that_finds_nothing_is_counted_as_credited_on_evidence_share(locomo_runs) -> None:
+    summary, out = locomo_runs["empty"]
+    assert summary["overall_all"]["evidence_share@5"] == 1.0  # the official value is kept
+    caveats = summary["caveats"]
+    assert caveats["credited"]["evidence_share@K"] == {"no_evidence": 4, "empty_context": 1982}
+    assert caveats["credited"]["session_evidence_share@K"] == {"no_evidence": 4, "empty_context": 1982}
+    assert caveats["empty_searches"] == caveats["n_searches"] == 1986
+    assert "evidence_share, overall_all: @1 100.0" in out and "1982 credited: nothing retrieved" in out
+    assert "empty searches 1986 of 1986 (100.0%)" in out
+    assert "credited by convention: evidence_share@K 4 (no evidence), 1982 (nothing retrieved)" in out
+    assert any(w.startswith("evidence_share@K: 1982 items credited by a convention (nothing retrieved)")
+               for w in summary["warnings"])
+    bm25, out = locomo_runs["bm25"]
+    assert bm25["caveats"]["credited"]["evidence_share@K"] == {"no_evidence": 4}  # the dataset's, every arm's
+    assert "empty searches 0 of 1986 (0.0%)" in out
+    assert not any("credited by a convention" in w for w in bm25["warnings"])  # the dataset's own: shown, not warned
+
+
+@pytest.mark.realdata
+def test_compare_never_passes_on_items_credited_for_retrieving_nothing(locomo_runs, capsys) -> None:
+    a, b = str(locomo_runs["root"] / "bm25"), str(locomo_runs["root"] / "empty")
+    code = compare_main([a, b, "--metric", "evidence_share@5", "--format", "json"])
+    d = json.loads(capsys.readouterr().out)
+    assert d["overall"]["delta"] > 0.5  # +56.5 pp for the empty server, as the issue found
+    assert code != ExitCode.PASS and d["verdict"]["outcome"] == "unresolved"
+    # compare reads LoCoMo's headline subset (categories 1-4, 1,536 items) by default
+    assert d["verdict"]["reason"] == "credited_for_absence" and "1536 of B's paired items" in d["verdict"]["detail"]
+    assert d["data"]["credited"]["b"]["empty_context"] == 1536 and "empty_context" not in d["data"]["credited"]["a"]
+    compare_main([a, b, "--metric", "evidence_share@5"])
+    text = capsys.readouterr().out
+    assert "PASS" not in text and "credited for absence" in text
+    # a metric without the convention reads the empty server as it is: far worse
+    assert compare_main([a, b, "--metric", "recall@5"]) == ExitCode.FAIL
+
+
+def _jsonl(path: Path) -> Path:
+    lines = [
+        {"conversation_id": "c1", "history": [{"role": "user", "content": "Our invoices go out on the 3rd."},
+                                              {"role": "user", "content": "Staging is pg-stage-2."}],
+         "questions": [{"question": "When do invoices go out?", "gold_keys": ["the 3rd"]},
+                       {"question": "What is prod called?", "gold_keys": ["pg-prod-9"]},  # in no turn
+                       {"question": "請求書はいつ送られますか", "gold_keys": ["invoices"]}]},
+    ]
+    path.write_text("\n".join(json.dumps(line, ensure_ascii=False) for line in lines) + "\n")
+    return path
+
+
+def test_unreachable_gold_and_empty_searches_are_counted_and_warned(tmp_path) -> None:
+    bench = _jsonl(tmp_path / "b.jsonl")
+    summary, out = _run(tmp_path / "run", "benchmark=jsonl", f"benchmark.path={bench}",
+                        "benchmark.gold_match=substring", "arm=bm25")
+    rows = {r["question"]: r for r in read_run(tmp_path / "run").table.to_pylist()}
+    assert rows["What is prod called?"]["gold_unreachable"] == 1
+    assert rows["When do invoices go out?"]["gold_unreachable"] == 0
+    assert summary["caveats"]["unreachable"] == 1
+    assert rows["請求書はいつ送られますか"]["retrieved_keys"] == []  # no token bm25 knows
+    assert summary["caveats"]["empty_searches"] >= 1
+    assert "unreachable gold 1" in out and "empty searches" in out
+    assert any("1 items have gold that no record of their history can match" in w for w in summary["warnings"])
+    assert any("returned no hit" in w for w in summary["warnings"])  # 1 of 3: above the low threshold
