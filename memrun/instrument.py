@@ -81,6 +81,7 @@ class Instrument:
     reader_prompt_sha256: str | None = _cmp("a different reader prompt changes the answers")
     judge_model: str | None = _cmp("a different judge moves labels")
     judge_prompt_sha256: str | None = _cmp("a different judge prompt moves labels")
+    judge_retry: str | None = _cmp("re-asking a judge whose reply cannot be read turns some errors into labels")
     context_policy: str | None = _cmp("truncating or skipping long contexts changes what the reader sees")
     repeats: int = _cmp("a majority of several judged repeats is right more often than one label", default=1)
     majority_rule: str | None = _cmp("another rule for collapsing repeats gives other labels",

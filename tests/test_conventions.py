@@ -68,7 +68,7 @@ def test_an_arm_that_finds_nothing_is_counted_as_credited_on_evidence_share(loco
     assert "evidence_share, overall_all: @1 100.0" in out and "1982 credited: nothing retrieved" in out
     assert "empty searches 1986 of 1986 (100.0%)" in out
     assert "credited by convention: evidence_share@K 4 (no evidence), 1982 (nothing retrieved)" in out
-    assert any(w.startswith("evidence_share@K: 1982 items credited by a convention (nothing retrieved)")
+    assert any(w.startswith("evidence_share@K, session_evidence_share@K: 1982 items credited by a convention (nothing")
                for w in summary["warnings"])
     bm25, out = locomo_runs["bm25"]
     assert bm25["caveats"]["credited"]["evidence_share@K"] == {"no_evidence": 4}  # the dataset's, every arm's
@@ -118,3 +118,27 @@ def test_unreachable_gold_and_empty_searches_are_counted_and_warned(tmp_path) ->
     assert "unreachable gold 1" in out and "empty searches" in out
     assert any("1 items have gold that no record of their history can match" in w for w in summary["warnings"])
     assert any("returned no hit" in w for w in summary["warnings"])  # 1 of 3: above the low threshold
+
+
+def test_validate_finds_unreachable_gold_by_default(tmp_path, capsys) -> None:
+    from memrun.commands.validate import main as validate_main
+
+    bench = _jsonl(tmp_path / "b.jsonl")
+    assert validate_main([str(bench)]) == 0  # no flag: gold that names no turn is read as phrases
+    out = capsys.readouterr().out
+    assert "read as phrases (gold_match=substring)" in out
+    assert "item c1:1: 1 of 1 gold_keys appear in no turn of its history (unreachable" in out
+    assert "gold_unreachable 1" in out and "c1:0" not in out
+
+
+@pytest.mark.realdata
+def test_report_and_view_show_the_counts(locomo_runs) -> None:
+    from memrun.report.html.run_page import render_run, run_context
+
+    page = render_run(locomo_runs["root"] / "empty")
+    assert "evidence_share@K 4 (no evidence), 1982 (nothing retrieved)" in page
+    assert "empty searches 1986 of 1986 (100.0%)" in page
+    context = run_context(locomo_runs["root"] / "bm25", item_link="/item/x?id=")  # memrun view's run page
+    assert context["caveats"] == ["empty searches 0 of 1986 (0.0%)",
+                                  "credited by convention: evidence_share@K 4 (no evidence); "
+                                  "session_evidence_share@K 4 (no evidence)"]

@@ -191,6 +191,7 @@ def setup_instrument(arm_name: str, llm: LLMService, reader: Reader | None, judg
         "reader_prompt_sha256": reader.prompt.sha256 if reader else None,
         "judge_model": described[0]["judge_model"],
         "judge_prompt_sha256": described[0]["judge_prompt_sha256"],
+        "judge_retry": described[0].get("judge_retry"),  # an LLM judge's policy for unparseable replies
         "denominator": DENOMINATORS[headline],
         "fake_providers": any(e.fake for e in endpoints),
         "context_policy": reader.context_policy if reader else None,

@@ -19,11 +19,12 @@ from collections import Counter
 from collections.abc import Iterable, Sequence
 from pathlib import Path
 
-from memrun.benchmarks.jsonl import MAX_ERRORS, parse_file
+from memrun.benchmarks.jsonl import MAX_ERRORS, ParsedFile, parse_file
 from memrun.benchmarks.longmemeval import LongMemEval
 from memrun.errors import ConfigError, DataError
 from memrun.lazy import lazy
-from memrun.records import Dataset, Group
+from memrun.records import Dataset, GoldMatch, Group
+from memrun.retrieval import gold_reach
 
 benchmarks_locomo = lazy("memrun.benchmarks.locomo")
 
@@ -35,8 +36,9 @@ def _parser() -> argparse.ArgumentParser:
     parser = argparse.ArgumentParser(prog="memrun validate", description="Check a benchmark file without running.")
     parser.add_argument("file", help="a .jsonl file in memrun's format, or a LongMemEval-schema or LoCoMo-format .json file")
     parser.add_argument("--format", choices=FORMATS, default=None, help="default: from the file's extension and keys")
-    parser.add_argument("--gold-match", choices=("key", "substring"), default="key",
-                        help="jsonl: how gold keys match hits (key: they must name turns)")
+    parser.add_argument("--gold-match", choices=("auto", "key", "substring"), default="auto",
+                        help="jsonl: how gold keys match hits (key: they must name turns; substring: phrases a turn "
+                             "must contain; auto: key when every gold key names a turn, else substring)")
     parser.add_argument("--max-errors", type=int, default=MAX_ERRORS, help="jsonl: errors to list at most")
     return parser
 
@@ -53,19 +55,48 @@ def main(argv: Sequence[str]) -> int:
     if fmt is None:
         raise ConfigError(f"validate: cannot tell the format of {path.name} from its extension; pass --format")
     if fmt == "jsonl":
-        parsed = parse_file(path, args.gold_match, max_errors=args.max_errors)
+        parsed, gold_match = _parse_jsonl(path, args.gold_match, args.max_errors)
         for error in parsed.errors:
             sys.stdout.write(error + "\n")
         if parsed.n_errors:
             shown = "" if parsed.n_errors <= len(parsed.errors) else f" (first {len(parsed.errors)} shown)"
             raise DataError(f"{path}: {parsed.n_errors} error{'s' if parsed.n_errors > 1 else ''}{shown}")
         groups: Iterable[Group] = parsed.groups
-        counts: dict[str, int] = {}
+        counts: dict[str, int] = {"gold_unreachable": _unreachable(path, parsed.groups, gold_match)}
+        if args.gold_match == "auto" and gold_match == "substring":
+            sys.stdout.write(f"{path}: gold_keys name no turn, so they are read as phrases (gold_match=substring); "
+                             "pass --gold-match key to require turn keys\n")
     else:
         dataset = _locomo(path) if fmt == "locomo" else _longmemeval(path)
         groups, counts = dataset.groups, dataset.counts
     sys.stdout.write(_describe(path, fmt, groups, counts) + "\n")
     return 0
+
+
+def _parse_jsonl(path: Path, gold_match: str, max_errors: int) -> tuple[ParsedFile, GoldMatch]:
+    """The file parsed under ``gold_match``; ``auto`` tries ``key`` and, when it fails only
+    because gold names no turn, ``substring`` (then what it found unreachable is listed)."""
+    if gold_match != "auto":
+        return parse_file(path, gold_match, max_errors=max_errors), gold_match  # type: ignore[arg-type]
+    parsed = parse_file(path, "key", max_errors=max_errors)
+    if not parsed.n_errors or not all("names no turn of this history" in e for e in parsed.errors):
+        return parsed, "key"
+    return parse_file(path, "substring", max_errors=max_errors), "substring"
+
+
+def _unreachable(path: Path, groups: Iterable[Group], gold_match: GoldMatch) -> int:
+    """Print every item whose gold no turn of its history can match (unreachable: every arm
+    misses it, and a run counts it); the number of such items."""
+    n = 0
+    for group in groups:
+        reach = gold_reach(group, gold_match)
+        for item in group.items:
+            missing = reach(item)
+            if missing:
+                n += missing == len(item.gold_keys)
+                sys.stdout.write(f"{path}: item {item.item_id}: {missing} of {len(item.gold_keys)} gold_keys appear "
+                                 "in no turn of its history (unreachable: every arm misses them)\n")
+    return n
 
 
 def _json_format(path: Path) -> str:

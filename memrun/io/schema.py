@@ -57,6 +57,7 @@ ACCURACY_COLUMNS: list[pa.Field] = [
     pa.field("context_dropped", pa.int32()),  # hits dropped to fit max_context_tokens
     pa.field("reader_cache_hit", pa.bool_()),
     pa.field("judge_cache_hit", pa.bool_()),
+    pa.field("judge_retried", pa.bool_()),  # the label came from re-asking an unparseable reply (memrun.judges.retry)
     pa.field("failure_stage", pa.string()),  # missed items: memrun.metrics.failure.STAGES
     pa.field("judge2_label", pa.string()),  # the second judge, on its sample
     pa.field("judge2_explanation", pa.string()),

@@ -9,7 +9,8 @@ Verdicts are parsed strictly (:func:`parse_verdict`): the reply must be one JSON
 whose ``verdict`` is exactly one of CORRECT, WRONG (or INCORRECT), ABSTAIN, or a bare
 reply that is exactly one of those words. ``INCORRECT`` never passes as CORRECT, a
 JSON string ``"false"`` or ``"true"`` is no verdict, and an empty, ambiguous or
-unparseable reply is an ERROR, never WRONG and never CORRECT.
+unparseable reply is asked again once with the parse error shown (:mod:`memrun.judges.retry`),
+then an ERROR, never WRONG and never CORRECT.
 """
 
 from __future__ import annotations
@@ -22,6 +23,7 @@ from typing import Any
 
 from memrun.errors import ConfigError
 from memrun.judges import Case, Verdict
+from memrun.judges.retry import RETRIED_COLUMN, RETRY_POLICY, ask_parsed
 from memrun.llm.client import ChatRequest
 from memrun.llm.endpoint import resolve_endpoint
 from memrun.llm.prompts import Prompt, combined_sha256, load_prompt
@@ -130,6 +132,7 @@ class LLMJudge:
             "judge_prompt_sha256": combined_sha256({p.name: p for p in self.prompts.values()}.values()),
             "fake": self.endpoint.fake,
             "endpoint": self.endpoint,
+            "judge_retry": RETRY_POLICY,
         }
 
     def prompt_for(self, case: Case) -> Prompt:
@@ -157,17 +160,14 @@ class LLMJudge:
         return ChatRequest(self.model, ({"role": "user", "content": text},), self.params)
 
     async def grade(self, case: Case, repeat: int) -> Verdict:
-        """Ask the judge model (or the cache); an unreadable verdict is an ERROR."""
+        """Ask the judge model (or the cache); an unparseable reply is asked again once with
+        the parse error shown (:mod:`memrun.judges.retry`), and an ERROR if still unreadable."""
         assert self.llm is not None, "LLMJudge needs the run's LLM service"
         prompt, request = self.request(case)
-        outcome = await self.llm.call(self.endpoint, request, repeat)
-        result = outcome.result
-        tokens = None if result.prompt_tokens is None and result.completion_tokens is None else (
-            (result.prompt_tokens or 0) + (result.completion_tokens or 0)
-        )
         try:
-            label, explanation = parse_verdict(result.text)
+            (label, explanation), cached, tokens, retried = await ask_parsed(
+                self.llm, self.endpoint, request, repeat, parse_verdict)
         except Unparseable as exc:
-            self.llm.forget(self.endpoint, request, repeat)  # a failure: a re-run asks again
-            return Verdict(ERROR, None, f"judge reply unparseable: {exc}", prompt.name, outcome.cached, tokens)
-        return Verdict(label, 1.0 if label == CORRECT else 0.0, explanation, prompt.name, outcome.cached, tokens)
+            return Verdict(ERROR, None, f"judge reply unparseable after a retry: {exc}", prompt.name, False, None)
+        return Verdict(label, 1.0 if label == CORRECT else 0.0, explanation, prompt.name, cached, tokens or None,
+                       {RETRIED_COLUMN: True} if retried else None)

@@ -38,6 +38,7 @@ from typing import Any
 
 from memrun.errors import ConfigError
 from memrun.judges import Case, Verdict
+from memrun.judges.retry import RETRIED_COLUMN, RETRY_POLICY, ask_parsed
 from memrun.llm.client import ChatRequest
 from memrun.llm.endpoint import resolve_endpoint
 from memrun.llm.prompts import Prompt, combined_sha256, load_prompt
@@ -124,6 +125,7 @@ class RubricJudge:
             "judge_prompt_sha256": combined_sha256([self.prompt, self.equivalence]),
             "fake": self.endpoint.fake,
             "endpoint": self.endpoint,
+            "judge_retry": RETRY_POLICY,
         }
 
     def _request(self, prompt: Prompt, values: dict[str, str]) -> ChatRequest:
@@ -139,19 +141,12 @@ class RubricJudge:
         return [self._request(self.prompt, {"question": case.item.question, "rubric_item": r, "answer": case.answer})
                 for r in _rubric(case) or []]
 
-    async def _ask(self, prompt: Prompt, values: dict[str, str], repeat: int, parse: Any) -> tuple[Any, bool, int]:
-        """(parsed reply, cached, tokens) of one call; an unparseable reply is dropped from the
-        cache (a re-run asks again) and raised."""
+    async def _ask(self, prompt: Prompt, values: dict[str, str], repeat: int,
+                   parse: Any) -> tuple[Any, bool, int, bool]:
+        """(parsed reply, cached, tokens, retried) of one call, an unparseable reply asked
+        again once with the parse error shown (:func:`memrun.judges.retry.ask_parsed`)."""
         assert self.llm is not None, "RubricJudge needs the run's LLM service"
-        request = self._request(prompt, values)
-        outcome = await self.llm.call(self.endpoint, request, repeat)
-        result = outcome.result
-        tokens = (result.prompt_tokens or 0) + (result.completion_tokens or 0)
-        try:
-            return parse(result.text), outcome.cached, tokens
-        except Unparseable:
-            self.llm.forget(self.endpoint, request, repeat)
-            raise
+        return await ask_parsed(self.llm, self.endpoint, self._request(prompt, values), repeat, parse)
 
     async def grade(self, case: Case, repeat: int) -> Verdict:
         """Score every rubric item (and, for event ordering, the order); an unparseable
@@ -164,26 +159,30 @@ class RubricJudge:
             replies = await asyncio.gather(*(
                 self._ask(self.prompt, {"question": case.item.question, "rubric_item": r, "answer": case.answer},
                           repeat, parse_rubric_reply) for r in rubric))
-            details: dict[str, Any] = {"rubric_scores": [s for (s, _), _, _ in replies]}
-            cached, tokens = all(c for _, c, _ in replies), sum(t for _, _, t in replies)
+            details: dict[str, Any] = {"rubric_scores": [s for (s, _), _, _, _ in replies]}
+            cached, tokens = all(c for _, c, _, _ in replies), sum(t for _, _, t, _ in replies)
+            retried = any(r for _, _, _, r in replies)
             if case.item.category == ORDER_CATEGORY:
-                calls: list[tuple[bool, int]] = []
+                calls: list[tuple[bool, int, bool]] = []
 
                 async def equivalent(event: str, line: str) -> bool:
-                    same, was_cached, used = await self._ask(self.equivalence, {"first": event, "second": line},
-                                                             repeat, parse_equivalence)
-                    calls.append((was_cached, used))
+                    same, was_cached, used, again = await self._ask(
+                        self.equivalence, {"first": event, "second": line}, repeat, parse_equivalence)
+                    calls.append((was_cached, used, again))
                     return same
 
                 aligned = await align(rubric, system_events(case.answer), equivalent)
                 order = order_score(rubric, aligned)
                 details.update(order_f1=order.f1, order_tau_norm=order.tau_norm, order_score=order.score)
-                cached, tokens = cached and all(c for c, _ in calls), tokens + sum(t for _, t in calls)
+                cached, tokens = cached and all(c for c, _, _ in calls), tokens + sum(t for _, t, _ in calls)
+                retried = retried or any(r for _, _, r in calls)
+            if retried:
+                details[RETRIED_COLUMN] = True
         except Unparseable as exc:
-            return Verdict(ERROR, None, f"judge reply unparseable: {exc}", self.prompt.name, False, None)
+            return Verdict(ERROR, None, f"judge reply unparseable after a retry: {exc}", self.prompt.name, False, None)
         scores = details["rubric_scores"]
         mean = sum(scores) / len(scores)
-        explanation = " | ".join(f"[{i + 1}] {s:g}: {reason}" for i, ((s, reason), _, _) in enumerate(replies))
+        explanation = " | ".join(f"[{i + 1}] {s:g}: {reason}" for i, ((s, reason), _, _, _) in enumerate(replies))
         return Verdict(CORRECT if mean == 1.0 else WRONG, mean, explanation, self.prompt.name, cached, tokens,
                        details)
 

@@ -56,6 +56,8 @@ WORDS = {
     "abstained_on_empty_context": "abstained with nothing retrieved",
 }
 """Each convention in a few words, for the lines a run and a comparison print."""
+JUDGE_UNPARSEABLE = "judge: judge reply unparseable"
+"""How the error of a row whose judge reply stayed unparseable after its retry begins."""
 COLUMNS = ("retrieved_keys", "gold_keys_raw", "extra", "abstention", "label", "error", "repeat")
 """The row columns the conventions read."""
 
@@ -137,7 +139,9 @@ def run_counts(rows: Sequence[Mapping[str, Any]]) -> dict[str, Any]:
     """The counts a run's summary shows beside its metrics (module docstring).
 
     rows: the run's rows (every repeat; retrieval is read on repeat 0, accuracy on every
-    row's item once, at repeat 0). Returns ``credited``: ``"<family>@K"`` (``accuracy``
+    row's item once, at repeat 0). On the accuracy axis also ``judge_retried`` (rows whose
+    label came from re-asking an unparseable reply) and ``judge_unparseable`` (rows whose
+    reply stayed unparseable: errors). Returns ``credited``: ``"<family>@K"`` (``accuracy``
     bare) -> convention -> items, only families with a non-zero count; ``unreachable``:
     items with gold no record can match; ``empty_searches`` and ``n_searches``: repeat-0
     rows that searched without error, and those of them with no hit.
@@ -156,7 +160,12 @@ def run_counts(rows: Sequence[Mapping[str, Any]]) -> dict[str, Any]:
         if counts:
             credited[family if family == ACCURACY else f"{family}@K"] = counts
     searched = [r for r in first if r.get("error") is None and r.get("retrieved_keys") is not None]
+    judged = {}
+    if any("label" in r for r in rows[:1]):
+        judged = {"judge_retried": sum(1 for r in rows if r.get("judge_retried")),
+                  "judge_unparseable": sum(1 for r in rows if str(r.get("error") or "").startswith(JUDGE_UNPARSEABLE))}
     return {
+        **judged,
         "credited": credited,
         "unreachable": sum(1 for r in first if (r.get("gold_unreachable") or 0) > 0
                            and r.get("gold_unreachable") == len(r.get("gold_keys") or ())),
@@ -175,6 +184,9 @@ def caveat_line(counts: Mapping[str, Any]) -> str | None:
     line = "credited by convention: " + "; ".join(parts) if parts else ""
     if counts.get("unreachable"):
         line += (" | " if line else "") + f"unreachable gold {counts['unreachable']} (every arm misses them)"
+    if counts.get("judge_retried") or counts.get("judge_unparseable"):
+        line += (" | " if line else "") + (f"judge: {counts.get('judge_retried', 0)} labels from a retry, "
+                                          f"{counts.get('judge_unparseable', 0)} unparseable after it (errors)")
     return line or None
 
 
@@ -193,14 +205,14 @@ def credited_note(counts: Mapping[str, Any], family: str) -> str:
 def caveat_warnings(counts: Mapping[str, Any]) -> list[str]:
     """One warning line per finding of :func:`run_counts` (what a run prints and saves):
     items credited for what the arm did not find, and unreachable gold."""
-    lines = []
+    same: dict[tuple[str, int], list[str]] = {}  # one line for the families one convention credits alike
     for family, by in (counts.get("credited") or {}).items():
         for convention, n in by.items():
-            if convention in DATASET_CONVENTIONS:
-                continue  # the same items in every run of the benchmark: counted, not warned
-            lines.append(f"{family}: {n} items credited by a convention ({WORDS.get(convention, convention)}), not by "
-                         "what the arm found; the value follows the published code, memrun compare does not pass on "
-                         "them (docs/reproducing.md)")
+            if convention not in DATASET_CONVENTIONS:  # the same items in every run of the benchmark: not warned
+                same.setdefault((convention, n), []).append(family)
+    lines = [f"{', '.join(families)}: {n} items credited by a convention ({WORDS.get(convention, convention)}), not "
+             "by what the arm found; the value follows the published code, memrun compare does not pass on them "
+             "(docs/reproducing.md)" for (convention, n), families in same.items()]
     if counts.get("unreachable"):
         lines.append(f"{counts['unreachable']} items have gold that no record of their history can match "
                      "(unreachable): every arm misses them; fix the gold (memrun validate lists them)")

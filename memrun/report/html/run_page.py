@@ -19,6 +19,7 @@ from memrun.metrics.intervals import retrieval_headline_metric
 from memrun.metrics.retrieval import item_column_for
 from memrun.report import model, svg
 from memrun.report.evidence import FOLD_CHARS
+from memrun.report.run_summary import caveat_lines
 from memrun.report.html.common import Texts, column_values, embed_json, group_repeats, item_rows, render
 
 metrics_run_level = lazy("memrun.metrics.run_level")
@@ -158,6 +159,7 @@ def run_context(path: str | Path, item_link: str | None = None) -> dict[str, Any
         "running": bool(live and live.get("running")),
         "instrument": instrument_rows(inst),
         "warnings": list(summary.get("warnings") or inst.warnings or []),
+        "caveats": caveat_lines(summary),  # credited by convention, unreachable, empty searches, judge retries
         "headline": headline_text(summary, inst.axis),
         "metric": metric,
         "bars": svg.interval_bars(bars, unit=scale_unit) if bars else "",
