@@ -142,3 +142,20 @@ def test_report_and_view_show_the_counts(locomo_runs) -> None:
     assert context["caveats"] == ["empty searches 0 of 1986 (0.0%)",
                                   "credited by convention: evidence_share@K 4 (no evidence); "
                                   "session_evidence_share@K 4 (no evidence)"]
+
+
+@pytest.mark.realdata
+def test_session_cut_sessions_says_which_k_it_could_not_measure(tmp_path, data_dir) -> None:
+    """Issue 31, point 4: with K counting distinct sessions, 10 turns reach fewer than 10
+    sessions on most LoCoMo items; those Ks are null and the run says so, per K."""
+    summary, _ = _run(tmp_path / "run", "benchmark=locomo", "arm=bm25", "benchmark.session_cut=sessions")
+    rows = read_run(tmp_path / "run").table.to_pylist()
+    scored = [r for r in rows if r["session_rr"] is not None]
+    short = [r for r in scored if len({key.split(":")[0] for key in r["retrieved_keys"]}) < 10]
+    assert len(short) == 1903  # + the 4 items without gold: the issue's 1,907
+    assert all(r["session_hit_at_10"] is None and r["session_evidence_share_at_10"] is None for r in short)
+    assert all(r["session_hit_at_10"] is not None for r in scored if r not in short)
+    (line,) = [w for w in summary["warnings"] if w.startswith("session metrics not measured at")]
+    assert "@10 (1903 items)" in line and "arm.top_k=10" in line
+    assert summary["session"]["overall_all"]["recall@10"] is None  # not a mean over fewer sessions
+    assert summary["session"]["overall_all"]["recall@1"] is not None
