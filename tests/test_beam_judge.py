@@ -212,10 +212,14 @@ def test_the_rubric_mean_and_an_unparseable_reply_is_an_error_never_zero(monkeyp
     verdict = asyncio.run(judge.grade(_case("knowledge_update", ["a", "b", "c"]), 0))
     assert verdict.score == pytest.approx(0.5) and verdict.label == "wrong"
     assert verdict.details == {"rubric_scores": [1.0, 0.5, 0.0]} and verdict.tokens == 15
-    judge, stub = _judge(['{"score": 1}', 'The score is 1.'], monkeypatch)
+    judge, stub = _judge(['{"score": 1}', 'The score is 1.', 'Still: the score is 1.'], monkeypatch)
     verdict = asyncio.run(judge.grade(_case("knowledge_update", ["a", "b"]), 0))
-    assert verdict.label == "error" and verdict.score is None and "unparseable" in verdict.explanation
-    assert len(stub.forgotten) == 1  # a re-run asks again
+    assert verdict.label == "error" and verdict.score is None and "unparseable after a retry" in verdict.explanation
+    assert len(stub.forgotten) == 2  # the reply and its retry: a re-run asks again
+    judge, stub = _judge(['{"score": 1}', 'The score is 1.', '{"score": 1}'], monkeypatch)  # the retry parses
+    verdict = asyncio.run(judge.grade(_case("knowledge_update", ["a", "b"]), 0))
+    assert verdict.score == 1.0 and verdict.details == {"rubric_scores": [1.0, 1.0], "judge_retried": True}
+    assert stub.forgotten == [] and stub.replies == []
 
 
 def test_event_ordering_adds_tau_norm_times_f1(monkeypatch):

@@ -159,3 +159,22 @@ def test_session_cut_sessions_says_which_k_it_could_not_measure(tmp_path, data_d
     assert "@10 (1903 items)" in line and "arm.top_k=10" in line
     assert summary["session"]["overall_all"]["recall@10"] is None  # not a mean over fewer sessions
     assert summary["session"]["overall_all"]["recall@1"] is not None
+
+
+def test_an_abstention_judged_right_on_nothing_retrieved_is_credited_for_absence() -> None:
+    """LoCoMo's adversarial items are abstention items by their judge prompt, not by a flag."""
+    from memrun.metrics.conventions import run_counts
+
+    base = {"repeat": 0, "error": None, "gold_keys_raw": [], "extra": None}
+    rows = [
+        {**base, "retrieved_keys": [], "abstention": False, "judge_prompt": "abstention", "label": "correct"},
+        {**base, "retrieved_keys": [], "abstention": True, "judge_prompt": "default", "label": "correct"},
+        {**base, "retrieved_keys": ["D1:1"], "abstention": False, "judge_prompt": "abstention", "label": "correct"},
+        {**base, "retrieved_keys": [], "abstention": False, "judge_prompt": "default", "label": "correct"},
+        {**base, "retrieved_keys": [], "abstention": False, "judge_prompt": "abstention", "label": "wrong"},
+        {**base, "retrieved_keys": [], "abstention": True, "judge_prompt": "abstention", "label": "correct",
+         "error": "judge: boom"},
+    ]
+    counts = run_counts(rows)
+    assert counts["credited"] == {"accuracy": {"abstained_on_empty_context": 2}}
+    assert counts["empty_searches"] == 4 and counts["n_searches"] == 5

@@ -76,8 +76,9 @@ def main(argv: Sequence[str]) -> int:
 def _parse_jsonl(path: Path, gold_match: str, max_errors: int) -> tuple[ParsedFile, GoldMatch]:
     """The file parsed under ``gold_match``; ``auto`` tries ``key`` and, when it fails only
     because gold names no turn, ``substring`` (then what it found unreachable is listed)."""
-    if gold_match != "auto":
-        return parse_file(path, gold_match, max_errors=max_errors), gold_match  # type: ignore[arg-type]
+    if gold_match in ("key", "substring"):
+        chosen: GoldMatch = "key" if gold_match == "key" else "substring"
+        return parse_file(path, chosen, max_errors=max_errors), chosen
     parsed = parse_file(path, "key", max_errors=max_errors)
     if not parsed.n_errors or not all("names no turn of this history" in e for e in parsed.errors):
         return parsed, "key"

@@ -58,7 +58,9 @@ WORDS = {
 """Each convention in a few words, for the lines a run and a comparison print."""
 JUDGE_UNPARSEABLE = "judge: judge reply unparseable"
 """How the error of a row whose judge reply stayed unparseable after its retry begins."""
-COLUMNS = ("retrieved_keys", "gold_keys_raw", "extra", "abstention", "label", "error", "repeat")
+ABSTENTION_PROMPT = "abstention"
+"""The judge prompt abstention items are graded with (``judge.abstention_categories``: LoCoMo's adversarial)."""
+COLUMNS = ("retrieved_keys", "gold_keys_raw", "extra", "abstention", "judge_prompt", "label", "error", "repeat")
 """The row columns the conventions read."""
 
 
@@ -107,7 +109,10 @@ def credited_mask(table: pa.Table, family: str) -> dict[str, np.ndarray]:
     ok = ~np.asarray(_column(table, "error", n).is_valid())
     empty_context = _empty_list(_column(table, "retrieved_keys", n))
     if family == ACCURACY:
-        abstention = _true(_column(table, "abstention", n))
+        prompt = _column(table, "judge_prompt", n)  # LoCoMo's adversarial items: judged with the abstention prompt
+        by_prompt = (np.zeros(n, dtype=bool) if pa.types.is_null(prompt.type) else
+                     np.asarray(pc.fill_null(pc.equal(prompt.cast(pa.string()), ABSTENTION_PROMPT), False)))
+        abstention = _true(_column(table, "abstention", n)) | by_prompt
         correct = np.asarray(pc.fill_null(pc.equal(_column(table, "label", n).cast(pa.string()), "correct"), False))
         return {conventions[0]: ok & abstention & empty_context & correct}
     if family.removeprefix(SESSION_PREFIX) == EVIDENCE_SHARE:
@@ -129,7 +134,7 @@ def credited_columns(metric: str, axis: str | None) -> list[str]:
     if family is None:
         return []
     if family == ACCURACY:
-        return ["retrieved_keys", "abstention", "label"]
+        return ["retrieved_keys", "abstention", "judge_prompt", "label"]
     if family.removeprefix(SESSION_PREFIX) == EVIDENCE_SHARE:
         return ["retrieved_keys", "gold_keys_raw", item_column_for(metric)]
     return ["extra"]

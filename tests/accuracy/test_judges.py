@@ -76,7 +76,9 @@ def test_llm_judge_turns_an_unparseable_reply_into_error(openai_server, monkeypa
     from servers.openai_server import Reply
 
     monkeypatch.setenv("OPENAI_API_KEY", "sk-test-key-0123456789")
-    openai_server.script(Reply.ok("I think it is INCORRECT"), Reply.ok(json.dumps({"verdict": "CORRECT", "explanation": "ok"})))
+    # the first reply is re-asked once with the parse error shown, and is unparseable again
+    openai_server.script(Reply.ok("I think it is INCORRECT"), Reply.ok("still INCORRECT, I think"),
+                         Reply.ok(json.dumps({"verdict": "CORRECT", "explanation": "ok"})))
 
     async def go() -> list:
         llm = LLMService(CallCache(tmp_path))
@@ -87,10 +89,10 @@ def test_llm_judge_turns_an_unparseable_reply_into_error(openai_server, monkeypa
             await llm.aclose()
 
     first, second = asyncio.run(go())
-    assert first.label == "error" and first.score is None and "unparseable" in first.explanation
-    assert second.label == "correct" and second.score == 1.0 and second.explanation == "ok"
+    assert first.label == "error" and first.score is None and "unparseable after a retry" in first.explanation
+    assert second.label == "correct" and second.score == 1.0 and second.explanation == "ok" and not second.details
 
-    # The unparseable reply was not kept: grading the first case again asks the judge again.
+    # The unparseable replies were not kept: grading the first case again asks the judge again.
     openai_server.script(Reply.ok(json.dumps({"verdict": "WRONG", "explanation": "retried"})))
 
     async def again() -> tuple:
@@ -104,7 +106,7 @@ def test_llm_judge_turns_an_unparseable_reply_into_error(openai_server, monkeypa
     retried, cached = asyncio.run(again())
     assert (retried.label, retried.cached, retried.explanation) == ("wrong", False, "retried")
     assert (cached.label, cached.cached) == ("correct", True)
-    assert openai_server.count() == 3
+    assert openai_server.count() == 4
 
 
 def test_llm_judge_prompt_by_question_type_and_dates(monkeypatch):
