@@ -40,7 +40,7 @@ in order, for stderr, the summary and the instrument alike.
 
 from __future__ import annotations
 
-from collections.abc import Callable, Iterable, Mapping, Sequence
+from collections.abc import Callable, Collection, Iterable, Mapping, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
@@ -99,18 +99,24 @@ class HitChecks:
 
     def observe(self, r: Retrieved) -> None:
         """Count one item's retrieval (called once per item, before its rows are made)."""
+        self.observe_keys(None if r.hits is None else [h.key for h in r.hits], r.history, r.n_records,
+                          r.arm_answer is not None)
+
+    def observe_keys(self, keys: list[str] | None, history: Collection[str], n_records: int, answered: bool) -> None:
+        """:meth:`observe` from what a row keeps (a resumed run's rows: :mod:`memrun.resume`):
+        the hits' keys in rank order (None: ingest or search failed), the keys of the item's
+        history, its number of records, whether the arm answered itself."""
         self.items += 1
-        self.answered += r.arm_answer is not None
-        if r.hits is None:  # ingest or search failed: an error, excluded
+        self.answered += answered
+        if keys is None:  # ingest or search failed: an error, excluded
             return
-        keys = [h.key for h in r.hits]
         c = self.counts
         c["n_searches"] += 1
         c["n_hits"] += len(keys)
         c["over_top_k"] += len(keys) > self.top_k
-        c["history_within_top_k"] += r.n_records <= self.top_k
+        c["history_within_top_k"] += n_records <= self.top_k
         c["duplicate_keys"] += len(set(keys)) < len(keys)
-        c["unknown_keys"] += sum(1 for k in keys if k not in r.history)
+        c["unknown_keys"] += sum(1 for k in keys if k not in history)
         c["empty_searches"] += not keys
 
     def warnings(self) -> list[str]:

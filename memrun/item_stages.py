@@ -64,6 +64,11 @@ class RowSink:
             self._live.row(bool(row.get("error")) or row.get("label") == "error")
 
     @property
+    def run_id(self) -> str | None:
+        """The run's id (its rows carry it)."""
+        return self._instrument.run_id
+
+    @property
     def n_errors(self) -> int:
         """Rows that failed so far."""
         return self._instrument.n_errors
@@ -131,9 +136,10 @@ def ingest_and_search(spec: RunSpec, dataset: Dataset, arm: Arm, sink: RowSink, 
 
 
 def answer_and_judge(spec: RunSpec, setup: AccuracySetup, dataset: Dataset, arm: Arm, sink: RowSink,
-                     progress: Progress) -> str | None:
+                     progress: Progress, done: set[tuple[str, int]] | None = None) -> str | None:
     """The accuracy axis: retrieve, answer and judge every item x repeat, emitting each row;
-    returns why it stopped early (token budget) or None."""
+    returns why it stopped early (token budget) or None. ``done``: (item_id, repeat) pairs
+    a resumed run already holds (:mod:`memrun.resume`), not answered again."""
     stats = setup.llm.stats
     t0 = shown = time.perf_counter()
     rows = errors = 0
@@ -152,7 +158,7 @@ def answer_and_judge(spec: RunSpec, setup: AccuracySetup, dataset: Dataset, arm:
             shown = time.perf_counter()
             show()
 
-    stage = accuracy_stage.AnswerStage(setup, dataset, sink.item_row, on_row)
+    stage = accuracy_stage.AnswerStage(setup, dataset, sink.item_row, on_row, done or set())
     task = progress.add_task(spec.label, total=stage.total, errors=0, calls="0 calls")
     start_activity(dataset)
 

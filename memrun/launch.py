@@ -53,6 +53,7 @@ instrument = lazy("memrun.instrument")
 reader = lazy("memrun.io.reader")
 writer = lazy("memrun.io.writer")
 run_module = lazy("memrun.run")
+resume_module = lazy("memrun.resume")
 
 CLAIM_FILE = ".memrun-claim"
 OUTCOME_DIR = ".memrun"
@@ -168,30 +169,51 @@ def release(lock: Path) -> None:
 
 
 def stale_runs(out_dir: Path, cfg: Any, limit: int = 200) -> list[tuple[Path, int]]:
-    """Unfinished runs of the same configuration near ``out_dir``: (folder, rows in its parts).
+    """Unfinished runs of the same configuration near ``out_dir``: (folder, rows it holds),
+    the most recent first.
 
     Looks at the run folders beside ``out_dir`` and, for a sweep job, in the sweeps beside
     its sweep (at most ``limit`` folders). Unfinished: ``items.parts/`` holds parts and
-    there is no ``items.parquet`` (a run killed with -9, or whose machine died). Same
-    configuration: :meth:`memrun.instrument.Instrument.configuration_diff` finds nothing.
+    there is no ``items.parquet`` (a run killed with -9, or whose machine died), or its
+    ``summary.json`` says ``interrupted`` (Ctrl-C, SIGTERM). Same configuration:
+    :meth:`memrun.instrument.Instrument.configuration_diff` finds nothing.
     """
     Instrument = instrument.Instrument  # noqa: N806
     mine = Instrument(arm=str(cfg.arm.name), ks=config.cutoffs(cfg),  # the instrument's config, as a run saves it
                       config=config_compose.saved(cfg))
-    near = [p for p in out_dir.parent.glob("*/" + writer.PARTS_DIR)]
-    near += [p for p in out_dir.parent.parent.glob("*/*/" + writer.PARTS_DIR) if p.parent.parent != out_dir.parent]
+    near = [p.parent for p in out_dir.parent.glob("*/" + writer.PARTS_DIR)]
+    near += [p.parent for p in out_dir.parent.glob("*/" + writer.SUMMARY_FILE) if _interrupted(p)]
+    near += [p.parent for pattern in ("*/*/" + writer.PARTS_DIR, "*/*/" + writer.SUMMARY_FILE)
+             for p in out_dir.parent.parent.glob(pattern)
+             if p.parent.parent != out_dir.parent and (p.name == writer.PARTS_DIR or _interrupted(p))]
     found = []
-    for parts in near[:limit]:
-        folder = parts.parent
-        if folder == out_dir or (folder / writer.ITEMS_FILE).exists():
-            continue
+    for folder in list(dict.fromkeys(near))[:limit]:
+        killed = not (folder / writer.ITEMS_FILE).exists()
+        if folder == out_dir or (killed and not (folder / writer.PARTS_DIR).is_dir()) \
+                or (folder / resume_module.RESUMED_FILE).exists():
+            continue  # ours, gone, or already taken over by a run that resumed it
         try:  # its seal checked: a damaged or edited part says nothing of its configuration
-            theirs = reader.read_instrument(sorted(parts.glob("part-*.parquet"))[-1])
+            source = sorted((folder / writer.PARTS_DIR).glob("part-*.parquet"))[-1] if killed else folder
+            theirs = reader.read_instrument(source)
         except (IndexError, RunTableError):
             continue  # no readable part: nothing of it to speak of
         if not mine.configuration_diff(theirs):
             found.append((folder, _rows_kept(folder)))
-    return found
+    return sorted(found, key=lambda f: _mtime(f[0]), reverse=True)
+
+
+def _interrupted(summary: Path) -> bool:
+    """Whether a run's ``summary.json`` says it was interrupted (unreadable: no)."""
+    try:
+        return json.loads(summary.read_text()).get("status") == "interrupted"
+    except (OSError, ValueError, AttributeError):
+        return False
+
+
+def _mtime(folder: Path) -> float:
+    """When the run in ``folder`` last wrote (its newest part, table or summary)."""
+    paths = [folder / writer.ITEMS_FILE, folder / writer.SUMMARY_FILE, *(folder / writer.PARTS_DIR).glob("*")]
+    return max((p.stat().st_mtime for p in paths if p.exists()), default=0.0)
 
 
 def _save_hydra_files(out_dir: Path, cfg: Any, hydra_cfg: Any, container: dict[str, Any]) -> None:
@@ -305,13 +327,17 @@ def _job(cfg: Any, hydra_cfg: Any) -> int:
             if multirun:  # Hydra wrote the sweep's multirun.yaml, overrides and all, before any job
                 redaction.scrub_files(redactor, out_dir, Path(hydra_cfg.sweep.dir))
             _save_hydra_files(out_dir, cfg, hydra_cfg, container)
+            resume_from = None
             for folder, rows in stale_runs(out_dir, cfg):
-                warn(f"an earlier run of this configuration did not finish: {folder} holds {rows} rows in "
-                     "items.parts/ (killed?); this run starts over (on the accuracy axis the calls it made come "
-                     "from the cache), so that folder is stale: remove it when done")
+                if resume_from is None and rows and cfg.get("resume", True):
+                    resume_from = folder  # the most recent: it holds what the others held and more
+                    continue
+                warn(f"an earlier run of this configuration did not finish: {folder} holds {rows} rows "
+                     f"({'resumed from another' if resume_from else 'resume=false: not resumed'}); this run "
+                     "does not use it, so that folder is stale: remove it when done")
             # Piped output (CI logs, files) gets a table wide enough to read; terminals keep their width.
             run_module.execute(cfg, out_dir, rich_console.Console(width=None if sys.stdout.isatty() else 120),
-                        provenance.config_folder(hydra_cfg.runtime.config_sources), warnings)
+                        provenance.config_folder(hydra_cfg.runtime.config_sources), warnings, resume_from)
             signals.check()  # a stop asked for while the table was written: it was finished first
     except KeyboardInterrupt:
         status, code, error = "interrupted", EXIT_INTERRUPTED, "interrupted"

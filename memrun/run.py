@@ -27,18 +27,20 @@ from memrun.arms import Arm, describe
 from memrun.background import in_background
 from memrun.checks import cutoff_warning, refuse_unmeasured
 from memrun.config.spec import build_spec
-from memrun.errors import ConfigError, MemrunError, RunDegraded, RunFailed
+from memrun.errors import ConfigError, MemrunError, RunDegraded, RunFailed, RunTableError
 from memrun.instrument import Instrument
 from memrun.io.live import LiveStatus
 from memrun.io.writer import SUMMARY_FILE, ItemsWriter
 from memrun.lazy import lazy
 from memrun.provenance import commits
+from memrun.records import Dataset
 from memrun.report.run_summary import print_retrieval_summary
 from memrun.run_warnings import RunWarnings
 from memrun.spec import RunSpec
 
 accuracy_report = lazy("memrun.report.accuracy_summary")  # the accuracy axis only (memrun.lazy)
 io_schema = lazy("memrun.io.schema")  # with pyarrow, on the writer's thread (memrun.io.writer)
+resume = lazy("memrun.resume")  # a resumed run only: it reads the earlier run's rows with pyarrow
 
 
 @dataclass
@@ -54,13 +56,14 @@ class RunResult:
 
 
 def execute(cfg: Any, out_dir: Path, console: Console, config_folder: Path | None = None,
-            warnings: RunWarnings | None = None) -> dict[str, Any]:
+            warnings: RunWarnings | None = None, resume_from: Path | None = None) -> dict[str, Any]:
     """Run one composed config, writing ``items.parquet`` and ``summary.json`` to ``out_dir``.
 
     ``warnings``: the run's (:mod:`memrun.run_warnings`; those it holds already, e.g. from
     claiming the folder, are saved with the run); every warning said while it runs is
     printed and saved, and the config's secrets are redacted from what it writes
-    (:mod:`memrun.redaction`).
+    (:mod:`memrun.redaction`). ``resume_from``: an unfinished run of this configuration whose
+    rows this run takes over, running only the rest (:mod:`memrun.resume`).
 
     Returns the summary dict. Raises ConfigError / DataError / ArmError before any item
     runs when the config, data or arm is unusable; KeyboardInterrupt propagates after
@@ -71,14 +74,14 @@ def execute(cfg: Any, out_dir: Path, console: Console, config_folder: Path | Non
     """
     warnings = warnings or RunWarnings()
     with warnings.active():
-        result = run(cfg, out_dir, console, config_folder, warnings)
+        result = run(cfg, out_dir, console, config_folder, warnings, resume_from)
         show(result, console, out_dir)
         verdict(result, out_dir)
     return result.summary
 
 
 def run(cfg: Any, out_dir: Path, console: Console, config_folder: Path | None,
-        warnings: RunWarnings) -> RunResult:
+        warnings: RunWarnings, resume_from: Path | None = None) -> RunResult:
     """The stages of :func:`execute`, printing nothing but the progress bar and the warnings."""
     t_start = time.perf_counter()
     commit = in_background(lambda: commits(config_folder))  # git processes: waited for while the data loads
@@ -108,6 +111,9 @@ def run(cfg: Any, out_dir: Path, console: Console, config_folder: Path | None,
                       None if n_items is None else n_items * (spec.repeats if spec.accuracy else 1),
                       (lambda: parts.setup.llm.in_flight) if parts.setup else None)
     sink = item_stages.RowSink(spec, loaded.dataset, instrument, writer, redactor, search_mode, live)
+    todo, done = _resumed(resume_from, spec, loaded, sink, warnings)
+    if done and resume_from is not None:
+        resume.mark(resume_from, out_dir)
     stopped: str | None = None
     # What start-up built (modules, config, dataset, arm) lives until the run ends: frozen, it
     # is not walked again by each collection while the items allocate their rows and requests.
@@ -116,9 +122,9 @@ def run(cfg: Any, out_dir: Path, console: Console, config_folder: Path | None,
     try:
         with item_stages.make_progress(console, spec.progress, calls=spec.accuracy) as progress:
             if parts.setup:
-                stopped = item_stages.answer_and_judge(spec, parts.setup, loaded.dataset, parts.arm, sink, progress)
+                stopped = item_stages.answer_and_judge(spec, parts.setup, todo, parts.arm, sink, progress, done)
             else:
-                item_stages.ingest_and_search(spec, loaded.dataset, parts.arm, sink, progress)
+                item_stages.ingest_and_search(spec, todo, parts.arm, sink, progress)
         instrument.status = "stopped" if stopped else "complete"
     except KeyboardInterrupt:
         instrument.status = "interrupted"
@@ -143,6 +149,31 @@ def run(cfg: Any, out_dir: Path, console: Console, config_folder: Path | None,
         finally:
             gc.unfreeze()
     return RunResult(spec, summary, sink.rows, instrument, loaded.dataset.counts)
+
+
+def _resumed(folder: Path | None, spec: RunSpec, loaded: stages.Loaded, sink: item_stages.RowSink,
+             warnings: RunWarnings) -> tuple[Dataset, set[tuple[str, int]]]:
+    """The items left to run and the (item_id, repeat) pairs already done: with an earlier
+    unfinished run (``folder``) of the same dataset file, its rows are emitted as this run's
+    and only the rest is left (:mod:`memrun.resume`); else every item."""
+    if folder is None:
+        return loaded.dataset, set()
+    try:
+        earlier = resume.Resumed.read(folder)
+    except RunTableError as exc:
+        warnings.warn(f"an earlier unfinished run of this configuration, {folder}, cannot be read ({exc}); "
+                      "this run starts over")
+        return loaded.dataset, set()
+    if earlier.dataset_sha256 != loaded.dataset.sha256:
+        warnings.warn(f"an earlier unfinished run of this configuration, {folder}, read another dataset file "
+                      "(sha256 differs); this run starts over")
+        return loaded.dataset, set()
+    for row in earlier.rows:
+        sink.emit({**row, "run_id": sink.run_id})
+    todo = earlier.remaining(loaded.dataset, spec.repeats, sink.checks)
+    warnings.warn(f"resuming {folder}, an earlier run of this configuration that did not finish: its "
+                  f"{len(earlier.rows)} rows are kept, the items without one run now (resume=false starts over)")
+    return todo, earlier.done
 
 
 def show(result: RunResult, console: Console, out_dir: Path) -> None:

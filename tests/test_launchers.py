@@ -103,10 +103,16 @@ def test_two_processes_racing_for_one_run_folder(tmp_path):
 
 def test_a_new_run_names_an_earlier_unfinished_run_of_its_configuration(tmp_path):
     """A run killed with -9 leaves items.parts/ and no items.parquet; the next run of the same
-    configuration says so in one line (folder, rows); another configuration says nothing."""
+    configuration resumes it and says so in one line (folder, rows); with resume=false it
+    names it and starts over; another configuration says nothing."""
     again = run_after_a_killed_one(tmp_path)
     line = [ln for ln in again.stderr.splitlines() if "did not finish" in ln]
-    assert len(line) == 1 and str(tmp_path / "runs" / "killed") in line[0] and "holds 30 rows" in line[0]
+    assert len(line) == 1 and str(tmp_path / "runs" / "killed") in line[0] and "its 30 rows are kept" in line[0]
+    assert (tmp_path / "runs" / "killed" / "resumed.json").is_file()  # taken over: not resumed a second time
+    (tmp_path / "runs" / "killed" / "resumed.json").unlink()
+    fresh = run_memrun(["progress=false", "resume=false", f"hydra.run.dir={tmp_path / 'runs' / 'fresh'}"], tmp_path)
+    line = [ln for ln in fresh.stderr.splitlines() if "did not finish" in ln]
+    assert fresh.returncode == 0 and len(line) == 1 and "holds 30 rows (resume=false: not resumed)" in line[0], fresh.stderr
     other = run_memrun(["progress=false", "arm=bm25_nostop", f"hydra.run.dir={tmp_path / 'runs' / 'other'}"], tmp_path)
     assert other.returncode == 0 and "did not finish" not in other.stderr
 

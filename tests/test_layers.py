@@ -23,7 +23,7 @@ LAYERS: list[tuple[str, tuple[str, ...]]] = [
               "memrun.run_warnings", "memrun.provenance", "memrun.progress_lines", "memrun.stats",
               "memrun.instrument", "memrun.plugins")),
     ("domain", ("memrun.config", "memrun.metrics", "memrun.judges", "memrun.llm", "memrun.io", "memrun.benchmarks",
-                "memrun.shards", "memrun.arms", "memrun.retrieval", "memrun.retrieval_flow", "memrun.checks", "memrun.accuracy",
+                "memrun.shards", "memrun.arms", "memrun.retrieval", "memrun.retrieval_flow", "memrun.checks", "memrun.resume", "memrun.accuracy",
                 "memrun.spec")),
     ("render", ("memrun.report",)),
     ("orchestration", ("memrun.gallery", "memrun.run", "memrun.stages", "memrun.item_stages", "memrun.plan", "memrun.merge", "memrun.compare",

@@ -69,7 +69,7 @@ def test_an_unfinished_earlier_run_is_saved_as_printed(tmp_path):
     again = run_after_a_killed_one(tmp_path)
     printed, summary, instrument = printed_and_saved(again.stderr, tmp_path / "runs" / "again")
     assert printed == summary == instrument
-    assert any(w.startswith("an earlier run of this configuration did not finish") for w in printed)
+    assert any(w.startswith("resuming ") and "did not finish" in w for w in printed)
 
 
 def test_a_warning_is_printed_and_kept_in_one_call(capsys):

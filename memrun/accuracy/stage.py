@@ -86,6 +86,7 @@ class AnswerStage:
 
     make_row: builds the retrieval part of a row from a :class:`Retrieved`.
     emit: receives each finished row (already redacted).
+    done: (item_id, repeat) pairs that already have a row (a resumed run): not answered.
     """
 
     def __init__(
@@ -94,8 +95,10 @@ class AnswerStage:
         dataset: Dataset,
         make_row: Callable[[Retrieved], Row],
         emit: Callable[[Row], None],
+        done: set[tuple[str, int]] | None = None,
     ) -> None:
         self.setup = setup
+        self.done = done or set()
         self.dataset = dataset
         self.make_row = make_row
         self.emit = emit
@@ -114,7 +117,12 @@ class AnswerStage:
     def total(self) -> int | None:
         """Rows the stage will produce when it runs to the end (None: unknown, lazy groups)."""
         n = self.dataset.n_items
-        return None if n is None else n * self.setup.repeats
+        if n is None or not self.done:
+            return None if n is None else n * self.setup.repeats
+        if not isinstance(self.dataset.groups, list):
+            return None  # resumed over lazy groups: which of them are left is known as they come
+        ids = {i.item_id for g in self.dataset.groups for i in g.items}
+        return n * self.setup.repeats - sum(1 for item_id, repeat in self.done if item_id in ids and repeat < self.setup.repeats)
 
     async def run(self, groups: AsyncIterator[tuple[Group, list[Retrieved]]]) -> None:
         """Take each retrieved group and answer its items (see the module docstring); return
@@ -142,6 +150,8 @@ class AnswerStage:
                 self._prefetch_verdicts(retrieved, prepared, bases)
                 for r, p, base in zip(retrieved, prepared, bases):
                     for repeat in range(self.setup.repeats):
+                        if (r.item.item_id, repeat) in self.done:
+                            continue  # its row came from the run this one resumes
                         self._waiting += 1
                         tasks.append(asyncio.create_task(self._one(r, dict(base, repeat=repeat), records, p)))
                 await asyncio.sleep(0)  # let the new tasks start before deciding on the next group

@@ -119,6 +119,7 @@ class RunConfig:
     min_coverage: float = 0.95  # arms that answer themselves: least share of items answered
     max_error_share: float = 0.1  # more rows failed than this share: the run ends degraded (exit 2)
     stale_check: bool = False
+    resume: bool = True  # an unfinished run of this configuration nearby: keep its rows, run the rest
     progress: bool = True
     shard: ShardConfig = field(default_factory=ShardConfig)
     # -- accuracy axis (see docs/accuracy.md) --

@@ -159,6 +159,7 @@ class OpenAIServer:
             "/v1/chat/completions": self._chat, "/v1/embeddings": self._embeddings,
         }
         self.log: list[Logged] = []
+        self.answered: list[tuple[float, Any]] = []  # (time.time(), request body) once its reply was sent
         self._counts: Counter[str] = Counter()
         self._queue: deque[Reply] = deque()
         self._lock = threading.Lock()
@@ -284,6 +285,9 @@ class OpenAIServer:
                     f"Content-Length: {len(data)}\r\n{extra}\r\n".encode() + data[: len(data) // 2 if reply.fault else None]
                 )
                 await writer.drain()
+                if not reply.fault and reply.status < 400:
+                    with self._lock:
+                        self.answered.append((time.time(), body))
                 if reply.fault == "truncate":
                     return
                 if headers.get("connection", "").lower() == "close":
