@@ -221,12 +221,12 @@ def _save_hydra_files(out_dir: Path, cfg: Any, hydra_cfg: Any, container: dict[s
     with the config's secrets redacted (``container``: the resolved config; :mod:`memrun.redaction`)."""
     OmegaConf = omegaconf.OmegaConf  # noqa: N806
     redactor = redaction.Redactor.for_config(container)
-    hydra = redaction.redact_hydra(OmegaConf.to_container(hydra_cfg, resolve=False), container)
+    hydra = redaction.redact_hydra(OmegaConf.to_container(hydra_cfg, resolve=False, enum_to_str=True), container)
     folder = out_dir / ".hydra"
     folder.mkdir(parents=True, exist_ok=True)
-    for name, node in (("config.yaml", redaction.redact_config(OmegaConf.to_container(cfg, resolve=False))),
-                       ("hydra.yaml", {"hydra": hydra}), ("overrides.yaml", hydra["overrides"]["task"])):
-        (folder / name).write_text(redactor.text(OmegaConf.to_yaml(OmegaConf.create(node))))
+    job = redaction.redact_config(OmegaConf.to_container(cfg, resolve=False, enum_to_str=True))
+    for name, node in (("config.yaml", job), ("hydra.yaml", {"hydra": hydra}), ("overrides.yaml", hydra["overrides"]["task"])):
+        (folder / name).write_text(redactor.text(redaction.yaml_text(node)))  # as OmegaConf.to_yaml writes it
 
 
 def _rows_kept(out_dir: Path) -> int:

@@ -45,6 +45,8 @@ fcntl = lazy("fcntl")  # POSIX only: loaded where a file is redacted in place, a
 hydra_config = lazy("hydra.core.hydra_config")
 hydra_types = lazy("hydra.types")
 hydra_overrides = lazy("hydra.core.override_parser.overrides_parser")
+omegaconf_utils = lazy("omegaconf._utils")
+yaml = lazy("yaml")
 
 MIN_LENGTH = 8
 """Secrets shorter than this are not searched for in free text (too likely to occur by chance)."""
@@ -398,3 +400,12 @@ def check_no_secrets(container: dict[str, Any]) -> dict[str, Any]:
     error = LiteralSecretError(message, [value for _, value in found] + list(config_secrets(container)))
     error.scrub_hydra_job()
     raise error
+
+
+def yaml_text(tree: Any) -> str:
+    """``tree`` (plain dicts, lists and scalars, enums as their names) as ``OmegaConf.to_yaml``
+    writes a config that holds it (OmegaConf's dumper and settings), without building that
+    config first: the saved ``.hydra/`` files and ``--cfg``'s reprint."""
+    text: str = yaml.dump(tree, default_flow_style=False, allow_unicode=True, sort_keys=False,
+                          Dumper=omegaconf_utils.get_omega_conf_dumper())
+    return text

@@ -16,12 +16,10 @@ from typing import Any
 import yaml
 
 from memrun.lazy import lazy
-from memrun.redaction import Redactor, redact_config, redact_hydra
+from memrun.redaction import Redactor, redact_config, redact_hydra, yaml_text
 
 # Hydra's own argument parser, to read --cfg and --package as Hydra does (memrun.lazy).
 hydra_utils = lazy("hydra._internal.utils")
-omegaconf_utils = lazy("omegaconf._utils")
-
 # libyaml's loader where PyYAML has it: the safe loader's values, ~5x faster on a whole config.
 _SAFE_LOADER = getattr(yaml, "CSafeLoader", yaml.SafeLoader)
 
@@ -80,10 +78,7 @@ def redact_printed_config(text: str, package: str | None = None) -> str:
         tree = tree[key]
     if scalar:
         return f"{tree}\n"
-    # What OmegaConf.to_yaml writes for a plain tree (its dumper and settings), without first
-    # building a DictConfig of the whole config only to turn it back into this tree.
-    text = yaml.dump(tree, default_flow_style=False, allow_unicode=True, sort_keys=False,
-                     Dumper=omegaconf_utils.get_omega_conf_dumper())
+    text = yaml_text(tree)
     return (f"{first}\n" if header else "") + text
 
 

@@ -15,18 +15,31 @@ import signal
 import sys
 from contextlib import ExitStack
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from hydra.experimental.callback import Callback
-from rich.console import Console
 
 from memrun import launch, signals
+from memrun.launch import (
+    EXIT_USER_ERROR,
+    OUTCOME_DIR,
+    Outcome,
+    RunFolderTaken,
+    claim,
+    release,
+    stop_file,
+)
 from memrun.lazy import lazy
-from memrun.io.writer import SUMMARY_FILE
-from memrun.launch import EXIT_USER_ERROR, OUTCOME_DIR, Outcome, RunFolderTaken, claim, release, stop_file
-from memrun.report.model import SweepRow, headline
-from memrun.report.sweep_table import print_sweep_table
 
+if TYPE_CHECKING:
+    from memrun.report.model import SweepRow
+
+# Hydra makes the sweep callback for every run, a single one too: what only a sweep's table
+# needs (the run table's names, numpy with them; rich) loads when a sweep ends (memrun.lazy).
+writer = lazy("memrun.io.writer")
+report_model = lazy("memrun.report.model")
+sweep_table = lazy("memrun.report.sweep_table")
+rich_console = lazy("rich.console")
 # Only a sweep on the Ray launcher loads these (memrun.lazy).
 compose = lazy("memrun.config.compose")
 ray_launcher = lazy("hydra_plugins.hydra_ray_launcher._launcher_util")
@@ -91,7 +104,7 @@ def _start_ray(config: Any) -> None:
 
 def _summary(run_dir: Path) -> dict[str, Any]:
     try:
-        return json.loads((run_dir / SUMMARY_FILE).read_text())
+        return json.loads((run_dir / writer.SUMMARY_FILE).read_text())
     except (OSError, ValueError):
         return {}
 
@@ -110,18 +123,18 @@ def sweep_rows(sweep_dir: Path) -> list[SweepRow]:
     for o in Outcome.read_all(sweep_dir):
         folder = o.folder(sweep_dir)
         summary = _summary(folder) if o.status != "refused" else {}  # a refused job's folder is another run's
-        name, value = headline(summary)
-        rows.append(SweepRow(o.job, " ".join(o.overrides), o.status, o.exit_code, name, value,
+        name, value = report_model.headline(summary)
+        rows.append(report_model.SweepRow(o.job, " ".join(o.overrides), o.status, o.exit_code, name, value,
                              summary.get("n_items"), summary.get("n_errors"), o.seconds, str(folder), o.error))
         seen.add(str(folder.resolve()))
     for folder in sorted(p for p in sweep_dir.iterdir() if p.is_dir() and (p / ".hydra").is_dir()):
         if str(folder.resolve()) in seen:
             continue
         summary = _summary(folder)
-        name, value = headline(summary)
+        name, value = report_model.headline(summary)
         job = int(folder.name.split("_", 1)[0]) if folder.name.split("_", 1)[0].isdigit() else -1
         status = summary.get("status", "unknown")
-        rows.append(SweepRow(job, folder.name, status, 0 if status == "complete" else EXIT_USER_ERROR, name, value,
+        rows.append(report_model.SweepRow(job, folder.name, status, 0 if status == "complete" else EXIT_USER_ERROR, name, value,
                              summary.get("n_items"), summary.get("n_errors"), summary.get("pipeline_seconds"),
                              str(folder), None if status == "complete" else "the job recorded no outcome"))
     return sorted(rows, key=lambda r: r.job)
@@ -144,7 +157,7 @@ def finish(sweep_dir: Path) -> int:
         _release_idle_workers()
     rows = sweep_rows(sweep_dir) if sweep_dir.is_dir() else []
     last_sweep_exit_code = worst_exit_code(rows)
-    print_sweep_table(Console(width=None if sys.stdout.isatty() else 120), rows, title=f"sweep {sweep_dir}")
+    sweep_table.print_sweep_table(rich_console.Console(width=None if sys.stdout.isatty() else 120), rows, title=f"sweep {sweep_dir}")
     return last_sweep_exit_code
 
 
