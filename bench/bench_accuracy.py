@@ -16,7 +16,9 @@ in a fresh subprocess timed from start to exit (imports included):
 
 Ideal = calls x latency / C. Targets (issue 15, target 2): memrun cold <= 1.15x ideal at
 concurrency 32 and <= 1.25x at 128; re-run < 10% of the cold run; the server alone
-(the plain client at 8x the concurrency) must exceed 3x the target call rate.
+(the plain client at 8x the concurrency) must exceed 3x the target call rate. Issue 37:
+CPU per call (user + system seconds of the whole process / calls) <= 1.5x a plain aiohttp
+client's (one ClientSession, C connections, the same calls; run after the raw client in each pair).
 """
 
 from __future__ import annotations
@@ -54,6 +56,30 @@ async def worker(todo):
 async def main():
     todo = list(range(calls))
     await asyncio.gather(*(worker(todo) for _ in range(conc)))
+
+t0 = time.perf_counter()
+asyncio.run(main())
+print(f"RATE {calls / (time.perf_counter() - t0):.0f}")
+'''
+
+AIOHTTP_PEER = r'''
+import asyncio, sys, time
+import aiohttp
+port, calls, conc = int(sys.argv[1]), int(sys.argv[2]), int(sys.argv[3])
+
+async def main():
+    todo = list(range(calls))
+    url = f"http://127.0.0.1:{port}/v1/chat/completions"
+    async with aiohttp.ClientSession(connector=aiohttp.TCPConnector(limit=conc),
+                                     headers={"Authorization": "Bearer sk-x"}) as session:
+        async def worker():
+            while todo:
+                i = todo.pop()
+                body = {"model": "gpt-4.1", "messages": [{"role": "user", "content": f"Question {i}: where?"}],
+                        "temperature": 0}
+                async with session.post(url, json=body) as reply:
+                    (await reply.json())["choices"][0]["message"]["content"]
+        await asyncio.gather(*(worker() for _ in range(conc)))
 
 t0 = time.perf_counter()
 asyncio.run(main())
@@ -103,6 +129,8 @@ def main() -> None:
             data = locomo_file(folder, items)
             peer = folder / "peer.py"
             peer.write_text(PEER)
+            aio = folder / "aiohttp_peer.py"
+            aio.write_text(AIOHTTP_PEER)
             # The server alone: the plain client at 8x the largest concurrency.
             top = max(args.concurrency)
             alone = run_child([str(peer), str(port), str(calls), str(8 * top)])
@@ -127,13 +155,14 @@ def main() -> None:
 
             for conc in args.concurrency:
                 ideal = calls * args.latency / conc
-                cold, peer_runs, warm, counts = [], [], [], []
+                cold, peer_runs, warm, counts, aio_runs = [], [], [], [], []
                 for p in range(args.pairs):
                     cache = folder / f"cache-{conc}-{p}"
                     c, n = memrun(conc, cache)
                     cold.append(c)
                     counts.append(n)
                     peer_runs.append(run_child([str(peer), str(port), str(calls), str(conc)]))
+                    aio_runs.append(run_child([str(aio), str(port), str(calls), str(conc)]))
                     w, n_warm = memrun(conc, cache)
                     warm.append(w)
                     counts.append(n_warm)
@@ -150,6 +179,12 @@ def main() -> None:
                     f" | re-run {med([w.seconds for w in warm]):.2f} s = {ratio_warm:.3f} of cold (< 0.10: "
                     f"{'met' if ratio_warm < 0.10 else 'MISSED'}) | calls at server (cold, re-run)... {counts} "
                     f"| peak RSS {max(c.peak_mib for c in cold):.0f} MiB")
+                cpu_ratio = med([c.cpu_seconds / q.cpu_seconds for c, q in zip(cold, aio_runs)])
+                lines.append(
+                    f"  CPU per call at concurrency {conc}: memrun cold {med([c.cpu_seconds for c in cold]) / calls * 1e3:.3f}"
+                    f" ms, plain aiohttp client {med([q.cpu_seconds for q in aio_runs]) / calls * 1e3:.3f} ms, "
+                    f"{cpu_ratio:.2f}x (<= 1.5x: {'met' if cpu_ratio <= 1.5 else 'MISSED'}; memrun's includes its "
+                    f"start-up and exit); raw asyncio client {med([q.cpu_seconds for q in peer_runs]) / calls * 1e3:.3f} ms")
     finally:
         server.kill()
     print(f"accuracy axis, whole processes, {args.pairs} pairs (memrun cold, plain client, memrun re-run)")
