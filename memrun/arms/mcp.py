@@ -69,6 +69,9 @@ class McpArm:
     auth_header, auth_scheme, headers) for streamable HTTP. ingest, search, ready, erase,
     health: ``{tool, arguments, result, ...}`` (:class:`memrun.arms.mcp_ops.ToolOperation`).
     search_mode: the instrument's search_mode (null: health's, else ``server``).
+    server_build: the server's own name and version (``local-memory 0.2.0``), for servers whose
+    handshake reports their MCP framework's (``memrun arm init mcp`` finds and writes it);
+    null: health's, else the handshake's.
     namespace_prefix, keep_namespaces, ledger_dir, eval_flags, crediting_flags, crediting,
     ingest_batch_size, settle_s: as ``arm=http``. timeout_s: per call; start_timeout_s: the
     server's start and initialize handshake. sessions: sessions to a shared server, each
@@ -83,7 +86,7 @@ class McpArm:
         url: str | None = None, auth_token_env: str | None = None, auth_header: str = "Authorization",
         auth_scheme: str = "Bearer", headers: Mapping[str, str] | None = None,
         ready: Mapping[str, Any] | None = None, erase: Mapping[str, Any] | None = None,
-        health: Mapping[str, Any] | None = None, search_mode: str | None = None,
+        health: Mapping[str, Any] | None = None, search_mode: str | None = None, server_build: str | None = None,
         namespace_prefix: str = "memrun-", keep_namespaces: bool = False, isolation: str = ISOLATED,
         ledger_dir: str | None = None,
         eval_flags: Mapping[str, Any] | None = None, crediting_flags: Mapping[str, Any] | None = None,
@@ -112,6 +115,7 @@ class McpArm:
         # a shared store without erase keeps what the run wrote (the server has nothing per history to erase)
         keep_namespaces = keep_namespaces or (self.isolation != ISOLATED and "erase" not in self.ops)
         self.search_mode, self.crediting, self.keep_namespaces = search_mode, crediting, keep_namespaces
+        self.server_build = server_build
         self.flags = dict((crediting_flags if crediting else eval_flags) or {})
         self.batch_size, self.settle_s = ingest_batch_size, float(settle_s)
         self.prefix = f"{namespace_prefix}{secrets.token_hex(4)}-"
@@ -345,7 +349,7 @@ class McpArm:
         hash: a changed schema is a comparability change), crediting, and provenance."""
         fields = dict(self.health)
         name, version = self.server_info.get("name", "?"), self.server_info.get("version", "?")
-        fields.setdefault("server_build", f"{name} {version}")
+        fields.setdefault("server_build", self.server_build or f"{name} {version}")
         fields["server_build"] = f"{fields['server_build']}; tools sha256:{self._schemas}"
         return {**fields, "search_mode": self.search_mode or self.health.get("search_mode") or "server",
                 "crediting": self.crediting, "isolation": self.isolation, "mcp_server": f"{name} {version}", "mcp_tools": self.tool_names,

@@ -36,9 +36,49 @@ def _type(spec: Mapping[str, Any]) -> str:
     return str(kind)
 
 
-def _pick(tools: Mapping[str, Any], pattern: re.Pattern[str], exclude: tuple[str, ...] = ()) -> str | None:
-    names = [n for n in tools if pattern.search(n) and n not in exclude]
-    return sorted(names, key=lambda n: (len(n), n))[0] if names else None
+def _text_fields(schema: Mapping[str, Any]) -> list[str]:
+    """Properties of ``schema`` that can hold a record's text (a string, or strings)."""
+    return [n for n, s in _props(schema).items() if TEXT.match(n) and _type(s) in ("string", "array")]
+
+
+def _search_score(tool: Any) -> int | None:
+    """How much ``tool`` looks like searching, from its schema and description; None when it
+    cannot be one (no string argument that takes the query)."""
+    schema = tool.input_schema or {}
+    query = [n for n, s in _props(schema).items() if QUERY.match(n) and _type(s) == "string"]
+    if not query:
+        return None
+    required = set(schema.get("required") or [])
+    description = tool.description or ""
+    score = 3 * bool(set(query) & required) + 2 * bool(SEARCH.search(tool.name)) + bool(SEARCH.search(description))
+    score += bool(any(K.match(n) and _type(s) == "integer" for n, s in _props(schema).items()))
+    # a search that may send the text elsewhere (an embeddings API) or needs a model is not the plain one
+    score -= 2 * bool(re.search(r"semantic|embedding|vector", tool.name + " " + description, re.I))
+    return score if score > 0 else None
+
+
+def _store_score(tool: Any) -> int | None:
+    """How much ``tool`` looks like storing a record: its name, a text argument (or an array
+    of objects holding text), a key argument; None when it takes no text at all."""
+    schema = tool.input_schema or {}
+    score = 2 * bool(STORE.search(tool.name))
+    batch = [s.get("items") or {} for s in _props(schema).values()
+             if _type(s) == "array" and _type(s.get("items") or {}) == "object"]
+    if batch:
+        item = batch[0]
+        if not _props(item):  # objects of any keys: memrun's {id, text} (propose_ingest)
+            return score + 1
+        score += 2 * bool(_text_fields(item)) + 2 * any(KEY.match(n) for n in _props(item)) + 1
+        return score if _text_fields(item) else None
+    if not _text_fields(schema):
+        return None
+    return score + 2 + 2 * any(KEY.match(n) for n in _props(schema))
+
+
+def _best(tools: Mapping[str, Any], score: Any, exclude: tuple[str, ...] = ()) -> str | None:
+    """The highest-scoring tool (ties: the shorter name, then the name)."""
+    scored = [(s, n) for n in tools if n not in exclude and (s := score(tools[n])) is not None]
+    return sorted(scored, key=lambda sn: (-sn[0], len(sn[1]), sn[1]))[0][1] if scored else None
 
 
 def _fill(name: str, spec: Mapping[str, Any], notes: list[str], description: str = "") -> Any:
@@ -94,6 +134,13 @@ def propose_ingest(tool: Any, notes: list[str]) -> dict[str, Any]:
             arguments[name] = _fill(name, spec, notes, tool.description or "")
     if "record" not in op:
         op["per_record"] = True
+        ids = [n for n, s in _props(schema).items() if n in required and _type(s) == "string"
+               and arguments.get(n) == "{{ namespace }}" and re.search(r"id$", n, re.I)]
+        if "{{ record.key }}" not in arguments.values() and ids:
+            # a required id with no key argument beside it (local-memory's session_id): the record key
+            # goes there, so a hit can name its record; isolation is then a fresh server per history
+            arguments[ids[0]] = "{{ record.key }}"
+            notes.append(f"ingest: the record key goes in {ids[0]} (no other argument takes an id)")
         if "{{ record.key }}" not in arguments.values():
             notes.append("ingest: no argument looks like a record id; hits can only be matched to records if "
                          "the server returns a field you can send the key in")
@@ -122,14 +169,19 @@ def propose(tools: Mapping[str, Any]) -> tuple[dict[str, Any], list[str]]:
     """``{ingest, search, erase?}`` operations for the server's tools, and the notes on guesses.
     Raises ValueError when no tool looks like storing or searching."""
     notes: list[str] = []
-    search = _pick(tools, SEARCH)
-    ingest = _pick(tools, STORE, exclude=(search or "",))
+    search = _best(tools, _search_score)
+    ingest = _best(tools, _store_score, exclude=(search or "",))
     if not ingest or not search:
-        raise ValueError(f"no tool looks like {'storing' if not ingest else 'searching'}; tools: "
-                         f"{', '.join(sorted(tools))}; write the config by hand (docs/arms.md)")
+        what = "storing (a text argument)" if not ingest else "searching (a query argument)"
+        raise ValueError(f"no tool looks like {what}; tools: {', '.join(sorted(tools))}")
+    others = sorted(n for n in tools if n not in (search, ingest) and _search_score(tools[n]) is not None)
+    if others:
+        notes.append(f"search: {search} (it takes the query); also searching: {', '.join(others)}")
     ops = {"ingest": propose_ingest(tools[ingest], notes), "search": propose_search(tools[search], notes)}
-    erase = _pick(tools, ERASE)
-    if erase and any(NAMESPACE.match(n) for n in _props(tools[erase].input_schema)):
+    erasers = {n: t for n, t in tools.items() if ERASE.search(n)
+               and any(NAMESPACE.match(a) for a in _props(t.input_schema))}
+    erase = sorted(erasers, key=lambda n: (len(n), n))[0] if erasers else None
+    if erase:
         ops["erase"] = {"tool": erase, "arguments": {n: "{{ namespace }}" for n in _props(tools[erase].input_schema)
                                                      if NAMESPACE.match(n)}}
     return ops, notes
@@ -154,8 +206,12 @@ def result_path(document: Any, keys: set[str], texts: set[str]) -> str | None:
                     fields.setdefault("key", name)
                 elif isinstance(value, str) and value in texts:
                     fields.setdefault("text", name)
-                elif isinstance(value, list) and value and value[0] in texts:
+                elif isinstance(value, list) and value and isinstance(value[0], str) and value[0] in texts:
                     fields.setdefault("text", f"{name}[0]")
+                elif isinstance(value, list) and value and isinstance(value[0], Mapping):  # a list of objects
+                    sub = next((k for k, v in value[0].items() if isinstance(v, str) and v in texts), None)
+                    if sub is not None and re.fullmatch(r"[A-Za-z_][A-Za-z0-9_]*", sub):
+                        fields.setdefault("text", f"{name}[0].{sub}")
                 elif isinstance(value, (int, float)) and SCORE.search(name):
                     fields.setdefault("score", name)
         if "key" in fields:

@@ -34,8 +34,10 @@ from memrun.arms.http_templates import JsonTemplate, Operation, encode_body
 from memrun.arms.mcp_client import McpSession, ServerSpec, ToolError
 from memrun.arms.mcp_guess import propose, result_path
 from memrun.arms.mcp_ops import ToolOperation, result_document
-from memrun.errors import ArmError, ConfigError
+from memrun.arms import mcp_probe
+from memrun.errors import ArmError, ConfigError, MemrunError
 from memrun.lazy import lazy
+from memrun.paths import conf_dir
 from memrun.records import Record
 from memrun.retrieval_flow import SEQUENTIAL, arm_kind
 
@@ -82,11 +84,71 @@ def main(argv: Sequence[str]) -> int:
         raise ConfigError("memrun arm init mcp: give the server's command after -- or --url URL")
     env = dict(item.split("=", 1) for item in args.env if "=" in item)
     config = {"command": command[0] if command else None, "args": command[1:], "env": env, "url": args.url}
+    notes: list[str] = []
+    folder = Path(tempfile.mkdtemp(prefix="memrun-arm-init-"))
     try:
-        proposal, notes, name = asyncio.run(_propose(config, args.name))
-    except (ToolError, ValueError) as exc:
-        raise ArmError(f"memrun arm init: {exc}; write the config by hand (docs/arms.md)") from exc
+        try:
+            proposal, name = asyncio.run(_propose(config, args.name, folder, notes))
+        except (ToolError, ValueError) as exc:
+            raise ArmError(f"memrun arm init: {exc}; write the config by hand (docs/arms.md)") from exc
+        config.update(isolate(config, proposal, folder, notes))
+        proposal.update(pin_build(config["command"], proposal.pop("_handshake"), notes))
+    except MemrunError:
+        print_notes(notes)  # what was learnt before it stopped: the config to write by hand needs it
+        raise
+    finally:
+        shutil.rmtree(folder, ignore_errors=True)
     return _write_and_smoke(args, "mcp", name, {**{k: v for k, v in config.items() if v}, **proposal}, notes)
+
+
+def print_notes(notes: list[str]) -> None:
+    """The guesses so far, one line each (printed when init stops before writing a file)."""
+    for note in notes:
+        print(f"note: {note}")
+
+
+def isolate(config: dict[str, Any], proposal: dict[str, Any], folder: Path, notes: list[str]) -> dict[str, Any]:
+    """The keys that give each history its own store in the run: nothing when the server
+    erases a namespace or the command already names ``{{ namespace_dir }}``; else the storage
+    path the probe server wrote in ``folder`` (:func:`memrun.arms.mcp_probe.isolation_from`)
+    under ``{{ namespace_dir }}``. Raises ArmError (one line: what to add) when there is none."""
+    if "erase" in proposal or "namespace_dir" in str({k: config[k] for k in ("args", "env")}):
+        return {}
+    found = mcp_probe.isolation_from(folder, config["env"])
+    if found is None:
+        raise ArmError(
+            "memrun arm init: isolation: the server has no tool that erases a namespace and kept the smoke "
+            "records in no path memrun gave it (a storage variable, its working folder, HOME), so the run "
+            "could not give each history its own store; add its storage path under {{ namespace_dir }}: "
+            "--env VAR='{{ namespace_dir }}/store' or '{{ namespace_dir }}' in its arguments, and run init again"
+        )
+    env, cwd = found
+    where = ", ".join(f"{k}={v}" for k, v in env.items()) or f"cwd={cwd}"
+    notes.append(f"isolation: a fresh server per history, its store at {where} (the path the probe server "
+                 "wrote to)")
+    return {"env": {**config["env"], **env}, **({"cwd": cwd} if cwd else {})}
+
+
+def pin_build(command: str | None, handshake: dict[str, str], notes: list[str]) -> dict[str, Any]:
+    """``server_build`` for the config when the installed package names the server better than
+    its handshake (a framework's version there); a note either way."""
+    said = f"{handshake.get('name', '?')} {handshake.get('version', '?')}"
+    package = mcp_probe.server_package(command)
+    framework = mcp_probe.framework_version(command)
+    if package is None:
+        if framework and handshake.get("version") == framework:
+            notes.append(f"server_build: the handshake says {said!r}, whose version is the MCP framework's "
+                         f"({framework}), not the server's; set server_build to the server's own name and version")
+        else:
+            notes.append(f"server_build: {said!r} from the handshake (no installed package found for the command)")
+        return {}
+    build = f"{package[0]} {package[1]}"
+    if handshake.get("version") == package[1]:
+        notes.append(f"server_build: {said!r} from the handshake, the installed package {build}")
+        return {}
+    why = f"the MCP framework's ({framework})" if framework and handshake.get("version") == framework else "not its own"
+    notes.append(f"server_build: {build} (the installed package); the handshake's {said!r} has a version that is {why}")
+    return {"server_build": build}
 
 
 def _write_and_smoke(args: argparse.Namespace, kind: str, name: str, config: dict[str, Any], notes: list[str]) -> int:
@@ -94,11 +156,21 @@ def _write_and_smoke(args: argparse.Namespace, kind: str, name: str, config: dic
     if path.exists() and not args.force:
         raise ConfigError(f"{path} exists; pass --force to overwrite it")
     path.parent.mkdir(parents=True, exist_ok=True)
-    path.write_text(render_yaml(kind, name, config, notes))
+    path.write_text(render_yaml(kind, name, config, notes, run_command(path, name)))
     print(f"wrote {path}" + (f" ({len(notes)} guesses, marked GUESSED)" if notes else ""))
+    print_notes(notes)
     ok, message = smoke_test(path, kind)
     print(f"smoke test: {message}")
+    if ok:
+        print(run_command(path, name))  # the last line: what to run
+    else:
+        print(f"fix {path} (the notes above say what was guessed), then: {run_command(path, name)}")
     return 0 if ok else 1
+
+
+def run_command(path: Path, name: str) -> str:
+    """The command that runs the written config on LoCoMo."""
+    return f"memrun --config-dir {path.parent.parent.as_posix() or '.'} arm={name} benchmark=locomo"
 
 
 def _init_http(args: argparse.Namespace, command: list[str]) -> int:
@@ -108,10 +180,12 @@ def _init_http(args: argparse.Namespace, command: list[str]) -> int:
                           "when the document is not at <url>/openapi.json)")
     base = args.url.rstrip("/") + "/"
     document = openapi_guess.load_document(args.openapi or base + "openapi.json")
+    notes: list[str] = []
     try:
         proposal, notes = openapi_guess.propose(document)
         result = _probe_http(base, proposal, args.auth_token_env)
     except (ValueError, httpx.HTTPError, ArmError) as exc:
+        print_notes(notes)  # the guesses made before the probe failed: what to fix by hand
         raise ArmError(f"memrun arm init http: {exc}; write the config by hand (docs/arms.md)") from exc
     if result is None:
         notes.append("search.result: no record key found in the answer; set it")
@@ -160,12 +234,25 @@ def _rendered_spec(config: dict[str, Any], folder: Path) -> ServerSpec:
     return ServerSpec(command=config["command"], args=server["args"], env=server["env"], url=config["url"])
 
 
-async def _propose(config: dict[str, Any], name: str | None) -> tuple[dict[str, Any], list[str], str]:
-    """Connect, guess the operations, store the smoke records and read a real search answer."""
-    folder = Path(tempfile.mkdtemp(prefix="memrun-arm-init-"))
-    session = await McpSession.open(_rendered_spec(config, folder), 30, 120)
+async def _propose(config: dict[str, Any], name: str | None, folder: Path,
+                   notes: list[str]) -> tuple[dict[str, Any], str]:
+    """Connect (a stdio server inside the sandbox in ``folder``), guess the operations, store the
+    smoke records and read a real search answer; the proposal holds ``_handshake`` (the
+    server's name and version as it said them). Refuses (ArmError) before storing anything
+    when the smoke records could only go into a store memrun cannot isolate or erase."""
+    spec = _rendered_spec(config, folder / "store")
+    if spec.command:
+        env, cwd = mcp_probe.sandbox(folder, dict(spec.env))
+        spec = ServerSpec(command=spec.command, args=spec.args, env=env, url=None, cwd=config.get("cwd") or cwd)
+    session = await McpSession.open(spec, 30, 120)
     try:
-        ops, notes = propose(session.tools)
+        ops, guessed = propose(session.tools)
+        notes += guessed
+        if config["url"] and "erase" not in ops:
+            raise ArmError(f"memrun arm init: the server at {config['url']} has no tool that erases a namespace "
+                           "(a project, user or collection argument), so the smoke records would stay in its store; "
+                           "start it over stdio (memrun arm init mcp -- COMMAND) to get a fresh server per "
+                           "history, or write the config by hand (docs/arms.md)")
         namespace = "memrun-init-probe"
         ingest = ToolOperation("ingest", ops["ingest"])
         rows = [{"key": r.key, "text": r.text, "timestamp": r.timestamp, "session": r.session, "index": i}
@@ -174,34 +261,42 @@ async def _propose(config: dict[str, Any], name: str | None) -> tuple[dict[str, 
         rendered = [ingest.record.render(**context, record=r) for r in rows] if ingest.record else rows
         calls = [{**context, "record": r, "records": [r]} for r in rendered] if ingest.per_record else \
                 [{**context, "records": rendered}]
-        for call in calls:
-            await session.call(ingest.tool, ingest.render(call), "arm.ingest")
-        search = ToolOperation("search", {**ops["search"], "result": "@"})
-        answer = await session.call(search.tool, search.render({**context, "query": SMOKE_QUERY, "k": 3, "flags": {}}),
-                                    "arm.search")
+        try:
+            for call in calls:
+                await session.call(ingest.tool, ingest.render(call), "arm.ingest")
+            search = ToolOperation("search", {**ops["search"], "result": "@"})
+            answer = await session.call(search.tool, search.render({**context, "query": SMOKE_QUERY, "k": 3,
+                                                                    "flags": {}}), "arm.search")
+        finally:
+            if "erase" in ops:  # the probe namespace goes whatever happened
+                await session.call(ops["erase"]["tool"], ToolOperation("erase", ops["erase"]).render(context),
+                                   "arm.erase")
         document = result_document(answer)
         path = result_path(document, {r.key for r in SMOKE}, {r.text for r in SMOKE})
         if path is None:
             notes.append(f"search.result: no record key found in the answer ({str(document)[:120]}); set it")
             path = "TODO"
         ops["search"]["result"] = path
-        if "erase" in ops:
-            await session.call(ops["erase"]["tool"], ToolOperation("erase", ops["erase"]).render(context), "arm.erase")
-        server = session.server_info.get("name") or "mcp_server"
+        handshake = dict(session.server_info)
+        server = handshake.get("name") or "mcp_server"
     finally:
         await session.aclose()
-        shutil.rmtree(folder, ignore_errors=True)
-    if "erase" not in ops and "namespace_dir" not in str(config):
-        notes.append("isolation: no erase tool with a namespace argument and no {{ namespace_dir }} in the "
-                     "command or --env: put the server's storage path there so each history gets a fresh server")
-    return ops, notes, name or re.sub(r"[^A-Za-z0-9_]+", "_", f"mcp_{server}").strip("_").lower()
+    ops["_handshake"] = handshake
+    return ops, name or default_name(server)
 
 
-def render_yaml(kind: str, name: str, config: dict[str, Any], notes: list[str]) -> str:
+def default_name(server: str) -> str:
+    """``mcp_<server name>``, with ``_init`` added when memrun ships a config of that name
+    (``mcp_logbook``): the built-in one would be composed instead of the file written."""
+    name = re.sub(r"[^A-Za-z0-9_]+", "_", f"mcp_{server}").strip("_").lower()
+    return f"{name}_init" if (conf_dir() / "arm" / f"{name}.yaml").exists() else name
+
+
+def render_yaml(kind: str, name: str, config: dict[str, Any], notes: list[str], command: str | None = None) -> str:
     """The config file: the arm's schema as its default, the values, a GUESSED comment per note."""
     source = "tool list" if kind == "mcp" else "OpenAPI document"
     head = [f"# Written by `memrun arm init {kind}` from the server's own {source}; check the guesses.",
-            f"#   memrun --config-dir {Path('conf').as_posix()} arm={name} benchmark=locomo",
+            f"#   {command or f'memrun --config-dir conf arm={name} benchmark=locomo'}",
             *(f"# GUESSED: {n}" for n in notes), "defaults:"]
     if kind == "mcp":  # conf/arm/mcp.yaml holds nothing but the schema's defaults and top_k
         head += ["  - mcp", "  - _self_", ""]

@@ -252,5 +252,6 @@ class McpArmConfig(MemoryServerKeys):
     erase: Optional[McpOperationConfig] = field(default_factory=McpOperationConfig)
     ready: Optional[McpReadyConfig] = field(default_factory=McpReadyConfig)
     search_mode: Optional[str] = None
+    server_build: Optional[str] = None  # the server's own name and version (the handshake's may be its framework's)
     start_timeout_s: float = 60.0
     sessions: int = 1

@@ -24,7 +24,8 @@ from memrun.io.reader import read_run
 
 SERVERS = Path(os.environ.get("MEMRUN_MCP_SERVERS") or REPO / ".memrun-cache" / "mcp-servers")
 COMMANDS = {"mcp_server_memory": SERVERS / "node_modules" / ".bin" / "mcp-server-memory",
-            "mcp_logbook": SERVERS / "logbook" / "bin" / "agent-logbook"}
+            "mcp_logbook": SERVERS / "logbook" / "bin" / "agent-logbook",
+            "mcp_local_memory": SERVERS / "local-memory" / "bin" / "local-memory"}
 SEARCHPATH = f"hydra.searchpath=[file://{TESTS / 'servers' / 'conf'}]"
 
 

@@ -5,6 +5,8 @@
 #   node_modules/.bin/mcp-server-memory  the reference knowledge-graph server (npm)
 #   logbook/bin/agent-logbook            agent-logbook (PyPI) in a venv of its own: it
 #                                        imports mcp 1.x, memrun's client is mcp 2.x
+#   local-memory/bin/local-memory        local-memory (PyPI; SQLite + FTS, MEMORY_DB_PATH), in a
+#                                        venv of its own for the same reason
 # Idempotent: what is there already is kept.
 set -euo pipefail
 root="$(cd "$(dirname "$0")/../.." && pwd)"
@@ -22,5 +24,9 @@ fi
 if [ ! -x "$dest/logbook/bin/agent-logbook" ]; then
     python3 -m venv "$dest/logbook"
     "$dest/logbook/bin/python" -m pip install -q agent-logbook==0.1.1 'mcp<2'
+fi
+if [ ! -x "$dest/local-memory/bin/local-memory" ]; then
+    python3 -m venv "$dest/local-memory"
+    "$dest/local-memory/bin/python" -m pip install -q local-memory==0.2.0 'mcp<2'
 fi
 echo "MCP memory servers in $dest"
