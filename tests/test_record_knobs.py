@@ -170,3 +170,17 @@ def test_session_gold_as_written_reads_each_evidence_string_as_locomo_does(tmp_p
     assert normalized.records is None and written.records.endswith("session gold: as written")
     with pytest.raises(ConfigError, match="benchmark.session_gold=raw: choose one of normalized, as_written"):
         LoCoMo(**args, session_gold="raw")
+
+
+def test_hybrid_first_seen_ties_follow_the_rankings_order_lexical_first():
+    import numpy as np
+
+    arm = HybridArm(embedder=_Constant(), use_cache=False, ties="first_seen")
+    arm._records = [Record(key=f"r{i}", text="x") for i in range(5)]
+    # rank 1 of each ranking ties (r4 lexical, r3 vector), and rank 2 (r1 lexical, r0 vector)
+    lexical, vector = np.array([4, 1]), np.array([3, 0])
+    assert [h.key for h in arm.fuse(lexical, vector, 4)] == ["r4", "r3", "r1", "r0"]
+    arm.ties = "record_order"
+    assert [h.key for h in arm.fuse(lexical, vector, 4)] == ["r3", "r4", "r0", "r1"]
+    with pytest.raises(ArmError, match="arm.ties='random': use record_order"):
+        HybridArm(embedder=_Constant(), use_cache=False, ties="random")

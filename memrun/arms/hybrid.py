@@ -27,6 +27,7 @@ from memrun.errors import ArmError
 from memrun.records import Hit, Record
 
 COMPONENTS = ("lexical", "vector")
+TIES = ("record_order", "first_seen")
 
 
 @functools.lru_cache(maxsize=64)
@@ -53,6 +54,20 @@ def rrf_scores(rankings: Sequence[np.ndarray], weights: Sequence[float], n: int,
     return fused
 
 
+def first_seen(rankings: Sequence[np.ndarray], n: int, depth: int | None = None) -> np.ndarray:
+    """Each record's position in the concatenated rankings (first ranking first, each cut at
+    ``depth``), ``n`` and beyond for records in none: the order a dict of fused scores is
+    filled in, which ``sorted`` keeps for ties (memory-core-eval's hybrid)."""
+    position = np.full(n, np.iinfo(np.int64).max, dtype=np.int64)
+    at = 0
+    for order in rankings:
+        order = np.asarray(order[:depth])
+        fresh = order[position[order] == np.iinfo(np.int64).max]
+        position[fresh] = at + np.flatnonzero(position[order] == np.iinfo(np.int64).max)
+        at += len(order)
+    return position
+
+
 def top_k(scores: np.ndarray, k: int) -> np.ndarray:
     """Indices of the ``k`` best positive scores, best first, ties in index order."""
     candidates = np.flatnonzero(scores > 0)
@@ -71,6 +86,8 @@ class HybridArm:
         ``okapi`` (:class:`~memrun.arms.okapi.OkapiArm` with ``okapi``: rank_bm25's scores).
     weights: ``{"lexical": w, "vector": w}``, non-negative, not both 0.
     rrf_k: the RRF constant (> 0). depth: per-ranking cut-off before fusion (None: all).
+    ties: equal fused scores in record order (``record_order``) or in the order the
+        rankings list the records, the lexical one first (``first_seen``, :func:`first_seen`).
     Raises ArmError for a bad weight, constant or depth.
     """
 
@@ -81,6 +98,7 @@ class HybridArm:
         weights: Mapping[str, float] | None = None,
         rrf_k: float = 60.0,
         depth: int | None = None,
+        ties: str = "record_order",
         bm25: Mapping[str, Any] | None = None,
         lexical: str = "bm25",
         okapi: Mapping[str, Any] | None = None,
@@ -98,7 +116,10 @@ class HybridArm:
             raise ArmError(f"arm.rrf_k={rrf_k}: must be positive (the paper uses 60)")
         if depth is not None and depth < 1:
             raise ArmError(f"arm.depth={depth}: must be at least 1, or null for whole rankings")
-        self.rrf_k, self.depth = float(rrf_k), depth
+        if ties not in TIES:
+            raise ArmError(f"arm.ties={ties!r}: use record_order (ties in the history's order) or first_seen "
+                           "(ties in the order the rankings list them, the lexical one first)")
+        self.rrf_k, self.depth, self.ties = float(rrf_k), depth, ties
         if lexical not in ("bm25", "okapi"):
             raise ArmError(f"arm.lexical={lexical!r}: use bm25 (bm25s, arm.bm25) or okapi (rank_bm25, arm.okapi)")
         self.lexical: BM25Arm | OkapiArm = BM25Arm(**dict(bm25 or {})) if lexical == "bm25" else OkapiArm(**dict(okapi or {}))
@@ -120,7 +141,12 @@ class HybridArm:
     def fuse(self, lexical: np.ndarray, vector: np.ndarray, k: int) -> list[Hit]:
         """The top ``k`` hits of the fused rankings (record indices, best first)."""
         scores = rrf_scores([lexical, vector], self.weights, len(self._records), rrf_k=self.rrf_k, depth=self.depth)
-        best = top_k(scores, k)
+        if self.ties == "first_seen":
+            position = first_seen([lexical, vector], len(self._records), self.depth)
+            candidates = np.flatnonzero(scores > 0)
+            best = candidates[np.lexsort((position[candidates], -scores[candidates]))][:k]
+        else:
+            best = top_k(scores, k)
         return ranked_hits(self._records, best, scores[best], k)
 
     def search(self, query: str, k: int) -> list[Hit]:

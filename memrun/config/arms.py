@@ -107,6 +107,7 @@ class HybridArmConfig(ArmKeys):
     depth: Optional[int] = None
     bm25: BM25Params = field(default_factory=BM25Params)
     lexical: str = "bm25"  # bm25 (bm25s, the bm25 node) | okapi (rank_bm25, the okapi node)
+    ties: str = "record_order"  # record_order | first_seen (the lexical ranking's order first)
     okapi: OkapiParams = field(default_factory=OkapiParams)
     cache_dir: Optional[str] = None
     use_cache: bool = True
