@@ -9,14 +9,13 @@ import json
 import re
 
 import pytest
-from markdown_it import MarkdownIt
-
 from accuracy.helpers import execute_run, field, is_judge
+from markdown_it import MarkdownIt
 from servers.openai_server import prompt_text
 
 from memrun.report import md
+from memrun.report.model import SweepRow
 from memrun.report.sweep_table import render as render_sweep
-from memrun.sweep import SweepRow
 
 HOSTILE = [
     "a|b\n|---|---|\n| x",

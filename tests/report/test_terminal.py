@@ -46,7 +46,7 @@ def test_one_model_behind_tables_sweep_and_report(recall_dir):
     from memrun import sweep
 
     summary = json.loads((recall_dir / "summary.json").read_text())
-    assert sweep.headline is model.headline
+    assert sweep.report_model.headline is model.headline  # the sweep table names its headline from the model
     names = [s.name for s in model.slices(summary)]
     assert names[0] == "overall_all" and len(names) == 1 + len(summary["per_category"])
     bars = model.interval_bars(summary)
