@@ -39,7 +39,7 @@ from typing import Any
 
 ROOT = Path(__file__).resolve().parent.parent
 sys.path.insert(0, str(ROOT / "tests"))
-from servers.openai_server import OpenAIServer, prompt_text  # noqa: E402
+from servers.openai_server import OpenAIServer, prompt_text
 
 CRITERION = re.compile(r"^- RUBRIC CRITERION[^:]*: (.*)$", re.MULTILINE)
 SNIPPETS = re.compile(r"First snippet: (.*?) \n\s*Second snippet: (.*?)\s*$", re.DOTALL)
@@ -133,8 +133,9 @@ def main() -> None:
     args = parser.parse_args()
     data_dir = Path(os.environ["MEMRUN_DATA_DIR"])
     sys.path.insert(0, str(ROOT))
-    from memrun.benchmarks.beam import Beam
     import yaml
+
+    from memrun.benchmarks.beam import Beam
     categories = yaml.safe_load((ROOT / "conf" / "benchmark" / "beam.yaml").read_text())["categories"]
     items = [i for g in Beam(split="100K", url="http://127.0.0.1:9", categories=categories).load(data_dir).groups
              for i in g.items]
@@ -152,11 +153,11 @@ def main() -> None:
     print(f"{'ability':<26} {'memrun official':>16} {'BEAM code':>10} {'equal':>6} {'memrun default':>15}")
     for ability, value in official["per_ability"].items():
         default = summary["per_category"][ability]["mean_judge_score"]
-        print(f"{ability:<26} {value:>16.4f} {theirs[ability]:>10.4f} {str(abs(value - theirs[ability]) < 1e-12):>6} "
+        print(f"{ability:<26} {value:>16.4f} {theirs[ability]:>10.4f} {abs(value - theirs[ability]) < 1e-12!s:>6} "
               f"{default:>15.4f}")
     mean_theirs = sum(theirs.values()) / len(theirs)
     print(f"{'ten-ability mean':<26} {official['ten_ability_mean']:>16.4f} {mean_theirs:>10.4f} "
-          f"{str(abs(official['ten_ability_mean'] - mean_theirs) < 1e-12):>6} "
+          f"{abs(official['ten_ability_mean'] - mean_theirs) < 1e-12!s:>6} "
           f"{summary['category_averaged']['mean_judge_score']:>15.4f}")
     print(f"headline ({summary['headline']['metric']}): {summary['headline']['value']:.4f}; "
           f"rows the official truncation changed: {official['n_rows_truncated']}")

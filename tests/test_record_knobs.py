@@ -162,7 +162,7 @@ def test_session_gold_as_written_reads_each_evidence_string_as_locomo_does(tmp_p
     conv = json.loads(json.dumps(CONV))
     conv["qa"][0]["evidence"] = ["D1:1; D2:1", "D:2:2", "D9:4"]  # split, reformatted, dangling
     (tmp_path / "locomo10.json").write_text(json.dumps([conv]))
-    args = dict(split="locomo10", file="locomo10.json", url=None, sha256=None, categories=CATS)
+    args = {"split": "locomo10", "file": "locomo10.json", "url": None, "sha256": None, "categories": CATS}
     normalized = LoCoMo(**args).load(tmp_path)
     written = LoCoMo(**args, session_gold="as_written").load(tmp_path)
     assert normalized.groups[0].items[0].gold_sessions == ("session_1", "session_2")

@@ -57,7 +57,12 @@ from pathlib import Path
 from typing import Any
 
 from memrun.benchmarks import count_differences, download
-from memrun.benchmarks.record_text import GRANULARITIES, RecordTemplate, as_session_documents, records_description
+from memrun.benchmarks.record_text import (
+    GRANULARITIES,
+    RecordTemplate,
+    as_session_documents,
+    records_description,
+)
 from memrun.benchmarks.text import json_type, read_text_strict
 from memrun.errors import ConfigError, DataError
 from memrun.metrics.retrieval import SESSION_CUTS

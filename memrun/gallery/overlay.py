@@ -50,7 +50,8 @@ def setting_differences(entry: Entry, inst: Instrument) -> list[str]:
         elif key == "arm":
             have = inst.arm
         elif key.startswith("benchmark.slice."):  # an id list is compared by what it selects, not its path
-            have, want = inst.slice, selection_from_config({"slice": {key.rpartition(".")[2]: want}}).describe()
+            have = inst.slice
+            want = str(selection_from_config({"slice": {key.rpartition(".")[2]: want}}).describe())
         elif "/" in key:  # a config group inside a group (arm/embedder): read the embedder field instead
             continue
         else:
