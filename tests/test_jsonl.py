@@ -128,3 +128,17 @@ def test_every_problem_of_a_line_is_listed_with_a_count_at_the_end(tmp_path: Pat
 def test_a_broken_history_does_not_also_fail_every_gold_key(tmp_path: Path) -> None:
     path = _write(tmp_path, {"item_id": "x", "history": "none", "question": "q", "gold_keys": ["x:0"]})
     assert parse_file(path).errors == [f"{path}:1: history: must be a non-empty list of turns"]
+
+
+@pytest.mark.parametrize("depth", [100, 100_000])
+def test_a_deeply_nested_line_is_one_line_of_error_not_a_traceback(tmp_path: Path, depth: int) -> None:
+    """Nested past the depth limit (and past what json can read at all): one error line naming
+    the file and line; the other lines are still checked."""
+    item = {"item_id": "x", "history": [{"role": "user", "content": "a"}], "question": "q"}
+    deep = '{"item_id": "y", "history": [], "question": "q", "extra": ' + "[" * depth + "]" * depth + "}"
+    path = _write(tmp_path, item, deep)
+    parsed = parse_file(path)
+    assert parsed.errors == [f"{path}:2: nests objects and lists deeper than 64 levels; a benchmark line needs a few"]
+    with pytest.raises(DataError, match="deeper than 64 levels") as err:
+        JsonlBenchmark(path=str(path)).load(tmp_path)
+    assert "\n" not in str(err.value)

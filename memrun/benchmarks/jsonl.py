@@ -116,6 +116,26 @@ def parse_file(path: Path, gold_match: GoldMatch = "key", max_errors: int = MAX_
     return out
 
 
+MAX_DEPTH = 64
+"""The deepest nesting of objects and lists a line may have (a history needs 3 or 4): deeper
+lines are refused in one line, before anything recurses over them (json, the row's ``extra``)."""
+
+
+def _deeper_than(value: Any, limit: int) -> bool:
+    """Whether ``value`` nests dicts and lists more than ``limit`` levels (walked without recursion)."""
+    stack = [(value, 1)]
+    while stack:
+        node, depth = stack.pop()
+        if isinstance(node, dict):
+            node = list(node.values())
+        elif not isinstance(node, list):
+            continue
+        if depth > limit:
+            return True
+        stack.extend((child, depth + 1) for child in node if isinstance(child, (dict, list)))
+    return False
+
+
 def _line(line: str, gold_match: GoldMatch, item_lines: dict[str, int], history_lines: dict[str, int],
           number: int) -> Group | list[str]:
     """The line's group, or every problem found in it."""
@@ -123,6 +143,10 @@ def _line(line: str, gold_match: GoldMatch, item_lines: dict[str, int], history_
         obj = json.loads(line)
     except json.JSONDecodeError as exc:
         return [f"not valid JSON ({exc.msg.removesuffix(' at')} at column {exc.colno})"]
+    except RecursionError:
+        obj = None
+    if obj is None or _deeper_than(obj, MAX_DEPTH):
+        return [f"nests objects and lists deeper than {MAX_DEPTH} levels; a benchmark line needs a few"]
     if not isinstance(obj, dict):
         return [f"expected a JSON object, got {type(obj).__name__}"]
     p = _Problems()
