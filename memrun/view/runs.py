@@ -53,6 +53,23 @@ def run_folders(root: Path) -> Iterator[Path]:
             yield from run_folders(Path(e.path))
 
 
+def link_out(folder: Path, root: Path) -> str | None:
+    """The first of a run's files (rows, parts, summary, live file) that resolves outside
+    ``root`` (a symlink pointing out of the runs folder), as ``folder``-relative text; None
+    when every one stays inside. The view never reads such a file."""
+    names = [ITEMS_FILE, SUMMARY_FILE, PARTS_DIR, LIVE_FILE]
+    parts = folder / PARTS_DIR
+    if parts.is_dir():
+        names += [f"{PARTS_DIR}/{p.name}" for p in sorted(parts.iterdir())]
+    for name in names:
+        path = folder / name
+        if path.is_symlink() or path.exists():
+            target = path.resolve()
+            if target != root and root not in target.parents:
+                return name
+    return None
+
+
 def stamp(folder: Path) -> tuple[int, ...]:
     """Modification times (ns) and sizes of a run's rows, summary, parts folder and live
     file (0, 0 when absent): a row is re-read when any of them changed."""
@@ -72,6 +89,9 @@ def run_row(folder: Path, root: Path) -> dict[str, Any]:
     the headline and its interval (``mrr`` is a score, not a percentage). A folder whose
     rows cannot be read is listed with status ``unreadable`` and the reason in ``error``."""
     row: dict[str, Any] = {"path": folder.relative_to(root).as_posix() or ".", "error": None, "progress": None}
+    if (out := link_out(folder, root.resolve())) is not None:
+        return {**row, "status": "unreadable", "error": f"{out} links outside the runs folder; not read",
+                "benchmark": None, "arm": None, "axis": None}
     finished = (folder / ITEMS_FILE).is_file()
     live = None if finished else read_live(folder)
     if live is not None and live["running"]:
@@ -168,4 +188,6 @@ class RunIndex:
             raise MemrunError(f"{rel}: not under {self.root}")
         if not ((folder / ITEMS_FILE).is_file() or (folder / PARTS_DIR).is_dir() or (folder / LIVE_FILE).is_file()):
             raise MemrunError(f"{rel}: not a run folder (no {ITEMS_FILE} or {PARTS_DIR}/)")
+        if (out := link_out(folder, self.root)) is not None:
+            raise MemrunError(f"{rel}/{out}: a link to a file outside {self.root}; the view serves only what is under it")
         return folder

@@ -142,3 +142,27 @@ def test_an_item_reads_the_groups_up_to_its_own_and_keeps_the_last_few():
     assert groups.find("h2-q0")[0].item_id == "h2-q0" and lazy.produced == 8  # ahead: read on
     assert groups.find("nowhere") is None and lazy.produced == 8 + 7 + 10  # to the end, then one full pass
     assert groups.find("h9-q1") is not None
+
+
+def test_a_run_whose_table_links_out_of_the_runs_folder_is_refused(tmp_path):
+    """An items.parquet (or a part) that is a symlink to a file outside the runs folder is
+    neither listed as a run nor served, as a path that climbs out of it is refused."""
+    from memrun.errors import MemrunError
+
+    outside = tmp_path / "elsewhere"
+    retrieval_run(outside, [True, False], arm="bm25")
+    root = tmp_path / "runs"
+    retrieval_run(root / "ok", [True], arm="bm25")
+    (root / "linked").mkdir(parents=True)
+    (root / "linked" / ITEMS_FILE).symlink_to(outside / ITEMS_FILE)
+    (root / "parts" / PARTS_DIR).mkdir(parents=True)
+    (root / "parts" / PARTS_DIR / "part-00000.parquet").symlink_to(outside / ITEMS_FILE)
+    index = RunIndex(root)
+    rows = {r["path"]: r for r in index.rows()}
+    assert rows["ok"]["status"] == "complete"
+    for name, what in (("linked", ITEMS_FILE), ("parts", f"{PARTS_DIR}/part-00000.parquet")):
+        assert rows[name]["status"] == "unreadable" and rows[name]["arm"] is None, rows[name]
+        assert rows[name]["error"] == f"{what} links outside the runs folder; not read"
+        with pytest.raises(MemrunError, match="a link to a file outside"):
+            index.folder(name)
+    assert index.folder("ok") == (root / "ok").resolve()
