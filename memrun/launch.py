@@ -21,6 +21,7 @@ Order of work, so that a refused job writes nothing:
 
 from __future__ import annotations
 
+import errno
 import json
 import os
 import shutil
@@ -356,6 +357,9 @@ def _job(cfg: Any, hydra_cfg: Any) -> int:
     except OSError as exc:  # the machine's side: disk full, permissions, a vanished file or folder
         status, code = "failed", EXIT_USER_ERROR
         error = f"{exc.strerror or exc}{f': {exc.filename}' if exc.filename else ''} (run folder {out_dir})"
+        if exc.errno in (errno.ENOSPC, errno.EDQUOT):  # a full disk or quota: say what to do
+            error += ("; free space on that disk (or point hydra.run.dir at another) and run the same command "
+                      "again; the rows written so far stay in the run folder")
     finally:
         if error is not None and status != "interrupted":
             error = redactor.text(error)

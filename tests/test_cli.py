@@ -283,6 +283,8 @@ def test_a_full_disk_is_one_line(tmp_path, monkeypatch, capsys):
     assert main(["progress=false"]) == 2
     err = [line for line in capsys.readouterr().err.strip().splitlines() if not line.startswith("warning: ")]
     assert len(err) == 1 and err[0].startswith("memrun: error: No space left on device: ") and "(run folder " in err[0]
+    assert err[0].endswith("free space on that disk (or point hydra.run.dir at another) and run the same command "
+                           "again; the rows written so far stay in the run folder")
 
 
 def test_a_new_key_of_a_map_says_how_to_add_it(capsys):
