@@ -17,6 +17,8 @@ from __future__ import annotations
 import asyncio
 import concurrent.futures
 import contextlib
+import shutil
+import sys
 import tempfile
 from collections.abc import Coroutine, Mapping, Sequence
 from dataclasses import dataclass, field
@@ -165,7 +167,8 @@ class McpSession:
         if spec.url:
             client = mcp_httpx.create_mcp_http_client(headers=dict(spec.headers))
             return mcp_http.streamable_http_client(spec.url, http_client=client)
-        params = mcp_stdio.StdioServerParameters(command=str(spec.command), args=[str(a) for a in spec.args],
+        command, args = with_parent_death(str(spec.command), [str(a) for a in spec.args])
+        params = mcp_stdio.StdioServerParameters(command=command, args=args,
                                                  env={str(k): str(v) for k, v in spec.env.items()}, cwd=spec.cwd)
         return mcp_stdio.stdio_client(params, errlog=self._errlog)
 
@@ -224,6 +227,21 @@ class McpSession:
             with contextlib.suppress(OSError):
                 self._errlog.close()
             self._errlog = None
+
+
+def with_parent_death(command: str, args: list[str]) -> tuple[str, list[str]]:
+    """The command line that starts a stdio server so that it dies with memrun.
+
+    The SDK starts a server in a session of its own (so memrun's process group does not
+    reach it), and a server learns that memrun is gone only from the end of its input,
+    which some ignore: after ``kill -9`` of memrun they would run on. On Linux the server
+    is started through util-linux's ``setpriv --pdeathsig KILL``, so the kernel kills it
+    when memrun dies. Unchanged elsewhere, without ``setpriv``, or for a command that is
+    not found (the SDK then reports it as not found)."""
+    setpriv = shutil.which("setpriv") if sys.platform.startswith("linux") else None
+    if setpriv is None or shutil.which(command) is None:
+        return command, args
+    return setpriv, ["--pdeathsig", "KILL", "--", command, *args]
 
 
 def _request_timeout() -> int:

@@ -244,3 +244,44 @@ def test_sessions_must_be_positive_and_are_for_a_shared_server(tmp_path) -> None
         mcp_arm(tmp_path, "arm.sessions=0")
     with pytest.raises(ArmError, match=r"arm.sessions > 1 is for a shared server"):
         mcp_arm(tmp_path, "arm.sessions=2", "arm.env.MCP_TEST_STATE='{{ namespace_dir }}/s.json'", "arm.erase=null")
+
+
+def test_a_server_that_ignores_end_of_input_dies_with_a_killed_memrun(tmp_path) -> None:
+    """kill -9 of memrun while it waits for a server that never answers and ignores the end
+    of its input (and SIGPIPE, SIGHUP): the kernel kills the server (parent-death signal);
+    it is not left running."""
+    import os
+    import signal
+    import subprocess
+    import time
+
+    from conftest import memrun_exe
+
+    pid_file = tmp_path / "server.pid"
+    script = tmp_path / "deaf_server.py"
+    script.write_text("import os, signal, sys, time\n"
+                      "for s in (signal.SIGPIPE, signal.SIGHUP):\n    signal.signal(s, signal.SIG_IGN)\n"
+                      f"open({str(pid_file)!r}, 'w').write(str(os.getpid()))\n"
+                      "time.sleep(600)\n")
+    env = {**os.environ, "MEMRUN_TESTS_DIR": str(TESTS), "XDG_CACHE_HOME": str(tmp_path / "cache")}
+    proc = subprocess.Popen([*memrun_exe(), *overrides(tmp_path / "ledger"), f"arm.args=[{script}]",
+                             "progress=false", f"hydra.run.dir={tmp_path / 'run'}"], cwd=tmp_path, env=env,
+                            stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
+    deadline = time.monotonic() + 120
+    while not pid_file.exists() and time.monotonic() < deadline and proc.poll() is None:
+        time.sleep(0.05)
+    time.sleep(0.2)
+    pid = int(pid_file.read_text())
+    os.kill(proc.pid, signal.SIGKILL)
+    proc.wait(timeout=30)
+    deadline = time.monotonic() + 15
+    while time.monotonic() < deadline:
+        try:
+            with open(f"/proc/{pid}/stat") as stat:
+                if stat.read().split()[2] == "Z":  # dead, not yet reaped
+                    return
+        except OSError:
+            return  # gone
+        time.sleep(0.1)
+    os.kill(pid, signal.SIGKILL)
+    raise AssertionError(f"the MCP server (pid {pid}) outlived memrun's kill -9")
