@@ -26,6 +26,7 @@ there (``json.load`` of 2.8 GB needs ~10 GB of memory).
 from __future__ import annotations
 
 import argparse
+import os
 import statistics
 import subprocess
 import sys
@@ -89,8 +90,12 @@ def main() -> None:
         print(f"{'':28}{'memrun':>10}{'rank_bm25':>11}")
         print(f"{'wall s (median)':28}{m_s:10.1f}{pairs.median('b'):11.1f}")
         print(f"{'peak RSS MiB (max)':28}{pairs.peak('a'):10.0f}{pairs.peak('b'):11.0f}")
+        cpu = statistics.median(b.cpu_seconds / a.cpu_seconds for a, b in zip(pairs.a, pairs.b))
+        print(f"{'CPU s, user+sys (median)':28}{pairs.median_cpu('a'):10.1f}{pairs.median_cpu('b'):11.1f}"
+              f"   rank_bm25 / memrun {cpu:.2f}x (on a loaded machine the steadier figure)")
         print(f"memrun < 60 s: {'met' if m_s < 60 else 'MISSED'} ({m_s:.1f} s); speed-up over rank_bm25 "
               f"(median of pair ratios) {speedup:.2f}x, >= 2x: {'met' if speedup >= 2 else 'MISSED'}")
+        print(f"load average {' '.join(f'{x:.2f}' for x in os.getloadavg())}")
         print("memrun s:", ", ".join(f"{c.seconds:.1f}" for c in pairs.a),
               "| rank_bm25 s:", ", ".join(f"{c.seconds:.1f}" for c in pairs.b))
         if args.reuse is not None:
