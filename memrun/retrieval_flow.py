@@ -39,6 +39,7 @@ import asyncio
 import functools
 import inspect
 import time
+import weakref
 from collections import deque
 from collections.abc import AsyncIterator, Callable, Iterable, Iterator, Mapping
 from concurrent.futures import ThreadPoolExecutor
@@ -107,6 +108,16 @@ def arm_kind(arm: object) -> str:
     return kind
 
 
+_FLOWS: weakref.WeakSet[Flow] = weakref.WeakSet()
+
+
+def calls_in_flight() -> int | None:
+    """Arm calls this process's flows have in flight now (``memrun view``'s progress of a
+    running run); None when no flow is open (a sequential arm, or none started yet)."""
+    flows = list(_FLOWS)
+    return sum(f.in_flight for f in flows) if flows else None
+
+
 class _Stopped(Exception):
     """A stop was asked for: no arm call starts any more."""
 
@@ -121,6 +132,8 @@ class Flow:
         self.answers = answers
         self.stopping = False
         self.failure: ArmError | None = None  # the first ArmError: no call starts after it
+        self.in_flight = 0  # arm calls holding a slot now
+        _FLOWS.add(self)
         self._slots: asyncio.Semaphore | None = None
         self._releases: set[asyncio.Task[None]] = set()
         self._pool = ThreadPoolExecutor(settings.concurrency, thread_name_prefix="memrun-arm") \
@@ -136,6 +149,7 @@ class Flow:
             t1 = time.perf_counter()
             waits: list[float] = []  # what the arm reports it waited (memrun.http_policy.WAITED)
             token = WAITED.set(waits)
+            self.in_flight += 1
             try:
                 result = await self._invoke(fn, args, kwargs)
             except ArmError as exc:  # the arm is misconfigured or refused: stop every history
@@ -143,6 +157,7 @@ class Flow:
                 self.failure = self.failure or exc
                 raise
             finally:
+                self.in_flight -= 1
                 WAITED.reset(token)
             waited = sum(waits)
             return result, (t1 - t0) + waited, max(time.perf_counter() - t1 - waited, 0.0)

@@ -22,7 +22,7 @@ from typing import Any
 
 from rich.console import Console
 
-from memrun import item_stages, signals, stages
+from memrun import item_stages, retrieval_flow, signals, stages
 from memrun.arms import Arm, describe
 from memrun.background import in_background
 from memrun.checks import cutoff_warning, refuse_unmeasured
@@ -109,7 +109,7 @@ def run(cfg: Any, out_dir: Path, console: Console, config_folder: Path | None,
     live = LiveStatus(out_dir, {"run_id": instrument.run_id, "benchmark": instrument.benchmark, "arm": instrument.arm,
                                 "axis": instrument.axis},
                       None if n_items is None else n_items * (spec.repeats if spec.accuracy else 1),
-                      (lambda: parts.setup.llm.in_flight) if parts.setup else None)
+                      (lambda: parts.setup.llm.in_flight) if parts.setup else retrieval_flow.calls_in_flight)
     sink = item_stages.RowSink(spec, loaded.dataset, instrument, writer, redactor, search_mode, live)
     todo, done = _resumed(resume_from, spec, loaded, sink, warnings)
     if done and resume_from is not None:

@@ -3,9 +3,9 @@
 While a run writes its items it keeps :data:`LIVE_FILE` in the run folder up to date (at
 most every :data:`EVERY_S` seconds, replaced atomically): who writes it (``pid``, ``host``),
 what runs (``run_id``, ``benchmark``, ``arm``, ``axis``), ``done`` and ``total`` rows (items
-x repeats), ``errors``, ``in_flight`` (LLM calls sent and not yet answered; None on the
-recall axis), ``started`` and ``updated`` (Unix seconds). The run removes it when its table
-is finished, whatever the outcome. A file left behind (kill -9) names a process that no
+x repeats), ``errors``, ``in_flight`` (LLM calls sent and not yet answered on the accuracy
+axis; arm calls on the recall axis, None for a sequential arm), ``started`` and ``updated``
+(Unix seconds). The run removes it when its table is finished, whatever the outcome. A file left behind (kill -9) names a process that no
 longer runs: :func:`read_live` then reports the run as not running.
 """
 
