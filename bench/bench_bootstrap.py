@@ -79,7 +79,7 @@ print(f"{d.mean():+.4f} [{low:+.4f}, {high:+.4f}] n={d.size}")
 
 def write_runs(folder: Path, n: int, n_clusters: int) -> tuple[Path, Path]:
     """Two paired retrieval runs (A, B) with the documented schema and instrument."""
-    from memrun.instrument import DENOMINATOR_RETRIEVAL, METADATA_KEY, Instrument
+    from memrun.core.instrument import DENOMINATOR_RETRIEVAL, METADATA_KEY, Instrument
     from memrun.io.schema import items_schema
 
     rng = np.random.default_rng(20_240_601)

@@ -43,7 +43,6 @@ sys.path.insert(0, str(Path(__file__).resolve().parent))
 sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
 
 from gate_methods import METHODS  # noqa: E402
-
 from memrun.stats.gate import gate_interval  # noqa: E402
 from memrun.stats.simulation import Design, locomo_like, longmemeval_like, simulate  # noqa: E402
 from memrun.stats.verdict import DEGENERATE, decide  # noqa: E402
@@ -71,7 +70,7 @@ def _lme(items: bool) -> tuple:
 def memrun_gate(x: np.ndarray, design: Design, resamples: int) -> np.ndarray:
     """memrun's own gate on each replication: True where it says PASS at threshold 0. With
     hidden groups under item clusters, the groups are the questions sharing a gold session,
-    which compare finds (:func:`memrun.compare.pairing.shared_evidence`) and also reads."""
+    which compare finds (:func:`memrun.comparison.pairing.shared_evidence`) and also reads."""
     clusters, strata = design.cluster_codes(), design.stratum_codes()
     evidence = design.effect_groups() if design.hidden and len(design.sizes) == design.n_items else None
     out = np.zeros(len(x), dtype=bool)

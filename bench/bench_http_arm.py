@@ -50,7 +50,6 @@ from pathlib import Path
 
 sys.path.insert(0, str(Path(__file__).resolve().parent))
 from _pairs import ROOT, Child, alternate, run_child  # noqa: E402
-
 from memrun.benchmarks import lme_scan  # noqa: E402
 
 BATCH = 100
@@ -171,9 +170,9 @@ def write_plan(benchmark: list[str], out: Path) -> list[dict]:
     from hydra import compose, initialize_config_dir
 
     from memrun.benchmarks.download import data_dir
-    from memrun.paths import conf_dir
     from memrun.config import BENCHMARK_RESERVED_KEYS, register
-    from memrun.plugins import build
+    from memrun.core.paths import conf_dir
+    from memrun.core.plugins import build
 
     register()
     with initialize_config_dir(config_dir=str(conf_dir()), version_base=None):
@@ -243,8 +242,8 @@ def bench_workload(name: str, benchmark: list[str], levels: list[int], args: arg
     server, url = start_server(args.search_ms, args.ingest_ms)
     try:
         for c in levels:
-            pairs = alternate(lambda: timed(memrun_cmd(benchmark, url, c, tmp), url),
-                              lambda: timed([__file__, "--peer", str(plan_file), url, str(c)], url), args.pairs)
+            pairs = alternate(lambda: timed(memrun_cmd(benchmark, url, c, tmp), url),  # noqa: B023 (called within the iteration)
+                              lambda: timed([__file__, "--peer", str(plan_file), url, str(c)], url), args.pairs)  # noqa: B023
             ideal = ideal_seconds(plan, c, args.search_ms / 1000, args.ingest_ms / 1000)
             mem_served = statistics.median(x.served for x in pairs.a)  # type: ignore[attr-defined]
             peer_served = statistics.median(x.served for x in pairs.b)  # type: ignore[attr-defined]

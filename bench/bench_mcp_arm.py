@@ -12,7 +12,7 @@ start-up and imports are left out of both sides alike.
   and the hits read from its structured content. Goal: <= 1.2x.
 * in flight: ``--histories`` histories of 50 records and ``--questions`` questions each,
   every tool call taking ``--slow-ms`` in the server (``MCP_TEST_SLOW_S``), at
-  ``arm.concurrency`` 1 and 16. memrun: the retrieval flow (memrun.retrieval_flow.Flow:
+  ``arm.concurrency`` 1 and 16. memrun: the retrieval flow (memrun.pipeline.many_histories.Flow:
   per history ingest, every search at once, release = erase); peer: a plain asyncio
   script making the same calls over one session with the same number in flight (an
   ``asyncio.Semaphore``). The ideal is the server's time alone: calls x slow / C, or a
@@ -31,7 +31,6 @@ from __future__ import annotations
 import argparse
 import asyncio
 import json
-import statistics
 import sys
 import tempfile
 import time
@@ -124,7 +123,7 @@ def groups_of(data: list[dict]) -> list:
 
 
 async def memrun_side(arm, args: argparse.Namespace) -> float:
-    from memrun.retrieval_flow import Flow, FlowSettings
+    from memrun.pipeline.many_histories import Flow, FlowSettings
 
     for slot in range(args.sessions):  # the run's servers started before the clock, as the peer's
         await arm.servers.shared(slot)

@@ -28,6 +28,7 @@ from pathlib import Path
 ROOT = Path(__file__).resolve().parent.parent
 sys.path.insert(0, str(ROOT / "tests"))
 import pyarrow.parquet as pq  # noqa: E402
+
 from servers import memory_server  # noqa: E402
 
 MEMRUN = [sys.executable, "-m", "memrun"]

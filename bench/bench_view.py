@@ -105,10 +105,10 @@ def beam_groups(split: str = "500K") -> None:
         return
     sys.path.insert(0, str(ROOT))
     from memrun.benchmarks.selection import selection_from_config
-    from memrun.config.compose import compose
     from memrun.config import BENCHMARK_RESERVED_KEYS
-    from memrun.plugins import build
-    from memrun.stages import load_dataset
+    from memrun.config.compose import compose
+    from memrun.core.plugins import build
+    from memrun.pipeline.outer_stages import load_dataset
     from memrun.view.calls import ItemGroups
 
     cfg = compose(["benchmark=beam", f"benchmark.split={split}", f"data_dir={data}"])

@@ -1,7 +1,7 @@
 """memrun's command line: Hydra runs and sweeps, plus subcommands.
 
 ``memrun [overrides...]`` and ``memrun -m [overrides...]`` compose ``conf/`` with Hydra
-and run (see :func:`memrun.run.execute`). A first argument naming a subcommand
+and run (see :func:`memrun.pipeline.run.execute`). A first argument naming a subcommand
 (:data:`SUBCOMMANDS`) runs that instead. Errors the user can fix print as one line,
 ``memrun: error: ...``; exit codes: 0 done, 2 user error, 130 interrupted.
 """
@@ -20,10 +20,10 @@ from pathlib import Path
 from typing import Any
 
 import memrun
-from memrun import signals
+from memrun.core import signals
+from memrun.core.paths import conf_dir
 from memrun.errors import MemrunError
 from memrun.lazy import lazy
-from memrun.paths import conf_dir
 
 # Loaded by a run only, after the signal handlers are installed (memrun.lazy).
 hydra = lazy("hydra")
@@ -34,11 +34,11 @@ yaml = lazy("yaml")
 omegaconf_errors = lazy("omegaconf.errors")
 config = lazy("memrun.config")
 config_errors = lazy("memrun.config.errors")
-launch = lazy("memrun.launch")
-sweep = lazy("memrun.sweep")
-show_config = lazy("memrun.show_config")
+launch = lazy("memrun.jobs.launch")
+sweep = lazy("memrun.jobs.sweep")
+show_config = lazy("memrun.commands.show_config")
 writer = lazy("memrun.io.writer")
-http_policy = lazy("memrun.http_policy")
+http_policy = lazy("memrun.core.http_policy")
 
 # name -> "module:function" taking argv (list[str]) and returning an exit code.
 SUBCOMMANDS: dict[str, str] = {
@@ -118,7 +118,7 @@ def _stdout_closed() -> bool:
 
 
 def _main(args: list[str]) -> int:
-    if "--verbose" in args:  # HTTP client logging on (memrun.http_policy.http_client_logging), here and in workers
+    if "--verbose" in args:  # HTTP client logging on (memrun.core.http_policy.http_client_logging), here and in workers
         args = [a for a in args if a != "--verbose"]
         os.environ[http_policy.VERBOSE_ENV] = "1"
     if args[:1] in (["--version"], ["-V"]):
@@ -180,7 +180,7 @@ def _check_modes(args: list[str]) -> str | None:
 
 def _run_hydra(args: list[str]) -> int:
     # Ctrl-C and SIGTERM (a CI timeout, `kill`) stop the run at a safe point; the finished
-    # rows are merged and kept, the run ends interrupted with exit 130 (memrun.signals).
+    # rows are merged and kept, the run ends interrupted with exit 130 (memrun.core.signals).
     # Installed first: a signal during the imports is honoured too.
     restore_signals = signals.install()
     # Start-up (Hydra, the config, the dataset, the arm) builds long-lived objects: a
@@ -236,7 +236,7 @@ def _run_hydra(args: list[str]) -> int:
         where = f"the rows that finished are in {current}" if kept else "no row had finished"
         return _fail(f"interrupted; {where}. Run the same command again to redo it "
                      "(on the accuracy axis, the calls already made come from the cache)", EXIT_INTERRUPTED)
-    except BaseException as exc:  # SystemExit (--help) and a sweep refused; checked without importing memrun.sweep
+    except BaseException as exc:  # SystemExit (--help) and a sweep refused; checked without importing memrun.jobs.sweep
         if _sweep_loaded() and isinstance(exc, sweep.SweepRefused):  # the folder is another sweep's: nothing ran
             return _fail(str(exc))
         raise
@@ -252,9 +252,9 @@ def _run_hydra(args: list[str]) -> int:
 
 
 def _sweep_loaded() -> bool:
-    """Whether :mod:`memrun.sweep` is loaded: a multirun loads it (its callback); a single
+    """Whether :mod:`memrun.jobs.sweep` is loaded: a multirun loads it (its callback); a single
     run, ``--help`` and ``--cfg`` never need it, nor the run table it imports (numpy with it)."""
-    return "memrun.sweep" in sys.modules
+    return "memrun.jobs.sweep" in sys.modules
 
 
 _MODE_ARGS = ("--config-dir", "-cd", "--config-path", "-cp", "--config-name", "-cn")

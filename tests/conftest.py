@@ -12,7 +12,7 @@ from pathlib import Path
 
 import pytest
 
-from memrun import signals
+from memrun.core import signals
 from servers import memory_server
 from servers.openai_server import OpenAIServer
 
@@ -104,7 +104,7 @@ def llm_env(openai_server: OpenAIServer, monkeypatch: pytest.MonkeyPatch, tmp_pa
 
 @pytest.fixture(autouse=True)
 def _no_stop_left_asked_for() -> Iterator[None]:
-    """A test that signals its own process (tests/test_signals.py) leaves the stop it asked
+    """A test that signals its own process (tests/core/test_signals.py) leaves the stop it asked
     for recorded; a later in-process run that does not go through the CLI's install (such
     as tests/arms/support.run_in_process) would honour it and end interrupted. Installing
     and at once restoring the handlers clears it and leaves the handlers as they were."""

@@ -11,7 +11,7 @@ import pyarrow as pa
 import pyarrow.parquet as pq
 
 from memrun.commands.compare import main as compare_main
-from memrun.instrument import DENOMINATOR_ABSTAIN_WRONG, DENOMINATOR_RETRIEVAL, Instrument
+from memrun.core.instrument import DENOMINATOR_ABSTAIN_WRONG, DENOMINATOR_RETRIEVAL, Instrument
 from memrun.io.metadata import seal_table
 from memrun.io.schema import items_schema
 from memrun.io.writer import ItemsWriter

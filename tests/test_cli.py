@@ -4,14 +4,14 @@ from __future__ import annotations
 
 import os
 import signal
-import sys
 import subprocess
+import sys
 import time
 from pathlib import Path
 
 import pytest
-from conftest import memrun_exe, run_dirs, run_memrun
 
+from conftest import memrun_exe, run_dirs, run_memrun
 from memrun.cli import main as cli_main
 from memrun.io.reader import read_run
 from memrun.io.schema import items_schema
@@ -305,10 +305,10 @@ def test_the_collector_is_off_during_start_up_only(tmp_path, monkeypatch):
     way out of :func:`memrun.cli.main` (a run, a refused config) turns it back on."""
     import gc
 
-    from memrun import item_stages, stages
+    from memrun.pipeline import item_stages, outer_stages
 
     seen: dict[str, bool] = {}
-    load, items = stages.load, item_stages.ingest_and_search
+    load, items = outer_stages.load, item_stages.ingest_and_search
 
     def spy_load(*args, **kwargs):
         seen["load"] = gc.isenabled()
@@ -318,7 +318,7 @@ def test_the_collector_is_off_during_start_up_only(tmp_path, monkeypatch):
         seen["items"] = gc.isenabled()
         return items(*args, **kwargs)
 
-    monkeypatch.setattr(stages, "load", spy_load)
+    monkeypatch.setattr(outer_stages, "load", spy_load)
     monkeypatch.setattr(item_stages, "ingest_and_search", spy_items)
     monkeypatch.chdir(tmp_path)
     assert gc.isenabled()

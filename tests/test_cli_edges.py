@@ -7,11 +7,11 @@ import os
 import subprocess
 
 import pytest
-from conftest import memrun_exe
-from run_tables import accuracy_run
 
+from conftest import memrun_exe
 from memrun.cli import EXIT_STDOUT_CLOSED, SUBCOMMANDS
 from memrun.cli import main as cli_main
+from run_tables import accuracy_run
 
 
 @pytest.fixture

@@ -14,9 +14,9 @@ from memrun import cli
 # its table and statistics, sweeps, arms, benchmarks, reports (they bring numpy, pyarrow,
 # rich), nor those libraries themselves. memrun's CLI, config schemas, redaction and the
 # launcher (Hydra's task function) are all it needs.
-NOT_AT_START_UP = ("memrun.run", "memrun.sweep", "memrun.instrument", "memrun.io.writer", "memrun.io.reader",
-                   "memrun.stats", "memrun.arms", "memrun.benchmarks", "memrun.report", "memrun.compare",
-                   "memrun.llm", "memrun.judges", "memrun.accuracy", "memrun.retrieval", "memrun.view")
+NOT_AT_START_UP = ("memrun.pipeline.run", "memrun.jobs.sweep", "memrun.core.instrument", "memrun.io.writer", "memrun.io.reader",
+                   "memrun.stats", "memrun.arms", "memrun.benchmarks", "memrun.report", "memrun.comparison",
+                   "memrun.llm", "memrun.judges", "memrun.accuracy", "memrun.pipeline.one_history", "memrun.view")
 HEAVY = ("numpy", "pyarrow", "scipy", "pandas", "rich", "jinja2", "aiohttp", "httpx", "bm25s", "ijson")
 
 _IMPORTS = """

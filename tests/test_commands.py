@@ -9,10 +9,10 @@ from pathlib import Path
 
 import pytest
 
+from helpers import loader
 from memrun import cli
 from memrun.benchmarks.lme_synth import TYPE_WEIGHTS, SynthSpec, generate
 from memrun.io.reader import read_run
-from helpers import loader
 
 TINY = ["--questions", "12", "--sessions", "5", "--turns", "4", "--turn-chars", "120"]
 

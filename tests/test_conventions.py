@@ -14,13 +14,13 @@ from pathlib import Path
 from typing import Any
 
 import pytest
-from arms.support import compose_run
 from rich.console import Console
 
+from arms.support import compose_run
 from memrun.commands.compare import main as compare_main
 from memrun.io.reader import read_run
+from memrun.pipeline.run import execute
 from memrun.records import Hit, Record
-from memrun.run import execute
 from memrun.stats import ExitCode
 
 

@@ -153,8 +153,8 @@ def test_the_minilm_entries_pass_and_the_mempalace_one_agrees_item_by_item(data_
 
 
 def test_the_overlay_sets_a_run_beside_published_numbers_and_names_settings_it_lacks(tmp_path):
+    from memrun.core.instrument import Instrument
     from memrun.gallery.overlay import published_beside
-    from memrun.instrument import Instrument
     entry = load_entry(write_entry(tmp_path, overrides=["benchmark=locomo", "arm=okapi", "arm.tokenizer=word_lower"],
                                    values=[{"metric": "session_recall@5", "published": 0.74, "tolerance": 0.005, "why": "x"},
                                            {"metric": "ndcg@7", "published": 0.1, "tolerance": 0, "why": "x"}]))

@@ -7,11 +7,11 @@ import json
 import random
 
 import pytest
-from run_tables import retrieval_run
 
 from memrun.errors import RunTableError
 from memrun.io.reader import read_run
 from memrun.io.writer import ITEMS_FILE, SHA256_KEY, SUMMARY_FILE, file_sha256
+from run_tables import retrieval_run
 
 
 @pytest.fixture

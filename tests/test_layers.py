@@ -18,23 +18,21 @@ PACKAGE = Path(memrun.__file__).resolve().parent
 # A module belongs to the layer of the longest prefix that names it ("memrun" alone: only
 # the package itself, so a new module must be placed here).
 LAYERS: list[tuple[str, tuple[str, ...]]] = [
-    ("base", ("memrun", "memrun.errors", "memrun.lazy", "memrun.paths", "memrun.records", "memrun.signals",
-              "memrun.background", "memrun.cache_files", "memrun.http_policy", "memrun.masking", "memrun.redaction",
-              "memrun.run_warnings", "memrun.provenance", "memrun.progress_lines", "memrun.stats",
-              "memrun.instrument", "memrun.plugins")),
+    ("base", ("memrun", "memrun.errors", "memrun.lazy", "memrun.records", "memrun.core", "memrun.stats",
+              "memrun.pipeline.progress_lines")),
     ("domain", ("memrun.config", "memrun.metrics", "memrun.judges", "memrun.llm", "memrun.io", "memrun.benchmarks",
-                "memrun.shards", "memrun.arms", "memrun.retrieval", "memrun.retrieval_flow", "memrun.checks", "memrun.resume", "memrun.accuracy",
-                "memrun.spec")),
+                "memrun.arms", "memrun.accuracy", "memrun.jobs.shards", "memrun.pipeline.spec",
+                "memrun.pipeline.one_history", "memrun.pipeline.many_histories", "memrun.pipeline.checks",
+                "memrun.pipeline.resume")),
     ("render", ("memrun.report",)),
-    ("orchestration", ("memrun.gallery", "memrun.run", "memrun.stages", "memrun.item_stages", "memrun.plan", "memrun.merge", "memrun.compare",
-                       "memrun.launch", "memrun.sweep")),
-    ("commands", ("memrun.commands", "memrun.report.html", "memrun.view", "memrun.show_config")),
+    ("orchestration", ("memrun.pipeline", "memrun.jobs", "memrun.comparison", "memrun.gallery")),
+    ("commands", ("memrun.commands", "memrun.report.html", "memrun.view")),
     ("cli", ("memrun.cli", "memrun.__main__")),
 ]
 
 # The only modules that see Hydra's config object (docs/architecture.md, "The run specification"):
 # the command line, the launch of one job, the config package and plugin construction.
-OMEGACONF_IMPORTERS = ("memrun.cli", "memrun.show_config", "memrun.launch", "memrun.config", "memrun.plugins")
+OMEGACONF_IMPORTERS = ("memrun.cli", "memrun.commands.show_config", "memrun.jobs.launch", "memrun.config", "memrun.core.plugins")
 
 
 def _modules() -> dict[str, Path]:
@@ -181,5 +179,5 @@ def test_only_the_cli_launch_config_and_plugin_construction_import_omegaconf():
 def test_the_checks_see_a_circle_and_an_upward_import():
     # The checks themselves: a made-up graph with a circle, and the layer order.
     assert _cycles({"a": {"b"}, "b": {"a"}, "c": {"a"}}) == [["a", "b"]]
-    assert layer_of("memrun.cli") > layer_of("memrun.run") > layer_of("memrun.report.run_summary") > layer_of("memrun.arms.bm25")
+    assert layer_of("memrun.cli") > layer_of("memrun.pipeline.run") > layer_of("memrun.report.run_summary") > layer_of("memrun.arms.bm25")
     assert layer_of("memrun.report.html.sweep_page") == layer_of("memrun.commands.sweep")

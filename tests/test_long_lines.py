@@ -10,10 +10,10 @@ import tracemalloc
 from pathlib import Path
 
 import pytest
-from conftest import run_memrun
 
+from conftest import run_memrun
 from memrun.arms.answers_file import load_jsonl
-from memrun.benchmarks.jsonl import JsonlBenchmark, parse_file
+from memrun.benchmarks.jsonl import parse_file
 from memrun.benchmarks.text import MAX_LINE_ENV, jsonl_lines
 from memrun.errors import ConfigError, DataError
 

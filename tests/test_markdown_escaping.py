@@ -9,13 +9,13 @@ import json
 import re
 
 import pytest
-from accuracy.helpers import execute_run, field, is_judge
 from markdown_it import MarkdownIt
-from servers.openai_server import prompt_text
 
+from accuracy.helpers import execute_run, field, is_judge
 from memrun.report import md
 from memrun.report.model import SweepRow
 from memrun.report.sweep_table import render as render_sweep
+from servers.openai_server import prompt_text
 
 HOSTILE = [
     "a|b\n|---|---|\n| x",

@@ -5,7 +5,6 @@ merge) and by compare, instead of being read as something else."""
 
 from __future__ import annotations
 
-import json
 import random
 import struct
 from pathlib import Path
@@ -13,14 +12,14 @@ from pathlib import Path
 import pyarrow as pa
 import pyarrow.parquet as pq
 import pytest
-from run_tables import retrieval_run
 
 from memrun.commands.compare import main as compare_main
+from memrun.core.instrument import METADATA_KEY
 from memrun.errors import RunTableError
-from memrun.instrument import METADATA_KEY
 from memrun.io.metadata import CHECKSUM_KEY, COLUMNS_KEY, LEGACY_WARNING, seal_table
 from memrun.io.reader import read_run
 from memrun.io.writer import ITEMS_FILE, SUMMARY_FILE
+from run_tables import retrieval_run
 
 FLIPS = 300
 
@@ -117,7 +116,7 @@ def test_a_column_added_by_another_tool_or_a_pandas_round_trip_reads(runs):
 
 def test_sharded_runs_merged_carry_the_seal(tmp_path):
     """merge.py rewrites the instrument: the merged file is sealed too (checked here on a
-    table sealed the way merge seals it, and by tests/test_shards.py on real merges)."""
+    table sealed the way merge seals it, and by tests/jobs/test_shards.py on real merges)."""
     run = retrieval_run(tmp_path / "r", [True, False, True])
     table = pq.read_table(run / ITEMS_FILE)
     instrument = read_run(run).instrument

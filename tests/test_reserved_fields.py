@@ -10,8 +10,8 @@ import pytest
 
 from memrun.arms import describe
 from memrun.arms.http import health_fields
+from memrun.core.instrument import Instrument
 from memrun.errors import ArmError
-from memrun.instrument import Instrument
 
 
 class Claims:

@@ -3,8 +3,8 @@
 import pyarrow.parquet as pq
 import pytest
 
+from memrun.core.instrument import METADATA_KEY, Instrument
 from memrun.errors import RunTableError
-from memrun.instrument import METADATA_KEY, Instrument
 from memrun.io.reader import read_run
 from memrun.io.schema import items_schema
 from memrun.io.writer import ItemsWriter
@@ -83,7 +83,7 @@ def test_a_folder_that_holds_a_run_is_not_written_again(tmp_path):
 def test_the_commit_is_read_from_one_git_status(tmp_path):
     import subprocess
 
-    from memrun.provenance import git_commit as _git_commit
+    from memrun.core.provenance import git_commit as _git_commit
 
     assert _git_commit(tmp_path) is None  # not a checkout
     git = ["git", "-C", str(tmp_path), "-c", "user.name=t", "-c", "user.email=t@t"]

@@ -1,17 +1,15 @@
 """``memrun --cfg job|hydra|all [--package P]`` and ``memrun --info config|all`` print the composed config with its secrets
-redacted as the run's saved ``.hydra/`` files are (memrun.show_config), and otherwise
+redacted as the run's saved ``.hydra/`` files are (memrun.commands.show_config), and otherwise
 exactly what Hydra prints."""
 
 from __future__ import annotations
 
 import logging
 
-import logging
-
 import pytest
 
-from memrun import show_config
 from memrun.cli import main
+from memrun.commands import show_config
 
 PASSWORD, SESSION = "pw-Arm-7f3a9c2e", "sess-0c1d2e3f4a5b"
 SECRETS = ["arm=http", f"arm.base_url=http://admin:{PASSWORD}@127.0.0.1:9", f"+arm.headers.X-Session={SESSION}",

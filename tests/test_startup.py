@@ -6,7 +6,6 @@ import subprocess
 import sys
 from pathlib import Path
 
-import pytest
 import yaml
 
 from memrun import cli
@@ -67,7 +66,7 @@ def test_a_retrieval_run_does_not_import_httpx_the_openai_sdk_or_pandas(tmp_path
 def test_the_run_flow_leaves_pyarrow_to_the_writers_thread():
     """A run's first requests go out while the writer's own thread imports pyarrow
     (memrun.io.writer): nothing the run flow imports before the items begin pulls it in."""
-    code = ("import sys; import memrun.cli, memrun.launch, memrun.sweep, memrun.run, memrun.stages, "
-            "memrun.item_stages, memrun.io.writer, memrun.arms.http; print('pyarrow' in sys.modules)")
+    code = ("import sys; import memrun.cli, memrun.jobs.launch, memrun.jobs.sweep, memrun.pipeline.run, memrun.pipeline.outer_stages, "
+            "memrun.pipeline.item_stages, memrun.io.writer, memrun.arms.http; print('pyarrow' in sys.modules)")
     done = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True)
     assert done.returncode == 0 and done.stdout.strip() == "False", done.stdout + done.stderr

@@ -18,8 +18,8 @@ from pathlib import Path
 
 import pyarrow.parquet as pq
 import pytest
-from conftest import memrun_exe
 
+from conftest import memrun_exe
 from servers import memory_server
 from servers.openai_server import OpenAIServer, prompt_text
 
@@ -29,9 +29,9 @@ QUESTIONS: list[str] = []
 @pytest.fixture(autouse=True, scope="module")
 def _questions() -> None:
     """The synthetic benchmark's questions (what a judge prompt quotes)."""
-    from memrun.config.compose import compose
     from memrun.config import BENCHMARK_RESERVED_KEYS
-    from memrun.plugins import build
+    from memrun.config.compose import compose
+    from memrun.core.plugins import build
 
     cfg = compose([])
     bench = build(cfg.benchmark, BENCHMARK_RESERVED_KEYS, "benchmark")

@@ -5,6 +5,6 @@
 - :mod:`memrun.accuracy.stage`: the async stage (retrieve once per item, read and
   judge each repeat, one row per item x repeat as it finishes).
 
-The run's orchestration (:func:`memrun.run.execute`) calls both; the summary is
+The run's orchestration (:func:`memrun.pipeline.run.execute`) calls both; the summary is
 :func:`memrun.metrics.accuracy.summarize_accuracy`. User documentation: docs/accuracy.md.
 """

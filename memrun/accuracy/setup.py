@@ -2,7 +2,7 @@
 
 Everything here runs before any item: a missing API key, an unknown prompt, a judge that
 cannot be built is a one-line ConfigError (the settings themselves were checked by
-:func:`memrun.config.spec.build_spec`). Pins: the reader model and prompt (and the judge)
+:func:`memrun.config.build_spec.build_spec`). Pins: the reader model and prompt (and the judge)
 default to what the benchmark's published numbers used (``reader.pins``); overriding one
 adds a comparability warning, printed before the run and kept in the instrument.
 """
@@ -13,15 +13,17 @@ import random
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any
 
-from memrun.cache_files import network_warning
-from memrun.errors import ConfigError
-from memrun.http_policy import HttpPolicy
-from memrun.instrument import (
+from memrun.core.cache_files import network_warning
+from memrun.core.http_policy import HttpPolicy
+from memrun.core.instrument import (
     DENOMINATOR_ABSTAIN_WRONG,
     DENOMINATOR_BEAM_OFFICIAL,
     DENOMINATOR_EXCLUDE_ABSTAIN,
     DENOMINATOR_MEAN_SCORE,
 )
+from memrun.core.paths import configured_or_cache
+from memrun.core.redaction import Redactor
+from memrun.errors import ConfigError
 from memrun.judges import Judge, build_judge
 from memrun.llm.cache import CallCache
 from memrun.llm.endpoint import Endpoint, resolve_endpoint
@@ -29,12 +31,10 @@ from memrun.llm.prompts import load_prompt
 from memrun.llm.reader import READER_FIELDS, Reader
 from memrun.llm.service import LLMService
 from memrun.metrics.beam_official import OFFICIAL_SCORE
-from memrun.paths import configured_or_cache
 from memrun.records import Dataset
-from memrun.redaction import Redactor
 
 if TYPE_CHECKING:
-    from memrun.spec import AccuracySpec, LLMCallSpec, ReaderSpec, RunSpec
+    from memrun.pipeline.spec import AccuracySpec, LLMCallSpec, ReaderSpec, RunSpec
 
 # config ``denominator`` (the summary's ratio) -> the instrument's denominator (what compare reads)
 DENOMINATORS = {"accuracy_abstain_wrong": DENOMINATOR_ABSTAIN_WRONG, "accuracy": DENOMINATOR_EXCLUDE_ABSTAIN,
@@ -86,7 +86,7 @@ class AccuracySetup:
 
 
 def build_reader(spec: ReaderSpec, llm: LLMService | None, endpoint: Endpoint | None = None) -> Reader:
-    """The reader ``spec`` describes (:func:`memrun.config.spec.reader_spec` checked it).
+    """The reader ``spec`` describes (:func:`memrun.config.build_spec.reader_spec` checked it).
 
     endpoint: None resolves it from the spec and the environment (a run); ``memrun view``
     passes the run's recorded one, as it only rebuilds requests and needs no key.
@@ -124,7 +124,7 @@ def whole_history(reader: Reader, arm: Any, warnings: list[str]) -> None:
 
 def build_setup(spec: RunSpec, arm: Any) -> AccuracySetup:
     """Build reader, judges and the LLM service of the axis=accuracy run ``spec``
-    (``spec.answering``, checked by :func:`memrun.config.spec.build_spec`). Raises ConfigError
+    (``spec.answering``, checked by :func:`memrun.config.build_spec.build_spec`). Raises ConfigError
     for a missing API key, an unknown prompt or a judge that cannot be built.
 
     An arm with a callable ``answer_for(item) -> str | None`` answers itself: no reader

@@ -10,7 +10,7 @@ persists it as it finishes).
 
 Retrieval stays just ahead of the answers: the next group is taken once fewer than
 ``concurrency`` item x repeats wait for a slot. Groups come, in dataset order, from
-:func:`memrun.retrieval_flow.retrieved_groups`: an async or thread-safe arm retrieves up to
+:func:`memrun.pipeline.many_histories.retrieved_groups`: an async or thread-safe arm retrieves up to
 ``arm.concurrency`` histories at once on this event loop; a sequential arm retrieves each
 group when it is taken, in a worker thread while calls are in flight (the event loop
 keeps serving them) and on the loop itself when none is (a re-run answered from the
@@ -41,8 +41,8 @@ from memrun.llm.reader import Prepared, Reader
 from memrun.llm.service import BudgetExhausted
 from memrun.metrics.failure import failure_stage
 from memrun.metrics.stale import SUPERSEDED_KEY, stale_label
+from memrun.pipeline.one_history import Retrieved
 from memrun.records import Dataset, Group, Item, Record
-from memrun.retrieval import Retrieved
 from memrun.stats.labels import ABSTAIN, CORRECT, ERROR, WRONG
 
 Row = dict[str, Any]
@@ -53,7 +53,7 @@ NETWORK_TEXT = ("reader_answer", "judge_explanation", "judge2_explanation", "err
 
 def reader_request(reader: Reader | None, r: Retrieved, records: Mapping[str, Record]) -> Prepared | None:
     """The reader's request for ``r`` as a run sends it (None: the arm answers, or retrieval
-    failed). Shared with :mod:`memrun.plan`, which looks the same requests up in the cache."""
+    failed). Shared with :mod:`memrun.pipeline.plan`, which looks the same requests up in the cache."""
     if reader is None or r.error is not None:
         return None
     return reader.prepare(r.item, r.hits or [], records)
@@ -61,7 +61,7 @@ def reader_request(reader: Reader | None, r: Retrieved, records: Mapping[str, Re
 
 def judge_case(item: Item, category_label: str, answer: str, substring_gold: bool,
                abstention_categories: Sequence[str]) -> Case:
-    """What the judges grade for one answer to ``item`` (shared with :mod:`memrun.plan`)."""
+    """What the judges grade for one answer to ``item`` (shared with :mod:`memrun.pipeline.plan`)."""
     return Case(
         item=item,
         category_label=category_label,

@@ -5,7 +5,7 @@ takes the config's keys except ``name`` and ``top_k`` (which memrun reads itself
 It implements :class:`Arm`: ``ingest`` one history's records, ``search`` a query for
 the top ``k`` hits, ``close``. It may implement ``describe()`` to report the
 instrument fields that depend on it (its keys that are comparability fields of
-:class:`memrun.instrument.Instrument`, e.g. ``search_mode``, ``embedder``, are copied
+:class:`memrun.core.instrument.Instrument`, e.g. ``search_mode``, ``embedder``, are copied
 into the run's instrument).
 
 An arm that needs the item itself rather than its question (``arm=oracle``, which
@@ -21,8 +21,8 @@ from typing import Any, Protocol, runtime_checkable
 
 import numpy as np
 
+from memrun.core.instrument import Instrument
 from memrun.errors import ArmError
-from memrun.instrument import Instrument
 from memrun.records import GoldMatch, Hit, Item, Record
 
 
@@ -34,7 +34,7 @@ class Arm(Protocol):
     that built the arm: on the accuracy axis ``ingest`` and ``search`` may run on a worker
     thread (docs/arms.md, "Threads"). An arm whose ``ingest``/``search`` are coroutines, or
     which sets ``thread_safe = True``, is called concurrently instead, several histories
-    open at once, and its ``search`` takes ``history_id`` (:mod:`memrun.retrieval_flow`,
+    open at once, and its ``search`` takes ``history_id`` (:mod:`memrun.pipeline.many_histories`,
     docs/arms.md, "Concurrency").
     """
 

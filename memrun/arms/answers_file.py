@@ -29,8 +29,8 @@ import pyarrow.parquet as pq
 
 from memrun.benchmarks.download import sha256_of
 from memrun.benchmarks.text import jsonl_lines
+from memrun.core.instrument import METADATA_KEY
 from memrun.errors import ArmError, DataError, MemrunError
-from memrun.instrument import METADATA_KEY
 from memrun.lazy import lazy
 from memrun.records import Hit, Item, Record
 

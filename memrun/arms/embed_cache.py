@@ -16,13 +16,13 @@ from typing import Protocol, runtime_checkable
 
 import numpy as np
 
+from memrun.core.paths import configured_or_cache
 from memrun.errors import ArmError
 from memrun.lazy import lazy
-from memrun.paths import configured_or_cache
-from memrun.progress_lines import ACTIVITY
+from memrun.pipeline.progress_lines import ACTIVITY
 
-memrun_cache_files = lazy("memrun.cache_files")
-memrun_run_warnings = lazy("memrun.run_warnings")
+memrun_cache_files = lazy("memrun.core.cache_files")
+memrun_run_warnings = lazy("memrun.core.run_warnings")
 
 CACHE_FILE = "embeddings.sqlite"
 EMBEDDING = "embedding"  # the progress line's phase: records embedded / total, records/s

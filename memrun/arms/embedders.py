@@ -2,7 +2,7 @@
 
 - :class:`OpenAIEmbedder` (``arm/embedder=openai``): any OpenAI-compatible
   ``POST {base_url}/embeddings`` endpoint, under memrun's HTTP policy
-  (:mod:`memrun.http_policy`).
+  (:mod:`memrun.core.http_policy`).
 - :class:`LocalEmbedder` (``arm/embedder=minilm``): a sentence-transformers model on
   this machine, run in numpy (:mod:`memrun.arms.bert_numpy`, ``pip install 'memrun[local]'``,
   no torch) or by sentence-transformers itself. ``all-MiniLM-L6-v2`` resolves to the
@@ -25,11 +25,11 @@ from typing import Any
 import httpx
 import numpy as np
 
+from memrun.core.http_policy import HttpPolicy, http_client_logging, send
+from memrun.core.redaction import Redactor
 from memrun.errors import ArmError, AuthError
-from memrun.http_policy import HttpPolicy, http_client_logging, send
 from memrun.lazy import lazy
 from memrun.llm.endpoint import DEFAULT_BASE_URL
-from memrun.redaction import Redactor
 
 bert_numpy = lazy("memrun.arms.bert_numpy")
 sentence_transformers = lazy("sentence_transformers")

@@ -13,9 +13,9 @@ from __future__ import annotations
 from collections.abc import Sequence
 from typing import Any
 
+from memrun.core.run_warnings import warn
 from memrun.errors import ArmError
 from memrun.records import Hit, Record
-from memrun.run_warnings import warn
 
 KEEP = ("last", "first")
 

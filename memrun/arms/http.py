@@ -14,7 +14,7 @@ created and filled; it is erased by ``release`` once the history's searches are 
 and whatever is left at ``close`` (also on Ctrl-C, SIGTERM and SIGHUP), unless
 ``keep_namespaces`` keeps and lists them.
 
-The arm is async (:mod:`memrun.retrieval_flow`): ``ingest``, ``search`` and ``release`` are
+The arm is async (:mod:`memrun.pipeline.many_histories`): ``ingest``, ``search`` and ``release`` are
 coroutines, several histories are open at once (``search`` takes ``history_id``) and
 memrun keeps up to ``arm.concurrency`` calls in flight. How a request is sent (the pooled
 aiohttp session per event loop, the blocking client of set-up and ``close``, the HTTP
@@ -29,9 +29,9 @@ Every request goes through the HTTP policy (429 waits; 408, 5xx and, for idempot
 operations, transport errors retried; a 429 holds every request in flight to the server,
 and ``max_rps`` caps the rate); a request that still fails is recorded on the item by the
 run, never as a miss; a 401/403 stops the run.
-Warnings (failed erases, leftovers, kept namespaces) are the run's (:mod:`memrun.run_warnings`:
+Warnings (failed erases, leftovers, kept namespaces) are the run's (:mod:`memrun.core.run_warnings`:
 printed and saved), with a total at the end of the run. The user info of ``base_url`` is
-never printed or written (:mod:`memrun.redaction`).
+never printed or written (:mod:`memrun.core.redaction`).
 """
 
 from __future__ import annotations
@@ -48,14 +48,29 @@ import httpx
 
 from memrun.arms.embedders import api_key_from_env
 from memrun.arms.http_client import ServerClient
-from memrun.arms.http_templates import (CONTEXT, Operation, await_ready, describe_shape, encode_body, hits_from_result,
-                                        sample_context)
-from memrun.arms.namespaces import (ISOLATED, UNSAFE, NamespaceLedger, TerminationGuard, check_isolation,
-                                    default_ledger_dir, orphaned_ledgers, safe_name)
+from memrun.arms.http_templates import (
+    CONTEXT,
+    Operation,
+    await_ready,
+    describe_shape,
+    encode_body,
+    hits_from_result,
+    sample_context,
+)
+from memrun.arms.namespaces import (
+    ISOLATED,
+    UNSAFE,
+    NamespaceLedger,
+    TerminationGuard,
+    check_isolation,
+    default_ledger_dir,
+    orphaned_ledgers,
+    safe_name,
+)
+from memrun.core.instrument import Instrument
+from memrun.core.redaction import Redactor
+from memrun.core.run_warnings import warn
 from memrun.errors import ArmError
-from memrun.instrument import Instrument
-from memrun.redaction import Redactor
-from memrun.run_warnings import warn
 from memrun.records import Hit, Record
 
 OPERATIONS = ("health", "create", "ingest", "ready", "search", "erase")
@@ -95,7 +110,7 @@ class HttpArm:
     one record in ``records``). auth_token_env: environment variable with the token
     (sent as ``<auth_header>: <auth_scheme> <token>``). headers: extra headers, whose values
     are secret (redacted from every file and line) unless the config's ``arm.public_headers``
-    names them (read by :mod:`memrun.redaction`, not passed here).
+    names them (read by :mod:`memrun.core.redaction`, not passed here).
     namespace_prefix, keep_namespaces, ledger_dir: namespaces (module docstring).
     eval_flags / crediting_flags / crediting: the ``flags`` search templates see.
     require_real_providers: refuse a server whose health names a fake/stub provider.

@@ -6,8 +6,8 @@ on a loopback server it spends a fraction of httpx's AsyncClient time per reques
 machine where aiohttp cost ~2), which is memrun's overhead in every latency it records.
 The blocking set-up and clean-up of the arm (health, leftovers, ``close``) stay on httpx.
 
-:func:`send` applies :class:`memrun.http_policy.Retrier` and a server's shared
-:class:`~memrun.http_policy.RateGate`; its errors are httpx's types, so the arm, the rows
+:func:`send` applies :class:`memrun.core.http_policy.Retrier` and a server's shared
+:class:`~memrun.core.http_policy.RateGate`; its errors are httpx's types, so the arm, the rows
 and the ledger speak one vocabulary whichever client sent the request: a status >= 400
 raises ``httpx.HTTPStatusError`` (401/403: :class:`memrun.errors.AuthError`), a failed
 connection ``httpx.ConnectError``, a timeout ``httpx.ReadTimeout``, any other transport
@@ -27,7 +27,7 @@ from typing import Any
 import aiohttp
 import httpx
 
-from memrun.http_policy import AUTH_STATUSES, BODY_PREVIEW_CHARS, HttpPolicy, RateGate, Retrier, note_wait, auth_error
+from memrun.core.http_policy import AUTH_STATUSES, BODY_PREVIEW_CHARS, HttpPolicy, RateGate, Retrier, auth_error, note_wait
 
 
 @dataclass(frozen=True)

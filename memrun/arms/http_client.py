@@ -2,9 +2,9 @@
 
 A :class:`ServerClient` holds what every request to the server shares: the base URL, the
 headers (the token among them), the HTTP policy (429 waits; 408, 5xx and, for idempotent
-operations, transport errors retried: :mod:`memrun.http_policy`), one pooled keep-alive
+operations, transport errors retried: :mod:`memrun.core.http_policy`), one pooled keep-alive
 aiohttp session per event loop (:mod:`memrun.arms.http_async`) and the server's
-:class:`~memrun.http_policy.RateGate` (a 429 holds every request in flight to it;
+:class:`~memrun.core.http_policy.RateGate` (a 429 holds every request in flight to it;
 ``max_rps`` caps the rate). Requests on the event loop (ingest, search, release) go
 through aiohttp; set-up (leftovers, health) and ``close`` use a blocking httpx client, so
 that namespaces are erased even after the event loop was cancelled.
@@ -27,9 +27,9 @@ import httpx
 
 from memrun.arms import http_async
 from memrun.arms.http_templates import Operation, encode_body
+from memrun.core.http_policy import HttpPolicy, RateGate, http_client_logging, send
+from memrun.core.redaction import Redactor, strip_userinfo
 from memrun.errors import ArmError, AuthError
-from memrun.http_policy import HttpPolicy, RateGate, http_client_logging, send
-from memrun.redaction import Redactor, strip_userinfo
 
 http_client_logging()  # one line per request at INFO otherwise: off unless memrun --verbose
 

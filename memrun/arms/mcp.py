@@ -31,8 +31,8 @@ import logging
 import secrets
 import shutil
 import tempfile
-from dataclasses import dataclass
 from collections.abc import Mapping, Sequence
+from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
@@ -42,11 +42,18 @@ from memrun.arms.http_templates import await_ready, hits_from_result, sample_con
 from memrun.arms.mcp_client import McpSession, run_blocking
 from memrun.arms.mcp_ops import CONTEXT, ArgumentChecker, ToolOperation, check_tools, map_result
 from memrun.arms.mcp_servers import McpServers
-from memrun.arms.namespaces import (ISOLATED, NamespaceLedger, TerminationGuard, check_isolation, default_ledger_dir,
-                                    orphaned_ledgers, safe_name)
+from memrun.arms.namespaces import (
+    ISOLATED,
+    NamespaceLedger,
+    TerminationGuard,
+    check_isolation,
+    default_ledger_dir,
+    orphaned_ledgers,
+    safe_name,
+)
+from memrun.core.run_warnings import warn
 from memrun.errors import ArmError
 from memrun.records import Hit, Record
-from memrun.run_warnings import warn
 
 log = logging.getLogger(__name__)
 DIR_LEDGER = "mcp-namespace-dirs"  # the ledger's "server" for per-history folders

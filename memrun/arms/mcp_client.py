@@ -24,11 +24,11 @@ from collections.abc import Coroutine, Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import Any, TypeVar
 
+from memrun.core.http_policy import http_client_logging
+from memrun.core.masking import command_label, fingerprint
+from memrun.core.redaction import strip_userinfo
 from memrun.errors import ArmError
-from memrun.http_policy import http_client_logging
 from memrun.lazy import lazy
-from memrun.masking import command_label, fingerprint
-from memrun.redaction import strip_userinfo
 
 http_client_logging()  # the SDK's streamable HTTP transport is httpx: one INFO line per call otherwise
 
@@ -62,13 +62,13 @@ class ServerSpec:
     @property
     def label(self) -> str:
         """The server in messages: its URL without user info, or its command line with every
-        value after a flag masked (:func:`memrun.masking.command_label`); env is never shown."""
+        value after a flag masked (:func:`memrun.core.masking.command_label`); env is never shown."""
         return strip_userinfo(self.url) if self.url else command_label(self.command, self.args)
 
     @property
     def identity(self) -> str:
         """The server in the namespace ledger, the same for the same server across runs: the
-        label and a fingerprint of every argument and variable it is handed (:func:`memrun.masking.fingerprint`)."""
+        label and a fingerprint of every argument and variable it is handed (:func:`memrun.core.masking.fingerprint`)."""
         values = [f"{k}={v}" for k, v in sorted(self.env.items())] + [str(a) for a in self.args]
         return f"{self.label} [{fingerprint(values)}]" if values and not self.url else self.label
 

@@ -37,12 +37,11 @@ from datetime import datetime, timezone
 from pathlib import Path
 from typing import Any, NamedTuple
 
-from memrun import signals
+from memrun.core import signals
+from memrun.core.paths import user_cache
+from memrun.core.redaction import strip_userinfo
+from memrun.core.run_warnings import current
 from memrun.errors import ArmError
-from memrun.paths import user_cache
-from memrun.redaction import strip_userinfo
-from memrun.run_warnings import current
-
 
 ISOLATED, SHARED = "per_history", "shared"
 """``arm.isolation`` values (and the instrument's ``isolation``): every history in a store of
@@ -235,7 +234,7 @@ def orphaned_ledgers(folder: Path, base_url: str) -> Iterator[Leftover]:
 
 class TerminationGuard:
     """While installed, SIGTERM and SIGHUP stop the run like Ctrl-C, at a safe point
-    (:func:`memrun.signals.handler`: the request is recorded and the run's loops stop
+    (:func:`memrun.core.signals.handler`: the request is recorded and the run's loops stop
     there, so the namespaces are erased on the way out). Main thread only.
 
     Handlers someone else installed (the memrun command line installs that one) are left

@@ -19,7 +19,7 @@ import httpx
 import jsonref
 import yaml
 
-from memrun.arms.mcp_guess import ERASE, NAMESPACE, SEARCH, TEXT, propose_ingest, propose_search
+from memrun.arms.mcp_guess import NAMESPACE, SEARCH, TEXT, propose_ingest, propose_search
 from memrun.errors import ConfigError
 
 METHODS = ("get", "post", "put", "patch", "delete")

@@ -16,9 +16,9 @@ import hashlib
 import os
 from pathlib import Path
 
+from memrun.core.paths import user_cache
 from memrun.errors import DataError, DownloadError
 from memrun.lazy import lazy
-from memrun.paths import user_cache
 
 filelock = lazy("filelock")
 httpx = lazy("httpx")  # a run whose files are present never loads it (~60 ms)

@@ -43,8 +43,8 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
-from memrun.errors import ConfigError, DataError
 from memrun.benchmarks.text import jsonl_lines
+from memrun.errors import ConfigError, DataError
 from memrun.records import Dataset, GoldMatch, Group, Item, Record
 
 CONVERSATION_FIELDS = ("conversation_id", "history", "questions")

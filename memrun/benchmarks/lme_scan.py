@@ -19,8 +19,8 @@ from typing import Any, BinaryIO, NoReturn
 import ijson
 
 from memrun.benchmarks.text import BOM
+from memrun.core.paths import user_cache
 from memrun.errors import DataError
-from memrun.paths import user_cache
 
 SCAN_RULES = 1  # bump when scan_index checks or returns something else: older cached scans are not used
 

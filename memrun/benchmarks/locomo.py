@@ -277,7 +277,7 @@ def _records(conversation: dict[str, Any], counts: Counter[str], where: str = "c
     present = {n for n, key in sessions if conversation[key]}
     counts["sessions_empty"] += len(dated - present)
     records: list[Record] = []
-    for n, key in sessions:
+    for _n, key in sessions:
         turns = [] if conversation[key] is None else conversation[key]
         if not isinstance(turns, list) or not all(isinstance(t, dict) for t in turns):
             raise DataError(f"{where} {key}: expected a list of turn objects")

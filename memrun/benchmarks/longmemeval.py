@@ -76,8 +76,8 @@ from typing import Any
 import ijson
 
 from memrun.benchmarks import count_differences, download
-from memrun.benchmarks.sessions import HistoryRecords, Session, SessionStore, TurnError
 from memrun.benchmarks.lme_scan import cached_scan_index, first_line, open_json
+from memrun.benchmarks.sessions import HistoryRecords, Session, SessionStore, TurnError
 from memrun.errors import ConfigError, DataError
 from memrun.metrics.retrieval_official import ANSWER_MARK, LME_NDCG, LME_OFFICIAL_PRESET, OFFICIAL_NO_GOLD
 from memrun.metrics.stale import SUPERSEDED_KEY

@@ -29,17 +29,16 @@ from typing import Any
 import httpx
 import yaml
 
-from memrun.arms import openapi_guess
+from memrun.arms import mcp_probe, openapi_guess
 from memrun.arms.http_templates import JsonTemplate, Operation, encode_body
 from memrun.arms.mcp_client import McpSession, ServerSpec, ToolError
 from memrun.arms.mcp_guess import propose, result_path
 from memrun.arms.mcp_ops import ToolOperation, result_document
-from memrun.arms import mcp_probe
+from memrun.core.paths import conf_dir
 from memrun.errors import ArmError, ConfigError, MemrunError
 from memrun.lazy import lazy
-from memrun.paths import conf_dir
+from memrun.pipeline.many_histories import SEQUENTIAL, arm_kind
 from memrun.records import Record
-from memrun.retrieval_flow import SEQUENTIAL, arm_kind
 
 arms_http = lazy("memrun.arms.http")
 arms_mcp = lazy("memrun.arms.mcp")

@@ -1,7 +1,7 @@
 """``memrun cache merge SRC... DEST``: fold per-shard caches (node-local disk) into one.
 
 Each SRC and DEST is a cache folder (``cache_dir`` of the call cache, ``arm.cache_dir``
-of the embedding cache); entries are inserted or ignored by key (:mod:`memrun.cache_files`).
+of the embedding cache); entries are inserted or ignored by key (:mod:`memrun.core.cache_files`).
 """
 
 from __future__ import annotations
@@ -13,7 +13,7 @@ from pathlib import Path
 from memrun.errors import MemrunError
 from memrun.lazy import lazy
 
-memrun_cache_files = lazy("memrun.cache_files")
+memrun_cache_files = lazy("memrun.core.cache_files")
 
 
 def main(argv: Sequence[str]) -> int:

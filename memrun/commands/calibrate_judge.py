@@ -25,14 +25,14 @@ from rich.progress import BarColumn, MofNCompleteColumn, Progress, TextColumn, T
 
 from memrun.config import BENCHMARK_RESERVED_KEYS
 from memrun.config.compose import compose, resolved
+from memrun.core.plugins import build
 from memrun.errors import ConfigError, MemrunError
 from memrun.lazy import lazy
-from memrun.plugins import build
 
-memrun_redaction = lazy("memrun.redaction")
+memrun_redaction = lazy("memrun.core.redaction")
 benchmarks_download = lazy("memrun.benchmarks.download")
 accuracy_setup = lazy("memrun.accuracy.setup")
-config_spec = lazy("memrun.config.spec")
+config_spec = lazy("memrun.config.build_spec")
 memrun_judges = lazy("memrun.judges")
 judges_calibration = lazy("memrun.judges.calibration")
 

@@ -19,9 +19,9 @@ and exit 4; with ``--format json`` stdout always holds a JSON document (``outcom
 ``--format markdown`` a markdown document for every outcome
 (:mod:`memrun.report.compare_pr`: the sticky-comment marker, the runs by id and config).
 
-``--gate NAME`` reads ``conf/gates/NAME.yaml`` (:mod:`memrun.compare.gates`; flags win);
+``--gate NAME`` reads ``conf/gates/NAME.yaml`` (:mod:`memrun.comparison.gates`; flags win);
 ``--baseline auto B`` finds A among the runs under ``--runs-dir``
-(:mod:`memrun.compare.baseline`; none found: exit 4).
+(:mod:`memrun.comparison.baseline`; none found: exit 4).
 """
 
 from __future__ import annotations
@@ -31,29 +31,29 @@ import importlib
 import json
 import sys
 from collections.abc import Sequence
-from pathlib import Path
 from dataclasses import dataclass
+from pathlib import Path
 from typing import NoReturn
 
 import pyarrow as pa
 import pyarrow.compute as pc
 
-from memrun.background import in_background
-from memrun.compare.analysis import Bounds, Comparison, Settings, analyze, category_order, metric_unit
-from memrun.compare.baseline import find_baseline
-from memrun.compare.design import cluster_supply, design_notes, evidence_sensitivity
-from memrun.compare.fitness import DataThresholds
-from memrun.compare.pairing import Paired, pair, read_for_compare
+from memrun.comparison.analysis import Bounds, Comparison, Settings, analyze, category_order, metric_unit
+from memrun.comparison.baseline import find_baseline
+from memrun.comparison.design import cluster_supply, design_notes, evidence_sensitivity
+from memrun.comparison.fitness import DataThresholds
+from memrun.comparison.pairing import Paired, pair, read_for_compare
+from memrun.core.background import in_background
+from memrun.core.instrument import Instrument
 from memrun.errors import MemrunError
-from memrun.instrument import Instrument
 from memrun.io.reader import RunTable, read_instrument
 from memrun.lazy import lazy
 from memrun.metrics.retrieval import item_column_for
 from memrun.report.compare_report import render_json, render_markdown, render_text
 from memrun.stats import DEFAULT_BAND, ExitCode, JudgeCalibration, band_from_null
 
-compare_gates = lazy("memrun.compare.gates")
-compare_flips = lazy("memrun.compare.flips")
+compare_gates = lazy("memrun.comparison.gates")
+compare_flips = lazy("memrun.comparison.flips")
 report_flips = lazy("memrun.report.flips")
 report_compare_pr = lazy("memrun.report.compare_pr")
 
@@ -293,7 +293,7 @@ class _Prepared:
     chosen: str
 
     def pair(self) -> Paired:
-        """The items both runs scored, paired (:func:`memrun.compare.pairing.pair`)."""
+        """The items both runs scored, paired (:func:`memrun.comparison.pairing.pair`)."""
         return pair(self.run_a, self.run_b, metric=self.settings.metric, cluster_by=self.cluster_by,
                     stratify_by=self.stratify_by, categories=self.categories)
 
@@ -361,7 +361,7 @@ def _prepare(args: argparse.Namespace) -> _Prepared | tuple[None, int, str]:
 def paired_items(args: argparse.Namespace) -> tuple[Paired | None, int, str | None]:
     """The comparison's pairing alone, no statistics: (paired items, 0, None), or (None, exit
     code, refusal) as :func:`compare` refuses. What the flips page reads
-    (:mod:`memrun.compare.flips`). Raises MemrunError as :func:`compare` does."""
+    (:mod:`memrun.comparison.flips`). Raises MemrunError as :func:`compare` does."""
     prepared = _prepare(args)
     if isinstance(prepared, tuple):
         return prepared
@@ -525,7 +525,7 @@ def null_band_main(argv: Sequence[str]) -> int:
     """``memrun null-band A A2``: the gate band measured from two same-config runs.
 
     Refuses (exit 3) runs whose instruments differ or whose configurations differ
-    (:meth:`memrun.instrument.Instrument.configuration_diff`): the band is the noise
+    (:meth:`memrun.core.instrument.Instrument.configuration_diff`): the band is the noise
     between two runs of one configuration.
     """
     parser = _Parser(prog="memrun null-band",

@@ -14,7 +14,7 @@ from pathlib import Path
 from memrun.errors import MemrunError
 from memrun.lazy import lazy
 
-memrun_merge = lazy("memrun.merge")
+memrun_merge = lazy("memrun.jobs.merge")
 
 
 def main(argv: Sequence[str]) -> int:

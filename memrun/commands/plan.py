@@ -2,7 +2,7 @@
 
     memrun plan axis=accuracy benchmark=locomo judge=gpt41 [--format text|json|markdown]
 
-Takes the same overrides as a run (:mod:`memrun.plan` does the work; it makes no LLM
+Takes the same overrides as a run (:mod:`memrun.pipeline.plan` does the work; it makes no LLM
 call). Prices come from ``conf/prices.yaml`` (``--prices FILE`` for another table).
 
 ``--pilot A B`` (two finished runs of a pilot comparison, e.g. the baseline and a first
@@ -21,16 +21,16 @@ from collections.abc import Mapping
 from pathlib import Path
 from typing import Any
 
+from memrun.core.paths import conf_dir
 from memrun.errors import ConfigError, MemrunError
 from memrun.lazy import lazy
-from memrun.paths import conf_dir
 
 commands_compare = lazy("memrun.commands.compare")
 report_md = lazy("memrun.report.md")
 config_compose = lazy("memrun.config.compose")
-config_spec = lazy("memrun.config.spec")
+config_spec = lazy("memrun.config.build_spec")
 llm_prices = lazy("memrun.llm.prices")
-memrun_plan = lazy("memrun.plan")
+memrun_plan = lazy("memrun.pipeline.plan")
 report_compare_report = lazy("memrun.report.compare_report")
 
 MARKER = "<!-- memrun-plan: {benchmark}/{arm} -->"

@@ -23,7 +23,7 @@ from typing import NoReturn
 from memrun.errors import MemrunError
 from memrun.lazy import lazy
 
-memrun_launch = lazy("memrun.launch")
+memrun_launch = lazy("memrun.jobs.launch")
 html_compare_page = lazy("memrun.report.html.compare_page")
 html_sweep_page = lazy("memrun.report.html.sweep_page")
 html_run_page = lazy("memrun.report.html.run_page")

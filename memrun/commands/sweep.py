@@ -16,7 +16,7 @@ from memrun.lazy import lazy
 
 io_writer = lazy("memrun.io.writer")
 report_sweep_table = lazy("memrun.report.sweep_table")
-memrun_sweep = lazy("memrun.sweep")
+memrun_sweep = lazy("memrun.jobs.sweep")
 io_combine = lazy("memrun.io.combine")
 
 

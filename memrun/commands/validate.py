@@ -23,8 +23,8 @@ from memrun.benchmarks.jsonl import MAX_ERRORS, ParsedFile, parse_file
 from memrun.benchmarks.longmemeval import LongMemEval
 from memrun.errors import ConfigError, DataError
 from memrun.lazy import lazy
+from memrun.pipeline.one_history import gold_reach
 from memrun.records import Dataset, GoldMatch, Group
-from memrun.retrieval import gold_reach
 
 benchmarks_locomo = lazy("memrun.benchmarks.locomo")
 

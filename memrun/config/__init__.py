@@ -27,10 +27,10 @@ from memrun.config.arms import (
     DenseArmConfig,
     FullContextArmConfig,
     HttpArmConfig,
-    McpArmConfig,
     HybridArmConfig,
-    OkapiArmConfig,
     LocalEmbedderConfig,
+    McpArmConfig,
+    OkapiArmConfig,
     OpenAIEmbedderConfig,
     OracleArmConfig,
 )
@@ -39,9 +39,9 @@ from memrun.config.llm import (
     ExactJudgeConfig,
     F1JudgeConfig,
     LLMJudgeConfig,
-    RubricJudgeConfig,
     NoJudgeConfig,
     ReaderConfig,
+    RubricJudgeConfig,
     SubstringJudgeConfig,
 )
 from memrun.errors import ConfigError
@@ -56,8 +56,8 @@ class Axis(str, Enum):
 
 
 # Keys memrun reads itself from a group node; the rest go to the ``_target_`` class.
-ARM_RESERVED_KEYS = ("name", "top_k", "public_headers", "concurrency", "warmup")  # public_headers: memrun.redaction;
-# concurrency, warmup: memrun.retrieval_flow
+ARM_RESERVED_KEYS = ("name", "top_k", "public_headers", "concurrency", "warmup")  # public_headers: memrun.core.redaction;
+# concurrency, warmup: memrun.pipeline.many_histories
 BENCHMARK_RESERVED_KEYS = ("name", "ks", "slice", "sample", "limit", "corrections")
 
 
@@ -98,7 +98,7 @@ class Denominator(str, Enum):
 
 @dataclass
 class ShardConfig:
-    """``shard``: run only the groups shard ``index`` of ``count`` owns (memrun/shards.py)."""
+    """``shard``: run only the groups shard ``index`` of ``count`` owns (memrun/jobs/shards.py)."""
 
     count: int = 1  # 1: no sharding
     index: int = 0

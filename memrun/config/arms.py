@@ -10,7 +10,7 @@ from omegaconf import MISSING
 
 @dataclass
 class ArmKeys:
-    """Keys every arm has, read by memrun itself (:class:`memrun.retrieval_flow.FlowSettings`)."""
+    """Keys every arm has, read by memrun itself (:class:`memrun.pipeline.many_histories.FlowSettings`)."""
 
     concurrency: int = 16  # calls in flight to the arm (async or thread-safe arms); 1: one at a time
     warmup: bool = False  # search each query twice and time the second (the first warms caches)
@@ -183,7 +183,7 @@ class MemoryServerKeys(ArmKeys):
     auth_header: str = "Authorization"
     auth_scheme: str = "Bearer"
     headers: Dict[str, str] = field(default_factory=dict)
-    public_headers: List[str] = field(default_factory=list)  # memrun.redaction: values that may be saved
+    public_headers: List[str] = field(default_factory=list)  # memrun.core.redaction: values that may be saved
     namespace_prefix: str = "memrun-"
     keep_namespaces: bool = False
     isolation: str = "per_history"  # or shared: every history in the server's one store, on purpose (instrumented)

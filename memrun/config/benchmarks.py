@@ -7,7 +7,6 @@ from typing import Dict, List, Optional
 
 from omegaconf import MISSING
 
-
 # -- selection: every benchmark (see memrun.benchmarks.selection) -----------------------
 
 

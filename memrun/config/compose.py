@@ -8,10 +8,10 @@ from typing import Any
 from memrun.config import register
 from memrun.config.errors import explain_config_error
 from memrun.config.strict import check_boolean_overrides
+from memrun.core.paths import conf_dir
+from memrun.core.redaction import redact_config
 from memrun.errors import ConfigError
 from memrun.lazy import lazy
-from memrun.paths import conf_dir
-from memrun.redaction import redact_config
 
 hydra = lazy("hydra")
 hydra_errors = lazy("hydra.errors")
@@ -28,7 +28,7 @@ def saved(cfg: Any, container: dict[str, Any] | None = None) -> dict[str, Any]:
     """The config as a run keeps it in its instrument: ``container`` (``cfg`` resolved;
     None: resolved here) with its secrets redacted, what a started server is handed masked
     and fingerprinted, and ``${oc.env:NAME}`` kept as spelled, never its value
-    (:func:`memrun.redaction.redact_config`, :mod:`memrun.masking`)."""
+    (:func:`memrun.core.redaction.redact_config`, :mod:`memrun.core.masking`)."""
     spelling = omegaconf.OmegaConf.to_container(cfg, resolve=False)
     return redact_config(resolved(cfg) if container is None else container, spelling, fingerprints=True)  # type: ignore[no-any-return]
 

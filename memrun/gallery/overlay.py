@@ -15,8 +15,8 @@ from collections.abc import Mapping
 from typing import Any
 
 from memrun.benchmarks.selection import selection_from_config
+from memrun.core.instrument import Instrument
 from memrun.gallery.entries import FILES, Entry, load_entries
-from memrun.instrument import Instrument
 from memrun.metrics.retrieval import SESSION_PREFIX
 
 

@@ -14,8 +14,8 @@ from pathlib import Path
 import pyarrow as pa
 import pyarrow.parquet as pq
 
+from memrun.core.instrument import Instrument
 from memrun.errors import RunTableError
-from memrun.instrument import Instrument
 from memrun.io.reader import read_run
 
 # each once: a field named here may also be a comparability field (repeats is)

@@ -17,7 +17,7 @@ from __future__ import annotations
 import os
 from pathlib import Path
 
-from memrun.instrument import METADATA_KEY
+from memrun.core.instrument import METADATA_KEY
 from memrun.lazy import lazy
 
 io_metadata = lazy("memrun.io.metadata")  # with pyarrow: only to check a sealed footer's checksum

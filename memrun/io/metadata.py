@@ -1,7 +1,7 @@
 """The metadata memrun stores in a Parquet file's footer, sealed with a checksum.
 
 Parquet's page checksums cover the data pages, not the footer, where the column names,
-their types and the key-value metadata (the :class:`~memrun.instrument.Instrument`) live.
+their types and the key-value metadata (the :class:`~memrun.core.instrument.Instrument`) live.
 With ``summary.json`` beside ``items.parquet`` the file's recorded sha256 catches a
 damaged footer; a bare ``items.parquet`` (copied alone, a part file) had no such check,
 and a single flipped bit could rename a column or change an instrument value silently.
@@ -24,8 +24,8 @@ from __future__ import annotations
 import hashlib
 import json
 
+from memrun.core.instrument import METADATA_KEY, Instrument
 from memrun.errors import RunTableError
-from memrun.instrument import METADATA_KEY, Instrument
 from memrun.lazy import lazy
 
 pa = lazy("pyarrow")  # a run's writer imports it on its own thread (memrun.io.writer)
@@ -61,13 +61,13 @@ def _checksum(instrument: bytes, columns: bytes) -> bytes:
 
 def checksum_matches(instrument: bytes, columns: bytes, checksum: bytes) -> bool:
     """Whether ``checksum`` (a :data:`CHECKSUM_KEY` value) seals ``instrument`` (the
-    :data:`~memrun.instrument.METADATA_KEY` value) and ``columns`` (:data:`COLUMNS_KEY`)."""
+    :data:`~memrun.core.instrument.METADATA_KEY` value) and ``columns`` (:data:`COLUMNS_KEY`)."""
     return _checksum(instrument, columns) == checksum
 
 
 def sealed(schema: pa.Schema, instrument: Instrument | str) -> dict[bytes, bytes]:
     """The footer metadata for a file of ``schema`` written by a run with ``instrument``
-    (or its JSON, :meth:`~memrun.instrument.Instrument.to_json`): the instrument's JSON,
+    (or its JSON, :meth:`~memrun.core.instrument.Instrument.to_json`): the instrument's JSON,
     the column list and their checksum."""
     meta = (instrument if isinstance(instrument, str) else instrument.to_json()).encode()
     columns = _columns(schema)

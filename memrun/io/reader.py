@@ -11,8 +11,8 @@ from pathlib import Path
 import pyarrow as pa
 import pyarrow.parquet as pq
 
+from memrun.core.instrument import METADATA_KEY, Instrument
 from memrun.errors import RunTableError
-from memrun.instrument import METADATA_KEY, Instrument
 from memrun.io.metadata import LEGACY_WARNING, verify
 from memrun.io.writer import ITEMS_FILE, PARTS_DIR, SHA256_KEY, SUMMARY_FILE, file_sha256
 from memrun.lazy import lazy

@@ -33,7 +33,7 @@ BASE_COLUMNS: list[pa.Field] = [
     pa.field("retrieved_scores", pa.list_(pa.float64())),
     pa.field("retrieved_texts", _STR_LIST),  # each hit's text as the arm returned it, in rank order
     pa.field("n_retrieved", pa.int32()),
-    pa.field("search_latency_ms", pa.float64()),  # the search call itself (memrun.retrieval_flow)
+    pa.field("search_latency_ms", pa.float64()),  # the search call itself (memrun.pipeline.many_histories)
     pa.field("search_queue_ms", pa.float64()),  # time it waited for a slot, a 429 or a backoff
     pa.field("error", pa.string()),
     pa.field("gold_sessions", _STR_LIST),

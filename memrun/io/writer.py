@@ -37,8 +37,8 @@ from concurrent.futures import Future, ThreadPoolExecutor
 from pathlib import Path
 from typing import Any, Callable
 
+from memrun.core.instrument import Instrument
 from memrun.errors import RunTableError
-from memrun.instrument import Instrument
 from memrun.io.metadata import seal_schema, seal_table
 from memrun.lazy import lazy
 

@@ -28,8 +28,8 @@ from typing import Any, Protocol, runtime_checkable
 from hydra.errors import InstantiationException
 from hydra.utils import get_class
 
+from memrun.core.plugins import params as plugin_params
 from memrun.errors import ConfigError
-from memrun.plugins import params as plugin_params
 from memrun.records import Item
 from memrun.stats.labels import ABSTAIN, CORRECT, ERROR, WRONG
 

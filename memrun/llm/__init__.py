@@ -3,7 +3,7 @@
 - :mod:`memrun.llm.endpoint`: where calls go (base URL, API key from the environment),
   fake-provider detection, and redaction of secrets from everything memrun writes;
 - :mod:`memrun.llm.client`: an OpenAI-compatible chat client (``openai`` SDK, no SDK
-  retries) under :class:`memrun.http_policy.Retrier`;
+  retries) under :class:`memrun.core.http_policy.Retrier`;
 - :mod:`memrun.llm.cache`: the on-disk call cache (sqlite) that makes re-runs free;
 - :mod:`memrun.llm.service`: cache + bounded concurrency + token budget + counters;
 - :mod:`memrun.llm.prompts`: prompt files, their rendering and their sha256;

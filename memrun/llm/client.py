@@ -8,7 +8,7 @@ request (its request model, URL parsing, SSL contexts for plain-http endpoints),
 capped one event loop near 280 calls/s; this path spends a fraction of that, and
 ``aiohttp`` is imported only when the first call misses the cache.
 
-Every retry decision is :class:`memrun.http_policy.Retrier`'s (429: wait out Retry-After
+Every retry decision is :class:`memrun.core.http_policy.Retrier`'s (429: wait out Retry-After
 without using the retry budget; 408, 5xx and transport errors: jittered 0.5 x 2^n s
 backoff up to ``attempts``; 401/403: :class:`memrun.errors.AuthError`, which stops the
 run; other >= 400: raise with the body's start). When nothing answers at an endpoint
@@ -32,12 +32,11 @@ from functools import cached_property
 from typing import Any
 from urllib.parse import urlsplit
 
+from memrun.core.http_policy import AUTH_STATUSES, BODY_PREVIEW_CHARS, HttpPolicy, Retrier, auth_error, http_client_logging
+from memrun.core.redaction import Redactor
 from memrun.errors import AuthError, EndpointUnreachable
-from memrun.http_policy import (AUTH_STATUSES, BODY_PREVIEW_CHARS, HttpPolicy, Retrier, auth_error,
-                                 http_client_logging)
 from memrun.lazy import lazy, loaded
 from memrun.llm.endpoint import Endpoint
-from memrun.redaction import Redactor
 
 aiohttp = lazy("aiohttp")  # loaded by the first client that sends (memrun.lazy)
 urllib_request = lazy("urllib.request")

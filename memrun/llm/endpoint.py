@@ -4,8 +4,8 @@ memrun reads API keys only from the environment: a reader or judge config names 
 variable (``api_key_env``, default ``OPENAI_API_KEY``), never the key. The base URL comes
 from the config (``base_url``), else from the variable named by ``base_url_env`` (default
 ``OPENAI_BASE_URL``), else OpenAI's. Every string memrun writes from an LLM exchange
-(error bodies, judge explanations) passes through :class:`memrun.redaction.Redactor`, which
-replaces the keys in use with ``***`` (the rules for secrets live in :mod:`memrun.redaction`).
+(error bodies, judge explanations) passes through :class:`memrun.core.redaction.Redactor`, which
+replaces the keys in use with ``***`` (the rules for secrets live in :mod:`memrun.core.redaction`).
 """
 
 from __future__ import annotations
@@ -18,10 +18,15 @@ from dataclasses import dataclass, field
 from functools import cached_property
 from urllib.parse import urlsplit, urlunsplit
 
-from memrun.errors import ConfigError
-from memrun.redaction import (  # noqa: F401 - re-exported: the rules for secrets live in memrun.redaction
-    REDACTED, LiteralSecretError, Redactor, check_no_secrets, find_literal_secrets, strip_userinfo,
+from memrun.core.redaction import (  # noqa: F401 - re-exported: the rules for secrets live in memrun.core.redaction
+    REDACTED,
+    LiteralSecretError,
+    Redactor,
+    check_no_secrets,
+    find_literal_secrets,
+    strip_userinfo,
 )
+from memrun.errors import ConfigError
 
 __all__ = ["DEFAULT_BASE_URL", "REDACTED", "Endpoint", "LiteralSecretError", "Redactor", "check_no_secrets",
            "find_literal_secrets", "is_fake", "is_loopback", "resolve_endpoint"]

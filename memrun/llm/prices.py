@@ -17,7 +17,7 @@ def load_prices(path: Path) -> tuple[dict[str, Any], dict[str, Any]]:
     try:
         data = yaml.safe_load(path.read_text())
         models = data["models"]
-        for model, price in models.items():
+        for price in models.values():
             float(price["input"]), float(price["output"])
     except (OSError, yaml.YAMLError, KeyError, TypeError, ValueError) as exc:
         raise ConfigError(f"prices {path}: cannot read the price table ({exc}); it needs models: "

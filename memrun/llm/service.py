@@ -25,12 +25,12 @@ from concurrent.futures import Future
 from dataclasses import dataclass
 from typing import TYPE_CHECKING
 
-from memrun.background import in_background
-from memrun.http_policy import HttpPolicy
+from memrun.core.background import in_background
+from memrun.core.http_policy import HttpPolicy
+from memrun.core.redaction import Redactor
 from memrun.llm.cache import CallCache, call_key
 from memrun.llm.client import ChatClient, ChatRequest, ChatResult
 from memrun.llm.endpoint import Endpoint
-from memrun.redaction import Redactor
 
 if TYPE_CHECKING:
     from memrun.llm.client import ChatClient

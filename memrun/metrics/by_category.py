@@ -10,7 +10,6 @@ module computes those blocks from per-item rows; :mod:`memrun.report.run_summary
 from __future__ import annotations
 
 import math
-
 from collections.abc import Iterable, Mapping, Sequence
 from typing import Any
 

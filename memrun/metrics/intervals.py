@@ -3,7 +3,7 @@
 The interval of a mean: the per-item scores themselves are bootstrapped
 (:func:`memrun.stats.paired_bootstrap` of the scores "against 0"), clusters resampled
 together (the ``cluster`` column: LoCoMo's conversations), seed 7, 10,000 resamples.
-Per-item scores are those the comparison reads (:mod:`memrun.compare.pairing`):
+Per-item scores are those the comparison reads (:mod:`memrun.comparison.pairing`):
 
 - accuracy axis: the item's majority label over repeats, correct 1, wrong 0, an
   abstention 0 under ``accuracy_abstain_wrong`` and left out under ``accuracy``;

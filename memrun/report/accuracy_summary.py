@@ -20,7 +20,7 @@ def _ms(block: Mapping[str, Any]) -> str:
 
 
 def coverage_line(coverage: Mapping[str, Any]) -> str:
-    """The answer coverage of an arm that answers itself, in one line (see :func:`memrun.checks.answer_coverage`)."""
+    """The answer coverage of an arm that answers itself, in one line (see :func:`memrun.pipeline.checks.answer_coverage`)."""
     line = (f"answers for {coverage['answered']} of {coverage['items']} items ({percent(coverage['share'])}; "
             f"min_coverage {percent(coverage['min_coverage'])})")
     if coverage["partial"]:

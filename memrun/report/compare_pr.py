@@ -4,7 +4,7 @@ A comment bot updates one sticky comment per benchmark and arm: every markdown d
 starts with :data:`MARKER`. Runs are named by run id and configuration (benchmark, arm,
 the overrides they were run with), never by local paths, with each run's calls line
 (from ``summary.json``'s ``calls``) and a unified diff of the two composed
-configurations, changed keys only (:meth:`memrun.instrument.Instrument.configuration_diff`).
+configurations, changed keys only (:meth:`memrun.core.instrument.Instrument.configuration_diff`).
 Refusals and usage errors render too (:func:`render_outcome_markdown`). Names, overrides and
 config values are escaped for their position (:mod:`memrun.report.md`); the marker keeps
 only safe characters.
@@ -19,8 +19,8 @@ from typing import Any
 
 import yaml
 
+from memrun.core.paths import conf_dir
 from memrun.lazy import lazy
-from memrun.paths import conf_dir
 from memrun.report import md
 
 io_reader = lazy("memrun.io.reader")

@@ -13,7 +13,7 @@ shown without text.
 
 from __future__ import annotations
 
-from collections.abc import Mapping, Sequence
+from collections.abc import Mapping
 from typing import Any
 
 from memrun.records import Hit, gold_matcher

@@ -1,4 +1,4 @@
-"""Render the flips of a comparison (:mod:`memrun.compare.flips`): the terminal listing of
+"""Render the flips of a comparison (:mod:`memrun.comparison.flips`): the terminal listing of
 ``memrun compare A B --flips`` and the markdown of the pull-request comment (the top five
 each way). The HTML page is :mod:`memrun.report.html.flips_page`."""
 

@@ -1,7 +1,7 @@
 """The summary model every renderer reads: one place computes, several render.
 
 The terminal tables (:mod:`memrun.report.run_summary`, :mod:`memrun.report.accuracy_summary`),
-``memrun sweep`` (:mod:`memrun.sweep`) and ``memrun report`` (:mod:`memrun.report.html`)
+``memrun sweep`` (:mod:`memrun.jobs.sweep`) and ``memrun report`` (:mod:`memrun.report.html`)
 take a run's slices, its headline and its per-category intervals from here, read off a
 ``summary.json`` dict (:func:`memrun.metrics.run_level.summarize_rows` made it).
 """
@@ -128,7 +128,7 @@ class SweepRow:
 
 def run_labels(instruments: Sequence[Any]) -> list[str]:
     """A label per run for a chart: its arm and the configuration keys on which the runs
-    differ (:meth:`memrun.instrument.Instrument.configuration_diff` against the first run;
+    differ (:meth:`memrun.core.instrument.Instrument.configuration_diff` against the first run;
     ``arm.`` dropped from the keys), e.g. ``bm25 k1=1.2``; runs still alike get their start
     time. Never a path."""
     skip = ("arm", "arm.name")  # the arm is named anyway

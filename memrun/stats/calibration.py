@@ -31,8 +31,8 @@ from __future__ import annotations
 import math
 import numbers
 from collections.abc import Mapping
-from statistics import NormalDist
 from dataclasses import asdict, dataclass
+from statistics import NormalDist
 from typing import Any
 
 from memrun.stats.bootstrap import BootstrapResult, format_interval

@@ -35,9 +35,9 @@ from pathlib import Path
 from typing import Any
 from urllib.parse import quote, urlencode
 
+from memrun.core.paths import user_cache
 from memrun.errors import MemrunError
 from memrun.lazy import lazy
-from memrun.paths import user_cache
 from memrun.view.runs import INSTRUMENT_COLUMNS, RunIndex, stamp
 
 starlette_responses = lazy("starlette.responses")
@@ -269,5 +269,5 @@ def warm_up() -> None:
     for name in PAGES:
         html_common.environment().get_template(name)
     for module in ("memrun.accuracy.setup", "memrun.accuracy.stage", "memrun.report.html.compare_page",
-                   "memrun.report.html.flips_page", "memrun.compare.flips", "memrun.commands.compare", "memrun.run"):
+                   "memrun.report.html.flips_page", "memrun.comparison.flips", "memrun.commands.compare", "memrun.pipeline.run"):
         importlib.import_module(module)

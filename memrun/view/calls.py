@@ -20,22 +20,22 @@ from collections.abc import Iterable, Iterator, Mapping, Sequence
 from pathlib import Path
 from typing import Any
 
+from memrun.core.instrument import Instrument
+from memrun.core.paths import configured_or_cache
 from memrun.errors import MemrunError
-from memrun.instrument import Instrument
 from memrun.lazy import lazy
 from memrun.llm.endpoint import Endpoint
-from memrun.paths import configured_or_cache
 from memrun.records import Hit, Item
 
 config_compose = lazy("memrun.config.compose")
 accuracy_setup = lazy("memrun.accuracy.setup")
-config_spec = lazy("memrun.config.spec")
+config_spec = lazy("memrun.config.build_spec")
 memrun_judges = lazy("memrun.judges")
 llm_cache = lazy("memrun.llm.cache")
 benchmarks_selection = lazy("memrun.benchmarks.selection")
 memrun_config = lazy("memrun.config")
-memrun_plugins = lazy("memrun.plugins")
-memrun_stages = lazy("memrun.stages")
+memrun_plugins = lazy("memrun.core.plugins")
+memrun_stages = lazy("memrun.pipeline.outer_stages")
 accuracy_stage = lazy("memrun.accuracy.stage")
 
 

@@ -9,12 +9,11 @@ from pathlib import Path
 from typing import Any
 
 import pyarrow.parquet as pq
-
 from rich.console import Console
 
 from memrun.cli import main
 from memrun.config.compose import compose
-from memrun.run import execute
+from memrun.pipeline.run import execute
 
 KEY = "sk-test-loopback-0123456789abcdef"
 
@@ -27,7 +26,7 @@ def run_memrun(tmp_path: Path, *overrides: str, name: str = "run", cache: str = 
 
 
 def execute_run(tmp_path: Path, *overrides: str, name: str = "run", cache: str = "cache") -> tuple[Path, str]:
-    """Compose the config once and call :func:`memrun.run.execute` (faster than the CLI,
+    """Compose the config once and call :func:`memrun.pipeline.run.execute` (faster than the CLI,
     which composes twice); returns (run folder, printed text). MemrunErrors propagate."""
     out = tmp_path / name
     cfg = compose(["axis=accuracy", "progress=false", f"cache_dir={tmp_path / cache}", *overrides])

@@ -10,11 +10,10 @@ from pathlib import Path
 
 import pytest
 
-from memrun.errors import RunFailed
-
 from accuracy.helpers import KEY, execute_run, field, gold_judge, is_judge, rows, run_memrun, summary
 from memrun.benchmarks.synthetic import Synthetic
 from memrun.cli import main
+from memrun.errors import RunFailed
 from memrun.io.reader import read_run
 from servers.openai_server import Reply, prompt_text
 

@@ -8,8 +8,8 @@ from typing import Any
 
 import pytest
 
+from memrun.core.http_policy import HttpPolicy, Retrier
 from memrun.errors import AuthError, EndpointUnreachable
-from memrun.http_policy import HttpPolicy, Retrier
 from memrun.llm.client import CallError, ChatClient, ChatRequest, parse_completion
 from memrun.llm.endpoint import Endpoint
 from servers.openai_server import OpenAIServer, Reply

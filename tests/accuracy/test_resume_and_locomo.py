@@ -14,8 +14,8 @@ from pathlib import Path
 import pytest
 
 from accuracy.helpers import KEY, execute_run, field, gold_judge, is_judge, rows, summary
-from memrun.io.reader import read_run
 from memrun.cli import main
+from memrun.io.reader import read_run
 from memrun.llm.cache import CallCache
 from memrun.stats.calibration import JudgeCalibration
 from servers.openai_server import prompt_text

@@ -13,7 +13,7 @@ import pytest
 
 from arms.support import compose_run
 from memrun.config import BENCHMARK_RESERVED_KEYS
-from memrun.plugins import build
+from memrun.core.plugins import build
 
 
 @pytest.fixture(scope="session")

@@ -12,7 +12,7 @@ from rich.console import Console
 
 from memrun.cli import conf_dir
 from memrun.config import register
-from memrun.run import execute
+from memrun.pipeline.run import execute
 
 TESTS = Path(__file__).resolve().parents[1]
 REPO = TESTS.parent

@@ -2,15 +2,14 @@
 
 from __future__ import annotations
 
-
 import pyarrow as pa
 import pyarrow.parquet as pq
 import pytest
-from arms.support import run_in_process
 
+from arms.support import run_in_process
 from memrun.arms.answers_file import AnswersFileArm
+from memrun.core.instrument import METADATA_KEY, Instrument
 from memrun.errors import ConfigError, DataError
-from memrun.instrument import METADATA_KEY, Instrument
 from memrun.records import Item
 
 

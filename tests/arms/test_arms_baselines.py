@@ -3,15 +3,15 @@
 from __future__ import annotations
 
 import pytest
-from arms.support import run_in_process
 
+from arms.support import run_in_process
 from memrun.arms.full_context import FullContextArm, truncate
 from memrun.arms.oracle import OracleArm
 from memrun.errors import ArmError
 from memrun.io.reader import read_run
-from memrun.checks import HitChecks
+from memrun.pipeline.checks import HitChecks
+from memrun.pipeline.one_history import Retrieved
 from memrun.records import Hit, Item, Record
-from memrun.retrieval import Retrieved
 
 RECORDS = [Record(f"D{s}:{i}", "x" * 10, session=f"session_{s}") for s in (1, 2) for i in (1, 2, 3)]
 

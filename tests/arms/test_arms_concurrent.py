@@ -7,9 +7,9 @@ from pathlib import Path
 from typing import Any
 
 import pytest
+
 from arms import concurrent
 from arms.support import run_in_process
-
 from memrun.errors import ArmError, ConfigError
 from memrun.io.reader import read_run
 
@@ -58,8 +58,8 @@ def test_a_slow_history_does_not_hold_back_the_ones_after_it() -> None:
     import asyncio
     import time
 
+    from memrun.pipeline.many_histories import Flow, FlowSettings
     from memrun.records import Group, Hit, Item, Record
-    from memrun.retrieval_flow import Flow, FlowSettings
 
     class Arm:
         def __init__(self) -> None:

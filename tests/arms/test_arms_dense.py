@@ -7,14 +7,14 @@ import time
 
 import numpy as np
 import pytest
-from servers.openai_server import Reply
 
 from memrun.arms.dense import DenseArm
 from memrun.arms.embed_cache import CachedEmbedder, EmbeddingCache
 from memrun.arms.embedders import LocalEmbedder, OpenAIEmbedder
+from memrun.core.http_policy import HttpPolicy
 from memrun.errors import ArmError
-from memrun.http_policy import HttpPolicy
 from memrun.records import Record, gold_matches
+from servers.openai_server import Reply
 
 RECORDS = [Record("a", "Alice adopted a grey cat named Pixel"), Record("b", "Bob flew to Lisbon in May"),
            Record("c", "The team deployed version two on Friday"), Record("d", "Alice's cat likes tuna")]
@@ -214,7 +214,7 @@ def test_embedding_arms_on_the_accuracy_axis_use_the_readers_gateway(llm_env, tm
 
     from memrun.config.compose import compose
     from memrun.io.reader import read_run
-    from memrun.run import execute
+    from memrun.pipeline.run import execute
 
     cfg = compose(["axis=accuracy", "benchmark=synthetic", f"arm={arm}", "arm/embedder=openai", "judge=exact",
                    f"arm.cache_dir={tmp_path / 'vectors'}", f"cache_dir={tmp_path / 'calls'}", "progress=false"])

@@ -12,14 +12,13 @@ import time
 from pathlib import Path
 
 import pytest
-from arms.support import Blocking, REPO, compose_run, run_in_process
 
-from memrun.arms.http import HttpArm
+from arms.support import REPO, Blocking, compose_run, run_in_process
 from memrun.config import ARM_RESERVED_KEYS
+from memrun.core.plugins import build
 from memrun.errors import ArmError
 from memrun.io.reader import read_run
 from memrun.records import Record
-from memrun.plugins import build
 
 RECORDS = [Record("D1:1", "Ann: I adopted a grey cat", "1 May 2023", "session_1"),
            Record("D1:2", "Ben: what is the cat called", "1 May 2023", "session_1"),
@@ -128,7 +127,7 @@ def test_server_errors_are_retried_then_recorded_on_the_item(memory, tmp_path) -
     state.fail["search"] = [503, 500, 500]  # 503 retried; then 500, 500 exhaust attempts=2
     state.fail["ingest"] = [400]  # the first history cannot be ingested
     out = tmp_path / "run"
-    # 7 of 30 rows fail, over the default max_error_share (a degraded run, tests/test_run_degraded.py):
+    # 7 of 30 rows fail, over the default max_error_share (a degraded run, tests/pipeline/test_run_degraded.py):
     # this test is about how each failure is recorded, so the threshold is lifted; one call at a
     # time, so that the failures fall on one search (concurrent faults: test_arms_http_concurrency.py)
     summary = run_in_process(["arm=http", f"arm.base_url={url}", f"arm.ledger_dir={tmp_path}", "arm.attempts=2",

@@ -8,7 +8,6 @@ from pathlib import Path
 from typing import Any
 
 from arms.support import run_in_process
-
 from memrun.io.reader import read_run
 
 LATENCY = ("search_latency_ms", "search_queue_ms", "run_id")

@@ -10,15 +10,15 @@ from pathlib import Path
 
 import httpx
 import pytest
-from arms.support import Blocking, compose_run
-from servers import memory_server
 
+from arms.support import Blocking, compose_run
 from memrun.cli import main
 from memrun.config import ARM_RESERVED_KEYS
+from memrun.core.plugins import build
 from memrun.errors import ArmError
 from memrun.io.reader import read_run
-from memrun.plugins import build
 from memrun.records import Record
+from servers import memory_server
 
 RECORDS = [Record("D1:1", "Ann: I adopted a grey cat", "1 May 2023", "session_1"),
            Record("D1:2", "Ben: what is the cat called", "1 May 2023", "session_1"),

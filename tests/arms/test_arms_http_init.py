@@ -8,9 +8,9 @@ import json
 
 import pytest
 import yaml
-from servers import memory_server, notes_server
 
 from memrun.cli import main as cli_main
+from servers import notes_server
 
 
 def init(tmp_path, capsys, *argv: str) -> tuple[int, str, dict]:

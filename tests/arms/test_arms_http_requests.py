@@ -9,18 +9,17 @@ from collections.abc import Iterator
 from pathlib import Path
 
 import pytest
-from arms.support import REPO, compose_run
-from conftest import run_memrun
-from servers import bulk_server
 
-from arms.support import Blocking
+from arms.support import REPO, Blocking, compose_run
+from conftest import run_memrun
 from memrun.arms.http import HttpArm
 from memrun.arms.http_templates import encode_body
 from memrun.config import ARM_RESERVED_KEYS
+from memrun.core.plugins import build
 from memrun.errors import ArmError
 from memrun.io.reader import read_run
-from memrun.plugins import build
 from memrun.records import Record
+from servers import bulk_server
 
 RECORDS = [Record("D1:1", "Ann: I adopted a grey cat", "1 May 2023", "session_1"),
            Record("D1:2", "Ben: what is the cat called", "1 May 2023", "session_1"),

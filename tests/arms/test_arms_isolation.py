@@ -7,13 +7,13 @@ from __future__ import annotations
 from pathlib import Path
 
 import pytest
-from arms.support import compose_run, run_in_process
 
+from arms.support import compose_run, run_in_process
 from memrun.arms.mcp import McpArm
 from memrun.config import ARM_RESERVED_KEYS
+from memrun.core.plugins import build
 from memrun.errors import ArmError
 from memrun.io.reader import read_run
-from memrun.plugins import build
 
 # the reference server's API with one fixed namespace: every history goes into "global"
 GLOBAL = ["arm.create=null", "arm.erase=null", "arm.ingest.path=/v1/namespaces/global/memories",

@@ -12,15 +12,15 @@ import sys
 from pathlib import Path
 
 import pytest
-from arms.support import TESTS, compose_run, run_in_process
 
+from arms.support import TESTS, compose_run, run_in_process
 from memrun.arms.mcp_client import McpSession, ServerSpec
 from memrun.arms.mcp_ops import ArgumentChecker, ToolOperation, check_tools, map_result
 from memrun.commands.compare import main as compare_main
 from memrun.config import ARM_RESERVED_KEYS
+from memrun.core.plugins import build
 from memrun.errors import ArmError
 from memrun.io.reader import read_run
-from memrun.plugins import build
 from memrun.records import Record
 
 SERVER = str(TESTS / "servers" / "mcp_server.py")

@@ -10,8 +10,8 @@ from pathlib import Path
 from typing import Any
 
 import pytest
-from arms.support import TESTS, run_in_process
 
+from arms.support import TESTS, run_in_process
 from memrun.io.reader import read_run
 
 SEARCHPATH = f"hydra.searchpath=[file://{TESTS / 'servers' / 'conf'}]"

@@ -7,10 +7,10 @@ import sys
 
 import pytest
 import yaml
-from arms.support import TESTS
-from arms.test_arms_mcp_real import server_command
 from hydra import compose, initialize_config_dir
 
+from arms.support import TESTS
+from arms.test_arms_mcp_real import server_command
 from memrun.cli import main as cli_main
 from memrun.config import register
 
@@ -80,7 +80,6 @@ def test_init_without_hints_writes_a_config_that_runs_locomo_unedited(arm, tmp_p
     store (its install folder, the working folder, HOME) byte-identical and no temporary
     folder behind, and its last line is the command that runs LoCoMo through the config."""
     from conftest import run_memrun
-
     from memrun.io.reader import read_run
 
     command = server_command(arm)

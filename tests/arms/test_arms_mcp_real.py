@@ -18,8 +18,8 @@ import time
 from pathlib import Path
 
 import pytest
-from arms.support import REPO, TESTS, run_in_process
 
+from arms.support import REPO, TESTS, run_in_process
 from memrun.io.reader import read_run
 
 SERVERS = Path(os.environ.get("MEMRUN_MCP_SERVERS") or REPO / ".memrun-cache" / "mcp-servers")

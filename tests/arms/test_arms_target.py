@@ -7,8 +7,8 @@ The README's example arm in a user's own package and config folder
 from __future__ import annotations
 
 import pytest
-from arms.support import run_in_process
 
+from arms.support import run_in_process
 from memrun.errors import MemrunError
 
 

@@ -18,7 +18,7 @@ import pytest
 from memrun.arms.embed_cache import EMBEDDING, CachedEmbedder, EmbeddingCache
 from memrun.arms.embedders import LocalEmbedder
 from memrun.errors import ArmError
-from memrun.progress_lines import ACTIVITY
+from memrun.pipeline.progress_lines import ACTIVITY
 
 REFERENCE = Path(__file__).parent / "data" / "minilm_reference.npz"
 TOLERANCE = 1e-5  # per component; measured max difference 2.4e-7 (float32 rounding of two summation orders)
@@ -96,7 +96,6 @@ def test_the_documented_local_sweep_runs_and_the_literal_one_says_what_to_type(t
     """docs/arms.md's sweep of lexical and local-dense arms runs offline with no key set; the
     sweep with arm/embedder=minilm (which bm25 cannot take) names that command in one line."""
     from conftest import run_memrun
-
     from memrun.io.reader import read_run
 
     env = {"OPENAI_API_KEY": "", "XDG_CACHE_HOME": str(tmp_path / "cache")}  # the embedding cache: the user's

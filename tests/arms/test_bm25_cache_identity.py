@@ -7,8 +7,8 @@ import random
 import bm25s
 import numpy as np
 import pytest
-from helpers import loader
 
+from helpers import loader
 from memrun.arms.bm25 import METHODS, BM25Arm
 from memrun.arms.bm25_rules import BM25S_PATTERN, stopword_list
 from memrun.benchmarks.lme_synth import SynthSpec, write

@@ -11,8 +11,8 @@ from pathlib import Path
 import numpy as np
 import pytest
 import yaml
-from helpers import loader as lme_loader
 
+from helpers import loader as lme_loader
 from memrun.arms.bm25 import BM25Arm
 from memrun.arms.bm25_rules import split_tokens, stopword_list
 from memrun.arms.bm25_tokens import HistoryTokens, Vocabulary

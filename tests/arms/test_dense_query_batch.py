@@ -8,8 +8,8 @@ import numpy as np
 
 from memrun.arms.dense import DenseArm
 from memrun.arms.hybrid import HybridArm
+from memrun.pipeline.one_history import iter_group
 from memrun.records import Group, Item, Record
-from memrun.retrieval import iter_group
 
 
 class CountingEmbedder:

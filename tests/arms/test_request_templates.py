@@ -83,9 +83,9 @@ def test_random_templates_give_jinjas_values(seed):
         compiled = JsonTemplate(spec, "arm.test")
         for _ in range(5):
             context = {"record": record(rng), "namespace": rng.choice(["ns", 3])}
-            expected = outcome(lambda c: reference(spec, c), context)
-            assert outcome(lambda c: compiled.render(**c), context) == expected, (spec, context)
-            each = outcome(lambda c: compiled.render_each("record", [c["record"]] * 2, namespace=c["namespace"]),
+            expected = outcome(lambda c: reference(spec, c), context)  # noqa: B023 (called at once)
+            assert outcome(lambda c: compiled.render(**c), context) == expected, (spec, context)  # noqa: B023
+            each = outcome(lambda c: compiled.render_each("record", [c["record"]] * 2, namespace=c["namespace"]),  # noqa: B023
                            context)
             assert each == ((expected[0], [expected[1]] * 2) if expected[0] == "value" else expected), (spec, context)
 

@@ -10,9 +10,8 @@ import pytest
 from accuracy.helpers import execute_run, field, gold_judge, is_judge
 from memrun.benchmarks.synthetic import Synthetic
 from memrun.cli import main
-from servers.openai_server import prompt_text
-
 from report.browser import browser  # noqa: F401 - a fixture
+from servers.openai_server import prompt_text
 
 GOLD = {item.question: item.answer for item in Synthetic().load(Path(".")).items()}
 

@@ -9,9 +9,8 @@ import pyarrow as pa
 import pyarrow.parquet as pq
 
 from memrun.cli import main
-from memrun.instrument import METADATA_KEY, Instrument
+from memrun.core.instrument import METADATA_KEY, Instrument
 from memrun.io.metadata import seal_table
-
 from report.browser import open_page, rows_shown
 
 

@@ -19,9 +19,8 @@ import pytest
 from accuracy.helpers import execute_run, gold_judge, is_judge
 from memrun.cli import main
 from memrun.report.html.common import embed_json
-from servers.openai_server import prompt_text
-
 from report.browser import open_page, rows_shown
+from servers.openai_server import prompt_text
 
 HOSTILE = ["<!-- an open comment", "</script><script>window.PWNED = 1</script>",
            '<img src=x onerror="window.PWNED = 2">', "line\u2028separator\u2029paragraph", "a & b > c <!--"]

@@ -7,7 +7,7 @@ from types import SimpleNamespace
 import numpy as np
 import pytest
 
-from memrun.instrument import Instrument
+from memrun.core.instrument import Instrument
 from memrun.metrics.intervals import category_intervals, item_scores, retrieval_headline_metric
 from memrun.report.html.run_page import status_notes
 from memrun.stats import paired_bootstrap
@@ -71,12 +71,11 @@ def test_the_page_says_what_is_wrong_with_a_run_first():
 def test_a_runs_interval_reads_the_per_item_scores_compare_reads(tmp_path, denominator):
     """Two homes for one rule, kept equal: the run's own intervals collapse rows in Python
     (memrun.metrics.intervals), memrun compare collapses the same rows with Arrow
-    (memrun.compare.pairing). Random labels over repeats, with ties, abstentions and errors."""
-    from run_tables import accuracy_run
-
-    from memrun.compare.pairing import pair
-    from memrun.instrument import DENOMINATOR_ABSTAIN_WRONG, DENOMINATOR_EXCLUDE_ABSTAIN
+    (memrun.comparison.pairing). Random labels over repeats, with ties, abstentions and errors."""
+    from memrun.comparison.pairing import pair
+    from memrun.core.instrument import DENOMINATOR_ABSTAIN_WRONG, DENOMINATOR_EXCLUDE_ABSTAIN
     from memrun.io.reader import read_run
+    from run_tables import accuracy_run
 
     rng = np.random.default_rng(3)
     words = ["correct", "wrong", "abstain", "error"]

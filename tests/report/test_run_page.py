@@ -8,7 +8,6 @@ from pathlib import Path
 
 from memrun.cli import main
 from memrun.report.html.run_page import render_run
-
 from report.browser import open_page, rows_shown, wait_rows
 
 

@@ -6,14 +6,13 @@ from __future__ import annotations
 
 import math
 import re
-from pathlib import Path
 
 from memrun.cli import main
 from memrun.report import svg
-
 from report.browser import open_page
 from report.test_compare_page import changed_copy
 from report.view_helpers import check_fits, screenshot_dir
+
 
 def _ticks(chart: str) -> list[str]:
     return re.findall(r'text-anchor="middle">([^<]+)</text>', chart)

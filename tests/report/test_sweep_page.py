@@ -2,10 +2,7 @@
 
 from __future__ import annotations
 
-from pathlib import Path
-
 from memrun.cli import main
-
 from report.browser import open_page, rows_shown
 
 

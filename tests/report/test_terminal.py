@@ -9,7 +9,7 @@ import time
 
 from rich.console import Console
 
-from memrun.progress_lines import PlainProgress
+from memrun.pipeline.progress_lines import PlainProgress
 from memrun.report import model
 from memrun.report.run_summary import retrieval_table
 
@@ -43,7 +43,7 @@ def test_plain_progress_lines_on_a_timer():
 
 
 def test_one_model_behind_tables_sweep_and_report(recall_dir):
-    from memrun import sweep
+    from memrun.jobs import sweep
 
     summary = json.loads((recall_dir / "summary.json").read_text())
     assert sweep.report_model.headline is model.headline  # the sweep table names its headline from the model

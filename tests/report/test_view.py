@@ -16,9 +16,8 @@ import pytest
 from accuracy.helpers import execute_run
 from conftest import memrun_exe, run_dirs
 from memrun.cli import main
-from servers.openai_server import OpenAIServer, prompt_text
-
 from report.view_helpers import RepeatingReader, check_fits, open_url, screenshot_dir, serving
+from servers.openai_server import OpenAIServer, prompt_text
 
 
 @pytest.fixture(scope="module")

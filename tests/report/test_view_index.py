@@ -12,11 +12,9 @@ import shutil
 import pyarrow as pa
 import pyarrow.parquet as pq
 import pytest
-from run_tables import base_instrument, retrieval_run
-from test_metadata_seal import footer_flips
 
+from memrun.core.instrument import METADATA_KEY
 from memrun.errors import RunTableError
-from memrun.instrument import METADATA_KEY
 from memrun.io.footer import footer_bytes, key_value, sealed_values
 from memrun.io.metadata import seal_table
 from memrun.io.reader import peek_instrument, read_instrument
@@ -24,6 +22,8 @@ from memrun.io.writer import ITEMS_FILE, PARTS_DIR, SUMMARY_FILE
 from memrun.records import Group, Item, Record
 from memrun.view.calls import ItemGroups
 from memrun.view.runs import RunIndex, run_row
+from run_tables import base_instrument, retrieval_run
+from test_metadata_seal import footer_flips
 
 
 @pytest.fixture

@@ -18,9 +18,8 @@ from accuracy.helpers import gold_judge, is_judge
 from conftest import memrun_exe
 from memrun.cli import main
 from memrun.io.live import LIVE_FILE
-from servers.openai_server import OpenAIServer, prompt_text
-
 from report.view_helpers import check_fits, open_url, screenshot_dir, serving
+from servers.openai_server import OpenAIServer, prompt_text
 
 
 @pytest.fixture(scope="module")

@@ -10,10 +10,9 @@ from contextlib import contextmanager
 from pathlib import Path
 from typing import Any
 
-from servers.openai_server import prompt_text
-
 from accuracy.helpers import gold_judge, is_judge
 from report.browser import Page, watched
+from servers.openai_server import prompt_text
 
 WIDTHS = (1400, 390)
 """Desktop and phone widths every page is checked at (no horizontal page scroll)."""

@@ -11,8 +11,8 @@ from __future__ import annotations
 from collections.abc import Mapping, Sequence
 from typing import Any
 
+from memrun.core.instrument import Instrument
 from memrun.errors import MemrunError
-from memrun.instrument import Instrument
 from memrun.io.reader import RunTable, read_run
 from memrun.lazy import lazy
 from memrun.report import svg
@@ -105,7 +105,7 @@ def compare_context(a: str, b: str, options: Sequence[str] = ()) -> dict[str, An
         banner = {"outcome": outcome, "reason": reason, "exit_code": d["exit_code"]}
     same_axis = run_a.instrument.axis == run_b.instrument.axis
     texts = Texts()
-    if result is not None:  # the flips of the comparison's own pairing, side by side (memrun.compare.flips)
+    if result is not None:  # the flips of the comparison's own pairing, side by side (memrun.comparison.flips)
         items, table = flip_rows(flips_of(result, a, b)), FLIPS_TABLE
         items_title = f"Flips on {result.metric} (B-wins first)"
     else:  # refused: no pairing to read; the items whose labels differ, as the runs hold them

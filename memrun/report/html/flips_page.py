@@ -1,7 +1,7 @@
 """The flips of two runs as a page: ``memrun view``'s ``/flips`` and the items table of the
 comparison page (``memrun report A B``, ``memrun view``'s ``/compare``).
 
-The flips are :mod:`memrun.compare.flips`' (the comparison's own pairing, B-wins first,
+The flips are :mod:`memrun.comparison.flips`' (the comparison's own pairing, B-wins first,
 then B-losses); each row opens to a side-by-side of what A and B retrieved (or answered)
 for the question, the gold marked, from the texts the runs recorded. The table sorts on any
 column and filters by side, category and cluster.
@@ -18,7 +18,7 @@ from memrun.report.evidence import FOLD_CHARS, cut, gold_state
 from memrun.report.html.common import embed_json, render
 
 commands_compare = lazy("memrun.commands.compare")
-compare_flips = lazy("memrun.compare.flips")
+compare_flips = lazy("memrun.comparison.flips")
 
 TABLE = {
     "columns": [["side", "B", "label"], ["id", "item"], ["cat", "category"], ["cluster", "cluster"],
@@ -45,7 +45,7 @@ def _side(side: Mapping[str, Any], score: float) -> dict[str, Any]:
 
 
 def flip_rows(flips: Sequence[Mapping[str, Any]]) -> list[dict[str, Any]]:
-    """One table row per flip (:func:`memrun.compare.flips.side_by_side`): ``side`` (``win``
+    """One table row per flip (:func:`memrun.comparison.flips.side_by_side`): ``side`` (``win``
     or ``loss``, B's), ``id``, ``cat``, ``cluster``, ``q``, ``gold``, ``a``/``b`` (scores),
     ``a_keys``/``b_keys`` (each run's top five hits, gold marked) and ``sides`` (A's and
     B's hits, gold records and answers, for the side-by-side)."""

@@ -9,18 +9,18 @@ from pathlib import Path
 from typing import Any
 from urllib.parse import quote
 
-from memrun.instrument import Instrument
+from memrun.core.instrument import Instrument
+from memrun.gallery.overlay import published_beside
 from memrun.io.live import progress_text, read_live
 from memrun.io.reader import RunTable, read_run
-from memrun.gallery.overlay import published_beside
 from memrun.io.writer import SUMMARY_FILE
 from memrun.lazy import lazy
 from memrun.metrics.intervals import retrieval_headline_metric
 from memrun.metrics.retrieval import item_column_for
 from memrun.report import model, svg
 from memrun.report.evidence import FOLD_CHARS
-from memrun.report.run_summary import caveat_lines
 from memrun.report.html.common import Texts, column_values, embed_json, group_repeats, item_rows, render
+from memrun.report.run_summary import caveat_lines
 
 metrics_run_level = lazy("memrun.metrics.run_level")
 

@@ -18,7 +18,7 @@ from memrun.report.html.common import embed_json, render
 report_model = lazy("memrun.report.model")
 report_svg = lazy("memrun.report.svg")
 html_run_page = lazy("memrun.report.html.run_page")
-memrun_sweep = lazy("memrun.sweep")
+memrun_sweep = lazy("memrun.jobs.sweep")
 
 
 def _series(folder: Path) -> tuple[Any, dict[str, Any]]:
@@ -104,7 +104,7 @@ def _job_page(run_dir: Path, name: str) -> Path | None:
 
 
 def sweep_context(sweep_dir: Path, out: Path, page_name: str) -> tuple[dict[str, Any], int]:
-    """(template context, job pages written): every job's row of :func:`memrun.sweep.sweep_rows`."""
+    """(template context, job pages written): every job's row of :func:`memrun.jobs.sweep.sweep_rows`."""
     try:
         jobs = memrun_sweep.sweep_rows(sweep_dir)
     except FileNotFoundError:

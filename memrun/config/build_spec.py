@@ -1,0 +1,211 @@
+"""The composed Hydra config -> :class:`memrun.pipeline.spec.RunSpec`: every default applied and
+every run-wide check made here, once, before any work (the only place a run reads its
+settings off the raw config)."""
+
+from __future__ import annotations
+
+from typing import Any
+
+from hydra.errors import InstantiationException
+from hydra.utils import get_class
+from omegaconf import OmegaConf
+
+from memrun.benchmarks.selection import selection_from_config
+from memrun.config import Axis, cutoffs, default_top_k
+from memrun.config.compose import resolved, saved
+from memrun.core.redaction import check_no_secrets
+from memrun.errors import ConfigError
+from memrun.jobs import shards
+from memrun.metrics.beam_official import OFFICIAL_SCORE
+from memrun.pipeline.many_histories import FlowSettings
+from memrun.pipeline.spec import (
+    ACCURACY,
+    OVERFLOW_POLICIES,
+    AccuracySpec,
+    JudgeSpec,
+    LLMCallSpec,
+    PluginNodes,
+    ReaderSpec,
+    RunSpec,
+    ShardSpec,
+)
+
+JUDGES = "gpt41, gpt4o, claude, beam_rubric, exact, substring, f1"
+
+
+def positive_int(value: Any, key: str) -> int:
+    """``value`` as an int >= 1, else ConfigError naming ``key`` (user configs have no schema)."""
+    try:
+        number = int(value)
+    except (TypeError, ValueError):
+        number = 0
+    if number < 1 or (isinstance(value, float) and not value.is_integer()):
+        raise ConfigError(f"{key}={value!r}: must be a positive integer")
+    return number
+
+
+def check_settings(cfg: Any, accuracy: bool) -> int:
+    """Check the run-wide settings before any work; return ``arm.top_k``.
+
+    ``arm.top_k`` unset or null takes :func:`memrun.config.default_top_k`. Raises
+    ConfigError for a non-positive top_k or repeats, repeats > 1 on axis=recall (a
+    search is made and scored once per item, so repeats would be recorded and
+    ignored), a min_coverage outside [0, 1], and stale_check off the accuracy axis.
+    """
+    if cfg.get("stale_check") and not accuracy:
+        raise ConfigError("stale_check=true labels judged answers; it needs axis=accuracy")
+    repeats = positive_int(cfg.get("repeats", 1), "repeats")
+    if repeats > 1 and not accuracy:
+        raise ConfigError(
+            f"repeats={repeats}: axis=recall searches and scores each item once, so repeats would be ignored; "
+            "repeats is for axis=accuracy (reader and judge). Drop it, or run the two axes as separate commands"
+        )
+    coverage = cfg.get("min_coverage", 0.95)
+    if not isinstance(coverage, (int, float)) or not 0 <= coverage <= 1:
+        raise ConfigError(f"min_coverage={coverage}: must be a share between 0 and 1 (0.95: 95% of the items)")
+    share = cfg.get("max_error_share", 0.1)
+    if isinstance(share, bool) or not isinstance(share, (int, float)) or not 0 <= share <= 1:
+        raise ConfigError(f"max_error_share={share}: must be a share between 0 and 1 (0.1: 10% of the rows)")
+    top_k = cfg.arm.get("top_k")
+    return default_top_k(cfg) if top_k is None else positive_int(top_k, "arm.top_k")
+
+
+def reader_spec(node: Any, benchmark: str) -> ReaderSpec:
+    """The reader config ``node`` describes for ``benchmark``: its pin (``reader.pins``) fills
+    an unset model or prompt, and overriding a pin is a warning (the accuracy then does not
+    compare with runs or papers that used it). Raises ConfigError for no model or prompt,
+    an unknown overflow policy, a non-positive max_context_tokens or chars_per_token."""
+    pin = node.pins.get(benchmark) if node.pins else None
+    if node.api_key_env is None and not node.model and node.provider != "fake":
+        # the pins name OpenAI's models; a keyless server of one's own serves its own
+        raise ConfigError("reader.model: a keyless server (reader.api_key_env=null, reader=local) serves its own "
+                          "models, not the pinned one; set reader.model=<the name your server serves>")
+    model = node.model or (pin.model if pin else None)
+    prompt = node.prompt or (pin.prompt if pin else None)
+    if not model or not prompt:
+        raise ConfigError(
+            f"reader: benchmark {benchmark} pins no reader; set reader.model=... and reader.prompt=default "
+            "(or add a pin under reader.pins)"
+        )
+    warnings = []
+    if pin is not None:
+        for key, chosen, pinned in (("model", model, pin.model), ("prompt", prompt, pin.prompt)):
+            if chosen != pinned:
+                warnings.append(
+                    f"reader.{key}={chosen} overrides {benchmark}'s pinned {pinned}: "
+                    "accuracy does not compare with runs or papers that used the pin"
+                )
+    if node.overflow not in OVERFLOW_POLICIES:
+        raise ConfigError(f"reader.overflow={node.overflow}: choose one of {', '.join(OVERFLOW_POLICIES)}")
+    if node.max_context_tokens is not None and node.max_context_tokens < 1:
+        raise ConfigError("reader.max_context_tokens must be a positive number of tokens, or null")
+    if node.chars_per_token <= 0:
+        raise ConfigError("reader.chars_per_token must be positive")
+    return ReaderSpec(
+        model=str(model), prompt=str(prompt), base_url=node.base_url, base_url_env=node.base_url_env,
+        api_key_env=node.api_key_env, provider=node.provider, temperature=node.temperature,
+        max_tokens=node.max_tokens, max_context_tokens=node.max_context_tokens, overflow=node.overflow,
+        chars_per_token=node.chars_per_token, warnings=tuple(warnings),
+    )
+
+
+def answers_itself(target: str) -> bool:
+    """True when the arm class ``target`` answers items itself (``answer_for``): it needs no
+    reader. A target that does not import is False here; building the arm says why."""
+    try:
+        return callable(getattr(get_class(target), "answer_for", None))
+    except (ImportError, InstantiationException, ValueError):
+        return False
+
+
+def llm_call_spec(cfg: Any) -> LLMCallSpec:
+    """How the LLM calls of ``cfg`` are made (:class:`memrun.pipeline.spec.LLMCallSpec`), checked
+    before any work. Raises ConfigError for a value out of range, naming the key."""
+    if int(cfg.concurrency) < 1:
+        raise ConfigError(f"concurrency={cfg.concurrency}: must be at least 1")
+    if cfg.max_tokens_total is not None and int(cfg.max_tokens_total) < 1:
+        raise ConfigError("max_tokens_total must be a positive number of tokens, or null")
+    if cfg.judge2_sample is not None and int(cfg.judge2_sample) < 1:
+        raise ConfigError(f"judge2_sample={cfg.judge2_sample}: must be at least 1, or null for every item")
+    if int(cfg.http_attempts) < 1:
+        raise ConfigError(f"http_attempts={cfg.http_attempts}: must be at least 1")
+    if not float(cfg.request_timeout_s) > 0:
+        raise ConfigError(f"request_timeout_s={cfg.request_timeout_s}: must be a positive number of seconds")
+    return LLMCallSpec(
+        concurrency=int(cfg.concurrency), http_attempts=int(cfg.http_attempts),
+        request_timeout_s=float(cfg.request_timeout_s),
+        max_tokens_total=None if cfg.max_tokens_total is None else int(cfg.max_tokens_total), cache_dir=cfg.cache_dir,
+    )
+
+
+def accuracy_spec(cfg: Any, benchmark: str) -> AccuracySpec:
+    """The reader, judges and LLM-call settings of an axis=accuracy run ``cfg``
+    (``benchmark=beam benchmark.preset=official``: the pin ``beam_official`` and the
+    headline ``official_score``, :mod:`memrun.metrics.beam_official`)
+    (:class:`memrun.pipeline.spec.AccuracySpec`). Raises ConfigError: a bad LLM setting
+    (:func:`llm_call_spec`), ``judge=none`` (naming the benchmark's pinned judge), or
+    a bad reader (:func:`reader_spec`; not built for an arm that answers itself)."""
+    calls = llm_call_spec(cfg)
+    preset = cfg.benchmark.get("preset")
+    official = benchmark == "beam" and preset == "official"
+    if official:  # the official reader prompt and scoring (docs/reproducing.md)
+        benchmark = "beam_official"
+    pin = cfg.reader.pins.get(benchmark) if cfg.reader.pins else None
+    if cfg.judge.name == "none":
+        hint = f"judge={pin.judge} (pinned for {benchmark})" if pin is not None and pin.judge else "judge=gpt41"
+        raise ConfigError(f"axis=accuracy needs a judge; add {hint}, or choose one of {JUDGES}")
+    reader = None if answers_itself(str(cfg.arm.get("_target_"))) else reader_spec(cfg.reader, benchmark)
+    for role in ("judge", "judge2"):  # a judge whose model is ??? (judge=local, judge=claude): say so before any call
+        node = cfg.get(role)
+        if node is not None and "model" in node.keys() and OmegaConf.is_missing(node, "model"):
+            raise ConfigError(f"{role}.model has no value: set {role}.model=<the model {role}={node.name} should "
+                              "call> (a local server: the name it serves)")
+    judge_warning = None
+    if pin is not None and pin.judge and cfg.judge.name != pin.judge:
+        judge_warning = (f"judge={cfg.judge.name} is not {benchmark}'s pinned judge ({pin.judge}): "
+                         "labels do not compare with runs or papers that used the pin")
+    denominator = cfg.denominator.value if hasattr(cfg.denominator, "value") else str(cfg.denominator)
+    if official:
+        denominator = OFFICIAL_SCORE
+    return AccuracySpec(
+        reader=reader, judge=JudgeSpec("judge", str(cfg.judge.name), cfg.judge),
+        judge2=JudgeSpec("judge2", str(cfg.judge2.name), cfg.judge2) if cfg.judge2.name != "none" else None,
+        calls=calls, judge2_sample=None if cfg.judge2_sample is None else int(cfg.judge2_sample),
+        denominator=denominator, lexical_scores=bool(cfg.lexical_scores), judge_warning=judge_warning,
+    )
+
+
+def build_spec(cfg: Any) -> tuple[RunSpec, PluginNodes]:
+    """The run ``cfg`` describes, and the config nodes of its plugins.
+
+    Checks, in this order: the cut-offs ``ks`` (first: the arms' ``${memrun_top_k:}``
+    reads them), literal secrets (:func:`memrun.core.redaction.check_no_secrets`, which also
+    scrubs what Hydra wrote for the job), the run-wide settings (:func:`check_settings`),
+    the selection (:func:`memrun.benchmarks.selection.selection_from_config`), the shard, and
+    on the accuracy axis the reader, judges and LLM-call settings (:func:`accuracy_spec`).
+    Raises ConfigError (LiteralSecretError for a key in the config) in one line.
+    """
+    axis = cfg.axis.value if isinstance(cfg.axis, Axis) else str(cfg.axis)
+    accuracy = axis == ACCURACY
+    ks = cutoffs(cfg)
+    container = check_no_secrets(resolved(cfg))
+    top_k = check_settings(cfg, accuracy)
+    selection = selection_from_config(cfg.benchmark)
+    shard_node = cfg.get("shard") or {}  # configs built by hand may leave it out: no sharding
+    count, index = shards.check(shard_node.get("count", 1), shard_node.get("index", 0))
+    judge = (cfg.get("judge") or {}).get("name")
+    warnings = []
+    if not accuracy and judge not in (None, "none"):
+        warnings.append(f"judge={judge} is not used: axis=recall scores retrieval without a judge; "
+                        "axis=accuracy runs the reader and the judge")
+    answering = accuracy_spec(cfg, str(cfg.benchmark.name)) if accuracy else None
+    spec = RunSpec(
+        axis=axis, benchmark=str(cfg.benchmark.name), arm=str(cfg.arm.name), arm_target=str(cfg.arm.get("_target_")),
+        ks=tuple(ks), top_k=top_k, repeats=int(cfg.repeats), seed=int(cfg.seed), data_dir=cfg.get("data_dir"),
+        selection=selection, shard=ShardSpec(count, index),
+        min_coverage=float(cfg.get("min_coverage", 0.95)), max_error_share=cfg.get("max_error_share", 0.1),
+        stale_check=bool(cfg.get("stale_check")), judge=judge, progress=bool(cfg.get("progress", True)),
+        flow=FlowSettings.from_config(cfg.arm), answering=answering,
+        config=container, warnings=tuple(warnings), saved_config=saved(cfg, container),
+    )
+    return spec, PluginNodes(benchmark=cfg.benchmark, arm=cfg.arm)

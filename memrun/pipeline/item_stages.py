@@ -1,0 +1,188 @@
+"""The stages over a run's items: ingest and search (the retrieval axis) and answer and judge
+(the accuracy axis), with the row sink every item's row goes through and the progress bar.
+
+Retrieval itself is :mod:`memrun.pipeline.many_histories`'s (many histories in flight per
+``arm.concurrency``); the answer stage is :mod:`memrun.accuracy.stage`'s. Ctrl-C and
+SIGTERM stop both at a safe point (:mod:`memrun.core.signals`).
+"""
+
+from __future__ import annotations
+
+import gc
+import sys
+import time
+from typing import TYPE_CHECKING, Any
+
+from rich.console import Console
+from rich.progress import BarColumn, MofNCompleteColumn, Progress, ProgressColumn, Task, TextColumn, TimeElapsedColumn
+from rich.text import Text
+
+from memrun.arms import Arm
+from memrun.core import signals
+from memrun.core.instrument import Instrument
+from memrun.core.redaction import Redactor
+from memrun.io.live import LiveStatus
+from memrun.io.writer import ItemsWriter
+from memrun.lazy import lazy
+from memrun.pipeline.checks import HitChecks
+from memrun.pipeline.many_histories import retrieve_all, retrieved_groups
+from memrun.pipeline.one_history import INGESTED, Retrieved, make_row
+from memrun.pipeline.spec import RunSpec
+from memrun.records import Dataset
+
+if TYPE_CHECKING:
+    from memrun.accuracy.setup import AccuracySetup
+
+# The accuracy axis only: a retrieval run never starts an event loop (memrun.lazy).
+asyncio = lazy("asyncio")
+accuracy_stage = lazy("memrun.accuracy.stage")
+progress_lines = lazy("memrun.pipeline.progress_lines")
+
+PROGRESS_SECONDS = 0.1
+
+
+class RowSink:
+    """Where each item's row goes: scored (:func:`memrun.pipeline.one_history.make_row`), redacted, kept
+    in ``rows`` and streamed to the writer; failed rows are counted on the instrument."""
+
+    def __init__(self, spec: RunSpec, dataset: Dataset, instrument: Instrument, writer: ItemsWriter,
+                 redactor: Redactor, search_mode: str | None, live: LiveStatus | None = None) -> None:
+        self.rows: list[dict[str, Any]] = []
+        self.checks = HitChecks(spec.top_k, search_mode, dataset.gold_match)
+        self._spec, self._dataset, self._instrument = spec, dataset, instrument
+        self._writer, self._redactor, self._scored = writer, redactor, search_mode != "none"
+        self._live = live  # memrun view's progress of this run (memrun.io.live)
+
+    def emit(self, row: dict[str, Any]) -> None:
+        """Redact, keep and write one finished row."""
+        self._redactor.row(row, ("error",))
+        self.rows.append(row)
+        self._writer.add(row)
+        if row.get("error"):
+            self._instrument.n_errors += 1
+        if self._live is not None:
+            self._live.row(bool(row.get("error")) or row.get("label") == "error")
+
+    @property
+    def run_id(self) -> str | None:
+        """The run's id (its rows carry it)."""
+        return self._instrument.run_id
+
+    @property
+    def n_errors(self) -> int:
+        """Rows that failed so far."""
+        return self._instrument.n_errors
+
+    def item_row(self, r: Retrieved) -> dict[str, Any]:
+        """The row of one retrieved item (its checks observed once per item, on both axes)."""
+        self.checks.observe(r)
+        return make_row(self._instrument.run_id, r, self._dataset, list(self._spec.ks), self._spec.top_k,
+                        scored=self._scored)
+
+
+def thousands(n: int) -> str:
+    """``n`` in at most 4 characters plus a unit: 950, 12k, 3.4M."""
+    if n < 1000:
+        return str(n)
+    if n < 1_000_000:
+        return f"{n / 1000:.1f}k" if n < 9_950 else f"{round(n / 1000)}k"
+    return f"{n / 1_000_000:.1f}M"
+
+
+class ActivityColumn(ProgressColumn):
+    """What the run does besides finishing items (:data:`memrun.pipeline.progress_lines.ACTIVITY`):
+    histories ingested and records/s, records embedded; read at each redraw."""
+
+    def render(self, task: Task) -> Text:
+        return Text(progress_lines.ACTIVITY.text(), style="progress.data.speed")
+
+
+def start_activity(dataset: Dataset) -> None:
+    """Open the progress line's ingest phase (histories of ``dataset``; total when it is a list)."""
+    progress_lines.ACTIVITY.clear()
+    groups = dataset.groups
+    progress_lines.ACTIVITY.start(INGESTED, len(groups) if isinstance(groups, list) else None, "histories")
+
+
+def make_progress(console: Console, enabled: bool, calls: bool = False) -> Progress:
+    """The progress bar. The accuracy axis adds a calls line (calls, rate, cached, tokens) and,
+    to fit 80 columns, trades the elapsed time and half the bar for it. A stderr that is not a
+    terminal (CI logs, nohup) gets a plain line every few seconds instead of the bar."""
+    if enabled and not sys.stderr.isatty():
+        return progress_lines.PlainProgress()  # type: ignore[no-any-return]
+    return Progress(
+        TextColumn("[progress.description]{task.description}"),
+        BarColumn(bar_width=10 if calls else 40),
+        MofNCompleteColumn(),
+        TextColumn("{task.fields[errors]} err"),
+        *([TextColumn("{task.fields[calls]}")] if calls else [TimeElapsedColumn()]),
+        ActivityColumn(),
+        console=console,
+        disable=not enabled,
+        transient=True,
+    )
+
+
+def ingest_and_search(spec: RunSpec, dataset: Dataset, arm: Arm, sink: RowSink, progress: Progress) -> None:
+    """The retrieval axis: ingest each group, search each item, emit its row (in dataset order)."""
+    task = progress.add_task(spec.label, total=dataset.n_items, errors=0)
+    start_activity(dataset)
+
+    def on_item(r: Retrieved) -> None:
+        sink.emit(sink.item_row(r))
+        progress.update(task, advance=1, errors=sink.n_errors)
+
+    retrieve_all(arm, dataset.groups, spec.top_k, dataset.gold_match, spec.flow, on_item)
+
+
+def answer_and_judge(spec: RunSpec, setup: AccuracySetup, dataset: Dataset, arm: Arm, sink: RowSink,
+                     progress: Progress, done: set[tuple[str, int]] | None = None) -> str | None:
+    """The accuracy axis: retrieve, answer and judge every item x repeat, emitting each row;
+    returns why it stopped early (token budget) or None. ``done``: (item_id, repeat) pairs
+    a resumed run already holds (:mod:`memrun.pipeline.resume`), not answered again."""
+    stats = setup.llm.stats
+    t0 = shown = time.perf_counter()
+    rows = errors = 0
+
+    def show() -> None:
+        rate = stats.made / max(time.perf_counter() - t0, 1e-9)
+        progress.update(task, completed=rows, errors=errors,
+                        calls=f"{stats.made} calls {rate:.0f}/s {stats.cached} cached {thousands(stats.tokens)} tok")
+
+    def on_row(row: dict[str, Any]) -> None:
+        nonlocal rows, errors, shown
+        sink.emit(row)
+        rows += 1
+        errors += row.get("label") == "error"
+        if time.perf_counter() - shown >= PROGRESS_SECONDS:  # the bar redraws at 10 Hz; rows come faster
+            shown = time.perf_counter()
+            show()
+
+    stage = accuracy_stage.AnswerStage(setup, dataset, sink.item_row, on_row, done or set())
+    task = progress.add_task(spec.label, total=stage.total, errors=0, calls="0 calls")
+    start_activity(dataset)
+
+    async def main() -> None:
+        loop, me = asyncio.get_running_loop(), asyncio.current_task()
+        assert me is not None
+        try:
+            # Ctrl-C / SIGTERM cancel this task on the loop, a safe point (memrun.core.signals).
+            with signals.on_request(lambda: loop.call_soon_threadsafe(me.cancel)):
+                await stage.run(retrieved_groups(arm, dataset.groups, spec.top_k, dataset.gold_match, spec.flow,
+                                                 offload=lambda: setup.llm.in_flight))
+        finally:
+            await setup.llm.aclose()
+
+    # Every in-flight call waits while the event loop is blocked, and a full collection
+    # over the objects the imports and setup left (modules, configs, the arm's index)
+    # blocks it for ~0.1 s. Freezing them keeps collections to what the stage allocates.
+    gc.freeze()
+    try:
+        asyncio.run(main())
+    except asyncio.CancelledError:
+        signals.check()  # cancelled because a stop was asked for: end as interrupted
+        raise
+    finally:
+        gc.unfreeze()
+        show()
+    return stage.stopped

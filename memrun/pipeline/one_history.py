@@ -1,0 +1,288 @@
+"""The retrieval stage, shared by both axes: ingest a history, search each item, make its row.
+
+An arm's failure on one history or item is recorded on the item (``error``) and excluded
+from every metric; an :class:`~memrun.errors.ArmError` (a misconfigured arm, or one that
+breaks the protocol, e.g. returns something other than :class:`~memrun.records.Hit`)
+stops the run.
+"""
+
+from __future__ import annotations
+
+import json
+import time
+from collections.abc import Callable, Iterator, Mapping, Sequence
+from dataclasses import dataclass, field
+from typing import Any
+
+from memrun.arms import Arm
+from memrun.errors import ArmError
+from memrun.metrics.gold_share import GOLD_SHARE, gold_share_by_k
+from memrun.metrics.retrieval import (
+    SESSION_PREFIX,
+    distinct_ranking,
+    item_columns,
+    measured_ks,
+    score_item,
+    score_sessions,
+    session_ranking,
+)
+from memrun.metrics.retrieval_official import (
+    EVIDENCE_SHARE,
+    LME_NDCG,
+    LME_OFFICIAL_PRESET,
+    OFFICIAL_NO_GOLD,
+    evidence_share_by_k,
+    score_lme_official,
+    score_without_gold,
+)
+from memrun.pipeline.progress_lines import ACTIVITY
+from memrun.records import Dataset, GoldMatch, Group, Hit, Item, fold, gold_matcher
+
+INGESTED = "ingested"  # the progress line's phase: histories ingested, records/s
+
+
+@dataclass(frozen=True)
+class Retrieved:
+    """One item after retrieval: its hits (None when retrieval failed), search latency in
+    ms (the call itself), the retrieval error, the arm's own answer when the arm answers itself, its
+    group's record -> session map (for session gold), and what the run checks hits
+    against: ``history``, the record keys and session ids of the item's history, and
+    ``n_records``, how many records it holds; ``queue_ms``: time the search waited before
+    (or inside the arm, between) its requests, not counted in the latency
+    (:mod:`memrun.pipeline.many_histories`)."""
+
+    item: Item
+    hits: list[Hit] | None
+    latency_ms: float | None
+    error: str | None
+    arm_answer: str | None = None
+    session_of: Mapping[str, str | None] = field(default_factory=dict)  # record key -> session (session gold)
+    history: frozenset[str] = frozenset()
+    n_records: int = 0
+    queue_ms: float | None = None
+    gold_texts: tuple[str | None, ...] | None = None  # the text of each gold key's record (None: no such record)
+    gold_unreachable: int | None = None  # gold keys no record of the history can match (None: no gold)
+
+
+def make_row(run_id: str, r: Retrieved, dataset: Dataset, ks: Sequence[int], top_k: int | None = None,
+             scored: bool = True) -> dict[str, Any]:
+    """The retrieval part of one item's row (columns of :mod:`memrun.io.schema`).
+
+    Metrics read the hits' distinct keys in order of first appearance
+    (:func:`memrun.metrics.retrieval.distinct_ranking`), the first ``top_k`` of them: hits
+    an arm returns beyond what it was asked for are not scored (they would lift MRR
+    and the first gold rank; ``arm_checks.over_top_k`` counts them); ``retrieved_keys``,
+    ``retrieved_scores`` and ``n_retrieved`` keep what the arm returned. Metric columns
+    at a K > ``top_k`` are None (not measured), and all of them are None when
+    ``scored`` is False (an arm that retrieves nothing, ``search_mode=none``).
+    """
+    item, hits = r.item, r.hits
+    scores = session_scores = None
+    named: dict[str, dict[str, dict[int, float]]] = {"": {}, SESSION_PREFIX: {}}
+    if hits is not None and scored:
+        distinct = [hits[i] for i in distinct_ranking(h.key for h in hits)][:top_k]
+        keys = [h.key for h in distinct]
+        measured = measured_ks(ks, top_k)
+        if item.gold_keys:
+            matches = list(map(gold_matcher(item.gold_keys, dataset.gold_match), distinct))
+            scores = score_item(matches, len(set(item.gold_keys)), measured)
+            named[""][GOLD_SHARE] = gold_share_by_k(matches, len(set(item.gold_keys)), measured)
+        complete = top_k is None or len(hits) < top_k or len(keys) >= r.n_records  # the arm's whole ranking
+        # K distinct sessions are known only when the hits reach them or are the arm's whole ranking
+        session_ks = measured
+        if dataset.session_cut == "sessions" and not complete:
+            reached = len(session_ranking(keys, r.session_of))
+            session_ks = tuple(k for k in measured if reached >= k)
+        if dataset.preset == LME_OFFICIAL_PRESET:
+            official = score_lme_official(keys, r.session_of, item.gold_keys, complete, measured)
+            if item.extra.get(OFFICIAL_NO_GOLD):  # kept by the official script without gold
+                official = score_without_gold(measured)
+                scores = official.session
+            if official:
+                session_scores = official.session
+                named[""][LME_NDCG], named[SESSION_PREFIX][LME_NDCG] = official.ndcg, official.session_ndcg
+        elif item.gold_sessions:
+            session_scores = score_sessions(keys, r.session_of, item.gold_sessions, session_ks, dataset.session_cut)
+            gold = frozenset(item.gold_sessions)
+            ranked = ([r.session_of.get(k) or k for k in keys] if dataset.session_cut == "turns"
+                      else session_ranking(keys, r.session_of))
+            named[SESSION_PREFIX][GOLD_SHARE] = gold_share_by_k([gold & {s} for s in ranked], len(gold), session_ks)
+        if EVIDENCE_SHARE in dataset.named_metrics:
+            raw = item.gold_keys_raw
+            named[""][EVIDENCE_SHARE] = evidence_share_by_k(raw, keys, measured)
+            # the session form reads the same K as the session columns: K turns, or K distinct sessions
+            context = keys if dataset.session_cut == "turns" else session_ranking(keys, r.session_of)
+            named[SESSION_PREFIX][EVIDENCE_SHARE] = evidence_share_by_k(
+                raw, context, session_ks, r.session_of, per_session=True)
+    return {
+        "run_id": run_id,
+        "item_id": item.item_id,
+        "repeat": 0,
+        "cluster": item.cluster,
+        "category": item.category,
+        "category_label": dataset.categories.get(item.category, item.category),
+        "question": item.question,
+        "question_date": item.question_date,
+        "answer": item.answer,
+        "answer_raw": item.answer_raw,
+        "gold_keys": list(item.gold_keys),
+        "gold_keys_raw": list(item.gold_keys_raw),
+        "gold_texts": None if r.gold_texts is None else list(r.gold_texts),
+        "extra": json.dumps(item.extra, ensure_ascii=False) if item.extra else None,
+        "retrieved_keys": None if hits is None else [h.key for h in hits],
+        "retrieved_scores": None if hits is None else [h.score for h in hits],
+        "retrieved_texts": None if hits is None else [h.text for h in hits],
+        "n_retrieved": None if hits is None else len(hits),
+        "search_latency_ms": r.latency_ms,
+        "search_queue_ms": r.queue_ms,
+        "error": r.error,
+        "gold_sessions": list(item.gold_sessions),
+        "abstention": item.abstention,
+        "gold_unreachable": r.gold_unreachable,
+        **item_columns(scores, ks, named=named[""]),
+        **item_columns(session_scores, ks, SESSION_PREFIX, named[SESSION_PREFIX]),
+    }
+
+
+def sessions_of(group: Group) -> dict[str, str | None]:
+    """Record key -> session, when an item of the group has session gold (else empty)."""
+    return {r.key: r.session for r in group.records} if any(i.gold_sessions for i in group.items) else {}
+
+
+def retrieval_conventions(dataset: Dataset) -> dict[str, str | None]:
+    """The instrument's comparability fields that say how hits were credited: ``granularity``
+    (record gold, and what K counts at session granularity), ``retrieval_preset`` and ``records``
+    (what a record holds, when not the benchmark's default)."""
+    return {"granularity": f"record; session: top K {dataset.session_cut}", "retrieval_preset": dataset.preset,
+            "records": dataset.records}
+
+
+def ingest(arm: Arm, group: Group) -> str | None:
+    """Ingest one history; the error text (recorded on each of its items) or None."""
+    try:
+        arm.ingest(group.history_id, group.records)
+    except ArmError:
+        raise  # the arm is misconfigured or broke its protocol: stop, not an item error
+    except Exception as exc:  # noqa: BLE001 - recorded per item, never a miss
+        return f"ingest: {type(exc).__name__}: {exc}"
+    prepare = getattr(arm, "prepare_queries", None)  # optional: e.g. embed the questions in one batch
+    if callable(prepare):
+        try:
+            prepare([item.question for item in group.items])
+        except ArmError:
+            raise
+        except Exception:  # noqa: BLE001 - each search then prepares its own query, and records its error
+            pass
+    return None
+
+
+def search(arm: Arm, item: Item, top_k: int, gold_match: GoldMatch,
+           warmup: bool = False) -> tuple[list[Hit] | None, float | None, str | None]:
+    """(hits, latency ms, error) of one search (``search_item`` for arms that have it, e.g.
+    oracle); with ``warmup`` the query is searched twice and the second search counts."""
+    search_item = getattr(arm, "search_item", None)
+    try:
+        for _ in range(2 if warmup else 1):
+            t0 = time.perf_counter()
+            if callable(search_item):
+                result = search_item(item, top_k, gold_match)
+            else:
+                result = arm.search(item.question, top_k)
+    except ArmError:
+        raise
+    except Exception as exc:  # noqa: BLE001
+        return None, None, f"search: {type(exc).__name__}: {exc}"
+    latency = (time.perf_counter() - t0) * 1000.0
+    return check_hits(arm, result), latency, None
+
+
+def check_hits(arm: Arm, result: Any) -> list[Hit]:
+    """The arm's result as a list of Hits; ArmError (the protocol is broken) otherwise."""
+    name = type(arm).__name__
+    if result is None or isinstance(result, (str, bytes, Mapping)) or not hasattr(result, "__iter__"):
+        raise ArmError(f"arm: {name}.search returned {type(result).__name__}; it must return a list of memrun.records.Hit")
+    hits = list(result)
+    for hit in hits:
+        if not isinstance(hit, Hit):
+            raise ArmError(f"arm: {name}.search returned a {type(hit).__name__} in its list; "
+                           "each hit must be a memrun.records.Hit(key, score, text)")
+        if not isinstance(hit.key, str):
+            raise ArmError(f"arm: {name}.search returned a Hit whose key is {type(hit.key).__name__}; keys are str")
+    return hits
+
+
+def record_texts(group: Group) -> dict[str, str]:
+    """Record key -> text of a group's records (what a gold key's text is looked up in)."""
+    return {r.key: r.text for r in group.records}
+
+
+def gold_texts(item: Item, texts: Mapping[str, str], gold_match: GoldMatch) -> tuple[str | None, ...] | None:
+    """The text of each of ``item``'s gold records, in ``gold_keys`` order (None for a key
+    that names no record of the history, e.g. a session id); None when the gold is not
+    record keys (``gold_match=substring``: phrases a hit must contain) or there is none."""
+    if gold_match != "key" or not item.gold_keys:
+        return None
+    return tuple(texts.get(k) for k in item.gold_keys)
+
+
+def gold_reach(group: Group, gold_match: GoldMatch) -> Callable[[Item], int | None]:
+    """For one history: item -> how many of its gold keys no record can match (None: no gold).
+
+    ``key``: a gold key naming no record and no session of the history; ``substring``: a
+    phrase no record's key or text contains (case-folded, as :func:`memrun.records.gold_matcher`
+    matches). Such gold is *unreachable*: every arm misses it, and the run counts it.
+    """
+    if gold_match == "key":
+        known = history_keys(group)
+        return lambda item: sum(k not in known for k in item.gold_keys) if item.gold_keys else None
+    haystack: list[str] = []  # folded once, on the first item with gold
+
+    def unreachable(item: Item) -> int | None:
+        if not item.gold_keys:
+            return None
+        if not haystack:
+            haystack.append("\0".join(fold(r.key) + "\n" + fold(r.text) for r in group.records))
+        return sum(fold(k) not in haystack[0] for k in item.gold_keys)
+
+    return unreachable
+
+
+def history_keys(group: Group) -> frozenset[str]:
+    """The keys a hit may name for the group's items: its record keys and session ids."""
+    return frozenset(r.key for r in group.records) | frozenset(r.session for r in group.records if r.session)
+
+
+def arm_answer(answer_for: Any, item: Item, error: str | None) -> tuple[str | None, str | None]:
+    """(the arm's own answer for ``item``, the row's error): ``answer_for(item)`` when the
+    arm has one and the search did not fail; an exception it raises becomes the error."""
+    if error is not None or not callable(answer_for):
+        return None, error
+    try:
+        return answer_for(item), None
+    except Exception as exc:  # noqa: BLE001 - recorded on the item
+        return None, f"answer_for: {type(exc).__name__}: {exc}"
+
+
+def iter_group(arm: Arm, group: Group, top_k: int, gold_match: GoldMatch, answers: bool = False,
+               warmup: bool = False) -> Iterator[Retrieved]:
+    """Ingest a group, then search each item as it is asked for (and, with ``answers``,
+    take the arm's own answer when it has ``answer_for``; ``warmup``: :func:`search`)."""
+    ingest_error = ingest(arm, group)
+    ACTIVITY.advance(INGESTED, 1, records=len(group.records))
+    session_of = sessions_of(group)
+    known = history_keys(group)
+    answer_for = getattr(arm, "answer_for", None) if answers else None
+    texts = record_texts(group)
+    reach = gold_reach(group, gold_match)
+    for item in group.items:
+        hits, latency, error = (None, None, ingest_error) if ingest_error else search(arm, item, top_k, gold_match,
+                                                                                       warmup)
+        answer, error = arm_answer(answer_for, item, error)
+        yield Retrieved(item, hits, latency, error, answer, session_of, known, len(group.records),
+                        queue_ms=None if latency is None else 0.0, gold_texts=gold_texts(item, texts, gold_match),
+                        gold_unreachable=reach(item))
+
+
+def retrieve_group(arm: Arm, group: Group, top_k: int, gold_match: GoldMatch) -> list[Retrieved]:
+    """Ingest a group and search each item (and take the arm's own answer when it has one)."""
+    return list(iter_group(arm, group, top_k, gold_match, answers=True))

@@ -1,0 +1,85 @@
+"""Resuming a run that did not finish: its rows are kept, only the rest runs.
+
+A run stopped by Ctrl-C or SIGTERM (status ``interrupted``) or killed (its rows only in
+``items.parts/``) leaves every item that had finished as a row: on the retrieval axis every
+answered search, on the accuracy axis every judged item x repeat. A new run of the same
+configuration beside it (:func:`memrun.jobs.launch.stale_runs`) takes those rows over
+(``resume=true``, the default) when they were made from the same dataset file:
+
+- the rows are copied into the new run (under its run id) and counted as its own, their
+  hits observed by the arm checks (:class:`memrun.pipeline.checks.HitChecks`) as if searched now;
+- a history all of whose items have rows is not ingested again; one with some items left
+  is ingested again (its namespace was erased when the run stopped) and only those items
+  are searched; on the accuracy axis only the missing repeats of an item are answered.
+
+So a stop costs the calls in flight at the signal plus the ingest of the histories that
+were open (``bench/bench_stop_cost.py`` measures it).
+"""
+
+from __future__ import annotations
+
+import dataclasses
+import json
+from collections.abc import Iterable, Iterator
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
+
+from memrun.io.reader import read_run
+from memrun.pipeline.checks import HitChecks
+from memrun.pipeline.one_history import history_keys
+from memrun.records import Dataset, Group
+
+RESUMED_FILE = "resumed.json"
+"""Written into a run's folder once another run took its rows over: it is not resumed again."""
+
+
+def mark(folder: Path, by: Path) -> None:
+    """Record in ``folder`` that the run in ``by`` took its rows over."""
+    (folder / RESUMED_FILE).write_text(json.dumps({"resumed_by": str(by)}) + "\n")
+
+
+@dataclass
+class Resumed:
+    """The rows an unfinished run left, by item: ``rows`` (as written), ``done`` (the
+    ``(item_id, repeat)`` pairs they cover), ``folder`` and ``dataset_sha256``."""
+
+    folder: Path
+    dataset_sha256: str | None
+    rows: list[dict[str, Any]] = field(default_factory=list)
+    done: set[tuple[str, int]] = field(default_factory=set)
+
+    @classmethod
+    def read(cls, folder: Path) -> Resumed:
+        """The rows of the run in ``folder`` (its ``items.parquet``, else its parts). Raises
+        RunTableError when they cannot be read."""
+        table = read_run(folder)
+        rows = table.table.to_pylist()
+        return cls(folder, table.instrument.dataset_sha256, rows, {(str(r["item_id"]), int(r["repeat"])) for r in rows})
+
+    def remaining(self, dataset: Dataset, repeats: int, checks: HitChecks) -> Dataset:
+        """``dataset`` with only the items some repeat of which has no row (groups left with
+        none are dropped: not ingested again). The rows' hits are observed by ``checks``
+        as the groups go by (once per item, with its history's keys)."""
+        by_item: dict[str, dict[str, Any]] = {}
+        for row in self.rows:
+            by_item.setdefault(str(row["item_id"]), row)
+        groups = _remaining(dataset.groups, by_item, self.done, repeats, checks)
+        return dataclasses.replace(dataset, groups=list(groups) if isinstance(dataset.groups, list) else groups)
+
+
+def _remaining(groups: Iterable[Group], by_item: dict[str, dict[str, Any]], done: set[tuple[str, int]],
+               repeats: int, checks: HitChecks) -> Iterator[Group]:
+    for group in groups:
+        keys, n_records = None, len(group.records)
+        left = []
+        for item in group.items:
+            if any((item.item_id, k) not in done for k in range(repeats)):
+                left.append(item)  # retrieved again, and observed then
+                continue
+            row = by_item[item.item_id]
+            keys = keys if keys is not None else history_keys(group)
+            hits = None if row.get("error") or row.get("retrieved_keys") is None else list(row["retrieved_keys"])
+            checks.observe_keys(hits, keys, n_records, answered=row.get("answer_source") == "arm")
+        if left:
+            yield dataclasses.replace(group, items=left)

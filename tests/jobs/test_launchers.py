@@ -1,0 +1,202 @@
+"""Sweeps on Hydra's real launchers (joblib, submitit_local, a local Ray), the sweep table,
+and run folders claimed atomically. Every memrun process is the real CLI in a subprocess."""
+
+from __future__ import annotations
+
+import json
+import os
+import re
+import shutil
+import subprocess
+from pathlib import Path
+
+import pyarrow.parquet as pq
+import pytest
+
+from conftest import memrun_exe, run_after_a_killed_one, run_memrun
+
+LAUNCHERS = {
+    "basic": [],
+    "joblib": ["hydra/launcher=joblib", "hydra.launcher.n_jobs=2"],
+    "submitit_local": ["hydra/launcher=submitit_local", "hydra.launcher.timeout_min=5"],
+    "ray": ["hydra/launcher=ray", "+hydra.launcher.ray.init.num_cpus=2",
+            "+hydra.launcher.ray.init.include_dashboard=false"],
+}
+SWEEP = ["arm=bm25,bm25_nostop", "benchmark.limit=0,12", "progress=false"]  # limit=0 is a config error
+
+
+def _sweep(tmp_path: Path, launcher: str) -> tuple[subprocess.CompletedProcess[str], Path]:
+    done = run_memrun(["-m", *LAUNCHERS[launcher], *SWEEP], tmp_path, timeout=600)
+    (sweep_dir,) = (tmp_path / "outputs" / "multirun").iterdir()
+    return done, sweep_dir
+
+
+def _rows(sweep_dir: Path) -> list[dict]:
+    done = run_memrun(["sweep", str(sweep_dir), "--format", "json"], sweep_dir)
+    assert done.returncode == 2, done.stderr  # a job failed
+    return json.loads(done.stdout)
+
+
+@pytest.fixture(scope="module")
+def basic_sweep(tmp_path_factory) -> Path:
+    tmp = tmp_path_factory.mktemp("basic")
+    done, sweep_dir = _sweep(tmp, "basic")
+    assert done.returncode == 2, done.stderr
+    return sweep_dir
+
+
+@pytest.mark.parametrize("launcher", ["basic", "joblib", "submitit_local", "ray"])
+def test_a_sweep_with_a_failing_job_exits_2_with_one_table(tmp_path, launcher, basic_sweep):
+    done, sweep_dir = _sweep(tmp_path, launcher) if launcher != "basic" else (None, basic_sweep)
+    if done is not None:
+        assert done.returncode == 2, done.stderr[-3000:]
+        # submitit keeps a job's own stderr in its log folder: the table carries the error
+        assert "Traceback" not in done.stderr
+        table = done.stdout[done.stdout.index("sweep outputs/multirun"):]
+        assert len(re.findall(r"complete\s+0\s", table)) == 2 and len(re.findall(r"failed\s+2\s", table)) == 2
+        assert table.count("(failed): benchmark.limit=0") == 2
+    rows = _rows(sweep_dir)
+    assert [r["job"] for r in rows] == [0, 1, 2, 3]
+    assert [r["status"] for r in rows] == ["failed", "complete", "failed", "complete"]
+    assert [r["exit_code"] for r in rows] == [2, 0, 2, 0]
+    # the same rows and summary numbers as the basic launcher (times and ids aside)
+    for mine, basic in zip(rows, _rows(basic_sweep)):
+        assert (mine["headline"], mine["value"], mine["n_items"]) == (basic["headline"], basic["value"], basic["n_items"])
+        if mine["status"] != "complete":
+            continue
+        a = pq.read_table(Path(mine["run_dir"]) / "items.parquet").drop_columns(["run_id", "search_latency_ms"])
+        b = pq.read_table(Path(basic["run_dir"]) / "items.parquet").drop_columns(["run_id", "search_latency_ms"])
+        assert a.replace_schema_metadata(None).equals(b.replace_schema_metadata(None))
+
+
+def test_sweep_command_formats_and_combined_table(basic_sweep, tmp_path):
+    md = run_memrun(["sweep", str(basic_sweep), "--format", "markdown"], tmp_path)
+    assert md.returncode == 2 and md.stdout.startswith("| job | overrides | status |")
+    csv = run_memrun(["sweep", str(basic_sweep), "--format", "csv", "--out", str(tmp_path / "all.parquet")], tmp_path)
+    assert csv.stdout.splitlines()[0].startswith("job,overrides,status,exit_code")
+    combined = pq.read_table(tmp_path / "all.parquet")
+    assert combined.num_rows == 24  # two complete jobs of 12 items
+    assert set(combined.column("instrument_arm").to_pylist()) == {"bm25", "bm25_nostop"}
+    assert len(set(combined.column("run_id").to_pylist())) == 2
+    missing = run_memrun(["sweep", str(tmp_path / "nope")], tmp_path)
+    assert missing.returncode == 2 and "no such folder" in missing.stderr
+
+
+def test_two_processes_racing_for_one_run_folder(tmp_path):
+    """Exactly one runs; the other exits 2 in one line and leaves the winner's files as they were."""
+    folder = tmp_path / "run"
+    procs = [subprocess.Popen([*memrun_exe(), f"hydra.run.dir={folder}", f"seed={seed}", "progress=false"],
+                              cwd=tmp_path, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
+             for seed in (1, 2)]
+    outs = [p.communicate(timeout=300) for p in procs]
+    codes = [p.returncode for p in procs]
+    assert sorted(codes) == [0, 2], outs
+    loser = codes.index(2)
+    assert "memrun: error:" in outs[loser][1] and outs[loser][1].count("\n") == 1
+    winner_seed = (1, 2)[codes.index(0)]
+    assert (folder / ".hydra" / "overrides.yaml").read_text().count(f"seed={winner_seed}") == 1
+    assert pq.read_table(folder / "items.parquet").num_rows == 30
+    assert not (folder / ".memrun-claim").exists()
+    again = run_memrun([f"hydra.run.dir={folder}", "seed=3", "progress=false"], tmp_path)
+    assert again.returncode == 2 and "already holds a run" in again.stderr
+    assert "seed=3" not in (folder / ".hydra" / "overrides.yaml").read_text()
+
+
+def test_a_new_run_names_an_earlier_unfinished_run_of_its_configuration(tmp_path):
+    """A run killed with -9 leaves items.parts/ and no items.parquet; the next run of the same
+    configuration resumes it and says so in one line (folder, rows); with resume=false it
+    names it and starts over; another configuration says nothing."""
+    again = run_after_a_killed_one(tmp_path)
+    line = [ln for ln in again.stderr.splitlines() if "did not finish" in ln]
+    assert len(line) == 1 and str(tmp_path / "runs" / "killed") in line[0] and "its 30 rows are kept" in line[0]
+    assert (tmp_path / "runs" / "killed" / "resumed.json").is_file()  # taken over: not resumed a second time
+    (tmp_path / "runs" / "killed" / "resumed.json").unlink()
+    fresh = run_memrun(["progress=false", "resume=false", f"hydra.run.dir={tmp_path / 'runs' / 'fresh'}"], tmp_path)
+    line = [ln for ln in fresh.stderr.splitlines() if "did not finish" in ln]
+    assert fresh.returncode == 0 and len(line) == 1 and "holds 30 rows (resume=false: not resumed)" in line[0], fresh.stderr
+    other = run_memrun(["progress=false", "arm=bm25_nostop", f"hydra.run.dir={tmp_path / 'runs' / 'other'}"], tmp_path)
+    assert other.returncode == 0 and "did not finish" not in other.stderr
+
+
+def test_an_unfinished_run_whose_metadata_fails_its_seal_is_not_taken_at_its_word(tmp_path):
+    """A part of another configuration whose instrument was edited (or damaged) to claim this
+    run's configuration, its checksum left as written: memrun names no earlier run."""
+    from memrun.core.instrument import METADATA_KEY
+
+    runs = tmp_path / "runs"
+    for name, arm in (("done", "bm25"), ("other", "bm25_nostop")):
+        made = run_memrun(["progress=false", f"arm={arm}", f"hydra.run.dir={runs / name}"], tmp_path)
+        assert made.returncode == 0, made.stderr
+    table = pq.read_table(runs / "other" / "items.parquet")
+    meta = dict(table.schema.metadata)
+    theirs = json.loads(meta[METADATA_KEY])
+    ours = json.loads(pq.read_schema(runs / "done" / "items.parquet").metadata[METADATA_KEY])
+    theirs.update(arm=ours["arm"], config=ours["config"])
+    meta[METADATA_KEY] = json.dumps(theirs).encode()
+    killed = runs / "killed" / "items.parts"
+    killed.mkdir(parents=True)
+    pq.write_table(table.replace_schema_metadata(meta), killed / "part-00000.parquet")
+    again = run_memrun(["progress=false", f"hydra.run.dir={runs / 'again'}"], tmp_path)
+    assert again.returncode == 0 and "did not finish" not in again.stderr, again.stderr
+
+
+def test_an_output_folder_that_cannot_be_made_is_one_line(tmp_path):
+    done = run_memrun(["progress=false", "hydra.run.dir=/proc/memrun-cannot-write-here"], tmp_path)
+    assert done.returncode == 2 and "Traceback" not in done.stderr
+    assert done.stderr.strip().splitlines()[-1].startswith("memrun: error: cannot create the output folder")
+
+
+def test_a_worker_that_dies_ends_the_sweep_with_its_table_and_exit_2(tmp_path):
+    env = {"PYTHONPATH": os.pathsep.join([str(Path(__file__).parent.parent), os.environ.get("PYTHONPATH", "")])}
+    done = run_memrun(["-m", "hydra/launcher=joblib", "hydra.launcher.n_jobs=2", "progress=false",
+                       "arm._target_=memrun.arms.bm25.BM25Arm,arms.faulty.DyingArm"], tmp_path, env, timeout=300)
+    assert done.returncode == 2, done.stderr[-3000:]
+    last = done.stderr.strip().splitlines()[-1]
+    assert last.startswith("memrun: error: the launcher failed: ") and "Traceback" not in done.stderr
+    assert "sweep outputs/multirun" in done.stdout
+
+
+def test_sweep_out_is_a_new_parquet_file_outside_the_runs(basic_sweep, tmp_path):
+    run_dir = next(p for p in basic_sweep.iterdir() if (p / "items.parquet").exists())
+    before = (run_dir / "items.parquet").read_bytes()
+    for out, needle in ((run_dir / "items.parquet", "exists"), (tmp_path / "x.csv", "ending in .parquet"),
+                        (tmp_path, "is a folder"), (run_dir / "new.parquet", "into a run folder")):
+        done = run_memrun(["sweep", str(basic_sweep), "--out", str(out)], tmp_path)
+        assert done.returncode == 2 and needle in done.stderr.strip().splitlines()[-1], (out, done.stderr)
+    assert (run_dir / "items.parquet").read_bytes() == before
+
+
+def test_a_moved_sweep_lists_each_job_once_from_its_new_place(basic_sweep, tmp_path):
+    moved = tmp_path / "moved"
+    shutil.copytree(basic_sweep, moved)
+    rows = json.loads(run_memrun(["sweep", str(moved), "--format", "json"], tmp_path).stdout)
+    assert [r["job"] for r in rows] == [0, 1, 2, 3]
+    assert all(r["run_dir"].startswith(str(moved)) for r in rows if r["status"] == "complete")
+
+
+def test_a_claim_left_by_a_dead_process_is_taken_over(tmp_path):
+    import socket
+
+    folder = tmp_path / "run"
+    folder.mkdir()
+    (folder / ".memrun-claim").write_text(json.dumps({"pid": 2**22 + 12345, "host": socket.gethostname(),
+                                                       "since": "earlier"}))
+    done = run_memrun([f"hydra.run.dir={folder}", "progress=false"], tmp_path)
+    assert done.returncode == 0 and "no longer running; claiming the folder" in done.stderr
+    assert pq.read_table(folder / "items.parquet").num_rows == 30
+
+
+def test_two_sweeps_given_one_sweep_folder(tmp_path):
+    """At once or one after the other, the second is refused in one line before any job runs;
+    the first's jobs and table are whole."""
+    folder = tmp_path / "one"
+    args = ["-m", "arm=bm25,bm25_nostop", "progress=false", f"hydra.sweep.dir={folder}"]
+    procs = [subprocess.Popen([*memrun_exe(), *args, f"seed={s}"], cwd=tmp_path, stdout=subprocess.PIPE,
+                              stderr=subprocess.PIPE, text=True) for s in (1, 2)]
+    outs = [p.communicate(timeout=300) for p in procs]
+    assert sorted(p.returncode for p in procs) == [0, 2], outs
+    loser = [o for p, o in zip(procs, outs) if p.returncode == 2][0]
+    last = loser[1].strip().splitlines()[-1]
+    assert "is claimed by another run" in last or "already holds a sweep's jobs" in last
+    rows = json.loads(run_memrun(["sweep", str(folder), "--format", "json"], tmp_path).stdout)
+    assert [r["status"] for r in rows] == ["complete", "complete"]
