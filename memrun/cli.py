@@ -22,7 +22,7 @@ from typing import Any
 import memrun
 from memrun.core import signals
 from memrun.core.paths import conf_dir
-from memrun.errors import MemrunError
+from memrun.errors import EXIT_INTERRUPTED, EXIT_USER_ERROR, MemrunError
 from memrun.lazy import lazy
 
 # Loaded by a run only, after the signal handlers are installed (memrun.lazy).
@@ -58,8 +58,6 @@ SUBCOMMANDS: dict[str, str] = {
     "gallery": "memrun.commands.gallery:main",
 }
 
-EXIT_USER_ERROR = 2
-EXIT_INTERRUPTED = 130
 # stdout closed by its reader (`| head`): Python's documented recipe for EPIPE, and what
 # rich (the tables) exits with on its own when it meets the closed pipe first.
 EXIT_STDOUT_CLOSED = 1

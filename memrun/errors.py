@@ -1,9 +1,39 @@
-"""memrun's exception hierarchy, in one place.
+"""memrun's exceptions and exit codes, in one place.
 
 Every error a user can cause (bad config, missing or malformed data, an arm that
-misbehaves) is a :class:`MemrunError`. The command line prints it as one line,
-``memrun: error: <message>``, and exits with :attr:`MemrunError.exit_code`;
-anything else is a bug and keeps its traceback.
+misbehaves, a failed LLM call) is a :class:`MemrunError`. The command line prints it as
+one line, ``memrun: error: <message>``, and exits with :attr:`MemrunError.exit_code`;
+anything else is a bug and keeps its traceback. The tree::
+
+    MemrunError                      exit 2 (memrun compare / null-band: 4)
+    |-- ConfigError                  the composed configuration is invalid
+    |   `-- LiteralSecretError       a literal key where an environment variable's name belongs
+    |-- DataError                    a dataset is missing, damaged or unparseable
+    |   |-- DownloadError            ... and could not be downloaded
+    |   `-- TurnError                a malformed turn (also a ValueError)
+    |-- ArmError                     an arm could not be built or broke its protocol (stops the run)
+    |-- ToolError                    an MCP tool answered with an error (one item's; also a RuntimeError)
+    |-- AuthError                    a server refused memrun's credentials (stops the run)
+    |-- EndpointUnreachable          nothing answers at an LLM endpoint (stops the run)
+    |-- CacheError                   a cache file cannot be read or written (stops the run)
+    |-- CallError                    one LLM call failed for good (recorded on its item)
+    |-- BudgetExhausted              max_tokens_total reached (the run ends "stopped")
+    |-- JudgeReplyUnparseable        a judge's reply cannot be read (its verdict is ERROR; a ValueError)
+    |-- RunTableError                a run folder or items.parquet is missing or not a run table
+    |-- RunFolderTaken               another run holds, or already filled, the run folder
+    |-- MergeError                   shards that cannot be merged
+    |-- CompareUsageError            a comparison that cannot be set up as asked
+    |-- RunFailed                    every item of a run failed
+    `-- RunDegraded                  more rows failed than max_error_share
+
+    SweepRefused (a BaseException)   the sweep folder belongs to another sweep
+
+Exit codes of the command line (:data:`EXIT_CODES`; ``memrun compare`` has its own table,
+:class:`memrun.stats.ExitCode`: 0 pass, 1 fail, 2 unresolved, 3 refused, 4 usage error):
+
+    0    done
+    2    a user error (a MemrunError, a usage error)
+    130  interrupted (Ctrl-C, SIGTERM)
 """
 
 from __future__ import annotations
@@ -65,3 +95,64 @@ class RunFailed(MemrunError):
 class RunDegraded(MemrunError):
     """More of a run's rows failed than its ``max_error_share``: rows and summary are
     written (status ``degraded``), but a headline that leaves that many out is biased."""
+
+
+class LiteralSecretError(ConfigError):
+    """The config carries a literal key; ``values`` are the secrets to redact from files
+    already written (:func:`memrun.core.redaction.scrub_secrets`)."""
+
+    def __init__(self, message: str, values: list[str]) -> None:
+        super().__init__(message)
+        self.values = values
+
+
+class TurnError(DataError, ValueError):
+    """A turn is malformed; the message names the turn (the caller adds the session)."""
+
+
+class ToolError(MemrunError, RuntimeError):
+    """An MCP tool answered with ``isError: true`` (its text is the message); recorded on the item."""
+
+
+class CallError(MemrunError):
+    """An LLM call failed for good; the caller records it on the item. ``kind``: ``http``
+    (status >= 400 after the policy), ``transport`` (connection, timeout), ``malformed`` (a
+    2xx reply memrun cannot read), ``context_overflow`` (the server says the prompt is longer
+    than the model's window)."""
+
+    def __init__(self, kind: str, message: str, status: int | None = None) -> None:
+        super().__init__(message)
+        self.kind = kind
+        self.status = status
+
+
+class BudgetExhausted(MemrunError):
+    """``max_tokens_total`` was reached; no new call is started."""
+
+
+class JudgeReplyUnparseable(MemrunError, ValueError):
+    """A judge's reply cannot be read as a verdict (or a rubric score); the item's label is ERROR."""
+
+
+class RunFolderTaken(MemrunError):
+    """Another run holds, or already filled, the run folder."""
+
+
+class MergeError(MemrunError):
+    """The shards cannot be merged (none found, different configurations, duplicate rows)."""
+
+
+class CompareUsageError(MemrunError):
+    """The comparison cannot be set up as asked (metric, cluster column, empty pairing)."""
+
+
+class SweepRefused(BaseException):
+    """The sweep folder belongs to another sweep. A BaseException: Hydra turns an Exception
+    raised by a callback into a warning and would run the jobs anyway."""
+
+
+EXIT_OK = 0
+EXIT_USER_ERROR = 2
+EXIT_INTERRUPTED = 130
+EXIT_CODES = {EXIT_OK: "done", EXIT_USER_ERROR: "a user error", EXIT_INTERRUPTED: "interrupted"}
+"""The command line's exit codes (``memrun compare``'s: :class:`memrun.stats.ExitCode`)."""

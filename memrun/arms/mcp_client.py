@@ -27,7 +27,7 @@ from typing import Any, TypeVar
 from memrun.core.http_policy import http_client_logging
 from memrun.core.masking import command_label, fingerprint
 from memrun.core.redaction import strip_userinfo
-from memrun.errors import ArmError
+from memrun.errors import ArmError, ToolError
 from memrun.lazy import lazy
 
 http_client_logging()  # the SDK's streamable HTTP transport is httpx: one INFO line per call otherwise
@@ -41,10 +41,6 @@ mcp_types = lazy("mcp_types")
 
 T = TypeVar("T")
 STDERR_TAIL_LINES = 6
-
-
-class ToolError(RuntimeError):
-    """A tool answered with ``isError: true`` (its text is the message); recorded on the item."""
 
 
 @dataclass(frozen=True)

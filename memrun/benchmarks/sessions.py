@@ -25,11 +25,8 @@ import weakref
 from collections.abc import Collection, Iterator, Sequence
 from typing import Any, overload
 
+from memrun.errors import TurnError
 from memrun.records import Record
-
-
-class TurnError(ValueError):
-    """A turn is malformed; the message names the turn (the caller adds the session)."""
 
 
 class _Content:

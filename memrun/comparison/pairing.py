@@ -33,7 +33,7 @@ import pyarrow as pa
 import pyarrow.compute as pc
 
 from memrun.core.instrument import DENOMINATOR_ABSTAIN_WRONG, DENOMINATOR_EXCLUDE_ABSTAIN, DENOMINATOR_MEAN_SCORE
-from memrun.errors import MemrunError
+from memrun.errors import CompareUsageError
 from memrun.io.reader import RunTable, read_run
 from memrun.lazy import lazy
 from memrun.metrics.conventions import ACCURACY, credited_columns, credited_mask, family_of
@@ -55,10 +55,6 @@ EVIDENCE = "evidence"
 """``--cluster-by evidence``: a derived key, items sharing any gold (evidence) session in
 one cluster (connected components over the ``gold_sessions`` column)."""
 GOLD_SESSIONS = "gold_sessions"
-
-
-class CompareUsageError(MemrunError):
-    """The comparison cannot be set up as asked (metric, cluster column, empty pairing)."""
 
 
 @dataclass

@@ -38,7 +38,7 @@ from urllib.parse import quote, unquote
 
 from memrun.core import masking
 from memrun.core.masking import ARGS, ENV, REDACTED
-from memrun.errors import ConfigError
+from memrun.errors import LiteralSecretError
 from memrun.lazy import lazy
 
 fcntl = lazy("fcntl")  # POSIX only: loaded where a file is redacted in place, as before the import move
@@ -332,27 +332,21 @@ def find_literal_secrets(node: Any, path: str = "") -> Iterator[tuple[str, str]]
         yield path or "<value>", m.group(0)
 
 
-class LiteralSecretError(ConfigError):
-    """The config carries a literal key; ``values`` are the secrets to redact from files already written."""
+def scrub_secrets(error: LiteralSecretError, run_dir: Path, sweep_dir: Path | None = None) -> None:
+    """Redact ``error.values`` from the files Hydra already wrote: the run folder's
+    (``.hydra/config.yaml``, ``overrides.yaml``, ``memrun.log``) and, in a sweep, the
+    sweep folder's ``multirun.yaml`` (``sweep_dir``; None: the run folder's parent).
+    Every value is redacted, however short."""
+    redactor = Redactor()
+    for value in error.values:
+        redactor.add(value, min_length=1)
+    scrub_files(redactor, run_dir, sweep_dir)
 
-    def __init__(self, message: str, values: list[str]) -> None:
-        super().__init__(message)
-        self.values = values
 
-    def scrub(self, run_dir: Path, sweep_dir: Path | None = None) -> None:
-        """Redact the secrets from the files Hydra already wrote: the run folder's
-        (``.hydra/config.yaml``, ``overrides.yaml``, ``memrun.log``) and, in a sweep, the
-        sweep folder's ``multirun.yaml`` (``sweep_dir``; None: the run folder's parent).
-        Every value is redacted, however short."""
-        redactor = Redactor()
-        for value in self.values:
-            redactor.add(value, min_length=1)
-        scrub_files(redactor, run_dir, sweep_dir)
-
-    def scrub_hydra_job(self) -> None:
-        """:meth:`scrub` the folders of the Hydra job in progress, if there is one."""
-        if folders := hydra_job_folders():
-            self.scrub(*folders)
+def scrub_hydra_job(error: LiteralSecretError) -> None:
+    """:func:`scrub_secrets` the folders of the Hydra job in progress, if there is one."""
+    if folders := hydra_job_folders():
+        scrub_secrets(error, *folders)
 
 
 def scrub_files(redactor: Redactor, run_dir: Path, sweep_dir: Path | None = None) -> None:
@@ -383,7 +377,7 @@ def check_no_secrets(container: dict[str, Any]) -> dict[str, Any]:
     :meth:`Redactor.add_config`, :func:`redact_config`).
 
     Raises LiteralSecretError naming the first offending key, after redacting the values
-    from what Hydra already wrote for the job in progress (:meth:`LiteralSecretError.scrub_hydra_job`).
+    from what Hydra already wrote for the job in progress (:func:`scrub_hydra_job`).
     """
     found = list(find_literal_secrets(container))
     if not found:
@@ -398,7 +392,7 @@ def check_no_secrets(container: dict[str, Any]) -> dict[str, Any]:
         message = (f"{path}: a literal key or token in the config would be saved with the run; remove it, "
                    "export it as an environment variable and name that variable with api_key_env")
     error = LiteralSecretError(message, [value for _, value in found] + list(config_secrets(container)))
-    error.scrub_hydra_job()
+    scrub_hydra_job(error)
     raise error
 
 

@@ -34,7 +34,7 @@ from typing import Any
 
 from memrun.core import http_policy, provenance, redaction, signals
 from memrun.core.run_warnings import RunWarnings, warn
-from memrun.errors import MemrunError, RunTableError
+from memrun.errors import EXIT_INTERRUPTED, EXIT_USER_ERROR, MemrunError, RunFolderTaken, RunTableError
 from memrun.io.live import process_alive
 from memrun.lazy import lazy
 
@@ -59,8 +59,6 @@ resume_module = lazy("memrun.pipeline.resume")
 CLAIM_FILE = ".memrun-claim"
 OUTCOME_DIR = ".memrun"
 STOP_FILE = "stop"  # under OUTCOME_DIR: the sweep was asked to stop (stop_file)
-EXIT_USER_ERROR = 2
-EXIT_INTERRUPTED = 130
 
 last_exit_code = 0
 """The exit code of the last job run in this process (a single run reads it)."""
@@ -70,10 +68,6 @@ existing_root: Path | None = None
 """Of a single run's folder and its parents, the deepest that existed before Hydra created
 the folder (noted by :meth:`memrun.jobs.sweep.SweepCallback.on_run_start`): a run that did no
 item removes what it created up to there, never more."""
-
-
-class RunFolderTaken(MemrunError):
-    """Another run holds, or already filled, the run folder."""
 
 
 @dataclass

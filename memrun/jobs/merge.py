@@ -33,7 +33,7 @@ import pyarrow.compute as pc
 import pyarrow.parquet as pq
 
 from memrun.core.instrument import Instrument
-from memrun.errors import MemrunError, RunTableError
+from memrun.errors import MergeError, RunTableError
 from memrun.io.metadata import seal_table
 from memrun.io.reader import RunTable, read_run
 from memrun.io.writer import ITEMS_FILE, PARTS_DIR, SHA256_KEY, SUMMARY_FILE, file_sha256
@@ -41,10 +41,6 @@ from memrun.jobs.shards import items_digest
 from memrun.metrics.run_level import summarize_rows
 
 PARTIAL = "partial"
-
-
-class MergeError(MemrunError):
-    """The shards cannot be merged (none found, different configurations, duplicate rows)."""
 
 
 @dataclass

@@ -20,6 +20,7 @@ from typing import TYPE_CHECKING, Any
 from hydra.experimental.callback import Callback
 
 from memrun.core import signals
+from memrun.errors import SweepRefused
 from memrun.jobs import launch
 from memrun.jobs.launch import (
     EXIT_USER_ERROR,
@@ -44,11 +45,6 @@ rich_console = lazy("rich.console")
 # Only a sweep on the Ray launcher loads these (memrun.lazy).
 compose = lazy("memrun.config.compose")
 ray_launcher = lazy("hydra_plugins.hydra_ray_launcher._launcher_util")
-
-
-class SweepRefused(BaseException):
-    """The sweep folder belongs to another sweep. A BaseException: Hydra turns an Exception
-    raised by a callback into a warning and would run the jobs anyway."""
 
 
 last_sweep_exit_code: int | None = None

@@ -21,7 +21,7 @@ import re
 from collections.abc import Mapping, Sequence
 from typing import Any
 
-from memrun.errors import ConfigError
+from memrun.errors import ConfigError, JudgeReplyUnparseable
 from memrun.judges import Case, Verdict
 from memrun.judges.retry import RETRIED_COLUMN, RETRY_POLICY, ask_parsed
 from memrun.llm.client import ChatRequest
@@ -36,12 +36,8 @@ REQUEST_MEMO = 1024  # judge requests kept for reuse by later repeats
 _FENCE = re.compile(r"^```(?:json)?\s*(.*?)\s*```$", re.DOTALL | re.IGNORECASE)
 
 
-class Unparseable(ValueError):
-    """The judge's reply carries no unambiguous verdict."""
-
-
 def parse_verdict(text: str) -> tuple[str, str]:
-    """``(label, explanation)`` from a judge reply, or raise :class:`Unparseable`.
+    """``(label, explanation)`` from a judge reply, or raise :class:`JudgeReplyUnparseable`.
 
     Accepted: a JSON object (optionally in a Markdown code fence) with ``verdict`` a
     string equal, after trimming and upper-casing, to CORRECT, WRONG, INCORRECT or
@@ -51,37 +47,37 @@ def parse_verdict(text: str) -> tuple[str, str]:
     """
     body = text.strip()
     if not body:
-        raise Unparseable("empty reply")
+        raise JudgeReplyUnparseable("empty reply")
     if m := _FENCE.match(body):
         body = m.group(1).strip()
     if body.startswith("{"):
         try:
             obj = json.loads(body)
         except json.JSONDecodeError as exc:
-            raise Unparseable(f"not valid JSON ({exc.msg})") from None
+            raise JudgeReplyUnparseable(f"not valid JSON ({exc.msg})") from None
         return _from_object(obj)
     word = body.strip("\"'` .").upper()
     if word in _WORDS:
         return _WORDS[word], ""
-    raise Unparseable(f"no verdict in reply {body[:80]!r}")
+    raise JudgeReplyUnparseable(f"no verdict in reply {body[:80]!r}")
 
 
 def _from_object(obj: Any) -> tuple[str, str]:
     if not isinstance(obj, dict):
-        raise Unparseable("the JSON reply is not an object")
+        raise JudgeReplyUnparseable("the JSON reply is not an object")
     verdict = obj.get("verdict")
     if not isinstance(verdict, str):
-        raise Unparseable(f"'verdict' is {type(verdict).__name__}, not one of CORRECT, WRONG, ABSTAIN")
+        raise JudgeReplyUnparseable(f"'verdict' is {type(verdict).__name__}, not one of CORRECT, WRONG, ABSTAIN")
     word = verdict.strip().upper()
     if word not in _WORDS:
-        raise Unparseable(f"'verdict' is {verdict[:40]!r}, not one of CORRECT, WRONG, ABSTAIN")
+        raise JudgeReplyUnparseable(f"'verdict' is {verdict[:40]!r}, not one of CORRECT, WRONG, ABSTAIN")
     label = _WORDS[word]
     if "score" in obj:
         score = obj["score"]
         if isinstance(score, bool) or score not in (0, 1):
-            raise Unparseable(f"'score' is {score!r}, not 0 or 1")
+            raise JudgeReplyUnparseable(f"'score' is {score!r}, not 0 or 1")
         if (score == 1) != (label == CORRECT):
-            raise Unparseable(f"'score' {score} contradicts verdict {word}")
+            raise JudgeReplyUnparseable(f"'score' {score} contradicts verdict {word}")
     explanation = obj.get("explanation", "")
     if not isinstance(explanation, str):
         explanation = json.dumps(explanation, ensure_ascii=False)
@@ -167,7 +163,7 @@ class LLMJudge:
         try:
             (label, explanation), cached, tokens, retried = await ask_parsed(
                 self.llm, self.endpoint, request, repeat, parse_verdict)
-        except Unparseable as exc:
+        except JudgeReplyUnparseable as exc:
             return Verdict(ERROR, None, f"judge reply unparseable after a retry: {exc}", prompt.name, False, None)
         return Verdict(label, 1.0 if label == CORRECT else 0.0, explanation, prompt.name, cached, tokens or None,
                        {RETRIED_COLUMN: True} if retried else None)

@@ -35,7 +35,7 @@ async def ask_parsed(llm: LLMService, endpoint: Endpoint, request: ChatRequest, 
                      parse: Callable[[str], T]) -> tuple[T, bool, int, bool]:
     """(parsed reply, cached, tokens, retried) of one judge call under :data:`RETRY_POLICY`.
 
-    parse: raises ValueError (the judges' ``Unparseable``) for a reply it cannot read; the
+    parse: raises ValueError (:class:`memrun.errors.JudgeReplyUnparseable`) for a reply it cannot read; the
     request is then asked again once with the error shown (:func:`reask`). A reply still
     unparseable raises that second ValueError, and both replies are dropped from the call
     cache (a re-run asks again). Raises CallError / BudgetExhausted for a failed call.

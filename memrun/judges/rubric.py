@@ -36,7 +36,7 @@ import re
 from collections.abc import Sequence
 from typing import Any
 
-from memrun.errors import ConfigError
+from memrun.errors import ConfigError, JudgeReplyUnparseable
 from memrun.judges import Case, Verdict
 from memrun.judges.retry import RETRIED_COLUMN, RETRY_POLICY, ask_parsed
 from memrun.llm.client import ChatRequest
@@ -54,12 +54,8 @@ ORDER_CATEGORY = "event_ordering"
 _FENCE = re.compile(r"^```(?:json)?\s*(.*?)\s*```$", re.DOTALL | re.IGNORECASE)
 
 
-class Unparseable(ValueError):
-    """A judge reply that carries no score (or no YES/NO) under the strict rules."""
-
-
 def parse_rubric_reply(text: str) -> tuple[float, str]:
-    """``(score, reason)`` from a rubric judge reply, or raise :class:`Unparseable`.
+    """``(score, reason)`` from a rubric judge reply, or raise :class:`JudgeReplyUnparseable`.
 
     Accepted: one JSON object, optionally in a Markdown code fence, whose ``score`` is a
     JSON number equal to 0, 0.5 or 1 (``1.0`` too); ``reason`` an optional string.
@@ -68,27 +64,27 @@ def parse_rubric_reply(text: str) -> tuple[float, str]:
     if m := _FENCE.match(body):
         body = m.group(1).strip()
     if not body:
-        raise Unparseable("empty reply")
+        raise JudgeReplyUnparseable("empty reply")
     try:
         obj = json.loads(body)
     except json.JSONDecodeError as exc:
-        raise Unparseable(f"not one JSON object ({exc.msg}): {body[:60]!r}") from None
+        raise JudgeReplyUnparseable(f"not one JSON object ({exc.msg}): {body[:60]!r}") from None
     if not isinstance(obj, dict):
-        raise Unparseable("the JSON reply is not an object")
+        raise JudgeReplyUnparseable("the JSON reply is not an object")
     score = obj.get("score")
     if isinstance(score, bool) or not isinstance(score, (int, float)) or float(score) not in SCORES:
-        raise Unparseable(f"'score' is {score!r}, not the number 0, 0.5 or 1")
+        raise JudgeReplyUnparseable(f"'score' is {score!r}, not the number 0, 0.5 or 1")
     reason = obj.get("reason", "")
     return float(score), " ".join(str(reason).split())
 
 
 def parse_equivalence(text: str) -> bool:
     """True for a reply that is YES, False for NO (case, spaces, ``*`` and a final period
-    ignored); raise :class:`Unparseable` for anything else."""
+    ignored); raise :class:`JudgeReplyUnparseable` for anything else."""
     word = text.strip().strip("*`\"' .").upper()
     if word in ("YES", "NO"):
         return word == "YES"
-    raise Unparseable(f"equivalence reply {text.strip()[:40]!r} is neither YES nor NO")
+    raise JudgeReplyUnparseable(f"equivalence reply {text.strip()[:40]!r} is neither YES nor NO")
 
 
 class RubricJudge:
@@ -178,7 +174,7 @@ class RubricJudge:
                 retried = retried or any(r for _, _, r in calls)
             if retried:
                 details[RETRIED_COLUMN] = True
-        except Unparseable as exc:
+        except JudgeReplyUnparseable as exc:
             return Verdict(ERROR, None, f"judge reply unparseable after a retry: {exc}", self.prompt.name, False, None)
         scores = details["rubric_scores"]
         mean = sum(scores) / len(scores)

@@ -34,7 +34,7 @@ from urllib.parse import urlsplit
 
 from memrun.core.http_policy import AUTH_STATUSES, BODY_PREVIEW_CHARS, HttpPolicy, Retrier, auth_error, http_client_logging
 from memrun.core.redaction import Redactor
-from memrun.errors import AuthError, EndpointUnreachable
+from memrun.errors import AuthError, CallError, EndpointUnreachable
 from memrun.lazy import lazy, loaded
 from memrun.llm.endpoint import Endpoint
 
@@ -93,17 +93,6 @@ class ChatResult:
     latency_ms: float
     finish_reason: str | None = None
     model: str | None = None  # the model the server says answered (its reply's ``model``), None when absent
-
-
-class CallError(Exception):
-    """A call failed for good. ``kind``: ``http`` (status >= 400 after the policy),
-    ``transport`` (connection, timeout), ``malformed`` (a 2xx reply memrun cannot read),
-    ``context_overflow`` (the server says the prompt is longer than the model's window)."""
-
-    def __init__(self, kind: str, message: str, status: int | None = None) -> None:
-        super().__init__(message)
-        self.kind = kind
-        self.status = status
 
 
 def _body_start(body: str) -> str:

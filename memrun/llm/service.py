@@ -28,16 +28,13 @@ from typing import TYPE_CHECKING
 from memrun.core.background import in_background
 from memrun.core.http_policy import HttpPolicy
 from memrun.core.redaction import Redactor
+from memrun.errors import BudgetExhausted
 from memrun.llm.cache import CallCache, call_key
 from memrun.llm.client import ChatClient, ChatRequest, ChatResult
 from memrun.llm.endpoint import Endpoint
 
 if TYPE_CHECKING:
     from memrun.llm.client import ChatClient
-
-
-class BudgetExhausted(Exception):
-    """``max_tokens_total`` was reached; no new call is started."""
 
 
 @dataclass

@@ -17,7 +17,7 @@ from memrun.judges.lexical import (
     locomo_multi_f1,
     mem0_f1,
 )
-from memrun.judges.llm import LLMJudge, Unparseable, parse_verdict
+from memrun.judges.llm import JudgeReplyUnparseable, LLMJudge, parse_verdict
 from memrun.records import Item
 
 PROMPTS = {"default": "default", "abstention": "abstention", "temporal": "temporal", "knowledge-update": "knowledge_update"}
@@ -66,7 +66,7 @@ def test_parse_verdict_accepts_exact_labels(reply, label):
     ],
 )
 def test_parse_verdict_rejects_everything_else(reply):
-    with pytest.raises(Unparseable):
+    with pytest.raises(JudgeReplyUnparseable):
         parse_verdict(reply)
 
 

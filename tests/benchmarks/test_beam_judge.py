@@ -14,7 +14,7 @@ import pytest
 from accuracy.helpers import execute_run, rows, summary
 from memrun.cli import main
 from memrun.io.reader import read_run
-from memrun.judges.rubric import Unparseable, parse_equivalence, parse_rubric_reply
+from memrun.judges.rubric import JudgeReplyUnparseable, parse_equivalence, parse_rubric_reply
 from memrun.metrics.event_order import align, order_score, system_events
 from servers.openai_server import prompt_text
 
@@ -94,13 +94,13 @@ def test_rubric_replies_that_parse(reply, score):
 @pytest.mark.parametrize("reply", ['{"score": "1.0"}', '{"score": 0.7}', '{"score": true}', "1.0", "", '{"reason": "x"}',
                                    'Score: {"score": 1}'])
 def test_unparseable_rubric_replies_raise(reply):
-    with pytest.raises(Unparseable):
+    with pytest.raises(JudgeReplyUnparseable):
         parse_rubric_reply(reply)
 
 
 def test_equivalence_replies_are_yes_or_no_only():
     assert parse_equivalence("**YES**") and not parse_equivalence(" no. ")
-    with pytest.raises(Unparseable):
+    with pytest.raises(JudgeReplyUnparseable):
         parse_equivalence("Yes, they describe the same event")
 
 
