@@ -80,6 +80,7 @@ def test_cold_embedding_reports_progress_and_caches_each_chunk(tmp_path) -> None
             return np.ones((len(texts), 4), dtype=np.float32) * self.calls
 
     texts = [f"text {i}" for i in range(600)]
+    ACTIVITY.clear()  # a run earlier in this process may have left its ingest phase
     cached = CachedEmbedder(Counting(), EmbeddingCache(tmp_path))
     with pytest.raises(RuntimeError):
         cached.embed(texts)
