@@ -43,7 +43,7 @@ http_policy = lazy("memrun.core.http_policy")
 # name -> "module:function" taking argv (list[str]) and returning an exit code.
 SUBCOMMANDS: dict[str, str] = {
     "compare": "memrun.commands.compare:main",
-    "null-band": "memrun.commands.compare:null_band_main",
+    "null-band": "memrun.commands.null_band:null_band_main",
     "validate": "memrun.commands.validate:main",
     "datasets": "memrun.commands.datasets:main",
     "failures": "memrun.commands.failures:main",

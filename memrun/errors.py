@@ -27,6 +27,7 @@ anything else is a bug and keeps its traceback. The tree::
     `-- RunDegraded                  more rows failed than max_error_share
 
     SweepRefused (a BaseException)   the sweep folder belongs to another sweep
+    UsageExit (a SystemExit)         a subcommand's bad argument (argparse's usage line printed)
 
 Exit codes of the command line (:data:`EXIT_CODES`; ``memrun compare`` has its own table,
 :class:`memrun.stats.ExitCode`: 0 pass, 1 fail, 2 unresolved, 3 refused, 4 usage error):
@@ -149,6 +150,16 @@ class CompareUsageError(MemrunError):
 class SweepRefused(BaseException):
     """The sweep folder belongs to another sweep. A BaseException: Hydra turns an Exception
     raised by a callback into a warning and would run the jobs anyway."""
+
+
+class UsageExit(SystemExit):
+    """A subcommand's bad argument: argparse printed its usage line and ``memrun: error:
+    <message>`` (:mod:`memrun.commands.usage`); ``code`` is the command's usage exit code
+    (2, or 4 for memrun compare)."""
+
+    def __init__(self, message: str, code: int) -> None:
+        super().__init__(code)
+        self.message = message
 
 
 EXIT_OK = 0

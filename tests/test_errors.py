@@ -9,7 +9,7 @@ import inspect
 import memrun.errors as errors
 from test_layers import MODULES
 
-OUTSIDE_THE_TREE = {"SweepRefused"}  # a BaseException: Hydra swallows an Exception raised by a callback
+OUTSIDE_THE_TREE = {"SweepRefused", "UsageExit"}  # a BaseException for Hydra; argparse's SystemExit
 
 
 def _exception_classes() -> dict[str, list[str]]:

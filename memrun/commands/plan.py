@@ -26,6 +26,7 @@ from memrun.errors import ConfigError, MemrunError
 from memrun.lazy import lazy
 
 commands_compare = lazy("memrun.commands.compare")
+comparison_api = lazy("memrun.comparison.api")
 report_md = lazy("memrun.report.md")
 config_compose = lazy("memrun.config.compose")
 config_spec = lazy("memrun.config.build_spec")
@@ -93,9 +94,9 @@ def pilot_power(path_a: str, path_b: str, effect: float | None) -> dict[str, Any
     power dict (fractions) plus ``runs`` and ``unit``. The pilot runs may differ in their
     treatment (their numbers are read, not gated). Raises MemrunError when they cannot be
     compared (unreadable, nothing paired, a degenerate interval)."""
-    argv = [path_a, path_b, "--allow-noncomparable", "--allow-fake"]
-    argv += ["--effect", str(effect)] if effect is not None else []
-    result, _, refusal = commands_compare.compare(commands_compare.build_parser().parse_args(argv))
+    request = comparison_api.CompareRequest(a=path_a, b=path_b, allow_noncomparable=True, allow_fake=True, effect=effect)
+    outcome = comparison_api.compare(request, on_warning=commands_compare.print_warning)
+    result, refusal = outcome.comparison, outcome.refusal
     if result is None or not result.power:
         why = refusal or (result.verdict.get("detail") if result else None) or "no usable interval"
         raise MemrunError(f"--pilot {path_a} {path_b}: no power from these runs: {why}")

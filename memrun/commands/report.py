@@ -25,6 +25,7 @@ from memrun.lazy import lazy
 
 memrun_launch = lazy("memrun.jobs.launch")
 html_compare_page = lazy("memrun.report.html.compare_page")
+commands_compare = lazy("memrun.commands.compare")
 html_sweep_page = lazy("memrun.report.html.sweep_page")
 html_run_page = lazy("memrun.report.html.run_page")
 
@@ -78,7 +79,8 @@ def main(argv: Sequence[str]) -> int:
             raise MemrunError(f"{p}: no such file or folder")
     if len(paths) == 2:
         out = args.out or _folder(paths[1]) / COMPARE_FILE
-        _write(out, html_compare_page.render_compare(str(paths[0]), str(paths[1]), rest))
+        _write(out, html_compare_page.render_compare(str(paths[0]), str(paths[1]), rest,
+                                                        on_warning=commands_compare.print_warning))
     elif _is_sweep(paths[0]):
         out = args.out or paths[0] / REPORT_FILE
         written = html_sweep_page.write_sweep(paths[0], out, REPORT_FILE)

@@ -164,3 +164,16 @@ def render_outcome_markdown(outcome: str, code: int, reason: str, runs: Mapping[
     out = [runs["marker"], f"### memrun compare: **{title}** (exit code {code})", "", *fake_banner(runs),
            *md.fenced(reason.strip(), "text"), ""]
     return "\n".join(out + runs_markdown(runs)) + "\n"
+
+
+def render_no_comparison(fmt: str, code: int, reason: str, paths: tuple[str | None, str | None]) -> str:
+    """The ``--format json`` / ``markdown`` document of an outcome without a comparison (a
+    refusal, exit 3, or a usage error, exit 4); "" for text (the reason is on stderr)."""
+    outcome = "refused" if code == 3 else "usage_error"
+    if fmt == "json":
+        return json.dumps({"outcome": outcome, "exit_code": code, "reason": reason,
+                           "error": reason if outcome == "usage_error" else None}, indent=2) + "\n"
+    if fmt == "markdown":
+        a, b = paths
+        return render_outcome_markdown(outcome, code, reason, run_context(a, b or ""))
+    return ""

@@ -10,7 +10,7 @@ from scipy import stats as sps
 
 from conftest import run_dirs, run_memrun
 from memrun.commands.compare import main as compare_main
-from memrun.commands.compare import null_band_main
+from memrun.commands.null_band import null_band_main
 from memrun.core.instrument import DENOMINATOR_ABSTAIN_WRONG, DENOMINATOR_EXCLUDE_ABSTAIN, Instrument
 from memrun.stats import ExitCode
 from run_tables import accuracy_run, compare_json, retrieval_run, wtl

@@ -15,7 +15,7 @@ import pytest
 from scipy import stats as sps
 
 from memrun.commands.compare import main as compare_main
-from memrun.commands.compare import null_band_main
+from memrun.commands.null_band import null_band_main
 from memrun.core.instrument import METADATA_KEY
 from memrun.stats import ExitCode
 from run_tables import accuracy_run, compare_json, retrieval_run, wtl
@@ -268,7 +268,7 @@ def test_an_unexpected_crash_exits_4_with_one_line_and_json(tmp_path, capsys, mo
     def boom(*args, **kwargs):
         raise ZeroDivisionError("float division by zero")
 
-    monkeypatch.setattr("memrun.commands.compare.analyze", boom)
+    monkeypatch.setattr("memrun.comparison.api.analyze", boom)
     code = compare_main([str(ra), str(rb), "--format", "json"])
     captured = capsys.readouterr()
     assert code == ExitCode.USAGE_ERROR

@@ -1,6 +1,6 @@
 """The comparison page of ``memrun report A B``: ``memrun compare``'s figures as a page.
 
-The numbers come from :func:`memrun.commands.compare.compare` (``Comparison.to_dict()``)
+The numbers come from :func:`memrun.comparison.api.compare` (``Comparison.to_dict()``)
 and the text lines from :mod:`memrun.report.compare_report`, so the page, the terminal
 and the JSON agree. A refusal still renders: the banner gives its reason and exit code,
 the comparability table shows why; the discordant items need no verdict and are shown.
@@ -8,8 +8,8 @@ the comparability table shows why; the discordant items need no verdict and are 
 
 from __future__ import annotations
 
-from collections.abc import Mapping, Sequence
-from typing import Any
+from collections.abc import Callable, Mapping, Sequence
+from typing import TYPE_CHECKING, Any
 
 from memrun.core.instrument import Instrument
 from memrun.errors import MemrunError
@@ -21,19 +21,26 @@ from memrun.report.html.common import Texts, embed_json, group_repeats, item_row
 from memrun.report.html.flips_page import TABLE as FLIPS_TABLE
 from memrun.report.html.flips_page import flip_rows, flips_of
 
+if TYPE_CHECKING:  # the comparison is loaded with the page's first comparison (lazy below)
+    from memrun.comparison.analysis import Comparison
+    from memrun.comparison.api import CompareRequest
+
 commands_compare = lazy("memrun.commands.compare")
+comparison_api = lazy("memrun.comparison.api")
 metrics_retrieval = lazy("memrun.metrics.retrieval")
 
 
-def _comparison(a: str, b: str, options: Sequence[str]) -> tuple[dict[str, Any] | None, int, str | None, Any, Any]:
-    """(Comparison dict or None, exit code, refusal text, parsed arguments, the Comparison),
-    by compare's own code."""
+def _comparison(a: str, b: str, options: Sequence[str], on_warning: Callable[[str], None] | None
+                ) -> tuple[dict[str, Any] | None, int, str | None, CompareRequest, Comparison | None]:
+    """(Comparison dict or None, exit code, refusal text, the resolved request, the Comparison),
+    by :func:`memrun.compare`."""
     try:
         args = commands_compare.build_parser().parse_args([a, b, *options])
     except SystemExit:  # compare's parser printed its usage line and the problem
         raise MemrunError(f"memrun report: bad compare options: {' '.join(options)}") from None
-    result, code, refusal = commands_compare.compare(args)
-    return (result.to_dict() if result else None), code, refusal, args, result
+    outcome = comparison_api.compare(commands_compare.request_from(args), on_warning=on_warning)
+    result = outcome.comparison
+    return (result.to_dict() if result else None), outcome.exit_code, outcome.refusal, outcome.request, result
 
 
 def comparability(a: Instrument, b: Instrument, treatments: Sequence[str]) -> list[dict[str, Any]]:
@@ -80,16 +87,18 @@ def forest_rows(d: Mapping[str, Any]) -> list[dict[str, Any]]:
     return rows
 
 
-def compare_context(a: str, b: str, options: Sequence[str] = ()) -> dict[str, Any]:
-    """Everything the compare template needs."""
-    d, code, refusal, args, result = _comparison(a, b, options)
+def compare_context(a: str, b: str, options: Sequence[str] = (),
+                    on_warning: Callable[[str], None] | None = None) -> dict[str, Any]:
+    """Everything the compare template needs. ``on_warning``: called with each warning said
+    while reading the runs (``memrun report`` prints them; the page shows them either way)."""
+    d, code, refusal, request, result = _comparison(a, b, options, on_warning)
     run_a, run_b = read_run(a), read_run(b)
     accuracy = run_a.instrument.axis == "accuracy"
     hit_column = None
     if not accuracy:
-        hit_column = metrics_retrieval.item_column_for(args.metric)
+        hit_column = metrics_retrieval.item_column_for(request.metric or "")
 
-    treatments = commands_compare.treatments_of(args.treatment)
+    treatments = list(request.treatments)
     notes = [f"{name} did not finish: read from items.parts/" for name, r in (("A", run_a), ("B", run_b))
              if not r.complete]
     notes += [f"{name} ended {r.instrument.status}" for name, r in (("A", run_a), ("B", run_b))
@@ -139,6 +148,7 @@ def compare_context(a: str, b: str, options: Sequence[str] = ()) -> dict[str, An
     return context
 
 
-def render_compare(a: str, b: str, options: Sequence[str] = ()) -> str:
-    """The comparison page as one HTML string."""
-    return render("compare.html.j2", **compare_context(a, b, options))
+def render_compare(a: str, b: str, options: Sequence[str] = (),
+                   on_warning: Callable[[str], None] | None = None) -> str:
+    """The comparison page as one HTML string (``on_warning``: as :func:`compare_context`)."""
+    return render("compare.html.j2", **compare_context(a, b, options, on_warning))

@@ -18,6 +18,7 @@ from memrun.report.evidence import FOLD_CHARS, cut, gold_state
 from memrun.report.html.common import embed_json, render
 
 commands_compare = lazy("memrun.commands.compare")
+comparison_api = lazy("memrun.comparison.api")
 compare_flips = lazy("memrun.comparison.flips")
 
 TABLE = {
@@ -77,12 +78,13 @@ def flips_context(a: str, b: str, options: Sequence[str] = (), compare_link: str
         args = commands_compare.build_parser().parse_args([a, b, *options])
     except SystemExit:
         raise MemrunError(f"bad compare options: {' '.join(options)}") from None
-    paired, code, refusal = commands_compare.paired_items(args)  # the pairing alone: no bootstrap needed
+    # the pairing alone: no bootstrap needed
+    paired, code, refusal, request = comparison_api.paired_items(commands_compare.request_from(args))
     flips = [] if paired is None else compare_flips.side_by_side(compare_flips.flip_list(paired), a, b)
     rows = flip_rows(flips)
     wins = sum(r["side"] == "win" for r in rows)
     notes: list[str] = []
-    metric = args.metric if paired is None or paired.a_label[:1].tolist() in ([], [-1]) \
+    metric = request.metric if paired is None or paired.a_label[:1].tolist() in ([], [-1]) \
         else "majority label (correct = 1)"
     if paired is None:
         notes = [f"no flips: {(refusal or '').splitlines()[0]} (exit code {code})"]

@@ -1,0 +1,406 @@
+"""``memrun.compare``: a :class:`CompareRequest` in, a :class:`CompareOutcome` out.
+
+The whole compare flow from Python, with no argparse and nothing printed::
+
+    outcome = memrun.compare(CompareRequest(a="outputs/bm25", b="outputs/dense"))
+    outcome.status        # "compared" or "refused"
+    outcome.exit_code     # 0 pass, 1 fail, 2 unresolved, 3 refused (memrun.stats.ExitCode)
+    outcome.comparison    # the Comparison (None when refused): .to_dict(), .verdict, .overall
+    outcome.warnings      # what makes the runs read differently, said while reading them
+
+A usage error (an unreadable run, a bad metric, nothing to pair, no baseline found) raises
+:class:`memrun.errors.MemrunError` (exit code 4 on the command line). ``memrun compare``,
+``memrun null-band``, ``memrun report A B``, ``memrun view``'s compare page and
+``memrun plan --pilot`` all go through :func:`compare`.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+import importlib
+import json
+from collections.abc import Callable
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
+
+import pyarrow as pa
+import pyarrow.compute as pc
+
+from memrun.comparison.analysis import Comparison, Settings, analyze, category_order
+from memrun.comparison.baseline import find_baseline
+from memrun.comparison.design import cluster_supply, design_notes, evidence_sensitivity
+from memrun.comparison.fitness import DataThresholds
+from memrun.comparison.pairing import Paired, pair, read_for_compare
+from memrun.core.background import in_background
+from memrun.core.instrument import Difference, Instrument
+from memrun.errors import MemrunError
+from memrun.io.reader import RunTable, read_instrument
+from memrun.lazy import lazy
+from memrun.metrics.retrieval import item_column_for
+from memrun.stats import DEFAULT_BAND, ExitCode, JudgeCalibration
+
+compare_gates = lazy("memrun.comparison.gates")
+
+_LIMITS = DataThresholds()
+DEFAULTS = {"metric": "recall@5", "gate_min_delta": 0.0, "gate_band": 100 * DEFAULT_BAND,
+            "max_error_share": _LIMITS.max_error_share, "max_error_gap": _LIMITS.max_error_gap,
+            "min_paired_share": _LIMITS.min_paired_share}
+"""What a setting left unset by the caller and by the gate file becomes."""
+
+Say = Callable[[str], None]
+
+
+@dataclass(frozen=True)
+class CompareRequest:
+    """What to compare and how: ``memrun compare``'s options as values (docs/reproducing.md).
+
+    ``a``: run A, the baseline (a run folder or items.parquet); None with ``baseline="auto"``,
+    which finds it among the runs under ``runs_dir``. ``b``: run B, the change.
+    Settings left None are read from the ``gate`` file (``conf/gates/NAME.yaml`` or a YAML
+    path), else :data:`DEFAULTS`. Intervals and gates are in percentage points (pp; for
+    ``mrr`` and ``ndcg@K`` hundredths of the score). ``same_configuration``: the null band's
+    check, refusing two runs whose configurations differ.
+    """
+
+    a: str | None
+    b: str
+    metric: str | None = None
+    cluster_by: str = "cluster"
+    stratify_by: str = "auto"
+    categories: str | None = None
+    allow_fake: bool = False
+    resamples: int = 10_000
+    seed: int = 7
+    baseline: str | None = None
+    runs_dir: str = "outputs"
+    gate: str | None = None
+    treatments: tuple[str, ...] = ()
+    allow_noncomparable: bool = False
+    gate_min_delta: float | None = None
+    gate_band: float | None = None
+    max_error_share: float | None = None
+    max_error_gap: float | None = None
+    min_paired_share: float | None = None
+    effect: float | None = None
+    judge_calibration: Path | None = None
+    same_configuration: bool = False
+
+
+@dataclass(frozen=True)
+class CompareOutcome:
+    """The result of :func:`compare`.
+
+    ``request``: the request as resolved (A found, the gate and the defaults applied).
+    ``status``: ``"compared"`` (``comparison`` set; with ``allow_noncomparable`` and differing
+    runs its exit code is still 3) or ``"refused"`` (``refusal`` says why, every differing
+    field at once). ``warnings``: what was said while reading the runs (unfinished, partial,
+    a shard, different LLM endpoints); the comparison's own warnings (which begin with
+    these) are in ``comparison.warnings``. ``notes``: how the request was resolved (the
+    baseline found). ``exit_code``: :class:`memrun.stats.ExitCode`.
+    """
+
+    request: CompareRequest
+    status: str
+    exit_code: int
+    comparison: Comparison | None = None
+    refusal: str | None = None
+    warnings: tuple[str, ...] = ()
+    notes: tuple[str, ...] = field(default=())
+
+
+def treatments_of(values: Any) -> list[str]:
+    """``["a", "b,c"]`` -> ``["a", "b", "c"]`` (``--treatment`` repeated or comma-separated)."""
+    return [t.strip() for value in values for t in value.split(",") if t.strip()]
+
+
+def resolve(request: CompareRequest) -> tuple[CompareRequest, list[str]]:
+    """(the request with the gate file's settings, the defaults and A filled in, notes).
+
+    Raises MemrunError for a bad gate file, a missing run or no baseline that fits.
+    """
+    filled: dict[str, Any] = {}
+    if request.gate:
+        for dest, value in compare_gates.load_gate(request.gate).items():
+            if getattr(request, dest) is None:
+                filled[dest] = value
+    for dest, value in DEFAULTS.items():
+        if filled.get(dest, getattr(request, dest)) is None:
+            filled[dest] = value
+    notes = []
+    if request.baseline is not None and request.a is None:
+        folder, why = find_baseline(request.b, request.runs_dir, treatments_of(request.treatments))
+        filled["a"] = str(folder)
+        notes.append(why)
+    return dataclasses.replace(request, **filled), notes
+
+
+@dataclass
+class _Prepared:
+    """What a comparison reads and how, before pairing (:func:`_prepare`)."""
+
+    run_a: RunTable
+    run_b: RunTable
+    cluster_by: str | None
+    stratify_by: str | None
+    settings: Settings
+    differences: list[Difference]
+    categories: list[str] | None
+    chosen: str
+
+    def pair(self) -> Paired:
+        """The items both runs scored, paired (:func:`memrun.comparison.pairing.pair`)."""
+        return pair(self.run_a, self.run_b, metric=self.settings.metric, cluster_by=self.cluster_by,
+                    stratify_by=self.stratify_by, categories=self.categories)
+
+
+def compare(request: CompareRequest, on_warning: Say | None = None) -> CompareOutcome:
+    """Pair two runs' items and decide with the paired clustered bootstrap.
+
+    ``on_warning`` is called with each reading warning as it is found (``memrun compare``
+    prints them at once); they are in the outcome's ``warnings`` either way.
+    Raises MemrunError for a usage error (unreadable runs, bad settings, nothing to pair).
+    """
+    in_background(lambda: importlib.import_module("scipy.stats"))  # Wilcoxon's; ~1 s, overlaps the reading
+    request, notes = resolve(request)
+    said: list[str] = []
+    prepared = _prepare(request, _collect(said, on_warning))
+    if isinstance(prepared, str):
+        return CompareOutcome(request, "refused", int(ExitCode.REFUSAL), refusal=prepared, warnings=tuple(said),
+                              notes=tuple(notes))
+    result = _analyze(request, prepared, said)
+    return CompareOutcome(request, "compared", result.exit_code, comparison=result, warnings=tuple(said),
+                          notes=tuple(notes))
+
+
+def paired_items(request: CompareRequest, on_warning: Say | None = None
+                 ) -> tuple[Paired | None, int, str | None, CompareRequest]:
+    """The comparison's pairing alone, no statistics: (paired items, 0, None, the resolved
+    request), or (None, exit code, refusal, request) as :func:`compare` refuses. What the
+    flips page reads (:mod:`memrun.comparison.flips`). Raises MemrunError as compare does."""
+    request, _ = resolve(request)
+    prepared = _prepare(request, _collect([], on_warning))
+    if isinstance(prepared, str):
+        return None, int(ExitCode.REFUSAL), prepared, request
+    return prepared.pair(), 0, None, request
+
+
+def _collect(said: list[str], on_warning: Say | None) -> Say:
+    def warn(line: str) -> None:
+        said.append(line)
+        if on_warning is not None:
+            on_warning(line)
+    return warn
+
+
+def _prepare(request: CompareRequest, warn: Say) -> _Prepared | str:
+    """Read both runs and check them and the settings: what to pair, or the refusal.
+    Raises MemrunError for a usage error."""
+    assert request.a is not None and request.metric is not None  # resolve() filled them
+    _check_metric(request.metric)
+    cluster_by = None if request.cluster_by == "none" else request.cluster_by
+    run_a = _load(request.a, request.metric, cluster_by, request.stratify_by, warn)
+    run_b = _load(request.b, request.metric, cluster_by, request.stratify_by, warn)
+    same_id = run_a.instrument.run_id and run_a.instrument.run_id == run_b.instrument.run_id
+    if same_id or run_a.path.resolve() == run_b.path.resolve():
+        raise MemrunError(f"{request.a} and {request.b} are the same run; "
+                          + ("a null band needs two runs of one configuration (run it twice)"
+                             if request.same_configuration else
+                             "compare two runs (for the noise floor, two runs of one config with memrun null-band)"))
+    treatments = treatments_of(request.treatments)
+    differences, refusal = _refusal(run_a.instrument, run_b.instrument, treatments, request)
+    if refusal:
+        return refusal
+    for line in _endpoint_warnings(run_a.instrument, run_b.instrument):
+        warn(line)
+    if request.same_configuration and (changed := run_a.instrument.configuration_diff(run_b.instrument)):
+        lines = [f"refused: a null band needs two runs of one configuration; {len(changed)} key(s) differ:"]
+        lines += [f"  {key}: A={va!r} B={vb!r}" for key, va, vb in changed]
+        lines.append("  their difference is the change itself, not noise: compare them with memrun compare")
+        return "\n".join(lines)
+    _check_counts(request)
+    try:
+        calibration = _calibration(request, run_a.instrument.axis)
+    except _Refused as exc:
+        return str(exc)
+    assert request.gate_min_delta is not None and request.gate_band is not None
+    stratify_by = _stratify_by(request.stratify_by, run_a.instrument)
+    if cluster_by and cluster_by == stratify_by:
+        raise MemrunError(f"--cluster-by {cluster_by} with --stratify-by {stratify_by} (the run's design strata): "
+                          "each stratum would be one cluster redrawn within itself, a zero-width interval; cluster "
+                          "by a finer key (--cluster-by cluster, or evidence) or pass --stratify-by none")
+    try:
+        thresholds = DataThresholds(*_filled(request.max_error_share, request.max_error_gap, request.min_paired_share))
+    except ValueError as exc:
+        raise MemrunError(str(exc)) from None
+    settings = Settings(
+        metric=request.metric, cluster_by=cluster_by, resamples=request.resamples, seed=request.seed,
+        min_delta=request.gate_min_delta / 100, band=request.gate_band / 100,
+        treatments=tuple(treatments), calibration=calibration, stratify_by=stratify_by, thresholds=thresholds,
+        effect=None if request.effect is None else abs(request.effect) / 100,
+    )
+    categories, chosen = _categories(request.categories, run_a)
+    return _Prepared(run_a, run_b, cluster_by, stratify_by, settings, differences, categories, chosen)
+
+
+def _analyze(request: CompareRequest, prepared: _Prepared, read_warnings: list[str]) -> Comparison:
+    """Pair, bootstrap and annotate (the reading warnings first, then design notes, evidence
+    sensitivity, cluster supply)."""
+    run_a, stratify_by, cluster_by = prepared.run_a, prepared.stratify_by, prepared.cluster_by
+    paired = prepared.pair()
+    try:
+        result = analyze(paired, prepared.settings, run_a=request.a, run_b=request.b, axis=run_a.instrument.axis,
+                         denominator=run_a.instrument.denominator, differences=prepared.differences)
+    except ValueError as exc:
+        if stratify_by and "stratum" in str(exc):
+            raise MemrunError(f"--stratify-by {stratify_by}: a cluster (column {cluster_by}) holds items of several "
+                              f"{stratify_by} values; strata must contain whole clusters (stratify by a "
+                              f"coarser column, or --cluster-by none)") from exc
+        raise MemrunError(str(exc)) from exc
+    result.warnings[:0] = read_warnings
+    result.categories = {"read": sorted(paired.category_names, key=category_order), "chosen": prepared.chosen}
+    result.warnings.extend(design_notes(result, run_a.instrument, stratify_by))
+    result.warnings.extend(evidence_sensitivity(result))
+    cluster_supply(result, run_a.instrument)
+    return result
+
+
+def _filled(*values: float | None) -> list[float]:
+    """Settings :func:`resolve` filled (never None after it)."""
+    assert all(v is not None for v in values)
+    return [v for v in values if v is not None]
+
+
+def _load(path: str, metric: str, cluster_by: str | None, stratify: str, warn: Say) -> RunTable:
+    """Read only the columns the comparison needs (the instrument first, to know the axis);
+    what makes the run read differently (unfinished, partial, one shard) goes to ``warn``."""
+    instrument = read_instrument(path)
+    run = read_for_compare(path, instrument.axis, metric, cluster_by, _stratify_by(stratify, instrument))
+    if not run.complete:
+        warn(f"{path} did not finish; comparing the {run.table.num_rows} rows it wrote")
+    elif run.instrument.status != "complete":
+        missing = (run.instrument.shard or {}).get("missing")
+        shards = f" (shards {', '.join(map(str, missing))} missing)" if missing else ""
+        warn(f"{path} ended {run.instrument.status}{shards}; comparing the rows it wrote")
+    shard = run.instrument.shard or {}
+    if "index" in shard and "merged" not in shard:
+        warn(f"{path} is shard {shard['index']} of {shard['count']} of a run, not the whole run "
+             "(memrun merge the shards' folder to compare the whole)")
+    return run
+
+
+def _endpoint_warnings(a: Instrument, b: Instrument) -> list[str]:
+    """One line per LLM role (reader, judge, judge2) whose calls went to different base URLs
+    in the two runs: one model name on two servers may be two models, or two versions."""
+    return [f"the {role} calls went to different endpoints (A: {a.llm_endpoints[role]}, B: {b.llm_endpoints[role]}); "
+            "one model name on two servers may be two models or two versions"
+            for role in ("reader", "judge", "judge2")
+            if role in a.llm_endpoints and role in b.llm_endpoints and a.llm_endpoints[role] != b.llm_endpoints[role]]
+
+
+def _stratify_by(arg: str, instrument: Instrument) -> str | None:
+    if arg == "none":
+        return None
+    if arg == "auto":
+        return instrument.stratify_by
+    return arg
+
+
+def _refusal(a: Instrument, b: Instrument, treatments: list[str],
+             request: CompareRequest) -> tuple[list[Difference], str | None]:
+    """(differences, refusal message or None). The message lists every differing field
+    at once and the exact flags that would name them all as treatments."""
+    try:
+        differences = a.diff(b, treatments)
+    except ValueError as exc:
+        raise MemrunError(str(exc)) from exc
+    unmeasurable = [f"{p}: {inst.retrieval_not_measurable}" for p, inst in ((request.a, a), (request.b, b))
+                    if inst.retrieval_not_measurable and inst.axis != "accuracy"]
+    if unmeasurable:  # its metric columns hold zeros that measure nothing
+        return [], "refused: a run's retrieval metrics are not measurable:\n  " + "\n  ".join(unmeasurable)
+    fake = [str(p) for p, inst in ((request.a, a), (request.b, b)) if inst.fake_providers]
+    if fake and not request.allow_fake:
+        return differences, (f"refused: {' and '.join(fake)} ran with fake or stub providers; their scores "
+                             "measure nothing (pass --allow-fake to compare anyway)")
+    if differences and not request.allow_noncomparable:
+        flags = " ".join(f"--treatment {d.field}" for d in differences)
+        lines = [f"refused: the runs are not comparable ({len(differences)} field(s) differ):"]
+        lines += [f"  {d.field}: A={d.a!r} B={d.b!r}: {d.why}" for d in differences]
+        lines.append(f"  if the comparison is meant to vary these, name them: {flags}")
+        lines.append("  or pass --allow-noncomparable to see the numbers labelled NON-COMPARABLE")
+        return differences, "\n".join(lines)
+    return differences, None
+
+
+def _check_counts(request: CompareRequest) -> None:
+    """--gate-band at least 0, --resamples at least 1."""
+    if (request.gate_band or 0) < 0:
+        raise MemrunError(f"--gate-band {request.gate_band}: must be >= 0 pp")
+    if request.resamples < 1:
+        raise MemrunError(f"--resamples {request.resamples}: must be at least 1")
+
+
+class _Refused(Exception):
+    """A refusal (exit 3) raised from inside the set-up."""
+
+
+def _calibration(request: CompareRequest, axis: str | None) -> JudgeCalibration | None:
+    """The judge calibration file, or None; refused off the accuracy axis or when fake."""
+    path = request.judge_calibration
+    if not path:
+        return None
+    if axis != "accuracy":
+        raise MemrunError(f"--judge-calibration: the runs are on the {axis} axis, which has no judge; "
+                          "a judge calibration corrects judged accuracy only (axis=accuracy)")
+    try:
+        data = json.loads(Path(path).read_text())
+        calibration = JudgeCalibration.from_dict(data)
+    except (OSError, ValueError, KeyError, TypeError, AttributeError) as exc:
+        raise MemrunError(f"--judge-calibration {path}: {exc}") from exc
+    if data.get("fake_providers") and not request.allow_fake:
+        raise _Refused(f"refused: --judge-calibration {path} was measured with a fake or stub judge; its rates "
+                       "measure nothing (pass --allow-fake to use it anyway)")
+    return calibration
+
+
+def _categories(arg: str | None, run: RunTable) -> tuple[list[str] | None, str]:
+    """(categories to read or None for all, how they were chosen). Without --categories,
+    the run's headline subset (what its summary and report read), when it names one."""
+    if arg == "all":
+        return None, "every category (--categories all)"
+    if not arg:
+        if run.instrument.comparable_categories:
+            return _headline_subset(run)
+        return None, "every category"
+    return _named_categories(arg, run), "--categories"
+
+
+def _headline_subset(run: RunTable) -> tuple[list[str] | None, str]:
+    """The run's headline subset, less the categories none of its rows has (a slice of a
+    benchmark may hold only some of them): its summary's headline reads the same items."""
+    subset = list(run.instrument.comparable_categories or [])
+    present = (set(pc.unique(run.table.column("category").cast(pa.string())).to_pylist())
+               if "category" in run.table.column_names else set(subset))
+    absent = [c for c in subset if c not in present]
+    kept = [c for c in subset if c in present]
+    if not kept:
+        return None, (f"every category: the run holds none of its headline subset ({', '.join(subset)})")
+    note = f" (no item of {', '.join(absent)} in this run)" if absent else ""
+    return kept, f"the run's headline subset{note}; --categories all reads every category"
+
+
+def _named_categories(arg: str, run: RunTable) -> list[str]:
+    if arg == "comparable":
+        if not run.instrument.comparable_categories:
+            raise MemrunError(f"--categories comparable: {run.path} names no comparable subset; list the categories")
+        return list(run.instrument.comparable_categories)
+    return [c.strip() for c in arg.split(",") if c.strip()]
+
+
+def _check_metric(metric: str) -> None:
+    """One error for an unknown --metric on both axes (the accuracy axis reads the majority
+    label, but a misspelt metric must not pass unnoticed there either)."""
+    try:
+        item_column_for(metric)
+    except ValueError as exc:
+        raise MemrunError(f"--metric {metric}: {exc}") from None
