@@ -1,0 +1,35 @@
+"""``memrun.run``: one run from Python, as ``memrun OVERRIDES...`` runs it, without Hydra's job.
+
+The overrides are the command line's (``["benchmark=synthetic", "arm=bm25", "ks=[1,5]"]``);
+the run writes ``items.parquet`` and ``summary.json`` into ``out_dir`` and returns its
+:class:`memrun.pipeline.run.RunResult`. What the command line adds around a run is not done
+here: claiming the folder, saving ``.hydra/``, printing the summary table and turning a
+failed or degraded run into an exit code (read ``result.instrument.status`` instead).
+"""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+from pathlib import Path
+
+from rich.console import Console
+
+from memrun.config.compose import compose
+from memrun.core.run_warnings import RunWarnings
+from memrun.pipeline import run as pipeline_run
+
+
+def run(overrides: Sequence[str] = (), out_dir: str | Path = "outputs/memrun-api", *,
+        progress: bool = False) -> pipeline_run.RunResult:
+    """Compose memrun's config with ``overrides`` and run it into ``out_dir``.
+
+    Returns the RunResult: ``summary`` (the dict written to summary.json), ``rows``,
+    ``instrument`` (``status``: complete, stopped, degraded, failed...). Warnings are
+    printed on stderr and saved with the run, as on the command line. Raises ConfigError,
+    DataError or ArmError before any item runs when the config, data or arm is unusable;
+    KeyboardInterrupt propagates after the finished rows were written.
+    """
+    cfg = compose([*overrides, f"progress={'true' if progress else 'false'}"])
+    warnings = RunWarnings()
+    with warnings.active():
+        return pipeline_run.run(cfg, Path(out_dir), Console(stderr=True), None, warnings)
