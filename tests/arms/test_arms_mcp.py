@@ -285,3 +285,21 @@ def test_a_server_that_ignores_end_of_input_dies_with_a_killed_memrun(tmp_path) 
         time.sleep(0.1)
     os.kill(pid, signal.SIGKILL)
     raise AssertionError(f"the MCP server (pid {pid}) outlived memrun's kill -9")
+
+
+def test_a_tool_schema_changed_mid_run_is_refused_when_a_shared_session_starts(tmp_path, monkeypatch) -> None:
+    """Two sessions to a shared server (arm.sessions=2): the second starts after the server
+    was upgraded (its search tool takes a new argument); the run stops there with the reason,
+    as set-up would have."""
+    switch = tmp_path / "upgraded"
+    arm = mcp_arm(tmp_path / "ledger", "arm.sessions=2", f"+arm.env.MCP_TEST_SCHEMA_FILE={switch}")
+
+    async def body() -> None:
+        await arm.ingest("conv-1", RECORDS)  # the first session, as set-up saw the tools
+        assert [h.key for h in await arm.search("grey cat", 2, history_id="conv-1")][:1] == ["D1:1"]
+        switch.write_text("v2")
+        with pytest.raises(ArmError, match="changed since the run started"):
+            await arm.ingest("conv-2", RECORDS)  # the second session starts on the upgraded server
+
+    on_loop(arm, body)
+    arm.close()

@@ -14,6 +14,8 @@ content only, no structured content). Faults, from the environment:
 - ``MCP_TEST_CRASH_AFTER``: after this many tool calls the process exits (stderr says so);
 - ``MCP_TEST_ECHO``: print its arguments and its ``MEMSRV*`` variables on stderr at
   start (a server that logs its command line: what memrun quotes from it must be clean);
+- ``MCP_TEST_SCHEMA_FILE``: when this file exists as the server starts, ``v2`` as below
+  (a server upgraded in the middle of a run);
 - ``MCP_TEST_SCHEMA``: ``v2`` adds an optional ``filter`` argument to ``search`` (a
   changed input schema, as a new server version would have).
 """
@@ -83,7 +85,7 @@ def _rank(namespace: str, query: str, k: int) -> list[dict]:
     return scored[:k]
 
 
-if os.environ.get("MCP_TEST_SCHEMA") == "v2":
+if os.environ.get("MCP_TEST_SCHEMA") == "v2" or os.path.exists(os.environ.get("MCP_TEST_SCHEMA_FILE") or "\0"):
     @server.tool()
     async def search(namespace: str, query: str, k: int = 10, filter: str | None = None) -> dict:
         """Search a namespace (v2: with an optional filter)."""
