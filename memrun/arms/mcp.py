@@ -39,7 +39,7 @@ from typing import Any
 from memrun.arms.embedders import api_key_from_env
 from memrun.arms.http import health_fields
 from memrun.arms.http_templates import await_ready, hits_from_result, sample_context
-from memrun.arms.mcp_client import McpSession, run_blocking
+from memrun.arms.mcp_client import TRANSPORT_FAULTS, McpSession, run_blocking
 from memrun.arms.mcp_ops import CONTEXT, ArgumentChecker, ToolOperation, check_tools, map_result
 from memrun.arms.mcp_servers import McpServers
 from memrun.arms.namespaces import (
@@ -137,6 +137,7 @@ class McpArm:
         self.ledger = NamespaceLedger(Path(ledger_dir).expanduser() if ledger_dir else default_ledger_dir(),
                                       ledger_key, self.prefix.rstrip("-"))
         self._guard = TerminationGuard()
+        self._faults_before = TRANSPORT_FAULTS.snapshot()  # said once per kind at close, with a count
         try:
             run_blocking(self._astart())
         except BaseException:
@@ -332,6 +333,7 @@ class McpArm:
             self.ledger.close()
             if self.per_process:
                 shutil.rmtree(self.root, ignore_errors=True)
+            warn(*TRANSPORT_FAULTS.lines(self._faults_before, self.base.label))
 
     async def _aerase_all(self) -> None:
         session = None

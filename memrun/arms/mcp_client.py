@@ -17,6 +17,7 @@ from __future__ import annotations
 import asyncio
 import concurrent.futures
 import contextlib
+import logging
 import shutil
 import sys
 import tempfile
@@ -223,6 +224,61 @@ class McpSession:
             with contextlib.suppress(OSError):
                 self._errlog.close()
             self._errlog = None
+
+
+class TransportFaults(logging.Filter):
+    """What the SDK's stdio transport logs with a traceback, one record per fault (a line on
+    the server's stdout that is not JSON-RPC, a failed read): each record is counted by kind
+    and kept off the screen; :meth:`lines` says each kind once, with its count, for the arm
+    to warn (:meth:`memrun.arms.mcp.McpArm.close`). Installed on ``mcp.client.stdio``."""
+
+    def __init__(self) -> None:
+        super().__init__()
+        self.counts: dict[str, int] = {}
+        self.first: dict[str, str] = {}
+
+    def filter(self, record: logging.LogRecord) -> bool:
+        if record.levelno < logging.ERROR:
+            return True
+        kind = str(record.msg)
+        self.counts[kind] = self.counts.get(kind, 0) + 1
+        if kind not in self.first and record.exc_info and record.exc_info[1] is not None:
+            self.first[kind] = _what_was_read(record.exc_info[1])
+        return False
+
+    def snapshot(self) -> dict[str, int]:
+        """The counts so far (to tell one arm's faults from an earlier arm's in this process)."""
+        return dict(self.counts)
+
+    def lines(self, since: dict[str, int], label: str) -> list[str]:
+        """One line per kind of fault counted after ``since`` (:meth:`snapshot`), with its count
+        and diagnosis; ``label`` names the server."""
+        out = []
+        for kind, total in self.counts.items():
+            n = total - since.get(kind, 0)
+            if n <= 0:
+                continue
+            first = self.first.get(kind, "")
+            if kind.startswith("Failed to parse JSONRPC message"):
+                out.append(f"the MCP server {label} printed {n} lines on its stdout that are not JSON-RPC messages "
+                           f"(the first: {first}); stdout carries the protocol, so a server must write its logs to "
+                           "stderr; memrun skipped those lines and the calls were answered")
+            else:
+                out.append(f"the MCP server {label}'s stdio transport: {kind} ({n} times; the first: {first})")
+        return out
+
+
+def _what_was_read(exc: BaseException) -> str:
+    """The offending input of a parse error (pydantic's ``input_value=...``), else its first line."""
+    text = str(exc)
+    at = text.find("input_value=")
+    if at >= 0:
+        return text[at + len("input_value="):].split(", input_type=")[0][:120]
+    return describe_exception(exc)[:120]
+
+
+TRANSPORT_FAULTS = TransportFaults()
+logging.getLogger("mcp.client.stdio").addFilter(TRANSPORT_FAULTS)
 
 
 def with_parent_death(command: str, args: list[str]) -> tuple[str, list[str]]:

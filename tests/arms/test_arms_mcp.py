@@ -303,3 +303,24 @@ def test_a_tool_schema_changed_mid_run_is_refused_when_a_shared_session_starts(t
 
     on_loop(arm, body)
     arm.close()
+
+
+def test_a_server_printing_non_json_on_stdout_is_one_line_with_a_count(tmp_path) -> None:
+    """A stdio server that logs 10 lines to stdout (the protocol's channel) as it starts, twice
+    (set-up and the run): the run completes, and says so once, with the count and the remedy;
+    no traceback, and nothing calls it a hang."""
+    import os
+    import subprocess
+
+    from conftest import memrun_exe
+
+    env = {**os.environ, "MEMRUN_TESTS_DIR": str(TESTS), "XDG_CACHE_HOME": str(tmp_path / "cache")}
+    done = subprocess.run([*memrun_exe(), *overrides(tmp_path / "ledger"), "+arm.env.MCP_TEST_NOISE=10",
+                           "progress=false", f"hydra.run.dir={tmp_path / 'run'}"], cwd=tmp_path, env=env,
+                          capture_output=True, text=True, timeout=300)
+    assert done.returncode == 0, done.stderr
+    lines = [ln for ln in done.stderr.splitlines() if "not JSON-RPC" in ln]
+    assert len(lines) == 1 and "printed 20 lines on its stdout" in lines[0], done.stderr
+    assert "(the first: 'debug: starting, step 0')" in lines[0] and "must write its logs to stderr" in lines[0]
+    assert "Traceback" not in done.stderr and "did not answer" not in done.stderr and "hang" not in done.stderr
+    assert lines[0].removeprefix("warning: ") in read_run(tmp_path / "run").instrument.warnings  # saved as printed

@@ -14,6 +14,7 @@ content only, no structured content). Faults, from the environment:
 - ``MCP_TEST_CRASH_AFTER``: after this many tool calls the process exits (stderr says so);
 - ``MCP_TEST_ECHO``: print its arguments and its ``MEMSRV*`` variables on stderr at
   start (a server that logs its command line: what memrun quotes from it must be clean);
+- ``MCP_TEST_NOISE``: print this many lines that are not JSON on stdout as it starts;
 - ``MCP_TEST_SCHEMA_FILE``: when this file exists as the server starts, ``v2`` as below
   (a server upgraded in the middle of a run);
 - ``MCP_TEST_SCHEMA``: ``v2`` adds an optional ``filter`` argument to ``search`` (a
@@ -125,6 +126,9 @@ async def info() -> dict:
 
 
 if __name__ == "__main__":
+    for n in range(int(os.environ.get("MCP_TEST_NOISE") or 0)):  # a server that logs to stdout, the protocol's channel
+        sys.stdout.write(f"debug: starting, step {n}\n")
+    sys.stdout.flush()
     if os.environ.get("MCP_TEST_ECHO"):
         sys.stderr.write(f"mcp test server: argv {sys.argv[1:]}\n")
         for name in sorted(n for n in os.environ if n.startswith("MEMSRV")):
