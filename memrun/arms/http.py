@@ -358,7 +358,7 @@ class HttpArm:
         if name is None:
             raise ArmError(f"arm=http: search before ingest of history {history_id!r} (no namespace yet)")
         op = self.ops["search"]
-        response = await self.server.arequest(op, expect_json=True, namespace=name, query=query, k=k, flags=self.flags)
+        response = await self.server.arequest_json(op, namespace=name, query=query, k=k, flags=self.flags)
         return hits_from_result(self.server.result(op, response), op.result)
 
     def close(self) -> None:

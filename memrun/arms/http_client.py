@@ -87,11 +87,18 @@ class ServerClient:
             self._loop, self._gate = loop, RateGate(self.max_rps)
         return self._session
 
-    async def arequest(self, op: Operation, expect_json: bool = False, **context: Any) -> Any:
+    async def arequest(self, op: Operation, **context: Any) -> Any:
         """:meth:`request` on the event loop (:func:`memrun.arms.http_async.send`), through
-        the server's shared :class:`RateGate`; the reply reads like an httpx response.
-        expect_json: a reply that is not JSON is retried under the policy, then raised as
-        :class:`memrun.arms.http_async.MalformedReply` (an error of the item, not of the run)."""
+        the server's shared :class:`RateGate`; the reply reads like an httpx response."""
+        return await self._asend(op, False, context)
+
+    async def arequest_json(self, op: Operation, **context: Any) -> Any:
+        """:meth:`arequest` whose reply must be JSON: one that is not is retried under the
+        policy, then raised as :class:`memrun.arms.http_async.MalformedReply` (an error of
+        the item, not of the run)."""
+        return await self._asend(op, True, context)
+
+    async def _asend(self, op: Operation, expect_json: bool, context: dict[str, Any]) -> Any:
         session = self._loop_session()
         url, body = self.render(op, context)
         try:

@@ -30,7 +30,7 @@ def saved(cfg: Any, container: dict[str, Any] | None = None) -> dict[str, Any]:
     and fingerprinted, and ``${oc.env:NAME}`` kept as spelled, never its value
     (:func:`memrun.core.redaction.redact_config`, :mod:`memrun.core.masking`)."""
     spelling = omegaconf.OmegaConf.to_container(cfg, resolve=False)
-    return redact_config(resolved(cfg) if container is None else container, spelling, fingerprints=True)  # type: ignore[no-any-return]
+    return redact_config(resolved(cfg) if container is None else container, spelling, fingerprints=True)
 
 
 def from_container(data: Any, **overrides: Any) -> Any:
