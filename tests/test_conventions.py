@@ -118,6 +118,8 @@ def test_unreachable_gold_and_empty_searches_are_counted_and_warned(tmp_path) ->
     assert "unreachable gold 1" in out and "empty searches" in out
     assert any("1 items have gold that no record of their history can match" in w for w in summary["warnings"])
     assert any("returned no hit" in w for w in summary["warnings"])  # 1 of 3: above the low threshold
+    assert any(w.startswith("arm=bm25: 0 queries tokenize to nothing") and "2 have no token any ingested record holds"
+               in w for w in summary["warnings"])
 
 
 def test_validate_finds_unreachable_gold_by_default(tmp_path, capsys) -> None:

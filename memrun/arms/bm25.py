@@ -51,6 +51,7 @@ from memrun.arms.bm25_rules import (
 from memrun.arms.bm25_tokens import HistoryTokens
 from memrun.errors import ArmError
 from memrun.records import Hit, Record
+from memrun.run_warnings import warn
 
 if TYPE_CHECKING:
     import bm25s
@@ -87,6 +88,8 @@ class BM25Arm:
         self._scored: tuple[np.ndarray, list[int], np.ndarray, np.ndarray] | None = None  # see _postings
         self._searches = 0  # searches of the ingested history so far
         self._lazy = method in LAZY_METHODS
+        self.queries_without_tokens = 0  # queries that tokenize to nothing (every word a stopword, or none)
+        self.queries_unknown = 0  # queries none of whose tokens any ingested record holds
 
     def describe(self) -> dict[str, Any]:
         return {"search_mode": "lexical"}
@@ -212,8 +215,11 @@ class BM25Arm:
         if not self._has_tokens:
             return np.zeros(0, dtype=np.int64), np.zeros(0)
         vocab = self._vocab
-        query_ids = [vocab[t] for t in self._tokens([query])[0] if t in vocab]  # stopwords are out already
-        if not query_ids:
+        tokens = self._tokens([query])[0]
+        query_ids = [vocab[t] for t in tokens if t in vocab]  # stopwords are out already
+        if not query_ids:  # counted: such a search returns nothing, whatever the index holds
+            self.queries_without_tokens += not tokens
+            self.queries_unknown += bool(tokens)
             return np.zeros(0, dtype=np.int64), np.zeros(0)
         if self._lazy:
             scores = self._lazy_scores(query_ids)
@@ -235,6 +241,11 @@ class BM25Arm:
         return ranked_hits(self._records, order, scores, k)
 
     def close(self) -> None:
+        if self.queries_without_tokens or self.queries_unknown:
+            warn(f"arm=bm25: {self.queries_without_tokens} queries tokenize to nothing (stopwords only, or no word "
+                 f"the tokenizer splits out) and {self.queries_unknown} have no token any ingested record holds "
+                 "(another language or script?): their searches return no hit")
+            self.queries_without_tokens = self.queries_unknown = 0
         self._index = None
         self._records = ()
         self._ids, self._lengths = np.zeros(0, dtype=np.int32), np.zeros(0, dtype=np.int64)
