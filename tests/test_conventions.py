@@ -88,7 +88,7 @@ def test_compare_never_passes_on_items_credited_for_retrieving_nothing(locomo_ru
     assert d["data"]["credited"]["b"]["empty_context"] == 1536 and "empty_context" not in d["data"]["credited"]["a"]
     compare_main([a, b, "--metric", "evidence_share@5"])
     text = capsys.readouterr().out
-    assert "PASS" not in text and "credited for absence" in text
+    assert "PASS" not in text and "credited for absence" in text and "no pass: 1536 of B's paired items" in text
     # a metric without the convention reads the empty server as it is: far worse
     assert compare_main([a, b, "--metric", "recall@5"]) == ExitCode.FAIL
 

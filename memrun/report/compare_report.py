@@ -124,7 +124,8 @@ def summary_lines(d: Mapping[str, Any]) -> list[str]:
         f"null band {fmt(v['band'], signed=False)}{unit} | exit code {d['exit_code']}",
     ]
     if v.get("detail"):
-        lines.append(f"not enough evidence for a verdict: {v['detail']}")
+        held = "no pass" if v.get("reason") == "credited_for_absence" else "not enough evidence for a verdict"
+        lines.append(f"{held}: {v['detail']}")
     if v["outcome"] == "unresolved" and d.get("power"):
         lines.append(power_line(d["power"], d))
     if d.get("categories"):
