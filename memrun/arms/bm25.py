@@ -49,9 +49,9 @@ from memrun.arms.bm25_rules import (
     stopword_list,
 )
 from memrun.arms.bm25_tokens import HistoryTokens
+from memrun.core.run_warnings import warn
 from memrun.errors import ArmError
 from memrun.records import Hit, Record
-from memrun.run_warnings import warn
 
 if TYPE_CHECKING:
     import bm25s
