@@ -67,7 +67,7 @@ def environment(tmp_path: Path, **more: str) -> dict[str, str]:
 def stopped_run(tmp_path: Path, work: Path, folder: str, how: signal.Signals) -> tuple[str, str, str]:
     """A slow run started, its ledger read once it holds a namespace, then stopped by ``how``:
     (its ledger's text while alive, stdout, stderr)."""
-    env = {**os.environ, **environment(tmp_path, MCP_TEST_SLOW_S="0.3")}
+    env = {**os.environ, **environment(tmp_path, MCP_TEST_SLOW_S="1.0")}
     proc = subprocess.Popen([*memrun_exe(), *arm(tmp_path, "progress=false", f"hydra.run.dir={work / folder}")],
                             cwd=work, env=env, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
     ledger = ""
@@ -76,7 +76,7 @@ def stopped_run(tmp_path: Path, work: Path, folder: str, how: signal.Signals) ->
         ledger = "".join(p.read_text() for p in (tmp_path / "ledger").glob("*.json"))
         time.sleep(0.1)
     assert ledger, "the run wrote no ledger"
-    time.sleep(1.0)  # a few searches answered
+    time.sleep(0.5)  # a few calls answered, the run far from its end (30 searches of 1 s, 16 at a time)
     proc.send_signal(how)
     out, err = proc.communicate(timeout=120)
     assert proc.returncode == (130 if how == signal.SIGTERM else -9), err
