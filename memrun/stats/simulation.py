@@ -135,3 +135,84 @@ def longmemeval_like(hidden: int = 5, *, item_clusters: bool = True) -> Design:
         sizes += [hidden] * full + ([rest] if rest else [])
         strata += [t] * (full + (1 if rest else 0))
     return Design("LongMemEval-like, evidence clusters", tuple(sizes), tuple(strata))
+
+
+NORMAL_FROM = 30
+"""Clusters of at least this many items draw their two sums from the multinomial's normal
+approximation in :class:`NullDraws`; smaller ones draw each item (exact)."""
+
+
+class NullDraws:
+    """Common random numbers for simulating one design's cluster sums under many scenarios.
+
+    The module's model with the random effect on the clusters of ``sizes``; the draws that
+    do not depend on the scenario are made once (float32): a standard normal and an
+    Exponential(1) per replication and cluster for the effect; for clusters of
+    :data:`NORMAL_FROM` items or more, two standard normals that draw the cluster's
+    (sum, sum of squares) from the bivariate normal with the multinomial's mean and
+    covariance; for smaller clusters, a uniform per item (exact: an item is +1 when
+    u < p+, -1 when p+ <= u < q). Every scenario then reads the same numbers (common random
+    numbers: the scenarios' critical values differ by the scenario, not by the noise).
+
+    Args:
+        sizes: shape (G,), items per cluster.
+        reps: replications.
+        seed: the draws' seed.
+    """
+
+    def __init__(self, sizes: np.ndarray, reps: int, seed: int) -> None:
+        self.sizes = np.asarray(sizes, dtype=np.int64)
+        self.reps = int(reps)
+        rng = np.random.default_rng([int(seed), 33, len(self.sizes)])
+        g = len(self.sizes)
+        self.normal = rng.standard_normal((reps, g), dtype=np.float32)
+        self.expo = rng.standard_exponential((reps, g), dtype=np.float32)
+        self.large = np.flatnonzero(self.sizes >= NORMAL_FROM)
+        self.small = np.flatnonzero(self.sizes < NORMAL_FROM)
+        self.z = rng.standard_normal((2, reps, len(self.large)), dtype=np.float32)
+        small_sizes = self.sizes[self.small]
+        self.item_cluster = np.repeat(np.arange(len(self.small)), small_sizes)
+        self.starts = np.concatenate([[0], np.cumsum(small_sizes)[:-1]]).astype(np.intp)
+        self.u = rng.random((reps, int(small_sizes.sum())), dtype=np.float32)
+
+    def moments(self, *, q0: float, icc: float, delta: float, shape: str = "normal") -> tuple[np.ndarray, np.ndarray]:
+        """(sums, sums of squares) of the deltas in {-1, 0, +1}, each (reps, G).
+
+        Args:
+            q0: share of discordant pairs in a cluster without effect.
+            icc: intra-cluster correlation of the deltas at delta 0 (:func:`tau_for_icc`).
+            delta: true mean delta (fraction).
+            shape: ``"normal"`` effects, ``"skewed_down"`` (tau * (1 - Exponential(1)), the
+                ``simulate(skewed=True)`` shape: a tail of clusters where B is much worse)
+                or ``"skewed_up"`` (its mirror).
+
+        Raises:
+            ValueError: an unknown shape.
+        """
+        tau = tau_for_icc(icc, q0)
+        if shape == "normal":
+            effect = tau * self.normal
+        elif shape in ("skewed_down", "skewed_up"):
+            effect = tau * (1.0 - self.expo) * (1.0 if shape == "skewed_down" else -1.0)
+        else:
+            raise ValueError(f"unknown shape {shape!r}: normal, skewed_down or skewed_up")
+        mu = np.clip(delta + effect.astype(np.float64), -0.95, 0.95)
+        q = np.minimum(1.0, q0 + np.abs(mu))
+        sums, squares = np.empty_like(mu), np.empty_like(mu)
+        if len(self.large):
+            n = self.sizes[self.large].astype(np.float64)
+            m, qq = mu[:, self.large], q[:, self.large]
+            sd_s = np.sqrt(np.maximum(n * (qq - m**2), 0.0))
+            cov = n * m * (1 - qq)
+            slope = np.where(sd_s > 0, cov / np.where(sd_s > 0, sd_s, 1.0), 0.0)
+            z1, z2 = self.z
+            sums[:, self.large] = n * m + sd_s * z1
+            squares[:, self.large] = n * qq + slope * z1 + np.sqrt(np.maximum(n * qq * (1 - qq) - slope**2, 0.0)) * z2
+        if len(self.small):
+            up = ((q + mu) / 2)[:, self.small][:, self.item_cluster]
+            qi = q[:, self.small][:, self.item_cluster]
+            plus = (self.u < up).astype(np.float64)
+            minus = ((self.u >= up) & (self.u < qi)).astype(np.float64)
+            sums[:, self.small] = np.add.reduceat(plus - minus, self.starts, axis=1)
+            squares[:, self.small] = np.add.reduceat(plus + minus, self.starts, axis=1)
+        return sums, squares
