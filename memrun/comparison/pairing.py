@@ -39,6 +39,7 @@ from memrun.lazy import lazy
 from memrun.metrics.conventions import ACCURACY, credited_columns, credited_mask, family_of
 from memrun.metrics.retrieval import item_column_for
 from memrun.stats.labels import ABSTAIN, CORRECT, ERROR, LABEL_ORDER, majority_codes
+from memrun.stats.missing import ErrorBound, one_sided_errors
 
 scipy_sparse = lazy("scipy.sparse")
 sparse_csgraph = lazy("scipy.sparse.csgraph")
@@ -95,7 +96,8 @@ class Paired:
     its own cluster). categories: int codes into ``category_names`` (raw categories;
     ``category_labels`` maps each to its label). errors: arm ("a", "b") -> (errored
     items, items the arm has in scope); n_present_both / n_present_either: in-scope items
-    with a row in both runs / in either.
+    with a row in both runs / in either. error_bound: the in-scope items that errored in one
+    arm only while the other scored them (:mod:`memrun.stats.missing`).
     """
 
     item_ids: pa.Array
@@ -127,6 +129,7 @@ class Paired:
     """Arm ("a", "b") -> convention -> (n,) mask of the paired items the metric credits by
     that convention, not by what the arm found (:mod:`memrun.metrics.conventions`); None
     when the metric has no such convention."""
+    error_bound: ErrorBound | None = None
 
     @property
     def n(self) -> int:
@@ -357,7 +360,7 @@ def pair(a: RunTable, b: RunTable, *, metric: str, cluster_by: str | None, strat
         only_a=only_a, only_b=only_b, excluded=excluded, null_clusters=null_clusters,
         errors={side: _errors(s, in_scope) for side, s in (("a", sa), ("b", sb))},
         n_present_both=int(both.sum()), n_present_either=int((in_scope & sa.present).sum()) + only_b,
-        evidence=evidence,
+        evidence=evidence, error_bound=_one_sided(sa, sb, both),
         credited=_credited(a, b, metric, codes_a, codes_b, valid_b, m, keep),
     )
 
@@ -376,6 +379,14 @@ def _credited(a: RunTable, b: RunTable, metric: str, codes_a: np.ndarray, codes_
         masks = credited_mask(run.table, family)
         out[side] = {name: np.where(has, mask[np.maximum(first, 0)], False)[keep] for name, mask in masks.items()}
     return out
+
+
+def _one_sided(sa: ArmScores, sb: ArmScores, both: np.ndarray) -> ErrorBound:
+    """The items of ``both`` that errored in one arm while the other scored them."""
+    error = REASONS.index("error")
+    only_b = both & (sb.excluded == error) & (sa.excluded == SCORED)
+    only_a = both & (sa.excluded == error) & (sb.excluded == SCORED)
+    return one_sided_errors(sa.score[only_b], sb.score[only_a])
 
 
 def _errors(scores: ArmScores, in_scope: np.ndarray) -> tuple[int, int]:
