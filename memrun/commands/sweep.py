@@ -1,5 +1,10 @@
 """``memrun sweep DIR``: the table of a finished (or running) sweep, and its rows as one table.
 
+``--baseline JOB`` also compares every other completed job with that job (``memrun compare``
+each, its flags after ``--``) and reads them as one family: a job is marked a winner only
+when its own gate passes *and* Holm's step-down over the arms' one-sided gate p-values
+holds the family-wise false PASS at 2.5% (:mod:`memrun.stats.family`).
+
 Exit code: the worst job's (0 all complete, 2 a job failed or recorded nothing, 130 a
 job was interrupted); 2 for a folder that is not a sweep.
 """
@@ -18,6 +23,9 @@ io_writer = lazy("memrun.io.writer")
 report_sweep_table = lazy("memrun.report.sweep_table")
 memrun_sweep = lazy("memrun.jobs.sweep")
 io_combine = lazy("memrun.io.combine")
+commands_compare = lazy("memrun.commands.compare")
+report_family_table = lazy("memrun.report.family_table")
+stats_family = lazy("memrun.stats.family")
 
 
 def build_parser() -> argparse.ArgumentParser:
@@ -27,6 +35,11 @@ def build_parser() -> argparse.ArgumentParser:
     parser.add_argument("--out", type=Path, metavar="FILE.parquet",
                         help="also write every job's rows as one Parquet table (union of columns, "
                              "the instrument's key fields as columns)")
+    parser.add_argument("--baseline", type=int, metavar="JOB",
+                        help="compare every other completed job with job JOB as one family (Holm, family-wise "
+                             "2.5%%): only a job passing both its own gate and the family's is marked a winner")
+    parser.add_argument("compare_args", nargs="*", metavar="-- COMPARE_FLAGS",
+                        help="with --baseline: flags for memrun compare (e.g. -- --metric mrr)")
     return parser
 
 
@@ -53,9 +66,45 @@ def main(argv: Sequence[str]) -> int:
     if not rows:
         raise MemrunError(f"{args.dir}: no job of a memrun sweep here (expected outputs/multirun/<time>)")
     sys.stdout.write(report_sweep_table.render(rows, args.format, title=f"sweep {args.dir}"))
+    if args.baseline is not None:
+        sys.stdout.write(report_family_table.render(family(rows, args.baseline, args.compare_args),
+                                                    "text" if args.format == "csv" else args.format))
     if args.out:
         _check_out(args.out)
         folders = dict.fromkeys(Path(r.run_dir) for r in rows if r.status != "refused" and r.n_items)
         n = io_combine.combine_runs(list(folders), args.out)
         sys.stderr.write(f"wrote {n} rows of {len(rows)} jobs to {args.out}\n")
     return memrun_sweep.worst_exit_code(rows)
+
+
+def family(rows: Sequence, baseline: int, compare_args: Sequence[str]) -> dict:
+    """Compare every other completed job with job ``baseline`` and read them as one family.
+
+    Returns a JSON-ready dict: ``baseline``, ``k`` arms, ``alpha``, ``method`` and ``arms``
+    (job, overrides, delta/low/high, own outcome, p_pass, holm_p, winner; or ``error``).
+    Raises MemrunError when the baseline job is not a completed job of the sweep.
+    """
+    base = next((r for r in rows if r.job == baseline), None)
+    if base is None or base.status != "complete":
+        known = ", ".join(str(r.job) for r in rows if r.status == "complete")
+        raise MemrunError(f"--baseline {baseline}: not a completed job of this sweep (completed: {known or 'none'})")
+    arms = []
+    for r in rows:
+        if r.job == baseline or r.status != "complete":
+            continue
+        argv = [base.run_dir, r.run_dir, "--allow-noncomparable", *compare_args]
+        result, _, refusal = commands_compare.compare(commands_compare.build_parser().parse_args(argv))
+        if result is None:  # a sweep's jobs differ by their overrides: those are its treatments
+            arms.append({"job": r.job, "overrides": r.overrides, "error": refusal or "not comparable"})
+            continue
+        o, v = result.overall, result.verdict
+        arms.append({"job": r.job, "overrides": r.overrides, "delta": o["delta"], "low": v["low"], "high": v["high"],
+                     "outcome": v["outcome"], "p_pass": 1.0 if v.get("detail") else o["p_pass"],
+                     "differs": [d.field for d in result.differences]})
+    compared = [a for a in arms if "error" not in a]
+    winners = stats_family.family_verdicts([a["p_pass"] for a in compared], [a["outcome"] == "pass" for a in compared])
+    for a, adj, win in zip(compared, stats_family.holm_adjusted([a["p_pass"] for a in compared]), winners):
+        a["holm_p"], a["winner"] = adj, win
+    return {"baseline": baseline, "baseline_overrides": base.overrides, "k": len(compared),
+            "alpha": stats_family.FAMILY_ALPHA, "method": stats_family.METHOD, "arms": arms}
+

@@ -200,3 +200,22 @@ def test_two_sweeps_given_one_sweep_folder(tmp_path):
     assert "is claimed by another run" in last or "already holds a sweep's jobs" in last
     rows = json.loads(run_memrun(["sweep", str(folder), "--format", "json"], tmp_path).stdout)
     assert [r["status"] for r in rows] == ["complete", "complete"]
+
+
+def test_sweep_baseline_reads_the_jobs_as_one_family(basic_sweep, tmp_path):
+    """--baseline JOB compares every other completed job with it: each arm's own gate, its
+    one-sided p-value, Holm's adjustment over the family, and a winner only when both pass."""
+    import json
+
+    done = run_memrun(["sweep", str(basic_sweep), "--baseline", "1", "--format", "json"], tmp_path)
+    text = done.stdout
+    family = json.loads(text[text.index("{\n  \"baseline\""):])
+    assert family["baseline"] == 1 and family["method"] == "holm" and family["alpha"] == 0.025
+    assert [a["job"] for a in family["arms"]] == [3] and family["k"] == 1
+    arm = family["arms"][0]
+    assert arm["holm_p"] == pytest.approx(arm["p_pass"])  # a family of one: Holm changes nothing
+    assert arm["winner"] == (arm["outcome"] == "pass" and arm["p_pass"] <= 0.025)
+    plain = run_memrun(["sweep", str(basic_sweep), "--baseline", "1"], tmp_path)
+    assert "Holm's step-down" in plain.stdout and "winner" in plain.stdout
+    bad = run_memrun(["sweep", str(basic_sweep), "--baseline", "0"], tmp_path)
+    assert bad.returncode == 2 and "--baseline 0: not a completed job" in bad.stderr

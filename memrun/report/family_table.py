@@ -1,0 +1,48 @@
+"""Render a family of arms compared with one baseline (``memrun sweep DIR --baseline JOB``):
+each arm's own gate beside the family-wise (Holm) verdict that alone marks a winner."""
+
+from __future__ import annotations
+
+import json
+from collections.abc import Mapping, Sequence
+from typing import Any
+
+from memrun.lazy import lazy
+
+report_md = lazy("memrun.report.md")
+
+HEADERS = ["job", "overrides", "B - A [95% interval]", "own gate", "p (one-sided)", "Holm p", "winner"]
+
+
+def family_rows(rows: Sequence[Mapping[str, Any]]) -> list[list[str]]:
+    """The cells of :data:`HEADERS`, one row per arm."""
+    out = []
+    for r in rows:
+        if r.get("error"):
+            out.append([str(r["job"]), r["overrides"], f"not compared: {r['error']}", "-", "-", "-", "-"])
+            continue
+        out.append([str(r["job"]), r["overrides"],
+                    f"{100 * r['delta']:+.2f} pp [{100 * r['low']:+.2f}, {100 * r['high']:+.2f}]",
+                    r["outcome"], f"{r['p_pass']:.4g}", f"{r['holm_p']:.4g}", "yes" if r["winner"] else "no"])
+    return out
+
+
+def family_note(d: Mapping[str, Any]) -> str:
+    """What the family verdict controls, in one line."""
+    return (f"{d['k']} arm(s) against baseline job {d['baseline']} ({d['baseline_overrides'] or 'no overrides'}): "
+            f"a winner needs its own gate's PASS and Holm's step-down over the arms' one-sided gate p-values at "
+            f"{100 * d['alpha']:.1f}% family-wise (memrun.stats.family); an arm whose own gate passes but Holm's "
+            "does not is not marked")
+
+
+def render(d: Mapping[str, Any], fmt: str) -> str:
+    """The family as ``text``, ``markdown`` or ``json`` (``csv``: as text)."""
+    if fmt == "json":
+        return json.dumps(d, indent=2, default=str) + "\n"
+    rows = family_rows(d["arms"])
+    if fmt == "markdown":
+        return "\n".join(["", *report_md.table(HEADERS, rows), "", family_note(d)]) + "\n"
+    widths = [max(len(h), *(len(r[i]) for r in rows)) for i, h in enumerate(HEADERS)] if rows else [len(h) for h in HEADERS]
+    lines = ["", "  ".join(h.ljust(w) for h, w in zip(HEADERS, widths))]
+    lines += ["  ".join(c.ljust(w) for c, w in zip(r, widths)) for r in rows]
+    return "\n".join([*lines, family_note(d)]) + "\n"
