@@ -110,6 +110,11 @@ def build_parser() -> argparse.ArgumentParser:
     parser.add_argument("--min-paired-share", type=float, default=None, metavar="SHARE",
                         help="unresolved when fewer of the items present in either run are in both (default "
                              f"{_LIMITS.min_paired_share:g})")
+    parser.add_argument("--max-false-pass", type=float, default=3.0, metavar="PCT",
+                        help="the design check's level: never PASS a design whose gate's simulated false-pass rate "
+                             "exceeds this, in percent (default 3; docs/statistics.md)")
+    parser.add_argument("--check-replications", type=int, default=2000, metavar="N",
+                        help="simulated null comparisons per scenario of the design check, at least (default 2000)")
     parser.add_argument("--effect", type=float, default=None, metavar="PP",
                         help="an effect of interest for the power line: how many more clusters or items it "
                              "would need to pass in 80%% of runs (default: the null band)")
@@ -126,7 +131,7 @@ def request_from(args: argparse.Namespace) -> CompareRequest:
     """The parsed options as a :class:`CompareRequest` (``--baseline auto B``: B is the one run given)."""
     names = ("metric", "cluster_by", "stratify_by", "categories", "allow_fake", "resamples", "seed", "baseline",
              "runs_dir", "gate", "allow_noncomparable", "gate_min_delta", "gate_band", "max_error_share",
-             "max_error_gap", "min_paired_share", "effect", "judge_calibration")
+             "max_error_gap", "min_paired_share", "effect", "judge_calibration", "max_false_pass", "check_replications")
     given = {n: getattr(args, n) for n in names if hasattr(args, n)}
     a, b = (None, args.a) if getattr(args, "baseline", None) is not None else (args.a, args.b)
     return CompareRequest(a=a, b=b, treatments=tuple(treatments_of(getattr(args, "treatment", []))), **given)

@@ -18,7 +18,7 @@ from __future__ import annotations
 
 import os
 from concurrent.futures import ThreadPoolExecutor
-from dataclasses import asdict, dataclass, field
+from dataclasses import asdict, dataclass, field, replace
 from typing import Any
 
 import numpy as np
@@ -41,7 +41,9 @@ from memrun.stats import (
     wilcoxon_signed_rank,
     wilcoxon_skip_reason,
 )
-from memrun.stats.gate import CR2, EVIDENCE, SMALL_CLUSTERS, gate_interval
+from memrun.stats.calibrated import LEVEL, REPLICATIONS, DesignCheck, assumption_line, simulated_mde
+from memrun.stats.gate import CALIBRATED, EVIDENCE, SMALL_CLUSTERS, gate_interval
+from memrun.stats.missing import ErrorBound, bounded
 from memrun.stats.power import power_of
 from memrun.stats.verdict import DEGENERATE, evidence_shortfall
 
@@ -72,6 +74,8 @@ class Settings:
     stratify_by: str | None = None
     thresholds: DataThresholds = field(default_factory=DataThresholds)
     effect: float | None = None  # effect of interest for the power line (fractions); None: the band
+    check_replications: int = REPLICATIONS  # the design check's simulated null comparisons per scenario, at least
+    max_false_pass: float = LEVEL  # the design check's level (fraction)
 
 
 def _counts(d: np.ndarray) -> dict[str, int]:
@@ -79,7 +83,7 @@ def _counts(d: np.ndarray) -> dict[str, int]:
 
 
 def _block(a: np.ndarray, b: np.ndarray, clusters: np.ndarray | None, strata: np.ndarray | None,
-           s: Settings, evidence: np.ndarray | None = None) -> dict[str, Any]:
+           s: Settings, evidence: np.ndarray | None = None, check: bool = False) -> dict[str, Any]:
     """One interval: the bootstrap, the CR2 interval, and which decides
     (:func:`memrun.stats.gate.gate_interval`); with ``evidence`` (shared-evidence
     clusters), the same under that clustering, the wider deciding.
@@ -91,7 +95,8 @@ def _block(a: np.ndarray, b: np.ndarray, clusters: np.ndarray | None, strata: np
     why the evidence is too thin (either holds the verdict).
     """
     d = b - a
-    gate = gate_interval(d, clusters, strata, evidence=evidence, resamples=s.resamples, seed=s.seed)
+    gate = gate_interval(d, clusters, strata, evidence=evidence, resamples=s.resamples, seed=s.seed,
+                         null=s.min_delta, check=check, replications=s.check_replications, level=s.max_false_pass)
     boot = gate.bootstrap
     short = evidence_shortfall(int(d.size), boot.n_clusters)
     return {
@@ -111,6 +116,12 @@ def _block(a: np.ndarray, b: np.ndarray, clusters: np.ndarray | None, strata: np
         "bootstrap": boot,
         "small_clusters": gate.small,
         "cr2_consulted": gate.consulted,
+        "se": gate.se,
+        "df": gate.df,
+        "t_low": gate.t_low,
+        "t_high": gate.t_high,
+        "p_pass": gate.p_pass,
+        "design_check": gate.check.to_dict() if gate.check else None,
         "clustering": gate.clustering,
         "other": None if gate.other is None else {
             "clustering": gate.other.clustering, "n_clusters": gate.other.bootstrap.n_clusters,
@@ -152,6 +163,7 @@ class Comparison:
     categories: dict[str, Any] = field(default_factory=dict)
     warnings: list[str] = field(default_factory=list)
     paired: Paired | None = field(default=None, repr=False)  # the items compared (memrun.comparison.flips)
+    assumptions: str | None = None
 
     @property
     def noncomparable(self) -> bool:
@@ -202,7 +214,7 @@ def _blocks(paired: Paired, s: Settings) -> tuple[dict[str, Any], dict[str, dict
 
     def block(mask: np.ndarray | None) -> dict[str, Any]:
         if mask is None:
-            return _block(paired.a, paired.b, paired.clusters, paired.strata, s, paired.evidence)
+            return _block(paired.a, paired.b, paired.clusters, paired.strata, s, paired.evidence, check=True)
         return _block(paired.a[mask], paired.b[mask], _sub(paired.clusters, mask), _sub(paired.strata, mask), s,
                       _sub(paired.evidence, mask))
 
@@ -267,9 +279,20 @@ def analyze(paired: Paired, settings: Settings, *, run_a: str, run_b: str, axis:
     decided_on: Any = overall
     calibrated = None
     warnings: list[str] = []
+    bound = paired.error_bound or ErrorBound()
+    if bound.k:
+        overall["paired_low"], overall["paired_high"] = overall["low"], overall["high"]
+        overall["low"], overall["high"] = bounded(overall["low"], overall["high"], overall["n_items"], bound)
+        decided_on = overall
+        warnings.append(f"{bound.k} item(s) errored in one arm only (A {bound.k_a}, B {bound.k_b}): the gate's "
+                        "interval counts them at their worst case for B (lower bound) and best case (upper bound), "
+                        f"not dropped: [{100 * overall['paired_low']:+.2f}, {100 * overall['paired_high']:+.2f}] pp "
+                        f"over the paired items -> [{100 * overall['low']:+.2f}, {100 * overall['high']:+.2f}] pp")
+    overall["error_bound"] = bound.to_dict()
     if settings.calibration is not None:
-        corrected = correct_for_judge(overall["small_clusters"] if overall["interval"] == CR2
-                                      else overall["bootstrap"], settings.calibration, crit=overall["crit"])
+        boot = overall["bootstrap"]
+        union = replace(boot, low=overall["low"], high=overall["high"])
+        corrected = correct_for_judge(union, settings.calibration, crit=overall["crit"])
         calibrated = corrected.to_dict()
         if corrected.warning:
             warnings.append(corrected.warning)
@@ -292,12 +315,12 @@ def analyze(paired: Paired, settings: Settings, *, run_a: str, run_b: str, axis:
         warnings.append(f"{paired.null_clusters} paired item(s) have no {settings.cluster_by} value: "
                         "each was resampled as a cluster of its own")
     if settings.cluster_by and overall["cr2_consulted"]:
-        which = "the CR2 interval" if overall["interval"] == CR2 else "the percentile bootstrap"
+        which = ("the design-calibrated t interval" if overall["interval"] == CALIBRATED
+                 else "the percentile bootstrap")
         df = overall["small_clusters"].df
         warnings.append(f"{overall['n_clusters']} clusters count as {df + 1:.1f} (Bell-McCaffrey degrees of freedom "
                         f"{df:.2f}): a percentile cluster bootstrap is too narrow with fewer than {SMALL_CLUSTERS}; "
-                        f"the CR2 interval on {df:.2f} degrees of freedom was computed beside it and the gate reads "
-                        f"the wider, {which}")
+                        f"the gate reads the lower of its bound and the design-calibrated t interval's, here {which}")
 
     n_unstable = int((~paired.stable).sum())
     binary = bool(np.isin(a, (0.0, 1.0)).all() and np.isin(b, (0.0, 1.0)).all())
@@ -334,22 +357,43 @@ def analyze(paired: Paired, settings: Settings, *, run_a: str, run_b: str, axis:
         only_b=paired.only_b,
         excluded=paired.excluded,
         data=facts,
-        power=_power(overall, settings),
+        power=_power(overall, settings, b - a, paired.clusters),
         warnings=warnings,
         paired=paired,
+        assumptions=assumption_line(DesignCheck(**_finite(overall["design_check"])) if overall["design_check"] else None,
+                                    overall["n_clusters"], bool(settings.cluster_by)),
     )
 
 
-def _power(overall: dict[str, Any], s: Settings) -> dict[str, Any] | None:
-    """The minimum detectable effect of the deciding interval (:mod:`memrun.stats.power`)."""
+def _power(overall: dict[str, Any], s: Settings, d: np.ndarray, clusters: np.ndarray | None) -> dict[str, Any] | None:
+    """The minimum detectable effect of the deciding interval (:mod:`memrun.stats.power`);
+    when the clusters are effectively few or the design check raised the critical value,
+    found by simulating the design with the gate's own statistic and critical value
+    (:func:`memrun.stats.calibrated.simulated_mde`), the formula's kept as the first guess."""
     if overall["degenerate"]:
         return None
     units = "clusters" if s.cluster_by else "items"
     effect = s.effect if s.effect is not None else (s.band or 0.04)
-    df = overall["small_clusters"].df if overall["interval"] == CR2 else None
+    df = overall["df"] if overall["interval"] == CALIBRATED and np.isfinite(overall["df"]) else None
     result = power_of(overall["low"], overall["high"], overall["crit"], effect=effect, units=units,
                       n_units=overall["n_clusters"] if s.cluster_by else overall["n_items"], df=df)
-    return result.to_dict() if result else None
+    if result is None:
+        return None
+    out = {**result.to_dict(), "method": "formula", "simulated_power": None}
+    check = overall.get("design_check")
+    if check and overall["interval"] == CALIBRATED and overall.get("clustering") != EVIDENCE:
+        mde, at = simulated_mde(d, clusters, DesignCheck(**_finite(check)), null=s.min_delta, start=result.mde)
+        if np.isfinite(mde):
+            factor = (mde / effect) ** 2 if effect > 0 else float("inf")
+            out.update(mde=mde, method="simulated", simulated_power=at, factor=factor,
+                       needed=int(np.ceil(out["n_units"] * factor)) if np.isfinite(factor) else 0)
+    return out
+
+
+def _finite(check: dict[str, Any]) -> dict[str, Any]:
+    """A design check's dict with None (infinite in JSON) back to inf."""
+    return {k: (float("inf") if v is None and k in ("crit_up", "nominal_crit") else
+                (float("-inf") if v is None and k == "crit_down" else v)) for k, v in check.items()}
 
 
 @dataclass(frozen=True)

@@ -85,6 +85,8 @@ class CompareRequest:
     effect: float | None = None
     judge_calibration: Path | None = None
     same_configuration: bool = False
+    max_false_pass: float = 3.0  # the design check's level, percent (docs/statistics.md)
+    check_replications: int = 2000  # the design check's simulated null comparisons per scenario, at least
 
 
 @dataclass(frozen=True)
@@ -238,6 +240,8 @@ def _prepare(request: CompareRequest, warn: Say) -> _Prepared | str:
         min_delta=request.gate_min_delta / 100, band=request.gate_band / 100,
         treatments=tuple(treatments), calibration=calibration, stratify_by=stratify_by, thresholds=thresholds,
         effect=None if request.effect is None else abs(request.effect) / 100,
+        check_replications=_check_replications(request.check_replications),
+        max_false_pass=_max_false_pass(request.max_false_pass),
     )
     categories, chosen = _categories(request.categories, run_a)
     return _Prepared(run_a, run_b, cluster_by, stratify_by, settings, differences, categories, chosen)
@@ -404,3 +408,18 @@ def _check_metric(metric: str) -> None:
         item_column_for(metric)
     except ValueError as exc:
         raise MemrunError(f"--metric {metric}: {exc}") from None
+
+
+def _check_replications(value: int) -> int:
+    """--check-replications (default 2000); MemrunError below 100."""
+    if value < 100:
+        raise MemrunError(f"--check-replications {value}: must be at least 100 (a 97.5% quantile needs them)")
+    return int(value)
+
+
+def _max_false_pass(value: float) -> float:
+    """--max-false-pass in percent -> a fraction; MemrunError outside (0, 100)."""
+    if not 0 < value < 100:
+        raise MemrunError(f"--max-false-pass {value}: a percentage between 0 and 100 (default 3)")
+    return value / 100
+

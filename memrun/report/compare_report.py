@@ -90,11 +90,26 @@ def _how(block: Mapping[str, Any], s: Mapping[str, Any], d: Mapping[str, Any]) -
         after = (f"; the wider of two clusterings (with item clusters: [{fmt(other['low'])}, "
                  f"{fmt(other['high'])}]{unit})")
     resampled = f"paired bootstrap, {s['resamples']:,} resamples, seed {s['seed']}, clusters by {by}{strata}"
-    if block.get("interval") == "cr2_bm":
-        small = block["small_clusters"]
-        return (f"95% CR2 interval, t on {small['df']:.2f} Bell-McCaffrey df (few clusters; wider than the {resampled}: "
-                f"[{fmt(boot['low'])}, {fmt(boot['high'])}]{unit}){after}")
+    if block.get("interval") == "calibrated_t":
+        check = block.get("design_check") or {}
+        crit = check.get("crit_up") or block.get("crit")
+        nominal = check.get("nominal_crit")
+        raised = (f", raised from the t quantile {nominal:.2f} by the design check" if check and nominal is not None
+                  and crit is not None and crit > nominal + 1e-9 else "")
+        return (f"95% design-calibrated t interval: SE {fmt(block['se'], signed=False)}{unit} (CR2, never below the "
+                f"items' own), critical value {crit:.2f}{raised}, Bell-McCaffrey df {block['df']:.2f}; the "
+                f"{resampled}: [{fmt(boot['low'])}, {fmt(boot['high'])}]{unit}{after}")
     return f"95% {resampled}{after}"
+
+
+def check_line(c: Mapping[str, Any]) -> str:
+    """The design check: the simulated false-pass rate beside the verdict, and how it was reached."""
+    crit = "no critical value holds" if c.get("crit_up") is None else f"critical value {c['crit_up']:.2f}"
+    return (f"design check ({c['method']}, {c['replications']:,} simulated null comparisons a scenario, seed "
+            f"{c['seed']}): the nominal t gate (t {c['nominal_crit']:.2f} on {c['df']:.2f} df) passes "
+            f"{100 * c['nominal_rate']:.1f}% of them, this gate ({crit}) {100 * c['rate']:.1f}% | ICC "
+            f"{c['icc']:.3f} (99% upper {c['icc_upper']:.3f}), discordance {100 * c['discordance']:.1f}%, "
+            f"level {100 * c['level']:.0f}%")
 
 
 def power_line(p: Mapping[str, Any], d: Mapping[str, Any]) -> str:
@@ -105,8 +120,11 @@ def power_line(p: Mapping[str, Any], d: Mapping[str, Any]) -> str:
     if p["factor"] > 1 and p.get("available") and p["needed"] > p["available"]:
         more += (f", but {p['benchmark']} has only {p['available']} {p['available_what']}: no comparison on it "
                  "can detect this effect; look for a benchmark with more independent histories, or a larger effect")
+    how = ("found by simulating this design with the gate's own critical value: "
+           f"{p['simulated_power']:.0%} of simulated comparisons pass at it" if p.get("method") == "simulated"
+           else f"SE {fmt(p['se'], signed=False)}{unit}")
     return (f"power: minimum detectable effect at {p['power']:.0%} power {fmt(p['mde'], signed=False)}{unit} "
-            f"(SE {fmt(p['se'], signed=False)}{unit}); an effect of {fmt(p['effect'], signed=False)}{unit} would need "
+            f"({how}); an effect of {fmt(p['effect'], signed=False)}{unit} would need "
             f"{more} (memrun.stats.power)")
 
 
@@ -123,6 +141,10 @@ def summary_lines(d: Mapping[str, Any]) -> list[str]:
         f"verdict: {v['outcome'].upper()} ({v['reason'].replace('_', ' ')}) | gate min delta {fmt(v['min_delta'])}{unit}, "
         f"null band {fmt(v['band'], signed=False)}{unit} | exit code {d['exit_code']}",
     ]
+    if d.get("assumptions"):
+        lines.append(d["assumptions"])
+    if o.get("design_check"):
+        lines.append(check_line(o["design_check"]))
     if v.get("detail"):
         held = "no pass" if v.get("reason") == "credited_for_absence" else "not enough evidence for a verdict"
         lines.append(f"{held}: {v['detail']}")
@@ -145,12 +167,16 @@ def summary_lines(d: Mapping[str, Any]) -> list[str]:
     m = d["mcnemar"]
     kind = (f"McNemar cluster-adjusted (Durkalski 2003, {m['n_clusters']} clusters)"
             if m and m.get("method") == "durkalski" else "McNemar exact")
-    lines.append(f"{kind}: B right/A wrong {m['b01']}, A right/B wrong {m['b10']}, {_p(m['p_value'])}"
-                 if m else "McNemar: n/a (scores are not binary)")
+    if m and m.get("p_value") is None:
+        lines.append(f"{kind}: B right/A wrong {m['b01']}, A right/B wrong {m['b10']}, no p-value ({m['skipped']})")
+    else:
+        lines.append(f"{kind}: B right/A wrong {m['b01']}, A right/B wrong {m['b10']}, {_p(m['p_value'])}"
+                     if m else "McNemar: n/a (scores are not binary)")
     w = d["wilcoxon"]
     floor = (f" (smallest attainable p with {w['n_nonzero']} non-tied {w['unit']}s: {w['min_p']:.3g})"
              if w and w.get("min_p", 0) > 1e-3 else "")
-    lines.append(f"Wilcoxon signed-rank over {w['n_units']} {w['unit']}s' mean deltas: {_p(w['p_value'])}{floor}" if w
+    lines.append(f"Wilcoxon signed-rank over {w['n_units']} {w['unit']}s' mean deltas: {_p(w['p_value'])} "
+                 f"({w.get('method', 'exact')}){floor}" if w
                  else f"Wilcoxon signed-rank: skipped ({d['wilcoxon_skipped']})")
     if d["axis"] == "accuracy":
         lines.append(f"flip rate across repeats (paired items): A {_rate(d['flip_rate_a'])} | B {_rate(d['flip_rate_b'])}")
@@ -179,7 +205,7 @@ def category_rows(d: Mapping[str, Any]) -> list[list[str]]:
     rows = []
     for cat, block in d["per_category"].items():
         name = cat if block["label"] == cat else f"{cat} {block['label']}"
-        mark = " *" if block.get("interval") == "cr2_bm" else ""
+        mark = " *" if block.get("interval") in ("cr2_bm", "calibrated_t") else ""
         holm = "too few" if block.get("insufficient") else ("yes" if block.get("holm_significant") else "no")
         rows.append([name, str(block["n_items"]), str(block["n_clusters"]),
                      f"{block['wins']}/{block['ties']}/{block['losses']}",
@@ -190,8 +216,8 @@ def category_rows(d: Mapping[str, Any]) -> list[list[str]]:
 HEADERS = ["category", "n", "clusters", "wins/ties/losses", "A", "B", "B - A [95% interval]", "Holm 5%"]
 CATEGORY_NOTE = ("per-category intervals are unadjusted 95% intervals; 'Holm 5%' says whether a category's "
                  "difference survives Holm's adjustment over all the categories (family-wise 5%); "
-                 "'too few': fewer than 10 items or 3 clusters, or a degenerate interval; * the CR2 interval "
-                 "(few clusters) decided")
+                 "'too few': fewer than 10 items or 3 clusters, or a degenerate interval; * the t interval on "
+                 "the CR2 SE (few clusters) decided")
 
 
 def render_text(d: Mapping[str, Any], width: int = 120) -> str:

@@ -39,7 +39,8 @@ def test_every_verdict_branch(tmp_path, capsys, wins, ties, losses, min_delta, o
 
 def test_reference_row_through_the_cli(tmp_path, capsys):
     """60 items, 6 clusters of 10, 8/50/2: the bootstrap is the reference row +10.0 pp [+0.0, +30.0];
-    with 6 equal clusters the wider CR2 interval on t(5) (Bell-McCaffrey df of equal clusters) decides."""
+    with 6 equal clusters the t interval on the CR2 SE (Bell-McCaffrey df 5 of equal clusters),
+    its critical value at least t(5) and raised by the design check, decides."""
     a, b = wtl(8, 50, 2)
     clusters = [f"c{i // 10}" for i in range(60)]
     code, d = compare_json(capsys, str(retrieval_run(tmp_path / "a", a, clusters)),
@@ -51,8 +52,12 @@ def test_reference_row_through_the_cli(tmp_path, capsys):
     residual_sums = np.array([6 - 10 * 0.1] + [-10 * 0.1] * 5)
     se = np.sqrt(np.sum(residual_sums**2 / (1 - 10 / 60)) / 60**2)
     half = sps.t.ppf(0.975, 5) * se
-    assert o["interval"] == "cr2_bm" and o["small_clusters"]["df"] == pytest.approx(5)
-    assert (o["low"], o["high"]) == pytest.approx((0.1 - half, 0.1 + half))
+    assert o["small_clusters"]["df"] == pytest.approx(5)
+    assert (o["small_clusters"]["low"], o["small_clusters"]["high"]) == pytest.approx((0.1 - half, 0.1 + half))
+    check = o["design_check"]
+    assert o["interval"] == "calibrated_t" and check["nominal_crit"] == pytest.approx(sps.t.ppf(0.975, 5))
+    assert o["se"] == pytest.approx(se) and o["low"] == pytest.approx(0.1 - check["crit_up"] * se)
+    assert o["low"] <= 0.1 - half + 1e-12
     assert o["n_clusters"] == 6 and code == ExitCode.UNRESOLVED
 
 

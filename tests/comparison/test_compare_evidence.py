@@ -63,9 +63,11 @@ def test_a_handful_of_items_is_unresolved(tmp_path, capsys, n_items):
     assert d["verdict"]["reason"] == ("too_few_clusters" if n_items < 3 else "too_few_items")
 
 
-def test_few_clusters_gate_on_the_wider_cr2_interval(tmp_path, capsys):
-    """10 clusters of unequal size: the CR2 interval on Bell-McCaffrey df (computed here by
-    hand) is wider than the percentile bootstrap, so it decides, and the report says so."""
+def test_few_clusters_gate_on_the_calibrated_t_interval(tmp_path, capsys):
+    """10 clusters of unequal size: the CR2 interval on Bell-McCaffrey df is computed as by
+    hand here; the gate reads the t interval on the CR2 SE with a critical value at least
+    the Bell-McCaffrey t's (raised by the design check), whose lower bound is below the
+    bootstrap's, and the report says so."""
     rng = np.random.default_rng(3)
     sizes = [5, 8, 10, 12, 15, 20, 25, 30, 35, 40]
     clusters = [f"conv-{g}" for g, n in enumerate(sizes) for _ in range(n)]
@@ -90,12 +92,13 @@ def test_few_clusters_gate_on_the_wider_cr2_interval(tmp_path, capsys):
     o = d["overall"]
     assert o["small_clusters"]["low"] == pytest.approx(mean - half)
     assert o["small_clusters"]["high"] == pytest.approx(mean + half)
-    wider = "cr2_bm" if 2 * half > o["bootstrap"]["high"] - o["bootstrap"]["low"] else "percentile_bootstrap"
-    assert o["interval"] == wider == "cr2_bm"
-    assert d["verdict"]["low"] == pytest.approx(mean - half)
-    assert any("10 clusters count as" in w and "the CR2 interval" in w for w in d["warnings"])
+    assert o["interval"] == "calibrated_t" and o["design_check"]["df"] == pytest.approx(df)
+    assert d["verdict"]["low"] == pytest.approx(mean - o["design_check"]["crit_up"] * o["se"])
+    assert d["verdict"]["low"] <= mean - half + 1e-12
+    assert d["verdict"]["low"] <= o["bootstrap"]["low"]
+    assert any("10 clusters count as" in w and "design-calibrated t interval" in w for w in d["warnings"])
     compare_main([str(ra), str(rb)])
-    assert f"95% CR2 interval, t on {df:.2f} Bell-McCaffrey df" in capsys.readouterr().out
+    assert f"Bell-McCaffrey df {df:.2f}" in capsys.readouterr().out
 
 
 def test_stratified_bootstrap_keeps_stratum_sizes(tmp_path, capsys):
