@@ -1,6 +1,12 @@
 """Time ``memrun compare`` as a whole process against a minimal numpy reference.
 
 Usage: python bench/bench_bootstrap.py [--items 1000000] [--clusters 10000] [--pairs 3]
+       [--resamples 2000] [--also-default]
+
+Issue 37's rows: ``--items 100000 --clusters 1000 --resamples 2000`` (memrun within 1.5x
+the numpy reference at the same resamples) and ``--items 1000000 --clusters 1000
+--resamples 2000 --also-default`` (fewer resamples never cost more time or memory than
+the default 10,000: a third column times memrun at its default).
 
 Two retrieval-axis ``items.parquet`` files are written once (the documented schema,
 ``--items`` items in ``--clusters`` clusters and 5 categories, B a few points better
@@ -68,9 +74,10 @@ _, inverse = np.unique(ca[match], return_inverse=True)
 sums = np.bincount(inverse, weights=d)
 sizes = np.bincount(inverse).astype(float)
 rng = np.random.default_rng(7)
-means = np.empty(10_000)
-for start in range(0, 10_000, 500):
-    idx = rng.integers(0, len(sums), size=(500, len(sums)))
+B = int(sys.argv[3])
+means = np.empty(B)
+for start in range(0, B, 500):
+    idx = rng.integers(0, len(sums), size=(min(500, B - start), len(sums)))
     means[start:start + 500] = np.take(sums, idx).sum(axis=1) / np.take(sizes, idx).sum(axis=1)
 low, high = np.percentile(means, [2.5, 97.5])
 print(f"{d.mean():+.4f} [{low:+.4f}, {high:+.4f}] n={d.size}")
@@ -116,6 +123,9 @@ def main() -> None:
     parser.add_argument("--items", type=int, default=1_000_000)
     parser.add_argument("--clusters", type=int, default=10_000)
     parser.add_argument("--pairs", type=int, default=3, help="memrun/reference pairs, alternated")
+    parser.add_argument("--resamples", type=int, default=10_000, help="bootstrap resamples, both sides")
+    parser.add_argument("--also-default", action="store_true",
+                        help="also time memrun at its default resamples (10,000), alternated with the others")
     args = parser.parse_args()
     with tempfile.TemporaryDirectory() as tmp:
         a, b = write_runs(Path(tmp), args.items, args.clusters)
@@ -124,8 +134,13 @@ def main() -> None:
         env = {"PYTHONPATH": str(ROOT)}
         # B is built better than A by ~4 pp over 10,000 clusters: the only right answer is a
         # pass (exit 0). Any other exit code stops the bench instead of being timed.
-        pairs = alternate(lambda: run_child(["memrun", "compare", str(a), str(b), "--format", "json"], env=env),
-                          lambda: run_child([str(ref_script), str(a), str(b)], env=env), args.pairs)
+        memrun_cmd = ["memrun", "compare", str(a), str(b), "--format", "json", "--resamples", str(args.resamples)]
+        pairs = alternate(lambda: run_child(memrun_cmd, env=env),
+                          lambda: run_child([str(ref_script), str(a), str(b), str(args.resamples)], env=env), args.pairs)
+        default = None
+        if args.also_default:
+            default = alternate(lambda: run_child(memrun_cmd[:-2], env=env),
+                                lambda: run_child(memrun_cmd, env=env), args.pairs)
         verdict = json.loads(pairs.a[-1].stdout)
         if verdict["verdict"]["outcome"] != "pass":
             raise SystemExit(f"memrun compare said {verdict['verdict']['outcome']!r}, not pass: {verdict['verdict']}")
@@ -133,7 +148,8 @@ def main() -> None:
         m_s, r_s = pairs.median("a"), pairs.median("b")
         m_cpu, r_cpu = pairs.median_cpu("a"), pairs.median_cpu("b")
         m_mib, r_mib = pairs.peak("a"), pairs.peak("b")
-        print(f"{args.items:,} paired items in {args.clusters:,} clusters, 5 categories, {args.pairs} pairs (A B A B)")
+        print(f"{args.items:,} paired items in {args.clusters:,} clusters, 5 categories, {args.pairs} pairs (A B A B), "
+              f"{args.resamples:,} resamples both sides")
         print(f"{'':22}{'memrun compare':>16}{'numpy reference':>17}{'ratio':>8}{'target':>12}")
         print(f"{'wall s (median)':22}{m_s:16.2f}{r_s:17.2f}{m_s / r_s:8.2f}"
               f"{'< %g s' % TARGET_S:>12}  {'met' if m_s < TARGET_S else 'MISSED'}")
@@ -146,6 +162,16 @@ def main() -> None:
         print(f"reference: {pairs.b[-1].stdout.strip()}")
         print("memrun runs s:", ", ".join(f"{x.seconds:.2f}" for x in pairs.a),
               "| reference runs s:", ", ".join(f"{x.seconds:.2f}" for x in pairs.b))
+        check = o.get("design_check") or {}
+        if check:
+            print(f"design check: {check['replications']:,} replications a scenario, nominal rate "
+                  f"{100 * check['nominal_rate']:.1f}%")
+        if default is not None:
+            d_s, f_s = default.median("a"), default.median("b")
+            print(f"memrun at the default 10,000 resamples vs --resamples {args.resamples:,} (alternated): wall s "
+                  f"{d_s:.2f} vs {f_s:.2f}, peak RSS MiB {default.peak('a'):.0f} vs {default.peak('b'):.0f}: fewer "
+                  + ("costs no more" if f_s <= d_s * 1.05 and default.peak("b") <= default.peak("a") * 1.02
+                     else "COSTS MORE"))
 
 
 if __name__ == "__main__":

@@ -1,40 +1,39 @@
-"""How often does `memrun compare`'s gate say PASS when there is no difference (and when
-there is a +5 pp gain)? Prints memrun's gate beside the methods it was chosen from.
+"""How often does `memrun compare`'s gate say PASS when there is no difference? Every design
+of issue 33's table (skewed cluster effects, few clusters, one dominant cluster, errors on
+one side, a sweep of null arms), with a Wilson interval per cell.
 
-    python bench/bench_gate_error.py                 # full grid, 600 replications a cell
-    python bench/bench_gate_error.py --reps 2000     # tighter Monte-Carlo error
-    python bench/bench_gate_error.py --skewed        # skewed cluster effects (sensitivity)
+    nice python bench/bench_gate_error.py                   # every cell, 2,000 replications
+    nice python bench/bench_gate_error.py --reps 600        # quicker
+    nice python bench/bench_gate_error.py --only skewed     # cells whose name contains this
+    nice python bench/bench_gate_error.py --methods         # also the methods of bench/gate_methods.py
 
 Model: :mod:`memrun.stats.simulation` (paired binary outcomes, a cluster random effect on
-B - A, true delta 0; the ICC is that of the per-item deltas). A cell is the share of
-replications whose gate said PASS at --gate-min-delta 0 (nominal one-sided 2.5%).
-Columns: ``memrun`` is memrun's own gate (``memrun.stats.gate.gate_interval`` and
-``decide``, exactly what `memrun compare` runs, bootstrap resamples reduced to
-``--resamples``); ``today`` the gate before issue 20 (bootstrap | CR2 t(G-1), degenerate
-intervals allowed); ``cr2_bm`` CR2 with Bell-McCaffrey df alone; ``wcr_rad`` / ``wcr_webb``
-the restricted wild cluster bootstrap-t with Rademacher / Webb weights
-(bench/gate_methods.py). The Monte-Carlo standard error of a 2.5% cell with 600
-replications is 0.64 pp.
+B - A, true delta 0; ``skewed``: the effect is tau * (1 - Exponential(1)), a tail of
+clusters where B collapses). A cell is the share of replications whose gate said PASS at
+--gate-min-delta 0 (nominal one-sided 2.5%; goal <= 3%), with its 95% Wilson interval.
 
-Measured (600 replications, 2026-12-01): memrun's gate is at or below 3.0% in every cell
-but one. LongMemEval's default item-level clusters, when hidden groups of 5 questions share
-their effect, passed 6.0 / 5.8% at ICC 0.05 / 0.2 while the gate read items as independent;
-memrun now also reads the interval clustered by shared evidence (the groups, which compare
-finds in ``gold_sessions``) and gates on the wider: 1.5 / 4.3 / 2.0% on this grid's seeds
-(the item-level gate 1.5 / 6.0 / 5.8 on the same replications); with 2,000 replications
-(``cell(design, icc, 0, 2000, ...)``, other seeds) 2.00 / 2.70 / 2.05% against the
-item-level 2.15 / 3.75 / 7.65 (``today``), so the 4.3 is Monte-Carlo error (SE 0.64).
-Power at +5 pp with nothing shared (ICC 0) falls from 62.5 to 60.2%; at ICC 0.05 / 0.2
-from 51.8 / 43.2 to 44.5 / 28.3%, figures the item-level gate inflated with an interval
-too narrow (``--cluster-by evidence``: 61.5 / 47.2 / 23.3). ``--cluster-by evidence``
-holds 1.7 / 3.0 / 2.5%.
+Columns: ``memrun`` is exactly what `memrun compare` runs on the overall block
+(:func:`memrun.stats.gate.gate_interval` with the design check, the error bound of
+:mod:`memrun.stats.missing`, :func:`memrun.stats.verdict.decide` with its holds), bootstrap
+resamples reduced to ``--resamples``; ``uncalibrated`` the same interval read with the
+nominal t on Bell-McCaffrey df (no design check), and, on the error row, with the errored
+items dropped (issue 20's gate); ``sim. nominal`` the mean over replications of the design
+check's own simulated false-pass rate of the nominal gate (what `compare` prints beside the
+verdict).
+
+The sweep rows: k null arms against one baseline (each arm's deltas drawn independently,
+LoCoMo-like clusters, ICC 0.05); a cell is the share of sweeps in which at least one arm
+PASSed: ``memrun`` with Holm's step-down over the arms' one-sided gate p-values
+(:func:`memrun.stats.family.family_verdicts`), ``uncalibrated`` each arm's own PASS.
 """
 
 from __future__ import annotations
 
 import argparse
+import math
 import sys
 import time
+from dataclasses import dataclass
 from pathlib import Path
 
 import numpy as np
@@ -42,92 +41,166 @@ import numpy as np
 sys.path.insert(0, str(Path(__file__).resolve().parent))
 sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
 
-from gate_methods import METHODS  # noqa: E402
+from memrun.stats.family import family_verdicts  # noqa: E402
 from memrun.stats.gate import gate_interval  # noqa: E402
-from memrun.stats.simulation import Design, locomo_like, longmemeval_like, simulate  # noqa: E402
+from memrun.stats.missing import bounded, one_sided_errors  # noqa: E402
+from memrun.stats.simulation import LOCOMO_SIZES, Design, locomo_like, longmemeval_like, simulate  # noqa: E402
 from memrun.stats.verdict import DEGENERATE, decide  # noqa: E402
 
-ICCS = (0.0, 0.05, 0.2)
+
+@dataclass(frozen=True)
+class Cell:
+    """One row: a design, its ICC, skewed or normal effects, and errors on one side."""
+
+    name: str
+    design: Design
+    icc: float
+    skewed: bool = False
+    errors: float = 0.0  # share of items B errored on, all among the items B got wrong
 
 
-def designs() -> list[Design]:
-    """The rows of the table (the issue's designs, plus LongMemEval clustered by shared evidence)."""
-    return [
-        locomo_like(10),
-        Design("10 clusters, one of 1,000 items + nine of 50", (1000,) + (50,) * 9),
-        Design("3 clusters", locomo_like(3).sizes),
-        Design("2 clusters", locomo_like(2).sizes),
-        Design("LongMemEval default (item clusters by type, hidden groups of 5)", *_lme(True)),
-        Design("LongMemEval --cluster-by evidence (groups of 5 as clusters)", *_lme(False)),
-    ]
-
-
-def _lme(items: bool) -> tuple:
+def _lme(items: bool) -> Design:
     d = longmemeval_like(5, item_clusters=items)
-    return d.sizes, d.strata, d.hidden
+    return Design(d.name, d.sizes, d.strata, d.hidden)
 
 
-def memrun_gate(x: np.ndarray, design: Design, resamples: int) -> np.ndarray:
-    """memrun's own gate on each replication: True where it says PASS at threshold 0. With
-    hidden groups under item clusters, the groups are the questions sharing a gold session,
-    which compare finds (:func:`memrun.comparison.pairing.shared_evidence`) and also reads."""
+def cells() -> list[Cell]:
+    """The rows of issue 33's table, then issue 20's designs."""
+    loc = locomo_like(10)
+    rows = []
+    for g in (3, 5, 10):
+        for icc in (0.05, 0.2):
+            rows.append(Cell(f"skewed effects, {g} clusters", locomo_like(g), icc, skewed=True))
+    for g in (20, 50):
+        for icc in (0.05, 0.2):
+            rows.append(Cell(f"skewed effects, {g} clusters", Design(f"{g}", (LOCOMO_SIZES * 5)[:g]), icc, skewed=True))
+    rows += [Cell("3 clusters of 150-260, symmetric", Design("3", (150, 205, 260)), 0.2)]
+    for big in (1500, 3000):
+        for icc in (0.05, 0.2):
+            rows.append(Cell(f"one cluster of {big:,} + 4x10", Design("dom", (big, 10, 10, 10, 10)), icc))
+    for icc in (0.05, 0.2):
+        rows.append(Cell("4.9% errored, all on items B got wrong (10 clusters)", loc, icc, errors=0.049))
+    for icc in (0.0, 0.05, 0.2):
+        rows.append(Cell("10 clusters, LoCoMo-like sizes", loc, icc))
+    rows += [Cell("10 clusters, one of 1,000 + nine of 50", Design("u", (1000,) + (50,) * 9), 0.2),
+             Cell("2 clusters", locomo_like(2), 0.2),
+             Cell("LongMemEval default (item clusters, hidden groups of 5)", _lme(True), 0.2)]
+    return rows
+
+
+def wilson(k: int, n: int, z: float = 1.959964) -> tuple[float, float]:
+    """95% Wilson score interval of k successes in n (Wilson 1927), as fractions."""
+    if n == 0:
+        return 0.0, 1.0
+    p = k / n
+    centre = (p + z * z / (2 * n)) / (1 + z * z / n)
+    half = z * math.sqrt(p * (1 - p) / n + z * z / (4 * n * n)) / (1 + z * z / n)
+    return max(0.0, centre - half), min(1.0, centre + half)
+
+
+def _errored(d: np.ndarray, share: float, rng: np.random.Generator) -> tuple[np.ndarray, int]:
+    """Mask of items kept after B errors on ``share`` of the items, all among those B got
+    wrong while A got them right (delta -1), and how many errored."""
+    k = min(int(share * len(d)), int((d < 0).sum()))
+    drop = rng.choice(np.flatnonzero(d < 0), size=k, replace=False)
+    keep = np.ones(len(d), dtype=bool)
+    keep[drop] = False
+    return keep, k
+
+
+def gate_passes(d: np.ndarray, design: Design, seed: int, resamples: int, errors: float = 0.0,
+                rng: np.random.Generator | None = None) -> tuple[bool, bool, float]:
+    """(memrun passes, the uncalibrated gate passes, the check's simulated nominal rate)."""
     clusters, strata = design.cluster_codes(), design.stratum_codes()
     evidence = design.effect_groups() if design.hidden and len(design.sizes) == design.n_items else None
-    out = np.zeros(len(x), dtype=bool)
-    for r, d in enumerate(x):
-        gate = gate_interval(d, clusters, strata, evidence=evidence, resamples=resamples, seed=r)
+    keep, k = (np.ones(len(d), dtype=bool), 0) if not errors else _errored(d, errors, rng)
+    dk, ck = d[keep], clusters[keep]
+    sk = None if strata is None else strata[keep]
+    ek = None if evidence is None else evidence[keep]
+    out = []
+    for check in (True, False):
+        gate = gate_interval(dk, ck, sk, evidence=ek, resamples=resamples, seed=seed, check=check)
+        low, high = gate.low, gate.high
+        if check and k:  # B errored on k items that A got right: A's score 1, B's missing
+            low, high = bounded(low, high, len(dk), one_sided_errors(np.ones(k), []))
         hold = (DEGENERATE, gate.degenerate) if gate.degenerate else None
-        verdict = decide(gate, min_delta=0.0, band=0.04, n_items=len(d), n_clusters=gate.bootstrap.n_clusters,
+        n_clusters = len(np.unique(ck)) if gate.clustering == "given" else gate.bootstrap.n_clusters
+        verdict = decide(_Bounds(low, high), min_delta=0.0, band=0.04, n_items=len(dk), n_clusters=n_clusters,
                          hold=hold)
-        out[r] = verdict.passed
-    return out
+        out.append((verdict.passed, gate.check.nominal_rate if gate.check else math.nan))
+    return out[0][0], out[1][0], out[0][1]
 
 
-def cell(design: Design, icc: float, delta: float, reps: int, resamples: int, skewed: bool,
-         methods: list[str]) -> dict[str, float]:
-    """Pass rates (percent) of memrun and each method in one cell, same replications for all."""
-    rng = np.random.default_rng([int(icc * 1000), int(delta * 1000), len(design.sizes), design.n_items])
-    x = simulate(design, icc=icc, delta=delta, reps=reps, rng=rng, skewed=skewed)
-    rates = {"memrun": 100 * memrun_gate(x, design, resamples).mean()}
-    for name in methods:
-        if "LongMemEval" in design.name and name.startswith("wcr") and len(design.sizes) > 200:
-            rates[name] = float("nan")  # a wild bootstrap over 500 singleton clusters is the t test
-            continue
-        rates[name] = 100 * METHODS[name](x, design, rng).mean()
-    return rates
+@dataclass(frozen=True)
+class _Bounds:
+    low: float
+    high: float
+
+
+def run_cell(cell: Cell, reps: int, resamples: int) -> tuple[int, int, float]:
+    """(memrun passes, uncalibrated passes, mean simulated nominal rate) over ``reps`` null replications."""
+    seed = [int(cell.icc * 1000), len(cell.design.sizes), cell.design.n_items, int(cell.skewed), int(cell.errors * 1000)]
+    rng = np.random.default_rng(seed)
+    x = simulate(cell.design, icc=cell.icc, delta=0.0, reps=reps, rng=rng, skewed=cell.skewed)
+    ours = base = 0
+    rates = []
+    for r, d in enumerate(x):
+        a, b, rate = gate_passes(d, cell.design, r, resamples, cell.errors, rng)
+        ours += a
+        base += b
+        rates.append(rate)
+    return ours, base, float(np.nanmean(rates)) if not np.isnan(rates).all() else math.nan
+
+
+def run_sweep(k: int, reps: int, resamples: int) -> tuple[int, int]:
+    """(sweeps with a family-wise PASS under Holm, sweeps with any arm's own PASS)."""
+    design = locomo_like(10)
+    rng = np.random.default_rng([k, 33])
+    clusters = design.cluster_codes()
+    holm_any = raw_any = 0
+    for r in range(reps):
+        x = simulate(design, icc=0.05, delta=0.0, reps=k, rng=rng)
+        gates = [gate_interval(d, clusters, resamples=resamples, seed=r, check=True) for d in x]
+        raw = [decide(g, n_items=len(d), n_clusters=10, hold=(DEGENERATE, g.degenerate) if g.degenerate else None).passed
+               for g, d in zip(gates, x)]
+        fam = family_verdicts([g.p_pass for g in gates], [g.degenerate is None and g.low > 0 for g in gates])
+        holm_any += any(fam)
+        raw_any += any(raw)
+    return holm_any, raw_any
+
+
+def pct(k: int, n: int) -> str:
+    lo, hi = wilson(k, n)
+    return f"{100 * k / n:.1f} [{100 * lo:.1f}, {100 * hi:.1f}]"
 
 
 def main(argv: list[str] | None = None) -> int:
-    """Print the false-pass grid and the power rows; returns 0."""
+    """Print the false-pass table; returns 0."""
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
-    parser.add_argument("--reps", type=int, default=600)
-    parser.add_argument("--resamples", type=int, default=1000, help="bootstrap resamples of memrun's gate")
-    parser.add_argument("--skewed", action="store_true", help="skewed (exponential) cluster effects")
-    parser.add_argument("--only", help="only designs whose name contains this")
+    parser.add_argument("--reps", type=int, default=2000, help="null replications a cell (default 2,000)")
+    parser.add_argument("--sweep-reps", type=int, default=400, help="null sweeps a sweep row (default 400)")
+    parser.add_argument("--resamples", type=int, default=500, help="bootstrap resamples of memrun's gate")
+    parser.add_argument("--only", help="only rows whose name contains this")
     args = parser.parse_args(argv)
-    methods = list(METHODS)
     started = time.perf_counter()
-    print(f"false-pass rate (%), true delta 0, {args.reps} replications a cell, gate min delta 0, "
-          f"memrun bootstrap {args.resamples} resamples{', skewed effects' if args.skewed else ''}")
-    print(f"| design | ICC | memrun | {' | '.join(methods)} |")
-    print("|---|---|---|" + "---|" * len(methods))
-    for design in designs():
-        if args.only and args.only not in design.name:
+    print(f"false PASS (%, 95% Wilson interval), true delta 0, {args.reps} replications a cell, gate min delta 0, "
+          f"bootstrap {args.resamples} resamples, design check at its defaults")
+    print("| design | ICC | effects | memrun | uncalibrated | sim. nominal |")
+    print("|---|---|---|---|---|---|")
+    for cell in cells():
+        if args.only and args.only not in cell.name:
             continue
-        for icc in ICCS:
-            r = cell(design, icc, 0.0, args.reps, args.resamples, args.skewed, methods)
-            print(f"| {design.name} | {icc:g} | **{r['memrun']:.1f}** | "
-                  + " | ".join(f"{r[m]:.1f}" for m in methods) + " |", flush=True)
-    print(f"\npower (%): true delta +5 pp, {args.reps} replications a cell")
-    print(f"| design | ICC | memrun | {' | '.join(methods)} |")
-    print("|---|---|---|" + "---|" * len(methods))
-    for design in designs():
-        if (args.only and args.only not in design.name) or "1,000" in design.name:
-            continue
-        for icc in ICCS:
-            r = cell(design, icc, 0.05, args.reps, args.resamples, args.skewed, methods)
-            print(f"| {design.name} | {icc:g} | **{r['memrun']:.1f}** | "
-                  + " | ".join(f"{r[m]:.1f}" for m in methods) + " |", flush=True)
+        ours, base, rate = run_cell(cell, args.reps, args.resamples)
+        print(f"| {cell.name} | {cell.icc:g} | {'skewed' if cell.skewed else 'normal'} | **{pct(ours, args.reps)}** | "
+              f"{pct(base, args.reps)} | {100 * rate:.1f} |", flush=True)
+    if not args.only or "sweep" in args.only:
+        print(f"\nsweeps of k null arms against one baseline (10 LoCoMo-like clusters, ICC 0.05), {args.sweep_reps} "
+              "sweeps a row: share with at least one PASS")
+        print("| arms | memrun (Holm, family-wise) | each arm's own gate |")
+        print("|---|---|---|")
+        for k in (5, 10, 20):
+            holm_any, raw_any = run_sweep(k, args.sweep_reps, args.resamples)
+            print(f"| {k} | **{pct(holm_any, args.sweep_reps)}** | {pct(raw_any, args.sweep_reps)} |", flush=True)
     print(f"\n({time.perf_counter() - started:.0f} s)")
     return 0
 
