@@ -41,6 +41,7 @@ import numpy as np
 sys.path.insert(0, str(Path(__file__).resolve().parent))
 sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
 
+from memrun.stats.calibrated import simulated_mde  # noqa: E402
 from memrun.stats.family import family_verdicts  # noqa: E402
 from memrun.stats.gate import gate_interval  # noqa: E402
 from memrun.stats.missing import bounded, one_sided_errors  # noqa: E402
@@ -169,6 +170,33 @@ def run_sweep(k: int, reps: int, resamples: int) -> tuple[int, int]:
     return holm_any, raw_any
 
 
+def power_check(cell: Cell, pilots: int, reps: int, resamples: int) -> tuple[float, float, float]:
+    """The MDE check: for each of ``pilots`` null datasets of the cell's design, the MDE memrun
+    prints (:func:`memrun.stats.calibrated.simulated_mde`, as compare computes it), then the
+    share of ``reps`` datasets with that true delta (the cell's ICC and effect shape) that
+    memrun's gate passes. Returns (mean MDE, mean power at it, mean power the check itself
+    predicted), fractions."""
+    rng = np.random.default_rng([int(cell.icc * 1000), len(cell.design.sizes), 80])
+    clusters = cell.design.cluster_codes()
+    mdes, powers, predicted = [], [], []
+    for p in range(pilots):
+        pilot = simulate(cell.design, icc=cell.icc, delta=0.0, reps=1, rng=rng, skewed=cell.skewed)[0]
+        gate = gate_interval(pilot, clusters, resamples=resamples, seed=p, check=True)
+        if gate.check is None or gate.degenerate:
+            continue
+        mde, at = simulated_mde(pilot, clusters, gate.check, start=0.05)
+        if not np.isfinite(mde):
+            continue
+        x = simulate(cell.design, icc=cell.icc, delta=mde, reps=reps, rng=rng, skewed=cell.skewed)
+        passed = sum(gate_passes(d, cell.design, r, resamples)[0] for r, d in enumerate(x))
+        mdes.append(mde)
+        powers.append(passed / reps)
+        predicted.append(at)
+    if not mdes:
+        return math.nan, math.nan, math.nan
+    return float(np.mean(mdes)), float(np.mean(powers)), float(np.mean(predicted))
+
+
 def pct(k: int, n: int) -> str:
     lo, hi = wilson(k, n)
     return f"{100 * k / n:.1f} [{100 * lo:.1f}, {100 * hi:.1f}]"
@@ -181,7 +209,23 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--sweep-reps", type=int, default=400, help="null sweeps a sweep row (default 400)")
     parser.add_argument("--resamples", type=int, default=500, help="bootstrap resamples of memrun's gate")
     parser.add_argument("--only", help="only rows whose name contains this")
+    parser.add_argument("--power", action="store_true",
+                        help="instead: the MDE check (power at the MDE memrun prints, per design)")
+    parser.add_argument("--pilots", type=int, default=5, help="--power: pilot datasets a design")
     args = parser.parse_args(argv)
+    if args.power:
+        print(f"power at the printed MDE (goal 80% +- 5 pp): {args.pilots} pilot null datasets a design, "
+              f"{args.reps} datasets at each pilot's MDE")
+        print("| design | ICC | effects | mean MDE (pp) | power at it | predicted by the check |")
+        print("|---|---|---|---|---|---|")
+        for cell in cells():
+            if (args.only and args.only not in cell.name) or cell.errors or "LongMemEval" in cell.name \
+                    or "2 clusters" == cell.name:
+                continue
+            mde, power, predicted = power_check(cell, args.pilots, args.reps, args.resamples)
+            print(f"| {cell.name} | {cell.icc:g} | {'skewed' if cell.skewed else 'normal'} | {100 * mde:.2f} | "
+                  f"**{100 * power:.1f}%** | {100 * predicted:.1f}% |", flush=True)
+        return 0
     started = time.perf_counter()
     print(f"false PASS (%, 95% Wilson interval), true delta 0, {args.reps} replications a cell, gate min delta 0, "
           f"bootstrap {args.resamples} resamples, design check at its defaults")

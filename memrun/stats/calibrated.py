@@ -338,6 +338,46 @@ def assumption_line(check: DesignCheck | None, n_clusters: int, clustered: bool)
 
 
 
+POWER_ICC_CONFIDENCE = 0.5
+"""The power search simulates at the ICC's median-unbiased estimate (its 50% upper limit)."""
+ICC_GRID = (0.0, 0.01, 0.03, 0.08, 0.2, 0.5)
+"""ICC values at which :func:`crit_curve` calibrates, for the power search."""
+
+
+def crit_curve(draws: NullDraws, sizes: FloatArray, q0: float, delta0: float, alpha: float,
+               nominal: float) -> tuple[FloatArray, FloatArray]:
+    """(ICC grid, crit_up at each): the critical value the design check would read if the
+    ICC's upper limit were each grid value (same scenarios, same draws), so that a
+    simulated comparison's own critical value can be read off its own ICC limit."""
+    grid = np.asarray(ICC_GRID)
+    curve = np.empty(len(grid))
+    s, q = draws.moments(q0=q0, icc=0.0, delta=delta0, shape="normal")
+    base = float(np.quantile(studentized(s, q, sizes, delta0)[2], 1.0 - alpha, method="higher"))
+    for i, icc in enumerate(grid):
+        worst = base
+        for shape in SHAPES if icc > 0 else ():
+            s, q = draws.moments(q0=q0, icc=float(icc), delta=delta0, shape=shape)
+            worst = max(worst, float(np.quantile(studentized(s, q, sizes, delta0)[2], 1.0 - alpha, method="higher")))
+        curve[i] = max(nominal, worst)
+    return grid, np.maximum.accumulate(curve)
+
+
+def _icc_upper_rows(sums: FloatArray, sumsq: FloatArray, sizes: FloatArray, confidence: float) -> FloatArray:
+    """:func:`icc_anova`'s upper limit for each row of (reps, G) cluster sums, vectorised."""
+    n_total, g = float(sizes.sum()), len(sizes)
+    if g < 2 or n_total <= g:
+        return np.zeros(len(sums))
+    mean = sums.sum(axis=1, keepdims=True) / n_total
+    msb = (((sums / sizes - mean) ** 2) * sizes).sum(axis=1) / (g - 1)
+    msw = np.maximum(sumsq.sum(axis=1) - (sums**2 / sizes).sum(axis=1), 0.0) / (n_total - g)
+    n0 = (n_total - float((sizes**2).sum()) / n_total) / (g - 1)
+    f_low = float(scipy_special.fdtri(g - 1, n_total - g, 1.0 - confidence))
+    with np.errstate(divide="ignore", invalid="ignore"):
+        ratio = np.where(msw > 0, msb / np.where(msw > 0, msw, 1.0) / f_low, np.where(msb > 0, np.inf, 0.0))
+        icc = np.where(np.isfinite(ratio), (ratio - 1.0) / (ratio + n0 - 1.0), 0.99)
+    return np.clip(icc, 0.0, 0.99)
+
+
 def simulated_mde(
     deltas: ArrayLike,
     clusters: ArrayLike | Iterable[Hashable] | None,
@@ -350,10 +390,12 @@ def simulated_mde(
     """The minimum detectable effect of the gate as calibrated by ``check``, by simulation.
 
     The smallest true delta at which the design's simulated comparisons (its cluster sizes,
-    its discordance, its estimated ICC, normal effects) pass ``T > check.crit_up`` in a
-    share ``power`` of them: the same statistic, critical value and null model as the gate,
-    with the discordance an effect brings (q = q0 + |mu|). Found by bisection on common
-    random numbers (the pass rate is then monotone in the delta).
+    its discordance, its estimated ICC, normal effects) pass in a share ``power`` of them:
+    the same statistic and null model as the gate, with the discordance an effect brings
+    (q = q0 + |mu|), each simulated comparison read with the critical value its own design
+    check would give (:func:`crit_curve` at its own ICC upper limit: a comparison with an
+    effect shows more between-cluster spread, hence a larger critical value). Found by
+    bisection on common random numbers.
 
     Args:
         deltas, clusters: as for :func:`design_check` (the same ones).
@@ -376,11 +418,15 @@ def simulated_mde(
     q0 = min(1.0, max(discordance, 0.02))
     null_sim = float(np.clip(null / scale, -0.9, 0.9))
     draws = null_draws(sizes.tobytes(), check.replications, check.seed)
+    grid, curve = crit_curve(draws, sizes, q0, null_sim, check.alpha, check.nominal_crit)
+    sumsq = np.bincount(_cluster_totals(values, clusters)[2], weights=values**2, minlength=len(sizes))
+    icc_power = icc_anova(sums, sumsq, sizes, POWER_ICC_CONFIDENCE)[1]
 
     def rate(effect: float) -> float:
-        s, q = draws.moments(q0=q0, icc=check.icc, delta=null_sim + effect, shape="normal")
+        s, q = draws.moments(q0=q0, icc=icc_power, delta=null_sim + effect, shape="normal")
         _, _, t = studentized(s, q, sizes, null_sim)
-        return float((t > check.crit_up).mean())
+        crit = np.interp(_icc_upper_rows(s, q, sizes, ICC_CONFIDENCE), grid, curve)
+        return float((t > crit).mean())
 
     high = min(0.9 - null_sim, max(2.0 * (start or 0.0) / scale, 0.01))
     while rate(high) < power:
