@@ -35,6 +35,7 @@ import pyarrow.compute as pc
 from memrun.core.instrument import DENOMINATOR_ABSTAIN_WRONG, DENOMINATOR_EXCLUDE_ABSTAIN, DENOMINATOR_MEAN_SCORE
 from memrun.errors import CompareUsageError
 from memrun.io.reader import RunTable, read_run
+from memrun.io.writer import skip_pandas_probe
 from memrun.lazy import lazy
 from memrun.metrics.conventions import ACCURACY, credited_columns, credited_mask, family_of
 from memrun.metrics.retrieval import item_column_for
@@ -157,7 +158,12 @@ def columns_needed(axis: str | None, metric: str, cluster_by: str | None, strati
 
 def read_for_compare(path: str, axis: str | None, metric: str, cluster_by: str | None,
                      stratify_by: str | None) -> RunTable:
-    """A run with only the columns the comparison needs; CompareUsageError names a missing one."""
+    """A run with only the columns the comparison needs; CompareUsageError names a missing one.
+
+    pyarrow's first conversion to numpy imports pandas only to ask whether the values are
+    pandas objects (~1 s of CPU, most of a 100k-item compare): the probe is answered "absent"
+    first (:func:`memrun.io.writer.skip_pandas_probe`)."""
+    skip_pandas_probe()
     columns = columns_needed(axis, metric, cluster_by, stratify_by)
     optional = [GOLD_SESSIONS] if cluster_by and GOLD_SESSIONS not in columns else []  # for shared_evidence
     optional += [c for c in credited_columns(metric, axis) if c not in columns + optional]  # absent in old runs

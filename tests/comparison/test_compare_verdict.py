@@ -382,3 +382,30 @@ def test_the_default_headline_subset_reads_the_categories_a_slice_holds(tmp_path
     assert code != ExitCode.USAGE_ERROR, d
     assert d["overall"]["n_items"] == n and d["categories"]["read"] == ["1", "2", "3"]
     assert "no item of 4 in this run" in d["categories"]["chosen"]
+
+
+def test_the_verdict_says_what_it_assumes_and_what_the_design_check_found(tmp_path, capsys):
+    """Text and JSON carry the assumptions line and the design check's simulated false-pass
+    rate with its method, replications and seed; errors on one side are bounded, not dropped:
+    B errored on 8 items A got right, which dropping would have turned into a PASS."""
+    from memrun.commands.compare import main as compare_main
+
+    a, b = wtl(20, 160, 12)  # 192 paired items: B +4.2 pp over them
+    a += [True] * 8
+    b += [False] * 8  # the 8 items B errors on: A right there
+    clusters = [f"c{i % 10}" for i in range(200)]
+    ra, _ = _runs(tmp_path, a, b, clusters)
+    rb = str(retrieval_run(tmp_path / "b2", b, clusters, errors={i: "timeout" for i in range(192, 200)}))
+    code, d = compare_json(capsys, ra, rb, "--max-error-gap", "0.1", "--seed", "11")
+    check = d["overall"]["design_check"]
+    assert check["method"] == "design_calibrated_t" and check["seed"] == 11 and check["replications"] >= 2000
+    assert d["assumptions"].startswith("assumes: the 10 clusters are independent draws")
+    bound = d["overall"]["error_bound"]
+    assert bound["k_b"] == 8 and bound["worst"] == -8.0
+    n = d["overall"]["n_items"]
+    assert d["verdict"]["low"] == pytest.approx((n * d["overall"]["paired_low"] - 8) / (n + 8))
+    assert code != ExitCode.PASS or d["verdict"]["low"] > 0
+    compare_main([ra, rb, "--max-error-gap", "0.1"])
+    out = capsys.readouterr().out
+    assert "assumes: the 10 clusters" in out and "design check (design_calibrated_t" in out
+    assert "errored in one arm only (A 0, B 8)" in out

@@ -193,3 +193,20 @@ def test_simulated_mde_reaches_the_target_power_with_the_gates_own_critical_valu
     mde, at = simulated_mde(d, clusters, gate.check, start=0.03)
     assert np.isfinite(mde) and at == pytest.approx(0.8, abs=0.03)
     assert mde >= 0.9 * (gate.check.crit_up + 0.8416) * gate.se
+
+
+def test_many_clusters_read_the_edgeworth_expansion_of_the_same_scenarios(monkeypatch):
+    """Above 200 clusters the check reads Cornish-Fisher critical values instead of
+    simulating; on 250 LoCoMo-sized clusters at ICC 0.05 they agree with the simulation
+    within 0.1."""
+    import memrun.stats.calibrated as calibrated
+    from memrun.stats.simulation import LOCOMO_SIZES
+
+    design = Design("250", tuple((LOCOMO_SIZES * 25)[:250]))
+    d = simulate(design, icc=0.05, delta=0.0, reps=1, rng=np.random.default_rng(2))[0]
+    edge = calibrated.design_check(d, design.cluster_codes())
+    assert edge.method == "design_calibrated_t_edgeworth" and edge.replications == 0
+    monkeypatch.setattr(calibrated, "SIMULATE_UP_TO", 10**6)
+    sim = calibrated.design_check(d, design.cluster_codes())
+    assert edge.crit_up == pytest.approx(sim.crit_up, abs=0.1)
+    assert edge.nominal_rate == pytest.approx(sim.nominal_rate, abs=0.01)
