@@ -42,8 +42,9 @@ def main() -> None:
             a, b = write_runs(Path(tmp), n, g)
             cmd = ["memrun", "compare", str(a), str(b), "--format", "json"]
             before = args.before.resolve()
-            pairs = alternate(lambda: run_child(cmd, cwd=ROOT, env={"PYTHONPATH": str(ROOT)}, ok=(0, 1, 2)),
-                              lambda: run_child(cmd, cwd=before, env={"PYTHONPATH": str(before)}, ok=(0, 1, 2)),
+            pairs = alternate(lambda cmd=cmd: run_child(cmd, cwd=ROOT, env={"PYTHONPATH": str(ROOT)}, ok=(0, 1, 2)),
+                              lambda cmd=cmd, tree=before: run_child(cmd, cwd=tree, env={"PYTHONPATH": str(tree)},
+                                                                     ok=(0, 1, 2)),
                               args.pairs)
         now, before = pairs.median("a"), pairs.median("b")
         extra = now - before
