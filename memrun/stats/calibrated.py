@@ -271,7 +271,7 @@ def design_check(
     alpha = (1.0 - confidence) / 2.0
     sums, sizes, inverse = _cluster_totals(values, clusters)
     replications = replications_for(len(sizes), replications)
-    sumsq = np.bincount(inverse, weights=values**2, minlength=len(sizes))
+    sumsq = np.bincount(inverse, weights=values**2, minlength=len(sizes)).astype(np.float64)
     g = len(sizes)
     df = bell_mccaffrey_df(sizes) if g >= 2 else 0.0
     nominal = float(scipy_special.stdtrit(df, 1.0 - alpha)) if df >= 1 else math.inf
@@ -280,8 +280,7 @@ def design_check(
     scale = math.sqrt(float((values**2).mean()) / discordance) if discordance > 0 else 1.0
     q0 = min(1.0, max(discordance, 0.02))
     delta0 = float(np.clip(null / scale, -0.9, 0.9))
-    _, _, t_obs = studentized(sums, sumsq, sizes, null)
-    t_obs = float(t_obs)
+    t_obs = float(studentized(sums, sumsq, sizes, null)[2])
     nominal_p = float(scipy_special.stdtr(df, -t_obs)) if df >= 1 else 1.0
     scenarios = [("normal", 0.0)] + ([(shape, icc_up) for shape in SHAPES] if icc_up > 0 else [])
     if g > SIMULATE_UP_TO and df >= 1:
@@ -419,7 +418,7 @@ def simulated_mde(
     null_sim = float(np.clip(null / scale, -0.9, 0.9))
     draws = null_draws(sizes.tobytes(), check.replications, check.seed)
     grid, curve = crit_curve(draws, sizes, q0, null_sim, check.alpha, check.nominal_crit)
-    sumsq = np.bincount(_cluster_totals(values, clusters)[2], weights=values**2, minlength=len(sizes))
+    sumsq = np.bincount(_cluster_totals(values, clusters)[2], weights=values**2, minlength=len(sizes)).astype(np.float64)
     icc_power = icc_anova(sums, sumsq, sizes, POWER_ICC_CONFIDENCE)[1]
 
     def rate(effect: float) -> float:

@@ -49,6 +49,7 @@ import math
 from collections.abc import Hashable, Iterable
 from dataclasses import dataclass, replace
 from statistics import NormalDist
+from typing import Any
 
 import numpy as np
 from numpy.typing import ArrayLike
@@ -147,7 +148,7 @@ def gate_interval(
     Raises:
         ValueError: from ``paired_bootstrap`` (bad deltas, clusters straddling strata...).
     """
-    kw = dict(resamples=resamples, seed=seed, confidence=confidence, null=null, check=check,
+    kw: dict[str, Any] = dict(resamples=resamples, seed=seed, confidence=confidence, null=null, check=check,
               replications=replications, level=level)
     given = _one_clustering(deltas, clusters, strata, **kw)
     if evidence is None:
@@ -168,7 +169,7 @@ def _one_clustering(deltas: ArrayLike, clusters: ArrayLike | Iterable[Hashable] 
     small = cr2_interval(d, clusters, confidence=confidence) if boot.n_clusters >= 2 else None
     consulted = small is not None and small.df < SMALL_CLUSTERS - 1
     sums, sizes, inverse = _cluster_totals(d, clusters)
-    sumsq = np.bincount(inverse, weights=d**2, minlength=len(sizes))
+    sumsq = np.bincount(inverse, weights=d**2, minlength=len(sizes)).astype(np.float64)
     mean, se_arr, _ = studentized(sums, sumsq, sizes, null)
     se = float(se_arr)
     verdict_check = None
