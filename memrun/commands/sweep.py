@@ -23,8 +23,9 @@ io_writer = lazy("memrun.io.writer")
 report_sweep_table = lazy("memrun.report.sweep_table")
 memrun_sweep = lazy("memrun.jobs.sweep")
 io_combine = lazy("memrun.io.combine")
-commands_compare = lazy("memrun.commands.compare")
+comparison_api = lazy("memrun.comparison.api")
 report_family_table = lazy("memrun.report.family_table")
+commands_compare = lazy("memrun.commands.compare")
 stats_family = lazy("memrun.stats.family")
 
 
@@ -93,9 +94,11 @@ def family(rows: Sequence, baseline: int, compare_args: Sequence[str]) -> dict:
         if r.job == baseline or r.status != "complete":
             continue
         argv = [base.run_dir, r.run_dir, "--allow-noncomparable", *compare_args]
-        result, _, refusal = commands_compare.compare(commands_compare.build_parser().parse_args(argv))
+        request = commands_compare.request_from(commands_compare.build_parser().parse_args(argv))
+        outcome = comparison_api.compare(request)
+        result = outcome.comparison
         if result is None:  # a sweep's jobs differ by their overrides: those are its treatments
-            arms.append({"job": r.job, "overrides": r.overrides, "error": refusal or "not comparable"})
+            arms.append({"job": r.job, "overrides": r.overrides, "error": outcome.refusal or "not comparable"})
             continue
         o, v = result.overall, result.verdict
         arms.append({"job": r.job, "overrides": r.overrides, "delta": o["delta"], "low": v["low"], "high": v["high"],
