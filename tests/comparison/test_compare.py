@@ -307,10 +307,12 @@ def test_cli_on_two_real_locomo_runs(tmp_path, data_dir):
     o = d["overall"]
     assert o["n_items"] == 1982 and o["n_clusters"] == 10 and d["excluded"] == {"unscored": 4}
     # 10 conversations are few clusters: the CR2 interval is computed (unequal conversations:
-    # fewer Bell-McCaffrey df than 9) and the wider one decides
+    # fewer Bell-McCaffrey df than 9); the gate reads the union of the bootstrap's interval and
+    # the design-calibrated t interval, which contains the CR2 one
     assert 8 < o["small_clusters"]["df"] < 9
-    boot_width, cr2_width = o["bootstrap"]["high"] - o["bootstrap"]["low"], o["small_clusters"]["high"] - o["small_clusters"]["low"]
-    assert o["high"] - o["low"] == pytest.approx(max(boot_width, cr2_width))
+    assert o["low"] == pytest.approx(min(o["bootstrap"]["low"], o["t_low"]))
+    assert o["high"] == pytest.approx(max(o["bootstrap"]["high"], o["t_high"]))
+    assert o["t_low"] <= o["small_clusters"]["low"] + 1e-12 and o["t_high"] >= o["small_clusters"]["high"] - 1e-12
     assert o["wins"] + o["ties"] + o["losses"] == 1982 and o["wins"] != o["losses"]
     assert list(d["per_category"]) == ["1", "2", "3", "4", "5"]
     assert d["per_category"]["2"]["label"] == "temporal"
