@@ -137,7 +137,7 @@ def longmemeval_like(hidden: int = 5, *, item_clusters: bool = True) -> Design:
     return Design("LongMemEval-like, evidence clusters", tuple(sizes), tuple(strata))
 
 
-NORMAL_FROM = 30
+NORMAL_FROM = 15
 """Clusters of at least this many items draw their two sums from the multinomial's normal
 approximation in :class:`NullDraws`; smaller ones draw each item (exact)."""
 
