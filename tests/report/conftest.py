@@ -11,6 +11,7 @@ from accuracy.helpers import execute_run, field, gold_judge, is_judge
 from memrun.benchmarks.synthetic import Synthetic
 from memrun.cli import main
 from report.browser import browser  # noqa: F401 - a fixture
+from report.view_helpers import screenshot_dir, serving
 from servers.openai_server import prompt_text
 
 GOLD = {item.question: item.answer for item in Synthetic().load(Path(".")).items()}
@@ -43,3 +44,16 @@ def accuracy_dir(llm_env, tmp_path: Path) -> Path:
     with ThreadPoolExecutor(1) as pool:
         out, _ = pool.submit(execute_run, tmp_path, "judge=gpt41", name="acc").result()
     return out
+
+
+@pytest.fixture(scope="module")
+def app(outputs) -> str:
+    """``memrun view`` serving the module's own ``outputs`` fixture (a folder of runs): its URL."""
+    with serving(outputs) as url:
+        yield url
+
+
+@pytest.fixture(scope="module")
+def shots(tmp_path_factory) -> Path:
+    """The module's screenshot folder (CI's artifacts when MEMRUN_SCREENSHOTS is set)."""
+    return screenshot_dir(tmp_path_factory.mktemp("shots"))

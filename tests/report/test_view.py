@@ -16,7 +16,7 @@ import pytest
 from accuracy.helpers import execute_run
 from conftest import memrun_exe, run_dirs
 from memrun.cli import main
-from report.view_helpers import RepeatingReader, check_fits, open_url, screenshot_dir, serving
+from report.view_helpers import RepeatingReader, check_fits, open_url
 from servers.openai_server import OpenAIServer, prompt_text
 
 
@@ -41,17 +41,6 @@ def outputs(tmp_path_factory) -> Path:
                 os.environ.pop(k, None) if v is None else os.environ.__setitem__(k, v)
         (root / "calls.json").write_text(json.dumps([e.body for e in llm.log if e.path == "/v1/chat/completions"]))
     return root
-
-
-@pytest.fixture(scope="module")
-def app(outputs) -> str:
-    with serving(outputs) as url:
-        yield url
-
-
-@pytest.fixture(scope="module")
-def shots(tmp_path_factory) -> Path:
-    return screenshot_dir(tmp_path_factory.mktemp("shots"))
 
 
 def _rel(outputs: Path, folder: Path) -> str:

@@ -18,7 +18,7 @@ from accuracy.helpers import gold_judge, is_judge
 from conftest import memrun_exe
 from memrun.cli import main
 from memrun.io.live import LIVE_FILE
-from report.view_helpers import check_fits, open_url, screenshot_dir, serving
+from report.view_helpers import check_fits, open_url
 from servers.openai_server import OpenAIServer, prompt_text
 
 
@@ -29,17 +29,6 @@ def outputs(tmp_path_factory, data_dir) -> Path:
         assert main(["progress=false", "benchmark=locomo", f"data_dir={data_dir}", f"arm={arm}",
                      f"hydra.run.dir={root / 'locomo' / arm / 'recall'}"]) == 0
     return root
-
-
-@pytest.fixture(scope="module")
-def app(outputs) -> str:
-    with serving(outputs) as url:
-        yield url
-
-
-@pytest.fixture(scope="module")
-def shots(tmp_path_factory) -> Path:
-    return screenshot_dir(tmp_path_factory.mktemp("shots"))
 
 
 def _rows(outputs: Path, arm: str) -> list[dict]:
