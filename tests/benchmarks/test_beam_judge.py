@@ -114,18 +114,27 @@ def item_score(rubric_item: str) -> float:
     return (0.0, 0.5, 1.0)[zlib.crc32(rubric_item.encode()) % 3]
 
 
+def judge_reply(text: str) -> str | None:
+    """The loopback judge's reply to a judge prompt (a rubric item's item_score, or YES/NO for
+    equal snippets); None for a reader prompt."""
+    if "RUBRIC CRITERION" in text:
+        fields = dict(_FIELD.findall(text))
+        return json.dumps({"score": item_score(fields["RUBRIC CRITERION"]), "reason": "loopback"})
+    if "binary classifier" in text:
+        first, second = re.search(r"First snippet: (.*?) \n\nSecond snippet: (.*)$", text, re.DOTALL).groups()
+        return "YES" if first.strip() == second.strip() else "NO"
+    return None
+
+
 def beam_responder(rubrics):
     """Reader: event-ordering questions get their rubric's events in order, one a line;
     others a fixed answer. Judge: item_score; equivalence: YES when the snippets are equal."""
 
     def respond(body):
         text = prompt_text(body)
-        if "RUBRIC CRITERION" in text:
-            fields = dict(_FIELD.findall(text))
-            return json.dumps({"score": item_score(fields["RUBRIC CRITERION"]), "reason": "loopback"})
-        if "binary classifier" in text:
-            first, second = re.search(r"First snippet: (.*?) \n\nSecond snippet: (.*)$", text, re.DOTALL).groups()
-            return "YES" if first.strip() == second.strip() else "NO"
+        judged = judge_reply(text)
+        if judged is not None:
+            return judged
         question = re.search(r"The user now asks: (.*)\n", text).group(1)
         return "\n".join(rubrics[question]) if question in rubrics else "loopback answer"
 

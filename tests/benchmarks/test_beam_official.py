@@ -2,14 +2,13 @@
 item, tau_norm for event ordering, abilities averaged over chats, their ten-ability mean as
 the headline), its reader prompt, and the README's size name 128K."""
 
-import json
 import re
 
 import pytest
 
 from accuracy.helpers import execute_run, rows, summary
 from benchmarks.test_beam import CATS
-from benchmarks.test_beam_judge import _FIELD, item_score
+from benchmarks.test_beam_judge import item_score, judge_reply
 from memrun.benchmarks.beam import Beam
 from memrun.errors import ConfigError
 from memrun.io.reader import read_run
@@ -55,12 +54,9 @@ def official_responder(ordering):
 
     def respond(body):
         text = prompt_text(body)
-        if "RUBRIC CRITERION" in text:
-            fields = dict(_FIELD.findall(text))
-            return json.dumps({"score": item_score(fields["RUBRIC CRITERION"]), "reason": "loopback"})
-        if "binary classifier" in text:
-            first, second = re.search(r"First snippet: (.*?) \n\nSecond snippet: (.*)$", text, re.DOTALL).groups()
-            return "YES" if first.strip() == second.strip() else "NO"
+        judged = judge_reply(text)
+        if judged is not None:
+            return judged
         assert "STRICT INSTRUCTIONS" in text, "the official preset sends BEAM's reader prompt"
         question = re.search(r"QUESTION:\n(.*)\n", text).group(1)
         return "\n".join(reversed(ordering[question])) if question in ordering else "loopback answer"
