@@ -64,13 +64,12 @@ from typing import Any
 import ijson
 
 from memrun.benchmarks import beam_files, count_differences
+from memrun.benchmarks.beam_files import SIZE_ALIASES
 from memrun.benchmarks.lme_scan import first_line, open_json
 from memrun.benchmarks.text import json_type, read_text_strict
 from memrun.errors import ConfigError, DataError
 from memrun.records import Dataset, Group, Item, Record
 
-SIZE_ALIASES = {"128K": "100K"}
-"""BEAM's README and paper call the smallest size 128K; its files live under ``chats/100K``."""
 PRESETS = ("memrun", "official")
 """``benchmark.preset``: memrun's scoring, or BEAM's official table (:mod:`memrun.metrics.beam_official`)."""
 ANSWER_FIELDS = ("answer", "ideal_response", "ideal_answer", "ideal_summary", "expected_compliance")

@@ -26,6 +26,8 @@ from memrun.benchmarks import download
 from memrun.errors import ConfigError
 
 SIZES = ("100K", "500K", "1M", "10M")
+SIZE_ALIASES = {"128K": "100K"}
+"""BEAM's README and paper call the smallest size 128K; its files live under ``chats/100K``."""
 CHAT = "chat.json"
 TRUNCATED = "chat_trunecated.json"  # sic: the repository's name
 QUESTIONS = "probing_questions/probing_questions.json"
@@ -51,9 +53,11 @@ class Conversation:
 
 @cache
 def conversations(size: str) -> tuple[Conversation, ...]:
-    """The conversations of ``size`` in numeric order. Raises ConfigError for an unknown size."""
+    """The conversations of ``size`` (a name of :data:`SIZES` or :data:`SIZE_ALIASES`) in numeric
+    order. Raises ConfigError for an unknown size, listing every accepted name."""
+    size = SIZE_ALIASES.get(size, size)
     if size not in SIZES:
-        raise ConfigError(f"benchmark.split={size}: no such BEAM size; choose one of {', '.join(SIZES)}")
+        raise ConfigError(f"benchmark.split={size}: no such BEAM size; choose one of {accepted_sizes()}")
     files: dict[int, dict[str, Pinned]] = {}
     text = resources.files("memrun.benchmarks").joinpath("data/beam_files.txt").read_text("utf-8")
     for line in text.splitlines():
@@ -66,6 +70,12 @@ def conversations(size: str) -> tuple[Conversation, ...]:
     return tuple(
         Conversation(n, f.get(TRUNCATED) or f[CHAT], f[QUESTIONS]) for n, f in sorted(files.items())
     )
+
+
+def accepted_sizes() -> str:
+    """Every size name ``benchmark.split`` accepts, aliases beside the size they name."""
+    aliases = {v: k for k, v in SIZE_ALIASES.items()}
+    return ", ".join(f"{s} (or {aliases[s]}, the README's name)" if s in aliases else s for s in SIZES)
 
 
 def resolve(file: Pinned, *, url: str, folder: Path, copy: str | None) -> tuple[Path, str]:

@@ -46,6 +46,11 @@ def test_128k_is_the_100k_size_and_an_unknown_preset_is_one_line():
     assert Beam(split="128K", url="http://127.0.0.1:9", categories=CATS).split == "100K"
     with pytest.raises(ConfigError, match=r"^benchmark.preset=paper: choose one of memrun, official"):
         Beam(split="100K", url="http://127.0.0.1:9", categories=CATS, preset="paper")
+    with pytest.raises(ConfigError) as err:
+        Beam(split="64K", url="http://127.0.0.1:9", categories=CATS)
+    message = str(err.value)  # every accepted name, the README's 128K included, in one line
+    assert message.startswith("benchmark.split=64K: no such BEAM size") and "\n" not in message
+    assert all(name in message for name in ("100K", "128K", "500K", "1M", "10M")), message
 
 
 def official_responder(ordering):
