@@ -13,6 +13,12 @@ summarization, temporal_reasoning. Files, pins and which chat file is read:
 headline is BEAM's official ten-ability mean (:mod:`memrun.metrics.beam_official`; what
 differs from memrun's default setup: docs/reproducing.md).
 
+Record knobs (:mod:`memrun.benchmarks.record_text`, each in the instrument's ``records``):
+``record_text`` (fields ``{role}``, its alias ``{speaker}``, and ``{text}``, the message's
+content; default ``"{role}: {text}"``) and ``granularity=session``: one record per batch
+(BEAM's sessions, keyed ``batch_<n>``), its messages joined by ``session_joiner``; an
+item's gold becomes the batches holding its gold messages.
+
 Mapping to memrun:
 
 - one :class:`~memrun.records.Group` per conversation (history id = its number), produced
@@ -57,7 +63,8 @@ from __future__ import annotations
 
 import json
 from collections import Counter
-from collections.abc import Iterator, Mapping, MutableMapping
+from collections.abc import Callable, Iterator, Mapping, MutableMapping
+from dataclasses import replace
 from pathlib import Path
 from typing import Any
 
@@ -66,12 +73,16 @@ import ijson
 from memrun.benchmarks import beam_files, count_differences
 from memrun.benchmarks.beam_files import SIZE_ALIASES
 from memrun.benchmarks.lme_scan import first_line, open_json
+from memrun.benchmarks.record_text import SESSION_JOINER, RecordShape
 from memrun.benchmarks.text import json_type, read_text_strict
 from memrun.errors import ConfigError, DataError
 from memrun.records import Dataset, Group, Item, Record
 
 PRESETS = ("memrun", "official")
 """``benchmark.preset``: memrun's scoring, or BEAM's official table (:mod:`memrun.metrics.beam_official`)."""
+DEFAULT_TEMPLATE = "{role}: {text}"
+BEAM_FIELDS = {"role": "the message's role (user or assistant)", "speaker": "the same as {role}",
+               "text": "the message's content"}
 ANSWER_FIELDS = ("answer", "ideal_response", "ideal_answer", "ideal_summary", "expected_compliance")
 ABSTENTION = "abstention"
 DICT_CREDIT: dict[str, tuple[str, ...]] = {
@@ -98,10 +109,14 @@ class Beam:
     path: a copy elsewhere: a folder holding the repository's ``chats/``.
     categories: ability -> label, in report order. questions_per_ability: per
     conversation (2 in the published files; a warning when a size differs).
+    record_text, granularity, session_joiner: the record knobs (module docstring).
     """
 
     def __init__(self, *, split: str, url: str, categories: Mapping[str, str], root: str = "beam",
-                 path: str | None = None, questions_per_ability: int | None = 2, preset: str = "memrun") -> None:
+                 path: str | None = None, questions_per_ability: int | None = 2, preset: str = "memrun",
+                 record_text: str = DEFAULT_TEMPLATE, granularity: str = "turn",
+                 session_joiner: str = SESSION_JOINER) -> None:
+        self.shape = RecordShape(record_text, granularity, BEAM_FIELDS, DEFAULT_TEMPLATE, session_joiner)
         split = SIZE_ALIASES.get(split, split)  # the README's "128K" is the files' 100K folder
         if preset not in PRESETS:
             raise ConfigError(f"benchmark.preset={preset}: choose one of {', '.join(PRESETS)} (official: BEAM's "
@@ -140,27 +155,37 @@ class Beam:
             if diff:
                 warnings.append(f"BEAM {self.split} per-ability counts differ from the published files: {diff}")
         groups = _Conversations([(c.number, chat, qs) for c, (chat, _), qs in zip(self.conversations, files, questions)],
-                                counts)
+                                counts, self.shape)
         return Dataset(split=self.split, sha256=beam_files.manifest_sha256(digests), groups=groups,
                        categories=dict(self.categories), comparable_categories=None, gold_match="key",
-                       counts=counts, warnings=warnings, index=index, task_averaged=True)
+                       counts=counts, warnings=warnings, index=index, task_averaged=True,
+                       records=self.shape.description())
 
 
 class _Conversations:
     """The lazy groups: every ``iter()`` streams the chats from the first; counts restart."""
 
     def __init__(self, convs: list[tuple[int, Path, dict[str, list[dict[str, Any]]]]],
-                 counts: MutableMapping[str, int]) -> None:
+                 counts: MutableMapping[str, int], shape: RecordShape | None = None) -> None:
         self.convs, self.counts = convs, counts
+        self.shape = shape or RecordShape(DEFAULT_TEMPLATE, "turn", BEAM_FIELDS, DEFAULT_TEMPLATE)
 
     def __iter__(self) -> Iterator[Group]:
         self.counts.update(dict.fromkeys(COUNT_KEYS, 0))
+        template = self.shape.template
+        render = None if template.default else (lambda role, text: template.render(role=role, speaker=role, text=text))
         for number, chat, questions in self.convs:
-            records = read_chat(chat, self.counts)
-            known = {r.key for r in records}
-            items = [question_item(str(number), ability, i, q, known, self.counts, f"{chat.parent.name}: {ability}[{i}]")
+            records = read_chat(chat, self.counts, render)
+            session_of = {r.key: r.session or r.key for r in records}
+            items = [question_item(str(number), ability, i, q, set(session_of), self.counts,
+                                   f"{chat.parent.name}: {ability}[{i}]")
                      for ability, rows in questions.items() for i, q in enumerate(rows)]
-            yield Group(history_id=str(number), records=records, items=items)
+            group = Group(history_id=str(number), records=records, items=items)
+            if self.shape.sessions:  # the batches holding an item's gold messages become its gold
+                group.items = [replace(item, gold_sessions=tuple(dict.fromkeys(session_of[k] for k in item.gold_keys)))
+                               for item in items]
+                group = next(iter(self.shape.groups([group])))
+            yield group
 
 
 def _read_questions(path: Path) -> dict[str, list[dict[str, Any]]]:
@@ -259,8 +284,10 @@ def _flat(ids: list[Any], counts: MutableMapping[str, int] | None) -> Iterator[A
 # -- the chat ---------------------------------------------------------------------------
 
 
-def read_chat(path: Path, counts: MutableMapping[str, int]) -> list[Record]:
-    """The records of one chat file, streamed a batch (10M: a plan) at a time.
+def read_chat(path: Path, counts: MutableMapping[str, int],
+              render: Callable[[str, str], str] | None = None) -> list[Record]:
+    """The records of one chat file, streamed a batch (10M: a plan) at a time; ``render``
+    ``(role, content) -> text`` (None: ``"<role>: <content>"``).
 
     Raises DataError naming the file and place for a malformed file.
     """
@@ -271,11 +298,11 @@ def read_chat(path: Path, counts: MutableMapping[str, int]) -> list[Record]:
             for position, entry in enumerate(ijson.items(f, "item", use_float=True)):
                 where = f"{path}: [{position}]"
                 if isinstance(entry, dict) and "turns" in entry:
-                    _batch(entry, None, where, records, seen, counts)
+                    _batch(entry, None, where, records, seen, counts, render)
                 elif isinstance(entry, dict) and entry and all(isinstance(v, list) for v in entry.values()):
                     for plan, batches in entry.items():  # the 10M shape: {plan: [batch, ...]}
                         for j, batch in enumerate(batches):
-                            _batch(batch, str(plan), f"{where}.{plan}[{j}]", records, seen, counts)
+                            _batch(batch, str(plan), f"{where}.{plan}[{j}]", records, seen, counts, render)
                 else:
                     raise DataError(f"{where}: expected a batch object with 'turns' (or a 10M plan), got {json_type(entry)}")
         except ijson.JSONError as exc:
@@ -284,12 +311,12 @@ def read_chat(path: Path, counts: MutableMapping[str, int]) -> list[Record]:
 
 
 def _batch(batch: Any, plan: str | None, where: str, records: list[Record], seen: set[str],
-           counts: MutableMapping[str, int]) -> None:
+           counts: MutableMapping[str, int], render: Callable[[str, str], str] | None = None) -> None:
     if not isinstance(batch, dict) or not isinstance(batch.get("turns"), list):
         raise DataError(f"{where}: expected a batch object with a 'turns' list")
     number = batch.get("batch_number")
     session = f"batch_{number}" if plan is None else f"{plan}/batch_{number}"
-    messages = []
+    messages: list[tuple[str, dict[str, Any]]] = []
     for t, turn in enumerate(batch["turns"]):
         if not isinstance(turn, list) or not all(isinstance(m, dict) for m in turn):
             raise DataError(f"{where}.turns[{t}]: expected a list of message objects")
@@ -312,5 +339,5 @@ def _batch(batch: Any, plan: str | None, where: str, records: list[Record], seen
             counts["ids_repeated"] += 1
             continue
         seen.add(key)
-        records.append(Record(key=key, text=f"{role}: {content}", timestamp=None if anchor is None else str(anchor),
-                              session=session))
+        text = f"{role}: {content}" if render is None else render(role, content)
+        records.append(Record(key=key, text=text, timestamp=None if anchor is None else str(anchor), session=session))

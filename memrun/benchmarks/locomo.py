@@ -57,12 +57,7 @@ from pathlib import Path
 from typing import Any
 
 from memrun.benchmarks import count_differences, download
-from memrun.benchmarks.record_text import (
-    GRANULARITIES,
-    RecordTemplate,
-    as_session_documents,
-    records_description,
-)
+from memrun.benchmarks.record_text import SESSION_JOINER, RecordShape, RecordTemplate
 from memrun.benchmarks.text import json_type, read_text_strict
 from memrun.errors import ConfigError, DataError
 from memrun.metrics.retrieval import SESSION_CUTS
@@ -118,16 +113,14 @@ class LoCoMo:
         record_text: str = DEFAULT_TEMPLATE,
         granularity: str = "turn",
         session_gold: str = "normalized",
+        session_joiner: str = SESSION_JOINER,
     ) -> None:
         if session_gold not in SESSION_GOLD:
             raise ConfigError(f"benchmark.session_gold={session_gold}: choose one of {', '.join(SESSION_GOLD)} "
                               "(as_written: the session each evidence string names, read as LoCoMo's own code reads it)")
         self.session_gold = session_gold
-        self.template = RecordTemplate(record_text, LOCOMO_FIELDS, "benchmark.record_text", DEFAULT_TEMPLATE)
-        if granularity not in GRANULARITIES:
-            raise ConfigError(f"benchmark.granularity={granularity}: choose one of {', '.join(GRANULARITIES)} "
-                              "(turn: one record per dialogue turn; session: one record per session)")
-        self.granularity = granularity
+        self.shape = RecordShape(record_text, granularity, LOCOMO_FIELDS, DEFAULT_TEMPLATE, session_joiner)
+        self.template, self.granularity = self.shape.template, granularity
         if session_cut not in SESSION_CUTS:
             raise ConfigError(f"benchmark.session_cut={session_cut}: choose one of {', '.join(SESSION_CUTS)}")
         if split != "locomo10" and sha256 is not None:
@@ -159,8 +152,7 @@ class LoCoMo:
             raise DataError(f"{path}: the file holds no conversation")
         counts: Counter[str] = Counter({k: 0 for k in COUNT_KEYS})
         groups = [self._conversation(path, i, conv, counts) for i, conv in enumerate(raw)]
-        if self.granularity == "session":
-            groups = [as_session_documents(g) for g in groups]
+        groups = list(self.shape.groups(groups))
         seen: set[str] = set()
         for group in groups:
             if group.history_id in seen:
@@ -185,7 +177,7 @@ class LoCoMo:
     def _records_field(self) -> str | None:
         """The instrument's ``records``: the unit and text when not the default, and the
         session gold's reading when it is LoCoMo's own."""
-        base = records_description(self.granularity, self.template, DEFAULT_TEMPLATE)
+        base = self.shape.description()
         if self.session_gold == "normalized":
             return base
         return f"{base or f'unit=turn; text={DEFAULT_TEMPLATE}'}; session gold: as written"

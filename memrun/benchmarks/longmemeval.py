@@ -48,6 +48,15 @@ by the official script with no gold: recall_any 0, recall_all 1 (``all`` of noth
 nDCG 0. memrun scores it so too under the preset (``extra.official_no_gold``), and
 counts it (``official_scored_without_gold``, printed after the table).
 
+Record knobs (:mod:`memrun.benchmarks.record_text`, each in the instrument's ``records``):
+``record_text`` (fields ``{role}``, its alias ``{speaker}``, and ``{text}``, the turn's
+content; default ``"{role}: {text}"``), ``granularity=session`` (one record per haystack
+session, its indexed turns joined by ``session_joiner``) and ``session_gold=as_written``
+(gold sessions: the question's ``answer_session_ids`` as given, for every question,
+abstention questions included, as MemPalace's ``longmemeval_bench.py`` scores them). E.g.
+MemPalace's raw session corpus: ``benchmark.roles=[user] benchmark.record_text=text
+benchmark.granularity=session benchmark.session_gold=as_written``.
+
 Rules for what the files hold irregularly (keys of :attr:`Dataset.counts`):
 
 - ``sessions_repeated``: a session id occurring again in one haystack (the published
@@ -77,6 +86,7 @@ import ijson
 
 from memrun.benchmarks import count_differences, download
 from memrun.benchmarks.lme_scan import cached_scan_index, first_line, open_json
+from memrun.benchmarks.record_text import SESSION_JOINER, RecordShape
 from memrun.benchmarks.sessions import HistoryRecords, Session, SessionStore, TurnError
 from memrun.errors import ConfigError, DataError
 from memrun.metrics.retrieval_official import ANSWER_MARK, LME_NDCG, LME_OFFICIAL_PRESET, OFFICIAL_NO_GOLD
@@ -101,6 +111,10 @@ COUNT_KEYS = (
     "official_scored_without_gold",
 )
 PRESETS = ("memrun", LME_OFFICIAL_PRESET)
+SESSION_GOLD = ("normalized", "as_written")
+DEFAULT_TEMPLATE = "{role}: {text}"
+LME_FIELDS = {"role": "the turn's role (user or assistant)", "speaker": "the same as {role}",
+              "text": "the turn's content"}
 
 
 class LongMemEval:
@@ -120,6 +134,7 @@ class LongMemEval:
     categories: question_type -> label, in report order.
     expected_counts: question_type -> count in the published files (a warning when a
         full file differs).
+    record_text, granularity, session_gold, session_joiner: the record knobs (module docstring).
     """
 
     def __init__(
@@ -133,7 +148,16 @@ class LongMemEval:
         cluster_by: str = "question_id",
         expected_counts: Mapping[str, int] | None = None,
         preset: str = "memrun",
+        record_text: str = DEFAULT_TEMPLATE,
+        granularity: str = "turn",
+        session_gold: str = "normalized",
+        session_joiner: str = SESSION_JOINER,
     ) -> None:
+        if session_gold not in SESSION_GOLD:
+            raise ConfigError(f"benchmark.session_gold={session_gold}: choose one of {', '.join(SESSION_GOLD)} "
+                              "(as_written: every question's answer_session_ids as given, abstention included)")
+        self.shape = RecordShape(record_text, granularity, LME_FIELDS, DEFAULT_TEMPLATE, session_joiner)
+        self.session_gold = session_gold
         if split not in files:
             raise ConfigError(f"benchmark.split={split}: no such LongMemEval split; choose one of {', '.join(files)}")
         if cluster_by not in CLUSTER_BY:
@@ -184,9 +208,25 @@ class LongMemEval:
             task_averaged=True,
             preset=self.preset,
             named_metrics=(LME_NDCG,) if self.preset == LME_OFFICIAL_PRESET else (),
+            records=self._records_field(),
             # Questions are independent (each has its own haystack); their types are strata.
             stratify_by="category" if self.cluster_by == "question_id" else None,
         )
+
+    def _records_field(self) -> str | None:
+        """The instrument's ``records``: the unit and text when not the default, and the gold
+        sessions' reading when it is ``as_written``."""
+        base = self.shape.description()
+        if self.session_gold == "normalized":
+            return base
+        return f"{base or f'unit=turn; text={DEFAULT_TEMPLATE}'}; session gold: answer_session_ids as written"
+
+    def _render(self) -> Any:
+        """The SessionStore's record text function (None: its own ``"<role>: <content>"``)."""
+        template = self.shape.template
+        if template.default:
+            return None
+        return lambda role, content: template.render(role=role, speaker=role, text=content)
 
     def _resolve(self, data_dir: Path) -> tuple[Path, str, list[str]]:
         file, original = self.spec["file"], self.spec.get("original")
@@ -218,7 +258,7 @@ class LongMemEval:
         the question and field for a malformed question.
         """
         counts.update(dict.fromkeys(COUNT_KEYS, 0))
-        store = SessionStore(self.roles, keep_empty=self.preset == LME_OFFICIAL_PRESET)
+        store = SessionStore(self.roles, keep_empty=self.preset == LME_OFFICIAL_PRESET, render=self._render())
         with open_json(path) as f:
             try:
                 for position, raw in enumerate(ijson.items(f, "item", use_float=True)):
@@ -264,6 +304,8 @@ class LongMemEval:
             extra[SUPERSEDED_KEY] = str(raw[SUPERSEDED_KEY])
         if scored_without_gold:
             extra[OFFICIAL_NO_GOLD] = True
+        if self.session_gold == "as_written":
+            evidence = list(dict.fromkeys(answer_ids))
         item = Item(
             item_id=qid,
             history_id=qid,
@@ -337,7 +379,7 @@ class _Questions:
         self.loader, self.path, self.counts = loader, path, counts
 
     def __iter__(self) -> Iterator[Group]:
-        return self.loader.stream(self.path, self.counts)
+        return iter(self.loader.shape.groups(self.loader.stream(self.path, self.counts)))
 
 
 def _field(raw: dict[str, Any], key: str, kind: type, where: str) -> Any:

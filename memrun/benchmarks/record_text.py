@@ -11,15 +11,19 @@ other texts never compare:
   :data:`NAMED_TEMPLATES` (a Hydra override cannot hold braces unquoted:
   ``benchmark.record_text=speaker_said``);
 - ``benchmark.granularity``: ``turn`` (one record per turn, the default) or ``session``
-  (one record per session: its turns' texts joined with a newline, keyed by the session
-  id; the item's gold becomes its gold sessions), as MemPalace's ``--granularity session``
-  builds its corpus.
+  (one record per session: its turns' texts joined with ``benchmark.session_joiner``, a
+  newline by default, keyed by the session id; the item's gold becomes its gold sessions),
+  as MemPalace's ``--granularity session`` builds its corpus (LongMemEval's official
+  session index joins with a space).
+
+LoCoMo (sessions ``session_<n>``), LongMemEval (its haystack sessions) and BEAM (its
+batches, ``batch_<n>``) take both knobs; :class:`RecordShape` holds them for a loader.
 """
 
 from __future__ import annotations
 
 import string
-from collections.abc import Mapping
+from collections.abc import Iterable, Mapping
 from dataclasses import replace
 
 from memrun.errors import ConfigError
@@ -69,6 +73,39 @@ class RecordTemplate:
         return any(values.get(name) for name in _CONTENT_FIELDS if name in self.used)
 
 
+class RecordShape:
+    """A benchmark's record knobs, validated: ``record_text``, ``granularity`` and ``session_joiner``.
+
+    fields: the benchmark's template fields -> what they hold; default: its default template.
+    Raises ConfigError naming the key for a bad template, granularity or joiner.
+    """
+
+    def __init__(self, record_text: str, granularity: str, fields: Mapping[str, str], default: str,
+                 session_joiner: str = SESSION_JOINER) -> None:
+        self.template = RecordTemplate(record_text, fields, "benchmark.record_text", default)
+        if granularity not in GRANULARITIES:
+            raise ConfigError(f"benchmark.granularity={granularity}: choose one of {', '.join(GRANULARITIES)} "
+                              "(turn: one record per turn; session: one record per session)")
+        if not isinstance(session_joiner, str):
+            raise ConfigError(f"benchmark.session_joiner={session_joiner!r}: must be text (a newline by default)")
+        self.granularity, self.joiner, self.default_text = granularity, session_joiner, default
+
+    @property
+    def sessions(self) -> bool:
+        """Whether a record is a whole session."""
+        return self.granularity == "session"
+
+    def groups(self, groups: Iterable[Group]) -> Iterable[Group]:
+        """The groups as loaded (turn granularity), or each as one record per session."""
+        if not self.sessions:
+            return groups
+        return (as_session_documents(g, self.joiner) for g in groups)
+
+    def description(self) -> str | None:
+        """The instrument's ``records`` field (:func:`records_description`)."""
+        return records_description(self.granularity, self.template, self.default_text, self.joiner)
+
+
 def as_session_documents(group: Group, joiner: str = SESSION_JOINER) -> Group:
     """The group with one record per session: key and session = the session id, text = the
     session's record texts joined with ``joiner`` in order, timestamp = its first record's.
@@ -87,9 +124,12 @@ def as_session_documents(group: Group, joiner: str = SESSION_JOINER) -> Group:
     return Group(history_id=group.history_id, records=records, items=items)
 
 
-def records_description(granularity: str, template: RecordTemplate, default: str) -> str | None:
+def records_description(granularity: str, template: RecordTemplate, default: str,
+                        joiner: str = SESSION_JOINER) -> str | None:
     """The instrument's ``records`` field: None for the benchmark's defaults (turn records,
-    its own text), else ``unit=<granularity>; text=<template>``."""
+    its own text), else ``unit=<granularity>; text=<template>`` (and ``; joined by <joiner>``
+    for session records joined otherwise than by a newline)."""
     if granularity == GRANULARITIES[0] and (template.spec == default or template.template == default):
         return None
-    return f"unit={granularity}; text={template.template}"
+    joined = f"; joined by {joiner!r}" if granularity == "session" and joiner != SESSION_JOINER else ""
+    return f"unit={granularity}; text={template.template}{joined}"

@@ -22,7 +22,7 @@ import bisect
 import hashlib
 import itertools
 import weakref
-from collections.abc import Collection, Iterator, Sequence
+from collections.abc import Callable, Collection, Iterator, Sequence
 from typing import Any, overload
 
 from memrun.errors import TurnError
@@ -112,11 +112,14 @@ class SessionStore:
     roles: the turn roles that become records (LongMemEval: ``user``, ``assistant``).
     keep_empty: turns with empty content become records too (counted in ``n_empty`` all
         the same), as LongMemEval's official evaluation indexes them; else they are skipped.
+    render: ``(role, content) -> record text``; None: ``"<role>: <content>"``.
     """
 
-    def __init__(self, roles: Collection[str], keep_empty: bool = False) -> None:
+    def __init__(self, roles: Collection[str], keep_empty: bool = False,
+                 render: Callable[[str, str], str] | None = None) -> None:
         self.roles = frozenset(roles)
         self.keep_empty = keep_empty
+        self.render = render or _role_colon
         self._sessions: weakref.WeakValueDictionary[tuple[str, str | None, str], Session] = weakref.WeakValueDictionary()
         self._contents: weakref.WeakValueDictionary[str, _Content] = weakref.WeakValueDictionary()
         self.shared = 0  # sessions whose turns were already in the store (texts shared)
@@ -143,16 +146,21 @@ class SessionStore:
         texts: list[str | None] = []
         answers: list[int] = []
         n_empty = 0
+        render = self.render
         for i, turn in enumerate(turns):
             role, content = turn["role"], turn["content"]
             if turn.get("has_answer") is True:
                 answers.append(i)
             if not content.strip():
                 n_empty += 1
-                texts.append(f"{role}: {content}" if self.keep_empty and role in self.roles else None)
+                texts.append(render(role, content) if self.keep_empty and role in self.roles else None)
             else:
-                texts.append(f"{role}: {content}" if role in self.roles else None)
+                texts.append(render(role, content) if role in self.roles else None)
         return _Content(tuple(texts), tuple(answers), n_empty)
+
+
+def _role_colon(role: str, content: str) -> str:
+    return f"{role}: {content}"
 
 
 def _digest(turns: Sequence[Any]) -> str:

@@ -57,6 +57,7 @@ class LocomoConfig(SelectionConfig):
     record_text: str = "{speaker}: {text}{image}"  # a template or speaker_colon | speaker_said | text
     granularity: str = "turn"  # turn | session (one record per session)
     session_gold: str = "normalized"  # normalized | as_written (each evidence string's session, LoCoMo's own reading)
+    session_joiner: str = "\n"  # granularity=session: what joins a session's turn texts
 
 
 @dataclass
@@ -93,6 +94,10 @@ class LongMemEvalConfig(SelectionConfig):
     preset: str = "memrun"  # memrun | official (the official retrieval evaluation, docs/reproducing.md)
     categories: Dict[str, str] = MISSING
     expected_counts: Optional[Dict[str, int]] = field(default_factory=dict)  # null: no check
+    record_text: str = "{role}: {text}"  # a template ({role}, {speaker}, {text}) or speaker_colon | speaker_said | text
+    granularity: str = "turn"  # turn | session (one record per haystack session)
+    session_gold: str = "normalized"  # normalized | as_written (answer_session_ids of every question, as MemPalace)
+    session_joiner: str = "\n"  # granularity=session: what joins a session's turn texts
 
 
 @dataclass
@@ -122,3 +127,6 @@ class BeamConfig(SelectionConfig):
     questions_per_ability: Optional[int] = 2
     preset: str = "memrun"  # memrun | official (BEAM's reader prompt and score table, docs/reproducing.md)
     categories: Dict[str, str] = MISSING
+    record_text: str = "{role}: {text}"  # a template ({role}, {speaker}, {text}) or speaker_colon | speaker_said | text
+    granularity: str = "turn"  # turn | session (one record per batch, BEAM's sessions)
+    session_joiner: str = "\n"  # granularity=session: what joins a batch's message texts

@@ -238,7 +238,7 @@ def test_sizes_know_their_conversations_and_pins():
     one_m = beam_files.conversations("1M")[0]
     assert one_m.chat.sha256 is None and len(one_m.chat.git_blob) == 40
     assert beam_files.conversations("100K")[9].chat.path == "chats/100K/10/chat_trunecated.json"
-    with pytest.raises(ConfigError, match="choose one of 100K, 500K, 1M, 10M"):
+    with pytest.raises(ConfigError, match=r"choose one of 100K \(or 128K, the README's name\), 500K, 1M, 10M"):
         loader("2M")
 
 
