@@ -17,7 +17,7 @@ import select
 import sys
 from collections.abc import Sequence
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 import memrun
 from memrun.core import signals
@@ -26,19 +26,34 @@ from memrun.errors import EXIT_INTERRUPTED, EXIT_USER_ERROR, MemrunError
 from memrun.lazy import lazy
 
 # Loaded by a run only, after the signal handlers are installed (memrun.lazy).
-hydra = lazy("hydra")
-hydra_errors = lazy("hydra.errors")
-hydra_internal = lazy("hydra._internal.hydra")
-hydra_loader = lazy("hydra._internal.config_loader_impl")
-yaml = lazy("yaml")
-omegaconf_errors = lazy("omegaconf.errors")
-config = lazy("memrun.config")
-config_errors = lazy("memrun.config.errors")
-launch = lazy("memrun.jobs.launch")
-sweep = lazy("memrun.jobs.sweep")
-show_config = lazy("memrun.commands.show_config")
-writer = lazy("memrun.io.writer")
-http_policy = lazy("memrun.core.http_policy")
+if TYPE_CHECKING:
+    import hydra
+    import yaml
+    from hydra import errors as hydra_errors
+    from hydra._internal import config_loader_impl as hydra_loader
+    from hydra._internal import hydra as hydra_internal
+    from omegaconf import errors as omegaconf_errors
+
+    from memrun import config
+    from memrun.commands import show_config
+    from memrun.config import errors as config_errors
+    from memrun.core import http_policy
+    from memrun.io import writer
+    from memrun.jobs import launch, sweep
+else:
+    hydra = lazy("hydra")
+    hydra_errors = lazy("hydra.errors")
+    hydra_internal = lazy("hydra._internal.hydra")
+    hydra_loader = lazy("hydra._internal.config_loader_impl")
+    yaml = lazy("yaml")
+    omegaconf_errors = lazy("omegaconf.errors")
+    config = lazy("memrun.config")
+    config_errors = lazy("memrun.config.errors")
+    launch = lazy("memrun.jobs.launch")
+    sweep = lazy("memrun.jobs.sweep")
+    show_config = lazy("memrun.commands.show_config")
+    writer = lazy("memrun.io.writer")
+    http_policy = lazy("memrun.core.http_policy")
 
 # name -> "module:function" taking argv (list[str]) and returning an exit code.
 SUBCOMMANDS: dict[str, str] = {

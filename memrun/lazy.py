@@ -5,6 +5,15 @@ library, or a module only one command or branch uses), or one a run loads on ano
 so that its first requests need not wait (pyarrow, on the writer's thread:
 :mod:`memrun.io.writer`), is ``name = lazy("package.module")`` there, loaded at its first
 attribute read; no function body imports (``tests/test_layers.py``).
+
+A type checker sees the real module: each binding sits in the ``else`` of an
+``if TYPE_CHECKING:`` that imports it under the same name (``tests/test_layers.py``
+checks it), so annotations such as ``pa.Table`` and calls through it are checked::
+
+    if TYPE_CHECKING:
+        import pyarrow as pa
+    else:
+        pa = lazy("pyarrow")
 """
 
 from __future__ import annotations

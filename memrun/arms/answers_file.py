@@ -22,7 +22,7 @@ from __future__ import annotations
 import json
 from collections.abc import Iterable, Sequence
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 import pyarrow as pa
 import pyarrow.parquet as pq
@@ -34,7 +34,10 @@ from memrun.errors import ArmError, DataError, MemrunError
 from memrun.lazy import lazy
 from memrun.records import Hit, Item, Record
 
-io_reader = lazy("memrun.io.reader")
+if TYPE_CHECKING:
+    from memrun.io import reader as io_reader
+else:
+    io_reader = lazy("memrun.io.reader")
 
 FORMATS = ("auto", "jsonl", "parquet")
 Answers = dict[tuple[str, int], str]

@@ -20,16 +20,21 @@ from __future__ import annotations
 import json
 from collections.abc import Sequence
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 import numpy as np
 
 from memrun.errors import ArmError
 from memrun.lazy import lazy
 
-safetensors_numpy = lazy("safetensors.numpy")
-tokenizers = lazy("tokenizers")
-scipy_special = lazy("scipy.special")
+if TYPE_CHECKING:
+    import tokenizers
+    from safetensors import numpy as safetensors_numpy
+    from scipy import special as scipy_special
+else:
+    safetensors_numpy = lazy("safetensors.numpy")
+    tokenizers = lazy("tokenizers")
+    scipy_special = lazy("scipy.special")
 
 REQUIRED_FILES = ("config.json", "model.safetensors", "tokenizer.json")
 

@@ -25,12 +25,15 @@ import sys
 from collections.abc import Callable, Sequence
 from pathlib import Path
 from types import ModuleType
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from memrun.errors import ArmError
 from memrun.lazy import lazy, loaded
 
-bm25s = lazy("bm25s")  # with SciPy: loaded by import_bm25s, where an index or Tokenizer is needed
+if TYPE_CHECKING:
+    import bm25s
+else:
+    bm25s = lazy("bm25s")  # with SciPy: loaded by import_bm25s, where an index or Tokenizer is needed
 
 BM25S_PATTERN = r"(?u)\b\w\w+\b"
 """bm25s's default token pattern."""

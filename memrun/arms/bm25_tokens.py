@@ -26,13 +26,18 @@ from __future__ import annotations
 
 import re
 from collections.abc import Sequence
+from typing import TYPE_CHECKING
 
 import numpy as np
 
 from memrun.lazy import lazy
 
-pa = lazy("pyarrow")  # with its compute module: loaded at the first history tokenized
-pc = lazy("pyarrow.compute")
+if TYPE_CHECKING:
+    import pyarrow as pa
+    from pyarrow import compute as pc
+else:
+    pa = lazy("pyarrow")  # with its compute module: loaded at the first history tokenized
+    pc = lazy("pyarrow.compute")
 
 _is_word = re.compile(r"\w").match  # the token pattern's own character class, asked of re itself
 _ASCII_WORD = np.array([c < 128 and _is_word(chr(c)) is not None for c in range(256)])

@@ -12,7 +12,7 @@ import hashlib
 import sqlite3
 from collections.abc import Iterable, Sequence
 from pathlib import Path
-from typing import Protocol, runtime_checkable
+from typing import TYPE_CHECKING, Protocol, runtime_checkable
 
 import numpy as np
 
@@ -21,8 +21,12 @@ from memrun.errors import ArmError
 from memrun.lazy import lazy
 from memrun.pipeline.progress_lines import ACTIVITY
 
-memrun_cache_files = lazy("memrun.core.cache_files")
-memrun_run_warnings = lazy("memrun.core.run_warnings")
+if TYPE_CHECKING:
+    from memrun.core import cache_files as memrun_cache_files
+    from memrun.core import run_warnings as memrun_run_warnings
+else:
+    memrun_cache_files = lazy("memrun.core.cache_files")
+    memrun_run_warnings = lazy("memrun.core.run_warnings")
 
 CACHE_FILE = "embeddings.sqlite"
 EMBEDDING = "embedding"  # the progress line's phase: records embedded / total, records/s

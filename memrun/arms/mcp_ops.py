@@ -21,13 +21,16 @@ from __future__ import annotations
 import hashlib
 import json
 from collections.abc import Mapping
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from memrun.arms.http_templates import JsonTemplate, ResponsePath, check_keys, describe_shape
 from memrun.errors import ArmError
 from memrun.lazy import lazy
 
-jsonschema = lazy("jsonschema")  # loaded at the first argument check (memrun.lazy)
+if TYPE_CHECKING:
+    import jsonschema
+else:
+    jsonschema = lazy("jsonschema")  # loaded at the first argument check (memrun.lazy)
 
 OPERATIONS = ("health", "ingest", "ready", "search", "erase")
 KEYS = ("tool", "arguments", "result", "record", "per_record")

@@ -19,7 +19,7 @@ from __future__ import annotations
 
 import re
 from collections.abc import Callable, Sequence
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 import numpy as np
 
@@ -28,7 +28,10 @@ from memrun.errors import ArmError
 from memrun.lazy import lazy
 from memrun.records import Hit, Record
 
-rank_bm25 = lazy("rank_bm25")  # only arm=okapi (and arm=hybrid arm.lexical=okapi) needs it
+if TYPE_CHECKING:
+    import rank_bm25
+else:
+    rank_bm25 = lazy("rank_bm25")  # only arm=okapi (and arm=hybrid arm.lexical=okapi) needs it
 
 _WORD = re.compile(r"[A-Za-z0-9_]+")
 

@@ -15,14 +15,20 @@ from __future__ import annotations
 import hashlib
 import os
 from pathlib import Path
+from typing import TYPE_CHECKING
 
 from memrun.core.paths import user_cache
 from memrun.errors import DataError, DownloadError
 from memrun.lazy import lazy
 
-filelock = lazy("filelock")
-httpx = lazy("httpx")  # a run whose files are present never loads it (~60 ms)
-rich_progress = lazy("rich.progress")
+if TYPE_CHECKING:
+    import filelock
+    import httpx
+    from rich import progress as rich_progress
+else:
+    filelock = lazy("filelock")
+    httpx = lazy("httpx")  # a run whose files are present never loads it (~60 ms)
+    rich_progress = lazy("rich.progress")
 
 ENV_DATA_DIR = "MEMRUN_DATA_DIR"
 _CHUNK = 1 << 20

@@ -24,7 +24,7 @@ import shutil
 import tempfile
 from collections.abc import Sequence
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 import httpx
 import yaml
@@ -40,8 +40,12 @@ from memrun.lazy import lazy
 from memrun.pipeline.many_histories import SEQUENTIAL, arm_kind
 from memrun.records import Record
 
-arms_http = lazy("memrun.arms.http")
-arms_mcp = lazy("memrun.arms.mcp")
+if TYPE_CHECKING:
+    from memrun.arms import http as arms_http
+    from memrun.arms import mcp as arms_mcp
+else:
+    arms_http = lazy("memrun.arms.http")
+    arms_mcp = lazy("memrun.arms.mcp")
 
 SMOKE = [Record("smoke:1", "Ann adopted a grey cat named Pixel", None, "s1"),
          Record("smoke:2", "Ben bought a red bicycle in Lisbon", None, "s1"),

@@ -9,11 +9,15 @@ from __future__ import annotations
 import argparse
 from collections.abc import Sequence
 from pathlib import Path
+from typing import TYPE_CHECKING
 
 from memrun.errors import MemrunError
 from memrun.lazy import lazy
 
-memrun_cache_files = lazy("memrun.core.cache_files")
+if TYPE_CHECKING:
+    from memrun.core import cache_files as memrun_cache_files
+else:
+    memrun_cache_files = lazy("memrun.core.cache_files")
 
 
 def main(argv: Sequence[str]) -> int:

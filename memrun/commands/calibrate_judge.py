@@ -19,6 +19,7 @@ import json
 import sys
 from datetime import datetime, timezone
 from pathlib import Path
+from typing import TYPE_CHECKING
 
 from rich.console import Console
 from rich.progress import BarColumn, MofNCompleteColumn, Progress, TextColumn, TimeElapsedColumn
@@ -29,12 +30,20 @@ from memrun.core.plugins import build
 from memrun.errors import ConfigError, MemrunError
 from memrun.lazy import lazy
 
-memrun_redaction = lazy("memrun.core.redaction")
-benchmarks_download = lazy("memrun.benchmarks.download")
-accuracy_setup = lazy("memrun.accuracy.setup")
-config_spec = lazy("memrun.config.build_spec")
-memrun_judges = lazy("memrun.judges")
-judges_calibration = lazy("memrun.judges.calibration")
+if TYPE_CHECKING:
+    from memrun import judges as memrun_judges
+    from memrun.accuracy import setup as accuracy_setup
+    from memrun.benchmarks import download as benchmarks_download
+    from memrun.config import build_spec as config_spec
+    from memrun.core import redaction as memrun_redaction
+    from memrun.judges import calibration as judges_calibration
+else:
+    memrun_redaction = lazy("memrun.core.redaction")
+    benchmarks_download = lazy("memrun.benchmarks.download")
+    accuracy_setup = lazy("memrun.accuracy.setup")
+    config_spec = lazy("memrun.config.build_spec")
+    memrun_judges = lazy("memrun.judges")
+    judges_calibration = lazy("memrun.judges.calibration")
 
 
 def _parser() -> argparse.ArgumentParser:

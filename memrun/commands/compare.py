@@ -31,7 +31,7 @@ import argparse
 import sys
 from collections.abc import Sequence
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from memrun.commands.usage import Parser
 from memrun.comparison.api import CompareRequest, compare, resolve, treatments_of
@@ -41,9 +41,14 @@ from memrun.lazy import lazy
 from memrun.report.compare_report import render_json, render_markdown, render_text
 from memrun.stats import ExitCode
 
-compare_flips = lazy("memrun.comparison.flips")
-report_flips = lazy("memrun.report.flips")
-report_compare_pr = lazy("memrun.report.compare_pr")
+if TYPE_CHECKING:
+    from memrun.comparison import flips as compare_flips
+    from memrun.report import compare_pr as report_compare_pr
+    from memrun.report import flips as report_flips
+else:
+    compare_flips = lazy("memrun.comparison.flips")
+    report_flips = lazy("memrun.report.flips")
+    report_compare_pr = lazy("memrun.report.compare_pr")
 
 _LIMITS = DataThresholds()
 

@@ -10,11 +10,15 @@ import argparse
 import sys
 from collections.abc import Sequence
 from pathlib import Path
+from typing import TYPE_CHECKING
 
 from memrun.errors import MemrunError
 from memrun.lazy import lazy
 
-memrun_merge = lazy("memrun.jobs.merge")
+if TYPE_CHECKING:
+    from memrun.jobs import merge as memrun_merge
+else:
+    memrun_merge = lazy("memrun.jobs.merge")
 
 
 def main(argv: Sequence[str]) -> int:

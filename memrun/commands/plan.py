@@ -19,20 +19,30 @@ import json
 import sys
 from collections.abc import Mapping
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from memrun.core.paths import conf_dir
 from memrun.errors import ConfigError, MemrunError
 from memrun.lazy import lazy
 
-commands_compare = lazy("memrun.commands.compare")
-comparison_api = lazy("memrun.comparison.api")
-report_md = lazy("memrun.report.md")
-config_compose = lazy("memrun.config.compose")
-config_spec = lazy("memrun.config.build_spec")
-llm_prices = lazy("memrun.llm.prices")
-memrun_plan = lazy("memrun.pipeline.plan")
-report_compare_report = lazy("memrun.report.compare_report")
+if TYPE_CHECKING:
+    from memrun.commands import compare as commands_compare
+    from memrun.comparison import api as comparison_api
+    from memrun.config import build_spec as config_spec
+    from memrun.config import compose as config_compose
+    from memrun.llm import prices as llm_prices
+    from memrun.pipeline import plan as memrun_plan
+    from memrun.report import compare_report as report_compare_report
+    from memrun.report import md as report_md
+else:
+    commands_compare = lazy("memrun.commands.compare")
+    comparison_api = lazy("memrun.comparison.api")
+    report_md = lazy("memrun.report.md")
+    config_compose = lazy("memrun.config.compose")
+    config_spec = lazy("memrun.config.build_spec")
+    llm_prices = lazy("memrun.llm.prices")
+    memrun_plan = lazy("memrun.pipeline.plan")
+    report_compare_report = lazy("memrun.report.compare_report")
 
 MARKER = "<!-- memrun-plan: {benchmark}/{arm} -->"
 

@@ -18,16 +18,23 @@ import argparse
 import sys
 from collections.abc import Sequence
 from pathlib import Path
-from typing import NoReturn
+from typing import TYPE_CHECKING, NoReturn
 
 from memrun.errors import MemrunError
 from memrun.lazy import lazy
 
-memrun_launch = lazy("memrun.jobs.launch")
-html_compare_page = lazy("memrun.report.html.compare_page")
-commands_compare = lazy("memrun.commands.compare")
-html_sweep_page = lazy("memrun.report.html.sweep_page")
-html_run_page = lazy("memrun.report.html.run_page")
+if TYPE_CHECKING:
+    from memrun.commands import compare as commands_compare
+    from memrun.jobs import launch as memrun_launch
+    from memrun.report.html import compare_page as html_compare_page
+    from memrun.report.html import run_page as html_run_page
+    from memrun.report.html import sweep_page as html_sweep_page
+else:
+    memrun_launch = lazy("memrun.jobs.launch")
+    html_compare_page = lazy("memrun.report.html.compare_page")
+    commands_compare = lazy("memrun.commands.compare")
+    html_sweep_page = lazy("memrun.report.html.sweep_page")
+    html_run_page = lazy("memrun.report.html.run_page")
 
 REPORT_FILE = "report.html"
 COMPARE_FILE = "report-compare.html"

@@ -11,7 +11,7 @@ import logging
 import sys
 from collections.abc import Iterator, Sequence
 from contextlib import contextmanager
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 import yaml
 
@@ -19,7 +19,10 @@ from memrun.core.redaction import Redactor, redact_config, redact_hydra, yaml_te
 from memrun.lazy import lazy
 
 # Hydra's own argument parser, to read --cfg and --package as Hydra does (memrun.lazy).
-hydra_utils = lazy("hydra._internal.utils")
+if TYPE_CHECKING:
+    from hydra._internal import utils as hydra_utils
+else:
+    hydra_utils = lazy("hydra._internal.utils")
 # libyaml's loader where PyYAML has it: the safe loader's values, ~5x faster on a whole config.
 _SAFE_LOADER = getattr(yaml, "CSafeLoader", yaml.SafeLoader)
 

@@ -15,18 +15,29 @@ import argparse
 import sys
 from collections.abc import Sequence
 from pathlib import Path
+from typing import TYPE_CHECKING
 
 from memrun.errors import MemrunError
 from memrun.lazy import lazy
 
-io_writer = lazy("memrun.io.writer")
-report_sweep_table = lazy("memrun.report.sweep_table")
-memrun_sweep = lazy("memrun.jobs.sweep")
-io_combine = lazy("memrun.io.combine")
-comparison_api = lazy("memrun.comparison.api")
-report_family_table = lazy("memrun.report.family_table")
-commands_compare = lazy("memrun.commands.compare")
-stats_family = lazy("memrun.stats.family")
+if TYPE_CHECKING:
+    from memrun.commands import compare as commands_compare
+    from memrun.comparison import api as comparison_api
+    from memrun.io import combine as io_combine
+    from memrun.io import writer as io_writer
+    from memrun.jobs import sweep as memrun_sweep
+    from memrun.report import family_table as report_family_table
+    from memrun.report import sweep_table as report_sweep_table
+    from memrun.stats import family as stats_family
+else:
+    io_writer = lazy("memrun.io.writer")
+    report_sweep_table = lazy("memrun.report.sweep_table")
+    memrun_sweep = lazy("memrun.jobs.sweep")
+    io_combine = lazy("memrun.io.combine")
+    comparison_api = lazy("memrun.comparison.api")
+    report_family_table = lazy("memrun.report.family_table")
+    commands_compare = lazy("memrun.commands.compare")
+    stats_family = lazy("memrun.stats.family")
 
 
 def build_parser() -> argparse.ArgumentParser:

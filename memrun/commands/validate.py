@@ -18,6 +18,7 @@ import sys
 from collections import Counter
 from collections.abc import Iterable, Sequence
 from pathlib import Path
+from typing import TYPE_CHECKING
 
 from memrun.benchmarks.jsonl import MAX_ERRORS, ParsedFile, parse_file
 from memrun.benchmarks.longmemeval import LongMemEval
@@ -26,7 +27,10 @@ from memrun.lazy import lazy
 from memrun.pipeline.one_history import gold_reach
 from memrun.records import Dataset, GoldMatch, Group
 
-benchmarks_locomo = lazy("memrun.benchmarks.locomo")
+if TYPE_CHECKING:
+    from memrun.benchmarks import locomo as benchmarks_locomo
+else:
+    benchmarks_locomo = lazy("memrun.benchmarks.locomo")
 
 FORMATS = ("jsonl", "longmemeval", "locomo")
 SNIFF_BYTES = 1 << 20  # how much of a .json file the format is told from

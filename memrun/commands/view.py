@@ -10,12 +10,15 @@ import sys
 import threading
 from collections.abc import Sequence
 from pathlib import Path
-from typing import NoReturn
+from typing import TYPE_CHECKING, NoReturn
 
 from memrun.errors import MemrunError
 from memrun.lazy import lazy, loaded
 
-view_app = lazy("memrun.view.app")  # needs starlette and uvicorn (memrun[view])
+if TYPE_CHECKING:
+    from memrun.view import app as view_app
+else:
+    view_app = lazy("memrun.view.app")  # needs starlette and uvicorn (memrun[view])
 
 
 class _Parser(argparse.ArgumentParser):

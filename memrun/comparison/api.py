@@ -22,7 +22,7 @@ import json
 from collections.abc import Callable
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 import pyarrow as pa
 import pyarrow.compute as pc
@@ -40,7 +40,10 @@ from memrun.lazy import lazy
 from memrun.metrics.retrieval import item_column_for
 from memrun.stats import DEFAULT_BAND, ExitCode, JudgeCalibration
 
-compare_gates = lazy("memrun.comparison.gates")
+if TYPE_CHECKING:
+    from memrun.comparison import gates as compare_gates
+else:
+    compare_gates = lazy("memrun.comparison.gates")
 
 _LIMITS = DataThresholds()
 DEFAULTS = {"metric": "recall@5", "gate_min_delta": 0.0, "gate_band": 100 * DEFAULT_BAND,

@@ -27,6 +27,7 @@ reduction is a numpy ``bincount``; no Python loop runs per row.
 from __future__ import annotations
 
 from dataclasses import dataclass
+from typing import TYPE_CHECKING
 
 import numpy as np
 import pyarrow as pa
@@ -42,8 +43,12 @@ from memrun.metrics.retrieval import item_column_for
 from memrun.stats.labels import ABSTAIN, CORRECT, ERROR, LABEL_ORDER, majority_codes
 from memrun.stats.missing import ErrorBound, one_sided_errors
 
-scipy_sparse = lazy("scipy.sparse")
-sparse_csgraph = lazy("scipy.sparse.csgraph")
+if TYPE_CHECKING:
+    from scipy import sparse as scipy_sparse
+    from scipy.sparse import csgraph as sparse_csgraph
+else:
+    scipy_sparse = lazy("scipy.sparse")
+    sparse_csgraph = lazy("scipy.sparse.csgraph")
 
 LABEL_COLUMN = "label"
 SCORE_COLUMN = "judge_score"  # a fractional judge's per-row score

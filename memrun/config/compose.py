@@ -3,7 +3,7 @@
 
 from __future__ import annotations
 
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from memrun.config import register
 from memrun.config.errors import explain_config_error
@@ -13,10 +13,16 @@ from memrun.core.redaction import redact_config
 from memrun.errors import ConfigError
 from memrun.lazy import lazy
 
-hydra = lazy("hydra")
-hydra_errors = lazy("hydra.errors")
-omegaconf = lazy("omegaconf")
-omegaconf_errors = lazy("omegaconf.errors")
+if TYPE_CHECKING:
+    import hydra
+    import omegaconf
+    from hydra import errors as hydra_errors
+    from omegaconf import errors as omegaconf_errors
+else:
+    hydra = lazy("hydra")
+    hydra_errors = lazy("hydra.errors")
+    omegaconf = lazy("omegaconf")
+    omegaconf_errors = lazy("omegaconf.errors")
 
 
 def resolved(cfg: Any) -> dict[str, Any]:

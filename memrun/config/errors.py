@@ -6,14 +6,19 @@ from __future__ import annotations
 import dataclasses
 import difflib
 import re
+from typing import TYPE_CHECKING
 
 from memrun import config
 from memrun.config import arms, benchmarks, llm
 from memrun.errors import MemrunError
 from memrun.lazy import lazy
 
-hydra_errors = lazy("hydra.errors")
-omegaconf_errors = lazy("omegaconf.errors")
+if TYPE_CHECKING:
+    from hydra import errors as hydra_errors
+    from omegaconf import errors as omegaconf_errors
+else:
+    hydra_errors = lazy("hydra.errors")
+    omegaconf_errors = lazy("omegaconf.errors")
 
 
 def explain_yaml_error(exc: Exception) -> str:

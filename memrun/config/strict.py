@@ -8,13 +8,17 @@ the command line must be written ``true`` or ``false``.
 from __future__ import annotations
 
 from collections.abc import Iterable
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from memrun.errors import ConfigError
 from memrun.lazy import lazy
 
-omegaconf = lazy("omegaconf")
-overrides_parser = lazy("hydra.core.override_parser.overrides_parser")
+if TYPE_CHECKING:
+    import omegaconf
+    from hydra.core.override_parser import overrides_parser
+else:
+    omegaconf = lazy("omegaconf")
+    overrides_parser = lazy("hydra.core.override_parser.overrides_parser")
 
 
 def _node(cfg: Any, key: str) -> Any:

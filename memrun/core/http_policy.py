@@ -46,13 +46,16 @@ import time
 from collections.abc import Awaitable, Callable, Mapping
 from dataclasses import dataclass
 from email.utils import parsedate_to_datetime
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from memrun.core import signals
 from memrun.errors import AuthError
 from memrun.lazy import lazy
 
-httpx = lazy("httpx")
+if TYPE_CHECKING:
+    import httpx
+else:
+    httpx = lazy("httpx")
 
 BODY_PREVIEW_CHARS = 300
 RETRY_STATUSES = frozenset({408})  # besides every 5xx

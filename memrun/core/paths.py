@@ -3,10 +3,14 @@
 from __future__ import annotations
 
 from pathlib import Path
+from typing import TYPE_CHECKING
 
 from memrun.lazy import lazy
 
-platformdirs = lazy("platformdirs")
+if TYPE_CHECKING:
+    import platformdirs
+else:
+    platformdirs = lazy("platformdirs")
 
 
 def user_cache(*parts: str) -> Path:

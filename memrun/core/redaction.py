@@ -33,7 +33,7 @@ import logging
 import re
 from collections.abc import Iterable, Iterator, Mapping
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 from urllib.parse import quote, unquote
 
 from memrun.core import masking
@@ -41,12 +41,21 @@ from memrun.core.masking import ARGS, ENV, REDACTED
 from memrun.errors import LiteralSecretError
 from memrun.lazy import lazy
 
-fcntl = lazy("fcntl")  # POSIX only: loaded where a file is redacted in place, as before the import move
-hydra_config = lazy("hydra.core.hydra_config")
-hydra_types = lazy("hydra.types")
-hydra_overrides = lazy("hydra.core.override_parser.overrides_parser")
-omegaconf_utils = lazy("omegaconf._utils")
-yaml = lazy("yaml")
+if TYPE_CHECKING:
+    import fcntl
+
+    import yaml
+    from hydra import types as hydra_types
+    from hydra.core import hydra_config
+    from hydra.core.override_parser import overrides_parser as hydra_overrides
+    from omegaconf import _utils as omegaconf_utils
+else:
+    fcntl = lazy("fcntl")  # POSIX only: loaded where a file is redacted in place, as before the import move
+    hydra_config = lazy("hydra.core.hydra_config")
+    hydra_types = lazy("hydra.types")
+    hydra_overrides = lazy("hydra.core.override_parser.overrides_parser")
+    omegaconf_utils = lazy("omegaconf._utils")
+    yaml = lazy("yaml")
 
 MIN_LENGTH = 8
 """Secrets shorter than this are not searched for in free text (too likely to occur by chance)."""

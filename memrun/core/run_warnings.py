@@ -15,13 +15,17 @@ from __future__ import annotations
 
 from collections.abc import Callable, Iterator
 from contextlib import contextmanager
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from memrun.core.redaction import Redactor
 from memrun.lazy import lazy
 
-rich_console = lazy("rich.console")  # loaded at the first warning: --help and --cfg never print one
-rich_markup = lazy("rich.markup")
+if TYPE_CHECKING:
+    from rich import console as rich_console
+    from rich import markup as rich_markup
+else:
+    rich_console = lazy("rich.console")  # loaded at the first warning: --help and --cfg never print one
+    rich_markup = lazy("rich.markup")
 
 _STDERR: list[Any] = []  # the rich Console, made at the first warning; it writes to sys.stderr as it is at each call
 

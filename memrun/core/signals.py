@@ -32,11 +32,14 @@ import threading
 from collections.abc import Callable, Iterator
 from contextlib import contextmanager
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from memrun.lazy import lazy
 
-logging = lazy("logging")  # only a stopped run's exit flushes it (memrun.lazy)
+if TYPE_CHECKING:
+    import logging
+else:
+    logging = lazy("logging")  # only a stopped run's exit flushes it (memrun.lazy)
 
 SIGNALS = tuple(s for s in (signal.SIGINT, signal.SIGTERM, getattr(signal, "SIGHUP", None)) if s)
 """Ctrl-C, ``kill`` (and CI time-outs), and a closed terminal."""

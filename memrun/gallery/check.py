@@ -18,7 +18,7 @@ import subprocess
 import sys
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from memrun.errors import DataError
 from memrun.gallery.entries import FILES, Entry, Value
@@ -27,7 +27,10 @@ from memrun.gallery.statistics import STATISTICS
 from memrun.lazy import lazy
 from memrun.metrics.retrieval import item_column_for
 
-pq = lazy("pyarrow.parquet")
+if TYPE_CHECKING:
+    from pyarrow import parquet as pq
+else:
+    pq = lazy("pyarrow.parquet")
 
 PASS, FAIL, NOT_REPRODUCIBLE, NEEDS_DATA, ERROR = "PASS", "FAIL", "NOT-REPRODUCIBLE", "NEEDS-DATA", "ERROR"
 

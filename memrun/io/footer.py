@@ -16,11 +16,15 @@ from __future__ import annotations
 
 import os
 from pathlib import Path
+from typing import TYPE_CHECKING
 
 from memrun.core.instrument import METADATA_KEY
 from memrun.lazy import lazy
 
-io_metadata = lazy("memrun.io.metadata")  # with pyarrow: only to check a sealed footer's checksum
+if TYPE_CHECKING:
+    from memrun.io import metadata as io_metadata
+else:
+    io_metadata = lazy("memrun.io.metadata")  # with pyarrow: only to check a sealed footer's checksum
 
 MAGIC = b"PAR1"
 TAIL = 8  # the footer's length (4 bytes) and the magic

@@ -23,12 +23,16 @@ from __future__ import annotations
 
 import hashlib
 import json
+from typing import TYPE_CHECKING
 
 from memrun.core.instrument import METADATA_KEY, Instrument
 from memrun.errors import RunTableError
 from memrun.lazy import lazy
 
-pa = lazy("pyarrow")  # a run's writer imports it on its own thread (memrun.io.writer)
+if TYPE_CHECKING:
+    import pyarrow as pa
+else:
+    pa = lazy("pyarrow")  # a run's writer imports it on its own thread (memrun.io.writer)
 
 COLUMNS_KEY = b"memrun.columns"
 CHECKSUM_KEY = b"memrun.checksum"

@@ -7,6 +7,7 @@ import sys
 from collections.abc import Sequence
 from dataclasses import dataclass
 from pathlib import Path
+from typing import TYPE_CHECKING
 
 import pyarrow as pa
 import pyarrow.parquet as pq
@@ -17,7 +18,10 @@ from memrun.io.metadata import LEGACY_WARNING, verify
 from memrun.io.writer import ITEMS_FILE, PARTS_DIR, SHA256_KEY, SUMMARY_FILE, file_sha256
 from memrun.lazy import lazy
 
-io_footer = lazy("memrun.io.footer")
+if TYPE_CHECKING:
+    from memrun.io import footer as io_footer
+else:
+    io_footer = lazy("memrun.io.footer")
 
 
 @dataclass

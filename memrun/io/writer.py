@@ -35,7 +35,7 @@ import time
 from collections.abc import Mapping
 from concurrent.futures import Future, ThreadPoolExecutor
 from pathlib import Path
-from typing import Any, Callable
+from typing import TYPE_CHECKING, Any, Callable
 
 from memrun.core.instrument import Instrument
 from memrun.errors import RunTableError
@@ -43,8 +43,12 @@ from memrun.io.metadata import seal_schema, seal_table
 from memrun.lazy import lazy
 
 # Imported on the writer's thread when a run gives its schema as a function (module docstring).
-pa = lazy("pyarrow")
-pq = lazy("pyarrow.parquet")
+if TYPE_CHECKING:
+    import pyarrow as pa
+    from pyarrow import parquet as pq
+else:
+    pa = lazy("pyarrow")
+    pq = lazy("pyarrow.parquet")
 
 ITEMS_FILE = "items.parquet"
 PARTS_DIR = "items.parts"

@@ -30,7 +30,7 @@ import sys
 import time
 from dataclasses import asdict, dataclass
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from memrun.core import http_policy, provenance, redaction, signals
 from memrun.core.run_warnings import RunWarnings, warn
@@ -40,21 +40,38 @@ from memrun.lazy import lazy
 
 # `memrun sweep DIR` reads this module's records without running a job: what only a job
 # needs loads when it runs (memrun.lazy).
-pq = lazy("pyarrow.parquet")
-omegaconf = lazy("omegaconf")
-omegaconf_errors = lazy("omegaconf.errors")
-hydra_config = lazy("hydra.core.hydra_config")
-hydra_types = lazy("hydra.types")
-rich_console = lazy("rich.console")
-config = lazy("memrun.config")
-config_compose = lazy("memrun.config.compose")
-config_errors = lazy("memrun.config.errors")
-strict = lazy("memrun.config.strict")
-instrument = lazy("memrun.core.instrument")
-reader = lazy("memrun.io.reader")
-writer = lazy("memrun.io.writer")
-run_module = lazy("memrun.pipeline.run")
-resume_module = lazy("memrun.pipeline.resume")
+if TYPE_CHECKING:
+    import omegaconf
+    from hydra import types as hydra_types
+    from hydra.core import hydra_config
+    from omegaconf import errors as omegaconf_errors
+    from pyarrow import parquet as pq
+    from rich import console as rich_console
+
+    from memrun import config
+    from memrun.config import compose as config_compose
+    from memrun.config import errors as config_errors
+    from memrun.config import strict
+    from memrun.core import instrument
+    from memrun.io import reader, writer
+    from memrun.pipeline import resume as resume_module
+    from memrun.pipeline import run as run_module
+else:
+    pq = lazy("pyarrow.parquet")
+    omegaconf = lazy("omegaconf")
+    omegaconf_errors = lazy("omegaconf.errors")
+    hydra_config = lazy("hydra.core.hydra_config")
+    hydra_types = lazy("hydra.types")
+    rich_console = lazy("rich.console")
+    config = lazy("memrun.config")
+    config_compose = lazy("memrun.config.compose")
+    config_errors = lazy("memrun.config.errors")
+    strict = lazy("memrun.config.strict")
+    instrument = lazy("memrun.core.instrument")
+    reader = lazy("memrun.io.reader")
+    writer = lazy("memrun.io.writer")
+    run_module = lazy("memrun.pipeline.run")
+    resume_module = lazy("memrun.pipeline.resume")
 
 CLAIM_FILE = ".memrun-claim"
 OUTCOME_DIR = ".memrun"

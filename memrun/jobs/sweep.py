@@ -33,18 +33,25 @@ from memrun.jobs.launch import (
 )
 from memrun.lazy import lazy
 
-if TYPE_CHECKING:
-    from memrun.report.model import SweepRow
-
 # Hydra makes the sweep callback for every run, a single one too: what only a sweep's table
 # needs (the run table's names, numpy with them; rich) loads when a sweep ends (memrun.lazy).
-writer = lazy("memrun.io.writer")
-report_model = lazy("memrun.report.model")
-sweep_table = lazy("memrun.report.sweep_table")
-rich_console = lazy("rich.console")
-# Only a sweep on the Ray launcher loads these (memrun.lazy).
-compose = lazy("memrun.config.compose")
-ray_launcher = lazy("hydra_plugins.hydra_ray_launcher._launcher_util")
+if TYPE_CHECKING:
+    from hydra_plugins.hydra_ray_launcher import _launcher_util as ray_launcher
+    from rich import console as rich_console
+
+    from memrun.config import compose
+    from memrun.io import writer
+    from memrun.report import model as report_model
+    from memrun.report import sweep_table
+    from memrun.report.model import SweepRow
+else:
+    writer = lazy("memrun.io.writer")
+    report_model = lazy("memrun.report.model")
+    sweep_table = lazy("memrun.report.sweep_table")
+    rich_console = lazy("rich.console")
+    # Only a sweep on the Ray launcher loads these (memrun.lazy).
+    compose = lazy("memrun.config.compose")
+    ray_launcher = lazy("hydra_plugins.hydra_ray_launcher._launcher_util")
 
 
 last_sweep_exit_code: int | None = None

@@ -43,16 +43,21 @@ import string
 from collections import Counter
 from collections.abc import Sequence
 from functools import lru_cache
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from memrun.errors import ConfigError
 from memrun.judges import Case, Verdict
 from memrun.lazy import lazy
 from memrun.stats.labels import ABSTAIN, CORRECT, ERROR, WRONG
 
-nltk_stem = lazy("nltk.stem")
-bleu_score = lazy("nltk.translate.bleu_score")
-rouge = lazy("rouge")
+if TYPE_CHECKING:
+    import rouge
+    from nltk import stem as nltk_stem
+    from nltk.translate import bleu_score
+else:
+    nltk_stem = lazy("nltk.stem")
+    bleu_score = lazy("nltk.translate.bleu_score")
+    rouge = lazy("rouge")
 
 DEFAULT_ABSTENTION_PHRASES = ("no information available", "not mentioned")
 F1_VARIANTS = ("locomo", "mem0")

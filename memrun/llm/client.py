@@ -29,7 +29,7 @@ import time
 from collections.abc import Awaitable, Callable, Mapping
 from dataclasses import dataclass, field
 from functools import cached_property
-from typing import Any
+from typing import TYPE_CHECKING, Any
 from urllib.parse import urlsplit
 
 from memrun.core.http_policy import AUTH_STATUSES, BODY_PREVIEW_CHARS, HttpPolicy, Retrier, auth_error, http_client_logging
@@ -38,8 +38,13 @@ from memrun.errors import AuthError, CallError, EndpointUnreachable
 from memrun.lazy import lazy, loaded
 from memrun.llm.endpoint import Endpoint
 
-aiohttp = lazy("aiohttp")  # loaded by the first client that sends (memrun.lazy)
-urllib_request = lazy("urllib.request")
+if TYPE_CHECKING:
+    from urllib import request as urllib_request
+
+    import aiohttp
+else:
+    aiohttp = lazy("aiohttp")  # loaded by the first client that sends (memrun.lazy)
+    urllib_request = lazy("urllib.request")
 
 Message = Mapping[str, str]
 

@@ -24,7 +24,7 @@ Rows are read columnar (Arrow), so the same functions serve a run's summary and
 from __future__ import annotations
 
 from collections.abc import Mapping, Sequence
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 import numpy as np
 
@@ -32,8 +32,12 @@ from memrun.lazy import lazy
 from memrun.metrics.retrieval import SESSION_PREFIX, item_column_for
 from memrun.metrics.retrieval_official import EVIDENCE_SHARE, OFFICIAL_NO_GOLD
 
-pa = lazy("pyarrow")  # a run loads it on the writer's thread (memrun.io.writer)
-pc = lazy("pyarrow.compute")
+if TYPE_CHECKING:
+    import pyarrow as pa
+    from pyarrow import compute as pc
+else:
+    pa = lazy("pyarrow")  # a run loads it on the writer's thread (memrun.io.writer)
+    pc = lazy("pyarrow.compute")
 
 ACCURACY = "accuracy"
 """The family name of judged accuracy (``memrun compare`` on the accuracy axis)."""

@@ -30,10 +30,14 @@ import math
 import warnings
 from collections.abc import Awaitable, Callable, Sequence
 from dataclasses import dataclass
+from typing import TYPE_CHECKING
 
 from memrun.lazy import lazy
 
-scipy_stats = lazy("scipy.stats")  # ~1 s to import: only when an ordering is scored
+if TYPE_CHECKING:
+    from scipy import stats as scipy_stats
+else:
+    scipy_stats = lazy("scipy.stats")  # ~1 s to import: only when an ordering is scored
 
 
 @dataclass(frozen=True)

@@ -15,7 +15,7 @@ Per-item scores are those the comparison reads (:mod:`memrun.comparison.pairing`
 from __future__ import annotations
 
 from collections.abc import Mapping, Sequence
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 import numpy as np
 
@@ -24,7 +24,10 @@ from memrun.metrics.beam_official import OFFICIAL_SCORE, item_official_scores
 from memrun.stats.bootstrap import DEFAULT_RESAMPLES, DEFAULT_SEED, paired_bootstrap
 from memrun.stats.labels import ABSTAIN, CORRECT, ERROR, majority_label
 
-metrics_retrieval = lazy("memrun.metrics.retrieval")
+if TYPE_CHECKING:
+    from memrun.metrics import retrieval as metrics_retrieval
+else:
+    metrics_retrieval = lazy("memrun.metrics.retrieval")
 
 RETRIEVAL_HEADLINE = ("recall@5", "recall@10", "recall@1", "mrr")
 """The retrieval metric a run's headline reads: the first a run has (sweeps, reports, intervals)."""

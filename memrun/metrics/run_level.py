@@ -4,7 +4,7 @@ run as it ends and by ``memrun merge`` over the rows of its shards."""
 from __future__ import annotations
 
 from collections.abc import Mapping, Sequence
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from memrun.lazy import lazy
 from memrun.metrics.by_category import summarize_by_granularity
@@ -12,7 +12,10 @@ from memrun.metrics.conventions import run_counts
 from memrun.metrics.intervals import category_intervals, retrieval_headline_metric
 from memrun.metrics.summary import not_measurable
 
-metrics_accuracy = lazy("memrun.metrics.accuracy")
+if TYPE_CHECKING:
+    from memrun.metrics import accuracy as metrics_accuracy
+else:
+    metrics_accuracy = lazy("memrun.metrics.accuracy")
 
 
 def summarize_rows(

@@ -30,13 +30,17 @@ from memrun.pipeline.one_history import INGESTED, Retrieved, make_row
 from memrun.pipeline.spec import RunSpec
 from memrun.records import Dataset
 
-if TYPE_CHECKING:
-    from memrun.accuracy.setup import AccuracySetup
-
 # The accuracy axis only: a retrieval run never starts an event loop (memrun.lazy).
-asyncio = lazy("asyncio")
-accuracy_stage = lazy("memrun.accuracy.stage")
-progress_lines = lazy("memrun.pipeline.progress_lines")
+if TYPE_CHECKING:
+    import asyncio
+
+    from memrun.accuracy import stage as accuracy_stage
+    from memrun.accuracy.setup import AccuracySetup
+    from memrun.pipeline import progress_lines
+else:
+    asyncio = lazy("asyncio")
+    accuracy_stage = lazy("memrun.accuracy.stage")
+    progress_lines = lazy("memrun.pipeline.progress_lines")
 
 PROGRESS_SECONDS = 0.1
 

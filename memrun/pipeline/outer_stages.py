@@ -39,12 +39,14 @@ from memrun.pipeline.one_history import retrieval_conventions
 from memrun.pipeline.spec import PluginNodes, RunSpec
 from memrun.records import Dataset
 
-if TYPE_CHECKING:
-    from memrun.accuracy.setup import AccuracySetup
-
 # The accuracy axis's modules load only when it runs (memrun.lazy).
-accuracy_setup = lazy("memrun.accuracy.setup")
-llm_reader = lazy("memrun.llm.reader")
+if TYPE_CHECKING:
+    from memrun.accuracy import setup as accuracy_setup
+    from memrun.accuracy.setup import AccuracySetup
+    from memrun.llm import reader as llm_reader
+else:
+    accuracy_setup = lazy("memrun.accuracy.setup")
+    llm_reader = lazy("memrun.llm.reader")
 
 
 @dataclass

@@ -24,7 +24,7 @@ from __future__ import annotations
 import asyncio
 from collections.abc import Iterable, Mapping
 from dataclasses import dataclass, field
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from memrun.arms import describe
 from memrun.core.instrument import Instrument
@@ -34,8 +34,12 @@ from memrun.pipeline.many_histories import iter_retrieved
 from memrun.pipeline.outer_stages import Loaded, build_instrument, build_parts, load
 from memrun.pipeline.spec import PluginNodes, RunSpec
 
-accuracy_stage = lazy("memrun.accuracy.stage")
-llm_cache = lazy("memrun.llm.cache")
+if TYPE_CHECKING:
+    from memrun.accuracy import stage as accuracy_stage
+    from memrun.llm import cache as llm_cache
+else:
+    accuracy_stage = lazy("memrun.accuracy.stage")
+    llm_cache = lazy("memrun.llm.cache")
 
 
 @dataclass

@@ -18,7 +18,7 @@ import json
 import time
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from rich.console import Console
 
@@ -39,9 +39,14 @@ from memrun.pipeline.spec import RunSpec
 from memrun.records import Dataset
 from memrun.report.run_summary import print_retrieval_summary
 
-accuracy_report = lazy("memrun.report.accuracy_summary")  # the accuracy axis only (memrun.lazy)
-io_schema = lazy("memrun.io.schema")  # with pyarrow, on the writer's thread (memrun.io.writer)
-resume = lazy("memrun.pipeline.resume")  # a resumed run only: it reads the earlier run's rows with pyarrow
+if TYPE_CHECKING:
+    from memrun.io import schema as io_schema
+    from memrun.pipeline import resume
+    from memrun.report import accuracy_summary as accuracy_report
+else:
+    accuracy_report = lazy("memrun.report.accuracy_summary")  # the accuracy axis only (memrun.lazy)
+    io_schema = lazy("memrun.io.schema")  # with pyarrow, on the writer's thread (memrun.io.writer)
+    resume = lazy("memrun.pipeline.resume")  # a resumed run only: it reads the earlier run's rows with pyarrow
 
 
 @dataclass

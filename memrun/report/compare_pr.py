@@ -15,7 +15,7 @@ from __future__ import annotations
 import json
 from collections.abc import Mapping
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 import yaml
 
@@ -23,8 +23,12 @@ from memrun.core.paths import conf_dir
 from memrun.lazy import lazy
 from memrun.report import md
 
-io_reader = lazy("memrun.io.reader")
-llm_prices = lazy("memrun.llm.prices")
+if TYPE_CHECKING:
+    from memrun.io import reader as io_reader
+    from memrun.llm import prices as llm_prices
+else:
+    io_reader = lazy("memrun.io.reader")
+    llm_prices = lazy("memrun.llm.prices")
 
 MARKER = "<!-- memrun-compare: {benchmark}/{arm} -->"
 # Overrides that say where or how fast a run went, not what it measured: left out of its name.

@@ -10,7 +10,7 @@ import io
 import json
 import re
 from collections.abc import Mapping
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from rich import box
 from rich.console import Console
@@ -19,7 +19,10 @@ from rich.table import Table
 from memrun.lazy import lazy
 from memrun.report import md
 
-report_compare_pr = lazy("memrun.report.compare_pr")
+if TYPE_CHECKING:
+    from memrun.report import compare_pr as report_compare_pr
+else:
+    report_compare_pr = lazy("memrun.report.compare_pr")
 
 NONCOMPARABLE = "NON-COMPARABLE"
 

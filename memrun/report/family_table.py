@@ -5,11 +5,14 @@ from __future__ import annotations
 
 import json
 from collections.abc import Mapping, Sequence
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from memrun.lazy import lazy
 
-report_md = lazy("memrun.report.md")
+if TYPE_CHECKING:
+    from memrun.report import md as report_md
+else:
+    report_md = lazy("memrun.report.md")
 
 HEADERS = ["job", "overrides", "B - A [95% interval]", "own gate", "p (one-sided)", "Holm p", "winner"]
 

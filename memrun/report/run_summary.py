@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 from collections.abc import Mapping
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from rich import box
 from rich.console import Console
@@ -11,9 +11,14 @@ from rich.table import Table
 
 from memrun.lazy import lazy
 
-report_model = lazy("memrun.report.model")
-metrics_retrieval = lazy("memrun.metrics.retrieval")
-conventions = lazy("memrun.metrics.conventions")
+if TYPE_CHECKING:
+    from memrun.metrics import conventions
+    from memrun.metrics import retrieval as metrics_retrieval
+    from memrun.report import model as report_model
+else:
+    report_model = lazy("memrun.report.model")
+    metrics_retrieval = lazy("memrun.metrics.retrieval")
+    conventions = lazy("memrun.metrics.conventions")
 
 
 def pct(value: Any) -> str:

@@ -7,6 +7,7 @@ import csv
 import io
 import json
 from collections.abc import Sequence
+from typing import TYPE_CHECKING
 
 from rich import box
 from rich.console import Console
@@ -16,7 +17,10 @@ from memrun.lazy import lazy
 from memrun.report.model import SweepRow
 from memrun.report.run_summary import pct
 
-report_md = lazy("memrun.report.md")
+if TYPE_CHECKING:
+    from memrun.report import md as report_md
+else:
+    report_md = lazy("memrun.report.md")
 
 HEADERS = ["job", "overrides", "status", "exit", "headline", "value %", "items", "errors", "seconds"]
 

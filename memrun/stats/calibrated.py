@@ -58,7 +58,7 @@ import functools
 import math
 from collections.abc import Hashable, Iterable
 from dataclasses import asdict, dataclass
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 import numpy as np
 from numpy.typing import ArrayLike, NDArray
@@ -68,7 +68,10 @@ from memrun.stats.bootstrap import _as_deltas, _cluster_totals
 from memrun.stats.simulation import NullDraws, tau_for_icc
 from memrun.stats.small_clusters import bell_mccaffrey_df
 
-scipy_special = lazy("scipy.special")
+if TYPE_CHECKING:
+    from scipy import special as scipy_special
+else:
+    scipy_special = lazy("scipy.special")
 
 METHOD = "design_calibrated_t"
 METHOD_EDGEWORTH = "design_calibrated_t_edgeworth"

@@ -49,7 +49,7 @@ import math
 from collections.abc import Hashable, Iterable
 from dataclasses import dataclass, replace
 from statistics import NormalDist
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 import numpy as np
 from numpy.typing import ArrayLike
@@ -71,7 +71,10 @@ CR2 = "cr2_bm"
 CALIBRATED = "calibrated_t"
 GIVEN = "given"
 EVIDENCE = "evidence"
-scipy_special = lazy("scipy.special")
+if TYPE_CHECKING:
+    from scipy import special as scipy_special
+else:
+    scipy_special = lazy("scipy.special")
 TOLERANCE = 1e-12
 """A spread, standard error or width at most this (in the deltas' unit) is zero: float
 sums of equal cluster means differ in the last bits."""

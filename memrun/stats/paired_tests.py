@@ -10,15 +10,19 @@ from __future__ import annotations
 
 import math
 from dataclasses import asdict, dataclass
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 import numpy as np
 from numpy.typing import ArrayLike, NDArray
 
 from memrun.lazy import lazy
 
-scipy_special = lazy("scipy.special")
-scipy_stats = lazy("scipy.stats")
+if TYPE_CHECKING:
+    from scipy import special as scipy_special
+    from scipy import stats as scipy_stats
+else:
+    scipy_special = lazy("scipy.special")
+    scipy_stats = lazy("scipy.stats")
 
 
 @dataclass(frozen=True)

@@ -30,11 +30,14 @@ from __future__ import annotations
 import math
 from dataclasses import asdict, dataclass
 from statistics import NormalDist
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from memrun.lazy import lazy
 
-scipy_special = lazy("scipy.special")
+if TYPE_CHECKING:
+    from scipy import special as scipy_special
+else:
+    scipy_special = lazy("scipy.special")
 
 POWER = 0.8
 

@@ -45,7 +45,7 @@ from __future__ import annotations
 import math
 from collections.abc import Hashable, Iterable
 from dataclasses import asdict, dataclass
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 import numpy as np
 from numpy.typing import ArrayLike
@@ -53,7 +53,10 @@ from numpy.typing import ArrayLike
 from memrun.lazy import lazy
 from memrun.stats.bootstrap import DEFAULT_CONFIDENCE, _as_deltas, _cluster_totals
 
-scipy_special = lazy("scipy.special")  # Student's t CDF and quantile (scipy.stats imports ~1 s)
+if TYPE_CHECKING:
+    from scipy import special as scipy_special
+else:
+    scipy_special = lazy("scipy.special")  # Student's t CDF and quantile (scipy.stats imports ~1 s)
 
 SMALL_CLUSTERS = 30
 """Below this many clusters a comparison also gets the CR2 interval (and gates on the wider)."""

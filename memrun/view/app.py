@@ -32,7 +32,7 @@ import socket
 import threading
 from collections import OrderedDict
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 from urllib.parse import quote, urlencode
 
 from memrun.core.paths import user_cache
@@ -40,23 +40,43 @@ from memrun.errors import MemrunError
 from memrun.lazy import lazy
 from memrun.view.runs import INSTRUMENT_COLUMNS, RunIndex, stamp
 
-starlette_responses = lazy("starlette.responses")
-html_common = lazy("memrun.report.html.common")
-html_run_page = lazy("memrun.report.html.run_page")
-html_compare_page = lazy("memrun.report.html.compare_page")
-html_flips_page = lazy("memrun.report.html.flips_page")
-html_sweep_page = lazy("memrun.report.html.sweep_page")
-view_item = lazy("memrun.view.item")
-starlette_applications = lazy("starlette.applications")
-starlette_middleware = lazy("starlette.middleware")
-middleware_trustedhost = lazy("starlette.middleware.trustedhost")
-starlette_requests = lazy("starlette.requests")
-starlette_routing = lazy("starlette.routing")
-uvicorn = lazy("uvicorn")
-io_reader = lazy("memrun.io.reader")
-io_writer = lazy("memrun.io.writer")
-report_model = lazy("memrun.report.model")
-view_calls = lazy("memrun.view.calls")
+if TYPE_CHECKING:
+    import uvicorn
+    from starlette import applications as starlette_applications
+    from starlette import middleware as starlette_middleware
+    from starlette import requests as starlette_requests
+    from starlette import responses as starlette_responses
+    from starlette import routing as starlette_routing
+    from starlette.middleware import trustedhost as middleware_trustedhost
+
+    from memrun.io import reader as io_reader
+    from memrun.io import writer as io_writer
+    from memrun.report import model as report_model
+    from memrun.report.html import common as html_common
+    from memrun.report.html import compare_page as html_compare_page
+    from memrun.report.html import flips_page as html_flips_page
+    from memrun.report.html import run_page as html_run_page
+    from memrun.report.html import sweep_page as html_sweep_page
+    from memrun.view import calls as view_calls
+    from memrun.view import item as view_item
+else:
+    starlette_responses = lazy("starlette.responses")
+    html_common = lazy("memrun.report.html.common")
+    html_run_page = lazy("memrun.report.html.run_page")
+    html_compare_page = lazy("memrun.report.html.compare_page")
+    html_flips_page = lazy("memrun.report.html.flips_page")
+    html_sweep_page = lazy("memrun.report.html.sweep_page")
+    view_item = lazy("memrun.view.item")
+    starlette_applications = lazy("starlette.applications")
+    starlette_middleware = lazy("starlette.middleware")
+    middleware_trustedhost = lazy("starlette.middleware.trustedhost")
+    starlette_requests = lazy("starlette.requests")
+    starlette_routing = lazy("starlette.routing")
+    uvicorn = lazy("uvicorn")
+    io_reader = lazy("memrun.io.reader")
+    io_writer = lazy("memrun.io.writer")
+    report_model = lazy("memrun.report.model")
+    view_calls = lazy("memrun.view.calls")
 
 REFRESH_S = 3
 """Seconds between reloads of a page showing a run that is still running."""

@@ -18,7 +18,7 @@ import threading
 from collections import OrderedDict
 from collections.abc import Iterable, Iterator, Mapping, Sequence
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from memrun.core.instrument import Instrument
 from memrun.core.paths import configured_or_cache
@@ -27,16 +27,28 @@ from memrun.lazy import lazy
 from memrun.llm.endpoint import Endpoint
 from memrun.records import Hit, Item
 
-config_compose = lazy("memrun.config.compose")
-accuracy_setup = lazy("memrun.accuracy.setup")
-config_spec = lazy("memrun.config.build_spec")
-memrun_judges = lazy("memrun.judges")
-llm_cache = lazy("memrun.llm.cache")
-benchmarks_selection = lazy("memrun.benchmarks.selection")
-memrun_config = lazy("memrun.config")
-memrun_plugins = lazy("memrun.core.plugins")
-memrun_stages = lazy("memrun.pipeline.outer_stages")
-accuracy_stage = lazy("memrun.accuracy.stage")
+if TYPE_CHECKING:
+    from memrun import config as memrun_config
+    from memrun import judges as memrun_judges
+    from memrun.accuracy import setup as accuracy_setup
+    from memrun.accuracy import stage as accuracy_stage
+    from memrun.benchmarks import selection as benchmarks_selection
+    from memrun.config import build_spec as config_spec
+    from memrun.config import compose as config_compose
+    from memrun.core import plugins as memrun_plugins
+    from memrun.llm import cache as llm_cache
+    from memrun.pipeline import outer_stages as memrun_stages
+else:
+    config_compose = lazy("memrun.config.compose")
+    accuracy_setup = lazy("memrun.accuracy.setup")
+    config_spec = lazy("memrun.config.build_spec")
+    memrun_judges = lazy("memrun.judges")
+    llm_cache = lazy("memrun.llm.cache")
+    benchmarks_selection = lazy("memrun.benchmarks.selection")
+    memrun_config = lazy("memrun.config")
+    memrun_plugins = lazy("memrun.core.plugins")
+    memrun_stages = lazy("memrun.pipeline.outer_stages")
+    accuracy_stage = lazy("memrun.accuracy.stage")
 
 
 KEPT_GROUPS = 4

@@ -19,15 +19,19 @@ import os
 from collections.abc import Iterator
 from concurrent.futures import ThreadPoolExecutor
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from memrun.errors import MemrunError
 from memrun.io.live import LIVE_FILE, progress_text, read_live
 from memrun.io.writer import ITEMS_FILE, PARTS_DIR, SUMMARY_FILE
 from memrun.lazy import lazy
 
-io_reader = lazy("memrun.io.reader")
-report_model = lazy("memrun.report.model")
+if TYPE_CHECKING:
+    from memrun.io import reader as io_reader
+    from memrun.report import model as report_model
+else:
+    io_reader = lazy("memrun.io.reader")
+    report_model = lazy("memrun.report.model")
 
 INSTRUMENT_COLUMNS = ("split", "slice", "search_mode", "embedder", "reader_model", "judge_model", "judge2_model",
                       "denominator", "server_build", "index_revision", "repeats", "memrun_version", "run_id")

@@ -14,7 +14,7 @@ from collections.abc import Mapping, Sequence
 from datetime import date, datetime, time
 from functools import lru_cache
 from importlib import resources
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 import pyarrow as pa
 
@@ -24,7 +24,10 @@ from memrun.records import Hit, gold_matches
 from memrun.report import evidence as evidence_texts
 from memrun.stats.labels import ERROR, majority_label
 
-jinja2 = lazy("jinja2")
+if TYPE_CHECKING:
+    import jinja2
+else:
+    jinja2 = lazy("jinja2")
 
 MAX_TEXT = evidence_texts.MAX_TEXT
 """Characters of each record's text kept in the page (the rest is cut, marked with ...);

@@ -21,13 +21,16 @@ from memrun.report.html.common import Texts, embed_json, group_repeats, item_row
 from memrun.report.html.flips_page import TABLE as FLIPS_TABLE
 from memrun.report.html.flips_page import flip_rows, flips_of
 
-if TYPE_CHECKING:  # the comparison is loaded with the page's first comparison (lazy below)
+if TYPE_CHECKING:
+    from memrun.commands import compare as commands_compare
+    from memrun.comparison import api as comparison_api
     from memrun.comparison.analysis import Comparison
     from memrun.comparison.api import CompareRequest
-
-commands_compare = lazy("memrun.commands.compare")
-comparison_api = lazy("memrun.comparison.api")
-metrics_retrieval = lazy("memrun.metrics.retrieval")
+    from memrun.metrics import retrieval as metrics_retrieval
+else:
+    commands_compare = lazy("memrun.commands.compare")
+    comparison_api = lazy("memrun.comparison.api")
+    metrics_retrieval = lazy("memrun.metrics.retrieval")
 
 
 def _comparison(a: str, b: str, options: Sequence[str], on_warning: Callable[[str], None] | None

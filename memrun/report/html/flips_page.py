@@ -10,16 +10,21 @@ column and filters by side, category and cluster.
 from __future__ import annotations
 
 from collections.abc import Mapping, Sequence
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from memrun.errors import MemrunError
 from memrun.lazy import lazy
 from memrun.report.evidence import FOLD_CHARS, cut, gold_state
 from memrun.report.html.common import embed_json, render
 
-commands_compare = lazy("memrun.commands.compare")
-comparison_api = lazy("memrun.comparison.api")
-compare_flips = lazy("memrun.comparison.flips")
+if TYPE_CHECKING:
+    from memrun.commands import compare as commands_compare
+    from memrun.comparison import api as comparison_api
+    from memrun.comparison import flips as compare_flips
+else:
+    commands_compare = lazy("memrun.commands.compare")
+    comparison_api = lazy("memrun.comparison.api")
+    compare_flips = lazy("memrun.comparison.flips")
 
 TABLE = {
     "columns": [["side", "B", "label"], ["id", "item"], ["cat", "category"], ["cluster", "cluster"],

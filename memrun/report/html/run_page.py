@@ -6,7 +6,7 @@ from __future__ import annotations
 import json
 from collections.abc import Mapping
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 from urllib.parse import quote
 
 from memrun.core.instrument import Instrument
@@ -22,7 +22,10 @@ from memrun.report.evidence import FOLD_CHARS
 from memrun.report.html.common import Texts, column_values, embed_json, group_repeats, item_rows, render
 from memrun.report.run_summary import caveat_lines
 
-metrics_run_level = lazy("memrun.metrics.run_level")
+if TYPE_CHECKING:
+    from memrun.metrics import run_level as metrics_run_level
+else:
+    metrics_run_level = lazy("memrun.metrics.run_level")
 
 INSTRUMENT_FIELDS = ("run_id", "benchmark", "split", "slice", "arm", "axis", "search_mode", "embedder",
                      "reader_model", "judge_model", "denominator", "dataset_sha256", "git_commit", "memrun_version",

@@ -7,7 +7,7 @@ import json
 import os
 from collections.abc import Sequence
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from memrun.errors import MemrunError
 from memrun.io.reader import read_instrument
@@ -15,10 +15,16 @@ from memrun.io.writer import SUMMARY_FILE
 from memrun.lazy import lazy
 from memrun.report.html.common import embed_json, render
 
-report_model = lazy("memrun.report.model")
-report_svg = lazy("memrun.report.svg")
-html_run_page = lazy("memrun.report.html.run_page")
-memrun_sweep = lazy("memrun.jobs.sweep")
+if TYPE_CHECKING:
+    from memrun.jobs import sweep as memrun_sweep
+    from memrun.report import model as report_model
+    from memrun.report import svg as report_svg
+    from memrun.report.html import run_page as html_run_page
+else:
+    report_model = lazy("memrun.report.model")
+    report_svg = lazy("memrun.report.svg")
+    html_run_page = lazy("memrun.report.html.run_page")
+    memrun_sweep = lazy("memrun.jobs.sweep")
 
 
 def _series(folder: Path) -> tuple[Any, dict[str, Any]]:
