@@ -231,6 +231,10 @@ def _run_hydra(args: list[str]) -> int:
         return _fail(f"cannot create the output folder{where} ({exc.strerror or exc}); point hydra.run.dir "
                      "(hydra.sweep.dir for -m) at a writable folder")
     except Exception as exc:  # a launcher failing in a sweep: a worker killed, a cluster error
+        if "Config group override must be a string or a list. Got NoneType" in str(exc):  # Hydra's bare ValueError
+            group = next((a.partition("=")[0] for a in args if a.endswith("=null") and "/" in a), "group")
+            return _fail(f"{group}=null: a config group's choice cannot be null on the command line; "
+                         f"remove it with '~{group}'")
         if not _sweep_loaded() or sweep.current_sweep is None:
             raise  # not a sweep: a bug, keep its traceback
         sweep.finish(sweep.current_sweep)

@@ -14,6 +14,9 @@ class ArmKeys:
 
     concurrency: int = 16  # calls in flight to the arm (async or thread-safe arms); 1: one at a time
     warmup: bool = False  # search each query twice and time the second (the first warms caches)
+    # arm/embedder=...: the arms that embed (dense, hybrid) require one; the others hold null and
+    # ignore one a sweep composes into them (memrun.config.embedders.drop_unused_embedder says so)
+    embedder: Optional[Any] = None
 
 
 @dataclass

@@ -4,11 +4,12 @@ settings off the raw config)."""
 
 from __future__ import annotations
 
+import inspect
 from typing import Any
 
 from hydra.errors import InstantiationException
 from hydra.utils import get_class
-from omegaconf import OmegaConf
+from omegaconf import OmegaConf, open_dict
 
 from memrun.benchmarks.selection import selection_from_config
 from memrun.config import Axis, cutoffs, default_top_k
@@ -118,6 +119,39 @@ def answers_itself(target: str) -> bool:
         return False
 
 
+def embeds(target: str) -> bool | None:
+    """True when the arm class ``target`` takes an ``embedder`` (dense, hybrid, a user's arm
+    with that parameter or ``**kwargs``); None when it does not import (building it says why)."""
+    try:
+        parameters = inspect.signature(get_class(target)).parameters.values()
+    except (ImportError, InstantiationException, ValueError, TypeError):
+        return None
+    return any(p.name == "embedder" or p.kind is inspect.Parameter.VAR_KEYWORD for p in parameters)
+
+
+def check_embedder(cfg: Any) -> str | None:
+    """The arm's ``embedder`` against what the arm does with one, before any work.
+
+    An embedder composed into an arm that does not embed (the bm25 job of
+    ``memrun -m arm=bm25,dense,hybrid arm/embedder=minilm``) is set to null, so that the run
+    records what it used, and the returned warning says it was ignored. Returns None when
+    there is nothing to say. Raises ConfigError when an arm that embeds has none
+    (``arm=dense arm/embedder=null``).
+    """
+    unset = "embedder" in cfg.arm and OmegaConf.is_missing(cfg.arm, "embedder")  # ~arm/embedder on dense
+    node, arm = None if unset else cfg.arm.get("embedder"), cfg.arm.get("name")
+    uses = embeds(str(cfg.arm.get("_target_")))
+    if uses and node is None and "embedder" in cfg.arm:
+        raise ConfigError(f"arm={arm} embeds its records and has no embedder: add arm/embedder=minilm "
+                          "(on this machine, no key) or arm/embedder=openai")
+    if uses is not False or node is None:
+        return None
+    with open_dict(cfg.arm):
+        cfg.arm.embedder = None
+    return (f"arm={arm} does not embed: arm/embedder=... is ignored here (it applies to dense and hybrid); "
+            "recorded as arm.embedder=null")
+
+
 def llm_call_spec(cfg: Any) -> LLMCallSpec:
     """How the LLM calls of ``cfg`` are made (:class:`memrun.pipeline.spec.LLMCallSpec`), checked
     before any work. Raises ConfigError for a value out of range, naming the key."""
@@ -188,13 +222,14 @@ def build_spec(cfg: Any) -> tuple[RunSpec, PluginNodes]:
     axis = cfg.axis.value if isinstance(cfg.axis, Axis) else str(cfg.axis)
     accuracy = axis == ACCURACY
     ks = cutoffs(cfg)
+    ignored_embedder = check_embedder(cfg)  # before the config is saved: it records the null
     container = check_no_secrets(resolved(cfg))
     top_k = check_settings(cfg, accuracy)
     selection = selection_from_config(cfg.benchmark)
     shard_node = cfg.get("shard") or {}  # configs built by hand may leave it out: no sharding
     count, index = shards.check(shard_node.get("count", 1), shard_node.get("index", 0))
     judge = (cfg.get("judge") or {}).get("name")
-    warnings = []
+    warnings = [ignored_embedder] if ignored_embedder else []
     if not accuracy and judge not in (None, "none"):
         warnings.append(f"judge={judge} is not used: axis=recall scores retrieval without a judge; "
                         "axis=accuracy runs the reader and the judge")

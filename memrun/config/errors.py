@@ -74,8 +74,8 @@ def explain_config_error(exc: BaseException) -> str:
             return f"{where}{group}={option}: no such config{did_you_mean}; available: {', '.join(exc.options)}"
         return where + text.splitlines()[0]
     if "Could not override 'arm/embedder'" in text:  # an arm without an embedder (bm25, a sweep's lexical job)
-        return (f"{where}arm/embedder=...: this arm has no embedder (only dense and hybrid do); for lexical and "
-                "local-dense arms in one sweep name the local presets: memrun -m arm=bm25,dense_minilm,hybrid_minilm")
+        return (f"{where}arm/embedder=...: this arm's config has no embedder in its defaults list; add "
+                "'- embedder: null' before _self_ there (as conf/arm/bm25.yaml does) so that the override composes")
     if isinstance(exc, hydra_errors.OverrideParseException):
         override = getattr(exc, "override", None)
         named = f" {override!r}" if override else ""

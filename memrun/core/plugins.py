@@ -26,7 +26,8 @@ def build(node: DictConfig, reserved: Sequence[str], group: str) -> Any:
     """Instantiate a group's ``_target_`` with its keys minus the ones memrun reads."""
     if "_target_" not in node:
         raise ConfigError(f"{group}: no _target_ key; name the class that implements the {group}")
-    params = {k: v for k, v in node.items() if k not in reserved}
+    # embedder: null is every arm's default (conf/arm/*.yaml): arms that do not embed take no such parameter
+    params = {k: v for k, v in node.items() if k not in reserved and not (k == "embedder" and v is None)}
     try:
         return instantiate(OmegaConf.create(params), _convert_="all")
     except InstantiationException as exc:

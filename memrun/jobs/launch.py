@@ -51,7 +51,7 @@ if TYPE_CHECKING:
     from memrun import config
     from memrun.config import compose as config_compose
     from memrun.config import errors as config_errors
-    from memrun.config import strict
+    from memrun.config import build_spec, strict
     from memrun.core import instrument
     from memrun.io import reader, writer
     from memrun.pipeline import resume as resume_module
@@ -67,6 +67,7 @@ else:
     config_compose = lazy("memrun.config.compose")
     config_errors = lazy("memrun.config.errors")
     strict = lazy("memrun.config.strict")
+    build_spec = lazy("memrun.config.build_spec")
     instrument = lazy("memrun.core.instrument")
     reader = lazy("memrun.io.reader")
     writer = lazy("memrun.io.writer")
@@ -334,6 +335,7 @@ def _job(cfg: Any, hydra_cfg: Any) -> int:
             signals.check()  # stopped before this job began: it writes nothing
             strict.check_boolean_overrides(cfg, hydra_cfg.overrides.task)
             lock = claim(out_dir)
+            warn(build_spec.check_embedder(cfg))  # the saved config records the embedder the arm uses
             container = redaction.check_no_secrets(omegaconf.OmegaConf.to_container(cfg, resolve=True))
             redactor.add_config(container)
             if multirun:  # Hydra wrote the sweep's multirun.yaml, overrides and all, before any job

@@ -93,9 +93,8 @@ def test_cold_embedding_reports_progress_and_caches_each_chunk(tmp_path) -> None
 
 
 @needs_weights
-def test_the_documented_local_sweep_runs_and_the_literal_one_says_what_to_type(tmp_path) -> None:
-    """docs/arms.md's sweep of lexical and local-dense arms runs offline with no key set; the
-    sweep with arm/embedder=minilm (which bm25 cannot take) names that command in one line."""
+def test_the_local_presets_sweep_runs_offline(tmp_path) -> None:
+    """arm=bm25,dense_minilm,hybrid_minilm: lexical and local-dense arms offline with no key set."""
     from conftest import run_memrun
     from memrun.io.reader import read_run
 
@@ -108,6 +107,40 @@ def test_the_documented_local_sweep_runs_and_the_literal_one_says_what_to_type(t
         ("bm25", None), ("dense_minilm", "sentence-transformers/all-MiniLM-L6-v2"),
         ("hybrid_minilm", "sentence-transformers/all-MiniLM-L6-v2")]
     assert (tmp_path / "cache" / "memrun" / "embeddings.sqlite").is_file()
-    literal = run_memrun(["-m", "arm=bm25,dense", "arm/embedder=minilm"], tmp_path, env)
-    assert literal.returncode == 2
-    assert literal.stderr.strip().splitlines()[-1].endswith("memrun -m arm=bm25,dense_minilm,hybrid_minilm")
+
+
+@needs_weights
+def test_the_documented_literal_sweep_runs_on_locomo_with_a_worker_launcher(tmp_path, data_dir) -> None:
+    """README's `memrun -m arm=bm25,dense,hybrid arm/embedder=minilm` as written (on a LoCoMo slice,
+    on joblib's worker processes, no key): every job completes; bm25 says once that it ignores the
+    embedder and records arm.embedder=null; dense and hybrid embed with MiniLM; bm25's rows equal
+    a plain arm=bm25 run's."""
+    from conftest import run_memrun
+    from memrun.io.reader import read_run
+
+    env = {"OPENAI_API_KEY": "", "XDG_CACHE_HOME": str(tmp_path / "cache"), "MEMRUN_DATA_DIR": str(data_dir)}
+    slice_ = ["benchmark=locomo", "benchmark.limit=40"]
+    done = run_memrun(["-m", "arm=bm25,dense,hybrid", "arm/embedder=minilm", *slice_, "hydra/launcher=joblib",
+                       "hydra.launcher.n_jobs=2", "progress=false"], tmp_path, env)
+    assert done.returncode == 0, done.stderr
+    assert "No match in the defaults list" not in done.stderr + done.stdout
+    jobs = sorted((tmp_path / "outputs" / "multirun").glob("*/*/items.parquet"))
+    runs = {read_run(p.parent).instrument.arm: read_run(p.parent) for p in jobs}
+    assert {a: r.instrument.embedder for a, r in runs.items()} == {
+        "bm25": None, "dense": "sentence-transformers/all-MiniLM-L6-v2", "hybrid": "sentence-transformers/all-MiniLM-L6-v2"}
+    assert runs["bm25"].instrument.config["arm"]["embedder"] is None
+    assert [len(r.table) for r in runs.values()] == [40, 40, 40]
+    assert (done.stdout + done.stderr).count("arm=bm25 does not embed: arm/embedder=... is ignored") == 1
+    plain = run_memrun(["arm=bm25", *slice_, "progress=false", "hydra.run.dir=plain"], tmp_path, env)
+    assert plain.returncode == 0, plain.stderr
+    alone = read_run(tmp_path / "plain")
+    assert alone.table.column("retrieved_keys").to_pylist() == runs["bm25"].table.column("retrieved_keys").to_pylist()
+    assert not alone.instrument.configuration_diff(runs["bm25"].instrument)  # the two compare
+
+
+def test_an_arm_that_embeds_without_an_embedder_is_one_line(tmp_path) -> None:
+    from conftest import run_memrun
+
+    deselected = run_memrun(["arm=dense", "arm/embedder=null"], tmp_path)
+    assert deselected.returncode == 2 and "Traceback" not in deselected.stderr
+    assert deselected.stderr.strip().splitlines()[-1].endswith("remove it with '~arm/embedder'")
