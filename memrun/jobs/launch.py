@@ -49,9 +49,9 @@ if TYPE_CHECKING:
     from rich import console as rich_console
 
     from memrun import config
+    from memrun.config import build_spec, strict
     from memrun.config import compose as config_compose
     from memrun.config import errors as config_errors
-    from memrun.config import build_spec, strict
     from memrun.core import instrument
     from memrun.io import reader, writer
     from memrun.pipeline import resume as resume_module
