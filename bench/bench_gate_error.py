@@ -30,6 +30,7 @@ PASSed: ``memrun`` with Holm's step-down over the arms' one-sided gate p-values
 from __future__ import annotations
 
 import argparse
+import json
 import math
 import sys
 import time
@@ -138,35 +139,96 @@ class _Bounds:
     high: float
 
 
-def run_cell(cell: Cell, reps: int, resamples: int) -> tuple[int, int, float]:
-    """(memrun passes, uncalibrated passes, mean simulated nominal rate) over ``reps`` null replications."""
-    seed = [int(cell.icc * 1000), len(cell.design.sizes), cell.design.n_items, int(cell.skewed), int(cell.errors * 1000)]
+CHUNK = 250
+"""Replications a chunk: each chunk draws from its own seed, so a cell's chunks can be saved
+(``--save``) and the run resumed without redrawing what is done."""
+
+
+def run_chunk(cell: Cell, chunk: int, reps: int, resamples: int) -> tuple[int, int, float, int]:
+    """(memrun passes, uncalibrated passes, sum of the design check's simulated nominal rates,
+    replications the check ran on) over the ``reps`` null replications of chunk ``chunk``."""
+    seed = [int(cell.icc * 1000), len(cell.design.sizes), cell.design.n_items, int(cell.skewed),
+            int(cell.errors * 1000), chunk]
     rng = np.random.default_rng(seed)
     x = simulate(cell.design, icc=cell.icc, delta=0.0, reps=reps, rng=rng, skewed=cell.skewed)
     ours = base = 0
-    rates = []
+    rates, rated = 0.0, 0
     for r, d in enumerate(x):
-        a, b, rate = gate_passes(d, cell.design, r, resamples, cell.errors, rng)
+        a, b, rate = gate_passes(d, cell.design, chunk * CHUNK + r, resamples, cell.errors, rng)
         ours += a
         base += b
-        rates.append(rate)
-    return ours, base, float(np.nanmean(rates)) if not np.isnan(rates).all() else math.nan
+        if not math.isnan(rate):
+            rates, rated = rates + rate, rated + 1
+    return ours, base, rates, rated
 
 
-def run_sweep(k: int, reps: int, resamples: int) -> tuple[int, int]:
-    """(sweeps with a family-wise PASS under Holm, sweeps with any arm's own PASS)."""
+def run_cell(cell: Cell, reps: int, resamples: int, save: Path | None = None) -> tuple[int, int, float]:
+    """(memrun passes, uncalibrated passes, mean simulated nominal rate) over ``reps`` null
+    replications, in chunks of :data:`CHUNK`; with ``save``, each finished chunk is appended
+    to that JSON-lines file and chunks already there are read back, not rerun."""
+    key = f"{cell.name}|{cell.icc:g}|{cell.skewed}|{resamples}"
+    done: dict[int, list[float]] = {}
+    if save is not None and save.exists():
+        for line in save.read_text().splitlines():
+            row = json.loads(line)
+            if row["key"] == key:
+                done[row["chunk"]] = row["counts"]
+    totals = np.zeros(4)
+    for chunk in range(math.ceil(reps / CHUNK)):
+        n = min(CHUNK, reps - chunk * CHUNK)
+        counts = done.get(chunk)
+        if counts is None or counts[4] != n:
+            counts = [*run_chunk(cell, chunk, n, resamples), n]
+            if save is not None:
+                with save.open("a") as f:
+                    f.write(json.dumps({"key": key, "chunk": chunk, "counts": counts}) + "\n")
+        totals += counts[:4]
+    return int(totals[0]), int(totals[1]), float(totals[2] / totals[3]) if totals[3] else math.nan
+
+
+SWEEP_CHUNK = 50
+"""Sweeps a chunk of a sweep row (each from its own seed, saved by ``--save``)."""
+
+
+def sweep_chunk(k: int, chunk: int, reps: int, resamples: int) -> tuple[int, int]:
+    """(sweeps with a family-wise PASS under Holm, sweeps with any arm's own PASS) over the
+    ``reps`` sweeps of chunk ``chunk``."""
     design = locomo_like(10)
-    rng = np.random.default_rng([k, 33])
+    rng = np.random.default_rng([k, 33, chunk])
     clusters = design.cluster_codes()
     holm_any = raw_any = 0
     for r in range(reps):
         x = simulate(design, icc=0.05, delta=0.0, reps=k, rng=rng)
-        gates = [gate_interval(d, clusters, resamples=resamples, seed=r, check=True) for d in x]
+        seed = chunk * SWEEP_CHUNK + r
+        gates = [gate_interval(d, clusters, resamples=resamples, seed=seed, check=True) for d in x]
         raw = [decide(g, n_items=len(d), n_clusters=10, hold=(DEGENERATE, g.degenerate) if g.degenerate else None).passed
                for g, d in zip(gates, x)]
         fam = family_verdicts([g.p_pass for g in gates], [g.degenerate is None and g.low > 0 for g in gates])
         holm_any += any(fam)
         raw_any += any(raw)
+    return holm_any, raw_any
+
+
+def run_sweep(k: int, reps: int, resamples: int, save: Path | None = None) -> tuple[int, int]:
+    """(sweeps with a family-wise PASS under Holm, sweeps with any arm's own PASS) over
+    ``reps`` sweeps of ``k`` null arms, in chunks saved to and resumed from ``save``."""
+    key = f"sweep|{k}|{resamples}"
+    done: dict[int, list[int]] = {}
+    if save is not None and save.exists():
+        for line in save.read_text().splitlines():
+            row = json.loads(line)
+            if row["key"] == key:
+                done[row["chunk"]] = row["counts"]
+    holm_any = raw_any = 0
+    for chunk in range(math.ceil(reps / SWEEP_CHUNK)):
+        n = min(SWEEP_CHUNK, reps - chunk * SWEEP_CHUNK)
+        counts = done.get(chunk)
+        if counts is None or counts[2] != n:
+            counts = [*sweep_chunk(k, chunk, n, resamples), n]
+            if save is not None:
+                with save.open("a") as f:
+                    f.write(json.dumps({"key": key, "chunk": chunk, "counts": counts}) + "\n")
+        holm_any, raw_any = holm_any + counts[0], raw_any + counts[1]
     return holm_any, raw_any
 
 
@@ -209,6 +271,10 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--sweep-reps", type=int, default=400, help="null sweeps a sweep row (default 400)")
     parser.add_argument("--resamples", type=int, default=500, help="bootstrap resamples of memrun's gate")
     parser.add_argument("--only", help="only rows whose name contains this")
+    parser.add_argument("--arms", type=int, nargs="+", default=[5, 10, 20], help="the sweep rows' arm counts")
+    parser.add_argument("--icc", type=float, help="only rows of this ICC")
+    parser.add_argument("--save", type=Path, help="append each finished chunk of a cell to this JSON-lines "
+                        "file and resume from it (nothing lost when the run is stopped)")
     parser.add_argument("--power", action="store_true",
                         help="instead: the MDE check (power at the MDE memrun prints, per design)")
     parser.add_argument("--pilots", type=int, default=5, help="--power: pilot datasets a design")
@@ -232,9 +298,9 @@ def main(argv: list[str] | None = None) -> int:
     print("| design | ICC | effects | memrun | uncalibrated | sim. nominal |")
     print("|---|---|---|---|---|---|")
     for cell in cells():
-        if args.only and args.only not in cell.name:
+        if (args.only and args.only not in cell.name) or (args.icc is not None and cell.icc != args.icc):
             continue
-        ours, base, rate = run_cell(cell, args.reps, args.resamples)
+        ours, base, rate = run_cell(cell, args.reps, args.resamples, args.save)
         print(f"| {cell.name} | {cell.icc:g} | {'skewed' if cell.skewed else 'normal'} | **{pct(ours, args.reps)}** | "
               f"{pct(base, args.reps)} | {100 * rate:.1f} |", flush=True)
     if not args.only or "sweep" in args.only:
@@ -242,8 +308,8 @@ def main(argv: list[str] | None = None) -> int:
               "sweeps a row: share with at least one PASS")
         print("| arms | memrun (Holm, family-wise) | each arm's own gate |")
         print("|---|---|---|")
-        for k in (5, 10, 20):
-            holm_any, raw_any = run_sweep(k, args.sweep_reps, args.resamples)
+        for k in args.arms:
+            holm_any, raw_any = run_sweep(k, args.sweep_reps, args.resamples, args.save)
             print(f"| {k} | **{pct(holm_any, args.sweep_reps)}** | {pct(raw_any, args.sweep_reps)} |", flush=True)
     print(f"\n({time.perf_counter() - started:.0f} s)")
     return 0

@@ -20,6 +20,12 @@ and exit 4; with ``--format json`` stdout always holds a JSON document (``outcom
 ``--format markdown`` a markdown document for every outcome
 (:mod:`memrun.report.compare_pr`: the sticky-comment marker, the runs by id and config).
 
+``memrun compare A B C ...`` (more than one arm against the baseline A) compares every arm
+with A and reads them as one family (:mod:`memrun.comparison.family`): a table of each
+arm's own gate and Holm's step-down over the arms' one-sided gate p-values, a winner only
+when both pass (2.5% family-wise false PASS). Exit code 0 when an arm is a winner, else 3
+when an arm could not be compared, 1 when every arm failed, 2 otherwise.
+
 ``--gate NAME`` reads ``conf/gates/NAME.yaml`` (:mod:`memrun.comparison.gates`; flags win);
 ``--baseline auto B`` finds A among the runs under ``--runs-dir``
 (:mod:`memrun.comparison.baseline`; none found: exit 4).
@@ -28,6 +34,7 @@ and exit 4; with ``--format json`` stdout always holds a JSON document (``outcom
 from __future__ import annotations
 
 import argparse
+import dataclasses
 import sys
 from collections.abc import Sequence
 from pathlib import Path
@@ -42,13 +49,17 @@ from memrun.report.compare_report import render_json, render_markdown, render_te
 from memrun.stats import ExitCode
 
 if TYPE_CHECKING:
+    from memrun.comparison import family as comparison_family
     from memrun.comparison import flips as compare_flips
     from memrun.report import compare_pr as report_compare_pr
+    from memrun.report import family_table as report_family_table
     from memrun.report import flips as report_flips
 else:
     compare_flips = lazy("memrun.comparison.flips")
     report_flips = lazy("memrun.report.flips")
     report_compare_pr = lazy("memrun.report.compare_pr")
+    report_family_table = lazy("memrun.report.family_table")
+    comparison_family = lazy("memrun.comparison.family")
 
 _LIMITS = DataThresholds()
 
@@ -82,10 +93,13 @@ def _common(parser: argparse.ArgumentParser) -> None:
 
 def build_parser() -> argparse.ArgumentParser:
     parser = _Parser(prog="memrun compare", description="Decide whether run B beats run A (paired, clustered bootstrap).",
-                     usage="memrun compare [options] A B  |  memrun compare [options] --baseline auto B  "
+                     usage="memrun compare [options] A B [C ...]  |  memrun compare [options] --baseline auto B  "
                            "(memrun compare --help lists the options)")
     parser.add_argument("a", nargs="?", help="run A (the baseline): a run folder or items.parquet")
     parser.add_argument("b", nargs="?", help="run B (the change)")
+    parser.add_argument("more", nargs="*", metavar="C",
+                        help="more arms: every arm B, C, ... is compared with A and the arms are read as one family "
+                             "(Holm's step-down, 2.5%% family-wise: a winner needs its own gate and the family's)")
     _common(parser)
     parser.set_defaults(metric=None)  # filled from --gate, else recall@5 (:func:`_apply_gate`)
     parser.add_argument("--baseline", metavar="auto",
@@ -205,6 +219,8 @@ def _paths(args: argparse.Namespace) -> tuple[str | None, str | None]:
 def main(argv: Sequence[str]) -> int:
     """``memrun compare A B [options]``; returns the exit code in the module docstring."""
     def body(args: argparse.Namespace) -> int:
+        if args.more:
+            return _family(args)
         request, notes = resolve(request_from(args))
         for note in notes:
             sys.stderr.write(f"memrun: {note}\n")
@@ -230,8 +246,21 @@ def main(argv: Sequence[str]) -> int:
     return _guarded(argv, build_parser(), body, _check_runs)
 
 
+def _family(args: argparse.Namespace) -> int:
+    """``memrun compare A B C ...``: every arm against A, read as one family
+    (:mod:`memrun.comparison.family`); the family's exit code."""
+    base = request_from(args)
+    arms = [comparison_family.Arm(run, "-", dataclasses.replace(base, b=run)) for run in (args.b, *args.more)]
+    family = comparison_family.compare_family(args.a, "-", arms)
+    sys.stdout.write(report_family_table.render(family, args.format))
+    return comparison_family.family_exit_code(family)
+
+
 def _check_runs(parser: argparse.ArgumentParser, args: argparse.Namespace) -> None:
-    """Two runs, or one with --baseline auto: else a usage error (exit 4)."""
+    """Two runs or more, or one with --baseline auto: else a usage error (exit 4)."""
+    if args.more and (args.baseline is not None or args.flips):
+        parser.error("--baseline auto and --flips compare two runs: give A and B only, or drop them for a family "
+                     "of arms (A B C ...)")
     if args.baseline is None and args.b is None:
         parser.error("give two runs, A (the baseline) and B (the change), or --baseline auto B")
     if args.baseline is not None and args.b is not None:

@@ -22,22 +22,20 @@ from memrun.lazy import lazy
 
 if TYPE_CHECKING:
     from memrun.commands import compare as commands_compare
-    from memrun.comparison import api as comparison_api
+    from memrun.comparison import family as comparison_family
     from memrun.io import combine as io_combine
     from memrun.io import writer as io_writer
     from memrun.jobs import sweep as memrun_sweep
     from memrun.report import family_table as report_family_table
     from memrun.report import sweep_table as report_sweep_table
-    from memrun.stats import family as stats_family
 else:
     io_writer = lazy("memrun.io.writer")
     report_sweep_table = lazy("memrun.report.sweep_table")
     memrun_sweep = lazy("memrun.jobs.sweep")
     io_combine = lazy("memrun.io.combine")
-    comparison_api = lazy("memrun.comparison.api")
+    comparison_family = lazy("memrun.comparison.family")
     report_family_table = lazy("memrun.report.family_table")
     commands_compare = lazy("memrun.commands.compare")
-    stats_family = lazy("memrun.stats.family")
 
 
 def build_parser() -> argparse.ArgumentParser:
@@ -106,19 +104,7 @@ def family(rows: Sequence, baseline: int, compare_args: Sequence[str]) -> dict:
             continue
         argv = [base.run_dir, r.run_dir, "--allow-noncomparable", *compare_args]
         request = commands_compare.request_from(commands_compare.build_parser().parse_args(argv))
-        outcome = comparison_api.compare(request)
-        result = outcome.comparison
-        if result is None:  # a sweep's jobs differ by their overrides: those are its treatments
-            arms.append({"job": r.job, "overrides": r.overrides, "error": outcome.refusal or "not comparable"})
-            continue
-        o, v = result.overall, result.verdict
-        arms.append({"job": r.job, "overrides": r.overrides, "delta": o["delta"], "low": v["low"], "high": v["high"],
-                     "outcome": v["outcome"], "p_pass": 1.0 if v.get("detail") else o["p_pass"],
-                     "differs": [d.field for d in result.differences]})
-    compared = [a for a in arms if "error" not in a]
-    winners = stats_family.family_verdicts([a["p_pass"] for a in compared], [a["outcome"] == "pass" for a in compared])
-    for a, adj, win in zip(compared, stats_family.holm_adjusted([a["p_pass"] for a in compared]), winners):
-        a["holm_p"], a["winner"] = adj, win
-    return {"baseline": baseline, "baseline_overrides": base.overrides, "k": len(compared),
-            "alpha": stats_family.FAMILY_ALPHA, "method": stats_family.METHOD, "arms": arms}
+        arms.append(comparison_family.Arm(r.job, r.overrides, request))
+    # a sweep's jobs differ by their overrides on purpose: those are its treatments
+    return comparison_family.compare_family(baseline, base.overrides, arms, need_comparable=False)
 

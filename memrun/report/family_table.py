@@ -1,4 +1,5 @@
-"""Render a family of arms compared with one baseline (``memrun sweep DIR --baseline JOB``):
+"""Render a family of arms compared with one baseline (``memrun sweep DIR --baseline JOB``,
+``memrun compare A B C ...``):
 each arm's own gate beside the family-wise (Holm) verdict that alone marks a winner."""
 
 from __future__ import annotations
@@ -32,7 +33,9 @@ def family_rows(rows: Sequence[Mapping[str, Any]]) -> list[list[str]]:
 
 def family_note(d: Mapping[str, Any]) -> str:
     """What the family verdict controls, in one line."""
-    return (f"{d['k']} arm(s) against baseline job {d['baseline']} ({d['baseline_overrides'] or 'no overrides'}): "
+    base = f"job {d['baseline']} ({d['baseline_overrides'] or 'no overrides'})" if isinstance(d["baseline"], int) \
+        else str(d["baseline"])
+    return (f"{d['k']} arm(s) against baseline {base}: "
             f"a winner needs its own gate's PASS and Holm's step-down over the arms' one-sided gate p-values at "
             f"{100 * d['alpha']:.1f}% family-wise (memrun.stats.family); an arm whose own gate passes but Holm's "
             "does not is not marked")
