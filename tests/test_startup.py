@@ -70,3 +70,14 @@ def test_the_run_flow_leaves_pyarrow_to_the_writers_thread():
             "memrun.pipeline.item_stages, memrun.io.writer, memrun.arms.http; print('pyarrow' in sys.modules)")
     done = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True)
     assert done.returncode == 0 and done.stdout.strip() == "False", done.stdout + done.stderr
+
+
+def test_an_http_arms_run_reaches_its_first_request_without_numpy_or_pyarrow():
+    """What a run of arm=http imports before its first request (the command line, the job, the
+    run flow, the arm and the stale-run check's footer read) pulls in neither numpy nor pyarrow:
+    they load after it (the run-level metrics) or on the writer's thread."""
+    code = ("import sys; import memrun.cli, memrun.jobs.launch, memrun.pipeline.run, memrun.pipeline.outer_stages, "
+            "memrun.pipeline.item_stages, memrun.io.writer, memrun.io.reader, memrun.arms.http, memrun.benchmarks.locomo; "
+            "print(sorted(m for m in ('numpy', 'pyarrow') if m in sys.modules))")
+    done = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True)
+    assert done.returncode == 0 and done.stdout.strip() == "[]", done.stdout + done.stderr

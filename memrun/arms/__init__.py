@@ -17,13 +17,17 @@ documented for users in ``docs/arms.md``.
 from __future__ import annotations
 
 from collections.abc import Mapping, Sequence
-from typing import Any, Protocol, runtime_checkable
-
-import numpy as np
+from typing import TYPE_CHECKING, Any, Protocol, runtime_checkable
 
 from memrun.core.instrument import Instrument
 from memrun.errors import ArmError
+from memrun.lazy import lazy
 from memrun.records import GoldMatch, Hit, Item, Record
+
+if TYPE_CHECKING:
+    import numpy as np
+else:
+    np = lazy("numpy")  # only scored arms need it: arm=http and arm=mcp send their first request without it
 
 
 @runtime_checkable

@@ -27,6 +27,7 @@ import httpx
 
 from memrun.arms import http_async
 from memrun.arms.http_templates import Operation, encode_body
+from memrun.core.blocking_client import blocking_client
 from memrun.core.http_policy import HttpPolicy, RateGate, http_client_logging, send
 from memrun.core.redaction import Redactor, strip_userinfo
 from memrun.errors import ArmError, AuthError
@@ -56,7 +57,7 @@ class ServerClient:
         self.auth_hint, self.max_rps = auth_hint, max_rps
         self._redactor = redactor
         self._headers, self._timeout = dict(headers), timeout_s
-        self._client = httpx.Client(headers=self._headers, timeout=timeout_s)
+        self._client = blocking_client(self._headers, timeout_s)  # a TLS context only for https
         self._session: Any = None  # the aiohttp session, bound to the event loop it was made on
         self._loop: asyncio.AbstractEventLoop | None = None
         self._gate = RateGate(max_rps)

@@ -14,10 +14,13 @@ import json
 from dataclasses import dataclass, field
 from typing import Any
 
-from memrun.stats.labels import MAJORITY_RULE
-
 METADATA_KEY = b"memrun.instrument"
 SCHEMA_VERSION = 1
+
+MAJORITY_RULE = "strict plurality of non-error repeats; a tie is wrong"
+"""The name of the rule :func:`memrun.stats.labels.majority_label` applies to repeats, recorded in
+every run's instrument (a comparability field). Declared here, not beside the rule, so that writing
+a run's table does not import the statistics (numpy) before its first request."""
 
 # Values of the ``denominator`` field: what a run's ratios divide by.
 DENOMINATOR_RETRIEVAL = "items_with_retrieval_gold"  # retrieval axis: items without gold are unscored

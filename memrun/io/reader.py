@@ -9,18 +9,22 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import TYPE_CHECKING
 
-import pyarrow as pa
-import pyarrow.parquet as pq
-
 from memrun.core.instrument import METADATA_KEY, Instrument
 from memrun.errors import RunTableError
 from memrun.io.metadata import LEGACY_WARNING, verify
 from memrun.io.writer import ITEMS_FILE, PARTS_DIR, SHA256_KEY, SUMMARY_FILE, file_sha256
 from memrun.lazy import lazy
 
+# pyarrow loads at the first table or schema read: peek_instrument of a sealed footer needs none
+# (a run's stale-run check reads its neighbours' instruments before its first request).
 if TYPE_CHECKING:
+    import pyarrow as pa
+    import pyarrow.parquet as pq
+
     from memrun.io import footer as io_footer
 else:
+    pa = lazy("pyarrow")
+    pq = lazy("pyarrow.parquet")
     io_footer = lazy("memrun.io.footer")
 
 

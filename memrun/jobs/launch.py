@@ -207,7 +207,7 @@ def stale_runs(out_dir: Path, cfg: Any, limit: int = 200) -> list[tuple[Path, in
             continue  # ours, gone, or already taken over by a run that resumed it
         try:  # its seal checked: a damaged or edited part says nothing of its configuration
             source = sorted((folder / writer.PARTS_DIR).glob("part-*.parquet"))[-1] if killed else folder
-            theirs = reader.read_instrument(source)
+            theirs = reader.peek_instrument(source)  # a sealed footer's bytes: no pyarrow before the first request
         except (IndexError, RunTableError):
             continue  # no readable part: nothing of it to speak of
         if not mine.configuration_diff(theirs):
@@ -216,9 +216,11 @@ def stale_runs(out_dir: Path, cfg: Any, limit: int = 200) -> list[tuple[Path, in
 
 
 def _interrupted(summary: Path) -> bool:
-    """Whether a run's ``summary.json`` says it was interrupted (unreadable: no)."""
+    """Whether a run's ``summary.json`` says it was interrupted (unreadable: no). Every run
+    beside the new one is asked: a summary without the word is not parsed."""
     try:
-        return json.loads(summary.read_text()).get("status") == "interrupted"
+        data = summary.read_bytes()
+        return b'"interrupted"' in data and json.loads(data).get("status") == "interrupted"
     except (OSError, ValueError, AttributeError):
         return False
 

@@ -26,16 +26,16 @@ from __future__ import annotations
 from collections.abc import Mapping, Sequence
 from typing import TYPE_CHECKING, Any
 
-import numpy as np
-
 from memrun.lazy import lazy
 from memrun.metrics.retrieval import SESSION_PREFIX, item_column_for
 from memrun.metrics.retrieval_official import EVIDENCE_SHARE, OFFICIAL_NO_GOLD
 
 if TYPE_CHECKING:
+    import numpy as np
     import pyarrow as pa
     from pyarrow import compute as pc
 else:
+    np = lazy("numpy")  # after the items: a run sends its first request without it
     pa = lazy("pyarrow")  # a run loads it on the writer's thread (memrun.io.writer)
     pc = lazy("pyarrow.compute")
 

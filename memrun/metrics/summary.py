@@ -3,11 +3,15 @@
 from __future__ import annotations
 
 from collections.abc import Iterable, Mapping, Sequence
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
-import numpy as np
-
+from memrun.lazy import lazy
 from memrun.metrics.retrieval import aggregate
+
+if TYPE_CHECKING:
+    import numpy as np
+else:
+    np = lazy("numpy")  # after the items: a run sends its first request without it
 
 Row = Mapping[str, Any]
 

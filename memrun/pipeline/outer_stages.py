@@ -32,7 +32,6 @@ from memrun.jobs import shards
 from memrun.lazy import lazy
 from memrun.metrics.conventions import caveat_warnings, run_counts
 from memrun.metrics.retrieval_official import LME_OFFICIAL_PRESET, session_cut_warning
-from memrun.metrics.run_level import summarize_rows
 from memrun.pipeline.checks import HitChecks, coverage_warnings
 from memrun.pipeline.many_histories import arm_kind
 from memrun.pipeline.one_history import retrieval_conventions
@@ -44,9 +43,12 @@ if TYPE_CHECKING:
     from memrun.accuracy import setup as accuracy_setup
     from memrun.accuracy.setup import AccuracySetup
     from memrun.llm import reader as llm_reader
+    from memrun.metrics import run_level
 else:
     accuracy_setup = lazy("memrun.accuracy.setup")
     llm_reader = lazy("memrun.llm.reader")
+    # The run-level metrics (their intervals: the statistics, numpy) load when the items are done.
+    run_level = lazy("memrun.metrics.run_level")
 
 
 @dataclass
@@ -208,7 +210,7 @@ def finish(spec: RunSpec, loaded: Loaded, parts: Parts, rows: list[dict[str, Any
 
 def metrics(rows: list[dict[str, Any]], instrument: Instrument, headline: str | None = None) -> dict[str, Any]:
     """The run's metrics from its rows (:func:`memrun.metrics.run_level.summarize_rows`)."""
-    return summarize_rows(
+    return run_level.summarize_rows(
         rows, axis=str(instrument.axis), ks=instrument.ks, categories=instrument.categories,
         comparable_categories=instrument.comparable_categories, task_averaged=instrument.task_averaged,
         headline=headline, unmeasurable=instrument.retrieval_not_measurable,

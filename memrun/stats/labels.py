@@ -24,8 +24,7 @@ from collections.abc import Iterable, Sequence
 
 import numpy as np
 
-MAJORITY_RULE = "strict plurality of non-error repeats; a tie is wrong"
-"""The name of the rule above, recorded in every run's instrument (a comparability field)."""
+# The rule's name, as every run's instrument records it: memrun.core.instrument.MAJORITY_RULE.
 
 CORRECT = "correct"
 WRONG = "wrong"
