@@ -27,20 +27,54 @@ turns into an error naming the path.
 from __future__ import annotations
 
 import asyncio
+import functools
 import json
 import re
 import time
 from collections.abc import Awaitable, Callable, Iterable, Mapping
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
-import jinja2
 from jmespath.exceptions import JMESPathError
 
 from memrun.arms.jmespath_compiled import compile_path
 from memrun.errors import ArmError
+from memrun.lazy import lazy
 from memrun.records import Hit
 
-_ENV = jinja2.Environment(undefined=jinja2.StrictUndefined, autoescape=False, keep_trailing_newline=True)
+if TYPE_CHECKING:
+    import jinja2
+else:
+    jinja2 = lazy("jinja2")  # only a template beyond {{ a.b }} names, or an undefined name's error, needs it
+
+
+@functools.lru_cache(maxsize=1)
+def _env() -> jinja2.Environment:
+    """The one Jinja environment of every template (strict: an undefined name is an error)."""
+    return jinja2.Environment(undefined=jinja2.StrictUndefined, autoescape=False, keep_trailing_newline=True)
+
+
+_JINJA_WORDS = frozenset({"and", "or", "not", "in", "is", "if", "else", "true", "false", "none", "True", "False",
+                          "None"})
+
+
+def _plain_name(name: str) -> bool:
+    """Whether ``name`` (``a.b``, matched by :data:`_NAME`) is a plain name to Jinja, which always
+    parses, so its Jinja render can wait (:func:`_later`); a word Jinja reads otherwise (``not``,
+    ``true``) is compiled at once, so a template that does not parse still fails at construction."""
+    return not any(part in _JINJA_WORDS for part in name.split("."))
+
+
+def _later(build: Callable[[], Render]) -> Render:
+    """The render ``build`` returns, built at its first call: a ``{{ a.b }}`` name (or text of
+    only such names) is read without Jinja, which is needed only to word an undefined name's
+    error, so a run whose templates are all names sends its first request without Jinja."""
+    made: list[Render] = []
+
+    def render(context: dict[str, Any]) -> Any:
+        if not made:
+            made.append(build())
+        return made[0](context)
+    return render
 _WHOLE_EXPRESSION = re.compile(r"^\s*\{\{((?:(?!\}\}|\{\{).)*)\}\}\s*$", re.DOTALL)
 _NAME = r"[A-Za-z_]\w*(?:\.[A-Za-z_]\w*)*"  # query, record.key: looked up without Jinja (same result)
 _SIMPLE = re.compile(rf"^\s*({_NAME})\s*$")
@@ -210,17 +244,21 @@ class JsonTemplate:
         try:
             if isinstance(spec, str):
                 if m := _WHOLE_EXPRESSION.match(spec):
-                    expression = _expression(_ENV.compile_expression(m.group(1), undefined_to_none=False), where)
-                    if simple := _SIMPLE.match(m.group(1)):  # the common case
-                        return _name(tuple(simple.group(1).split(".")), expression)
-                    return expression
+                    source = m.group(1)
+                    simple = _SIMPLE.match(source)
+                    if simple and _plain_name(simple.group(1)):  # the common case
+                        return _name(tuple(simple.group(1).split(".")), _later(
+                            lambda: _expression(_env().compile_expression(source, undefined_to_none=False), where)))
+                    expression = _expression(_env().compile_expression(source, undefined_to_none=False), where)
+                    return _name(tuple(simple.group(1).split(".")), expression) if simple else expression
                 if "{" not in spec:
                     return _constant(spec)
-                text = _text(_ENV.from_string(spec), where)
                 pieces = _TEXT_FIELD.split(spec)  # literal, name, literal, name, ..., literal
-                if not any(mark in p for p in pieces[::2] for mark in ("{{", "{%", "{#")):
-                    return _fields([p if i % 2 == 0 else tuple(p.split(".")) for i, p in enumerate(pieces)], text)
-                return text
+                if not any(mark in p for p in pieces[::2] for mark in ("{{", "{%", "{#")) and all(
+                        _plain_name(name) for name in pieces[1::2]):
+                    return _fields([p if i % 2 == 0 else tuple(p.split(".")) for i, p in enumerate(pieces)],
+                                   _later(lambda: _text(_env().from_string(spec), where)))
+                return _text(_env().from_string(spec), where)
         except jinja2.TemplateSyntaxError as exc:
             raise ArmError(f"{where}: template {spec!r} does not parse: {exc.message}") from exc
         if isinstance(spec, Mapping):

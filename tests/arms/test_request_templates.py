@@ -10,6 +10,8 @@ methods (``items``), missing names and values that are not dicts at all.
 from __future__ import annotations
 
 import random
+import subprocess
+import sys
 from types import SimpleNamespace
 
 import jinja2
@@ -103,3 +105,31 @@ def test_the_ingest_record_template_is_generated_and_errors_stay_jinjas():
     text = JsonTemplate({"path": "/v1/{{ namespace }}/x"}, "arm.x")  # a text field: no generated function
     assert text._render.__code__.co_filename != "<memrun request template>"
     assert text.render(namespace="n") == {"path": "/v1/n/x"}
+
+
+def test_templates_of_names_need_no_jinja_until_a_name_is_undefined():
+    """conf/arm/http.yaml's templates are all {{ a.b }} names: built and rendered without
+    importing Jinja (a run's first request waits for no Jinja); an undefined name still gets
+    Jinja's own error, and a template with a Jinja word still fails at construction."""
+    code = (
+        "import sys\n"
+        "from memrun.arms.http_templates import JsonTemplate\n"
+        "from memrun.errors import ArmError\n"
+        "body = JsonTemplate({'id': '{{ record.key }}', 'text': 'at {{ record.when }}: {{ record.text }}', "
+        "'n': 3}, 'arm.ingest.record')\n"
+        "assert body.render(record={'key': 'k', 'when': 't', 'text': 'x'}) == {'id': 'k', 'text': 'at t: x', 'n': 3}\n"
+        "assert 'jinja2' not in sys.modules\n"
+        "try:\n"
+        "    body.render(record={'key': 'k'})\n"
+        "except ArmError as exc:\n"
+        "    print(exc)\n"
+        "try:\n"
+        "    JsonTemplate('{{ not }}', 'arm.search.body')\n"
+        "except ArmError as exc:\n"
+        "    print(exc)\n"
+    )
+    done = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True)
+    assert done.returncode == 0, done.stderr
+    undefined, unparsed = done.stdout.splitlines()
+    assert undefined.startswith("arm.ingest.record.text: 'dict object' has no attribute 'when'"), undefined
+    assert unparsed.startswith("arm.search.body: template '{{ not }}' does not parse"), unparsed
