@@ -26,9 +26,11 @@ from __future__ import annotations
 import argparse
 import hashlib
 import json
+import os
 import subprocess
 import sys
 import tempfile
+import time
 import urllib.request
 from pathlib import Path
 
@@ -189,6 +191,7 @@ def main() -> None:
         server.kill()
     print(f"accuracy axis, whole processes, {args.pairs} pairs (memrun cold, plain client, memrun re-run)")
     print("\n".join(lines))
+    print(f"(load average at the end: {' '.join(f'{x:.2f}' for x in os.getloadavg())}; {time.strftime('%H:%M:%S')})")
 
 
 if __name__ == "__main__":

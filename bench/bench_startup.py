@@ -1,6 +1,6 @@
 """memrun's fixed costs beside a bare ``@hydra.main`` app: ``--help``, ``--cfg job`` and the time to a run's first request.
 
-    nice -n 10 python bench/bench_startup.py [--pairs 5]
+    MEMRUN_DATA_DIR=/work/shared/datasets nice -n 10 python bench/bench_startup.py [--pairs 5]
 
 Each row alternates whole processes in pairs (bench/_pairs.py), the figure being the
 median of the pair ratios:
@@ -23,6 +23,7 @@ libraries memrun loads before its first request.
 from __future__ import annotations
 
 import argparse
+import os
 import statistics
 import sys
 import tempfile
@@ -63,6 +64,10 @@ def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--pairs", type=int, default=5)
     args = parser.parse_args()
+    data = os.environ.get("MEMRUN_DATA_DIR")
+    if not data or not (Path(data) / "locomo10.json").is_file():
+        raise SystemExit("the first-request row runs benchmark=locomo: set MEMRUN_DATA_DIR to the folder holding "
+                         "locomo10.json (e.g. MEMRUN_DATA_DIR=/work/shared/datasets)")
     with tempfile.TemporaryDirectory() as tmp:
         work = Path(tmp)
         bare = work / "bare_app.py"
@@ -94,7 +99,7 @@ def main() -> None:
               f"{'<= +0.20 s':>12}  {'met' if extra <= 0.2 else 'MISSED'}")
         print("first request s, memrun:", ", ".join(f"{c.startup:.2f}" for c in firsts.a),  # type: ignore[attr-defined]
               "| bare app:", ", ".join(f"{c.startup:.2f}" for c in firsts.b))  # type: ignore[attr-defined]
-        print(f"(load average at the end: {' '.join(f'{x:.2f}' for x in __import__('os').getloadavg())}; "
+        print(f"(load average at the end: {' '.join(f'{x:.2f}' for x in os.getloadavg())}; "
               f"{time.strftime('%H:%M:%S')})")
 
 
