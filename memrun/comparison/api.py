@@ -166,7 +166,7 @@ def compare(request: CompareRequest, on_warning: Say | None = None) -> CompareOu
     prints them at once); they are in the outcome's ``warnings`` either way.
     Raises MemrunError for a usage error (unreadable runs, bad settings, nothing to pair).
     """
-    in_background(lambda: importlib.import_module("scipy.stats"))  # Wilcoxon's; ~1 s, overlaps the reading
+    in_background(lambda: importlib.import_module("scipy.special"))  # the gate's t quantiles; overlaps the reading
     request, notes = resolve(request)
     said: list[str] = []
     prepared = _prepare(request, _collect(said, on_warning))

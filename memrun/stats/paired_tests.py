@@ -2,8 +2,8 @@
 Wilcoxon signed-rank over paired units, and Holm's adjustment for several intervals read
 at once.
 
-SciPy loads at the first test run (:mod:`memrun.lazy`): it takes about a second to import,
-and most memrun commands never run these tests.
+scipy.special loads at the first McNemar test (:mod:`memrun.lazy`); Wilcoxon is numpy
+alone (scipy.stats takes about a second of CPU to import).
 """
 
 from __future__ import annotations
@@ -19,10 +19,8 @@ from memrun.lazy import lazy
 
 if TYPE_CHECKING:
     from scipy import special as scipy_special
-    from scipy import stats as scipy_stats
 else:
     scipy_special = lazy("scipy.special")
-    scipy_stats = lazy("scipy.stats")
 
 
 @dataclass(frozen=True)
@@ -72,11 +70,7 @@ class WilcoxonResult:
 
 EXACT_UNITS = 50
 """Up to this many non-zero units Wilcoxon's p-value is exact (no ties) or a permutation
-p-value (ties); above it the normal approximation."""
-PERMUTATIONS = 4096
-"""Up to this many sign vectors (12 tied units) the permutation p-value enumerates them all;
-beyond, the tie-corrected normal approximation."""
-PERMUTATION_SEED = 7
+p-value over all 2**n sign vectors (ties); above it the normal approximation."""
 
 
 def _as_bool(name: str, values: ArrayLike) -> NDArray[np.bool_]:
@@ -222,9 +216,10 @@ def wilcoxon_signed_rank(a_means: ArrayLike, b_means: ArrayLike, *, unit: str = 
         WilcoxonResult (two-sided) over the non-zero differences (Wilcoxon's convention:
         zeros are dropped): with at most :data:`EXACT_UNITS` of them, the exact null
         distribution when their magnitudes have no ties (``method="exact"``), else the
-        permutation distribution of the signed ranks over all 2**n sign vectors when
-        2**n <= :data:`PERMUTATIONS` (``"permutation"``); otherwise the tie-corrected
-        normal approximation (``"normal"``).
+        permutation distribution of the (mid)ranks' signed sum over all 2**n sign vectors
+        (``"permutation"``), both by convolution; beyond, the tie-corrected normal
+        approximation without continuity correction (``"normal"``). Two-sided p-value:
+        twice the smaller tail, at most 1.
         The normal approximation is poor for a few units with ties or zeros (issue 33:
         0.042 against an exact 0.051). None when the test cannot run; the reason is
         ``wilcoxon_skip_reason(a_means, b_means)``.
@@ -232,7 +227,9 @@ def wilcoxon_signed_rank(a_means: ArrayLike, b_means: ArrayLike, *, unit: str = 
     Raises:
         ValueError: not 1-D, lengths differ, or NaN/inf values.
 
-    Source: Wilcoxon (1945), via ``scipy.stats.wilcoxon`` with ``zero_method="wilcox"``.
+    Source: Wilcoxon (1945); equal to ``scipy.stats.wilcoxon(zero_method="wilcox")`` with
+    ``method="exact"`` / a full ``PermutationMethod`` / ``"approx"`` (tests), computed here
+    in numpy: importing scipy.stats took most of a 100k-item compare's CPU.
     """
     if wilcoxon_skip_reason(a_means, b_means) is not None:
         return None
@@ -241,19 +238,23 @@ def wilcoxon_signed_rank(a_means: ArrayLike, b_means: ArrayLike, *, unit: str = 
     diff = b - a
     nonzero = diff[diff != 0]
     n = len(nonzero)
+    ranks, ties = _midranks(np.abs(nonzero))
+    r_plus = float(ranks[nonzero > 0].sum())
+    r_minus = float(ranks.sum()) - r_plus
     if n > EXACT_UNITS:
-        method, how = "normal", "approx"
-    elif len(np.unique(np.abs(nonzero))) == n:
-        method, how = "exact", "exact"
-    elif 2**n <= PERMUTATIONS:
-        method = "permutation"
-        how = scipy_stats.PermutationMethod(n_resamples=2**n, rng=np.random.default_rng(PERMUTATION_SEED))
-    else:  # scipy's permutation test costs ~0.2 ms a sign vector: the tie-corrected normal beyond
-        method, how = "normal", "approx"
-    res = scipy_stats.wilcoxon(nonzero, zero_method="wilcox", alternative="two-sided", method=how)
+        method = "normal"
+        variance = (n * (n + 1.0) * (2.0 * n + 1.0) - float((ties**3 - ties).sum()) / 2.0) / 24.0
+        z = (r_plus - n * (n + 1.0) / 4.0) / math.sqrt(variance)
+        p_value = min(1.0, math.erfc(abs(z) / math.sqrt(2.0)))
+    else:
+        method = "exact" if len(ties) == n else "permutation"
+        doubled = np.rint(2.0 * ranks).astype(np.int64)  # midranks are halves: twice them are integers
+        pmf = _signed_rank_null(doubled)
+        observed = int(round(2.0 * r_plus))
+        p_value = min(1.0, 2.0 * min(float(pmf[:observed + 1].sum()), float(pmf[observed:].sum())))
     return WilcoxonResult(
-        statistic=float(res.statistic),
-        p_value=float(res.pvalue),
+        statistic=min(r_plus, r_minus),
+        p_value=p_value,
         n_units=len(a),
         n_nonzero=int(np.count_nonzero(diff)),
         mean_delta=float(diff.mean()),
@@ -261,6 +262,29 @@ def wilcoxon_signed_rank(a_means: ArrayLike, b_means: ArrayLike, *, unit: str = 
         min_p=min(1.0, math.ldexp(1.0, 1 - int(np.count_nonzero(diff)))),  # 2 / 2**n, no overflow
         method=method,
     )
+
+
+def _midranks(x: NDArray[np.float64]) -> tuple[NDArray[np.float64], NDArray[np.int64]]:
+    """(1-based average ranks of ``x``, shape (n,); the sizes of its groups of equal values)."""
+    order = np.argsort(x, kind="mergesort")
+    _, first, counts = np.unique(x[order], return_index=True, return_counts=True)
+    ranks = np.empty(len(x), dtype=np.float64)
+    ranks[order] = np.repeat(first + (counts + 1) / 2.0, counts)
+    return ranks, counts
+
+
+def _signed_rank_null(doubled: NDArray[np.int64]) -> NDArray[np.float64]:
+    """The exact null distribution of twice the signed-rank sum: P(2 T+ = s) for s = 0 ...
+    sum(doubled), over the 2**n equally likely sign vectors of units whose doubled (mid)ranks
+    are ``doubled`` (convolution, one unit at a time: O(n * sum))."""
+    pmf = np.zeros(int(doubled.sum()) + 1)
+    pmf[0], top = 1.0, 0
+    for r in doubled.tolist():
+        shifted = np.zeros_like(pmf)
+        shifted[r:top + r + 1] = pmf[:top + 1]
+        pmf = 0.5 * (pmf + shifted)
+        top += r
+    return pmf
 
 
 def holm(p_values: ArrayLike, alpha: float = 0.05) -> tuple[NDArray[np.float64], NDArray[np.bool_]]:

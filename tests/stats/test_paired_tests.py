@@ -154,3 +154,42 @@ def test_wilcoxon_reports_its_smallest_attainable_p() -> None:
 
     got = wilcoxon_signed_rank(np.zeros(4), np.array([0.1, 0.2, 0.3, 0.4]), unit="cluster")
     assert got.min_p == pytest.approx(2 / 16) and got.p_value >= got.min_p
+
+
+@pytest.mark.parametrize(("n", "tied", "method", "scipy_method"), [
+    (9, False, "exact", "exact"),
+    (40, False, "exact", "exact"),
+    (11, True, "permutation", None),  # every one of the 2**11 sign vectors: scipy's permutation test, exhaustive
+    (30, True, "permutation", None),
+    (80, True, "normal", "approx"),
+    (80, False, "normal", "approx"),
+])
+def test_wilcoxon_equals_scipy_on_fixed_inputs(n: int, tied: bool, method: str, scipy_method: str | None) -> None:
+    """memrun's numpy Wilcoxon (exact convolution, permutation over all sign vectors, normal)
+    equals scipy.stats.wilcoxon on the same differences."""
+    from scipy import stats
+
+    rng = np.random.default_rng(n + tied)
+    d = rng.normal(0.3, 1.0, n)
+    if tied:
+        d = np.round(d * 2) / 2  # magnitudes tie
+        d[d == 0] = 0.5
+    got = wilcoxon_signed_rank(np.zeros(n), d)
+    assert got.method == method
+    if scipy_method is None and n <= 13:
+        how = stats.PermutationMethod(n_resamples=2**n)
+        want = stats.wilcoxon(d, method=how)
+    elif scipy_method is None:  # 2**30 sign vectors: too many for scipy; the enumeration's exact count by brute
+        want = None
+    else:
+        want = stats.wilcoxon(d, method=scipy_method, correction=False)
+    if want is not None:
+        assert got.p_value == pytest.approx(float(want.pvalue), rel=1e-9, abs=1e-15)
+        assert got.statistic == pytest.approx(float(want.statistic))
+    else:  # the convolution against a Monte-Carlo sign-flip estimate (200,000 draws, +-0.003)
+        ranks = stats.rankdata(np.abs(d))
+        observed = ranks[d > 0].sum()
+        signs = np.random.default_rng(1).integers(0, 2, size=(200_000, n)).astype(bool)
+        sims = (signs * ranks).sum(axis=1)
+        mc = min(1.0, 2 * min((sims <= observed + 1e-9).mean(), (sims >= observed - 1e-9).mean()))
+        assert got.p_value == pytest.approx(mc, abs=0.003)
