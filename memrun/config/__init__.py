@@ -197,11 +197,13 @@ SCHEMAS: tuple[tuple[str | None, str, type], ...] = (
 class _Schema:
     """A schema dataclass as ConfigStore holds it, built into a config when a compose loads it.
 
-    ``ConfigStore.store`` builds ``OmegaConf.structured`` of its node at once (~3 ms each,
-    0.1 s for memrun's 24 before any run, ``--help`` or ``--cfg``), and ``ConfigStore.load``
-    hands every compose a deep copy of the stored node. This node's deep copy *is* that
-    build, so a compose builds only the schemas its config names (the root's and one per
-    chosen group option) and gets the same config a stored one would give.
+    ``ConfigStore.store`` builds ``OmegaConf.structured`` of its node at once, every compose
+    deep-copies the whole store (its config repository holds the store and is copied), and
+    ``ConfigStore.load`` hands the compose a deep copy of the node it asks for: memrun's 24
+    schemas were built and copied in full before every run, ``--help`` and ``--cfg``. Here
+    the stored node (:class:`_SchemaNode`) is shared by a copy of the store, and this
+    node's deep copy *is* the build, so a compose builds only the schemas its config names
+    (the root's and one per chosen group option) and gets the config a stored one would give.
     """
 
     def __init__(self, schema: type) -> None:
@@ -211,11 +213,20 @@ class _Schema:
         return OmegaConf.structured(self.schema)
 
 
+class _SchemaNode(ConfigNode):
+    """A stored schema's ConfigNode, shared (not copied) when the store is deep-copied:
+    ``ConfigStore.load`` copies it shallowly and deep-copies its ``node`` (a :class:`_Schema`)."""
+
+    def __deepcopy__(self, memo: dict[int, Any]) -> _SchemaNode:
+        return self
+
+
 def _store_lazily(group: str | None, name: str, schema: type) -> None:
     """What ``ConfigStore.instance().store(name=name, node=schema, group=group)`` stores, with
     the node built at its first load (:class:`_Schema`)."""
     folder = ConfigStore.instance().repo
     for part in group.split("/") if group else ():
         folder = folder.setdefault(part, {})
-    folder[f"{name}.yaml"] = ConfigNode(name=f"{name}.yaml", node=_Schema(schema), group=group, package=None,
+    node: Any = _Schema(schema)  # what ConfigStore.load deep-copies: the built DictConfig
+    folder[f"{name}.yaml"] = _SchemaNode(name=f"{name}.yaml", node=node, group=group, package=None,
                                         provider=None)
