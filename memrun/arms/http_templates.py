@@ -441,7 +441,8 @@ def sample_context(name: str, names: tuple[str, ...], record: JsonTemplate | Non
     entry), so that each arm renders every template once at set-up and a typo fails before
     any work; ingest's ``records`` holds one :data:`SAMPLE_RECORD` rendered by ``record``
     (the operation's per-record template, if any)."""
-    sample = {"namespace": f"{prefix}h", "history_id": "h", "flags": flags, "query": "q", "k": 1, "n_records": 1}
+    sample = {"namespace": f"{prefix}h", "namespace_id": f"{prefix}h", "namespace_dir": f"/tmp/{prefix}h",
+              "history_id": "h", "flags": flags, "query": "q", "k": 1, "n_records": 1}
     context = {k: sample[k] for k in names if k in sample}
     if name == "ingest":
         context["records"] = [record.render(**context, record=SAMPLE_RECORD) if record else SAMPLE_RECORD]

@@ -10,7 +10,11 @@ reference: ``docs/arms.md``, "Memory servers over MCP".
 Isolation: each history gets a fresh namespace. A server with its own notion of one
 (a project, a user id) gets it through a template argument (``{{ namespace }}``), erased
 with the ``erase`` tool once the history's searches are done (``release``; what is left,
-at ``close``). A server with one global store gets a fresh process per history: when
+at ``close``). A server that makes namespaces with a tool of its own (a project it must
+create first) gets a ``create`` call per history; when the server issues the namespace's id
+(``create.result``: the JMESPath to it), later calls see it as ``{{ namespace_id }}``, and
+``create``'s templates see ``{{ namespace_dir }}``, an empty folder of memrun's removed with
+the namespace (a project's path on disk). A server with one global store gets a fresh process per history: when
 ``args``, ``env`` or ``cwd`` mention ``{{ namespace_dir }}``, every history starts its own
 server on its own empty folder, stopped and removed when the history is done (the servers
 and sessions: :mod:`memrun.arms.mcp_servers`). Both kinds are recorded in the namespace
@@ -40,7 +44,7 @@ from memrun.arms.embedders import api_key_from_env
 from memrun.arms.http import health_fields
 from memrun.arms.http_templates import await_ready, hits_from_result, sample_context
 from memrun.arms.mcp_client import TRANSPORT_FAULTS, McpSession, run_blocking
-from memrun.arms.mcp_ops import CONTEXT, ArgumentChecker, ToolOperation, check_tools, map_result
+from memrun.arms.mcp_ops import CONTEXT, ArgumentChecker, ToolOperation, check_tools, issued_id, map_result
 from memrun.arms.mcp_servers import McpServers
 from memrun.arms.namespaces import (
     ISOLATED,
@@ -57,6 +61,7 @@ from memrun.records import Hit, Record
 
 log = logging.getLogger(__name__)
 DIR_LEDGER = "mcp-namespace-dirs"  # the ledger's "server" for per-history folders
+ISSUED = " id="  # a ledger entry "<namespace> id=<the id the server issued>"
 
 
 @dataclass
@@ -67,6 +72,8 @@ class _History:
     namespace: str
     session: McpSession | None = None
     slot: int = 0  # which of the run's shared sessions serves it (arm.sessions)
+    namespace_id: str = ""  # the id the server issued (arm.create.result), else the namespace
+    ledger_entry: str = ""  # what the ledger holds for it: the namespace, with " id=<id>" when issued
 
 
 class McpArm:
@@ -74,7 +81,8 @@ class McpArm:
 
     command, args, env, cwd: start the server over stdio; or url (+ auth_token_env,
     auth_header, auth_scheme, headers) for streamable HTTP. ingest, search, ready, erase,
-    health: ``{tool, arguments, result, ...}`` (:class:`memrun.arms.mcp_ops.ToolOperation`).
+    health, create: ``{tool, arguments, result, ...}`` (:class:`memrun.arms.mcp_ops.ToolOperation`;
+    create's ``result``: the id the server issues, ``{{ namespace_id }}`` in later calls).
     search_mode: the instrument's search_mode (null: health's, else ``server``).
     server_build: the server's own name and version (``local-memory 0.2.0``), for servers whose
     handshake reports their MCP framework's (``memrun arm init mcp`` finds and writes it);
@@ -93,14 +101,15 @@ class McpArm:
         url: str | None = None, auth_token_env: str | None = None, auth_header: str = "Authorization",
         auth_scheme: str = "Bearer", headers: Mapping[str, str] | None = None,
         ready: Mapping[str, Any] | None = None, erase: Mapping[str, Any] | None = None,
-        health: Mapping[str, Any] | None = None, search_mode: str | None = None, server_build: str | None = None,
+        health: Mapping[str, Any] | None = None, create: Mapping[str, Any] | None = None,
+        search_mode: str | None = None, server_build: str | None = None,
         namespace_prefix: str = "memrun-", keep_namespaces: bool = False, isolation: str = ISOLATED,
         ledger_dir: str | None = None,
         eval_flags: Mapping[str, Any] | None = None, crediting_flags: Mapping[str, Any] | None = None,
         crediting: bool = False, ingest_batch_size: int = 100, settle_s: float = 0.0, timeout_s: float = 30.0,
         start_timeout_s: float = 60.0, sessions: int = 1,
     ) -> None:
-        specs = {"health": health, "ingest": ingest, "ready": ready, "search": search, "erase": erase}
+        specs = {"health": health, "create": create, "ingest": ingest, "ready": ready, "search": search, "erase": erase}
         self.ops = {n: ToolOperation(n, s) for n, s in specs.items() if s and s.get("tool") is not None}
         for required in ("ingest", "search"):
             if required not in self.ops:
@@ -195,14 +204,18 @@ class McpArm:
 
     # -- sessions and namespaces -------------------------------------------------------
 
-    async def _aerase(self, name: str, session: McpSession | None) -> bool:
-        """Erase one namespace (a folder: remove it; else the erase tool); True when gone."""
+    async def _aerase(self, entry: str, session: McpSession | None) -> bool:
+        """Erase one namespace (a folder: remove it; else the erase tool); True when gone.
+        ``entry`` is what the ledger holds: the namespace, with `` id=<id>`` when the server issued one."""
         if self.per_process:
-            shutil.rmtree(name, ignore_errors=True)
-            return not Path(name).exists()
+            shutil.rmtree(entry, ignore_errors=True)
+            return not Path(entry).exists()
+        name, _, issued = entry.partition(ISSUED)
         try:
             assert session is not None
-            await self._acall(session, "erase", {"namespace": name, "history_id": name, "flags": self.flags})
+            await self._acall(session, "erase", {"namespace": name, "namespace_id": issued or name, "history_id": name,
+                                                 "flags": self.flags})
+            shutil.rmtree(self._created_dir(name), ignore_errors=True)
             return True
         except Exception as exc:  # noqa: BLE001 - counted, warned once, listed in the ledger
             self.erase_failures += 1
@@ -236,8 +249,9 @@ class McpArm:
             await entry.session.aclose()
         if not self.keep_namespaces:
             session = None if self.per_process else await self.servers.shared(entry.slot)
-            if await self._aerase(entry.namespace, session):
-                await self.ledger.discard_async(entry.namespace)
+            erased = entry.ledger_entry or entry.namespace
+            if await self._aerase(erased, session):
+                await self.ledger.discard_async(erased)
 
     async def disconnect(self) -> None:
         """Stop the sessions of the running loop (memrun awaits it when its loop ends); the
@@ -265,7 +279,11 @@ class McpArm:
             Path(name).mkdir(parents=True, exist_ok=True)
             entry.session = await self.servers.open(Path(name))
         session = await self._session_of(history_id)
-        context = {"namespace": name, "history_id": history_id, "flags": self.flags}
+        context = {"namespace": name, "namespace_id": name, "history_id": history_id, "flags": self.flags}
+        if "create" in self.ops:
+            entry.namespace_id = context["namespace_id"] = await self._acreate(session, context)
+            if entry.namespace_id != name:
+                entry.ledger_entry = f"{name}{ISSUED}{entry.namespace_id}"
         op = self.ops["ingest"]
         rows = [{"key": r.key, "text": r.text, "timestamp": r.timestamp, "session": r.session, "index": i}
                 for i, r in enumerate(records)]
@@ -280,6 +298,26 @@ class McpArm:
             await self._aawait_ready(session, {**context, "n_records": len(rows)})
         if self.settle_s:
             await asyncio.sleep(self.settle_s)
+
+    def _created_dir(self, namespace: str) -> Path:
+        """The folder ``create``'s templates see as ``{{ namespace_dir }}`` for ``namespace``."""
+        return self.root / "created" / safe_name(Path(namespace).name)
+
+    async def _acreate(self, session: McpSession, context: dict[str, Any]) -> str:
+        """Make the namespace with the ``create`` tool; the id later calls use (the one the
+        server issued, recorded in the ledger in place of the name, else the name)."""
+        name = context["namespace"]
+        folder = self._created_dir(name)
+        folder.mkdir(parents=True, exist_ok=True)
+        op = self.ops["create"]
+        result = await self._acall(session, "create", {**context, "namespace_dir": str(folder)})
+        if op.result is None:
+            return str(name)
+        issued = issued_id(op, result)
+        if issued != name:  # erasing may need the server's id from here on (a crash after this is repaired)
+            await self.ledger.add_async(f"{name}{ISSUED}{issued}")
+            await self.ledger.discard_async(name)
+        return issued
 
     async def _session_of(self, history_id: str) -> McpSession:
         entry = self._live.get(history_id)
@@ -307,8 +345,10 @@ class McpArm:
         history_id = history_id if history_id is not None else self._current or ""
         session = await self._session_of(history_id)
         op = self.ops["search"]
-        result = await self._acall(session, "search", {"namespace": self._live[history_id].namespace, "query": query,
-                                                       "k": k, "flags": self.flags})
+        entry = self._live[history_id]
+        result = await self._acall(session, "search", {"namespace": entry.namespace, "query": query, "k": k,
+                                                       "namespace_id": entry.namespace_id or entry.namespace,
+                                                       "flags": self.flags})
         assert op.result is not None
         return hits_from_result(map_result(op, result), op.result)[:k]
 
@@ -331,8 +371,7 @@ class McpArm:
                 run_blocking(self._aerase_all())
         finally:
             self.ledger.close()
-            if self.per_process:
-                shutil.rmtree(self.root, ignore_errors=True)
+            shutil.rmtree(self.root, ignore_errors=True)  # memrun's own folders (per history, create's)
             warn(*TRANSPORT_FAULTS.lines(self._faults_before, self.base.label))
 
     async def _aerase_all(self) -> None:

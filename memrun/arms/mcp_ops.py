@@ -1,6 +1,6 @@
 """The operations of ``arm=mcp``: which tool to call, its arguments, and where the answer is.
 
-Each operation (``health``, ``ingest``, ``ready``, ``search``, ``erase``) is a
+Each operation (``health``, ``create``, ``ingest``, ``ready``, ``search``, ``erase``) is a
 :class:`ToolOperation`: the tool's name, its ``arguments`` as a JSON value whose strings
 are Jinja2 templates and a JMESPath ``result`` over the tool's result, the same
 template and path machinery as ``arm=http`` (:mod:`memrun.arms.http_templates`).
@@ -32,16 +32,19 @@ if TYPE_CHECKING:
 else:
     jsonschema = lazy("jsonschema")  # loaded at the first argument check (memrun.lazy)
 
-OPERATIONS = ("health", "ingest", "ready", "search", "erase")
+OPERATIONS = ("health", "create", "ingest", "ready", "search", "erase")
 KEYS = ("tool", "arguments", "result", "record", "per_record")
 # The names each operation's templates see (``record`` too in ingest's ``record``, and in
 # its ``arguments`` when ``per_record``).
+# ``namespace_id``: the id the ``create`` tool returned (its ``result`` path), else ``namespace``;
+# ``namespace_dir``: an empty folder of memrun's for the namespace (a project's path), removed with it.
 CONTEXT = {
     "health": ("flags",),
-    "ingest": ("namespace", "history_id", "flags", "records"),
-    "ready": ("namespace", "history_id", "flags", "n_records"),
-    "search": ("namespace", "query", "k", "flags"),
-    "erase": ("namespace", "history_id", "flags"),
+    "create": ("namespace", "namespace_dir", "history_id", "flags"),
+    "ingest": ("namespace", "namespace_id", "history_id", "flags", "records"),
+    "ready": ("namespace", "namespace_id", "history_id", "flags", "n_records"),
+    "search": ("namespace", "namespace_id", "query", "k", "flags"),
+    "erase": ("namespace", "namespace_id", "history_id", "flags"),
 }
 
 
@@ -97,6 +100,16 @@ def result_document(result: Any) -> Any:
     if len(parsed) == 1:
         return parsed[0]
     return parsed
+
+
+def issued_id(op: ToolOperation, result: Any) -> str:
+    """The namespace id ``op.result`` (the ``create`` operation's) finds in the tool's result.
+    Raises ArmError when it finds nothing, or something that is not a string or a number."""
+    value = map_result(op, result)
+    if isinstance(value, bool) or not isinstance(value, (str, int)) or str(value) == "":
+        raise ArmError(f"{op.where}.result: {op.result.expression if op.result else ''!r} must find the id the "
+                       f"server issued (a string or number); got {describe_shape(value)}")
+    return str(value)
 
 
 def map_result(op: ToolOperation, result: Any, missing_ok: bool = False) -> Any:

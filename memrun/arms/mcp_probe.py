@@ -8,6 +8,19 @@ smoke records land in a store memrun created and removes. Which of those paths t
 wrote tells how each history gets its own store in the run (:func:`isolation_from`): the
 variable's path, else the working folder, else ``HOME``, each under ``{{ namespace_dir }}``.
 
+**Paths it was handed.** An argument or ``--env`` value that names a file or folder (a
+store at a fixed path: ``--db ~/notes.db``) is swapped for a path inside the sandbox for the
+probe (:func:`sandbox_paths`); when the probe server wrote there, the run puts that path under
+``{{ namespace_dir }}`` (:func:`handed_paths_written`).
+
+**Writes elsewhere.** Before any record is stored, the folders a server could still reach
+(``$HOME``, the working folder memrun runs in, the folders of the paths it was handed) are
+compared with their state before the server started (:func:`snapshot`, :func:`changes`):
+a server that wrote there at start keeps its store somewhere memrun did not create, and
+``memrun arm init`` stops before the smoke records. (A server that finds the home folder
+without ``$HOME``, or writes only on its first store, is seen after the smoke test instead,
+and said.)
+
 **The package.** A server built on an MCP framework often reports the framework's version in
 its handshake (FastMCP: the ``mcp`` SDK's, ``local-memory 1.30.0``). :func:`server_package`
 finds the package that installed the command: a Python console script (the ``*.dist-info``
@@ -18,8 +31,10 @@ of the command's environment whose ``entry_points.txt`` names it) or an npm bin 
 from __future__ import annotations
 
 import json
+import os
 import re
 import shutil
+from collections.abc import Iterable, Sequence
 from pathlib import Path
 
 # Storage paths MCP memory servers document as environment variables -> the file name used
@@ -43,14 +58,143 @@ NAMESPACE_DIR = "{{ namespace_dir }}"
 
 def sandbox(folder: Path, given: dict[str, str]) -> tuple[dict[str, str], str]:
     """(environment, working folder) for the probe server inside ``folder``: every storage
-    variable not in ``given`` (the user's ``--env``) and the home folders point there."""
+    variable not in ``given`` (the user's ``--env``), the home folders and the temporary
+    folder point there."""
     env = {var: str(folder / "store" / name) for var, name in STORAGE_ENV.items() if var not in given}
     for var, sub in HOME_DIRS.items():
         (folder / sub).mkdir(parents=True, exist_ok=True)
         env.setdefault(var, str(folder / sub))
-    (folder / "store").mkdir(exist_ok=True)
-    (folder / "cwd").mkdir(exist_ok=True)
+    for var in ("TMPDIR", "TEMP", "TMP"):
+        env.setdefault(var, str(folder / "tmp"))
+    for sub in ("store", "cwd", "tmp"):
+        (folder / sub).mkdir(exist_ok=True)
     return {**env, **given}, str(folder / "cwd")
+
+
+_PATHLIKE = re.compile(r"^(~|\.{0,2}/)|/|\.(db|sqlite3?|jsonl?|duckdb|lmdb|parquet|txt|md)$", re.I)
+
+
+_STORE_FILE = re.compile(r"\.(db|sqlite3?|jsonl|duckdb|lmdb|parquet)$", re.I)
+
+
+def _pathlike(value: str) -> bool:
+    """A value that names a store's file or folder: a path (not a template, an option or a URL)
+    that does not exist yet, or an existing file with a store's extension (never the server's
+    own script or package folder)."""
+    if not _PATHLIKE.search(value) or "{{" in value or "://" in value or value.startswith("-") or "=" in value:
+        return False
+    path = Path(os.path.expanduser(value))
+    return not path.exists() or (path.is_file() and bool(_STORE_FILE.search(path.name)))
+
+
+def sandbox_paths(folder: Path, args: Sequence[str], env: dict[str, str]
+                  ) -> tuple[list[str], dict[str, str], dict[str, Path]]:
+    """(args, env, handed) for the probe: every argument or variable value that names a path
+    (:func:`_pathlike`) swapped for one under ``folder/handed/<n>/`` with its base name;
+    ``handed`` maps each original value to its stand-in."""
+    handed: dict[str, Path] = {}
+
+    def swap(value: str) -> str:
+        if not _pathlike(value):
+            return value
+        if value not in handed:
+            stand_in = folder / "handed" / str(len(handed)) / (Path(value).name or "store")
+            stand_in.parent.mkdir(parents=True, exist_ok=True)
+            handed[value] = stand_in
+        return str(handed[value])
+
+    return [swap(a) for a in args], {k: swap(v) for k, v in env.items()}, handed
+
+
+def handed_paths_written(handed: dict[str, Path]) -> dict[str, str]:
+    """Original value -> ``{{ namespace_dir }}/<name>`` for each handed path the probe server wrote."""
+    return {value: f"{NAMESPACE_DIR}/{stand_in.name}" for value, stand_in in handed.items()
+            if _written(stand_in) or _written(stand_in.parent)}
+
+
+_NOISE = re.compile(r"(-journal|-wal|-shm|\.lock|\.tmp|\.pyc)$")
+
+
+def watched_roots(handed: Iterable[str]) -> list[tuple[Path, int]]:
+    """(folder, depth) a server could write to besides its sandbox: ``$HOME`` and the working
+    folder memrun runs in (2 levels), the existing folders of the paths it was handed (1)."""
+    roots = [(Path(os.path.expanduser("~")), 2), (Path.cwd(), 2)]
+    for value in handed:
+        parent = Path(os.path.expanduser(value)).resolve().parent
+        if parent.is_dir():
+            roots.append((parent, 1))
+    return roots
+
+
+def snapshot(roots: Sequence[tuple[Path, int]], skip: Path) -> dict[str, float]:
+    """path -> mtime of every entry under ``roots`` (to each one's depth), ``skip`` left out."""
+    seen: dict[str, float] = {}
+    todo = [(root, depth) for root, depth in roots if root.is_dir()]
+    while todo:
+        folder, depth = todo.pop()
+        try:
+            entries = list(os.scandir(folder))
+        except OSError:
+            continue
+        for entry in entries:
+            if entry.path.startswith(str(skip)) or _NOISE.search(entry.name):
+                continue
+            try:
+                seen[entry.path] = entry.stat(follow_symlinks=False).st_mtime
+                if depth > 1 and entry.is_dir(follow_symlinks=False):
+                    todo.append((Path(entry.path), depth - 1))
+            except OSError:
+                continue
+    return seen
+
+
+def changes(before: dict[str, float], after: dict[str, float]) -> list[str]:
+    """The entries created between two :func:`snapshot` s, and the files among the handed
+    folders' (depth 1) that were modified: what a server (or, rarely, another program at the
+    same moment) wrote."""
+    return sorted(p for p, m in after.items() if p not in before or (before[p] != m and not os.path.isdir(p)))
+
+
+def _children(pid: int) -> list[int]:
+    """The processes descended from ``pid`` (Linux /proc; [] elsewhere)."""
+    parents: dict[int, int] = {}
+    for stat in Path("/proc").glob("[0-9]*/stat"):
+        try:
+            fields = stat.read_text().rsplit(")", 1)[1].split()
+            parents[int(stat.parent.name)] = int(fields[1])
+        except (OSError, IndexError, ValueError):
+            continue
+    found, todo = [], [pid]
+    while todo:
+        parent = todo.pop()
+        kids = [p for p, pp in parents.items() if pp == parent]
+        found += kids
+        todo += kids
+    return found
+
+
+def child_processes() -> set[int]:
+    """memrun's descendant processes now (Linux; empty elsewhere): taken before a server starts,
+    so that :func:`files_open_for_writing` looks at that server's processes only."""
+    return set(_children(os.getpid()))
+
+
+def files_open_for_writing(inside: Path, before: set[int]) -> list[str]:
+    """Regular files outside ``inside`` that the processes memrun started since ``before``
+    (:func:`child_processes`: the server) hold open for writing (Linux /proc; [] elsewhere):
+    a store the server opened at start."""
+    found = set()
+    for pid in set(_children(os.getpid())) - before:
+        for fd in Path(f"/proc/{pid}/fd").glob("*"):
+            try:
+                target = os.readlink(fd)
+                flags = int(Path(f"/proc/{pid}/fdinfo/{fd.name}").read_text().split("flags:")[1].split()[0], 8)
+            except (OSError, IndexError, ValueError):
+                continue
+            if flags & 0o3 and target.startswith("/") and not target.startswith(("/dev/", "/proc/", "/sys/")) \
+                    and not target.startswith(str(inside)) and os.path.isfile(target) and not _NOISE.search(target):
+                found.add(target)
+    return sorted(found)
 
 
 def _written(path: Path) -> bool:
@@ -73,13 +217,22 @@ def isolation_from(folder: Path, given: dict[str, str]) -> tuple[dict[str, str],
     return None
 
 
+INTERPRETERS = re.compile(r"^(python[\d.]*|node|npx|uvx?|pipx|deno|bun|java|ruby|perl|bash|sh)$")
+
+
+def _console_scripts(entry_points: str) -> str:
+    """The ``[console_scripts]`` section of an ``entry_points.txt``."""
+    section = re.search(r"^\[console_scripts\]\s*$(.*?)(?=^\[|\Z)", entry_points, re.M | re.S)
+    return section.group(1) if section else ""
+
+
 def _python_package(bin_dir: Path, command: str) -> tuple[str, str] | None:
     """(name, version) of the distribution whose console script is ``bin_dir/command``."""
     pattern = re.compile(rf"^\s*{re.escape(command)}\s*=", re.M)
     for site in bin_dir.parent.glob("lib/python*/site-packages"):
         for info in site.glob("*.dist-info"):
             entry = info / "entry_points.txt"
-            if entry.is_file() and pattern.search(entry.read_text(errors="replace")):
+            if entry.is_file() and pattern.search(_console_scripts(entry.read_text(errors="replace"))):
                 meta = (info / "METADATA").read_text(errors="replace") if (info / "METADATA").is_file() else ""
                 name = re.search(r"^Name:\s*(.+)$", meta, re.M)
                 version = re.search(r"^Version:\s*(.+)$", meta, re.M)
@@ -108,7 +261,7 @@ def server_package(command: str | None) -> tuple[str, str] | None:
     """(name, version) of the package that installed the stdio server ``command``, or None
     (a command memrun cannot trace: ``npx``, ``uvx``, a script of one's own)."""
     found = shutil.which(command) if command else None
-    if not found:
+    if not found or INTERPRETERS.match(Path(found).name):  # it runs a script: not the server's package
         return None
     path = Path(found)
     if path.parent.name == ".bin" and path.parent.parent.name == "node_modules":

@@ -46,12 +46,12 @@ from memrun.errors import ArmError
 ISOLATED, SHARED = "per_history", "shared"
 """``arm.isolation`` values (and the instrument's ``isolation``): every history in a store of
 its own (the default), or every history in the server's one store, on purpose."""
-_USES_NAMESPACE = re.compile(r"\{[{%][^}]*\bnamespace(_dir)?\b")
+_USES_NAMESPACE = re.compile(r"\{[{%][^}]*\bnamespace(_dir|_id)?\b")
 
 
 def mentions_namespace(spec: Any) -> bool:
     """Whether a template spec (strings, lists, mappings, nested) uses ``{{ namespace }}``
-    (or ``{{ namespace_dir }}``) anywhere."""
+    (or ``{{ namespace_dir }}``, or ``{{ namespace_id }}``: the id a server issued) anywhere."""
     if isinstance(spec, str):
         return bool(_USES_NAMESPACE.search(spec))
     if isinstance(spec, dict):

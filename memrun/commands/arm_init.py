@@ -32,7 +32,7 @@ import yaml
 from memrun.arms import mcp_probe, openapi_guess
 from memrun.arms.http_templates import JsonTemplate, Operation, encode_body
 from memrun.arms.mcp_client import McpSession, ServerSpec, ToolError
-from memrun.arms.mcp_guess import propose, result_path
+from memrun.arms.mcp_guess import create_result, propose, result_path
 from memrun.arms.mcp_ops import ToolOperation, result_document
 from memrun.core.paths import conf_dir
 from memrun.errors import ArmError, ConfigError, MemrunError
@@ -91,17 +91,22 @@ def main(argv: Sequence[str]) -> int:
     folder = Path(tempfile.mkdtemp(prefix="memrun-arm-init-"))
     try:
         try:
-            proposal, name = asyncio.run(_propose(config, args.name, folder, notes))
-        except (ToolError, ValueError) as exc:
-            raise ArmError(f"memrun arm init: {exc}; write the config by hand (docs/arms.md)") from exc
-        config.update(isolate(config, proposal, folder, notes))
-        proposal.update(pin_build(config["command"], proposal.pop("_handshake"), notes))
-    except MemrunError:
-        print_notes(notes)  # what was learnt before it stopped: the config to write by hand needs it
-        raise
+            handed: dict[str, Path] = {}
+            try:
+                proposal, name = asyncio.run(_propose(config, args.name, folder, notes, handed))
+            except (ToolError, ValueError) as exc:
+                raise ArmError(f"memrun arm init: {exc}; write the config by hand (docs/arms.md)") from exc
+            config.update(isolate(config, proposal, folder, notes, handed))
+            proposal.update(pin_build(config["command"], proposal.pop("_handshake"), notes))
+        except MemrunError:
+            print_notes(notes)  # what was learnt before it stopped: the config to write by hand needs it
+            raise
+        # the smoke test's server runs in a sandbox of its own too: its records never reach the user's store
+        smoke_box = None if args.url else mcp_probe.sandbox(folder / "smoke", {})
+        return _write_and_smoke(args, "mcp", name, {**{k: v for k, v in config.items() if v}, **proposal}, notes,
+                                smoke_box)
     finally:
         shutil.rmtree(folder, ignore_errors=True)
-    return _write_and_smoke(args, "mcp", name, {**{k: v for k, v in config.items() if v}, **proposal}, notes)
 
 
 def print_notes(notes: list[str]) -> None:
@@ -110,13 +115,21 @@ def print_notes(notes: list[str]) -> None:
         print(f"note: {note}")
 
 
-def isolate(config: dict[str, Any], proposal: dict[str, Any], folder: Path, notes: list[str]) -> dict[str, Any]:
+def isolate(config: dict[str, Any], proposal: dict[str, Any], folder: Path, notes: list[str],
+            handed: dict[str, Path] | None = None) -> dict[str, Any]:
     """The keys that give each history its own store in the run: nothing when the server
-    erases a namespace or the command already names ``{{ namespace_dir }}``; else the storage
-    path the probe server wrote in ``folder`` (:func:`memrun.arms.mcp_probe.isolation_from`)
-    under ``{{ namespace_dir }}``. Raises ArmError (one line: what to add) when there is none."""
+    erases a namespace or the command already names ``{{ namespace_dir }}``; else a path it was
+    handed that the probe server wrote (:func:`memrun.arms.mcp_probe.handed_paths_written`), or
+    the storage path it wrote in ``folder`` (:func:`memrun.arms.mcp_probe.isolation_from`), under
+    ``{{ namespace_dir }}``. Raises ArmError (one line: what to add) when there is none."""
     if "erase" in proposal or "namespace_dir" in str({k: config[k] for k in ("args", "env")}):
         return {}
+    written = mcp_probe.handed_paths_written(handed or {})
+    if written:
+        notes.append("isolation: a fresh server per history, its store " + ", ".join(
+            f"{old} -> {new}" for old, new in written.items()) + " (the path it was given and wrote to)")
+        return {"args": [written.get(a, a) for a in config["args"]],
+                "env": {k: written.get(v, v) for k, v in config["env"].items()}}
     found = mcp_probe.isolation_from(folder, config["env"])
     if found is None:
         raise ArmError(
@@ -154,7 +167,8 @@ def pin_build(command: str | None, handshake: dict[str, str], notes: list[str]) 
     return {"server_build": build}
 
 
-def _write_and_smoke(args: argparse.Namespace, kind: str, name: str, config: dict[str, Any], notes: list[str]) -> int:
+def _write_and_smoke(args: argparse.Namespace, kind: str, name: str, config: dict[str, Any], notes: list[str],
+                     smoke_box: tuple[dict[str, str], str] | None = None) -> int:
     path = Path(args.out) / f"{name}.yaml"
     if path.exists() and not args.force:
         raise ConfigError(f"{path} exists; pass --force to overwrite it")
@@ -162,7 +176,7 @@ def _write_and_smoke(args: argparse.Namespace, kind: str, name: str, config: dic
     path.write_text(render_yaml(kind, name, config, notes, run_command(path, name)))
     print(f"wrote {path}" + (f" ({len(notes)} guesses, marked GUESSED)" if notes else ""))
     print_notes(notes)
-    ok, message = smoke_test(path, kind)
+    ok, message = smoke_test(path, kind, smoke_box)
     print(f"smoke test: {message}")
     if ok:
         print(run_command(path, name))  # the last line: what to run
@@ -189,7 +203,7 @@ def _init_http(args: argparse.Namespace, command: list[str]) -> int:
         result = _probe_http(base, proposal, args.auth_token_env)
     except (ValueError, httpx.HTTPError, ArmError) as exc:
         print_notes(notes)  # the guesses made before the probe failed: what to fix by hand
-        raise ArmError(f"memrun arm init http: {exc}; write the config by hand (docs/arms.md)") from exc
+        raise ArmError(f"memrun arm init http: {_probe_failure(exc)}; write the config by hand (docs/arms.md)") from exc
     if result is None:
         notes.append("search.result: no record key found in the answer; set it")
     proposal["search"]["result"] = result or "TODO"
@@ -200,6 +214,17 @@ def _init_http(args: argparse.Namespace, command: list[str]) -> int:
     config = {"base_url": args.url, **({"auth_token_env": args.auth_token_env} if args.auth_token_env else {}),
               **proposal}
     return _write_and_smoke(args, "http", name, config, notes)
+
+
+def _probe_failure(exc: Exception) -> str:
+    """One line for a failed probe: an HTTP error status as the request, the status and the
+    start of the server's answer (httpx's own message runs over two lines)."""
+    if isinstance(exc, httpx.HTTPStatusError):
+        request, response = exc.request, exc.response
+        body = " ".join(response.text.split())[:200]
+        return (f"the probe's {request.method} {request.url.path} got HTTP {response.status_code} "
+                f"{response.reason_phrase}" + (f": {body}" if body else ""))
+    return " ".join(str(exc).split())
 
 
 def _probe_http(base: str, proposal: dict[str, Any], token_env: str | None) -> str | None:
@@ -237,13 +262,28 @@ def _rendered_spec(config: dict[str, Any], folder: Path) -> ServerSpec:
     return ServerSpec(command=config["command"], args=server["args"], env=server["env"], url=config["url"])
 
 
-async def _propose(config: dict[str, Any], name: str | None, folder: Path,
-                   notes: list[str]) -> tuple[dict[str, Any], str]:
-    """Connect (a stdio server inside the sandbox in ``folder``), guess the operations, store the
-    smoke records and read a real search answer; the proposal holds ``_handshake`` (the
-    server's name and version as it said them). Refuses (ArmError) before storing anything
-    when the smoke records could only go into a store memrun cannot isolate or erase."""
-    spec = _rendered_spec(config, folder / "store")
+def _wrote_elsewhere(folder: Path, before: tuple[dict[str, float], set[int]], roots: list[tuple[Path, int]]) -> list[str]:
+    """What the probe server wrote outside its sandbox ``folder``: files it holds open for
+    writing, entries created under ``roots`` since ``before`` (:mod:`memrun.arms.mcp_probe`)."""
+    return sorted(set(mcp_probe.files_open_for_writing(folder, before[1]))
+                  | set(mcp_probe.changes(before[0], mcp_probe.snapshot(roots, folder))))
+
+
+async def _propose(config: dict[str, Any], name: str | None, folder: Path, notes: list[str],
+                   handed: dict[str, Path]) -> tuple[dict[str, Any], str]:
+    """Connect (a stdio server inside the sandbox in ``folder``, every path it is handed swapped
+    for one there: ``handed``), guess the operations, store the smoke records and read a real
+    search answer; the proposal holds ``_handshake`` (the server's name and version as it said
+    them). Refuses (ArmError) before storing anything when the smoke records could only go
+    into a store memrun cannot isolate or erase: a server at a URL without an erase tool, or
+    one that wrote outside its sandbox as it started."""
+    args, env = config["args"], config["env"]
+    if config["command"]:
+        args, env, found = mcp_probe.sandbox_paths(folder, config["args"], config["env"])
+        handed.update(found)
+    spec = _rendered_spec({**config, "args": args, "env": env}, folder / "store")
+    roots = mcp_probe.watched_roots(handed)
+    before = (mcp_probe.snapshot(roots, folder), mcp_probe.child_processes()) if spec.command else ({}, set())
     if spec.command:
         env, cwd = mcp_probe.sandbox(folder, dict(spec.env))
         spec = ServerSpec(command=spec.command, args=spec.args, env=env, url=None, cwd=config.get("cwd") or cwd)
@@ -256,11 +296,25 @@ async def _propose(config: dict[str, Any], name: str | None, folder: Path,
                            "(a project, user or collection argument), so the smoke records would stay in its store; "
                            "start it over stdio (memrun arm init mcp -- COMMAND) to get a fresh server per "
                            "history, or write the config by hand (docs/arms.md)")
+        elsewhere = _wrote_elsewhere(folder, before, roots) if spec.command else []
+        if elsewhere and "erase" not in ops:
+            raise ArmError(f"memrun arm init: as it started, the server wrote {', '.join(elsewhere[:3])}, outside "
+                           "the folders memrun gave it, and has no tool that erases a namespace, so the smoke "
+                           "records would stay in a store memrun did not create; none was stored. Point its store "
+                           "at '{{ namespace_dir }}' (--env VAR='{{ namespace_dir }}/store' or in its arguments) "
+                           "and run init again")
         namespace = "memrun-init-probe"
         ingest = ToolOperation("ingest", ops["ingest"])
         rows = [{"key": r.key, "text": r.text, "timestamp": r.timestamp, "session": r.session, "index": i}
                 for i, r in enumerate(SMOKE)]
-        context = {"namespace": namespace, "history_id": "probe", "flags": {}}
+        context: dict[str, Any] = {"namespace": namespace, "namespace_id": namespace, "history_id": "probe",
+                                   "flags": {}}
+        if "create" in ops:  # a namespace the server makes (and may name): in the sandbox's folder
+            (folder / "created").mkdir(exist_ok=True)
+            created = await session.call(ops["create"]["tool"], ToolOperation("create", ops["create"]).render(
+                {**context, "namespace_dir": str(folder / "created" / namespace)}), "arm.create")
+            if "namespace_id" in str([ops["ingest"], ops["search"]]):  # the later calls name it by the server's id
+                context["namespace_id"] = create_result(ops["create"], result_document(created), namespace, notes)
         rendered = [ingest.record.render(**context, record=r) for r in rows] if ingest.record else rows
         calls = [{**context, "record": r, "records": [r]} for r in rendered] if ingest.per_record else \
                 [{**context, "records": rendered}]
@@ -274,6 +328,12 @@ async def _propose(config: dict[str, Any], name: str | None, folder: Path,
             if "erase" in ops:  # the probe namespace goes whatever happened
                 await session.call(ops["erase"]["tool"], ToolOperation("erase", ops["erase"]).render(context),
                                    "arm.erase")
+        elsewhere = _wrote_elsewhere(folder, before, roots) if spec.command and "erase" not in ops else []
+        if elsewhere:
+            raise ArmError(f"memrun arm init: the server stored the smoke records outside the folders memrun gave "
+                           f"it ({', '.join(elsewhere[:3])}); remove them from there, point its store at "
+                           "'{{ namespace_dir }}' (--env VAR='{{ namespace_dir }}/store' or in its arguments) and run "
+                           "init again")
         document = result_document(answer)
         path = result_path(document, {r.key for r in SMOKE}, {r.text for r in SMOKE})
         if path is None:
@@ -309,11 +369,16 @@ def render_yaml(kind: str, name: str, config: dict[str, Any], notes: list[str], 
     return "\n".join(head) + "\n" + body
 
 
-def smoke_test(path: Path, kind: str = "mcp") -> tuple[bool, str]:
+def smoke_test(path: Path, kind: str = "mcp", box: tuple[dict[str, str], str] | None = None) -> tuple[bool, str]:
     """Build ``arm=<kind>`` (mcp or http) from the written file, ingest the three records,
-    search for one's word; (passed, what happened)."""
+    search for one's word; (passed, what happened). ``box``: (environment, working folder) of
+    a sandbox (:func:`memrun.arms.mcp_probe.sandbox`) the stdio server starts in, under the
+    config's own ``env``."""
     config = yaml.safe_load(path.read_text())
     kwargs = {k: v for k, v in config.items() if k not in ("defaults", "name", "top_k")}
+    if box is not None and kwargs.get("command"):
+        kwargs["env"] = {**box[0], **(kwargs.get("env") or {})}
+        kwargs.setdefault("cwd", box[1])
     if "erase" not in kwargs and "namespace_dir" not in str(kwargs):
         kwargs["keep_namespaces"] = True  # nothing to erase with: the smoke test still runs
     ledger = Path(tempfile.mkdtemp(prefix="memrun-arm-init-ledger-"))

@@ -251,6 +251,7 @@ class McpArmConfig(MemoryServerKeys):
     cwd: Optional[str] = None
     url: Optional[str] = None
     health: Optional[McpOperationConfig] = field(default_factory=McpOperationConfig)
+    create: Optional[McpOperationConfig] = field(default_factory=McpOperationConfig)  # result: the issued id
     ingest: McpOperationConfig = field(default_factory=McpOperationConfig)
     search: McpOperationConfig = field(default_factory=McpOperationConfig)
     erase: Optional[McpOperationConfig] = field(default_factory=McpOperationConfig)

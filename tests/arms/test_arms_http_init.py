@@ -124,3 +124,24 @@ def test_a_server_without_a_search_operation_is_named(tmp_path, capsys) -> None:
 @pytest.fixture(autouse=True)
 def _in_tmp(tmp_path, monkeypatch):
     monkeypatch.chdir(tmp_path)
+
+
+def test_a_probe_answered_with_500_prints_the_notes_and_leaves_no_temporary_folder(tmp_path, capsys,
+                                                                                monkeypatch) -> None:
+    """The probe's ingest gets HTTP 500: init stops in one line naming the status, the guesses it
+    had made are printed (what to fix by hand), no config is written and no temporary folder is left."""
+    import tempfile
+
+    monkeypatch.setattr(tempfile, "tempdir", str(tmp_path / "tmp"))
+    (tmp_path / "tmp").mkdir()
+    monkeypatch.setattr(notes_server.NotesHandler, "do_POST", lambda self: self._send(500, {"detail": "boom"}))
+    server = notes_server.serve()
+    try:
+        code = cli_main(["arm", "init", "http", "--out", str(tmp_path / "conf" / "arm"), "--url",
+                         f"http://127.0.0.1:{server.server_address[1]}"])
+    finally:
+        server.shutdown()
+    captured = capsys.readouterr()
+    assert code == 2 and "500" in captured.err and "\n" not in captured.err.strip(), captured.err
+    assert captured.out.startswith("note: ") and "ingest" in captured.out, captured.out
+    assert not (tmp_path / "conf").exists() and list((tmp_path / "tmp").iterdir()) == []

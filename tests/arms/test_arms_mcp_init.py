@@ -137,13 +137,124 @@ server.run()
 """
 
 
-def test_init_refuses_before_writing_when_it_cannot_isolate(tmp_path, capsys) -> None:
-    """A server with one global store at a path nobody hands it (no erase tool, no storage
-    variable): no config is written, one line says what to add, the notes so far are printed."""
+def test_a_store_path_in_the_arguments_goes_under_namespace_dir_and_is_never_written(tmp_path, capsys) -> None:
+    """A server with one global store at a path in its arguments (no erase tool, no storage
+    variable): the probe server got a stand-in path in memrun's sandbox, wrote its store there,
+    so the written config puts that argument under {{ namespace_dir }}; the path given was never
+    written (the smoke records never reached it)."""
     script = tmp_path / "server.py"
     script.write_text(GLOBAL_STORE_SERVER)
-    code = cli_main(["arm", "init", "mcp", "--out", str(tmp_path / "conf" / "arm"), "--", sys.executable,
-                     str(script), str(tmp_path / "elsewhere.jsonl")])
-    captured = capsys.readouterr()
-    assert code == 2 and not (tmp_path / "conf").exists()
-    assert "add its storage path under {{ namespace_dir }}" in captured.err and "\n" not in captured.err.strip()
+    store = tmp_path / "elsewhere.jsonl"
+    code, out, config = init(tmp_path, capsys, "--name", "one", "--", sys.executable, str(script), str(store))
+    assert code == 0 and "smoke test: passed" in out, out
+    assert config["args"] == [str(script), "{{ namespace_dir }}/elsewhere.jsonl"]
+    assert f"isolation: a fresh server per history, its store {store} -> {{{{ namespace_dir }}}}/elsewhere.jsonl" in out
+    assert not store.exists()
+
+
+STORE_AT_START_SERVER = """
+import json
+from mcp.server.mcpserver import MCPServer
+
+server = MCPServer("fixed-store", version="1.0")
+STORE = open(%r, "a")  # opened at start, at a path written into the program, as a SQLite server does
+
+
+@server.tool()
+async def remember(content: str, key: str) -> dict:
+    \"\"\"Store a memory.\"\"\"
+    STORE.write(json.dumps({"key": key, "content": content}) + "\\n")
+    STORE.flush()
+    return {"ok": True}
+
+
+@server.tool()
+async def search(query: str) -> dict:
+    \"\"\"Search memories.\"\"\"
+    return {"hits": []}
+
+
+server.run()
+"""
+
+
+def test_init_refuses_before_any_record_when_the_server_writes_outside_its_sandbox(tmp_path) -> None:
+    """A server that opens its store at start at a path nobody hands it (in the folder memrun
+    runs in): init sees the write before storing anything, stores nothing, writes no config
+    and says in one line where it wrote and what to do."""
+    from conftest import run_memrun
+
+    work = tmp_path / "work"
+    work.mkdir()
+    store = work / "fixed-store.jsonl"
+    script = tmp_path / "server.py"
+    script.write_text(STORE_AT_START_SERVER % str(store))
+    done = run_memrun(["arm", "init", "mcp", "--", sys.executable, str(script)], work, {"HOME": str(tmp_path)})
+    assert done.returncode == 2, done.stdout + done.stderr
+    error = done.stderr.strip().splitlines()[-1]
+    assert str(store) in error and "none was stored" in error and "{{ namespace_dir }}" in error, error
+    assert store.read_text() == ""  # the smoke records never reached it
+    assert not (work / "conf").exists()
+
+
+PROJECTS = [sys.executable, str(TESTS / "servers" / "projects_server.py")]
+
+
+def test_init_on_a_server_of_projects_picks_tools_by_schema(tmp_path, capsys, monkeypatch) -> None:
+    """basic-memory's shape (tests/servers/projects_server.py): the search that takes the query
+    (search_notes, not the `search` adapter that refuses other clients, nor `find`), the delete
+    that removes a whole project (delete_project, its notes too; not delete_note), a create per
+    history on a folder of memrun's, JSON output where offered; the smoke test leaves the
+    server's registry in HOME untouched."""
+    monkeypatch.setenv("HOME", str(tmp_path / "home"))
+    code, out, config = init(tmp_path, capsys, "--name", "projects", "--", *PROJECTS)
+    assert code == 0 and "smoke test: passed" in out, out
+    assert config["create"] == {"tool": "create_memory_project", "arguments": {
+        "project_name": "{{ namespace }}", "project_path": "{{ namespace_dir }}"}}
+    assert config["ingest"]["tool"] == "write_note" and config["ingest"]["arguments"]["project"] == "{{ namespace }}"
+    assert config["search"] == {"tool": "search_notes", "arguments": {
+        "project": "{{ namespace }}", "query": "{{ query }}", "page_size": "{{ k }}", "output_format": "json"},
+        "result": "result.results[].{key: title, text: content, score: score}"}
+    assert config["erase"] == {"tool": "delete_project", "arguments": {"project_name": "{{ namespace }}",
+                                                                       "delete_notes": True}}
+    assert not (tmp_path / "home").exists()  # init's servers ran in sandboxes: no registry was made here
+
+
+def test_init_on_a_server_that_issues_namespace_ids(tmp_path, capsys, monkeypatch) -> None:
+    """Tools that take only the project id the create tool returned: create.result is the path to
+    it and ingest/search send {{ namespace_id }}."""
+    monkeypatch.setenv("HOME", str(tmp_path / "home"))
+    code, out, config = init(tmp_path, capsys, "--name", "ids", "--env", "MCP_TEST_IDS_ONLY=1", "--", *PROJECTS)
+    assert code == 0 and "smoke test: passed" in out, out
+    assert config["create"]["result"] == "external_id"
+    assert config["ingest"]["arguments"]["project_id"] == "{{ namespace_id }}"
+    assert config["search"]["arguments"]["project_id"] == "{{ namespace_id }}"
+    assert "create.result: external_id, the id the server issued" in out
+
+
+@pytest.mark.realdata
+@pytest.mark.parametrize("ids", [False, True])
+def test_a_config_for_a_server_of_projects_runs_locomo_unedited(ids, tmp_path, data_dir) -> None:
+    """The written config runs a LoCoMo slice as written: one project per history, created on a
+    folder of memrun's and deleted (with its notes) after; the server's registry in HOME holds
+    no project at the end, and no folder is left in TMPDIR."""
+    import json
+
+    from conftest import run_memrun
+    from memrun.io.reader import read_run
+
+    work, home, tmp = tmp_path / "work", tmp_path / "home", tmp_path / "tmp"
+    for folder in (work, home, tmp):
+        folder.mkdir()
+    env = {"HOME": str(home), "TMPDIR": str(tmp), "MEMRUN_DATA_DIR": str(data_dir)}
+    extra = ["--env", "MCP_TEST_IDS_ONLY=1"] if ids else []
+    done = run_memrun(["arm", "init", "mcp", "--name", "projects", *extra, "--", *PROJECTS], work, env)
+    assert done.returncode == 0, done.stdout + done.stderr
+    last = done.stdout.strip().splitlines()[-1]
+    assert last == "memrun --config-dir conf arm=projects benchmark=locomo"
+    run = run_memrun([*last.split()[1:], "benchmark.limit=30", "progress=false", "hydra.run.dir=run"], work, env)
+    assert run.returncode == 0, run.stderr
+    table = read_run(work / "run").table
+    assert table.num_rows == 30 and sum(table.column("n_retrieved").to_pylist()) > 0
+    assert json.loads((home / ".projects-test" / "config.json").read_text()) == {}
+    assert list(tmp.iterdir()) == []
