@@ -81,3 +81,27 @@ def test_an_http_arms_run_reaches_its_first_request_without_numpy_or_pyarrow():
             "print(sorted(m for m in ('numpy', 'pyarrow') if m in sys.modules))")
     done = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True)
     assert done.returncode == 0 and done.stdout.strip() == "[]", done.stdout + done.stderr
+
+
+# What `memrun --help` and `memrun --cfg job` load of memrun: the command line, the config
+# schemas Hydra registers, the redaction its logging filter and the printed config use, and
+# the launch module Hydra's app names; a job's own modules (http_policy: asyncio and ssl;
+# the run flow; pyarrow, numpy, rich) load when a job runs.
+STARTUP_MODULES = {
+    "memrun", "memrun.cli", "memrun.commands", "memrun.commands.show_config", "memrun.config",
+    "memrun.config.arms", "memrun.config.benchmarks", "memrun.config.llm", "memrun.core", "memrun.core.masking",
+    "memrun.core.paths", "memrun.core.redaction", "memrun.core.signals", "memrun.errors", "memrun.jobs",
+    "memrun.jobs.launch", "memrun.lazy", "memrun.metrics", "memrun.metrics.retrieval",
+}
+
+
+def test_help_and_cfg_load_only_the_start_up_modules(tmp_path):
+    for args in (["--help"], ["--cfg", "job"]):
+        code = ("import sys, io, contextlib; from memrun.cli import main\n"
+                "with contextlib.redirect_stdout(io.StringIO()): rc = main(sys.argv[1:])\n"
+                "print(' '.join(sorted(m for m in sys.modules if m.split('.')[0] in "
+                "('memrun', 'asyncio', 'ssl', 'numpy', 'rich', 'pyarrow', 'httpx'))))")
+        done = subprocess.run([sys.executable, "-c", code, *args], cwd=tmp_path, capture_output=True, text=True)
+        assert done.returncode == 0, done.stderr
+        loaded = set(done.stdout.split())
+        assert loaded <= STARTUP_MODULES, (args, sorted(loaded - STARTUP_MODULES))

@@ -15,14 +15,17 @@ from typing import TYPE_CHECKING, Any
 
 import yaml
 
-from memrun.core.redaction import Redactor, redact_config, redact_hydra, yaml_text
 from memrun.lazy import lazy
 
 # Hydra's own argument parser, to read --cfg and --package as Hydra does (memrun.lazy).
+# Only what --cfg and --info print is redacted: `memrun --help` does not load it.
 if TYPE_CHECKING:
     from hydra._internal import utils as hydra_utils
+
+    from memrun.core import redaction
 else:
     hydra_utils = lazy("hydra._internal.utils")
+    redaction = lazy("memrun.core.redaction")
 # libyaml's loader where PyYAML has it: the safe loader's values, ~5x faster on a whole config.
 _SAFE_LOADER = getattr(yaml, "CSafeLoader", yaml.SafeLoader)
 
@@ -47,7 +50,7 @@ def redact_printed_info(text: str) -> str:
     sections (search path, defaults, plugins) hold no values and are kept as printed."""
     head, found, config = text.partition(INFO_CONFIG_HEADING)
     if not found:
-        return Redactor().text(text)
+        return redaction.Redactor().text(text)
     body = config.rstrip("\n")
     return head + found + redact_printed_config(body + "\n").rstrip("\n") + config[len(body):]
 
@@ -65,7 +68,7 @@ def redact_printed_config(text: str, package: str | None = None) -> str:
     try:
         value: Any = body.rstrip("\n") if scalar else yaml.load(body, Loader=_SAFE_LOADER)
     except yaml.YAMLError:
-        return Redactor().text(text)
+        return redaction.Redactor().text(text)
     if value is None:
         return text
     tree = value
@@ -73,15 +76,15 @@ def redact_printed_config(text: str, package: str | None = None) -> str:
         tree = {key: tree}
     if isinstance(tree, dict) and isinstance(tree.get("hydra"), dict):
         job = {k: v for k, v in tree.items() if k != "hydra"}
-        clean = {**redact_config(job), "hydra": redact_hydra(tree["hydra"], job)}
+        clean = {**redaction.redact_config(job), "hydra": redaction.redact_hydra(tree["hydra"], job)}
         tree = {key: clean[key] for key in tree}  # Hydra's order (hydra first for --cfg all)
     else:
-        tree = redact_config(tree)
+        tree = redaction.redact_config(tree)
     for key in path:
         tree = tree[key]
     if scalar:
         return f"{tree}\n"
-    text = yaml_text(tree)
+    text = redaction.yaml_text(tree)
     return (f"{first}\n" if header else "") + text
 
 

@@ -32,10 +32,8 @@ from dataclasses import asdict, dataclass
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
-from memrun.core import http_policy, provenance, redaction, signals
-from memrun.core.run_warnings import RunWarnings, warn
+from memrun.core import signals
 from memrun.errors import EXIT_INTERRUPTED, EXIT_USER_ERROR, MemrunError, RunFolderTaken, RunTableError
-from memrun.io.live import process_alive
 from memrun.lazy import lazy
 
 # `memrun sweep DIR` reads this module's records without running a job: what only a job
@@ -52,12 +50,17 @@ if TYPE_CHECKING:
     from memrun.config import build_spec, strict
     from memrun.config import compose as config_compose
     from memrun.config import errors as config_errors
-    from memrun.core import instrument
-    from memrun.io import reader, writer
+    from memrun.core import http_policy, instrument, provenance, redaction, run_warnings
+    from memrun.io import live, reader, writer
     from memrun.pipeline import resume as resume_module
     from memrun.pipeline import run as run_module
 else:
     pq = lazy("pyarrow.parquet")
+    http_policy = lazy("memrun.core.http_policy")  # asyncio and ssl: a job's, not `memrun --help`'s
+    provenance = lazy("memrun.core.provenance")
+    redaction = lazy("memrun.core.redaction")
+    live = lazy("memrun.io.live")
+    run_warnings = lazy("memrun.core.run_warnings")
     omegaconf = lazy("omegaconf")
     omegaconf_errors = lazy("omegaconf.errors")
     hydra_config = lazy("hydra.core.hydra_config")
@@ -151,9 +154,9 @@ def claim(folder: Path, name: str = CLAIM_FILE, *, run: bool = True) -> Path:
             who = f"pid {holder.get('pid')} on {holder.get('host')} since {holder.get('since')}"
         except (OSError, ValueError):
             holder, who = {}, "another process"
-        if holder.get("host") == socket.gethostname() and not process_alive(holder.get("pid")):
+        if holder.get("host") == socket.gethostname() and not live.process_alive(holder.get("pid")):
             lock.unlink(missing_ok=True)  # its process died (kill -9): the claim is stale
-            warn(f"{lock} was left by {who}, which is no longer running; claiming the folder")
+            run_warnings.warn(f"{lock} was left by {who}, which is no longer running; claiming the folder")
             return claim(folder, name, run=run)
         raise RunFolderTaken(f"{folder} is claimed by another run ({who}); give this run its own folder "
                              f"(hydra.run.dir=...), or remove {lock} if that run is dead") from None
@@ -330,14 +333,14 @@ def _job(cfg: Any, hydra_cfg: Any) -> int:
     started = time.perf_counter()
     status, code, error, lock = "complete", 0, None, None
     container: dict[str, Any] = {}
-    warnings = RunWarnings()
+    warnings = run_warnings.RunWarnings()
     redactor = warnings.redactor  # the run's secrets: kept out of its warnings, error line and outcome file
     try:
         with warnings.active():  # what the claim and the stale-run check say is saved with the run
             signals.check()  # stopped before this job began: it writes nothing
             strict.check_boolean_overrides(cfg, hydra_cfg.overrides.task)
             lock = claim(out_dir)
-            warn(build_spec.check_embedder(cfg))  # the saved config records the embedder the arm uses
+            run_warnings.warn(build_spec.check_embedder(cfg))  # the saved config records the embedder the arm uses
             container = redaction.check_no_secrets(omegaconf.OmegaConf.to_container(cfg, resolve=True))
             redactor.add_config(container)
             if multirun:  # Hydra wrote the sweep's multirun.yaml, overrides and all, before any job
@@ -348,7 +351,7 @@ def _job(cfg: Any, hydra_cfg: Any) -> int:
                 if resume_from is None and rows and cfg.get("resume", True):
                     resume_from = folder  # the most recent: it holds what the others held and more
                     continue
-                warn(f"an earlier run of this configuration did not finish: {folder} holds {rows} rows "
+                run_warnings.warn(f"an earlier run of this configuration did not finish: {folder} holds {rows} rows "
                      f"({'resumed from another' if resume_from else 'resume=false: not resumed'}); this run "
                      "does not use it, so that folder is stale: remove it when done")
             # Piped output (CI logs, files) gets a table wide enough to read; terminals keep their width.
