@@ -13,6 +13,7 @@ import random
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any
 
+from memrun.arms.contract import arm_hooks
 from memrun.core.cache_files import network_warning
 from memrun.core.http_policy import HttpPolicy
 from memrun.core.instrument import (
@@ -24,7 +25,7 @@ from memrun.core.instrument import (
 from memrun.core.paths import configured_or_cache
 from memrun.core.redaction import Redactor
 from memrun.errors import ConfigError
-from memrun.judges import Judge, build_judge
+from memrun.judges import Judge, build_judge, judge_hooks
 from memrun.llm.cache import CallCache
 from memrun.llm.endpoint import Endpoint, resolve_endpoint
 from memrun.llm.prompts import load_prompt
@@ -107,8 +108,8 @@ def whole_history(reader: Reader, arm: Any, warnings: list[str]) -> None:
     never cut to fit the reader's context behind its back: over ``reader.max_context_tokens``
     an item is a ``context_overflow`` error that says so (``overflow: skip``), and the run
     warns once. Cutting on purpose is the arm's own policy (``arm.max_chars``, ``arm.keep``)."""
-    describe = getattr(arm, "describe", None)
-    mode = (describe() if callable(describe) else {}).get("search_mode")
+    describe = arm_hooks(arm).describe
+    mode = (describe() if describe is not None else {}).get("search_mode")
     if mode != "full_context":
         return
     # Said where memrun's estimate refuses a history and where the server refuses it
@@ -137,7 +138,7 @@ def build_setup(spec: RunSpec, arm: Any) -> AccuracySetup:
     if shared := network_warning(llm.cache.path.parent, "cache_dir"):
         warnings.append(shared)
     reader = None
-    if not callable(getattr(arm, "answer_for", None)):
+    if arm_hooks(arm).answer_for is None:
         reader = build_reader(needs_reader(acc), llm)
         warnings += acc.reader.warnings
         whole_history(reader, arm, warnings)
@@ -146,7 +147,7 @@ def build_setup(spec: RunSpec, arm: Any) -> AccuracySetup:
     if acc.judge_warning:
         warnings.append(acc.judge_warning)
     headline = acc.denominator
-    if getattr(judge, "fractional", False) and headline != OFFICIAL_SCORE:  # a rubric's mean: the mean over items of their mean over repeats
+    if judge_hooks(judge).fractional and headline != OFFICIAL_SCORE:  # a rubric's mean: the mean over items of their mean over repeats
         headline = FRACTIONAL_HEADLINE
     return AccuracySetup(
         llm=llm, reader=reader, judge=judge, judge2=judge2, repeats=spec.repeats, headline=headline,

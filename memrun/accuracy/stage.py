@@ -34,7 +34,7 @@ from typing import Any
 
 from memrun.accuracy.setup import AccuracySetup
 from memrun.errors import MemrunError
-from memrun.judges import Case, is_abstention
+from memrun.judges import Case, is_abstention, judge_hooks
 from memrun.judges.lexical import lexical_scores
 from memrun.llm.client import CallError, ChatResult
 from memrun.llm.reader import Prepared, Reader
@@ -104,7 +104,7 @@ class AnswerStage:
         self.emit = emit
         self.judge2_items = setup.judge2_items(dataset)
         self._judge2_first: set[str] = set()  # lazy groups without an index: the first items seen
-        self.abstention_categories = tuple(getattr(setup.judge, "abstention_categories", ()))
+        self.abstention_categories = judge_hooks(setup.judge).abstention_categories
         self.substring_gold = dataset.gold_match == "substring"
         self.stale_check = setup.stale_check
         self.stopped: str | None = None
@@ -172,9 +172,9 @@ class AnswerStage:
         (a re-run: every one) in one query, as the readers' were: grading them then never
         waits for the event loop to batch their lookups."""
         reader, judge, llm = self.setup.reader, self.setup.judge, self.setup.llm
-        request_for = getattr(judge, "request", None)
-        endpoint = getattr(judge, "endpoint", None)
-        if reader is None or not callable(request_for) or endpoint is None:
+        hooks = judge_hooks(judge)
+        request_for, endpoint = hooks.request, hooks.endpoint
+        if reader is None or request_for is None or endpoint is None:
             return
         calls = []
         for r, p, base in zip(retrieved, prepared, bases):

@@ -30,6 +30,7 @@ import httpx
 import yaml
 
 from memrun.arms import mcp_probe, openapi_guess
+from memrun.arms.contract import arm_hooks
 from memrun.arms.http_templates import JsonTemplate, Operation, encode_body
 from memrun.arms.mcp_client import McpSession, ServerSpec, ToolError
 from memrun.arms.mcp_guess import create_result, propose, result_path
@@ -37,7 +38,6 @@ from memrun.arms.mcp_ops import ToolOperation, result_document
 from memrun.core.paths import conf_dir
 from memrun.errors import ArmError, ConfigError, MemrunError
 from memrun.lazy import lazy
-from memrun.pipeline.many_histories import SEQUENTIAL, arm_kind
 from memrun.records import Record
 
 if TYPE_CHECKING:
@@ -406,13 +406,13 @@ async def _ingest_and_search(arm: Any) -> list[Any]:
         result = method(*args, **kwargs)
         return await result if inspect.isawaitable(result) else result
 
-    concurrent = arm_kind(arm) != SEQUENTIAL  # several histories open at once: search names its history
+    hooks = arm_hooks(arm)  # concurrent: several histories open at once, so search names its history
     try:
         await call(arm.ingest, "smoke", SMOKE)
-        hits = await call(arm.search, SMOKE_QUERY, 3, **({"history_id": "smoke"} if concurrent else {}))
-        if callable(getattr(arm, "release", None)):
-            await call(arm.release, "smoke")
+        hits = await call(arm.search, SMOKE_QUERY, 3, **({"history_id": "smoke"} if hooks.concurrent else {}))
+        if hooks.release is not None:
+            await call(hooks.release, "smoke")
         return list(hits)
     finally:
-        if callable(getattr(arm, "disconnect", None)):
-            await call(arm.disconnect)
+        if hooks.disconnect is not None:
+            await call(hooks.disconnect)

@@ -31,6 +31,7 @@ from memrun.errors import ConfigError, MemrunError
 from memrun.lazy import lazy
 
 if TYPE_CHECKING:
+    from memrun import benchmarks as memrun_benchmarks
     from memrun import judges as memrun_judges
     from memrun.accuracy import setup as accuracy_setup
     from memrun.benchmarks import download as benchmarks_download
@@ -43,6 +44,7 @@ else:
     accuracy_setup = lazy("memrun.accuracy.setup")
     config_spec = lazy("memrun.config.build_spec")
     memrun_judges = lazy("memrun.judges")
+    memrun_benchmarks = lazy("memrun.benchmarks")
     judges_calibration = lazy("memrun.judges.calibration")
 
 
@@ -72,10 +74,11 @@ def main(argv: list[str]) -> int:
     llm = accuracy_setup.build_llm(config_spec.llm_call_spec(cfg), token_budget=False)
     cache = llm.cache
     judge = memrun_judges.build_judge(cfg.judge, "judge", llm)
-    benchmark = build(cfg.benchmark, BENCHMARK_RESERVED_KEYS, "benchmark")
+    benchmark = memrun_benchmarks.check_benchmark(build(cfg.benchmark, BENCHMARK_RESERVED_KEYS, "benchmark"),
+                                                  str(cfg.benchmark.get("_target_")))
     dataset = benchmark.load(benchmarks_download.data_dir(cfg.data_dir))
     probes = judges_calibration.build_probes(dataset, n=args.n, seed=args.seed,
-                                             abstention_categories=getattr(judge, "abstention_categories", ()))
+                                             abstention_categories=memrun_judges.judge_hooks(judge).abstention_categories)
 
     async def run() -> list[str]:
         with Progress(TextColumn("calibrating {task.description}"), BarColumn(), MofNCompleteColumn(),

@@ -11,6 +11,7 @@ from hydra.errors import InstantiationException
 from hydra.utils import get_class
 from omegaconf import OmegaConf, open_dict
 
+from memrun.arms.contract import class_answers
 from memrun.benchmarks.selection import selection_from_config
 from memrun.config import Axis, cutoffs, default_top_k
 from memrun.config.compose import resolved, saved
@@ -114,7 +115,7 @@ def answers_itself(target: str) -> bool:
     """True when the arm class ``target`` answers items itself (``answer_for``): it needs no
     reader. A target that does not import is False here; building the arm says why."""
     try:
-        return callable(getattr(get_class(target), "answer_for", None))
+        return class_answers(get_class(target))
     except (ImportError, InstantiationException, ValueError):
         return False
 

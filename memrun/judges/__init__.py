@@ -5,7 +5,14 @@ it with the config's keys except ``name`` plus ``llm=`` (the run's
 :class:`memrun.llm.service.LLMService`; lexical judges ignore it), and calls
 
 - ``describe() -> dict``: its instrument fields (``judge_model``, ``judge_prompt_sha256``);
-- ``async grade(case: Case, repeat: int) -> Verdict``.
+- ``async grade(case: Case, repeat: int) -> Verdict``;
+
+and, when it has them, its optional hooks (:data:`JUDGE_HOOKS`, read through
+:func:`judge_hooks`): ``request(case)`` / ``requests(case)`` (the chat requests it sends,
+for ``memrun plan``, the cache prefetch and ``memrun view``), ``abstention_categories``,
+``fractional`` (its scores are fractions: the headline is their mean), ``plan_note`` (said
+by ``memrun plan``) and ``endpoint``. :func:`build_judge` holds the judge to them, one line
+naming a missing or mistyped hook.
 
 Built in: LLM judges (:mod:`memrun.judges.llm`; ``gpt4o``, ``gpt41``, ``claude``), the
 rubric judge (:mod:`memrun.judges.rubric`; ``beam_rubric``: fractional scores) and
@@ -28,6 +35,7 @@ from typing import Any, Protocol, runtime_checkable
 from hydra.errors import InstantiationException
 from hydra.utils import get_class
 
+from memrun.core.hooks import VALUE, Hook, bind, check
 from memrun.core.plugins import params as plugin_params
 from memrun.errors import ConfigError
 from memrun.records import Item
@@ -90,13 +98,52 @@ class Judge(Protocol):
         ...
 
 
+JUDGE_HOOKS: tuple[Hook, ...] = (
+    Hook("describe", required=True, sync=True),
+    Hook("grade", ("case", "repeat"), required=True),
+    Hook("request", ("case",), sync=True),
+    Hook("requests", ("case",), sync=True),
+    Hook("abstention_categories", kind=VALUE, types=(tuple, list)),
+    Hook("fractional", kind=VALUE, types=(bool,)),
+    Hook("plan_note", kind=VALUE, types=(str, type(None))),
+    Hook("endpoint", kind=VALUE, types=(object,)),
+)
+"""The judge contract as the run checks it (module docstring): one :class:`~memrun.core.hooks.Hook`
+per method or attribute the run may call or read."""
+CONTRACT = "memrun.judges (docs/accuracy.md)"
+
+
+@dataclass(frozen=True)
+class JudgeHooks:
+    """A judge's optional hooks as the run reads them: ``request`` / ``requests`` bound (None
+    when absent), the values defaulted (no abstention categories, not fractional, no note,
+    no endpoint)."""
+
+    request: Any
+    requests: Any
+    abstention_categories: tuple[str, ...]
+    fractional: bool
+    plan_note: str | None
+    endpoint: Any
+
+
+def judge_hooks(judge: object) -> JudgeHooks:
+    """``judge``'s optional hooks (:class:`JudgeHooks`), looked up as :data:`JUDGE_HOOKS` declares them."""
+    bound = bind(judge, JUDGE_HOOKS)
+    return JudgeHooks(request=bound["request"], requests=bound["requests"],
+                      abstention_categories=tuple(bound["abstention_categories"] or ()),
+                      fractional=bound["fractional"] is True, plan_note=bound["plan_note"] or None,
+                      endpoint=bound["endpoint"])
+
+
 def is_abstention(item: Item, category_label: str, abstention_categories: Sequence[str]) -> bool:
     """True when ``item`` is an abstention item (see the module docstring)."""
     return item.abstention or category_label in abstention_categories
 
 
 def build_judge(node: Any, where: str, llm: Any) -> Judge:
-    """Instantiate the judge config ``node`` (at config key ``where``). Raises ConfigError."""
+    """Instantiate the judge config ``node`` (at config key ``where``) and hold it to
+    :data:`JUDGE_HOOKS`. Raises ConfigError (one line naming the key, or the hook)."""
     if "_target_" not in node:
         raise ConfigError(f"{where}: no _target_ key; name the class that implements the judge")
     params = plugin_params(node, JUDGE_RESERVED_KEYS)
@@ -110,4 +157,9 @@ def build_judge(node: Any, where: str, llm: Any) -> Judge:
         sig.bind(llm=llm, where=where, **params)
     except TypeError as exc:
         raise ConfigError(f"{where}: {target} does not take these keys ({exc})") from exc
-    return cls(llm=llm, where=where, **params)
+    judge = cls(llm=llm, where=where, **params)
+    check(judge, JUDGE_HOOKS, where, CONTRACT, ConfigError, name=target)
+    if inspect.iscoroutinefunction(judge.describe) or not inspect.iscoroutinefunction(judge.grade):
+        raise ConfigError(f"{where}: {target}.grade must be async def and describe a plain def "
+                          f"(memrun awaits grade, and calls describe); the judge contract is {CONTRACT}")
+    return judge

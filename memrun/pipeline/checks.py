@@ -46,6 +46,7 @@ from pathlib import Path
 from typing import Any
 
 from memrun.arms import BYPASS_MODES
+from memrun.arms.contract import arm_hooks
 from memrun.errors import ArmError, DataError
 from memrun.pipeline.one_history import Retrieved
 from memrun.records import GoldMatch
@@ -179,8 +180,8 @@ class HitChecks:
         benchmark_ids: every item id of the benchmark before selection; the arm's answer
         ids naming none of them come from its optional ``unknown_ids(ids)``.
         """
-        unknown_ids = getattr(arm, "unknown_ids", None)
-        unknown = list(unknown_ids(benchmark_ids)) if callable(unknown_ids) else []
+        unknown_ids = arm_hooks(arm).unknown_ids
+        unknown = list(unknown_ids(benchmark_ids)) if unknown_ids is not None else []
         return answer_coverage(self.answered, self.items, unknown, min_coverage)
 
 

@@ -1,6 +1,6 @@
 """Many histories in flight: the retrieval stage for arms whose calls may overlap.
 
-An arm is one of three kinds (:func:`arm_kind`, documented in docs/arms.md, "Concurrency"):
+An arm is one of three kinds (:func:`memrun.arms.contract.arm_kind`, documented in docs/arms.md, "Concurrency"):
 
 - ``async``: its ``ingest`` and ``search`` are coroutine functions; memrun awaits them on
   its event loop (``arm=http``, user arms written with ``async def``);
@@ -46,6 +46,7 @@ from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass
 from typing import Any
 
+from memrun.arms.contract import SEQUENTIAL, THREADS, arm_hooks, arm_kind
 from memrun.core import signals
 from memrun.core.http_policy import WAITED
 from memrun.errors import ArmError, ConfigError
@@ -64,7 +65,6 @@ from memrun.pipeline.one_history import (
 from memrun.pipeline.progress_lines import ACTIVITY
 from memrun.records import GoldMatch, Group, Hit, Item
 
-ASYNC, THREADS, SEQUENTIAL = "async", "threads", "sequential"
 DEFAULT_CONCURRENCY = 16
 
 
@@ -89,25 +89,6 @@ class FlowSettings:
         return cls(int(value), warmup)
 
 
-def arm_kind(arm: object) -> str:
-    """:data:`ASYNC`, :data:`THREADS` or :data:`SEQUENTIAL` (module docstring). Raises ArmError
-    for an arm that mixes coroutine and plain ``ingest``/``search``, or a concurrent arm whose
-    ``search`` takes no ``history_id``."""
-    name = type(arm).__name__
-    coroutines = [inspect.iscoroutinefunction(getattr(arm, m, None)) for m in ("ingest", "search")]
-    if any(coroutines) and not all(coroutines):
-        raise ArmError(f"arm: {name} defines one of ingest/search with async def and the other without; "
-                       "make both coroutines (or neither)")
-    kind = ASYNC if all(coroutines) else THREADS if getattr(arm, "thread_safe", False) is True else SEQUENTIAL
-    if kind != SEQUENTIAL:
-        params = inspect.signature(arm.search).parameters
-        if "history_id" not in params and not any(p.kind is p.VAR_KEYWORD for p in params.values()):
-            raise ArmError(f"arm: {name} is {'async' if kind == ASYNC else 'thread_safe'}, so several histories "
-                           "are open at once and its search must take history_id: "
-                           "search(self, query, k, history_id) (docs/arms.md, 'Concurrency')")
-    return kind
-
-
 _FLOWS: weakref.WeakSet[Flow] = weakref.WeakSet()
 
 
@@ -128,7 +109,8 @@ class Flow:
     def __init__(self, arm: Any, top_k: int, gold_match: GoldMatch, settings: FlowSettings,
                  answers: bool = False) -> None:
         self.arm, self.top_k, self.gold_match, self.settings = arm, top_k, gold_match, settings
-        self.kind = arm_kind(arm)
+        self.hooks = arm_hooks(arm)
+        self.kind = self.hooks.kind
         self.answers = answers
         self.stopping = False
         self.failure: ArmError | None = None  # the first ArmError: no call starts after it
@@ -178,8 +160,8 @@ class Flow:
             ACTIVITY.advance(INGESTED, 1, records=len(group.records))
             return f"ingest: {type(exc).__name__}: {exc}"
         ACTIVITY.advance(INGESTED, 1, records=len(group.records))
-        prepare = getattr(self.arm, "prepare_queries", None)
-        if callable(prepare):
+        prepare = self.hooks.prepare_queries
+        if prepare is not None:
             try:
                 await self._call(prepare, [item.question for item in group.items])
             except (ArmError, _Stopped):
@@ -203,8 +185,8 @@ class Flow:
     def _release(self, group: Group) -> None:
         """Start the arm's optional ``release`` of a finished history in the background: the
         history's rows do not wait for it (:meth:`groups` awaits it before it returns)."""
-        release = getattr(self.arm, "release", None)
-        if callable(release) and not self.stopping:
+        release = self.hooks.release
+        if release is not None and not self.stopping:
             self._releases.add(asyncio.create_task(self._release_now(release, group.history_id)))
 
     async def _release_now(self, release: Callable[..., Any], history_id: str) -> None:
@@ -237,7 +219,7 @@ class Flow:
                 raise outcome  # an ArmError: _search records every other failure itself
         if not any(isinstance(outcome, _Stopped) for outcome in found):
             self._release(group)
-        answer_for = getattr(self.arm, "answer_for", None) if self.answers else None
+        answer_for = self.hooks.answer_for if self.answers else None
         out = []
         for item, outcome in zip(group.items, found):
             if isinstance(outcome, BaseException):
@@ -294,7 +276,7 @@ class Flow:
 
 async def disconnect(arm: object) -> None:
     """Await the arm's optional ``disconnect()`` (close connections bound to this event loop)."""
-    hook = getattr(arm, "disconnect", None)
+    hook = arm_hooks(arm).disconnect
     if inspect.iscoroutinefunction(hook):
         try:
             await hook()

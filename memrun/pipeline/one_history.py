@@ -14,7 +14,7 @@ from collections.abc import Callable, Iterator, Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import Any
 
-from memrun.arms import Arm
+from memrun.arms.contract import Arm, ArmHooks, arm_hooks
 from memrun.errors import ArmError
 from memrun.metrics.gold_share import GOLD_SHARE, gold_share_by_k
 from memrun.metrics.retrieval import (
@@ -157,16 +157,17 @@ def retrieval_conventions(dataset: Dataset) -> dict[str, str | None]:
             "records": dataset.records}
 
 
-def ingest(arm: Arm, group: Group) -> str | None:
-    """Ingest one history; the error text (recorded on each of its items) or None."""
+def ingest(arm: Arm, group: Group, hooks: ArmHooks | None = None) -> str | None:
+    """Ingest one history; the error text (recorded on each of its items) or None.
+    ``hooks``: the arm's (:func:`memrun.arms.contract.arm_hooks`), when the caller has them."""
     try:
         arm.ingest(group.history_id, group.records)
     except ArmError:
         raise  # the arm is misconfigured or broke its protocol: stop, not an item error
     except Exception as exc:  # noqa: BLE001 - recorded per item, never a miss
         return f"ingest: {type(exc).__name__}: {exc}"
-    prepare = getattr(arm, "prepare_queries", None)  # optional: e.g. embed the questions in one batch
-    if callable(prepare):
+    prepare = (hooks or arm_hooks(arm)).prepare_queries  # optional: e.g. embed the questions in one batch
+    if prepare is not None:
         try:
             prepare([item.question for item in group.items])
         except ArmError:
@@ -176,15 +177,15 @@ def ingest(arm: Arm, group: Group) -> str | None:
     return None
 
 
-def search(arm: Arm, item: Item, top_k: int, gold_match: GoldMatch,
-           warmup: bool = False) -> tuple[list[Hit] | None, float | None, str | None]:
+def search(arm: Arm, item: Item, top_k: int, gold_match: GoldMatch, warmup: bool = False,
+           hooks: ArmHooks | None = None) -> tuple[list[Hit] | None, float | None, str | None]:
     """(hits, latency ms, error) of one search (``search_item`` for arms that have it, e.g.
     oracle); with ``warmup`` the query is searched twice and the second search counts."""
-    search_item = getattr(arm, "search_item", None)
+    search_item = (hooks or arm_hooks(arm)).search_item
     try:
         for _ in range(2 if warmup else 1):
             t0 = time.perf_counter()
-            if callable(search_item):
+            if search_item is not None:
                 result = search_item(item, top_k, gold_match)
             else:
                 result = arm.search(item.question, top_k)
@@ -255,7 +256,7 @@ def history_keys(group: Group) -> frozenset[str]:
 def arm_answer(answer_for: Any, item: Item, error: str | None) -> tuple[str | None, str | None]:
     """(the arm's own answer for ``item``, the row's error): ``answer_for(item)`` when the
     arm has one and the search did not fail; an exception it raises becomes the error."""
-    if error is not None or not callable(answer_for):
+    if error is not None or answer_for is None:
         return None, error
     try:
         return answer_for(item), None
@@ -267,16 +268,17 @@ def iter_group(arm: Arm, group: Group, top_k: int, gold_match: GoldMatch, answer
                warmup: bool = False) -> Iterator[Retrieved]:
     """Ingest a group, then search each item as it is asked for (and, with ``answers``,
     take the arm's own answer when it has ``answer_for``; ``warmup``: :func:`search`)."""
-    ingest_error = ingest(arm, group)
+    hooks = arm_hooks(arm)
+    ingest_error = ingest(arm, group, hooks)
     ACTIVITY.advance(INGESTED, 1, records=len(group.records))
     session_of = sessions_of(group)
     known = history_keys(group)
-    answer_for = getattr(arm, "answer_for", None) if answers else None
+    answer_for = hooks.answer_for if answers else None
     texts = record_texts(group)
     reach = gold_reach(group, gold_match)
     for item in group.items:
         hits, latency, error = (None, None, ingest_error) if ingest_error else search(arm, item, top_k, gold_match,
-                                                                                       warmup)
+                                                                                       warmup, hooks)
         answer, error = arm_answer(answer_for, item, error)
         yield Retrieved(item, hits, latency, error, answer, session_of, known, len(group.records),
                         queue_ms=None if latency is None else 0.0, gold_texts=gold_texts(item, texts, gold_match),

@@ -17,7 +17,8 @@ from typing import TYPE_CHECKING, Any
 
 import memrun
 from memrun.arms import DESCRIBE_KEYS, Arm
-from memrun.benchmarks import Benchmark
+from memrun.arms.contract import check_arm
+from memrun.benchmarks import Benchmark, check_benchmark
 from memrun.benchmarks.download import data_dir
 from memrun.benchmarks.selection import Selection, apply_selection
 from memrun.config import ARM_RESERVED_KEYS, BENCHMARK_RESERVED_KEYS
@@ -26,14 +27,12 @@ from memrun.core.plugins import build
 from memrun.core.provenance import Commits
 from memrun.core.redaction import redact_config
 from memrun.core.run_warnings import RunWarnings
-from memrun.errors import ArmError
 from memrun.io.writer import SHA256_KEY
 from memrun.jobs import shards
 from memrun.lazy import lazy
 from memrun.metrics.conventions import caveat_warnings, run_counts
 from memrun.metrics.retrieval_official import LME_OFFICIAL_PRESET, session_cut_warning
 from memrun.pipeline.checks import HitChecks, coverage_warnings
-from memrun.pipeline.many_histories import arm_kind
 from memrun.pipeline.one_history import retrieval_conventions
 from memrun.pipeline.spec import PluginNodes, RunSpec
 from memrun.records import Dataset
@@ -77,14 +76,12 @@ class Loaded:
 def build_parts(spec: RunSpec, nodes: PluginNodes) -> Parts:
     """Build the benchmark and the arm, each from its own config node (:func:`memrun.core.plugins.build`),
     and on the accuracy axis the reader, judges and LLM service (API keys, prompts: checked here).
-    Raises ConfigError, or ArmError for an arm that lacks ingest/search/close or mixes async
-    and plain methods (:func:`memrun.pipeline.many_histories.arm_kind`)."""
-    benchmark: Benchmark = build(nodes.benchmark, BENCHMARK_RESERVED_KEYS, "benchmark")
+    Raises ConfigError, or ArmError for an arm that breaks the arm contract (a hook missing or
+    mistyped, async and plain methods mixed: :func:`memrun.arms.contract.check_arm`)."""
+    benchmark = check_benchmark(build(nodes.benchmark, BENCHMARK_RESERVED_KEYS, "benchmark"),
+                                str(nodes.benchmark.get("_target_")))
     arm: Arm = build(nodes.arm, ARM_RESERVED_KEYS, "arm")
-    for method in ("ingest", "search", "close"):
-        if not callable(getattr(arm, method, None)):
-            raise ArmError(f"arm: {spec.arm_target} has no {method}() method; see memrun.arms.Arm")
-    arm_kind(arm)  # an async or thread-safe arm's search must take history_id: say so before any work
+    check_arm(arm, spec.arm_target)  # every hook as memrun.arms.contract declares it, before any work
     setup = accuracy_setup.build_setup(spec, arm) if spec.accuracy else None
     return Parts(benchmark, arm, setup)
 

@@ -29,6 +29,7 @@ from typing import TYPE_CHECKING, Any
 from memrun.arms import describe
 from memrun.core.instrument import Instrument
 from memrun.errors import ConfigError
+from memrun.judges import judge_hooks
 from memrun.lazy import lazy
 from memrun.pipeline.many_histories import iter_retrieved
 from memrun.pipeline.outer_stages import Loaded, build_instrument, build_parts, load
@@ -179,7 +180,8 @@ def _judges(setup: Any) -> list[tuple[str, Any]]:
     for role, judge in (("judge", setup.judge), ("judge2", setup.judge2)):
         if judge is None or judge.describe().get("endpoint") is None:
             continue
-        if not callable(getattr(judge, "requests", None)) and not callable(getattr(judge, "request", None)):
+        hooks = judge_hooks(judge)
+        if hooks.requests is None and hooks.request is None:
             raise ConfigError(f"{role}: {type(judge).__name__} calls an LLM but has neither a requests(case) nor a "
                               "request(case) method; memrun plan cannot build its requests")
         out.append((role, judge))
@@ -190,9 +192,10 @@ def judge_requests(judge: Any, case: Any) -> list[Any]:
     """The chat requests ``judge`` sends for ``case`` that are known before it answers:
     ``judge.requests(case)`` (a judge that asks several calls, such as the rubric judge's one
     per rubric item), else the one of ``judge.request(case)``."""
-    if callable(getattr(judge, "requests", None)):
-        return list(judge.requests(case))
-    return [judge.request(case)[1]]
+    hooks = judge_hooks(judge)
+    if hooks.requests is not None:
+        return list(hooks.requests(case))
+    return [hooks.request(case)[1]]
 
 
 def _plan_group(setup: Any, retrieved: Iterable[Any], records: Mapping[str, Any], categories: Mapping[str, str],
@@ -200,7 +203,7 @@ def _plan_group(setup: Any, retrieved: Iterable[Any], records: Mapping[str, Any]
     """Count one group's calls; returns its retrieval errors."""
     reader, cache, repeats = setup.reader, setup.llm.cache, setup.repeats
     judges = _judges(setup)
-    abstention = tuple(getattr(setup.judge, "abstention_categories", ()))
+    abstention = judge_hooks(setup.judge).abstention_categories
     errors = 0
     todo = []
     for r in retrieved:
@@ -291,8 +294,8 @@ def make_plan(spec: RunSpec, nodes: PluginNodes, prices: Mapping[str, Any], pric
                 plan.retrieval_errors += _plan_group(setup, retrieved, records, dataset.categories, substring,
                                                      wants_judge2, eps, answers)
             plan.warnings = list(setup.warnings)
-            plan.warnings += [f"{role}: {judge.plan_note}" for role, judge in _judges(setup)
-                              if getattr(judge, "plan_note", None)]
+            plan.warnings += [f"{role}: {note}" for role, judge in _judges(setup)
+                              if (note := judge_hooks(judge).plan_note)]
         plan.warnings += list(dataset.warnings)
         cpt = chars_per_token or (setup.reader.chars_per_token if setup and setup.reader else 4.0)
         reader_tokens = setup.reader.params["max_tokens"] if setup and setup.reader else 256

@@ -28,6 +28,7 @@ from memrun.llm.endpoint import Endpoint
 from memrun.records import Hit, Item
 
 if TYPE_CHECKING:
+    from memrun import benchmarks as memrun_benchmarks
     from memrun import config as memrun_config
     from memrun import judges as memrun_judges
     from memrun.accuracy import setup as accuracy_setup
@@ -43,6 +44,7 @@ else:
     accuracy_setup = lazy("memrun.accuracy.setup")
     config_spec = lazy("memrun.config.build_spec")
     memrun_judges = lazy("memrun.judges")
+    memrun_benchmarks = lazy("memrun.benchmarks")
     llm_cache = lazy("memrun.llm.cache")
     benchmarks_selection = lazy("memrun.benchmarks.selection")
     memrun_config = lazy("memrun.config")
@@ -148,7 +150,9 @@ class RunCalls:
         prompt), its groups read as items ask for them (:class:`ItemGroups`). On failure
         the row's own fields are used."""
         try:
-            benchmark = memrun_plugins.build(cfg.benchmark, memrun_config.BENCHMARK_RESERVED_KEYS, "benchmark")
+            benchmark = memrun_benchmarks.check_benchmark(
+                memrun_plugins.build(cfg.benchmark, memrun_config.BENCHMARK_RESERVED_KEYS, "benchmark"),
+                str(cfg.benchmark.get("_target_")))
             selection = benchmarks_selection.selection_from_config(cfg.benchmark)
             dataset, _, _ = memrun_stages.load_dataset(benchmark, selection, cfg.data_dir)
             self.groups = ItemGroups(dataset.groups)
@@ -201,8 +205,8 @@ class RunCalls:
                     continue
                 case = accuracy_stage.judge_case(item, str(row.get("category_label") or row.get("category")), answer,
                                                  self.instrument.gold_match == "substring",
-                                                 getattr(judge, "abstention_categories", ()))
-                _, request = judge.request(case)
+                                                 memrun_judges.judge_hooks(judge).abstention_categories)
+                _, request = memrun_judges.judge_hooks(judge).request(case)
                 wanted.append((i, role, request, llm_cache.call_key(urls[role], request, repeat)))
         found = self.cache.get_many([w[3] for w in wanted]) if wanted else {}
         out = [{"repeat": r.get("repeat"), "reader": None, "judge": None, "judge2": None} for r in rows]
