@@ -17,8 +17,8 @@ from memrun.records import Hit, Record
 class Plain:
     """The required hooks only."""
 
-    def __init__(self, **bm25: Any) -> None:
-        self.arm = BM25Arm(**bm25)
+    def __init__(self, method: str = "lucene", k1: float = 1.5, b: float = 0.75, stopwords: str | None = "en") -> None:
+        self.arm = BM25Arm(method=method, k1=k1, b=b, stopwords=stopwords)
 
     def ingest(self, history_id: str, records: Sequence[Record]) -> None:
         self.arm.ingest(history_id, records)
