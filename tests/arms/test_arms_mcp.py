@@ -324,3 +324,50 @@ def test_a_server_printing_non_json_on_stdout_is_one_line_with_a_count(tmp_path)
     assert "(the first: 'debug: starting, step 0')" in lines[0] and "must write its logs to stderr" in lines[0]
     assert "Traceback" not in done.stderr and "did not answer" not in done.stderr and "hang" not in done.stderr
     assert lines[0].removeprefix("warning: ") in read_run(tmp_path / "run").instrument.warnings  # saved as printed
+
+
+def _projects_arm(ledger: Path, home: Path):
+    """arm=mcp on tests/servers/projects_server.py, whose tools take only the project id it issues."""
+    from memrun.arms.mcp import McpArm
+
+    return McpArm(command=sys.executable, args=[str(TESTS / "servers" / "projects_server.py")],
+                  env={"HOME": str(home), "MCP_TEST_IDS_ONLY": "1"}, ledger_dir=str(ledger),
+                  create={"tool": "create_memory_project", "result": "external_id",
+                          "arguments": {"project_name": "{{ namespace }}", "project_path": "{{ namespace_dir }}"}},
+                  ingest={"tool": "write_note", "per_record": True, "arguments": {
+                      "project_id": "{{ namespace_id }}", "title": "{{ record.key }}", "content": "{{ record.text }}",
+                      "directory": "memrun"}},
+                  search={"tool": "search_notes", "result": "result.results[].{key: title, text: content}",
+                          "arguments": {"project_id": "{{ namespace_id }}", "query": "{{ query }}",
+                                        "page_size": "{{ k }}", "output_format": "json"}},
+                  erase={"tool": "delete_project", "arguments": {"project_name": "{{ namespace }}",
+                                                                 "delete_notes": True}})
+
+
+def test_a_namespace_the_server_issues_is_used_by_later_calls_and_erased_after_a_kill(tmp_path) -> None:
+    """create once per history on a folder of memrun's; its answer's id is what ingest and search
+    send; the ledger records '<namespace> id=<id>', so when the run dies (its ledger left with a
+    dead pid) the next arm erases the project (by name, as the erase tool takes it)."""
+    home, ledger = tmp_path / "home", tmp_path / "ledger"
+    registry = home / ".projects-test" / "config.json"
+    arm = _projects_arm(ledger, home)
+    hits = []
+
+    async def body() -> None:
+        await arm.ingest("conv-1", RECORDS)
+        hits.extend(await arm.search("what is the cat called", 3, history_id="conv-1"))
+
+    on_loop(arm, body)
+    (project,) = json.loads(registry.read_text()).values()
+    assert [h.key for h in hits][:1] == ["D1:2"] and Path(project["path"]).is_dir()
+    (entry,) = arm.ledger.names
+    name = next(iter(json.loads(registry.read_text())))
+    assert entry == f"{name} id={project['id']}" and Path(project["path"]).parent.name == "created"
+    dead = json.loads(arm.ledger.path.read_text()) | {"pid": 2 ** 22 + 12345}  # a pid no process holds
+    arm.ledger.names.clear()  # the dead run erased nothing
+    arm.close()
+    (ledger / f"{dead['host']}-{dead['pid']}-dead.json").write_text(json.dumps(dead))
+    assert json.loads(registry.read_text()) != {}
+    again = _projects_arm(ledger, home)
+    again.close()
+    assert json.loads(registry.read_text()) == {}
