@@ -183,6 +183,16 @@ def gold_matches(hit: Hit, gold_keys: Iterable[str], mode: GoldMatch) -> frozens
     return gold_matcher(gold_keys, mode)(hit)
 
 
+def gold_match_mode(mode: str | None) -> GoldMatch:
+    """``mode`` as read from a saved run (None or empty: ``key``, the default) checked as a
+    :data:`GoldMatch`. Raises ValueError for an unknown mode."""
+    if not mode or mode == "key":
+        return "key"
+    if mode == "substring":
+        return "substring"
+    raise ValueError(f"unknown gold match mode {mode!r} (expected 'key' or 'substring')")
+
+
 _NO_MATCH: frozenset[str] = frozenset()
 
 

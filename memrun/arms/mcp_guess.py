@@ -328,7 +328,7 @@ def result_path(document: Any, keys: set[str], texts: set[str]) -> str | None:
         objects = [o for o in items if isinstance(o, Mapping)]
         if not objects:
             continue
-        fields = {}
+        fields: dict[str, str] = {}
         for o in objects:
             for name, value in o.items():
                 if isinstance(value, str) and value in keys:

@@ -157,7 +157,8 @@ def _line(line: str, gold_match: GoldMatch, item_lines: dict[str, int], history_
         if not isinstance(questions, list) or not questions:
             p.add("questions", "must be a non-empty list of questions")
             questions = []
-        entries = [(f"questions[{i}]", q, f"{history_id}:{i}") for i, q in enumerate(questions)]
+        entries: list[tuple[str, Any, str | None]] = [(f"questions[{i}]", q, f"{history_id}:{i}")
+                                                      for i, q in enumerate(questions)]
     elif "question" in obj or "item_id" in obj:
         _check_fields(p, "", obj, ITEM_FIELDS)
         history_id = _string(p, obj, "item_id", "")

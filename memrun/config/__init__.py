@@ -145,7 +145,7 @@ def path_safe(name: object) -> str:
     return text or "_"
 
 
-def job_dir(num: object, benchmark: object, arm: object, count: object, index: object) -> str:
+def job_dir(num: object, benchmark: object, arm: object, count: int | str, index: int | str) -> str:
     """A sweep job's folder name: ``<num>_<benchmark>_<arm>``, or ``shard-<i>-of-<n>`` for the
     shards of one run, so that they land side by side under one run folder (the sweep's)."""
     if int(count) > 1:

@@ -152,11 +152,12 @@ class AnswersFileArmConfig(ArmKeys):
 
 
 @dataclass
-class HttpOperationConfig:
-    """One request of ``arm=http``: Jinja2 templates in, a JMESPath ``result`` out."""
+class HttpRequestKeys:
+    """The keys of one request of ``arm=http`` (:class:`HttpOperationConfig`,
+    :class:`HttpReadyConfig`): Jinja2 templates in, a JMESPath ``result`` out."""
 
     method: str = "POST"
-    path: str = MISSING
+    path: Optional[str] = None
     body: Any = None
     result: Optional[str] = None
     record: Any = None
@@ -165,7 +166,14 @@ class HttpOperationConfig:
 
 
 @dataclass
-class HttpReadyConfig(HttpOperationConfig):
+class HttpOperationConfig(HttpRequestKeys):
+    """One request of ``arm=http``: its ``path`` is required."""
+
+    path: str = MISSING
+
+
+@dataclass
+class HttpReadyConfig(HttpRequestKeys):
     """``arm.ready``: polled after each history's ingest until the server has indexed it.
     Off while ``path`` and ``result`` are null (a node by default, so that command-line
     overrides such as ``arm.ready.path=...`` can fill it), or when it is null

@@ -3,7 +3,7 @@
 
 from __future__ import annotations
 
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING, Any, cast
 
 from memrun.config import register
 from memrun.config.errors import explain_config_error
@@ -25,9 +25,11 @@ else:
     omegaconf_errors = lazy("omegaconf.errors")
 
 
-def resolved(cfg: Any) -> dict[str, Any]:
-    """``cfg`` (a DictConfig or node) resolved to plain dicts and lists."""
-    return omegaconf.OmegaConf.to_container(cfg, resolve=True)  # type: ignore[no-any-return]
+def resolved(cfg: Any, *, resolve: bool = True, enum_to_str: bool = False) -> dict[str, Any]:
+    """``cfg`` (a DictConfig: a mapping node) as plain dicts and lists, its interpolations
+    resolved unless ``resolve`` is false, enums as their names with ``enum_to_str``."""
+    tree = omegaconf.OmegaConf.to_container(cfg, resolve=resolve, enum_to_str=enum_to_str)
+    return cast("dict[str, Any]", tree)  # a DictConfig's container is a dict; its keys are the YAML's strings
 
 
 def saved(cfg: Any, container: dict[str, Any] | None = None) -> dict[str, Any]:
@@ -35,7 +37,7 @@ def saved(cfg: Any, container: dict[str, Any] | None = None) -> dict[str, Any]:
     None: resolved here) with its secrets redacted, what a started server is handed masked
     and fingerprinted, and ``${oc.env:NAME}`` kept as spelled, never its value
     (:func:`memrun.core.redaction.redact_config`, :mod:`memrun.core.masking`)."""
-    spelling = omegaconf.OmegaConf.to_container(cfg, resolve=False)
+    spelling = resolved(cfg, resolve=False)
     return redact_config(resolved(cfg) if container is None else container, spelling, fingerprints=True)
 
 

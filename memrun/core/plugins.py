@@ -8,7 +8,7 @@ are not passed to the constructor.
 from __future__ import annotations
 
 from collections.abc import Sequence
-from typing import Any
+from typing import Any, cast
 
 from hydra.errors import InstantiationException
 from hydra.utils import instantiate
@@ -19,7 +19,8 @@ from memrun.errors import ArmError, ConfigError, MemrunError
 
 def params(node: DictConfig, reserved: Sequence[str]) -> dict[str, Any]:
     """A plugin's config node resolved to plain values, minus the keys memrun reads itself."""
-    return {k: v for k, v in OmegaConf.to_container(node, resolve=True).items() if k not in reserved}  # type: ignore[union-attr]
+    tree = cast("dict[str, Any]", OmegaConf.to_container(node, resolve=True))  # a DictConfig's: a dict
+    return {k: v for k, v in tree.items() if k not in reserved}
 
 
 def build(node: DictConfig, reserved: Sequence[str], group: str) -> Any:

@@ -155,7 +155,7 @@ def kept() -> Iterator[None]:
     try:
         yield
     except SystemExit as exc:  # the library's own handler ran: Ray's exits with the signal's number
-        if exc.code not in ours:
+        if not isinstance(exc.code, int) or exc.code not in ours:
             raise
         request(exc.code)
         raise KeyboardInterrupt(f"signal {signal.Signals(exc.code).name}") from None

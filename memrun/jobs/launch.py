@@ -237,12 +237,11 @@ def _mtime(folder: Path) -> float:
 def _save_hydra_files(out_dir: Path, cfg: Any, hydra_cfg: Any, container: dict[str, Any]) -> None:
     """Write ``.hydra/{config,hydra,overrides}.yaml`` as Hydra does with an output subdir,
     with the config's secrets redacted (``container``: the resolved config; :mod:`memrun.core.redaction`)."""
-    OmegaConf = omegaconf.OmegaConf  # noqa: N806
     redactor = redaction.Redactor.for_config(container)
-    hydra = redaction.redact_hydra(OmegaConf.to_container(hydra_cfg, resolve=False, enum_to_str=True), container)
+    hydra = redaction.redact_hydra(config_compose.resolved(hydra_cfg, resolve=False, enum_to_str=True), container)
     folder = out_dir / ".hydra"
     folder.mkdir(parents=True, exist_ok=True)
-    job = redaction.redact_config(OmegaConf.to_container(cfg, resolve=False, enum_to_str=True))
+    job = redaction.redact_config(config_compose.resolved(cfg, resolve=False, enum_to_str=True))
     for name, node in (("config.yaml", job), ("hydra.yaml", {"hydra": hydra}), ("overrides.yaml", hydra["overrides"]["task"])):
         (folder / name).write_text(redactor.text(redaction.yaml_text(node)))  # as OmegaConf.to_yaml writes it
 
@@ -341,7 +340,7 @@ def _job(cfg: Any, hydra_cfg: Any) -> int:
             strict.check_boolean_overrides(cfg, hydra_cfg.overrides.task)
             lock = claim(out_dir)
             run_warnings.warn(build_spec.check_embedder(cfg))  # the saved config records the embedder the arm uses
-            container = redaction.check_no_secrets(omegaconf.OmegaConf.to_container(cfg, resolve=True))
+            container = redaction.check_no_secrets(config_compose.resolved(cfg))
             redactor.add_config(container)
             if multirun:  # Hydra wrote the sweep's multirun.yaml, overrides and all, before any job
                 redaction.scrub_files(redactor, out_dir, Path(hydra_cfg.sweep.dir))

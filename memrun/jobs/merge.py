@@ -61,6 +61,13 @@ class MergeResult:
     copies: dict[int, int] = field(default_factory=dict)  # index -> complete copies found, when > 1
 
 
+def _shard_facts(instrument: Instrument) -> dict[str, Any]:
+    """The shard facts (count, index, ...) of a shard's instrument; MergeError for a run that is no shard."""
+    if instrument.shard is None:
+        raise MergeError(f"the run {instrument.run_id} is not a shard (no shard facts in its instrument)")
+    return instrument.shard
+
+
 def _shard_runs(run_dir: Path) -> list[RunTable]:
     """Every run under ``run_dir`` (one level down) whose instrument names a shard."""
     runs = []
@@ -82,7 +89,7 @@ def _same_run(runs: list[RunTable]) -> None:
     for run in runs[1:]:
         changed = [d.field for d in first.instrument.diff(run.instrument)]
         changed += [k for k, _, _ in first.instrument.configuration_diff(run.instrument) if k != "shard.index"]
-        if first.instrument.shard["count"] != run.instrument.shard["count"]:
+        if _shard_facts(first.instrument)["count"] != _shard_facts(run.instrument)["count"]:
             changed.append("shard.count")
         if changed:
             raise MergeError(f"{run.path} is not a shard of the same run as {first.path}: "
@@ -93,7 +100,7 @@ def _pick(runs: list[RunTable], count: int) -> tuple[dict[int, RunTable], list[i
     """The newest complete run of each shard index, and the indices without one."""
     chosen: dict[int, RunTable] = {}
     for run in runs:
-        index = int(run.instrument.shard["index"])
+        index = int(_shard_facts(run.instrument)["index"])
         if run.complete and run.instrument.status == "complete":
             best = chosen.get(index)
             if best is None or (run.instrument.finished_at or "") > (best.instrument.finished_at or ""):
@@ -109,7 +116,7 @@ def _check_rows(table: pa.Table, chosen: dict[int, RunTable], missing: list[int]
         first = twice.slice(0, 1).to_pylist()[0]
         raise MergeError(f"{twice.num_rows} (item_id, repeat) pair(s) occur in more than one shard, first "
                          f"({first['item_id']!r}, {first['repeat']}); were two layouts merged together?")
-    facts = next(iter(chosen.values())).instrument.shard
+    facts = _shard_facts(next(iter(chosen.values())).instrument)
     if missing or "items_sha256" not in facts:
         return
     count, digest = items_digest(pc.unique(table.column("item_id")).to_pylist())
@@ -145,7 +152,7 @@ def merge(run_dir: Path) -> MergeResult:
         raise MergeError(f"{run_dir}: no shard here (expected folders of runs made with shard.count > 1, "
                          "e.g. outputs/multirun/<time>/shard-0-of-4)")
     _same_run(runs)
-    count = int(runs[0].instrument.shard["count"])
+    count = int(_shard_facts(runs[0].instrument)["count"])
     chosen, missing = _pick(runs, count)
     if not chosen:
         raise MergeError(f"{run_dir}: none of the {count} shards completed; re-run them, then merge")
@@ -187,7 +194,7 @@ def _complete_copies(runs: list[RunTable]) -> dict[int, int]:
     counts: dict[int, int] = {}
     for run in runs:
         if run.complete and run.instrument.status == "complete":
-            index = int(run.instrument.shard["index"])
+            index = int(_shard_facts(run.instrument)["index"])
             counts[index] = counts.get(index, 0) + 1
     return counts
 
@@ -204,8 +211,8 @@ def _merged_instrument(parts: list[Instrument], count: int, missing: list[int], 
         first,
         run_id=f"{first.benchmark}-{first.arm}-{stamp:%Y%m%d-%H%M%S}-merged-{uuid.uuid4().hex[:6]}",
         status=PARTIAL if missing else "complete",
-        shard={"count": count, "merged": [int(p.shard["index"]) for p in parts], "missing": missing,
-               "assignment": first.shard.get("assignment")},
+        shard={"count": count, "merged": [int(_shard_facts(p)["index"]) for p in parts], "missing": missing,
+               "assignment": _shard_facts(first).get("assignment")},
         n_rows=table.num_rows,
         n_errors=sum(p.n_errors for p in parts),
         n_items=len(pc.unique(table.column("item_id"))),

@@ -97,8 +97,8 @@ def _start_ray(config: Any) -> None:
     options, its object-store default), keeping memrun's signal handlers
     (:func:`memrun.core.signals.kept`): the launcher then finds Ray running and does not start
     it again. A no-op on other launchers."""
-    launcher = config.hydra.get("launcher") or {}
-    if not str(launcher.get("_target_", "")).startswith("hydra_plugins.hydra_ray_launcher."):
+    launcher = config.hydra.get("launcher")
+    if launcher is None or not str(launcher.get("_target_", "")).startswith("hydra_plugins.hydra_ray_launcher."):
         return
     init = compose.resolved(launcher.ray.init)
     init.setdefault("object_store_memory", 78643200)  # the launcher's own default (hydra_ray_launcher._core)

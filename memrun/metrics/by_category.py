@@ -93,7 +93,7 @@ def mean_by_category(
 
     present = {r.get("category") for r in scored}
     order = [c for c in categories if c in present] + sorted(str(c) for c in present if c not in categories)
-    per_category = {}
+    per_category: dict[str, dict[str, Any]] = {}
     for cat in order:
         values = [float(r[column]) for r in scored if r.get("category") == cat]
         per_category[cat] = {"label": categories.get(cat, cat), "n": len(values), "mean": mean(values)}

@@ -236,8 +236,8 @@ def item_columns(
     for by_k in (score.hit, score.all, score.precision, score.ndcg) if score else ({},) * 4:
         values += [by_k.get(k) for k in ks]
     for family in NAMED_VARIANTS:
-        by_k = (named or {}).get(family, {})
-        values += [by_k.get(k) for k in ks]
+        variant = (named or {}).get(family, {})
+        values += [variant.get(k) for k in ks]
     return dict(zip(names, values))
 
 

@@ -39,6 +39,7 @@ def summarize_rows(
     metrics cannot be measured; they are then null (:func:`memrun.metrics.summary.not_measurable`).
     ``intervals``: the headline metric's 95% cluster-bootstrap intervals, overall and per
     category (:func:`memrun.metrics.intervals.category_intervals`; left out when not measurable).
+    Raises ValueError for axis ``accuracy`` without ``headline``.
     ``caveats``: items credited by a convention, unreachable gold, empty searches
     (:func:`memrun.metrics.conventions.run_counts`).
     """
@@ -55,6 +56,8 @@ def summarize_rows(
                                                       comparable_categories=comparable_categories)
         return summary
 
+    if headline is None:
+        raise ValueError("axis=accuracy: the summary needs headline, the denominator the verdicts read")
     summary = metrics_accuracy.summarize_accuracy(rows, categories=categories,
                                                   comparable_categories=comparable_categories,
                                                   denominator=headline, task_averaged=task_averaged)

@@ -53,11 +53,13 @@ def summarize_retrieval(
         summary["comparable_categories"] = list(comparable_categories)
     per_category: dict[str, Any] = {}
     present = {r.get("category") for r in rows}
-    order = [c for c in categories if c in present] + sorted(c for c in present if c not in categories)
+    # A row without a category (None) sorts by its text beside the named ones instead of failing.
+    order: list[str | None] = [c for c in categories if c in present]
+    order += sorted((c for c in present if c not in categories), key=str)
     for cat in order:
         cat_rows = [r for r in ok if r.get("category") == cat]
         per_category[str(cat)] = {
-            "label": categories.get(cat, str(cat)),
+            "label": categories.get(str(cat), str(cat)),
             "n_items": sum(1 for r in rows if r.get("category") == cat),
             **aggregate(cat_rows, ks, prefix),
         }

@@ -82,7 +82,8 @@ class PlainProgress:
     def __init__(self, seconds: float | None = None, stream: TextIO | None = None) -> None:
         self.seconds = interval_seconds() if seconds is None else seconds
         self.stream = stream or sys.stderr
-        self.description, self.total, self.completed = "", None, 0
+        self.description, self.completed = "", 0
+        self.total: int | None = None
         self.fields: dict[str, Any] = {}
         self._t0 = time.perf_counter()
         self._stop = threading.Event()

@@ -6,7 +6,7 @@ from collections.abc import Mapping
 from typing import Any
 
 from rich import box
-from rich.console import Console
+from rich.console import Console, JustifyMethod
 from rich.markup import escape
 from rich.table import Table
 
@@ -36,9 +36,10 @@ def accuracy_table(summary: Mapping[str, Any], title: str) -> Table:
     table = Table(title=title, title_justify="left", caption_justify="left", box=box.SIMPLE_HEAD, pad_edge=False,
                   collapse_padding=True)
     # Short headers (explained in the caption) keep the table within 80 columns.
-    for name, justify in (("slice", "left"), ("n", "right"), ("correct", "right"), ("wrong", "right"),
-                          ("abst", "right"), ("err", "right"), ("acc", "right"), ("acc_aw", "right"),
-                          ("flip", "right")):
+    columns: tuple[tuple[str, JustifyMethod], ...] = (
+        ("slice", "left"), ("n", "right"), ("correct", "right"), ("wrong", "right"), ("abst", "right"),
+        ("err", "right"), ("acc", "right"), ("acc_aw", "right"), ("flip", "right"))
+    for name, justify in columns:
         table.add_column(name, justify=justify, no_wrap=True)
     scored = any(b.get("mean_judge_score") is not None for b in summary["per_category"].values())
     if scored:

@@ -189,7 +189,7 @@ def _strata_members(
     Raises ValueError when ``strata`` has another length than the deltas or a cluster
     holds items of two strata.
     """
-    keys = strata if isinstance(strata, np.ndarray) else list(strata)
+    keys = _key_sequence("strata", strata)
     if len(keys) != n:
         raise ValueError(f"strata has {len(keys)} keys but deltas has {n} items")
     codes = _first_appearance_codes(keys)
@@ -240,6 +240,16 @@ def _check_settings(resamples: int, seed: int, confidence: float) -> None:
         raise ValueError(f"confidence must lie strictly between 0 and 1, got {confidence!r}")
 
 
+def _key_sequence(name: str, keys: ArrayLike | Iterable[Hashable]) -> NDArray[Any] | list[Any]:
+    """``keys`` (one per item) as an array, kept, or a list. Raises TypeError for a scalar
+    (as ``list()`` of it would)."""
+    if isinstance(keys, np.ndarray):
+        return keys
+    if not isinstance(keys, Iterable):
+        raise TypeError(f"{name}: expected one key per item, got {type(keys).__name__}")
+    return list(keys)
+
+
 def _first_appearance_codes(keys: Any) -> NDArray[np.intp]:
     """Integer codes 0..G-1 of hashable keys, numbered in order of first appearance.
 
@@ -268,12 +278,12 @@ def _cluster_totals(
     n = len(values)
     if clusters is None:
         return values, np.ones(n), np.arange(n)
-    keys = clusters if isinstance(clusters, np.ndarray) else list(clusters)
+    keys = _key_sequence("clusters", clusters)
     if len(keys) != n:
         raise ValueError(f"clusters has {len(keys)} keys but deltas has {n} items")
     inverse = _first_appearance_codes(keys)
     n_clusters = int(inverse.max()) + 1 if n else 0
-    sums = np.bincount(inverse, weights=values, minlength=n_clusters)
+    sums = np.asarray(np.bincount(inverse, weights=values, minlength=n_clusters), dtype=np.float64)
     sizes = np.bincount(inverse, minlength=n_clusters).astype(np.float64)
     return sums, sizes, inverse
 

@@ -53,7 +53,7 @@ class JudgeCalibration:
     def __post_init__(self) -> None:
         for name in ("tpr", "fpr"):
             value = getattr(self, name)
-            if isinstance(value, bool) or not isinstance(value, numbers.Real) or not 0 <= value <= 1:
+            if isinstance(value, bool) or not isinstance(value, numbers.Real) or not 0 <= float(value) <= 1:
                 raise ValueError(f"{name} must be a number in [0, 1], got {value!r}")
             object.__setattr__(self, name, float(value))
         for name in ("n_pos", "n_neg"):
@@ -138,6 +138,7 @@ def correct_for_judge(result: BootstrapResult, calibration: JudgeCalibration, *,
     """
     j = calibration.youden_j
     j_se = math.sqrt(calibration.j_variance)
+    warning: str | None
     if j <= 0:
         warning = (f"judge has Youden's J = {j:+.3f} <= 0 (TPR {calibration.tpr:.3f}, "
                    f"FPR {calibration.fpr:.3f}): it carries no information; "

@@ -129,12 +129,13 @@ def longmemeval_like(hidden: int = 5, *, item_clusters: bool = True) -> Design:
         sizes = (1,) * sum(LONGMEMEVAL_TYPES)
         strata = tuple(np.repeat(np.arange(len(LONGMEMEVAL_TYPES)), LONGMEMEVAL_TYPES).tolist())
         return Design("LongMemEval-like, item clusters", sizes, strata, hidden=hidden)
-    sizes, strata = [], []
+    group_sizes: list[int] = []
+    group_strata: list[int] = []
     for t, count in enumerate(LONGMEMEVAL_TYPES):
         full, rest = divmod(count, hidden)
-        sizes += [hidden] * full + ([rest] if rest else [])
-        strata += [t] * (full + (1 if rest else 0))
-    return Design("LongMemEval-like, evidence clusters", tuple(sizes), tuple(strata))
+        group_sizes += [hidden] * full + ([rest] if rest else [])
+        group_strata += [t] * (full + (1 if rest else 0))
+    return Design("LongMemEval-like, evidence clusters", tuple(group_sizes), tuple(group_strata))
 
 
 NORMAL_FROM = 15

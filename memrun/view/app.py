@@ -32,7 +32,7 @@ import socket
 import threading
 from collections import OrderedDict
 from pathlib import Path
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING, Any, TypeAlias
 from urllib.parse import quote, urlencode
 
 from memrun.core.paths import user_cache
@@ -84,16 +84,19 @@ REFRESH_S = 3
 CACHED_RUNS = 8
 """Runs whose rows and rebuilt requests stay in memory (an item's next/previous is then fast)."""
 
+_Opened: TypeAlias = "tuple[list[int], io_reader.RunTable, dict[str, list[int]], view_calls.RunCalls | None]"
+"""An opened run: its files' stamp, its table, item id -> row indices, its calls (built on first use)."""
+
 
 class Runs:
     """The served folder's index, and the last :data:`CACHED_RUNS` runs opened (rows, requests)."""
 
     def __init__(self, root: Path, cache_file: Path | None = None) -> None:
         self.index = RunIndex(root, cache_file)
-        self._open: OrderedDict[Path, tuple[Any, Any, Any]] = OrderedDict()
+        self._open: OrderedDict[Path, _Opened] = OrderedDict()
         self._lock = threading.Lock()
 
-    def opened(self, rel: str) -> tuple[Path, Any, Any]:
+    def opened(self, rel: str) -> tuple[Path, io_reader.RunTable, dict[str, list[int]]]:
         """(folder, RunTable, item id -> row indices in order) of run ``rel``, cached by mtime."""
         folder = self.index.folder(rel)
         with self._lock:
@@ -105,20 +108,20 @@ class Runs:
                 for i, item_id in enumerate(run.table.column("item_id").to_pylist()):
                     order.setdefault(item_id, []).append(i)
                 hit = (current, run, order, None)
-                self._open[folder] = hit  # type: ignore[assignment]
+                self._open[folder] = hit
                 while len(self._open) > CACHED_RUNS:
                     self._open.popitem(last=False)
             self._open.move_to_end(folder)
             return folder, hit[1], hit[2]
 
-    def calls(self, rel: str) -> Any:
+    def calls(self, rel: str) -> view_calls.RunCalls:
         """The run's :class:`memrun.view.calls.RunCalls` (built on first use)."""
         folder, run, order = self.opened(rel)
         with self._lock:
-            stamp, _, _, calls = self._open[folder]  # type: ignore[misc]
+            stamp, _, _, calls = self._open[folder]
             if calls is None:
                 calls = view_calls.RunCalls(folder, run.instrument)
-                self._open[folder] = (stamp, run, order, calls)  # type: ignore[assignment]
+                self._open[folder] = (stamp, run, order, calls)
             return calls
 
 

@@ -20,7 +20,7 @@ import pyarrow as pa
 
 from memrun.io.reader import RunTable
 from memrun.lazy import lazy
-from memrun.records import Hit, gold_matches
+from memrun.records import Hit, gold_match_mode, gold_matches
 from memrun.report import evidence as evidence_texts
 from memrun.stats.labels import ERROR, majority_label
 
@@ -133,7 +133,7 @@ def marked_keys(keys: Sequence[Any] | None, gold: Sequence[Any] | None, *, mode:
     out, first = [], None
     for i, k in enumerate(keys or ()):
         hit = Hit(key=str(k), score=0.0, text=str(texts[i]) if i < len(texts) and texts[i] is not None else "")
-        out.append([str(k), int(bool(gold_keys) and bool(gold_matches(hit, gold_keys, mode or "key")))])
+        out.append([str(k), int(bool(gold_keys) and bool(gold_matches(hit, gold_keys, gold_match_mode(mode))))])
     if rank and 0 < rank <= len(out):
         distinct = list(dict.fromkeys(k for k, _ in out))
         first = distinct[rank - 1] if rank <= len(distinct) else None

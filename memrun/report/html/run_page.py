@@ -94,7 +94,7 @@ def headline_text(summary: Mapping[str, Any], axis: str | None) -> str:
     if axis == "accuracy" and summary.get("score"):
         return f"MemScore {summary['score']}  (accuracy / search latency p50 / context tokens)"
     name, value = model.headline(summary)
-    if name is None:
+    if name is None or value is None:
         return "no headline: nothing was scored"
     where = model.headline_interval(summary)
     low, high = model.shown_interval(where)

@@ -117,7 +117,8 @@ def sweep_context(sweep_dir: Path, out: Path, page_name: str) -> tuple[dict[str,
         raise MemrunError(f"{sweep_dir}: no such folder") from None
     if not jobs:
         raise MemrunError(f"{sweep_dir}: no job of a memrun sweep here (expected outputs/multirun/<time>)")
-    rows, written = [], 0
+    rows: list[dict[str, Any]] = []
+    written = 0
     for job in jobs:
         page = _job_page(Path(job.run_dir), page_name)
         written += page is not None
