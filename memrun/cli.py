@@ -321,9 +321,9 @@ def _one_repository_for_help(args: list[str]) -> Any:
         key = (id(self), config_name, tuple(overrides or ()))
         if key not in built:
             built[key] = self._parse_overrides_and_create_caching_repo(config_name, list(overrides or ()))[1]
-        return built[key].get_group_options(group_name, results_filter)  # type: ignore[no-any-return]
+        return built[key].get_group_options(group_name, results_filter)
 
-    Loader.get_group_options = get_group_options  # type: ignore[method-assign]
+    Loader.get_group_options = get_group_options  # type: ignore[method-assign]  # a patch for the help's duration
 
     def undo() -> None:
         Loader.get_group_options = original  # type: ignore[method-assign]

@@ -48,13 +48,13 @@ BATCH_CHARS = 1 << 22
 (BEAM 10M) never holds more than a few such arrays at once."""
 
 
-class Vocabulary(dict):  # type: ignore[type-arg]
+class Vocabulary(dict[str, int]):
     """token -> run-wide id; a new token gets the next id on lookup (``__missing__``), so
     mapping tokens is one C-level ``map``. Stopwords are entered as -1."""
 
     @classmethod
     def of(cls, stopwords: frozenset[str]) -> Vocabulary:
-        return cls.fromkeys(stopwords, -1)
+        return cls(dict.fromkeys(stopwords, -1))
 
     def __missing__(self, token: str) -> int:
         value = self[token] = len(self)

@@ -152,9 +152,11 @@ class HttpArm:
             ready = None  # the schema's node, left empty: no readiness check
         specs = {"health": health, "create": create, "ingest": ingest, "ready": ready, "search": search, "erase": erase}
         self.ops = {name: Operation(name, spec, crediting) for name, spec in specs.items() if spec}
-        if self.ops["search"].result is None:
+        hits_path = self.ops["search"].result
+        if hits_path is None:
             raise ArmError("arm.search.result is not set; give the JMESPath of the hits, e.g. "
                            "results[].{key: id, score: score, text: content}")
+        self._hits_path = hits_path
         if ingest_batch_size < 1:
             raise ArmError(f"arm.ingest_batch_size={ingest_batch_size}: must be at least 1")
         if not timeout_s > 0:
@@ -359,7 +361,7 @@ class HttpArm:
             raise ArmError(f"arm=http: search before ingest of history {history_id!r} (no namespace yet)")
         op = self.ops["search"]
         response = await self.server.arequest_json(op, namespace=name, query=query, k=k, flags=self.flags)
-        return hits_from_result(self.server.result(op, response), op.result)
+        return hits_from_result(self.server.result(op, response), self._hits_path)
 
     def close(self) -> None:
         """Erase this run's namespaces (or keep and list them); idempotent."""

@@ -174,7 +174,7 @@ class McpSession:
         command, args = with_parent_death(str(spec.command), [str(a) for a in spec.args])
         params = mcp_stdio.StdioServerParameters(command=command, args=args,
                                                  env={str(k): str(v) for k, v in spec.env.items()}, cwd=spec.cwd)
-        return mcp_stdio.stdio_client(params, errlog=self._errlog)
+        return mcp_stdio.stdio_client(params, errlog=self._errlog or sys.stderr)  # opened for a command: __init__
 
     def stderr_tail(self) -> str:
         """The last lines the server printed on stderr, joined with `` | `` ('' for none)."""

@@ -90,7 +90,8 @@ def main(argv: list[str]) -> int:
                 await llm.aclose()
 
     labels = asyncio.run(run())
-    cache.close()
+    if cache is not None:
+        cache.close()
     try:
         calibration, counts = judges_calibration.calibration_from(probes, labels)
     except ValueError as exc:

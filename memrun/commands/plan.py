@@ -169,7 +169,7 @@ def main(argv: list[str]) -> int:
         extra = [f"hydra.searchpath=[file://{args.config_dir.resolve()}]"]
     cfg = config_compose.compose(["progress=false", *extra, *args.overrides])
     plan = memrun_plan.make_plan(*config_spec.build_spec(cfg), prices, info, args.chars_per_token).to_dict()
-    if args.pilot:
+    if pilot is not None:
         plan["power"] = pilot_power(*pilot, args.effect)
     render = {"text": render_text, "markdown": render_markdown,
               "json": lambda d: json.dumps(d, indent=2, default=str) + "\n"}[args.format]

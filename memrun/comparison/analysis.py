@@ -326,9 +326,10 @@ def analyze(paired: Paired, settings: Settings, *, run_a: str, run_b: str, axis:
     binary = bool(np.isin(a, (0.0, 1.0)).all() and np.isin(b, (0.0, 1.0)).all())
     units = paired.evidence if overall["clustering"] == EVIDENCE else paired.clusters  # the gate's unit
     mcnemar = None
-    if binary:
-        clustered = units is not None and len(np.unique(units)) < paired.n
-        mcnemar = (mcnemar_clustered(a, b, units) if clustered else mcnemar_exact(a, b)).to_dict()
+    if binary and units is not None and len(np.unique(units)) < paired.n:  # clustered
+        mcnemar = mcnemar_clustered(a, b, units).to_dict()
+    elif binary:
+        mcnemar = mcnemar_exact(a, b).to_dict()
     wilcoxon, skipped = _wilcoxon(paired, units)
     accuracy = axis == "accuracy"
     discordance = float((paired.a_label != paired.b_label).mean()) if accuracy else float((a != b).mean())

@@ -254,6 +254,7 @@ def _analyze(request: CompareRequest, prepared: _Prepared, read_warnings: list[s
     """Pair, bootstrap and annotate (the reading warnings first, then design notes, evidence
     sensitivity, cluster supply)."""
     run_a, stratify_by, cluster_by = prepared.run_a, prepared.stratify_by, prepared.cluster_by
+    assert request.a is not None  # resolve() filled it
     paired = prepared.pair()
     try:
         result = analyze(paired, prepared.settings, run_a=request.a, run_b=request.b, axis=run_a.instrument.axis,

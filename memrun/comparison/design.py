@@ -61,7 +61,7 @@ def evidence_sensitivity(result: Comparison) -> list[str]:
             f"the wider, {read}: questions that share evidence are not independent"]
 
 
-PUBLISHED_CLUSTERS = {("locomo", "locomo10"): (10, "conversations")}
+PUBLISHED_CLUSTERS: dict[tuple[str | None, str | None], tuple[int, str]] = {("locomo", "locomo10"): (10, "conversations")}
 """(benchmark, split) -> (clusters its published data holds, what they are): the most any
 comparison on it can resample when it clusters by the benchmark's cluster key."""
 

@@ -45,7 +45,7 @@ SIGNALS = tuple(s for s in (signal.SIGINT, signal.SIGTERM, getattr(signal, "SIGH
 """Ctrl-C, ``kill`` (and CI time-outs), and a closed terminal."""
 
 _requested: list[int] = []  # the signals received since install(), in order
-_callbacks: list[Callable[[], None]] = []
+_callbacks: list[Callable[[], object]] = []
 _shielded: list[bool] = []  # non-empty while a shielded() block runs
 _exit_hook: list[bool] = []  # non-empty once exit_quickly_when_stopped() registered its hook
 
@@ -188,7 +188,7 @@ def shielded() -> Iterator[None]:
 
 
 @contextmanager
-def on_request(callback: Callable[[], None]) -> Iterator[None]:
+def on_request(callback: Callable[[], object]) -> Iterator[None]:
     """Call ``callback()`` (from the signal handler) when a stop is asked for inside the
     block, or at once when one already was."""
     _callbacks.append(callback)

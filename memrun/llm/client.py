@@ -229,7 +229,8 @@ def _proxy_for(url: str) -> str | None:
     ``ALL_PROXY``, minus ``NO_PROXY``), as the SDK honoured them; None for none."""
     parts = urlsplit(url)
     proxies = urllib_request.getproxies_environment()
-    if not proxies or urllib_request.proxy_bypass_environment(parts.hostname or "", proxies):
+    # typeshed does not declare proxy_bypass_environment (CPython's, undocumented; what getproxies' users call)
+    if not proxies or urllib_request.proxy_bypass_environment(parts.hostname or "", proxies):  # type: ignore[attr-defined]
         return None
     return proxies.get(parts.scheme) or proxies.get("all")
 

@@ -11,7 +11,7 @@ from __future__ import annotations
 import gc
 import sys
 import time
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING, Any, TypeAlias
 
 from rich.console import Console
 from rich.progress import BarColumn, MofNCompleteColumn, Progress, ProgressColumn, Task, TextColumn, TimeElapsedColumn
@@ -108,12 +108,16 @@ def start_activity(dataset: Dataset) -> None:
     progress_lines.ACTIVITY.start(INGESTED, len(groups) if isinstance(groups, list) else None, "histories")
 
 
-def make_progress(console: Console, enabled: bool, calls: bool = False) -> Progress:
+ProgressBar: TypeAlias = "Progress | progress_lines.PlainProgress"
+"""rich's bar on a terminal, else its stand-in printing plain lines (:func:`make_progress`)."""
+
+
+def make_progress(console: Console, enabled: bool, calls: bool = False) -> ProgressBar:
     """The progress bar. The accuracy axis adds a calls line (calls, rate, cached, tokens) and,
     to fit 80 columns, trades the elapsed time and half the bar for it. A stderr that is not a
     terminal (CI logs, nohup) gets a plain line every few seconds instead of the bar."""
     if enabled and not sys.stderr.isatty():
-        return progress_lines.PlainProgress()  # type: ignore[no-any-return]
+        return progress_lines.PlainProgress()
     return Progress(
         TextColumn("[progress.description]{task.description}"),
         BarColumn(bar_width=10 if calls else 40),
@@ -127,7 +131,7 @@ def make_progress(console: Console, enabled: bool, calls: bool = False) -> Progr
     )
 
 
-def ingest_and_search(spec: RunSpec, dataset: Dataset, arm: Arm, sink: RowSink, progress: Progress) -> None:
+def ingest_and_search(spec: RunSpec, dataset: Dataset, arm: Arm, sink: RowSink, progress: ProgressBar) -> None:
     """The retrieval axis: ingest each group, search each item, emit its row (in dataset order)."""
     task = progress.add_task(spec.label, total=dataset.n_items, errors=0)
     start_activity(dataset)
@@ -140,7 +144,7 @@ def ingest_and_search(spec: RunSpec, dataset: Dataset, arm: Arm, sink: RowSink, 
 
 
 def answer_and_judge(spec: RunSpec, setup: AccuracySetup, dataset: Dataset, arm: Arm, sink: RowSink,
-                     progress: Progress, done: set[tuple[str, int]] | None = None) -> str | None:
+                     progress: ProgressBar, done: set[tuple[str, int]] | None = None) -> str | None:
     """The accuracy axis: retrieve, answer and judge every item x repeat, emitting each row;
     returns why it stopped early (token budget) or None. ``done``: (item_id, repeat) pairs
     a resumed run already holds (:mod:`memrun.pipeline.resume`), not answered again."""
@@ -173,7 +177,7 @@ def answer_and_judge(spec: RunSpec, setup: AccuracySetup, dataset: Dataset, arm:
             # Ctrl-C / SIGTERM cancel this task on the loop, a safe point (memrun.core.signals).
             with signals.on_request(lambda: loop.call_soon_threadsafe(me.cancel)):
                 await stage.run(retrieved_groups(arm, dataset.groups, spec.top_k, dataset.gold_match, spec.flow,
-                                                 offload=lambda: setup.llm.in_flight))
+                                                 offload=lambda: setup.llm.in_flight > 0))
         finally:
             await setup.llm.aclose()
 

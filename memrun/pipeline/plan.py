@@ -38,6 +38,7 @@ from memrun.pipeline.spec import PluginNodes, RunSpec
 if TYPE_CHECKING:
     from memrun.accuracy import stage as accuracy_stage
     from memrun.llm import cache as llm_cache
+    from memrun.llm.client import ChatRequest
 else:
     accuracy_stage = lazy("memrun.accuracy.stage")
     llm_cache = lazy("memrun.llm.cache")
@@ -205,29 +206,31 @@ def _plan_group(setup: Any, retrieved: Iterable[Any], records: Mapping[str, Any]
     judges = _judges(setup)
     abstention = judge_hooks(setup.judge).abstention_categories
     errors = 0
-    todo = []
+    todo: list[tuple[Any, ChatRequest | None]] = []  # (retrieved, the reader's request; None: the arm answers)
     for r in retrieved:
         if r.error is not None:
             errors += 1
             continue
         prepared = accuracy_stage.reader_request(reader, r, records)
-        if reader is not None and (prepared is None or prepared.request is None):
+        request = None if prepared is None else prepared.request
+        if reader is not None and request is None:
             continue  # skipped as context_overflow: an error row, no call
-        todo.append((r, prepared))
-    reader_keys = {}
+        todo.append((r, request))
+    reader_keys: dict[tuple[int, int], str] = {}
     if reader is not None:
         url = reader.endpoint.public_url
-        reader_keys = {(id(p), rep): llm_cache.call_key(url, p.request, rep) for _, p in todo for rep in range(repeats)}
+        reader_keys = {(i, rep): llm_cache.call_key(url, request, rep) for i, (_, request) in enumerate(todo)
+                       if request is not None for rep in range(repeats)}
     found = cache.get_many(list(reader_keys.values())) if reader_keys else {}
     pending = []  # (judge role, judge, case, repeat, answer known)
-    for r, prepared in todo:
+    for i, (r, request) in enumerate(todo):
         label = categories.get(r.item.category, r.item.category)
         for rep in range(repeats):
-            if reader is not None:
+            if reader is not None and request is not None:
                 ep = eps.get("reader", reader.endpoint, reader.model, int(reader.params["max_tokens"]))
-                hit = eps.count(ep, reader_keys[(id(prepared), rep)], prepared.request, found)
+                hit = eps.count(ep, reader_keys[(i, rep)], request, found)
                 answer = None if hit is None else hit.text.strip()
-                if hit is not None:
+                if answer is not None:
                     answers.append(len(answer))
             else:
                 answer = r.arm_answer
@@ -282,7 +285,8 @@ def make_plan(spec: RunSpec, nodes: PluginNodes, prices: Mapping[str, Any], pric
         dataset = loaded.dataset
         arm_fields = describe(arm)
         plan = Plan(spec.benchmark, spec.arm, spec.axis, 0, spec.repeats, prices=dict(price_info))
-        eps, answers = _Endpoints(), []
+        eps = _Endpoints()
+        answers: list[int] = []  # the cached answers' lengths (characters)
         if setup is None:
             plan.items = dataset.n_items if dataset.n_items is not None else sum(len(g.items) for g in dataset.groups)
         else:

@@ -12,7 +12,14 @@ import os
 import sys
 import threading
 import time
-from typing import Any, TextIO
+from typing import TYPE_CHECKING, Any, TextIO
+
+from memrun.lazy import lazy
+
+if TYPE_CHECKING:
+    from rich import progress as rich_progress
+else:
+    rich_progress = lazy("rich.progress")  # loaded already where a run shows progress (its task ids)
 
 DEFAULT_SECONDS = 30.0
 
@@ -89,11 +96,11 @@ class PlainProgress:
         self._stop = threading.Event()
         self._thread: threading.Thread | None = None
 
-    def add_task(self, description: str, total: int | None = None, **fields: Any) -> int:
+    def add_task(self, description: str, total: int | None = None, **fields: Any) -> rich_progress.TaskID:
         """Start counting; returns the task id (always 0: memrun runs one task)."""
         self.description, self.total, self.fields = description, total, dict(fields)
         self._t0 = time.perf_counter()
-        return 0
+        return rich_progress.TaskID(0)
 
     def update(self, task: int, *, advance: int | None = None, completed: int | None = None, **fields: Any) -> None:
         """Record progress (as ``Progress.update``); nothing is printed here."""
