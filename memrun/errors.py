@@ -13,10 +13,12 @@ anything else is a bug and keeps its traceback. The tree::
     |   `-- TurnError                a malformed turn (also a ValueError)
     |-- ArmError                     an arm could not be built or broke its protocol (stops the run)
     |-- ToolError                    an MCP tool answered with an error (one item's; also a RuntimeError)
+    |-- MalformedReply               a memory server's reply is not the JSON expected (one item's, once retried)
     |-- AuthError                    a server refused memrun's credentials (stops the run)
     |-- EndpointUnreachable          nothing answers at an LLM endpoint (stops the run)
     |-- CacheError                   a cache file cannot be read or written (stops the run)
     |-- CallError                    one LLM call failed for good (recorded on its item)
+    |-- ItemFailed                   one item x repeat failed at a stage of the accuracy axis (recorded on its row)
     |-- BudgetExhausted              max_tokens_total reached (the run ends "stopped")
     |-- JudgeReplyUnparseable        a judge's reply cannot be read (its verdict is ERROR; a ValueError)
     |-- RunTableError                a run folder or items.parquet is missing or not a run table
@@ -28,6 +30,8 @@ anything else is a bug and keeps its traceback. The tree::
 
     SweepRefused (a BaseException)   the sweep folder belongs to another sweep
     UsageExit (a SystemExit)         a subcommand's bad argument (argparse's usage line printed)
+    StopRequested (an Exception)     a stop was asked for: no arm call starts any more (caught inside the
+                                     run's retrieval flow, never shown; not a user's error)
 
 Exit codes of the command line (:data:`EXIT_CODES`; ``memrun compare`` has its own table,
 :class:`memrun.stats.ExitCode`: 0 pass, 1 fail, 2 unresolved, 3 refused, 4 usage error):
@@ -127,6 +131,17 @@ class CallError(MemrunError):
         self.status = status
 
 
+class MalformedReply(MemrunError):
+    """A memory server's reply of status < 400 whose body is not JSON where JSON was expected
+    (:mod:`memrun.arms.http_async`): retried as a transport error, then an error of its item,
+    not of the run."""
+
+
+class ItemFailed(MemrunError):
+    """One item x repeat failed at a stage of the accuracy axis (retrieval, the arm's answer,
+    the reader, a judge); the message is the row's ``error`` and the run goes on."""
+
+
 class BudgetExhausted(MemrunError):
     """``max_tokens_total`` was reached; no new call is started."""
 
@@ -150,6 +165,12 @@ class CompareUsageError(MemrunError):
 class SweepRefused(BaseException):
     """The sweep folder belongs to another sweep. A BaseException: Hydra turns an Exception
     raised by a callback into a warning and would run the jobs anyway."""
+
+
+class StopRequested(Exception):
+    """A stop was asked for (Ctrl-C, SIGTERM): no arm call starts any more. Raised and caught
+    inside the retrieval flow (:mod:`memrun.pipeline.many_histories`); not a user's error, so
+    not a :class:`MemrunError`."""
 
 
 class UsageExit(SystemExit):

@@ -33,7 +33,7 @@ from collections.abc import AsyncIterator, Callable, Mapping, Sequence
 from typing import Any
 
 from memrun.accuracy.setup import AccuracySetup
-from memrun.errors import MemrunError
+from memrun.errors import ItemFailed, MemrunError
 from memrun.judges import Case, is_abstention, judge_hooks
 from memrun.judges.lexical import lexical_scores
 from memrun.llm.client import CallError, ChatResult
@@ -75,10 +75,6 @@ def judge_case(item: Item, category_label: str, answer: str, substring_gold: boo
 def answer_text(result: ChatResult) -> str:
     """The answer a reader's reply gives: its text, stripped."""
     return result.text.strip()
-
-
-class _Failed(Exception):
-    """One item x repeat failed at a stage; the message goes to the row's ``error``."""
 
 
 class AnswerStage:
@@ -206,9 +202,9 @@ class AnswerStage:
         repeat = int(row["repeat"])
         try:
             if r.error is not None:
-                raise _Failed(r.error)
+                raise ItemFailed(r.error)
             await self._answer_and_judge(row, r, repeat, records, prepared)
-        except _Failed as exc:
+        except ItemFailed as exc:
             row["label"] = ERROR
             row["error"] = str(exc)
         except BudgetExhausted as exc:
@@ -236,18 +232,18 @@ class AnswerStage:
         if reader is None or prepared is None:
             row["answer_source"] = "arm"
             if r.arm_answer is None:
-                raise _Failed("answer: the arm has no answer for this item")
+                raise ItemFailed("answer: the arm has no answer for this item")
             return r.arm_answer
         row["answer_source"] = "reader"
         row["context_dropped"] = prepared.dropped
         if prepared.overflow:
-            raise _Failed(prepared.overflow)
+            raise ItemFailed(prepared.overflow)
         try:
             outcome = await reader.answer(prepared, repeat)
         except CallError as exc:
             if exc.kind == "context_overflow":
-                raise _Failed(f"context_overflow: {exc}{reader.overflow_hint}") from None
-            raise _Failed(f"reader: {exc}") from None
+                raise ItemFailed(f"context_overflow: {exc}{reader.overflow_hint}") from None
+            raise ItemFailed(f"reader: {exc}") from None
         result = outcome.result
         row.update(
             answer_latency_ms=result.latency_ms,
@@ -267,7 +263,7 @@ class AnswerStage:
         try:
             verdict = await self.setup.judge.grade(case, repeat)
         except CallError as exc:
-            raise _Failed(f"judge: {exc}") from None
+            raise ItemFailed(f"judge: {exc}") from None
         row.update(
             label=verdict.label,
             judge_score=verdict.score,

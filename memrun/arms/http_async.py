@@ -12,8 +12,8 @@ and the ledger speak one vocabulary whichever client sent the request: a status 
 raises ``httpx.HTTPStatusError`` (401/403: :class:`memrun.errors.AuthError`), a failed
 connection ``httpx.ConnectError``, a timeout ``httpx.ReadTimeout``, any other transport
 failure ``httpx.ReadError``. With ``expect_json``, a reply of status < 400 whose body is not
-JSON is :class:`MalformedReply`, retried as a transport error is (when the request is
-idempotent, from the same ``attempts``): one bad reply is an error of its item, not of the run.
+JSON is :class:`memrun.errors.MalformedReply`, retried as a transport error is (when the request
+is idempotent, from the same ``attempts``): one bad reply is an error of its item, not of the run.
 """
 
 from __future__ import annotations
@@ -28,6 +28,7 @@ import aiohttp
 import httpx
 
 from memrun.core.http_policy import AUTH_STATUSES, BODY_PREVIEW_CHARS, HttpPolicy, RateGate, Retrier, auth_error, note_wait
+from memrun.errors import MalformedReply
 
 
 @dataclass(frozen=True)
@@ -37,10 +38,6 @@ class _Request:
 
 
 _UNPARSED = object()
-
-
-class MalformedReply(httpx.DecodingError):
-    """A reply of status < 400 whose body is not JSON where JSON was expected (a per-item error)."""
 
 
 @dataclass(frozen=True)
@@ -70,7 +67,7 @@ def _parsed(reply: Reply) -> Reply:
     except ValueError as exc:
         preview = reply.text[:BODY_PREVIEW_CHARS].replace("\n", " ")
         raise MalformedReply(f"{reply.request.method} {reply.request.url} did not answer with JSON ({exc}): "
-                             f"{preview!r}", request=httpx.Request(reply.request.method, reply.request.url)) from None
+                             f"{preview!r}") from None
 
 
 def open_session(headers: Mapping[str, str], timeout_s: float) -> aiohttp.ClientSession:

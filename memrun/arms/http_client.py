@@ -95,7 +95,7 @@ class ServerClient:
 
     async def arequest_json(self, op: Operation, **context: Any) -> Any:
         """:meth:`arequest` whose reply must be JSON: one that is not is retried under the
-        policy, then raised as :class:`memrun.arms.http_async.MalformedReply` (an error of
+        policy, then raised as :class:`memrun.errors.MalformedReply` (an error of
         the item, not of the run)."""
         return await self._asend(op, True, context)
 

@@ -161,10 +161,6 @@ def _fields(pieces: list[Any], jinja: Render) -> Render:
     return render
 
 
-class _NotPlain(Exception):
-    """The template has a text field, a filter or an expression: no generated fast path."""
-
-
 def _generate(spec: Any, fallback: Render) -> Render | None:
     """One generated function for a template made only of constants, dicts, lists and
     whole ``{{ a.b }}`` names (the usual ingest record and search body), or None.
@@ -197,26 +193,32 @@ def _generate(spec: Any, fallback: Render) -> Render | None:
         checks.append(f"{name} = {source}")
         return name
 
-    def value(node: Any) -> str:
+    def value(node: Any) -> str | None:
+        """The source building ``node``; None when it is not plain (a text field, a filter,
+        an expression): then there is no generated fast path."""
         if isinstance(node, str):
             if m := _WHOLE_EXPRESSION.match(node):
                 simple = _SIMPLE.match(m.group(1))
                 path = tuple(simple.group(1).split(".")) if simple else ()
                 if not path or any(name in _DICT_ATTRIBUTES for name in path[1:]):
-                    raise _NotPlain
+                    return None
                 return local(path)
             if "{" in node:
-                raise _NotPlain
+                return None
         elif isinstance(node, Mapping):
-            return "{" + ", ".join(f"{str(k)!r}: {value(v)}" for k, v in node.items()) + "}"
+            fields = [value(v) for v in node.values()]
+            if None in fields:
+                return None
+            return "{" + ", ".join(f"{str(k)!r}: {v}" for k, v in zip(node.keys(), fields)) + "}"
         elif isinstance(node, (list, tuple)):
-            return "[" + ", ".join(value(v) for v in node) + "]"
+            items = [value(v) for v in node]
+            plain = [s for s in items if s is not None]
+            return "[" + ", ".join(plain) + "]" if len(plain) == len(items) else None
         constants.append(node)
         return f"constants[{len(constants) - 1}]"
 
-    try:
-        result = value(spec)
-    except _NotPlain:
+    result = value(spec)
+    if result is None:
         return None
     source = "\n".join(["def render(context):", "    try:", *(f"        {line}" for line in checks),
                         f"        return {result}", "    except KeyError:", "        return fallback(context)"])

@@ -169,14 +169,11 @@ def shape_decides(schema: Any) -> bool:
     return all(shape_decides(s) for s in subschemas)
 
 
-class _NoShape(Exception):
-    """A value that is not plain JSON (a tuple, a set, a non-string key): checked in full."""
-
-
 def _shape(value: Any) -> Any:
     """A hashable summary of a JSON value: its types (an integral float apart from an int and
     from other floats: JSON Schema drafts disagree on whether 1.0 is an integer), object keys
-    and list lengths, without the strings' or numbers' values."""
+    and list lengths, without the strings' or numbers' values; None for a value that is not
+    plain JSON (a tuple, a set, a non-string key), which is checked in full."""
     kind = type(value)
     if kind is str:
         return "s"
@@ -189,12 +186,14 @@ def _shape(value: Any) -> Any:
     if value is None:
         return "n"
     if kind is list:
-        return ("a", *[_shape(v) for v in value])
+        items = [_shape(v) for v in value]
+        return None if any(s is None for s in items) else ("a", *items)
     if kind is dict:
         if not all(type(k) is str for k in value):
-            raise _NoShape
-        return ("o", *[(k, _shape(v)) for k, v in value.items()])
-    raise _NoShape
+            return None
+        fields = [(k, _shape(v)) for k, v in value.items()]
+        return None if any(s is None for _, s in fields) else ("o", *fields)
+    return None
 
 
 class ArgumentChecker:
@@ -225,10 +224,7 @@ class ArgumentChecker:
         validator = self._validator(op.tool)
         seen, shape = self._valid_shapes[op.tool], None
         if seen is not None:
-            try:
-                shape = _shape(dict(arguments))
-            except _NoShape:
-                shape = None
+            shape = _shape(dict(arguments))
             if shape is not None and shape in seen:
                 return
         error = jsonschema.exceptions.best_match(validator.iter_errors(dict(arguments)))

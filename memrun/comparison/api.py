@@ -224,10 +224,9 @@ def _prepare(request: CompareRequest, warn: Say) -> _Prepared | str:
         lines.append("  their difference is the change itself, not noise: compare them with memrun compare")
         return "\n".join(lines)
     _check_counts(request)
-    try:
-        calibration = _calibration(request, run_a.instrument.axis)
-    except _Refused as exc:
-        return str(exc)
+    calibration, refusal = _calibration(request, run_a.instrument.axis)
+    if refusal:
+        return refusal
     assert request.gate_min_delta is not None and request.gate_band is not None
     stratify_by = _stratify_by(request.stratify_by, run_a.instrument)
     if cluster_by and cluster_by == stratify_by:
@@ -348,15 +347,13 @@ def _check_counts(request: CompareRequest) -> None:
         raise MemrunError(f"--resamples {request.resamples}: must be at least 1")
 
 
-class _Refused(Exception):
-    """A refusal (exit 3) raised from inside the set-up."""
-
-
-def _calibration(request: CompareRequest, axis: str | None) -> JudgeCalibration | None:
-    """The judge calibration file, or None; refused off the accuracy axis or when fake."""
+def _calibration(request: CompareRequest, axis: str | None) -> tuple[JudgeCalibration | None, str | None]:
+    """(the judge calibration file or None, the refusal (exit 3) or None): refused when it
+    was measured with a fake judge. Raises MemrunError off the accuracy axis or for a file
+    that cannot be read."""
     path = request.judge_calibration
     if not path:
-        return None
+        return None, None
     if axis != "accuracy":
         raise MemrunError(f"--judge-calibration: the runs are on the {axis} axis, which has no judge; "
                           "a judge calibration corrects judged accuracy only (axis=accuracy)")
@@ -366,9 +363,9 @@ def _calibration(request: CompareRequest, axis: str | None) -> JudgeCalibration 
     except (OSError, ValueError, KeyError, TypeError, AttributeError) as exc:
         raise MemrunError(f"--judge-calibration {path}: {exc}") from exc
     if data.get("fake_providers") and not request.allow_fake:
-        raise _Refused(f"refused: --judge-calibration {path} was measured with a fake or stub judge; its rates "
-                       "measure nothing (pass --allow-fake to use it anyway)")
-    return calibration
+        return None, (f"refused: --judge-calibration {path} was measured with a fake or stub judge; its rates "
+                      "measure nothing (pass --allow-fake to use it anyway)")
+    return calibration, None
 
 
 def _categories(arg: str | None, run: RunTable) -> tuple[list[str] | None, str]:

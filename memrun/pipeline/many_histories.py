@@ -49,7 +49,7 @@ from typing import Any
 from memrun.arms.contract import SEQUENTIAL, THREADS, arm_hooks, arm_kind
 from memrun.core import signals
 from memrun.core.http_policy import WAITED
-from memrun.errors import ArmError, ConfigError
+from memrun.errors import ArmError, ConfigError, StopRequested
 from memrun.pipeline.one_history import (
     INGESTED,
     Retrieved,
@@ -99,10 +99,6 @@ def calls_in_flight() -> int | None:
     return sum(f.in_flight for f in flows) if flows else None
 
 
-class _Stopped(Exception):
-    """A stop was asked for: no arm call starts any more."""
-
-
 class Flow:
     """Retrieval over many histories at once for an async or thread-safe arm (module docstring)."""
 
@@ -127,7 +123,7 @@ class Flow:
         t0 = time.perf_counter()
         async with self._slots:
             if self.stopping or signals.requested():
-                raise _Stopped
+                raise StopRequested
             t1 = time.perf_counter()
             waits: list[float] = []  # what the arm reports it waited (memrun.core.http_policy.WAITED)
             token = WAITED.set(waits)
@@ -154,7 +150,7 @@ class Flow:
     async def _ingest(self, group: Group) -> str | None:
         try:
             await self._call(self.arm.ingest, group.history_id, group.records)
-        except (ArmError, _Stopped):
+        except (ArmError, StopRequested):
             raise
         except Exception as exc:  # noqa: BLE001 - recorded on the history's items
             ACTIVITY.advance(INGESTED, 1, records=len(group.records))
@@ -164,7 +160,7 @@ class Flow:
         if prepare is not None:
             try:
                 await self._call(prepare, [item.question for item in group.items])
-            except (ArmError, _Stopped):
+            except (ArmError, StopRequested):
                 raise
             except Exception:  # noqa: BLE001 - each search then prepares its own query
                 pass
@@ -176,7 +172,7 @@ class Flow:
             for _ in range(2 if self.settings.warmup else 1):
                 result, queued, took = await self._call(self.arm.search, item.question, self.top_k,
                                                         history_id=group.history_id)
-        except (ArmError, _Stopped):
+        except (ArmError, StopRequested):
             raise
         except Exception as exc:  # noqa: BLE001 - recorded on the item
             return None, None, None, f"search: {type(exc).__name__}: {exc}"
@@ -192,7 +188,7 @@ class Flow:
     async def _release_now(self, release: Callable[..., Any], history_id: str) -> None:
         try:
             await self._call(release, history_id)
-        except (ArmError, _Stopped):
+        except (ArmError, StopRequested):
             pass  # stopping: close() erases what is left
         except Exception:  # noqa: BLE001 - the arm warns; close() tries again
             pass
@@ -203,7 +199,7 @@ class Flow:
         ingest had not finished), and the history is left to ``close``."""
         try:
             error = await self._ingest(group)
-        except _Stopped:
+        except StopRequested:
             return []
         session_of, known, n = sessions_of(group), history_keys(group), len(group.records)
         texts, reach = record_texts(group), gold_reach(group, self.gold_match)
@@ -215,9 +211,9 @@ class Flow:
         # every search ends before the history does (a stop must not orphan calls in flight)
         found = await asyncio.gather(*(self._search(group, item) for item in group.items), return_exceptions=True)
         for outcome in found:
-            if isinstance(outcome, BaseException) and not isinstance(outcome, _Stopped):
+            if isinstance(outcome, BaseException) and not isinstance(outcome, StopRequested):
                 raise outcome  # an ArmError: _search records every other failure itself
-        if not any(isinstance(outcome, _Stopped) for outcome in found):
+        if not any(isinstance(outcome, StopRequested) for outcome in found):
             self._release(group)
         answer_for = self.hooks.answer_for if self.answers else None
         out = []
@@ -266,7 +262,7 @@ class Flow:
         finally:
             # Stopping (a stop was asked for, an ArmError, the consumer gave up): calls in
             # flight finish, as a sequential run finishes its current call; every other
-            # call of the open histories ends at once with _Stopped, sending nothing.
+            # call of the open histories ends at once with StopRequested, sending nothing.
             self.stopping = True
             await asyncio.gather(*(t for _, t in pending), *self._releases, return_exceptions=True)
             if self._pool is not None:
