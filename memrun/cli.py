@@ -22,7 +22,7 @@ from typing import TYPE_CHECKING, Any
 import memrun
 from memrun.core import signals
 from memrun.core.paths import conf_dir
-from memrun.errors import EXIT_INTERRUPTED, EXIT_USER_ERROR, MemrunError
+from memrun.errors import EXIT_INTERRUPTED, EXIT_USER_ERROR, MemrunError, UsageError, usage_text
 from memrun.lazy import lazy
 
 # Loaded by a run only, after the signal handlers are installed (memrun.lazy).
@@ -143,6 +143,9 @@ def _main(args: list[str]) -> int:
         module, _, func = SUBCOMMANDS[args[0]].partition(":")
         try:
             return int(getattr(importlib.import_module(module), func)(args[1:]) or 0)
+        except UsageError as exc:  # as the subcommand's parser prints a bad argument
+            sys.stderr.write(usage_text(exc.prog, str(exc), exc.usage))
+            return exc.exit_code
         except MemrunError as exc:
             return _fail(str(exc), exc.exit_code)
     if problem := _not_a_command(args[:1]):

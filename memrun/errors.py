@@ -25,11 +25,12 @@ anything else is a bug and keeps its traceback. The tree::
     |-- RunFolderTaken               another run holds, or already filled, the run folder
     |-- MergeError                   shards that cannot be merged
     |-- CompareUsageError            a comparison that cannot be set up as asked
+    |-- UsageError                   a subcommand called wrongly in a way its parser cannot see (printed as UsageExit)
     |-- RunFailed                    every item of a run failed
     `-- RunDegraded                  more rows failed than max_error_share
 
     SweepRefused (a BaseException)   the sweep folder belongs to another sweep
-    UsageExit (a SystemExit)         a subcommand's bad argument (argparse's usage line printed)
+    UsageExit (a SystemExit)         a subcommand's bad argument (its usage error printed: :func:`usage_text`)
     StopRequested (an Exception)     a stop was asked for: no arm call starts any more (caught inside the
                                      run's retrieval flow, never shown; not a user's error)
 
@@ -162,6 +163,26 @@ class CompareUsageError(MemrunError):
     """The comparison cannot be set up as asked (metric, cluster column, empty pairing)."""
 
 
+class UsageError(MemrunError):
+    """A subcommand was called wrongly in a way its argument parser cannot see (a fourth
+    path, a missing ``--url``). The command line prints it as a bad argument is printed
+    (:func:`usage_text`, ``prog``: ``memrun <subcommand>``, ``usage``: its one-line usage)."""
+
+    def __init__(self, message: str, prog: str, usage: str) -> None:
+        super().__init__(message)
+        self.prog, self.usage = prog, usage
+
+
+def usage_text(prog: str, message: str, usage: str) -> str:
+    """A subcommand's usage error as stderr shows it, whichever way it was found: the error
+    line naming the subcommand, then a hint line with its usage::
+
+        memrun validate: error: the following arguments are required: file
+        usage: memrun validate [-h] [--format {jsonl,longmemeval,locomo}] ... file (--help: every option)
+    """
+    return f"{prog}: error: {message}\n{usage}\n"
+
+
 class SweepRefused(BaseException):
     """The sweep folder belongs to another sweep. A BaseException: Hydra turns an Exception
     raised by a callback into a warning and would run the jobs anyway."""
@@ -174,9 +195,9 @@ class StopRequested(Exception):
 
 
 class UsageExit(SystemExit):
-    """A subcommand's bad argument: argparse printed its usage line and ``memrun: error:
-    <message>`` (:mod:`memrun.commands.usage`); ``code`` is the command's usage exit code
-    (2, or 4 for memrun compare)."""
+    """A subcommand's bad argument: argparse printed its :func:`usage_text`
+    (:mod:`memrun.commands.usage`); ``code`` is the command's usage exit code (2, or 4 for
+    memrun compare and memrun null-band, whose 2 means unresolved)."""
 
     def __init__(self, message: str, code: int) -> None:
         super().__init__(code)

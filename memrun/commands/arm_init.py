@@ -35,6 +35,7 @@ from memrun.arms.http_templates import JsonTemplate, Operation, encode_body
 from memrun.arms.mcp_client import McpSession, ServerSpec, ToolError
 from memrun.arms.mcp_guess import create_result, propose, result_path
 from memrun.arms.mcp_ops import ToolOperation, result_document
+from memrun.commands.usage import Parser
 from memrun.core.paths import conf_dir
 from memrun.errors import ArmError, ConfigError, MemrunError
 from memrun.lazy import lazy
@@ -53,8 +54,8 @@ SMOKE = [Record("smoke:1", "Ann adopted a grey cat named Pixel", None, "s1"),
 SMOKE_QUERY, SMOKE_KEY = "cello", "smoke:3"
 
 
-def _parser() -> argparse.ArgumentParser:
-    parser = argparse.ArgumentParser(
+def _parser() -> Parser:
+    parser = Parser(
         prog="memrun arm init", description="Write a starter arm config from a server.",
         usage="memrun arm init mcp [options] (--url URL | -- COMMAND ARGS...)\n"
               "       memrun arm init http --url BASE [--openapi FILE|URL] [options]")
@@ -74,17 +75,21 @@ def _parser() -> argparse.ArgumentParser:
 def main(argv: Sequence[str]) -> int:
     """``memrun arm init ...``; see the module docstring."""
     argv = list(argv)
+    parser = _parser()
     if argv[:1] != ["init"]:
-        raise ConfigError("usage: memrun arm init mcp (--url URL | -- COMMAND ARGS...)")
+        raise parser.usage_error(f"expected init, got {argv[0]!r}" if argv else "expected init (memrun arm init mcp|http)")
     command: list[str] = []
     if "--" in argv:
         cut = argv.index("--")
         argv, command = argv[:cut], argv[cut + 1 :]
-    args = _parser().parse_args(argv[1:])
+    args = parser.parse_args(argv[1:])
     if args.kind == "http":
+        if command or not args.url:
+            raise parser.usage_error("http: give the server's base URL with --url (and --openapi FILE|URL when the "
+                                     "document is not at <url>/openapi.json)")
         return _init_http(args, command)
     if bool(command) == bool(args.url):
-        raise ConfigError("memrun arm init mcp: give the server's command after -- or --url URL")
+        raise parser.usage_error("mcp: give the server's command after -- or --url URL")
     env = dict(item.split("=", 1) for item in args.env if "=" in item)
     config = {"command": command[0] if command else None, "args": command[1:], "env": env, "url": args.url}
     notes: list[str] = []
@@ -191,10 +196,8 @@ def run_command(path: Path, name: str) -> str:
 
 
 def _init_http(args: argparse.Namespace, command: list[str]) -> int:
-    """``memrun arm init http``: propose from the OpenAPI document, probe, write, smoke-test."""
-    if command or not args.url:
-        raise ConfigError("memrun arm init http: give the server's base URL with --url (and --openapi FILE|URL "
-                          "when the document is not at <url>/openapi.json)")
+    """``memrun arm init http``: propose from the OpenAPI document, probe, write, smoke-test
+    (``args.url`` given, no command after ``--``: :func:`main` checked)."""
     base = args.url.rstrip("/") + "/"
     document = openapi_guess.load_document(args.openapi or base + "openapi.json")
     notes: list[str] = []

@@ -6,11 +6,11 @@ of the embedding cache); entries are inserted or ignored by key (:mod:`memrun.co
 
 from __future__ import annotations
 
-import argparse
 from collections.abc import Sequence
 from pathlib import Path
 from typing import TYPE_CHECKING
 
+from memrun.commands.usage import Parser
 from memrun.errors import MemrunError
 from memrun.lazy import lazy
 
@@ -22,13 +22,13 @@ else:
 
 def main(argv: Sequence[str]) -> int:
     """``memrun cache merge SRC... DEST``; returns 0, or raises MemrunError (exit 2)."""
-    parser = argparse.ArgumentParser(prog="memrun cache", description="Manage memrun's caches.")
+    parser = Parser(prog="memrun cache", description="Manage memrun's caches.")
     sub = parser.add_subparsers(dest="action", required=True)
     merge = sub.add_parser("merge", help="copy the entries of SRC cache folders into DEST (insert or ignore)")
     merge.add_argument("folders", nargs="+", type=Path, metavar="SRC... DEST")
     args = parser.parse_args(list(argv))
     if len(args.folders) < 2:
-        raise MemrunError("memrun cache merge needs at least one SRC folder and a DEST folder")
+        raise merge.usage_error("give at least one SRC folder and a DEST folder")
     *sources, dest = args.folders
     missing = [str(s) for s in sources if not s.is_dir()]
     if missing:

@@ -24,6 +24,7 @@ from typing import TYPE_CHECKING
 from rich.console import Console
 from rich.progress import BarColumn, MofNCompleteColumn, Progress, TextColumn, TimeElapsedColumn
 
+from memrun.commands.usage import Parser
 from memrun.config import BENCHMARK_RESERVED_KEYS
 from memrun.config.compose import compose, resolved
 from memrun.core.plugins import build
@@ -49,7 +50,7 @@ else:
 
 
 def _parser() -> argparse.ArgumentParser:
-    parser = argparse.ArgumentParser(
+    parser = Parser(
         prog="memrun calibrate-judge",
         description="Measure a judge's true- and false-positive rates on probes built from a benchmark.",
     )

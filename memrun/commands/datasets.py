@@ -19,6 +19,7 @@ from rich.console import Console
 from rich.progress import BarColumn, MofNCompleteColumn, Progress, TextColumn, TimeElapsedColumn
 
 from memrun.benchmarks.lme_synth import SynthSpec, write
+from memrun.commands.usage import Parser
 from memrun.errors import ConfigError, DataError
 
 PRESETS = {
@@ -29,7 +30,7 @@ PRESETS = {
 
 
 def _parser() -> argparse.ArgumentParser:
-    parser = argparse.ArgumentParser(prog="memrun datasets", description="Dataset tools.")
+    parser = Parser(prog="memrun datasets", description="Dataset tools.")
     sub = parser.add_subparsers(dest="action", required=True)
     synth = sub.add_parser(
         "synth",

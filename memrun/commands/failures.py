@@ -28,6 +28,7 @@ from typing import Any
 
 from rich.console import Console
 
+from memrun.commands.usage import Parser
 from memrun.errors import MemrunError, RunTableError
 from memrun.io.reader import RunTable, read_run
 from memrun.metrics.accuracy import item_outcomes
@@ -111,7 +112,7 @@ def missed_items(rows: Sequence[Mapping[str, Any]], column: str, *, category: st
 
 
 def _parser() -> argparse.ArgumentParser:
-    parser = argparse.ArgumentParser(prog="memrun failures",
+    parser = Parser(prog="memrun failures",
                                      description="Show the items a run missed, with the text behind them.")
     parser.add_argument("run", help="a run folder or its items.parquet")
     parser.add_argument("--abstain", action="store_true", help="accuracy axis: also items whose majority label is abstain")

@@ -22,13 +22,14 @@ import sys
 from pathlib import Path
 from typing import Any
 
+from memrun.commands.usage import Parser
 from memrun.errors import MemrunError
 from memrun.gallery.check import ERROR, FAIL, EntryResult, execute_entry, missing
 from memrun.gallery.entries import Entry, load_entries
 
 
 def _parser() -> argparse.ArgumentParser:
-    parser = argparse.ArgumentParser(prog="memrun gallery", description="Published numbers re-derived and checked.")
+    parser = Parser(prog="memrun gallery", description="Published numbers re-derived and checked.")
     sub = parser.add_subparsers(dest="action", required=True)
     sub.add_parser("list", help="the entries and what each needs here")
     run = sub.add_parser("run", help="run entries and check their values")

@@ -6,12 +6,12 @@ or nothing could be merged (one line saying why).
 
 from __future__ import annotations
 
-import argparse
 import sys
 from collections.abc import Sequence
 from pathlib import Path
 from typing import TYPE_CHECKING
 
+from memrun.commands.usage import Parser
 from memrun.errors import MemrunError
 from memrun.lazy import lazy
 
@@ -23,7 +23,7 @@ else:
 
 def main(argv: Sequence[str]) -> int:
     """``memrun merge RUN``; returns 0 (complete) or 2 (partial)."""
-    parser = argparse.ArgumentParser(prog="memrun merge", description="Merge the shards of one run.")
+    parser = Parser(prog="memrun merge", description="Merge the shards of one run.")
     parser.add_argument("run", type=Path, help="the run folder holding the shard folders (a sweep folder)")
     args = parser.parse_args(list(argv))
     if not args.run.is_dir():

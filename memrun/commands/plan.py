@@ -21,6 +21,7 @@ from collections.abc import Mapping
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
+from memrun.commands.usage import Parser
 from memrun.core.paths import conf_dir
 from memrun.errors import ConfigError, MemrunError
 from memrun.lazy import lazy
@@ -48,7 +49,7 @@ MARKER = "<!-- memrun-plan: {benchmark}/{arm} -->"
 
 
 def _parser() -> argparse.ArgumentParser:
-    parser = argparse.ArgumentParser(prog="memrun plan",
+    parser = Parser(prog="memrun plan",
                                      description="Count a run's calls and estimate its cost without making any call.")
     parser.add_argument("overrides", nargs="*", help="the run's config overrides, e.g. axis=accuracy benchmark=locomo")
     parser.add_argument("--format", choices=("text", "json", "markdown"), default="text")

@@ -14,12 +14,12 @@ when there is nothing to report.
 
 from __future__ import annotations
 
-import argparse
 import sys
 from collections.abc import Sequence
 from pathlib import Path
-from typing import TYPE_CHECKING, NoReturn
+from typing import TYPE_CHECKING
 
+from memrun.commands.usage import Parser
 from memrun.errors import MemrunError
 from memrun.lazy import lazy
 
@@ -40,14 +40,9 @@ REPORT_FILE = "report.html"
 COMPARE_FILE = "report-compare.html"
 
 
-class _Parser(argparse.ArgumentParser):
-    def error(self, message: str) -> NoReturn:
-        raise MemrunError(f"memrun report: {message}")
-
-
-def build_parser() -> argparse.ArgumentParser:
+def build_parser() -> Parser:
     """``memrun report`` arguments; unknown options go to the comparison."""
-    parser = _Parser(prog="memrun report", description="Write a self-contained HTML report of a run, "
+    parser = Parser(prog="memrun report", description="Write a self-contained HTML report of a run, "
                      "a comparison of two runs, or a sweep.")
     parser.add_argument("paths", nargs="+", help="a run folder, two runs (A B), or a sweep folder")
     parser.add_argument("--out", type=Path, help=f"the HTML file to write (default: {REPORT_FILE} in the folder)")
@@ -75,12 +70,13 @@ def _folder(path: Path) -> Path:
 
 def main(argv: Sequence[str]) -> int:
     """``memrun report PATH [PATH] [--out FILE] [compare options]``; 0 when written."""
-    args, rest = build_parser().parse_known_args(list(argv))
+    parser = build_parser()
+    args, rest = parser.parse_known_args(list(argv))
     paths = [Path(p) for p in args.paths]
     if len(paths) > 2:
-        raise MemrunError(f"memrun report: give one run, two runs (A B) or one sweep folder, not {len(paths)} paths")
+        raise parser.usage_error(f"give one run, two runs (A B) or one sweep folder, not {len(paths)} paths")
     if rest and len(paths) != 2:
-        raise MemrunError(f"memrun report: unrecognized arguments: {' '.join(rest)} (compare options need two runs)")
+        raise parser.usage_error(f"unrecognized arguments: {' '.join(rest)} (compare options need two runs)")
     for p in paths:
         if not p.exists():
             raise MemrunError(f"{p}: no such file or folder")

@@ -17,6 +17,7 @@ from collections.abc import Sequence
 from pathlib import Path
 from typing import TYPE_CHECKING
 
+from memrun.commands.usage import Parser
 from memrun.errors import MemrunError
 from memrun.lazy import lazy
 
@@ -39,7 +40,7 @@ else:
 
 
 def build_parser() -> argparse.ArgumentParser:
-    parser = argparse.ArgumentParser(prog="memrun sweep", description="The jobs of a sweep as one table.")
+    parser = Parser(prog="memrun sweep", description="The jobs of a sweep as one table.")
     parser.add_argument("dir", type=Path, help="a sweep folder (outputs/multirun/<time>)")
     parser.add_argument("--format", choices=("text", "markdown", "json", "csv"), default="text")
     parser.add_argument("--out", type=Path, metavar="FILE.parquet",

@@ -1,9 +1,16 @@
 """Usage errors of the subcommands: one format, an exit code per command.
 
-A bad argument prints argparse's usage line and then ``memrun: error: <message>`` on
-stderr, and exits with the command's usage exit code (2 for most commands; 4 for
-``memrun compare`` and ``memrun null-band``, whose 2 means *unresolved*:
-:class:`memrun.stats.ExitCode`), raising :class:`memrun.errors.UsageExit`.
+A bad argument (an unknown flag, a missing argument, a value of the wrong type) and a
+call that is wrong in a way the parser cannot see (:class:`memrun.errors.UsageError`)
+print the same two lines on stderr (:func:`memrun.errors.usage_text`)::
+
+    memrun validate: error: the following arguments are required: file
+    usage: memrun validate [-h] [--format {jsonl,longmemeval,locomo}] ... file (--help: every option)
+
+and exit with the command's usage exit code: 2 for most commands; 4 for ``memrun compare``
+and ``memrun null-band``, whose 2 means *unresolved* (:class:`memrun.stats.ExitCode`).
+Every subcommand builds its parser with :class:`Parser` (argparse makes its subcommands' parsers
+of the same class).
 """
 
 from __future__ import annotations
@@ -12,17 +19,36 @@ import argparse
 import sys
 from typing import Any, NoReturn
 
-from memrun.errors import UsageExit
+from memrun.errors import UsageError, UsageExit, usage_text
 
 
 class Parser(argparse.ArgumentParser):
-    """argparse whose usage errors print ``memrun: error: ...`` and exit with ``usage_exit_code``."""
+    """argparse whose usage errors print :func:`memrun.errors.usage_text` and exit with
+    ``usage_exit_code`` (raising :class:`memrun.errors.UsageExit`)."""
 
     def __init__(self, *args: Any, usage_exit_code: int = 2, **kwargs: Any) -> None:
         super().__init__(*args, **kwargs)
         self.usage_exit_code = usage_exit_code
 
+    def usage_line(self) -> str:
+        """The usage on one line (argparse wraps it; alternative forms, each a line starting
+        ``memrun``, joined by ``|``), ending with where every option is explained."""
+        forms: list[str] = []
+        for line in self.format_usage().splitlines():
+            if forms and not line.strip().startswith("memrun "):
+                forms[-1] += " " + line.strip()  # argparse's wrapping of one form
+            elif line.strip():
+                forms.append(line.strip())
+        text = " | ".join(" ".join(form.split()) for form in forms)
+        return text if "--help" in text else f"{text} (--help: every option)"
+
     def error(self, message: str) -> NoReturn:
-        self.print_usage(sys.stderr)
-        sys.stderr.write(f"memrun: error: {message}\n")
+        sys.stderr.write(usage_text(self.prog, message, self.usage_line()))
         raise UsageExit(message, self.usage_exit_code)
+
+    def usage_error(self, message: str) -> UsageError:
+        """A :class:`memrun.errors.UsageError` of this command, to raise where a check the
+        parser cannot make fails (the command line prints it as :meth:`error` does)."""
+        error = UsageError(message, self.prog, self.usage_line())
+        error.exit_code = self.usage_exit_code
+        return error

@@ -22,6 +22,7 @@ from typing import TYPE_CHECKING
 
 from memrun.benchmarks.jsonl import MAX_ERRORS, ParsedFile, parse_file
 from memrun.benchmarks.longmemeval import LongMemEval
+from memrun.commands.usage import Parser
 from memrun.errors import ConfigError, DataError
 from memrun.lazy import lazy
 from memrun.pipeline.one_history import gold_reach
@@ -37,7 +38,7 @@ SNIFF_BYTES = 1 << 20  # how much of a .json file the format is told from
 
 
 def _parser() -> argparse.ArgumentParser:
-    parser = argparse.ArgumentParser(prog="memrun validate", description="Check a benchmark file without running.")
+    parser = Parser(prog="memrun validate", description="Check a benchmark file without running.")
     parser.add_argument("file", help="a .jsonl file in memrun's format, or a LongMemEval-schema or LoCoMo-format .json file")
     parser.add_argument("--format", choices=FORMATS, default=None, help="default: from the file's extension and keys")
     parser.add_argument("--gold-match", choices=("auto", "key", "substring"), default="auto",

@@ -5,13 +5,13 @@ Needs the ``view`` extra (``pip install 'memrun[view]'``: starlette, uvicorn).""
 
 from __future__ import annotations
 
-import argparse
 import sys
 import threading
 from collections.abc import Sequence
 from pathlib import Path
-from typing import TYPE_CHECKING, NoReturn
+from typing import TYPE_CHECKING
 
+from memrun.commands.usage import Parser
 from memrun.errors import MemrunError
 from memrun.lazy import lazy, loaded
 
@@ -21,14 +21,9 @@ else:
     view_app = lazy("memrun.view.app")  # needs starlette and uvicorn (memrun[view])
 
 
-class _Parser(argparse.ArgumentParser):
-    def error(self, message: str) -> NoReturn:
-        raise MemrunError(f"memrun view: {message}")
-
-
-def build_parser() -> argparse.ArgumentParser:
+def build_parser() -> Parser:
     """``memrun view`` arguments."""
-    parser = _Parser(prog="memrun view", description="Browse runs, compare two, chart several, open any item.")
+    parser = Parser(prog="memrun view", description="Browse runs, compare two, chart several, open any item.")
     parser.add_argument("dir", nargs="?", default="outputs", type=Path, help="the folder of runs (default: outputs)")
     parser.add_argument("--port", type=int, default=0, help="the port on 127.0.0.1 (default 0: a free one)")
     return parser
@@ -36,12 +31,13 @@ def build_parser() -> argparse.ArgumentParser:
 
 def main(argv: Sequence[str]) -> int:
     """Serve until interrupted; 0 on Ctrl-C, 2 (``memrun: error:``) for a bad folder or port."""
-    args = build_parser().parse_args(list(argv))
+    parser = build_parser()
+    args = parser.parse_args(list(argv))
     root: Path = args.dir
     if not root.is_dir():
         raise MemrunError(f"memrun view: {root}: no such folder (give the folder your runs are in, e.g. outputs)")
     if not 0 <= args.port <= 65535:
-        raise MemrunError(f"memrun view: --port {args.port}: choose 0..65535 (0: a free port)")
+        raise parser.usage_error(f"--port {args.port}: choose 0..65535 (0: a free port)")
     try:
         app = loaded(view_app)
     except ImportError as exc:

@@ -373,7 +373,7 @@ def test_json_carries_the_real_argument_error_and_read_warnings(tmp_path, capsys
         compare_main(["a", "b", "--seed", "x", "--format", "json"])
     captured = capsys.readouterr()
     assert "invalid int value: 'x'" in json.loads(captured.out)["error"]
-    assert captured.err.count("memrun: error:") == 1
+    assert captured.err.count("memrun compare: error:") == 1  # the usage error, once (memrun.commands.usage)
     a, b = wtl(40, 440, 20)
     ra = retrieval_run(tmp_path / "a", a, status="interrupted")
     rb = retrieval_run(tmp_path / "b", b, shard={"count": 4, "index": 1})
