@@ -135,12 +135,13 @@ def build_setup(spec: RunSpec, arm: Any) -> AccuracySetup:
     assert acc is not None, "build_setup is for axis=accuracy"
     llm = build_llm(acc.calls)
     warnings: list[str] = []
-    if shared := network_warning(llm.cache.path.parent, "cache_dir"):
+    if llm.cache is not None and (shared := network_warning(llm.cache.path.parent, "cache_dir")):
         warnings.append(shared)
     reader = None
     if arm_hooks(arm).answer_for is None:
-        reader = build_reader(needs_reader(acc), llm)
-        warnings += acc.reader.warnings
+        reader_spec = needs_reader(acc)
+        reader = build_reader(reader_spec, llm)
+        warnings += reader_spec.warnings
         whole_history(reader, arm, warnings)
     judge = build_judge(acc.judge.node, acc.judge.role, llm)
     judge2 = build_judge(acc.judge2.node, acc.judge2.role, llm) if acc.judge2 else None

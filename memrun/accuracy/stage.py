@@ -29,7 +29,7 @@ the calls in flight have finished, so the run ends ``failed`` with the rows so f
 from __future__ import annotations
 
 import asyncio
-from collections.abc import AsyncIterator, Callable, Mapping, Sequence
+from collections.abc import AsyncGenerator, Callable, Mapping, Sequence
 from typing import Any
 
 from memrun.accuracy.setup import AccuracySetup
@@ -120,7 +120,7 @@ class AnswerStage:
         ids = {i.item_id for g in self.dataset.groups for i in g.items}
         return n * self.setup.repeats - sum(1 for item_id, repeat in self.done if item_id in ids and repeat < self.setup.repeats)
 
-    async def run(self, groups: AsyncIterator[tuple[Group, list[Retrieved]]]) -> None:
+    async def run(self, groups: AsyncGenerator[tuple[Group, list[Retrieved]], None]) -> None:
         """Take each retrieved group and answer its items (see the module docstring); return
         when all rows are emitted. ``groups``: each group with its items' retrieval results."""
         tasks: list[asyncio.Task[None]] = []

@@ -23,6 +23,7 @@ import pyarrow as pa
 import pyarrow.compute as pc
 
 from memrun.comparison.pairing import Paired
+from memrun.errors import MemrunError
 from memrun.io.reader import RunTable, read_run
 from memrun.report.evidence import evidence
 from memrun.report.flips import LOSSES as B_LOSSES
@@ -33,10 +34,14 @@ SIDE_HITS = 10
 """Hits of each run shown in a flip's side-by-side."""
 
 
-def flip_list(paired: Paired) -> list[dict[str, Any]]:
+def flip_list(paired: Paired | None) -> list[dict[str, Any]]:
     """The flips of a comparison: ``item_id``, ``category`` (raw), ``category_label``, ``a``
     and ``b`` (the paired scores: 1/0, or a continuous score), ``delta`` (b - a) and
-    ``side`` (:data:`B_WINS` or :data:`B_LOSSES`), B-wins first (module docstring)."""
+    ``side`` (:data:`B_WINS` or :data:`B_LOSSES`), B-wins first (module docstring).
+    ``paired``: a comparison's (:attr:`memrun.comparison.analysis.Comparison.paired`);
+    MemrunError for None, a comparison that kept no pairing."""
+    if paired is None:
+        raise MemrunError("no flips to list: the comparison kept no pairing of its items")
     differ = np.flatnonzero(paired.a != paired.b)
     if not len(differ):
         return []

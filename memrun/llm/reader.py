@@ -85,12 +85,13 @@ class Reader:
     """Prompts the reader model with the retrieved context (see the module docstring).
 
     endpoint, model, prompt: where and what to ask. temperature, max_tokens: request
-    parameters. max_context_tokens: None for no limit.
+    parameters. max_context_tokens: None for no limit. llm: None for a reader that only
+    prepares requests (``memrun view`` rebuilds a run's requests; it never answers).
     """
 
     def __init__(
         self,
-        llm: LLMService,
+        llm: LLMService | None,
         endpoint: Endpoint,
         *,
         model: str,
@@ -146,6 +147,9 @@ class Reader:
         return Prepared(request, dropped=dropped, context_chars=len(context))
 
     async def answer(self, prepared: Prepared, repeat: int) -> Outcome:
-        """Ask the model (or the cache). Raises CallError / BudgetExhausted."""
+        """Ask the model (or the cache). Raises CallError / BudgetExhausted; RuntimeError for a
+        reader built without an LLM service (it only prepares requests)."""
         assert prepared.request is not None
+        if self.llm is None:
+            raise RuntimeError("this reader was built without an LLM service: it prepares requests, never answers")
         return await self.llm.call(self.endpoint, prepared.request, repeat)

@@ -41,7 +41,7 @@ import inspect
 import time
 import weakref
 from collections import deque
-from collections.abc import AsyncIterator, Callable, Iterable, Iterator, Mapping
+from collections.abc import AsyncGenerator, Callable, Iterable, Iterator, Mapping
 from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass
 from typing import Any
@@ -226,7 +226,7 @@ class Flow:
                                  gold_texts=gold_texts(item, texts, self.gold_match), gold_unreachable=reach(item)))
         return out
 
-    async def groups(self, groups: Iterable[Group]) -> AsyncIterator[tuple[Group, list[Retrieved]]]:
+    async def groups(self, groups: Iterable[Group]) -> AsyncGenerator[tuple[Group, list[Retrieved]], None]:
         """Each group with its items' results, in dataset order; up to ``concurrency``
         histories are open at once. A history that finishes before the ones ahead of it
         frees its place at once (its results wait, up to ``concurrency`` of them, to be
@@ -282,7 +282,7 @@ async def disconnect(arm: object) -> None:
 
 async def retrieved_groups(arm: Any, groups: Iterable[Group], top_k: int, gold_match: GoldMatch,
                            settings: FlowSettings, offload: Callable[[], bool] = lambda: False,
-                           answers: bool = True) -> AsyncIterator[tuple[Group, list[Retrieved]]]:
+                           answers: bool = True) -> AsyncGenerator[tuple[Group, list[Retrieved]], None]:
     """Every group with its items' results, in dataset order, for any kind of arm: a
     :class:`Flow` for async and thread-safe arms; for a sequential arm each group is
     retrieved when asked for, in a worker thread while ``offload()`` is true (calls are in

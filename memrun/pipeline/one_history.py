@@ -64,7 +64,7 @@ class Retrieved:
     gold_unreachable: int | None = None  # gold keys no record of the history can match (None: no gold)
 
 
-def make_row(run_id: str, r: Retrieved, dataset: Dataset, ks: Sequence[int], top_k: int | None = None,
+def make_row(run_id: str | None, r: Retrieved, dataset: Dataset, ks: Sequence[int], top_k: int | None = None,
              scored: bool = True) -> dict[str, Any]:
     """The retrieval part of one item's row (columns of :mod:`memrun.io.schema`).
 
@@ -149,7 +149,7 @@ def sessions_of(group: Group) -> dict[str, str | None]:
     return {r.key: r.session for r in group.records} if any(i.gold_sessions for i in group.items) else {}
 
 
-def retrieval_conventions(dataset: Dataset) -> dict[str, str | None]:
+def retrieval_conventions(dataset: Dataset) -> dict[str, Any]:
     """The instrument's comparability fields that say how hits were credited: ``granularity``
     (record gold, and what K counts at session granularity), ``retrieval_preset`` and ``records``
     (what a record holds, when not the benchmark's default)."""

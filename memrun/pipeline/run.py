@@ -112,10 +112,11 @@ def run(cfg: Any, out_dir: Path, console: Console, config_folder: Path | None,
     ks = list(spec.ks)
     writer = ItemsWriter(out_dir, lambda: io_schema.items_schema(ks), instrument)
     n_items = loaded.dataset.n_items
+    llm = parts.setup.llm if parts.setup else None  # the accuracy axis's calls in flight
     live = LiveStatus(out_dir, {"run_id": instrument.run_id, "benchmark": instrument.benchmark, "arm": instrument.arm,
                                 "axis": instrument.axis},
                       None if n_items is None else n_items * (spec.repeats if spec.accuracy else 1),
-                      (lambda: parts.setup.llm.in_flight) if parts.setup else many_histories.calls_in_flight)
+                      (lambda: llm.in_flight) if llm is not None else many_histories.calls_in_flight)
     sink = item_stages.RowSink(spec, loaded.dataset, instrument, writer, redactor, search_mode, live)
     todo, done = _resumed(resume_from, spec, loaded, sink, warnings)
     if done and resume_from is not None:
