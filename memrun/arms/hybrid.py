@@ -127,7 +127,10 @@ class HybridArm:
         self._records: Sequence[Record] = ()
 
     def describe(self) -> dict[str, Any]:
-        return {**self.vector.describe(), "search_mode": "hybrid"}
+        weights = " ".join(f"{c}={w:g}" for c, w in zip(COMPONENTS, self.weights))
+        depth = "all" if self.depth is None else self.depth
+        return {**self.vector.describe(), "search_mode": "hybrid", "lexical_scoring": self.lexical.scoring(),
+                "fusion": f"rrf k={self.rrf_k:g} depth={depth} weights {weights}", "ties": self.ties}
 
     def ingest(self, history_id: str, records: Sequence[Record]) -> None:
         self._records = records

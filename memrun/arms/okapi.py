@@ -11,8 +11,10 @@ ranks every record by score, ties in record order (Python's stable ``sorted`` on
 score, as those baselines rank), zero scores included: it always returns ``k`` hits
 when the history holds ``k`` records.
 
-Tokenizers (``arm.tokenizer``): ``whitespace`` (``str.split()``, case kept) and
-``word_lower`` (``[A-Za-z0-9_]+``, lower-cased).
+Tokenizers (``arm.tokenizer``): ``whitespace`` (``str.split()``, case kept),
+``word_lower`` (``[A-Za-z0-9_]+``, lower-cased) and ``space`` (``str.split(" ")``: split on
+single spaces only, newlines kept inside tokens, empty tokens kept; LongMemEval's official
+``flat-bm25``, ``src/retrieval/run_retrieval.py``).
 """
 
 from __future__ import annotations
@@ -40,7 +42,12 @@ def _word_lower(text: str) -> list[str]:
     return [t.lower() for t in _WORD.findall(text)]
 
 
-TOKENIZERS: dict[str, Callable[[str], list[str]]] = {"whitespace": str.split, "word_lower": _word_lower}
+def _space(text: str) -> list[str]:
+    return text.split(" ")
+
+
+TOKENIZERS: dict[str, Callable[[str], list[str]]] = {"whitespace": str.split, "word_lower": _word_lower,
+                                                     "space": _space}
 
 
 class OkapiArm:
@@ -64,8 +71,11 @@ class OkapiArm:
         self._index: Any = None
 
     def describe(self) -> dict[str, Any]:
-        return {"search_mode": "lexical", "bm25": f"rank_bm25 BM25Okapi k1={self.k1} b={self.b} "
-                                                 f"epsilon={self.epsilon} tokenizer={self.tokenizer}"}
+        return {"search_mode": "lexical", "lexical_scoring": self.scoring(), "ties": "record_order"}
+
+    def scoring(self) -> str:
+        """The instrument's ``lexical_scoring``: the scorer, its parameters and tokenizer."""
+        return f"rank_bm25 BM25Okapi k1={self.k1:g} b={self.b:g} epsilon={self.epsilon:g} tokenizer={self.tokenizer}"
 
     def ingest(self, history_id: str, records: Sequence[Record]) -> None:
         self._records = records

@@ -76,6 +76,11 @@ class Instrument:
     server_build: str | None = _cmp("a different server build is a different system under test", reported_by=SERVER)
     server_model: str | None = _cmp("another model inside the memory server is another system under test", reported_by=SERVER)
     index_revision: str | None = _cmp("an index built from another revision holds other records", reported_by=SERVER)
+    lexical_scoring: str | None = _cmp("another BM25 variant, parameters or tokenizer ranks other records first "
+                                       "(bm25s lucene vs rank_bm25's Okapi moves recall by points)", reported_by=ARM)
+    fusion: str | None = _cmp("another fusion constant, depth or weights fuses the same rankings into another one",
+                              reported_by=ARM)
+    ties: str | None = _cmp("equal scores ordered otherwise put other records in the top K", reported_by=ARM)
     crediting: bool | None = _cmp("a crediting run reinforces what it reads", default=False, reported_by=ARM)
     isolation: str | None = _cmp("histories in one shared store are searched together: a hit may come from "
                                  "another history", default="per_history", reported_by=ARM)

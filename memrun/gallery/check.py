@@ -64,7 +64,8 @@ def missing(entry: Entry, data_dir: Path | None) -> str | None:
     for need in entry.data:
         if data_dir is None or not (data_dir / need["file"]).exists():
             sha = f" (sha256 {need['sha256']})" if need.get("sha256") else ""
-            needs.append(f"{need['file']}{sha} under " + (str(data_dir) if data_dir else "$MEMRUN_DATA_DIR (unset)"))
+            what = f" ({need['what']})" if need.get("what") else ""
+            needs.append(f"{need['file']}{sha}{what} under " + (str(data_dir) if data_dir else "$MEMRUN_DATA_DIR (unset)"))
     for module in entry.needs:
         if importlib.util.find_spec(module) is None:
             needs.append(f"the Python module {module} (pip install 'memrun[local]')")
@@ -109,7 +110,7 @@ def per_item_agreement(entry: Entry, rows: list[dict[str, Any]]) -> dict[str, An
     """The publisher's per-item file against the run's rows (:func:`memrun.gallery.per_item.agreement`)."""
     spec = entry.per_item
     assert spec is not None and spec.file is not None
-    published = read_per_item(FILES / spec.file, spec.sha256, spec.format)
+    published = read_per_item(FILES / spec.file, spec.sha256, spec.format, spec.k)
     column = item_column_for(spec.column)
     ours: dict[str, tuple[float | None, Any]] = {}
     for r in rows:
@@ -161,7 +162,8 @@ def _memrun(entry: Entry, data_dir: Path | None, run_dir: Path) -> str | None:
     env = dict(os.environ)
     if data_dir is not None:
         env["MEMRUN_DATA_DIR"] = str(data_dir)
-    overrides = [o.replace("{files}", str(FILES)) for o in entry.overrides]  # files shipped with the gallery
+    # {files}: the files shipped with the gallery; {data}: the data folder
+    overrides = [o.replace("{files}", str(FILES)).replace("{data}", str(data_dir)) for o in entry.overrides]
     command = [sys.executable, "-m", "memrun", *overrides, "progress=false", f"hydra.run.dir={run_dir}"]
     done = subprocess.run(command, env=env, capture_output=True, text=True, check=False)
     (run_dir.parent / f"{entry.name}.log").write_text(done.stdout + done.stderr, encoding="utf-8")

@@ -8,7 +8,9 @@ Keys (all files under ``memrun/gallery/entries/``; a ConfigError names the file 
 - ``kind``: ``run`` (memrun re-derives the values with ``overrides``), ``statistics`` (a
   dataset statistic, ``statistic`` names the function of :mod:`memrun.gallery.statistics`)
   or ``not_reproducible`` (listed with ``reason``: a documented non-reproduction);
-- ``data``: files under ``$MEMRUN_DATA_DIR`` the entry needs (``{file, sha256?}``);
+- ``data``: files under ``$MEMRUN_DATA_DIR`` the entry needs (``{file, sha256?, what?}``:
+  ``what`` says which file it is when its name alone does not, e.g. an original release);
+  overrides may name ``{data}`` (that folder) and ``{files}`` (the gallery's own files);
   ``needs``: Python modules it imports (a local embedder);
 - ``values``: ``{metric, published, tolerance, why}`` each (``metric`` a run metric such as
   ``session_recall@5``, or a statistic's cell); ``not_reproducible`` on a value: its reason;

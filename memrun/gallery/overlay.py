@@ -1,5 +1,5 @@
 """A run beside the gallery's published numbers for the same benchmark and metric (``memrun
-report``, ``memrun view``).
+report``, ``memrun view``: the run page, and the compare page with both runs' numbers).
 
 For each gallery entry of the run's benchmark with a value whose metric the run's
 ``summary.json`` reports (``recall@5``, ``session_recall@10``, ``gold_share@10``, ...), one
@@ -45,6 +45,10 @@ def setting_differences(entry: Entry, inst: Instrument) -> list[str]:
     out = []
     for override in entry.overrides:
         key, _, want = override.replace("{files}", str(FILES)).partition("=")
+        if key == "benchmark.path":  # where the file lies, not what it holds (the dataset's sha256 says that)
+            continue
+        if len(want) >= 2 and want[0] == want[-1] and want[0] in "'\"":  # a quoted Hydra value: its text
+            want = want[1:-1]
         if key == "benchmark":
             have: Any = inst.benchmark
         elif key == "arm":
@@ -83,3 +87,20 @@ def published_beside(inst: Instrument, summary: Mapping[str, Any],
                          "differences": differences,
                          "convention": "items without gold counted 1 by the publisher" if entry.credit_absent else ""})
     return rows
+
+
+def published_beside_pair(a: tuple[Instrument, Mapping[str, Any]], b: tuple[Instrument, Mapping[str, Any]],
+                          entries: list[Entry] | None = None) -> list[dict[str, Any]]:
+    """The compare page's overlay: one row per published value that run A or run B reports
+    (:func:`published_beside` of each, joined on entry and metric): ``a`` and ``b`` (None when
+    that run has no such number), ``a_differences`` / ``b_differences`` (the entry's settings
+    each run was not made with, None when it has no number), and the entry's source."""
+    entries = entries if entries is not None else load_entries()
+    rows: dict[tuple[str, str], dict[str, Any]] = {}
+    for side, (inst, summary) in (("a", a), ("b", b)):
+        for row in published_beside(inst, summary, entries):
+            joined = rows.setdefault((row["entry"], row["metric"]), {
+                **{k: row[k] for k in ("entry", "title", "source", "metric", "published", "convention")},
+                "a": None, "b": None, "a_differences": None, "b_differences": None})
+            joined[side], joined[f"{side}_differences"] = row["run"], row["differences"]
+    return list(rows.values())

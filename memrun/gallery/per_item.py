@@ -7,6 +7,11 @@ Formats:
   with ``sample_id``, ``question``, ``retrieved_ids`` (top K) and ``recall`` (the share of
   the evidence set found). The n-th row of a ``sample_id`` is memrun's item
   ``<sample_id>:<n>``.
+- ``mempalace_longmemeval``: MemPalace's ``longmemeval_bench.py`` output
+  (``results_mempal_*_session_*.jsonl``): one JSON object a line, ``question_id`` (memrun's
+  item id), ``retrieval_results.ranked_items`` (top 50, each a ``corpus_id``: the session id
+  at session granularity) and ``retrieval_results.metrics.session`` (``recall_any@K``,
+  ``ndcg_any@K``); the value read is ``recall_any@<k>`` of the entry's ``per_item.k``.
 
 A kept file may be gzip-compressed (``.gz``); its sha256 is checked on the published
 (decompressed) bytes, so it names the very file the publisher released.
@@ -58,18 +63,35 @@ def _mempalace_locomo(blob: bytes) -> dict[str, PublishedItem]:
     return out
 
 
-FORMATS: dict[str, Callable[[bytes], dict[str, PublishedItem]]] = {"mempalace_locomo": _mempalace_locomo}
+def _mempalace_longmemeval(blob: bytes, k: int) -> dict[str, PublishedItem]:
+    out: dict[str, PublishedItem] = {}
+    for line in blob.decode("utf-8").splitlines():
+        if not line.strip():
+            continue
+        row = json.loads(line)
+        results = row["retrieval_results"]
+        ranking = tuple(str(r["corpus_id"]) for r in results["ranked_items"])[:k]  # memrun keeps the top k
+        out[str(row["question_id"])] = PublishedItem(float(results["metrics"]["session"][f"recall_any@{k}"]), ranking,
+                                                     row.get("question"))
+    return out
 
 
-def read_per_item(path: Path, sha256: str, fmt: str) -> dict[str, PublishedItem]:
-    """Item id -> :class:`PublishedItem` of the file at ``path`` in format ``fmt``.
+FORMATS: dict[str, Callable[[bytes, int], dict[str, PublishedItem]]] = {
+    "mempalace_locomo": lambda blob, _k: _mempalace_locomo(blob),
+    "mempalace_longmemeval": _mempalace_longmemeval,
+}
+
+
+def read_per_item(path: Path, sha256: str, fmt: str, k: int = 10) -> dict[str, PublishedItem]:
+    """Item id -> :class:`PublishedItem` of the file at ``path`` in format ``fmt`` (``k``: the
+    cut-off whose value a format with several is read at).
 
     Raises DataError for an unknown format, a sha256 mismatch or a file not of that format.
     """
     if fmt not in FORMATS:
         raise DataError(f"per_item.format={fmt}: no reader; formats: {', '.join(FORMATS)}")
     try:
-        return FORMATS[fmt](published_bytes(path, sha256))
+        return FORMATS[fmt](published_bytes(path, sha256), k)
     except (KeyError, TypeError, ValueError) as exc:
         raise DataError(f"{path}: not a {fmt} file ({type(exc).__name__}: {exc})") from exc
 

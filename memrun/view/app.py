@@ -35,6 +35,7 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Any, TypeAlias
 from urllib.parse import quote, urlencode
 
+from memrun.core.instrument import NEVER_TREATMENTS
 from memrun.core.paths import user_cache
 from memrun.errors import MemrunError
 from memrun.lazy import lazy
@@ -177,10 +178,20 @@ def run_page(runs: Runs, rel: str) -> Any:
     return _page("run.html.j2", **context, refresh=REFRESH_S if context.get("running") else None)
 
 
-def compare_page(runs: Runs, a: str, b: str) -> Any:
-    """``memrun compare A B``'s figures and verdict (refusals with their reasons)."""
+def compare_page(runs: Runs, a: str, b: str, treatments: list[str] | None = None) -> Any:
+    """``memrun compare A B [--treatment F ...]``'s figures and verdict (refusals with their
+    reasons; a refusal over fields a comparison may vary links to the same pair with them named)."""
     folder_a, folder_b = runs.index.folder(a), runs.index.folder(b)
-    return _page("compare.html.j2", **html_compare_page.compare_context(str(folder_a), str(folder_b)),
+    treatments = [t for t in treatments or [] if t]
+    options = [x for t in treatments for x in ("--treatment", t)]
+    context = html_compare_page.compare_context(str(folder_a), str(folder_b), options)
+    differing = [r["field"] for r in context["comparability"] if r["state"] == "differs"]
+    treat_link = None
+    if differing and not set(differing) & set(NEVER_TREATMENTS):
+        named = [*treatments, *differing]
+        treat_link = {"href": "/compare?" + urlencode([("a", a), ("b", b), *[("treatment", f) for f in named]]),
+                      "fields": differing}
+    return _page("compare.html.j2", **context, treat_link=treat_link,
                  flips_link="/flips?" + urlencode({"a": a, "b": b}))
 
 
@@ -246,7 +257,8 @@ def build_app(root: Path, cache_file: Path | None = None) -> Any:
         route("/", guarded(lambda r: runs_page(runs))),
         route("/run/{path:path}", guarded(lambda r: run_page(runs, r.path_params["path"]))),
         route("/item/{path:path}", guarded(lambda r: item_page(runs, r.path_params["path"], r.query_params.get("id", "")))),
-        route("/compare", guarded(lambda r: compare_page(runs, r.query_params.get("a", ""), r.query_params.get("b", "")))),
+        route("/compare", guarded(lambda r: compare_page(runs, r.query_params.get("a", ""), r.query_params.get("b", ""),
+                                                         r.query_params.getlist("treatment")))),
         route("/flips", guarded(lambda r: flips_page(runs, r.query_params.get("a", ""), r.query_params.get("b", "")))),
         route("/chart", guarded(lambda r: chart_page(runs, r.query_params.getlist("run")))),
     ]

@@ -62,7 +62,9 @@ def test_hybrid_arm_fuses_its_components(tmp_path) -> None:
     hits = arm.search("red mat", 3)
     assert [h.key for h in hits] == [records[i].key for i in expected]
     assert hits[0].key == "r3"  # the only record with both words, first in both rankings
-    assert arm.describe() == {"search_mode": "hybrid", "embedder": "test-bag-of-words", "embedder_dim": 32}
+    assert arm.describe() == {"search_mode": "hybrid", "embedder": "test-bag-of-words", "embedder_dim": 32,
+                              "lexical_scoring": "bm25s lucene k1=1.5 b=0.75 stopwords=en",
+                              "fusion": "rrf k=60 depth=all weights lexical=1 vector=1", "ties": "record_order"}
     arm.close()
 
 

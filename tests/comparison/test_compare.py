@@ -300,7 +300,8 @@ def test_cli_on_two_real_locomo_runs(tmp_path, data_dir):
                       {"MEMRUN_DATA_DIR": str(data_dir)})
     assert done.returncode == 0, done.stderr
     a, b = run_dirs(tmp_path / "outputs")
-    done = run_memrun(["compare", str(a), str(b), "--format", "json", "--categories", "all"], tmp_path)
+    stopwords = ["--treatment", "lexical_scoring"]  # bm25_nostop is bm25 without its stopwords: name the change
+    done = run_memrun(["compare", str(a), str(b), *stopwords, "--format", "json", "--categories", "all"], tmp_path)
     assert done.returncode in (ExitCode.PASS, ExitCode.FAIL, ExitCode.UNRESOLVED), done.stderr
     d = json.loads(done.stdout)
     assert d["verdict"]["exit_code"] == done.returncode
@@ -316,8 +317,8 @@ def test_cli_on_two_real_locomo_runs(tmp_path, data_dir):
     assert o["wins"] + o["ties"] + o["losses"] == 1982 and o["wins"] != o["losses"]
     assert list(d["per_category"]) == ["1", "2", "3", "4", "5"]
     assert d["per_category"]["2"]["label"] == "temporal"
-    text = run_memrun(["compare", str(a), str(b), "--categories", "all"], tmp_path)
+    text = run_memrun(["compare", str(a), str(b), *stopwords, "--categories", "all"], tmp_path)
     assert text.returncode == done.returncode and f"wins {o['wins']} ties {o['ties']} losses {o['losses']}" in text.stdout
     # without --categories, compare reads the runs' headline subset (LoCoMo 1-4), as their summaries do
-    headline = json.loads(run_memrun(["compare", str(a), str(b), "--format", "json"], tmp_path).stdout)
+    headline = json.loads(run_memrun(["compare", str(a), str(b), *stopwords, "--format", "json"], tmp_path).stdout)
     assert headline["overall"]["n_items"] == json.loads((b / "summary.json").read_text())["overall_comparable"]["n_scored"]

@@ -322,7 +322,7 @@ def test_real_locomo_slice_inside_one_conversation_is_unresolved(tmp_path, data_
     assert done.returncode == 0, done.stderr
     a, b = run_dirs(tmp_path / "outputs")
     for metric in ("recall@5", "mrr"):
-        code = compare_main([str(a), str(b), "--metric", metric, "--format", "json"])
+        code = compare_main([str(a), str(b), "--metric", metric, "--format", "json", "--treatment", "lexical_scoring"])
         assert code == ExitCode.UNRESOLVED, metric
 
 
@@ -350,7 +350,7 @@ def test_longmemeval_runs_compare_as_questions_stratified_by_type(tmp_path, caps
         assert main(["benchmark=longmemeval", f"benchmark.path={path}", "benchmark.expected_counts=null",
                      f"arm={arm}", "progress=false", f"hydra.run.dir={tmp_path / arm}"]) == 0
     capsys.readouterr()
-    _, d = compare_json(capsys, str(tmp_path / "bm25"), str(tmp_path / "bm25_nostop"))
+    _, d = compare_json(capsys, str(tmp_path / "bm25"), str(tmp_path / "bm25_nostop"), "--treatment", "lexical_scoring")
     assert d["settings"]["stratify_by"] == "category"
     assert d["overall"]["n_clusters"] == 36 and d["overall"]["bootstrap"]["n_strata"] == 3
     assert not any("clusters count as" in w for w in d["warnings"])  # no few-clusters warning

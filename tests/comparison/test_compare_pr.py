@@ -38,7 +38,7 @@ def compare(capsys, *argv: str) -> tuple[int, str, str]:
 
 
 def test_markdown_names_runs_by_id_and_config_with_calls_and_config_diff(runs, capsys):
-    code, md, _ = compare(capsys, str(runs["a"]), str(runs["b"]), "--format", "markdown")
+    code, md, _ = compare(capsys, "--treatment", "lexical_scoring", str(runs["a"]), str(runs["b"]), "--format", "markdown")
     lines = md.splitlines()
     assert lines[0] == "<!-- memrun-compare: synthetic/bm25_nostop -->"
     assert f"(exit code {code})" in lines[1]
@@ -71,15 +71,15 @@ def test_bad_arguments_in_markdown_still_write_a_document(capsys):
 def test_gate_file_sets_band_delta_metric_and_flags_override(runs, tmp_path, capsys):
     gate = tmp_path / "g.yaml"
     gate.write_text("metric: mrr\nband: 7.5\ngate-min-delta: -2\ncategories: [single-hop, temporal]\n")
-    code, out, _ = compare(capsys, str(runs["a"]), str(runs["b"]), "--gate", str(gate), "--format", "json")
+    code, out, _ = compare(capsys, "--treatment", "lexical_scoring", str(runs["a"]), str(runs["b"]), "--gate", str(gate), "--format", "json")
     d = json.loads(out)
     assert d["metric"] == "mrr" and d["verdict"]["band"] == pytest.approx(0.075)
     assert d["verdict"]["min_delta"] == pytest.approx(-0.02) and set(d["per_category"]) <= {"single-hop", "temporal"}
-    code, out, _ = compare(capsys, str(runs["a"]), str(runs["b"]), "--gate", str(gate), "--gate-band", "3",
+    code, out, _ = compare(capsys, "--treatment", "lexical_scoring", str(runs["a"]), str(runs["b"]), "--gate", str(gate), "--gate-band", "3",
                            "--metric", "recall@1", "--format", "json")
     d = json.loads(out)
     assert d["metric"] == "recall@1" and d["verdict"]["band"] == pytest.approx(0.03)
-    code, out, _ = compare(capsys, str(runs["a"]), str(runs["b"]), "--gate", "synthetic", "--format", "json")
+    code, out, _ = compare(capsys, "--treatment", "lexical_scoring", str(runs["a"]), str(runs["b"]), "--gate", "synthetic", "--format", "json")
     assert json.loads(out)["verdict"]["band"] == pytest.approx(0.10)  # conf/gates/synthetic.yaml
     gate.write_text("bandd: 3\n")
     code, _, err = compare(capsys, str(runs["a"]), str(runs["b"]), "--gate", str(gate))
@@ -90,15 +90,15 @@ def test_gate_file_sets_band_delta_metric_and_flags_override(runs, tmp_path, cap
 
 def test_baseline_auto_takes_the_newest_comparable_run_of_another_configuration(runs, capsys):
     root = str(runs["root"])
-    code, out, err = compare(capsys, "--baseline", "auto", str(runs["b"]), "--runs-dir", root, "--format", "json")
+    code, out, err = compare(capsys, "--treatment", "lexical_scoring", "--baseline", "auto", str(runs["b"]), "--runs-dir", root, "--format", "json")
     assert code in (0, 1, 2) and f"baseline: {runs['a']} (run synthetic-bm25-" in err
     assert json.loads(out)["run_a"] == str(runs["a"])  # not a_old (older), not b_again (B's configuration)
-    code, md, _ = compare(capsys, "--baseline", "auto", str(runs["b"]), "--runs-dir", root, "--format", "markdown")
+    code, md, _ = compare(capsys, "--treatment", "lexical_scoring", "--baseline", "auto", str(runs["b"]), "--runs-dir", root, "--format", "markdown")
     assert "(chosen by `--baseline auto`" in md and str(runs["a"]) not in md
     # the sliced run differs in a comparability field: a baseline only when it is the treatment
     code, _, err = compare(capsys, "--baseline", "auto", str(runs["sliced"]), "--runs-dir", root)
     assert code == ExitCode.USAGE_ERROR and "no finished run" in err
-    code, _, err = compare(capsys, "--baseline", "auto", str(runs["sliced"]), "--runs-dir", root, "--treatment", "slice")
+    code, _, err = compare(capsys, "--baseline", "auto", str(runs["sliced"]), "--runs-dir", root, "--treatment", "slice,lexical_scoring")
     assert code in (0, 1, 2) and f"baseline: {runs['b']} " in err  # slice named as the treatment: the newest
 
 

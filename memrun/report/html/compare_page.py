@@ -13,6 +13,7 @@ from typing import TYPE_CHECKING, Any
 
 from memrun.core.instrument import Instrument
 from memrun.errors import MemrunError
+from memrun.gallery.overlay import published_beside_pair
 from memrun.io.reader import RunTable, read_run
 from memrun.lazy import lazy
 from memrun.report import svg
@@ -20,6 +21,7 @@ from memrun.report.compare_report import CATEGORY_NOTE, HEADERS, category_rows, 
 from memrun.report.html.common import Texts, embed_json, group_repeats, item_rows, render
 from memrun.report.html.flips_page import TABLE as FLIPS_TABLE
 from memrun.report.html.flips_page import flip_rows, flips_of
+from memrun.report.html.run_page import load_summary
 
 if TYPE_CHECKING:
     from memrun.commands import compare as commands_compare
@@ -143,6 +145,8 @@ def compare_context(a: str, b: str, options: Sequence[str] = (),
         "lines": summary_lines(d) if d else [], "forest": "", "categories": [], "headers": HEADERS,
         "category_note": CATEGORY_NOTE, "items_title": items_title, "n_rows": len(items), "rows": embed_json(items), "table": embed_json(table),
         "texts": embed_json(texts.strings),
+        "published": published_beside_pair((run_a.instrument, load_summary(run_a)[0]),
+                                           (run_b.instrument, load_summary(run_b)[0])),
     }
     if d:
         context["forest"] = svg.forest(forest_rows(d), band=d["verdict"]["band"], min_delta=d["verdict"]["min_delta"],
