@@ -35,7 +35,7 @@ def _hits(folder: Path) -> dict[str, bool]:
 def test_flips_are_the_items_the_runs_disagree_on_b_wins_first(runs, capsys):
     a, b = runs
     capsys.readouterr()
-    main(["compare", str(a), str(b), "--flips", "--format", "json"])
+    main(["compare", str(a), str(b), "--treatment", "lexical_scoring", "--flips", "--format", "json"])
     d = json.loads(capsys.readouterr().out)
     ha, hb = _hits(a), _hits(b)
     expected = {i for i in ha if i in hb and ha[i] != hb[i]}
@@ -55,10 +55,10 @@ def test_flips_are_the_items_the_runs_disagree_on_b_wins_first(runs, capsys):
 def test_flips_in_text_and_in_the_pull_request_markdown(runs, capsys):
     a, b = runs
     capsys.readouterr()
-    main(["compare", str(a), str(b), "--flips"])
+    main(["compare", str(a), str(b), "--treatment", "lexical_scoring", "--flips"])
     text = capsys.readouterr().out
     assert "flips on recall@5: B wins" in text and text.index("B wins (") < text.index("B loses (")
-    main(["compare", str(a), str(b), "--flips", "--format", "markdown"])
+    main(["compare", str(a), str(b), "--treatment", "lexical_scoring", "--flips", "--format", "markdown"])
     doc = capsys.readouterr().out
     assert "#### Flips on recall@" in doc and "**B wins** (top 5 of" in doc and "**B loses** (top 5 of" in doc
     section = doc[doc.index("#### Flips"):]

@@ -12,9 +12,9 @@ Pages (every one rendered by the templates ``memrun report`` uses, under
 - ``/item/<path>?id=<item id>``: an item's question, gold, retrieved records (gold
   marked), failure stage and, per repeat, the reader's and judges' prompts and replies
   (:mod:`memrun.view.calls`); ``j``/``k`` or the arrow keys step through the items;
-- ``/compare?a=<path>&b=<path>``: the comparison, computed by ``memrun compare``'s code
+- ``/compare?a=<path>&b=<path>[&treatment=<field>...]``: the comparison, computed by ``memrun compare``'s code
   (:func:`memrun.report.html.compare_page.compare_context`), refusals with their reasons;
-- ``/flips?a=<path>&b=<path>``: the items the two runs disagree on, B-wins first, each
+- ``/flips?a=<path>&b=<path>[&treatment=<field>...]``: the items the two runs disagree on, B-wins first, each
   opening to what A and B retrieved (or answered) side by side, the gold marked
   (:mod:`memrun.report.html.flips_page`); filter by category and cluster;
 - ``/chart?run=<path>&run=...``: several runs' headlines and per-category results with
@@ -192,15 +192,17 @@ def compare_page(runs: Runs, a: str, b: str, treatments: list[str] | None = None
         treat_link = {"href": "/compare?" + urlencode([("a", a), ("b", b), *[("treatment", f) for f in named]]),
                       "fields": differing}
     return _page("compare.html.j2", **context, treat_link=treat_link,
-                 flips_link="/flips?" + urlencode({"a": a, "b": b}))
+                 flips_link="/flips?" + urlencode([("a", a), ("b", b), *[("treatment", t) for t in treatments]]))
 
 
-def flips_page(runs: Runs, a: str, b: str) -> Any:
+def flips_page(runs: Runs, a: str, b: str, treatments: list[str] | None = None) -> Any:
     """The items the two runs disagree on, B-wins first, each opening to a side-by-side
-    (:mod:`memrun.report.html.flips_page`)."""
+    (:mod:`memrun.report.html.flips_page`); ``treatments``: as for :func:`compare_page`."""
     folder_a, folder_b = runs.index.folder(a), runs.index.folder(b)
-    context = html_flips_page.flips_context(str(folder_a), str(folder_b),
-                                            compare_link="/compare?" + urlencode({"a": a, "b": b}))
+    named = [("treatment", t) for t in treatments or [] if t]
+    options = [x for _, t in named for x in ("--treatment", t)]
+    context = html_flips_page.flips_context(str(folder_a), str(folder_b), options,
+                                            compare_link="/compare?" + urlencode([("a", a), ("b", b), *named]))
     context["title"] = f"memrun flips: {a} vs {b}"
     return _page("flips.html.j2", **context)
 
@@ -259,7 +261,8 @@ def build_app(root: Path, cache_file: Path | None = None) -> Any:
         route("/item/{path:path}", guarded(lambda r: item_page(runs, r.path_params["path"], r.query_params.get("id", "")))),
         route("/compare", guarded(lambda r: compare_page(runs, r.query_params.get("a", ""), r.query_params.get("b", ""),
                                                          r.query_params.getlist("treatment")))),
-        route("/flips", guarded(lambda r: flips_page(runs, r.query_params.get("a", ""), r.query_params.get("b", "")))),
+        route("/flips", guarded(lambda r: flips_page(runs, r.query_params.get("a", ""), r.query_params.get("b", ""),
+                                                     r.query_params.getlist("treatment")))),
         route("/chart", guarded(lambda r: chart_page(runs, r.query_params.getlist("run")))),
     ]
     # Only this machine's names for itself: a page elsewhere that rebinds its own host name
