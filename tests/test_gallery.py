@@ -237,3 +237,14 @@ def test_every_entry_marked_ci_is_run_by_the_suite():
     marked = {e.name for e in load_entries() if e.ci}
     assert marked <= set(CI_FAST) | set(CI_MINILM), marked - set(CI_FAST) - set(CI_MINILM)
     assert all(not e.ci for e in load_entries() if any(d["file"].startswith("longmemeval") for d in e.data))
+
+
+def test_every_run_entry_s_overrides_compose(tmp_path):
+    """An entry whose data is not here is never run: its overrides must still name real keys,
+    so it runs the day its data arrives."""
+    from memrun.config.compose import compose
+    from memrun.gallery.entries import FILES
+    for entry in load_entries():
+        if entry.kind == "run":
+            overrides = [o.replace("{files}", str(FILES)).replace("{data}", str(tmp_path)) for o in entry.overrides]
+            compose(overrides)  # a ConfigError (unknown key, bad value) names the entry's fault

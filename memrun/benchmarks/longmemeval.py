@@ -89,6 +89,7 @@ from memrun.benchmarks.lme_scan import cached_scan_index, first_line, open_json
 from memrun.benchmarks.record_text import SESSION_JOINER, RecordShape
 from memrun.benchmarks.sessions import HistoryRecords, Session, SessionStore, TurnError
 from memrun.errors import ConfigError, DataError
+from memrun.metrics.retrieval import SESSION_CUTS
 from memrun.metrics.retrieval_official import ANSWER_MARK, LME_NDCG, LME_OFFICIAL_PRESET, OFFICIAL_NO_GOLD
 from memrun.metrics.stale import SUPERSEDED_KEY
 from memrun.records import Dataset, Group, Item
@@ -135,6 +136,8 @@ class LongMemEval:
     expected_counts: question_type -> count in the published files (a warning when a
         full file differs).
     record_text, granularity, session_gold, session_joiner: the record knobs (module docstring).
+    session_cut: what K counts in the ``session_*`` columns: ``sessions`` (the first K distinct
+        sessions, the official rule, default) or ``turns`` (a gold session among the top K turns).
     """
 
     def __init__(
@@ -152,7 +155,11 @@ class LongMemEval:
         granularity: str = "turn",
         session_gold: str = "normalized",
         session_joiner: str = SESSION_JOINER,
+        session_cut: str = "sessions",
     ) -> None:
+        if session_cut not in SESSION_CUTS:
+            raise ConfigError(f"benchmark.session_cut={session_cut}: choose one of {', '.join(SESSION_CUTS)}")
+        self.session_cut = session_cut
         if session_gold not in SESSION_GOLD:
             raise ConfigError(f"benchmark.session_gold={session_gold}: choose one of {', '.join(SESSION_GOLD)} "
                               "(as_written: every question's answer_session_ids as given, abstention included)")
@@ -209,6 +216,7 @@ class LongMemEval:
             preset=self.preset,
             named_metrics=(LME_NDCG,) if self.preset == LME_OFFICIAL_PRESET else (),
             records=self._records_field(),
+            session_cut=self.session_cut,
             # Questions are independent (each has its own haystack); their types are strata.
             stratify_by="category" if self.cluster_by == "question_id" else None,
         )

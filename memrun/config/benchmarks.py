@@ -97,6 +97,7 @@ class LongMemEvalConfig(SelectionConfig):
     record_text: str = "{role}: {text}"  # a template ({role}, {speaker}, {text}) or speaker_colon | speaker_said | text
     granularity: str = "turn"  # turn | session (one record per haystack session)
     session_gold: str = "normalized"  # normalized | as_written (answer_session_ids of every question, as MemPalace)
+    session_cut: str = "sessions"  # session_* columns: K counts distinct sessions (official) | turns
     session_joiner: str = "\n"  # granularity=session: what joins a session's turn texts
 
 

@@ -58,12 +58,14 @@ def test_longmemeval_sessions_as_documents_with_mempalace_text_and_gold_as_writt
 
 
 def test_longmemeval_templates_and_bad_knobs_are_one_line_errors(tmp_path):
+    assert loader(lme_file(tmp_path), session_cut="turns").load(tmp_path).session_cut == "turns"  # memory-core-eval's K
     said = loader(lme_file(tmp_path), record_text="speaker_said").load(tmp_path)
     assert next(iter(said.groups)).records[0].text == 'user said, "hello there"'
     assert said.records == 'unit=turn; text={speaker} said, "{text}"'
     for kwargs, needle in (({"record_text": "{name}: {text}"}, "unknown field {name}"),
                            ({"granularity": "round"}, "benchmark.granularity=round: choose one of turn, session"),
-                           ({"session_gold": "raw"}, "benchmark.session_gold=raw: choose one of normalized, as_written")):
+                           ({"session_gold": "raw"}, "benchmark.session_gold=raw: choose one of normalized, as_written"),
+                           ({"session_cut": "words"}, "benchmark.session_cut=words: choose one of sessions, turns")):
         with pytest.raises(ConfigError) as err:
             loader(lme_file(tmp_path), **kwargs)
         assert needle in str(err.value) and "\n" not in str(err.value)
