@@ -282,15 +282,20 @@ def main(argv: list[str] | None = None) -> int:
     if args.power:
         print(f"power at the printed MDE (goal 80% +- 5 pp): {args.pilots} pilot null datasets a design, "
               f"{args.reps} datasets at each pilot's MDE")
-        print("| design | ICC | effects | mean MDE (pp) | power at it | predicted by the check |")
-        print("|---|---|---|---|---|---|")
+        print("| design | ICC | effects | mean MDE (pp) | power at it | predicted by the check | within 80 +- 5 |")
+        print("|---|---|---|---|---|---|---|")
         for cell in cells():
             if (args.only and args.only not in cell.name) or cell.errors or "LongMemEval" in cell.name \
                     or "2 clusters" == cell.name:
                 continue
             mde, power, predicted = power_check(cell, args.pilots, args.reps, args.resamples)
+            if math.isnan(mde):
+                print(f"| {cell.name} | {cell.icc:g} | {'skewed' if cell.skewed else 'normal'} | none | - | - | - (no pilot "
+                      "had a finite MDE: the gate cannot pass at any effect on this design) |", flush=True)
+                continue
             print(f"| {cell.name} | {cell.icc:g} | {'skewed' if cell.skewed else 'normal'} | {100 * mde:.2f} | "
-                  f"**{100 * power:.1f}%** | {100 * predicted:.1f}% |", flush=True)
+                  f"**{100 * power:.1f}%** | {100 * predicted:.1f}% | {'yes' if abs(power - 0.8) <= 0.05 else 'NO'} |",
+                  flush=True)
         return 0
     started = time.perf_counter()
     print(f"false PASS (%, 95% Wilson interval), true delta 0, {args.reps} replications a cell, gate min delta 0, "
