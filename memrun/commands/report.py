@@ -52,7 +52,7 @@ def build_parser() -> Parser:
 def _is_sweep(path: Path) -> bool:
     if not path.is_dir() or (path / "items.parquet").exists() or (path / "items.parts").is_dir():
         return False
-    return (bool(memrun_launch.Outcome.read_all(path))
+    return (bool(memrun_launch.JobOutcome.read_all(path))
             or any((p / ".hydra").is_dir() for p in path.iterdir() if p.is_dir()))
 
 

@@ -2,7 +2,7 @@
 
     RunTable(A), RunTable(B) -> Instrument.diff(treatments) -> pair by item_id
       -> per-item scores (majority label / retrieval metric) -> paired clustered
-      bootstrap -> Verdict -> report (text | markdown | json)
+      bootstrap -> GateVerdict -> report (text | markdown | json)
 
 Nothing here imports the run flow; both read the same Parquet schema and Instrument.
 """

@@ -92,7 +92,7 @@ item removes what it created up to there, never more."""
 
 
 @dataclass
-class Outcome:
+class JobOutcome:
     """How one job ended. ``status``: complete | failed | interrupted | refused;
     ``exit_code`` as a single run's (0, 2, 130); ``error``: the one-line reason, or None;
     ``run_dir``: its folder, relative to the sweep folder when inside it (so a copied or
@@ -124,7 +124,7 @@ class Outcome:
         return path
 
     @classmethod
-    def read_all(cls, sweep_dir: Path) -> list[Outcome]:
+    def read_all(cls, sweep_dir: Path) -> list[JobOutcome]:
         """Every outcome recorded under ``sweep_dir``, by job number (unreadable files skipped)."""
         out = []
         for path in sorted((sweep_dir / OUTCOME_DIR).glob("job-*.json")):
@@ -387,7 +387,7 @@ def _job(cfg: Any, hydra_cfg: Any) -> int:
             _discard_if_empty(out_dir, Path(hydra_cfg.sweep.dir) if multirun else existing_root)
         last_exit_code = code
         if multirun:
-            Outcome(
+            JobOutcome(
                 job=int(hydra_cfg.job.num), status=status, exit_code=code, error=error,
                 run_dir=_relative(out_dir, Path(hydra_cfg.sweep.dir)),
                 overrides=[redactor.text(redaction.redact_override(o, container)) for o in hydra_cfg.overrides.task], seconds=round(time.perf_counter() - started, 3),

@@ -1,6 +1,6 @@
 """A sweep's jobs as one table: status, headline and exit code of every job, on any launcher.
 
-Each job records its outcome (:class:`memrun.jobs.launch.Outcome`) under the sweep folder,
+Each job records its outcome (:class:`memrun.jobs.launch.JobOutcome`) under the sweep folder,
 whatever process or node ran it. :class:`SweepCallback` (a Hydra callback registered in
 ``conf/config.yaml``) reads them in the launching process when the multirun ends, prints
 the table and leaves the worst job's exit code for the command line to return;
@@ -25,7 +25,7 @@ from memrun.jobs import launch
 from memrun.jobs.launch import (
     EXIT_USER_ERROR,
     OUTCOME_DIR,
-    Outcome,
+    JobOutcome,
     RunFolderTaken,
     claim,
     release,
@@ -124,7 +124,7 @@ def sweep_rows(sweep_dir: Path) -> list[SweepRow]:
         raise FileNotFoundError(sweep_dir)
     rows = []
     seen: set[str] = set()
-    for o in Outcome.read_all(sweep_dir):
+    for o in JobOutcome.read_all(sweep_dir):
         folder = o.folder(sweep_dir)
         summary = _summary(folder) if o.status != "refused" else {}  # a refused job's folder is another run's
         name, value = report_model.headline(summary)

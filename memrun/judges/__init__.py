@@ -5,7 +5,7 @@ it with the config's keys except ``name`` plus ``llm=`` (the run's
 :class:`memrun.llm.service.LLMService`; lexical judges ignore it), and calls
 
 - ``describe() -> dict``: its instrument fields (``judge_model``, ``judge_prompt_sha256``);
-- ``async grade(case: Case, repeat: int) -> Verdict``;
+- ``async grade(case: Case, repeat: int) -> JudgeVerdict``;
 
 and, when it has them, its optional hooks (:data:`JUDGE_HOOKS`, read through
 :func:`judge_hooks`): ``request(case)`` / ``requests(case)`` (the chat requests it sends,
@@ -63,7 +63,7 @@ class Case:
 
 
 @dataclass(frozen=True)
-class Verdict:
+class JudgeVerdict:
     """A judge's output for one answer.
 
     label: correct | wrong | abstain | error. score: 1.0/0.0 for LLM judges, the
@@ -93,7 +93,7 @@ class Judge(Protocol):
         provider) and ``endpoint`` (its :class:`memrun.llm.endpoint.Endpoint`, None without one)."""
         ...
 
-    async def grade(self, case: Case, repeat: int) -> Verdict:
+    async def grade(self, case: Case, repeat: int) -> JudgeVerdict:
         """Grade one answer. Raises CallError / BudgetExhausted for a failed call."""
         ...
 

@@ -46,7 +46,7 @@ from functools import lru_cache
 from typing import TYPE_CHECKING, Any
 
 from memrun.errors import ConfigError
-from memrun.judges import Case, Verdict
+from memrun.judges import Case, JudgeVerdict
 from memrun.lazy import lazy
 from memrun.stats.labels import ABSTAIN, CORRECT, ERROR, WRONG
 
@@ -152,7 +152,7 @@ def _rouge_l(prediction: str, gold: str) -> float:
 
 
 class _LexicalJudge:
-    """Shared parts: gold strings, abstention handling, the Verdict."""
+    """Shared parts: gold strings, abstention handling, the verdict."""
 
     kind = "lexical"
 
@@ -178,18 +178,18 @@ class _LexicalJudge:
         """(score, passed) for a non-abstention item with at least one gold string."""
         raise NotImplementedError
 
-    async def grade(self, case: Case, repeat: int) -> Verdict:
+    async def grade(self, case: Case, repeat: int) -> JudgeVerdict:
         if case.abstention:
             ok = self.abstains(case.answer)
             why = "the answer abstains" if ok else "the answer does not abstain on an unanswerable question"
-            return Verdict(CORRECT if ok else WRONG, 1.0 if ok else 0.0, why, None)
+            return JudgeVerdict(CORRECT if ok else WRONG, 1.0 if ok else 0.0, why, None)
         golds = [g for g in ([case.gold] if case.gold is not None else []) + list(case.gold_keys) if g.strip()]
         if not golds:
-            return Verdict(ERROR, None, "no gold answer to compare against", None)
+            return JudgeVerdict(ERROR, None, "no gold answer to compare against", None)
         score, passed = self.score(case, golds)
         if not passed and self.abstains(case.answer):
-            return Verdict(ABSTAIN, score, "the answer abstains", None)
-        return Verdict(CORRECT if passed else WRONG, score, f"{self.kind} score {score:.3f}", None)
+            return JudgeVerdict(ABSTAIN, score, "the answer abstains", None)
+        return JudgeVerdict(CORRECT if passed else WRONG, score, f"{self.kind} score {score:.3f}", None)
 
 
 class ExactJudge(_LexicalJudge):

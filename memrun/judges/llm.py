@@ -22,7 +22,7 @@ from collections.abc import Mapping, Sequence
 from typing import Any
 
 from memrun.errors import ConfigError, JudgeReplyUnparseable
-from memrun.judges import Case, Verdict
+from memrun.judges import Case, JudgeVerdict
 from memrun.judges.retry import RETRIED_COLUMN, RETRY_POLICY, ask_parsed
 from memrun.llm.client import ChatRequest
 from memrun.llm.endpoint import resolve_endpoint
@@ -155,7 +155,7 @@ class LLMJudge:
         )
         return ChatRequest(self.model, ({"role": "user", "content": text},), self.params)
 
-    async def grade(self, case: Case, repeat: int) -> Verdict:
+    async def grade(self, case: Case, repeat: int) -> JudgeVerdict:
         """Ask the judge model (or the cache); an unparseable reply is asked again once with
         the parse error shown (:mod:`memrun.judges.retry`), and an ERROR if still unreadable."""
         assert self.llm is not None, "LLMJudge needs the run's LLM service"
@@ -164,6 +164,6 @@ class LLMJudge:
             (label, explanation), cached, tokens, retried = await ask_parsed(
                 self.llm, self.endpoint, request, repeat, parse_verdict)
         except JudgeReplyUnparseable as exc:
-            return Verdict(ERROR, None, f"judge reply unparseable after a retry: {exc}", prompt.name, False, None)
-        return Verdict(label, 1.0 if label == CORRECT else 0.0, explanation, prompt.name, cached, tokens or None,
+            return JudgeVerdict(ERROR, None, f"judge reply unparseable after a retry: {exc}", prompt.name, False, None)
+        return JudgeVerdict(label, 1.0 if label == CORRECT else 0.0, explanation, prompt.name, cached, tokens or None,
                        {RETRIED_COLUMN: True} if retried else None)

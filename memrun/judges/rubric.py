@@ -37,7 +37,7 @@ from collections.abc import Sequence
 from typing import Any
 
 from memrun.errors import ConfigError, JudgeReplyUnparseable
-from memrun.judges import Case, Verdict
+from memrun.judges import Case, JudgeVerdict
 from memrun.judges.retry import RETRIED_COLUMN, RETRY_POLICY, ask_parsed
 from memrun.llm.client import ChatRequest
 from memrun.llm.endpoint import resolve_endpoint
@@ -144,12 +144,12 @@ class RubricJudge:
         assert self.llm is not None, "RubricJudge needs the run's LLM service"
         return await ask_parsed(self.llm, self.endpoint, self._request(prompt, values), repeat, parse)
 
-    async def grade(self, case: Case, repeat: int) -> Verdict:
+    async def grade(self, case: Case, repeat: int) -> JudgeVerdict:
         """Score every rubric item (and, for event ordering, the order); an unparseable
         reply makes the verdict an ERROR. Raises CallError / BudgetExhausted for a failed call."""
         rubric = _rubric(case)
         if rubric is None:
-            return Verdict(ERROR, None, "the item has no rubric (extra.rubric): rubric judges grade BEAM-style items",
+            return JudgeVerdict(ERROR, None, "the item has no rubric (extra.rubric): rubric judges grade BEAM-style items",
                            self.prompt.name)
         try:
             replies = await asyncio.gather(*(
@@ -175,11 +175,11 @@ class RubricJudge:
             if retried:
                 details[RETRIED_COLUMN] = True
         except JudgeReplyUnparseable as exc:
-            return Verdict(ERROR, None, f"judge reply unparseable after a retry: {exc}", self.prompt.name, False, None)
+            return JudgeVerdict(ERROR, None, f"judge reply unparseable after a retry: {exc}", self.prompt.name, False, None)
         scores = details["rubric_scores"]
         mean = sum(scores) / len(scores)
         explanation = " | ".join(f"[{i + 1}] {s:g}: {reason}" for i, ((s, reason), _, _, _) in enumerate(replies))
-        return Verdict(CORRECT if mean == 1.0 else WRONG, mean, explanation, self.prompt.name, cached, tokens,
+        return JudgeVerdict(CORRECT if mean == 1.0 else WRONG, mean, explanation, self.prompt.name, cached, tokens,
                        details)
 
 

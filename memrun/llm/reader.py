@@ -23,7 +23,7 @@ from typing import Any
 from memrun.llm.client import ChatRequest
 from memrun.llm.endpoint import Endpoint
 from memrun.llm.prompts import Prompt
-from memrun.llm.service import LLMService, Outcome
+from memrun.llm.service import CallOutcome, LLMService
 from memrun.records import Hit, Item, Record
 
 READER_FIELDS = ("context", "question", "question_date_line")
@@ -146,7 +146,7 @@ class Reader:
         request = ChatRequest(self.model, ({"role": "user", "content": text},), self.params)
         return Prepared(request, dropped=dropped, context_chars=len(context))
 
-    async def answer(self, prepared: Prepared, repeat: int) -> Outcome:
+    async def answer(self, prepared: Prepared, repeat: int) -> CallOutcome:
         """Ask the model (or the cache). Raises CallError / BudgetExhausted; RuntimeError for a
         reader built without an LLM service (it only prepares requests)."""
         assert prepared.request is not None

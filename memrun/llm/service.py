@@ -59,7 +59,7 @@ class CallStats:
 
 
 @dataclass(frozen=True)
-class Outcome:
+class CallOutcome:
     """A reply and whether it came from the cache."""
 
     result: ChatResult
@@ -147,7 +147,7 @@ class LLMService:
     def budget_left(self) -> bool:
         return self.max_tokens_total is None or self.stats.tokens < self.max_tokens_total
 
-    async def call(self, endpoint: Endpoint, request: ChatRequest, repeat: int) -> Outcome:
+    async def call(self, endpoint: Endpoint, request: ChatRequest, repeat: int) -> CallOutcome:
         """The reply to ``request`` (repeat index ``repeat``), cached or fresh.
 
         Raises :class:`memrun.llm.client.CallError` for a failed call and
@@ -160,12 +160,12 @@ class LLMService:
         if hit is not None:
             self.stats.cached += 1
             self._note_model(endpoint, request, hit)
-            return Outcome(hit, cached=True)
+            return CallOutcome(hit, cached=True)
         twin = self._in_flight.get(key)
         if twin is not None:  # the same request is on its way: wait for its reply, not a second call
             result = await asyncio.shield(twin)
             self.stats.cached += 1
-            return Outcome(result, cached=True)
+            return CallOutcome(result, cached=True)
         mine: asyncio.Future[ChatResult] = asyncio.get_running_loop().create_future()
         self._in_flight[key] = mine
         try:
@@ -184,7 +184,7 @@ class LLMService:
         finally:
             self._in_flight.pop(key, None)
         self._note_model(endpoint, request, result)
-        return Outcome(result, cached=False)
+        return CallOutcome(result, cached=False)
 
     def _note_model(self, endpoint: Endpoint, request: ChatRequest, result: ChatResult) -> None:
         if result.model and (endpoint.public_url, request.model) not in self.reported:

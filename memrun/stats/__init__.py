@@ -32,7 +32,7 @@ from memrun.stats.verdict import (
     MIN_CLUSTERS,
     MIN_PAIRED_ITEMS,
     ExitCode,
-    Verdict,
+    GateVerdict,
     band_from_null,
     decide,
 )
@@ -53,7 +53,7 @@ __all__ = [
     "JudgeCalibration",
     "McNemarResult",
     "SmallClusterResult",
-    "Verdict",
+    "GateVerdict",
     "WilcoxonResult",
     "agreement",
     "band_from_null",

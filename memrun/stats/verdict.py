@@ -80,7 +80,7 @@ class Interval(Protocol):
 
 
 @dataclass(frozen=True)
-class Verdict:
+class GateVerdict:
     """Outcome of ``decide``: ``outcome`` is ``"pass"``, ``"fail"`` or
     ``"unresolved"``; ``reason`` is one of ``lower_bound_above_threshold``,
     ``upper_bound_below_threshold``, ``inside_null_band``, ``underpowered``,
@@ -116,7 +116,7 @@ def decide(
     result: Interval, *, min_delta: float = 0.0, band: float = DEFAULT_BAND,
     n_items: int | None = None, n_clusters: int | None = None,
     hold: tuple[str, str] | None = None,
-) -> Verdict:
+) -> GateVerdict:
     """Judge a paired B-minus-A interval against a threshold.
 
     Args:
@@ -150,7 +150,7 @@ def decide(
     min_delta, band = float(min_delta), float(band)
     short = evidence_shortfall(n_items, n_clusters) or hold
     if short:
-        return Verdict(UNRESOLVED, short[0], min_delta, band, low, high, short[1])
+        return GateVerdict(UNRESOLVED, short[0], min_delta, band, low, high, short[1])
     if not all(math.isfinite(x) for x in (low, high, min_delta, band)):
         raise ValueError(f"decide needs finite values, got low={low}, high={high}, "
                          f"min_delta={min_delta}, band={band}")
@@ -159,7 +159,7 @@ def decide(
     if low > high:
         raise ValueError(f"interval is inverted: low={low} > high={high}")
     if high - low <= 1e-12:  # zero width, up to float noise
-        return Verdict(UNRESOLVED, DEGENERATE, min_delta, band, low, high,
+        return GateVerdict(UNRESOLVED, DEGENERATE, min_delta, band, low, high,
                        f"the interval has zero width ([{100 * low:+.2f}, {100 * high:+.2f}] pp): nothing varies "
                        "between resamples, so it says nothing about the uncertainty")
     if low > min_delta:
@@ -170,7 +170,7 @@ def decide(
         outcome, reason = UNRESOLVED, INSIDE_NULL_BAND
     else:
         outcome, reason = UNRESOLVED, UNDERPOWERED
-    return Verdict(outcome, reason, min_delta, band, low, high)
+    return GateVerdict(outcome, reason, min_delta, band, low, high)
 
 
 def evidence_shortfall(n_items: int | None, n_clusters: int | None) -> tuple[str, str] | None:

@@ -6,7 +6,7 @@ from __future__ import annotations
 from pathlib import Path
 from typing import Any
 
-from memrun.judges import Case, Verdict
+from memrun.judges import Case, JudgeVerdict
 
 
 class Plain:
@@ -18,8 +18,8 @@ class Plain:
     def describe(self) -> dict[str, Any]:
         return {"judge_model": "user", "judge_prompt_sha256": None, "fake": False, "endpoint": None}
 
-    async def grade(self, case: Case, repeat: int) -> Verdict:
-        return Verdict("correct" if case.answer == case.gold else "wrong", 1.0, "")
+    async def grade(self, case: Case, repeat: int) -> JudgeVerdict:
+        return JudgeVerdict("correct" if case.answer == case.gold else "wrong", 1.0, "")
 
 
 class Judge(Plain):
@@ -45,8 +45,8 @@ class AbstentionCategory(Plain):
 class SyncGrade(Judge):
     """``grade`` as a plain def: memrun awaits it."""
 
-    def grade(self, case: Case, repeat: int) -> Verdict:  # type: ignore[override]
-        return Verdict("correct", 1.0, "")
+    def grade(self, case: Case, repeat: int) -> JudgeVerdict:  # type: ignore[override]
+        return JudgeVerdict("correct", 1.0, "")
 
 
 class LoadNoDir:

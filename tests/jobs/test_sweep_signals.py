@@ -17,7 +17,7 @@ import pytest
 
 from conftest import memrun_exe
 from memrun.io.reader import read_run
-from memrun.jobs.launch import Outcome
+from memrun.jobs.launch import JobOutcome
 from servers.openai_server import OpenAIServer
 
 CHAT = "/v1/chat/completions"
@@ -92,7 +92,7 @@ def _terminate_in_flight(tmp_path: Path, launcher: str, within: float = 5.0) -> 
     assert not late, f"{len(late)} LLM calls began more than 2 s after the SIGTERM: at {[round(e.t - sent, 2) for e in late]} s"
     assert proc.returncode == 130, err[-3000:]
     assert "Traceback" not in err, err[-3000:]
-    outcomes = Outcome.read_all(tmp_path / "sweep")
+    outcomes = JobOutcome.read_all(tmp_path / "sweep")
     assert [o.status for o in outcomes] == ["interrupted", "interrupted"], err[-3000:]
     # the processes that ran the jobs are gone within 5 s of the signal (joblib's are ended
     # by the sweep once their jobs returned); the launching process exits soon after

@@ -10,7 +10,7 @@ from memrun.stats import paired_bootstrap
 from memrun.stats.verdict import (
     DEFAULT_BAND,
     ExitCode,
-    Verdict,
+    GateVerdict,
     band_from_null,
     decide,
 )
@@ -101,6 +101,6 @@ def test_band_from_null_is_the_wider_side() -> None:
 
 def test_verdict_is_frozen() -> None:
     verdict = decide(Bounds(0.01, 0.02))
-    assert isinstance(verdict, Verdict)
+    assert isinstance(verdict, GateVerdict)
     with pytest.raises(AttributeError):
         verdict.outcome = "fail"  # type: ignore[misc]
