@@ -11,7 +11,8 @@ import argparse
 import dataclasses
 from collections.abc import Sequence
 
-from memrun.commands.compare import _common, _fail, _guarded, _Parser, print_warning, request_from
+from memrun.commands.compare import _fail, _guarded, print_warning, request_from
+from memrun.commands.compare_options import Parser, common_options
 from memrun.comparison.analysis import Bounds, metric_unit
 from memrun.comparison.api import compare
 from memrun.stats import ExitCode, band_from_null
@@ -24,11 +25,11 @@ def null_band_main(argv: Sequence[str]) -> int:
     (:meth:`memrun.core.instrument.Instrument.configuration_diff`): the band is the noise
     between two runs of one configuration.
     """
-    parser = _Parser(prog="memrun null-band",
+    parser = Parser(prog="memrun null-band",
                      description="Measure the null band from two runs of the same configuration.")
     parser.add_argument("a", help="a run")
     parser.add_argument("b", metavar="a2", help="a second run of the same configuration")
-    _common(parser)
+    common_options(parser)
 
     def body(args: argparse.Namespace) -> int:
         request = dataclasses.replace(request_from(args), same_configuration=True)
