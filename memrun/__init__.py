@@ -25,6 +25,7 @@ _EXPORTS: dict[str, str] = {
     # running and reading
     "run": "memrun.pipeline.api",
     "RunResult": "memrun.pipeline.run",
+    "RunStatus": "memrun.core.status",
     "read_run": "memrun.io.reader",
     "RunTable": "memrun.io.reader",
     # comparing
@@ -60,7 +61,7 @@ _EXPORTS: dict[str, str] = {
 
 __all__ = [
     "__version__",
-    "run", "RunResult", "read_run", "RunTable", "compare", "CompareRequest", "CompareOutcome",
+    "run", "RunResult", "RunStatus", "read_run", "RunTable", "compare", "CompareRequest", "CompareOutcome",
     "Arm", "Benchmark", "Judge", "Record", "Item", "Group", "Dataset", "Hit", "MemrunError",
     "ConfigError", "DataError", "DownloadError", "ArmError", "AuthError", "EndpointUnreachable",
     "CacheError", "RunTableError", "RunFailed", "RunDegraded", "CallError", "BudgetExhausted", "MergeError", "CompareUsageError",
@@ -70,6 +71,7 @@ if TYPE_CHECKING:  # what type checkers and editors see; at run time __getattr__
     from memrun.arms import Arm
     from memrun.benchmarks import Benchmark
     from memrun.comparison.api import CompareOutcome, CompareRequest, compare
+    from memrun.core.status import RunStatus
     from memrun.errors import (
         ArmError,
         AuthError,

@@ -205,9 +205,8 @@ def _run_hydra(args: list[str]) -> int:
     gc.disable()
     try:
         config.register()
-        launch.last_exit_code, launch.current_dir, launch.existing_root = 0, None, None
-        if _sweep_loaded():  # a sweep's state from an earlier call in this process (else loaded by -m)
-            sweep.last_sweep_exit_code, sweep.current_sweep = None, None
+        record = launch.RECORD  # what the app's jobs and sweep note for this call (memrun.jobs.launch.AppRecord)
+        record.reset()
         # launch.job runs each job (a user error is one line there; a sweep goes on with its
         # next job); it captures nothing, so every launcher can pickle it.
         app = hydra.main(config_path=str(conf_dir()), config_name="config", version_base=None)(launch.job)
@@ -238,20 +237,20 @@ def _run_hydra(args: list[str]) -> int:
             group = next((a.partition("=")[0] for a in args if a.endswith("=null") and "/" in a), "group")
             return _fail(f"{group}=null: a config group's choice cannot be null on the command line; "
                          f"remove it with '~{group}'")
-        if not _sweep_loaded() or sweep.current_sweep is None:
+        if record.sweep_dir is None:
             raise  # not a sweep: a bug, keep its traceback
-        sweep.finish(sweep.current_sweep)
+        sweep.finish(record.sweep_dir)
         first = str(exc).splitlines()[0] if str(exc) else ""
         return _fail(f"the launcher failed: {type(exc).__name__}: {first} (a worker killed, out of memory?); "
                      "the table above lists the jobs that recorded how they ended; re-run the sweep to redo the rest")
     except KeyboardInterrupt:
-        if _sweep_loaded() and sweep.current_sweep is not None:  # a multirun: its jobs may have run elsewhere
-            if sweep.last_sweep_exit_code is None:  # its table is not printed yet
-                sweep.finish(sweep.current_sweep)
+        if record.sweep_dir is not None:  # a multirun: its jobs may have run elsewhere
+            if record.sweep_exit_code is None:  # its table is not printed yet
+                sweep.finish(record.sweep_dir)
             return _fail(f"interrupted; the table above is what the sweep's jobs recorded (memrun sweep "
-                         f"{sweep.current_sweep} prints it again). Run the same command again to redo it "
+                         f"{record.sweep_dir} prints it again). Run the same command again to redo it "
                          "(on the accuracy axis, the calls already made come from the cache)", EXIT_INTERRUPTED)
-        current = launch.current_dir
+        current = record.run_dir
         kept = current is not None and ((current / writer.ITEMS_FILE).exists() or (current / writer.PARTS_DIR).is_dir())
         where = f"the rows that finished are in {current}" if kept else "no row had finished"
         return _fail(f"interrupted; {where}. Run the same command again to redo it "
@@ -266,9 +265,7 @@ def _run_hydra(args: list[str]) -> int:
         restore_listing()
         restore_signals()
         gc.enable()
-    if _sweep_loaded() and sweep.last_sweep_exit_code is not None:  # a multirun: its jobs may have run anywhere
-        return sweep.last_sweep_exit_code
-    return launch.last_exit_code
+    return record.exit_code()  # a multirun's worst job's code, else the run's (memrun.core.status.RunStatus)
 
 
 def _sweep_loaded() -> bool:

@@ -47,7 +47,7 @@ class LazyModule:
         return getattr(self._load(), attr)
 
     def __setattr__(self, attr: str, value: Any) -> None:
-        setattr(self._load(), attr, value)  # a module-level setting (launch.last_exit_code = 0)
+        setattr(self._load(), attr, value)  # a module-level setting (e.g. a test patching a lazily loaded module)
 
     def __repr__(self) -> str:
         state = "loaded" if self._lazy_module is not None else "not loaded"

@@ -53,4 +53,9 @@ def test_one_exit_table():
     from memrun import cli
     from memrun.jobs import launch
 
-    assert cli.EXIT_USER_ERROR is launch.EXIT_USER_ERROR is errors.EXIT_USER_ERROR
+    assert cli.EXIT_USER_ERROR is errors.EXIT_USER_ERROR
+    # launch maps a job's status to its code through memrun.core.status and defines none of its own
+    assert getattr(launch, "EXIT_USER_ERROR", errors.EXIT_USER_ERROR) is errors.EXIT_USER_ERROR
+    from memrun.core.status import RunStatus
+
+    assert {s.exit_code for s in RunStatus} <= set(errors.EXIT_CODES)

@@ -101,7 +101,7 @@ class Instrument:
 
     # -- provenance (recorded, not compared) -----------------------------------------
     run_id: str | None = None
-    status: str = "running"  # running | complete | interrupted | failed | stopped (token budget)
+    status: str = "running"  # a memrun.core.status.RunStatus value: running | complete | stopped | degraded | failed | interrupted
     error: str | None = None  # a failed run: why, in one line (what the command line printed)
     arm: str | None = None
     arm_info: dict[str, Any] = field(default_factory=dict)  # what describe() reported beyond the fields above

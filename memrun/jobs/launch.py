@@ -33,7 +33,8 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 from memrun.core import signals
-from memrun.errors import EXIT_INTERRUPTED, EXIT_USER_ERROR, MemrunError, RunFolderTaken, RunTableError
+from memrun.core.status import RunStatus
+from memrun.errors import EXIT_INTERRUPTED, EXIT_OK, MemrunError, RunDegraded, RunFolderTaken, RunTableError
 from memrun.lazy import lazy
 
 # `memrun sweep DIR` reads this module's records without running a job: what only a job
@@ -81,19 +82,47 @@ CLAIM_FILE = ".memrun-claim"
 OUTCOME_DIR = ".memrun"
 STOP_FILE = "stop"  # under OUTCOME_DIR: the sweep was asked to stop (stop_file)
 
-last_exit_code = 0
-"""The exit code of the last job run in this process (a single run reads it)."""
-current_dir: Path | None = None
-"""The run folder of the job in progress in this process (for the interrupt message)."""
-existing_root: Path | None = None
-"""Of a single run's folder and its parents, the deepest that existed before Hydra created
-the folder (noted by :meth:`memrun.jobs.sweep.SweepCallback.on_run_start`): a run that did no
-item removes what it created up to there, never more."""
+
+
+@dataclass
+class AppRecord:
+    """What this process's Hydra app did, for the command line to report once ``app()``
+    returns: Hydra calls :func:`job` with the config alone and drops what it returns, so the
+    job and the sweep's callback (:class:`memrun.jobs.sweep.SweepCallback`) note it here, in
+    this one record (:data:`RECORD`), which :meth:`exit_code` turns into the exit code.
+
+    status: how the last job ended (None before any). run_dir: the folder of the job in
+    progress or last run (the interrupt message). existing_root: of a single run's folder
+    and its parents, the deepest that existed before Hydra created it (a run that did no item
+    removes what it created up to there, never more). sweep_dir: a multirun's folder, noted
+    when it starts. sweep_exit_code: the worst of its jobs' codes, once its table is printed.
+    """
+
+    status: RunStatus | None = None
+    run_dir: Path | None = None
+    existing_root: Path | None = None
+    sweep_dir: Path | None = None
+    sweep_exit_code: int | None = None
+
+    def reset(self) -> None:
+        """Forget an earlier call's app (the command line calls this before each)."""
+        self.status = self.run_dir = self.existing_root = self.sweep_dir = self.sweep_exit_code = None
+
+    def exit_code(self) -> int:
+        """A multirun's worst job's code, else the last job's (:attr:`RunStatus.exit_code`), else 0."""
+        if self.sweep_exit_code is not None:
+            return self.sweep_exit_code
+        return self.status.exit_code if self.status is not None else EXIT_OK
+
+
+RECORD = AppRecord()
+"""This process's :class:`AppRecord`."""
 
 
 @dataclass
 class JobOutcome:
-    """How one job ended. ``status``: complete | failed | interrupted | refused;
+    """How one job ended. ``status``: complete | failed | interrupted | refused (its run's
+    :attr:`memrun.core.status.RunStatus.outcome`);
     ``exit_code`` as a single run's (0, 2, 130); ``error``: the one-line reason, or None;
     ``run_dir``: its folder, relative to the sweep folder when inside it (so a copied or
     moved sweep still finds its runs; :meth:`folder` resolves it); ``overrides``: the job's Hydra overrides; ``seconds``: wall
@@ -325,12 +354,11 @@ def job(cfg: Any) -> int:
 
 def _job(cfg: Any, hydra_cfg: Any) -> int:
     """:func:`job`'s work: claim, check, save, run, record."""
-    global last_exit_code, current_dir
     out_dir = Path(hydra_cfg.runtime.output_dir)
     multirun = hydra_cfg.mode == hydra_types.RunMode.MULTIRUN
-    current_dir = out_dir
+    RECORD.run_dir = out_dir
     started = time.perf_counter()
-    status, code, error, lock = "complete", 0, None, None
+    status, error, lock = RunStatus.COMPLETE, None, None
     container: dict[str, Any] = {}
     warnings = run_warnings.RunWarnings()
     redactor = warnings.redactor  # the run's secrets: kept out of its warnings, error line and outcome file
@@ -358,39 +386,41 @@ def _job(cfg: Any, hydra_cfg: Any) -> int:
                         provenance.config_folder(hydra_cfg.runtime.config_sources), warnings, resume_from)
             signals.check()  # a stop asked for while the table was written: it was finished first
     except KeyboardInterrupt:
-        status, code, error = "interrupted", EXIT_INTERRUPTED, "interrupted"
+        status, error = RunStatus.INTERRUPTED, "interrupted"
         raise
     except RunFolderTaken as exc:
-        status, code, error = "refused", exc.exit_code, str(exc)
+        status, error = RunStatus.REFUSED, str(exc)
         lock = None  # not ours: leave the folder as it is
+    except RunDegraded as exc:  # the rows are kept; too many failed for an honest headline
+        status, error = RunStatus.DEGRADED, str(exc)
     except redaction.LiteralSecretError as exc:  # check_no_secrets redacted what Hydra wrote; keep it out of the outcome
         for value in exc.values:
             redactor.add(value, min_length=1)
-        status, code, error = "failed", exc.exit_code, str(exc)
+        status, error = RunStatus.FAILED, str(exc)
     except MemrunError as exc:
-        status, code, error = "failed", exc.exit_code, str(exc)
+        status, error = RunStatus.FAILED, str(exc)
     except omegaconf_errors.OmegaConfBaseException as exc:
-        status, code, error = "failed", EXIT_USER_ERROR, config_errors.explain_config_error(exc)
+        status, error = RunStatus.FAILED, config_errors.explain_config_error(exc)
     except OSError as exc:  # the machine's side: disk full, permissions, a vanished file or folder
-        status, code = "failed", EXIT_USER_ERROR
+        status = RunStatus.FAILED
         error = f"{exc.strerror or exc}{f': {exc.filename}' if exc.filename else ''} (run folder {out_dir})"
         if exc.errno in (errno.ENOSPC, errno.EDQUOT):  # a full disk or quota: say what to do
             error += ("; free space on that disk (or point hydra.run.dir at another) and run the same command "
                       "again; the rows written so far stay in the run folder")
     finally:
-        if error is not None and status != "interrupted":
+        if error is not None and status is not RunStatus.INTERRUPTED:
             error = redactor.text(error)
             _say(error)
         if lock is not None:
             release(lock)
-        if status in ("failed", "interrupted"):  # a run that did no item leaves nothing behind
-            _discard_if_empty(out_dir, Path(hydra_cfg.sweep.dir) if multirun else existing_root)
-        last_exit_code = code
+        if status.outcome in (RunStatus.FAILED, RunStatus.INTERRUPTED):  # a run that did no item leaves nothing behind
+            _discard_if_empty(out_dir, Path(hydra_cfg.sweep.dir) if multirun else RECORD.existing_root)
+        RECORD.status = status
         if multirun:
             JobOutcome(
-                job=int(hydra_cfg.job.num), status=status, exit_code=code, error=error,
+                job=int(hydra_cfg.job.num), status=status.outcome.value, exit_code=status.exit_code, error=error,
                 run_dir=_relative(out_dir, Path(hydra_cfg.sweep.dir)),
                 overrides=[redactor.text(redaction.redact_override(o, container)) for o in hydra_cfg.overrides.task], seconds=round(time.perf_counter() - started, 3),
                 host=socket.gethostname(), pid=os.getpid(),
             ).write(Path(hydra_cfg.sweep.dir))
-    return code
+    return status.exit_code

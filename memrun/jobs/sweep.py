@@ -20,13 +20,11 @@ from typing import TYPE_CHECKING, Any
 from hydra.experimental.callback import Callback
 
 from memrun.core import signals
-from memrun.errors import SweepRefused
+from memrun.errors import EXIT_USER_ERROR, RunFolderTaken, SweepRefused
 from memrun.jobs import launch
 from memrun.jobs.launch import (
-    EXIT_USER_ERROR,
     OUTCOME_DIR,
     JobOutcome,
-    RunFolderTaken,
     claim,
     release,
     stop_file,
@@ -54,10 +52,6 @@ else:
     ray_launcher = lazy("hydra_plugins.hydra_ray_launcher._launcher_util")
 
 
-last_sweep_exit_code: int | None = None
-"""Set by :class:`SweepCallback` when a multirun ends in this process: the worst job's code."""
-current_sweep: Path | None = None
-"""The folder of the multirun in progress in this process (set when it starts)."""
 SWEEP_CLAIM = "sweep-claim"  # under <sweep dir>/.memrun/: the sweep that owns the folder
 _claim: Path | None = None
 _on_stop = ExitStack()  # while a sweep runs: a stop asked for creates its stop file
@@ -152,7 +146,7 @@ def worst_exit_code(rows: list[SweepRow]) -> int:
 def finish(sweep_dir: Path) -> int:
     """Print the table of the sweep in ``sweep_dir`` and release its claim; returns (and
     records) the worst job's code."""
-    global last_sweep_exit_code, _claim
+    global _claim
     _on_stop.close()
     if _claim is not None:
         release(_claim)
@@ -160,9 +154,9 @@ def finish(sweep_dir: Path) -> int:
     if signals.requested():
         _release_idle_workers()
     rows = sweep_rows(sweep_dir) if sweep_dir.is_dir() else []
-    last_sweep_exit_code = worst_exit_code(rows)
+    code = launch.RECORD.sweep_exit_code = worst_exit_code(rows)
     sweep_table.print_sweep_table(rich_console.Console(width=None if sys.stdout.isatty() else 120), rows, title=f"sweep {sweep_dir}")
-    return last_sweep_exit_code
+    return code
 
 
 class SweepCallback(Callback):
@@ -171,17 +165,17 @@ class SweepCallback(Callback):
 
     def on_run_start(self, config: Any, **kwargs: Any) -> None:
         """Note, before Hydra creates the run folder, the deepest of it and its parents that
-        exists (:data:`memrun.jobs.launch.existing_root`): a run that does no item removes only
+        exists (:attr:`memrun.jobs.launch.AppRecord.existing_root`): a run that does no item removes only
         the folders it created."""
         try:
-            launch.existing_root = launch.existing_ancestor(Path(config.hydra.run.dir))
+            launch.RECORD.existing_root = launch.existing_ancestor(Path(config.hydra.run.dir))
         except Exception:  # noqa: BLE001 - an unresolvable folder: Hydra reports it; remove nothing
-            launch.existing_root = None
+            launch.RECORD.existing_root = None
 
     def on_multirun_start(self, config: Any, **kwargs: Any) -> None:
         """Claim the sweep folder (before Hydra writes anything in it): two sweeps given one
         ``hydra.sweep.dir`` would overwrite each other's job records. Raises RunFolderTaken."""
-        global current_sweep, _claim
+        global _claim
         folder = Path(config.hydra.sweep.dir)
         try:
             lock = claim(folder / OUTCOME_DIR, SWEEP_CLAIM, run=False)
@@ -191,7 +185,7 @@ class SweepCallback(Callback):
             release(lock)
             raise SweepRefused(f"{folder} already holds a sweep's jobs; give this sweep its own folder "
                                "(hydra.sweep.dir=...)")
-        _claim, current_sweep = lock, folder
+        _claim, launch.RECORD.sweep_dir = lock, folder
         # A signal reaches this process only; jobs running in other processes or nodes stop
         # when the stop file appears (memrun.jobs.launch.job watches for it).
         stop_file(folder).unlink(missing_ok=True)

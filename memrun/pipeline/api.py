@@ -4,7 +4,8 @@ The overrides are the command line's (``["benchmark=synthetic", "arm=bm25", "ks=
 the run writes ``items.parquet`` and ``summary.json`` into ``out_dir`` and returns its
 :class:`memrun.pipeline.run.RunResult`. What the command line adds around a run is not done
 here: claiming the folder, saving ``.hydra/``, printing the summary table and turning a
-failed or degraded run into an exit code (read ``result.instrument.status`` instead).
+failed or degraded run into an exit code (read ``result.status``, a
+:class:`memrun.core.status.RunStatus`, instead: its ``exit_code`` is the command line's).
 """
 
 from __future__ import annotations
@@ -24,7 +25,8 @@ def run(overrides: Sequence[str] = (), out_dir: str | Path = "outputs/memrun-api
     """Compose memrun's config with ``overrides`` and run it into ``out_dir``.
 
     Returns the RunResult: ``summary`` (the dict written to summary.json), ``rows``,
-    ``instrument`` (``status``: complete, stopped, degraded, failed...). Warnings are
+    ``instrument`` and ``status`` (:class:`memrun.core.status.RunStatus`: complete, stopped,
+    degraded, failed...). Warnings are
     printed on stderr and saved with the run, as on the command line. Raises ConfigError,
     DataError or ArmError before any item runs when the config, data or arm is unusable;
     KeyboardInterrupt propagates after the finished rows were written.

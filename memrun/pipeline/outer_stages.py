@@ -27,6 +27,7 @@ from memrun.core.plugins import build
 from memrun.core.provenance import Commits
 from memrun.core.redaction import redact_config
 from memrun.core.run_warnings import RunWarnings
+from memrun.core.status import RunStatus
 from memrun.io.writer import SHA256_KEY
 from memrun.jobs import shards
 from memrun.lazy import lazy
@@ -150,11 +151,11 @@ def all_failed(rows: list[dict[str, Any]]) -> str | None:
     return None
 
 
-def degraded(rows: list[dict[str, Any]], max_share: float) -> tuple[str, str] | None:
-    """("degraded", why) when more than ``max_share`` of the rows failed, else None."""
+def degraded(rows: list[dict[str, Any]], max_share: float) -> tuple[RunStatus, str] | None:
+    """(DEGRADED, why) when more than ``max_share`` of the rows failed, else None."""
     n_errors = sum(1 for r in rows if r.get("error"))
     if rows and n_errors / len(rows) > max_share:
-        return "degraded", (f"{n_errors} of {len(rows)} rows failed ({n_errors / len(rows):.0%}), more than "
+        return RunStatus.DEGRADED, (f"{n_errors} of {len(rows)} rows failed ({n_errors / len(rows):.0%}), more than "
                             f"max_error_share={max_share:g}: the headline leaves them out and is biased if they "
                             "differ from the rest; fix the cause and run again")
     return None
@@ -170,18 +171,20 @@ def failed_rows_warning(rows: list[dict[str, Any]]) -> str | None:
 
 
 def finish(spec: RunSpec, loaded: Loaded, parts: Parts, rows: list[dict[str, Any]], checks: HitChecks,
-           instrument: Instrument, warnings: RunWarnings, close_error: str | None) -> dict[str, Any] | None:
-    """Settle the instrument once the items are over: its final status (failed when every row
-    failed, degraded past ``max_error_share``), counts, warnings (load, arm checks, context,
-    coverage, failed rows) and ``retrieval_not_measurable``. Returns the answer coverage of an
-    arm that answers itself (:meth:`memrun.pipeline.checks.HitChecks.coverage`), else None."""
+           instrument: Instrument, warnings: RunWarnings, close_error: str | None, status: RunStatus,
+           error: str | None) -> tuple[RunStatus, str | None, dict[str, Any] | None]:
+    """Settle the run once the items are over: its final ``status`` and ``error`` (failed when
+    every row failed, degraded past ``max_error_share``; else as the items ended), recorded in
+    the instrument with its counts, warnings (load, arm checks, context, coverage, failed
+    rows) and ``retrieval_not_measurable``. Returns (status, error, the answer coverage of an
+    arm that answers itself (:meth:`memrun.pipeline.checks.HitChecks.coverage`), else None)."""
     dataset, setup = loaded.dataset, parts.setup
     instrument.finished_at = now()
     instrument.n_rows = len(rows)
-    if instrument.status == "complete" and (failed := all_failed(rows)):
-        instrument.status, instrument.error = "failed", failed  # nothing measured: the run failed
+    if status is RunStatus.COMPLETE and (failed := all_failed(rows)):
+        status, error = RunStatus.FAILED, failed  # nothing measured: the run failed
     instrument.load_counts = dict(dataset.counts)  # lazy groups finish their counts while they are produced
-    if instrument.n_items is None and instrument.status == "complete":
+    if instrument.n_items is None and status is RunStatus.COMPLETE:
         instrument.n_items = len({r["item_id"] for r in rows})  # accuracy: rows are item x repeat
     warnings.warn(*dataset.warnings[loaded.n_warned:], close_error, *checks.warnings())
     if dataset.preset == LME_OFFICIAL_PRESET or dataset.session_cut == "sessions":
@@ -195,14 +198,15 @@ def finish(spec: RunSpec, loaded: Loaded, parts: Parts, rows: list[dict[str, Any
         warnings.warn(llm_reader.emptied_context_warning(rows, setup.reader.max_context_tokens),
                       llm_reader.overflow_warning(rows, setup.reader.max_context_tokens))
     warnings.warn(*(coverage_warnings(coverage) if coverage else []))
-    if instrument.status == "complete" and coverage is None:  # an answering arm: min_coverage governs
-        instrument.status, instrument.error = degraded(rows, spec.max_error_share) or ("complete", None)
+    if status is RunStatus.COMPLETE and coverage is None:  # an answering arm: min_coverage governs
+        status, error = degraded(rows, spec.max_error_share) or (RunStatus.COMPLETE, None)
+    instrument.status, instrument.error = status.value, error  # the instrument records how the run ended
     warnings.warn(failed_rows_warning(rows))
     if setup:
         instrument.served_models = setup.served_models()
     instrument.warnings = list(warnings.lines)
     instrument.retrieval_not_measurable = checks.not_measurable()  # compare refuses such a run
-    return coverage
+    return status, error, coverage
 
 
 def metrics(rows: list[dict[str, Any]], instrument: Instrument, headline: str | None = None) -> dict[str, Any]:

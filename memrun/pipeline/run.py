@@ -29,6 +29,7 @@ from memrun.core.background import in_background
 from memrun.core.instrument import Instrument
 from memrun.core.provenance import commits
 from memrun.core.run_warnings import RunWarnings
+from memrun.core.status import RunStatus
 from memrun.errors import ConfigError, MemrunError, RunDegraded, RunFailed, RunTableError
 from memrun.io.live import LiveStatus
 from memrun.io.writer import SUMMARY_FILE, ItemsWriter
@@ -52,13 +53,18 @@ else:
 @dataclass
 class RunResult:
     """What a run produced: its spec, the summary written to ``summary.json``, its rows
-    (redacted) and its instrument, and the load counts the summary table shows."""
+    (redacted) and its instrument, the load counts the summary table shows, and how it
+    ended: ``status`` (:class:`memrun.core.status.RunStatus`, which maps it to an exit code)
+    and ``error``, why it failed or degraded (one line), else None. The instrument records
+    the same status; this is where the run's own code reads it."""
 
     spec: RunSpec
     summary: dict[str, Any]
     rows: list[dict[str, Any]]
     instrument: Instrument
     load_counts: dict[str, int]
+    status: RunStatus = RunStatus.COMPLETE
+    error: str | None = None
 
 
 def execute(cfg: Any, out_dir: Path, console: Console, config_folder: Path | None = None,
@@ -122,6 +128,7 @@ def run(cfg: Any, out_dir: Path, console: Console, config_folder: Path | None,
     if done and resume_from is not None:
         resume.mark(resume_from, out_dir)
     stopped: str | None = None
+    status, error = RunStatus.RUNNING, None
     # What start-up built (modules, config, dataset, arm) lives until the run ends: frozen, it
     # is not walked again by each collection while the items allocate their rows and requests.
     gc.freeze()
@@ -132,19 +139,19 @@ def run(cfg: Any, out_dir: Path, console: Console, config_folder: Path | None,
                 stopped = item_stages.answer_and_judge(spec, parts.setup, todo, parts.arm, sink, progress, done)
             else:
                 item_stages.ingest_and_search(spec, todo, parts.arm, sink, progress)
-        instrument.status = "stopped" if stopped else "complete"
+        status = RunStatus.STOPPED if stopped else RunStatus.COMPLETE
     except KeyboardInterrupt:
-        instrument.status = "interrupted"
+        status = RunStatus.INTERRUPTED
         raise
     except BaseException as exc:
-        instrument.status, instrument.error = "failed", redactor.text(_reason(exc))  # kept with the rows
+        status, error = RunStatus.FAILED, redactor.text(_reason(exc))  # kept with the rows
         raise
     finally:
         try:
             # Finishing the table is never interrupted: a signal now is honoured after it (memrun.core.signals).
             with signals.shielded():
-                coverage = outer_stages.finish(spec, loaded, parts, sink.rows, sink.checks, instrument, warnings,
-                                         _close(parts.arm))
+                status, error, coverage = outer_stages.finish(spec, loaded, parts, sink.rows, sink.checks,
+                                                              instrument, warnings, _close(parts.arm), status, error)
                 writer.close()
                 live.close()
                 if parts.setup:
@@ -158,7 +165,7 @@ def run(cfg: Any, out_dir: Path, console: Console, config_folder: Path | None,
                 (out_dir / SUMMARY_FILE).write_text(json.dumps(summary, indent=2) + "\n")
         finally:
             gc.unfreeze()
-    return RunResult(spec, summary, sink.rows, instrument, loaded.dataset.counts)
+    return RunResult(spec, summary, sink.rows, instrument, loaded.dataset.counts, status, error)
 
 
 def _resumed(folder: Path | None, spec: RunSpec, loaded: outer_stages.Loaded, sink: item_stages.RowSink,
@@ -204,8 +211,8 @@ def verdict(result: RunResult, out_dir: Path) -> None:
     if failed := outer_stages.all_failed(result.rows):
         raise RunFailed(failed)
     refuse_unmeasured(result.spec.arm, result.summary, out_dir)
-    if result.instrument.status == "degraded":  # after the more specific refusals above
-        raise RunDegraded(result.instrument.error or "degraded")
+    if result.status is RunStatus.DEGRADED:  # after the more specific refusals above
+        raise RunDegraded(result.error or "degraded")
 
 
 def _reason(exc: BaseException) -> str:
