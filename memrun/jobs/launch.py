@@ -33,7 +33,6 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 from memrun.core import signals
-from memrun.core.status import RunStatus
 from memrun.errors import EXIT_INTERRUPTED, EXIT_OK, MemrunError, RunDegraded, RunFolderTaken, RunTableError
 from memrun.lazy import lazy
 
@@ -52,6 +51,7 @@ if TYPE_CHECKING:
     from memrun.config import compose as config_compose
     from memrun.config import errors as config_errors
     from memrun.core import http_policy, instrument, provenance, redaction, run_warnings
+    from memrun.core import status as run_status
     from memrun.io import live, reader, writer
     from memrun.pipeline import resume as resume_module
     from memrun.pipeline import run as run_module
@@ -62,6 +62,7 @@ else:
     redaction = lazy("memrun.core.redaction")
     live = lazy("memrun.io.live")
     run_warnings = lazy("memrun.core.run_warnings")
+    run_status = lazy("memrun.core.status")  # a job's: `memrun --help` needs no status
     omegaconf = lazy("omegaconf")
     omegaconf_errors = lazy("omegaconf.errors")
     hydra_config = lazy("hydra.core.hydra_config")
@@ -98,7 +99,7 @@ class AppRecord:
     when it starts. sweep_exit_code: the worst of its jobs' codes, once its table is printed.
     """
 
-    status: RunStatus | None = None
+    status: run_status.RunStatus | None = None
     run_dir: Path | None = None
     existing_root: Path | None = None
     sweep_dir: Path | None = None
@@ -109,7 +110,7 @@ class AppRecord:
         self.status = self.run_dir = self.existing_root = self.sweep_dir = self.sweep_exit_code = None
 
     def exit_code(self) -> int:
-        """A multirun's worst job's code, else the last job's (:attr:`RunStatus.exit_code`), else 0."""
+        """A multirun's worst job's code, else the last job's (:attr:`memrun.core.status.RunStatus.exit_code`), else 0."""
         if self.sweep_exit_code is not None:
             return self.sweep_exit_code
         return self.status.exit_code if self.status is not None else EXIT_OK
@@ -358,7 +359,7 @@ def _job(cfg: Any, hydra_cfg: Any) -> int:
     multirun = hydra_cfg.mode == hydra_types.RunMode.MULTIRUN
     RECORD.run_dir = out_dir
     started = time.perf_counter()
-    status, error, lock = RunStatus.COMPLETE, None, None
+    status, error, lock = run_status.RunStatus.COMPLETE, None, None
     container: dict[str, Any] = {}
     warnings = run_warnings.RunWarnings()
     redactor = warnings.redactor  # the run's secrets: kept out of its warnings, error line and outcome file
@@ -386,34 +387,34 @@ def _job(cfg: Any, hydra_cfg: Any) -> int:
                         provenance.config_folder(hydra_cfg.runtime.config_sources), warnings, resume_from)
             signals.check()  # a stop asked for while the table was written: it was finished first
     except KeyboardInterrupt:
-        status, error = RunStatus.INTERRUPTED, "interrupted"
+        status, error = run_status.RunStatus.INTERRUPTED, "interrupted"
         raise
     except RunFolderTaken as exc:
-        status, error = RunStatus.REFUSED, str(exc)
+        status, error = run_status.RunStatus.REFUSED, str(exc)
         lock = None  # not ours: leave the folder as it is
     except RunDegraded as exc:  # the rows are kept; too many failed for an honest headline
-        status, error = RunStatus.DEGRADED, str(exc)
+        status, error = run_status.RunStatus.DEGRADED, str(exc)
     except redaction.LiteralSecretError as exc:  # check_no_secrets redacted what Hydra wrote; keep it out of the outcome
         for value in exc.values:
             redactor.add(value, min_length=1)
-        status, error = RunStatus.FAILED, str(exc)
+        status, error = run_status.RunStatus.FAILED, str(exc)
     except MemrunError as exc:
-        status, error = RunStatus.FAILED, str(exc)
+        status, error = run_status.RunStatus.FAILED, str(exc)
     except omegaconf_errors.OmegaConfBaseException as exc:
-        status, error = RunStatus.FAILED, config_errors.explain_config_error(exc)
+        status, error = run_status.RunStatus.FAILED, config_errors.explain_config_error(exc)
     except OSError as exc:  # the machine's side: disk full, permissions, a vanished file or folder
-        status = RunStatus.FAILED
+        status = run_status.RunStatus.FAILED
         error = f"{exc.strerror or exc}{f': {exc.filename}' if exc.filename else ''} (run folder {out_dir})"
         if exc.errno in (errno.ENOSPC, errno.EDQUOT):  # a full disk or quota: say what to do
             error += ("; free space on that disk (or point hydra.run.dir at another) and run the same command "
                       "again; the rows written so far stay in the run folder")
     finally:
-        if error is not None and status is not RunStatus.INTERRUPTED:
+        if error is not None and status is not run_status.RunStatus.INTERRUPTED:
             error = redactor.text(error)
             _say(error)
         if lock is not None:
             release(lock)
-        if status.outcome in (RunStatus.FAILED, RunStatus.INTERRUPTED):  # a run that did no item leaves nothing behind
+        if status.outcome in (run_status.RunStatus.FAILED, run_status.RunStatus.INTERRUPTED):  # a run that did no item leaves nothing behind
             _discard_if_empty(out_dir, Path(hydra_cfg.sweep.dir) if multirun else RECORD.existing_root)
         RECORD.status = status
         if multirun:
