@@ -120,14 +120,18 @@ def answers_itself(target: str) -> bool:
         return False
 
 
-def embeds(target: str) -> bool | None:
-    """True when the arm class ``target`` takes an ``embedder`` (dense, hybrid, a user's arm
-    with that parameter or ``**kwargs``); None when it does not import (building it says why)."""
+def embeds(target: str) -> str | None:
+    """What the arm class ``target`` does with an ``embedder``: ``"required"`` (a parameter
+    without a default: dense, hybrid), ``"accepts"`` (one with a default, or ``**kwargs``),
+    ``"no"`` (no such parameter); None when it does not import (building it says why)."""
     try:
-        parameters = inspect.signature(get_class(target)).parameters.values()
+        parameters = inspect.signature(get_class(target)).parameters
     except (ImportError, InstantiationException, ValueError, TypeError):
         return None
-    return any(p.name == "embedder" or p.kind is inspect.Parameter.VAR_KEYWORD for p in parameters)
+    named = parameters.get("embedder")
+    if named is not None:
+        return "required" if named.default is inspect.Parameter.empty else "accepts"
+    return "accepts" if any(p.kind is inspect.Parameter.VAR_KEYWORD for p in parameters.values()) else "no"
 
 
 def check_embedder(cfg: Any) -> str | None:
@@ -142,10 +146,10 @@ def check_embedder(cfg: Any) -> str | None:
     unset = "embedder" in cfg.arm and OmegaConf.is_missing(cfg.arm, "embedder")  # ~arm/embedder on dense
     node, arm = None if unset else cfg.arm.get("embedder"), cfg.arm.get("name")
     uses = embeds(str(cfg.arm.get("_target_")))
-    if uses and node is None and "embedder" in cfg.arm:
+    if uses == "required" and node is None and "embedder" in cfg.arm:
         raise ConfigError(f"arm={arm} embeds its records and has no embedder: add arm/embedder=minilm "
                           "(on this machine, no key) or arm/embedder=openai")
-    if uses is not False or node is None:
+    if uses != "no" or node is None:
         return None
     with open_dict(cfg.arm):
         cfg.arm.embedder = None
