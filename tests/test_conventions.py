@@ -79,18 +79,19 @@ def test_an_arm_that_finds_nothing_is_counted_as_credited_on_evidence_share(loco
 @pytest.mark.realdata
 def test_compare_never_passes_on_items_credited_for_retrieving_nothing(locomo_runs, capsys) -> None:
     a, b = str(locomo_runs["root"] / "bm25"), str(locomo_runs["root"] / "empty")
-    code = compare_main([a, b, "--metric", "evidence_share@5", "--format", "json"])
+    arms = ["--treatment", "lexical_scoring,ties"]  # bm25 reports its scoring and tie rule; the empty arm none
+    code = compare_main([a, b, *arms, "--metric", "evidence_share@5", "--format", "json"])
     d = json.loads(capsys.readouterr().out)
     assert d["overall"]["delta"] > 0.5  # +56.5 pp for the empty server, as the issue found
     assert code != ExitCode.PASS and d["verdict"]["outcome"] == "unresolved"
     # compare reads LoCoMo's headline subset (categories 1-4, 1,536 items) by default
     assert d["verdict"]["reason"] == "credited_for_absence" and "1536 of B's paired items" in d["verdict"]["detail"]
     assert d["data"]["credited"]["b"]["empty_context"] == 1536 and "empty_context" not in d["data"]["credited"]["a"]
-    compare_main([a, b, "--metric", "evidence_share@5"])
+    compare_main([a, b, *arms, "--metric", "evidence_share@5"])
     text = capsys.readouterr().out
     assert "PASS" not in text and "credited for absence" in text and "no pass: 1536 of B's paired items" in text
     # a metric without the convention reads the empty server as it is: far worse
-    assert compare_main([a, b, "--metric", "recall@5"]) == ExitCode.FAIL
+    assert compare_main([a, b, *arms, "--metric", "recall@5"]) == ExitCode.FAIL
 
 
 def _jsonl(path: Path) -> Path:
