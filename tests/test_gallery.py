@@ -4,6 +4,8 @@ per-item file, and the shipped entries whose data this machine has (CI runs them
 import gzip
 import hashlib
 import json
+import shutil
+import subprocess
 from pathlib import Path
 
 import pytest
@@ -19,6 +21,7 @@ from memrun.io.reader import read_run
 BASE = {"name": "e", "title": "t", "benchmark": "locomo", "source": {"publisher": "p"}, "kind": "run",
         "overrides": ["benchmark=locomo", "arm=bm25"],
         "values": [{"metric": "recall@5", "published": 0.5, "tolerance": 0.01, "why": "rounding"}]}
+PER_ITEM = {"name": "r.jsonl", "format": "mempalace_longmemeval", "column": "session_recall@5", "k": 5, "file": None}
 
 
 def write_entry(folder: Path, **changes) -> Path:
@@ -45,6 +48,9 @@ def test_every_shipped_entry_loads_and_says_where_it_was_published():
     ({"kind": "not_reproducible", "values": []}, "reason: a non-reproducible entry says why"),
     ({"values": []}, "values: list at least one published value"),
     ({"values": [{"metric": "recall@5", "published": "high", "tolerance": 0, "why": "x"}]}, "'published' must be a number"),
+    ({"per_item": PER_ITEM}, "per_item: pin the file by sha256 (of its bytes) or blob (git hash-object FILE)"),
+    ({"per_item": {**PER_ITEM, "blob": "805c2542"}}, "per_item.blob: 40 lowercase hex digits, not '805c2542'"),
+    ({"per_item": {**PER_ITEM, "sha256": "AB" * 32}}, "per_item.sha256: 64 lowercase hex digits"),
 ])
 def test_a_malformed_entry_is_one_line_naming_the_file_and_key(tmp_path, changes, needle):
     path = write_entry(tmp_path, **changes)
@@ -186,6 +192,22 @@ def test_mempalace_longmemeval_lines_are_read_by_question_id_at_the_entrys_k(tmp
         read_per_item(path, hashlib.sha256(blob).hexdigest(), "mempalace_longmemeval", 3)  # no recall_any@3
 
 
+@pytest.mark.skipif(shutil.which("git") is None, reason="git computes the object id independently")
+def test_a_file_known_only_by_its_git_blob_id_is_checked_as_git_hashes_it(tmp_path):
+    blob = (json.dumps({"question_id": "q1", "retrieval_results": {
+        "ranked_items": [{"corpus_id": "s0"}], "metrics": {"session": {"recall_any@5": 1.0}}}}) + "\n").encode()
+    path = tmp_path / "results.jsonl"
+    path.write_bytes(blob)
+    git_id = subprocess.run(["git", "hash-object", str(path)], capture_output=True, text=True, check=True).stdout.strip()
+    assert read_per_item(path, None, "mempalace_longmemeval", 5, git_blob=git_id)["q1"].value == 1.0
+    with pytest.raises(DataError, match=f"git blob id {git_id}, not the pinned {'0' * 40}"):
+        read_per_item(path, None, "mempalace_longmemeval", 5, git_blob="0" * 40)
+    with pytest.raises(DataError, match="not the pinned"):  # both pins given: both must hold
+        read_per_item(path, "0" * 64, "mempalace_longmemeval", 5, git_blob=git_id)
+    with pytest.raises(DataError, match="no sha256 and no git blob id pins it"):
+        read_per_item(path, None, "mempalace_longmemeval", 5)
+
+
 def test_the_longmemeval_entries_name_the_exact_files_they_need(tmp_path):
     entries = {e.name: e for e in load_entries()}
     paper = check.missing(entries["longmemeval-paper-bm25-session"], tmp_path)
@@ -193,7 +215,7 @@ def test_the_longmemeval_entries_name_the_exact_files_they_need(tmp_path):
     mempalace = check.missing(entries["mempalace-longmemeval-raw-session"], tmp_path)
     assert "longmemeval_s_cleaned.json (sha256 d6f21ea9d60a0d56f34a05b609c79c88a451d2ae03597821ea3d5a9678c3a442)" in mempalace
     assert "the original file results_mempal_raw_session_20260414_1629.jsonl" in mempalace
-    assert "805c2542693d6e2dd0d10b3b9e497b2026781ce1" in mempalace
+    assert "(git blob 805c2542693d6e2dd0d10b3b9e497b2026781ce1)" in mempalace
     assert entries["longmemeval-paper-stella-session"].kind == "not_reproducible"
 
 

@@ -70,8 +70,9 @@ def missing(entry: Entry, data_dir: Path | None) -> str | None:
         if importlib.util.find_spec(module) is None:
             needs.append(f"the Python module {module} (pip install 'memrun[local]')")
     if entry.per_item is not None and entry.per_item.file is None:
-        blob = f", git blob {entry.per_item.blob}" if entry.per_item.blob else ""
-        needs.append(f"the original file {entry.per_item.name} (sha256 {entry.per_item.sha256}{blob})")
+        spec = entry.per_item
+        pins = [f"sha256 {spec.sha256}"] * bool(spec.sha256) + [f"git blob {spec.blob}"] * bool(spec.blob)
+        needs.append(f"the original file {spec.name} ({', '.join(pins)})")
     return "needs " + "; ".join(needs) if needs else None
 
 
@@ -110,7 +111,7 @@ def per_item_agreement(entry: Entry, rows: list[dict[str, Any]]) -> dict[str, An
     """The publisher's per-item file against the run's rows (:func:`memrun.gallery.per_item.agreement`)."""
     spec = entry.per_item
     assert spec is not None and spec.file is not None
-    published = read_per_item(FILES / spec.file, spec.sha256, spec.format, spec.k)
+    published = read_per_item(FILES / spec.file, spec.sha256, spec.format, spec.k, spec.blob)
     column = item_column_for(spec.column)
     ours: dict[str, tuple[float | None, Any]] = {}
     for r in rows:

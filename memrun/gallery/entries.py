@@ -18,12 +18,14 @@ Keys (all files under ``memrun/gallery/entries/``; a ConfigError names the file 
   count credited is shown beside the value;
 - ``per_item``: the publisher's per-item file: ``file`` (under ``memrun/gallery/files/``,
   or null: ``needs the original file``), ``name`` (as published), ``sha256`` (of the
-  published bytes), ``format`` (:mod:`memrun.gallery.per_item`), ``column``, ``k``;
+  published bytes) and/or ``blob`` (git's object id of them, when the publisher's repository
+  is all that names the file: ``git hash-object FILE`` checks it), ``format`` (:mod:`memrun.gallery.per_item`), ``column``, ``k``;
 - ``ci``: run by the test suite when its data is present (keep it to minutes).
 """
 
 from __future__ import annotations
 
+import re
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
@@ -56,7 +58,7 @@ class PerItem:
     """The publisher's per-item results file (``file`` None: not kept here, the original is needed)."""
 
     name: str
-    sha256: str
+    sha256: str | None
     format: str
     column: str
     k: int
@@ -135,9 +137,16 @@ def load_entry(path: Path) -> Entry:
     if raw.get("per_item") is not None:
         p = _need(raw, "per_item", where, dict)
         at = f"{where}: per_item"
-        per_item = PerItem(name=str(_need(p, "name", at, str)), sha256=str(_need(p, "sha256", at, str)),
+        pins = {key: p.get(key) for key in ("sha256", "blob")}
+        for key, digits in (("sha256", 64), ("blob", 40)):
+            value = pins[key]
+            if value is not None and not re.fullmatch(f"[0-9a-f]{{{digits}}}", str(value)):
+                raise ConfigError(f"{at}.{key}: {digits} lowercase hex digits, not {value!r}")
+        if not any(pins.values()):
+            raise ConfigError(f"{at}: pin the file by sha256 (of its bytes) or blob (git hash-object FILE), or both")
+        per_item = PerItem(name=str(_need(p, "name", at, str)), sha256=pins["sha256"],
                            format=str(_need(p, "format", at, str)), column=str(_need(p, "column", at, str)),
-                           k=int(_need(p, "k", at, int)), file=p.get("file"), blob=p.get("blob"))
+                           k=int(_need(p, "k", at, int)), file=p.get("file"), blob=pins["blob"])
         if per_item.file is not None and not (FILES / per_item.file).is_file():
             raise ConfigError(f"{at}.file: {per_item.file} is not in {FILES}")
     source = _need(raw, "source", where, dict)

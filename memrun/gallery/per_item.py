@@ -13,8 +13,10 @@ Formats:
   at session granularity) and ``retrieval_results.metrics.session`` (``recall_any@K``,
   ``ndcg_any@K``); the value read is ``recall_any@<k>`` of the entry's ``per_item.k``.
 
-A kept file may be gzip-compressed (``.gz``); its sha256 is checked on the published
-(decompressed) bytes, so it names the very file the publisher released.
+A kept file may be gzip-compressed (``.gz``); its pin is checked on the published
+(decompressed) bytes, so it names the very file the publisher released. The pin is the
+bytes' sha256, or git's object id of them (``git hash-object FILE``: sha1 of ``blob <size>\0``
+and the bytes) when the publisher's repository is all that names the file; both when known.
 """
 
 from __future__ import annotations
@@ -40,15 +42,24 @@ class PublishedItem:
     question: str | None = None
 
 
-def published_bytes(path: Path, sha256: str) -> bytes:
-    """The file's published bytes (gunzipped when ``.gz``). Raises DataError when they do not
-    have the pinned sha256."""
+def git_blob_id(data: bytes) -> str:
+    """git's object id of ``data`` as a file (what ``git hash-object`` prints): 40 hex digits."""
+    return hashlib.sha1(b"blob %d\0" % len(data) + data, usedforsecurity=False).hexdigest()
+
+
+def published_bytes(path: Path, sha256: str | None, git_blob: str | None = None) -> bytes:
+    """The file's published bytes (gunzipped when ``.gz``), checked against every pin given:
+    ``sha256`` (64 hex digits) and ``git_blob`` (:func:`git_blob_id`). Raises DataError when
+    one does not match, or when neither is given (an unpinned file proves nothing)."""
+    if not sha256 and not git_blob:
+        raise DataError(f"{path}: no sha256 and no git blob id pins it; a per-item file is read only when pinned")
     raw = path.read_bytes()
-    blob = gzip.decompress(raw) if path.suffix == ".gz" else raw
-    digest = hashlib.sha256(blob).hexdigest()
-    if digest != sha256:
-        raise DataError(f"{path}: its published bytes have sha256 {digest}, not the pinned {sha256}")
-    return blob
+    data = gzip.decompress(raw) if path.suffix == ".gz" else raw
+    for name, want, have in (("sha256", sha256, lambda: hashlib.sha256(data).hexdigest()),
+                             ("git blob id", git_blob, lambda: git_blob_id(data))):
+        if want and (digest := have()) != want:
+            raise DataError(f"{path}: its published bytes have {name} {digest}, not the pinned {want}")
+    return data
 
 
 def _mempalace_locomo(blob: bytes) -> dict[str, PublishedItem]:
@@ -82,16 +93,18 @@ FORMATS: dict[str, Callable[[bytes, int], dict[str, PublishedItem]]] = {
 }
 
 
-def read_per_item(path: Path, sha256: str, fmt: str, k: int = 10) -> dict[str, PublishedItem]:
+def read_per_item(path: Path, sha256: str | None, fmt: str, k: int = 10,
+                  git_blob: str | None = None) -> dict[str, PublishedItem]:
     """Item id -> :class:`PublishedItem` of the file at ``path`` in format ``fmt`` (``k``: the
-    cut-off whose value a format with several is read at).
+    cut-off whose value a format with several is read at), pinned by ``sha256`` and/or
+    ``git_blob`` (:func:`published_bytes`).
 
-    Raises DataError for an unknown format, a sha256 mismatch or a file not of that format.
+    Raises DataError for an unknown format, a pin mismatch or a file not of that format.
     """
     if fmt not in FORMATS:
         raise DataError(f"per_item.format={fmt}: no reader; formats: {', '.join(FORMATS)}")
     try:
-        return FORMATS[fmt](published_bytes(path, sha256), k)
+        return FORMATS[fmt](published_bytes(path, sha256, git_blob), k)
     except (KeyError, TypeError, ValueError) as exc:
         raise DataError(f"{path}: not a {fmt} file ({type(exc).__name__}: {exc})") from exc
 
