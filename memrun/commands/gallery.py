@@ -96,7 +96,8 @@ def per_item_line(result: EntryResult) -> str:
     assert spec is not None
     if "error" in p:
         return f"per-item {spec.name}: {p['error']}"
-    text = f"per-item {spec.name} (sha256 {spec.sha256[:12]}…): {spec.column} equal on {p['values_equal']}/{p['n']}"
+    pin = f"sha256 {spec.sha256[:12]}…" if spec.sha256 else f"git blob {(spec.blob or '')[:12]}…"
+    text = f"per-item {spec.name} ({pin}): {spec.column} equal on {p['values_equal']}/{p['n']}"
     if p.get("rankings_equal") is not None:
         text += f", top-{spec.k} rankings equal on {p['rankings_equal']}/{p['n']}"
     if p.get("missing"):
