@@ -34,6 +34,7 @@ import json
 import math
 import sys
 import time
+from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 from pathlib import Path
 
@@ -162,27 +163,36 @@ def run_chunk(cell: Cell, chunk: int, reps: int, resamples: int) -> tuple[int, i
     return ours, base, rates, rated
 
 
-def run_cell(cell: Cell, reps: int, resamples: int, save: Path | None = None) -> tuple[int, int, float]:
-    """(memrun passes, uncalibrated passes, mean simulated nominal rate) over ``reps`` null
-    replications, in chunks of :data:`CHUNK`; with ``save``, each finished chunk is appended
-    to that JSON-lines file and chunks already there are read back, not rerun."""
-    key = f"{cell.name}|{cell.icc:g}|{cell.skewed}|{resamples}"
+def resumable_chunks(key: str, reps: int, size: int, save: Path | None,
+                     run: Callable[[int, int], Sequence[float]]) -> list[list[float]]:
+    """Each chunk's counts, its replication count last, for ``reps`` replications in chunks of
+    ``size``: ``run(chunk, n)`` computes one; with ``save``, each computed chunk is appended to
+    that JSON-lines file under ``key`` and chunks already there (of the same n) are read back."""
     done: dict[int, list[float]] = {}
     if save is not None and save.exists():
         for line in save.read_text().splitlines():
             row = json.loads(line)
             if row["key"] == key:
                 done[row["chunk"]] = row["counts"]
-    totals = np.zeros(4)
-    for chunk in range(math.ceil(reps / CHUNK)):
-        n = min(CHUNK, reps - chunk * CHUNK)
+    chunks = []
+    for chunk in range(math.ceil(reps / size)):
+        n = min(size, reps - chunk * size)
         counts = done.get(chunk)
-        if counts is None or counts[4] != n:
-            counts = [*run_chunk(cell, chunk, n, resamples), n]
+        if counts is None or counts[-1] != n:
+            counts = [*run(chunk, n), n]
             if save is not None:
                 with save.open("a") as f:
                     f.write(json.dumps({"key": key, "chunk": chunk, "counts": counts}) + "\n")
-        totals += counts[:4]
+        chunks.append(counts)
+    return chunks
+
+
+def run_cell(cell: Cell, reps: int, resamples: int, save: Path | None = None) -> tuple[int, int, float]:
+    """(memrun passes, uncalibrated passes, mean simulated nominal rate) over ``reps`` null
+    replications, in chunks of :data:`CHUNK` saved to and resumed from ``save``."""
+    key = f"{cell.name}|{cell.icc:g}|{cell.skewed}|{resamples}"
+    chunks = resumable_chunks(key, reps, CHUNK, save, lambda chunk, n: run_chunk(cell, chunk, n, resamples))
+    totals = np.sum([c[:4] for c in chunks], axis=0) if chunks else np.zeros(4)
     return int(totals[0]), int(totals[1]), float(totals[2] / totals[3]) if totals[3] else math.nan
 
 
@@ -212,24 +222,9 @@ def sweep_chunk(k: int, chunk: int, reps: int, resamples: int) -> tuple[int, int
 def run_sweep(k: int, reps: int, resamples: int, save: Path | None = None) -> tuple[int, int]:
     """(sweeps with a family-wise PASS under Holm, sweeps with any arm's own PASS) over
     ``reps`` sweeps of ``k`` null arms, in chunks saved to and resumed from ``save``."""
-    key = f"sweep|{k}|{resamples}"
-    done: dict[int, list[int]] = {}
-    if save is not None and save.exists():
-        for line in save.read_text().splitlines():
-            row = json.loads(line)
-            if row["key"] == key:
-                done[row["chunk"]] = row["counts"]
-    holm_any = raw_any = 0
-    for chunk in range(math.ceil(reps / SWEEP_CHUNK)):
-        n = min(SWEEP_CHUNK, reps - chunk * SWEEP_CHUNK)
-        counts = done.get(chunk)
-        if counts is None or counts[2] != n:
-            counts = [*sweep_chunk(k, chunk, n, resamples), n]
-            if save is not None:
-                with save.open("a") as f:
-                    f.write(json.dumps({"key": key, "chunk": chunk, "counts": counts}) + "\n")
-        holm_any, raw_any = holm_any + counts[0], raw_any + counts[1]
-    return holm_any, raw_any
+    chunks = resumable_chunks(f"sweep|{k}|{resamples}", reps, SWEEP_CHUNK, save,
+                              lambda chunk, n: sweep_chunk(k, chunk, n, resamples))
+    return int(sum(c[0] for c in chunks)), int(sum(c[1] for c in chunks))
 
 
 def power_check(cell: Cell, pilots: int, reps: int, resamples: int) -> tuple[float, float, float]:
