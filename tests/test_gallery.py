@@ -270,3 +270,10 @@ def test_every_run_entry_s_overrides_compose(tmp_path):
         if entry.kind == "run":
             overrides = [o.replace("{files}", str(FILES)).replace("{data}", str(tmp_path)) for o in entry.overrides]
             compose(overrides)  # a ConfigError (unknown key, bad value) names the entry's fault
+
+
+def test_an_unknown_entry_name_is_one_error_line_listing_the_entries(capsys):
+    assert main(["gallery", "run", "no-such-entry"]) == 2
+    err = capsys.readouterr().err.strip()
+    assert err.startswith("memrun gallery: error: no entry 'no-such-entry'; entries: beam-readme-statistics")
+    assert "\n" not in err and "gallery: gallery" not in err

@@ -134,7 +134,7 @@ def main(argv: list[str]) -> int:
                 print(f"gallery: {entry.name} ...", file=sys.stderr, flush=True)
             results.append(execute_entry(entry, _data_dir(), Path(args.out), reuse=args.reuse))
     except MemrunError as exc:
-        print(f"memrun gallery: {exc}", file=sys.stderr)
+        print(f"memrun gallery: error: {exc}", file=sys.stderr)
         return 2
     print(json.dumps(as_json(results), indent=2) if args.format == "json" else render(results))
     return 1 if any(r.status in (FAIL, ERROR) for r in results) else 0

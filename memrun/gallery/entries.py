@@ -166,6 +166,6 @@ def load_entries(folder: Path = ENTRIES, names: list[str] | None = None) -> list
     if names:
         unknown = [n for n in names if n not in entries]
         if unknown:
-            raise ConfigError(f"gallery: no entry '{unknown[0]}'; entries: {', '.join(entries)}")
+            raise ConfigError(f"no entry '{unknown[0]}'; entries: {', '.join(entries)}")
         return [load_entry(entries[n]) for n in names]
     return [load_entry(p) for p in entries.values()]
