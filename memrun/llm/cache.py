@@ -38,9 +38,14 @@ KEY_VERSION = 2  # 2: sha256 over (version, URL, repeat, ChatRequest.digest); 1 
 
 
 def call_key(base_url: str, request: ChatRequest, repeat: int) -> str:
-    """Hex sha256 of everything that determines a call's reply (see the module docstring)."""
-    head = f"memrun-call-v{KEY_VERSION}\0{base_url}\0{int(repeat)}\0".encode()
-    return hashlib.sha256(head + request.digest).hexdigest()
+    """Hex sha256 of everything that determines a call's reply (see the module docstring);
+    computed once per request, URL and repeat (:attr:`ChatRequest.call_keys`)."""
+    memo = request.call_keys
+    key = memo.get((base_url, repeat))
+    if key is None:
+        head = f"memrun-call-v{KEY_VERSION}\0{base_url}\0{int(repeat)}\0".encode()
+        key = memo[(base_url, repeat)] = hashlib.sha256(head + request.digest).hexdigest()
+    return key
 
 
 class CallCache:

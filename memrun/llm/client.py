@@ -84,6 +84,13 @@ class ChatRequest:
                     digest.update(part)
         return digest.digest()
 
+    @cached_property
+    def call_keys(self) -> dict[tuple[str, int], str]:
+        """The keys :func:`memrun.llm.cache.call_key` computed for this request, by (endpoint
+        URL, repeat): a call's key is looked up when its reply is read ahead, when the judge's
+        request is built from it and when the call is made, and hashed only the first time."""
+        return {}
+
 
 @dataclass(frozen=True)
 class ChatResult:

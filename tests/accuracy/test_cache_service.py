@@ -31,6 +31,15 @@ def test_key_covers_everything_that_determines_a_call():
     assert base not in others and len(others) == 5
 
 
+def test_a_request_keeps_its_keys_per_url_and_repeat():
+    """The key memo on a request answers what hashing it afresh answers, per URL and repeat."""
+    request = req()
+    keys = [call_key(url, request, repeat) for url in (URL, "http://other/v1") for repeat in (0, 1, 0)]
+    assert keys == [call_key(url, req(), repeat) for url in (URL, "http://other/v1") for repeat in (0, 1, 0)]
+    assert len(set(keys)) == 4 and len(request.call_keys) == 4
+    assert call_key(URL, req(content="hi!"), 0) != keys[0]  # another request: its own memo, another key
+
+
 def test_cache_round_trip_persists_across_instances(tmp_path):
     result = ChatResult("answer", 12, None, 34.5, "stop")
     with CallCache(tmp_path) as cache:
