@@ -72,7 +72,12 @@ def _same_rows(groups, k: int = 50) -> int:
     return n
 
 
-def test_random_unicode_text_gives_the_text_by_text_tokens():
+@pytest.mark.parametrize("small_chars", [0, 1000, 1 << 20], ids=["passes", "mixed", "text-by-text"])
+def test_random_unicode_text_gives_the_text_by_text_tokens(monkeypatch, small_chars):
+    """Both ways of tokenizing (the passes over a history, and text by text under
+    SMALL_CHARS) give the reference's ids, and so does a run mixing them (histories here
+    hold 0-2,400 characters)."""
+    monkeypatch.setattr("memrun.arms.bm25_tokens.SMALL_CHARS", small_chars)
     rng = random.Random(7)
     alphabet = ("ab_1 Zé\u00df\u4e2d-.'\n\t!xΣσς İı\u0301\u00b2\u2155\u0660\ud800\U0001f600ǅﬁ" + "ΑΣ ΟΔΟΣ" + "\x00\x1f\u2028")
     histories = [["".join(rng.choices(alphabet, k=rng.randint(0, 60))) for _ in range(rng.randint(0, 40))]
