@@ -58,7 +58,10 @@ DEFAULT_CONFIDENCE = 0.95
 
 INDEX_DRAW_BUDGET = 1 << 25  # index draws whenever resamples x clusters <= this (~0.5 s)
 TYPE_RATIO = 8  # above the budget, types when clusters >= TYPE_RATIO x types
-BLOCK = 1 << 22  # most cluster indices (or type counts) in memory at once
+BLOCK = 1 << 18  # most cluster indices (or type counts) in memory at once
+# 2^18: a block's arrays (~8 MiB) are reused from the heap; at 2^22 each block's ~100 MiB was mapped
+# afresh and page-faulted in, which made a process's first bootstrap 2-3x its later ones (a run's
+# summary makes one per category) and no later one faster. Draws do not depend on the block size.
 
 FloatArray = NDArray[np.float64]
 
