@@ -20,7 +20,9 @@ Four things make a run over many histories cheap without changing a single score
   asks one query per history. Instead, the first search of a history scores only its
   own tokens (a scan of the history's token ids for them); the second computes every
   (token, record) score of the history at once with numpy, which later searches read
-  (LoCoMo asks ~200 questions per conversation). Both use bm25s's idf and
+  (LoCoMo asks ~200 questions per conversation). When the run announces more than one
+  question for the history (:meth:`BM25Arm.prepare_queries`), the first search computes
+  them at once and the scan is skipped. Both use bm25s's idf and
   term-frequency formulas in bm25s's floating-point order, so the scores are
   bit-identical to bm25s's (a test compares them for every method). Methods with a
   non-occurrence term (bm25l, bm25+) use the bm25s index.
@@ -87,6 +89,7 @@ class BM25Arm:
         self._flat_cache: tuple[np.ndarray, np.ndarray, np.ndarray, Any] | None = None  # see _flat
         self._scored: tuple[np.ndarray, list[int], np.ndarray, np.ndarray] | None = None  # see _postings
         self._searches = 0  # searches of the ingested history so far
+        self._announced = 0  # questions the run said it will ask of the ingested history (prepare_queries)
         self._lazy = method in LAZY_METHODS
         self.queries_without_tokens = 0  # queries that tokenize to nothing (every word a stopword, or none)
         self.queries_unknown = 0  # queries none of whose tokens any ingested record holds
@@ -107,8 +110,14 @@ class BM25Arm:
         self._records = records
         self._index = None
         self._flat_cache = self._scored = None
-        self._searches = 0
+        self._searches = self._announced = 0
         self._ids, self._lengths = self._token_ids.ids([r.text for r in records])
+
+    def prepare_queries(self, queries: Sequence[str]) -> None:
+        """Note how many questions will search the ingested history: with more than one, its
+        first search scores every (token, record) pair at once, which the later ones read,
+        instead of scanning the history for its own tokens first (the same scores)."""
+        self._announced = len(queries)
 
     @property
     def _has_tokens(self) -> bool:
@@ -193,7 +202,7 @@ class BM25Arm:
         scores = np.zeros(n_docs, dtype=np.float32)
         terms = sorted(set(query_ids))
         self._searches += 1
-        if self._searches == 1:  # the first search: scan the history for the query's tokens
+        if self._searches == 1 and self._announced <= 1:  # a lone first search: scan the history for its tokens
             term_of, doc, counts = self._first_pairs(terms)
             bounds_array = np.searchsorted(term_of, np.arange(len(terms) + 1))
             df = np.diff(bounds_array)
