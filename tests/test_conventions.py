@@ -181,3 +181,34 @@ def test_an_abstention_judged_right_on_nothing_retrieved_is_credited_for_absence
     counts = run_counts(rows)
     assert counts["credited"] == {"accuracy": {"abstained_on_empty_context": 2}}
     assert counts["empty_searches"] == 4 and counts["n_searches"] == 5
+
+
+def test_a_runs_rows_and_their_table_credit_the_same_rows() -> None:
+    """A run counts its conventions over its row dicts, compare over the table: every
+    convention, with nulls, missing columns and errors, masks the same rows both ways."""
+    import random
+
+    import pyarrow as pa
+
+    from memrun.metrics.conventions import CONVENTIONS, _credited, _RowColumns, credited_mask
+
+    rng = random.Random(4)
+    pick = rng.choice
+    rows = [{"repeat": 0, "error": pick([None, None, "search: boom"]), "retrieved_keys": pick([None, [], ["D1:1"]]),
+             "gold_keys_raw": pick([None, [], ["D1:2"]]), "abstention": pick([None, True, False]),
+             "judge_prompt": pick([None, "abstention", "default"]), "label": pick([None, "correct", "wrong"]),
+             "extra": pick([None, "{}", '{"official_no_gold": true}']),
+             "evidence_share_at_5": pick([None, 0.0, 1.0]), "session_evidence_share_at_5": pick([None, 0.5])}
+            for _ in range(400)]
+    rows[0]["abstention"] = True  # column types are read off the first row
+    table = pa.Table.from_pylist(rows)
+    for family in CONVENTIONS:
+        by_rows, by_table = _credited(_RowColumns(rows), family), credited_mask(table, family)
+        assert by_rows.keys() == by_table.keys()
+        for name in by_rows:
+            assert by_rows[name].tolist() == by_table[name].tolist(), (family, name)
+            assert 0 < by_rows[name].sum() < len(rows), (family, name)  # the case occurs, and not everywhere
+    bare = [{"repeat": 0, "retrieved_keys": []}]  # columns missing: read as null in both forms
+    for family in CONVENTIONS:
+        assert {k: v.tolist() for k, v in _credited(_RowColumns(bare), family).items()} == \
+            {k: v.tolist() for k, v in credited_mask(pa.Table.from_pylist(bare), family).items()}

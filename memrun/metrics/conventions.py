@@ -17,14 +17,14 @@ failure: ``unreachable`` (items whose gold no record of their history can match,
 every arm misses them; the row's ``gold_unreachable`` column) and ``empty_searches``
 (searches that returned no hit, shown always).
 
-Rows are read columnar (Arrow), so the same functions serve a run's summary and
-``memrun compare``.
+One function decides which rows a convention credits (:func:`credited_mask`), over an
+Arrow table for ``memrun compare`` and over the row dicts a run just made for its summary.
 """
 
 from __future__ import annotations
 
-from collections.abc import Mapping, Sequence
-from typing import TYPE_CHECKING, Any
+from collections.abc import Callable, Mapping, Sequence
+from typing import TYPE_CHECKING, Any, Protocol
 
 from memrun.lazy import lazy
 from memrun.metrics.retrieval import SESSION_PREFIX, item_column_for
@@ -64,8 +64,6 @@ JUDGE_UNPARSEABLE = "judge: judge reply unparseable"
 """How the error of a row whose judge reply stayed unparseable after its retry begins."""
 ABSTENTION_PROMPT = "abstention"
 """The judge prompt abstention items are graded with (``judge.abstention_categories``: LoCoMo's adversarial)."""
-COLUMNS = ("retrieved_keys", "gold_keys_raw", "extra", "abstention", "judge_prompt", "label", "error", "repeat")
-"""The row columns the conventions read."""
 
 
 def family_of(metric: str) -> str | None:
@@ -80,24 +78,82 @@ def family_of(metric: str) -> str | None:
     return name if name in CONVENTIONS else None
 
 
-def _column(table: pa.Table, name: str, length: int) -> pa.Array:
-    if name not in table.column_names:
-        return pa.nulls(length)
-    col = table.column(name)
-    return col.combine_chunks() if isinstance(col, pa.ChunkedArray) else col
+class _Columns(Protocol):
+    """What :func:`_credited` reads of a run's rows, one bool per row (a null is False
+    everywhere, a missing column is all null): an Arrow table's (:class:`_TableColumns`,
+    compare) or a list of row dicts' (:class:`_RowColumns`, a run's summary)."""
+
+    n: int
+    names: Sequence[str]
+
+    def valid(self, name: str) -> np.ndarray: ...  # not null
+    def true(self, name: str) -> np.ndarray: ...  # a true bool
+    def empty_list(self, name: str) -> np.ndarray: ...  # a list of no element
+    def equals(self, name: str, text: str) -> np.ndarray: ...  # the value, as a string, is ``text``
+    def contains(self, name: str, text: str) -> np.ndarray: ...  # a string holding ``text``
 
 
-def _empty_list(col: pa.Array) -> np.ndarray:
-    """True where a list column holds an empty list (null: False)."""
-    if pa.types.is_null(col.type):
-        return np.zeros(len(col), dtype=bool)
-    return np.asarray(pc.fill_null(pc.equal(pc.list_value_length(col), 0), False))
+class _TableColumns:
+    """:class:`_Columns` of an Arrow table, in Arrow compute."""
+
+    def __init__(self, table: pa.Table) -> None:
+        self.table, self.n = table, table.num_rows
+        self.names: Sequence[str] = table.column_names
+
+    def _column(self, name: str) -> pa.Array:
+        if name not in self.names:
+            return pa.nulls(self.n)
+        col = self.table.column(name)
+        return col.combine_chunks() if isinstance(col, pa.ChunkedArray) else col
+
+    def _mask(self, name: str, test: Callable[[pa.Array], pa.Array]) -> np.ndarray:
+        col = self._column(name)
+        if pa.types.is_null(col.type):
+            return np.zeros(self.n, dtype=bool)
+        return np.asarray(pc.fill_null(test(col), False))
+
+    def valid(self, name: str) -> np.ndarray:
+        return np.asarray(self._column(name).is_valid())
+
+    def true(self, name: str) -> np.ndarray:
+        return self._mask(name, lambda col: col)
+
+    def empty_list(self, name: str) -> np.ndarray:
+        return self._mask(name, lambda col: pc.equal(pc.list_value_length(col), 0))
+
+    def equals(self, name: str, text: str) -> np.ndarray:
+        return self._mask(name, lambda col: pc.equal(col.cast(pa.string()), text))
+
+    def contains(self, name: str, text: str) -> np.ndarray:
+        return self._mask(name, lambda col: pc.match_substring(col, text))
 
 
-def _true(col: pa.Array) -> np.ndarray:
-    if pa.types.is_null(col.type):
-        return np.zeros(len(col), dtype=bool)
-    return np.asarray(pc.fill_null(col, False))
+class _RowColumns:
+    """:class:`_Columns` of row dicts, in Python: a run's summary reads a few thousand rows,
+    for which importing Arrow's compute functions (~60 ms) cost more than the counting."""
+
+    def __init__(self, rows: Sequence[Mapping[str, Any]]) -> None:
+        self.rows, self.n = rows, len(rows)
+        self.names: Sequence[str] = list(rows[0]) if rows else []
+
+    def _mask(self, name: str, test: Callable[[Any], bool]) -> np.ndarray:
+        return np.fromiter((v is not None and test(v) for v in (r.get(name) for r in self.rows)), dtype=bool,
+                           count=self.n)
+
+    def valid(self, name: str) -> np.ndarray:
+        return self._mask(name, lambda v: True)
+
+    def true(self, name: str) -> np.ndarray:
+        return self._mask(name, bool)
+
+    def empty_list(self, name: str) -> np.ndarray:
+        return self._mask(name, lambda v: len(v) == 0)
+
+    def equals(self, name: str, text: str) -> np.ndarray:
+        return self._mask(name, lambda v: str(v) == text)
+
+    def contains(self, name: str, text: str) -> np.ndarray:
+        return self._mask(name, lambda v: text in v)
 
 
 def credited_mask(table: pa.Table, family: str) -> dict[str, np.ndarray]:
@@ -108,28 +164,26 @@ def credited_mask(table: pa.Table, family: str) -> dict[str, np.ndarray]:
     out). Evidence share's conventions hold only where its column is filled (LoCoMo).
     Raises KeyError for an unknown family.
     """
+    return _credited(_TableColumns(table), family)
+
+
+def _credited(columns: _Columns, family: str) -> dict[str, np.ndarray]:
+    """:func:`credited_mask` over either form of the rows (:class:`_Columns`)."""
     conventions = CONVENTIONS[family]
-    n = table.num_rows
-    ok = ~np.asarray(_column(table, "error", n).is_valid())
-    empty_context = _empty_list(_column(table, "retrieved_keys", n))
+    ok = ~columns.valid("error")
+    empty_context = columns.empty_list("retrieved_keys")
     if family == ACCURACY:
-        prompt = _column(table, "judge_prompt", n)  # LoCoMo's adversarial items: judged with the abstention prompt
-        by_prompt = (np.zeros(n, dtype=bool) if pa.types.is_null(prompt.type) else
-                     np.asarray(pc.fill_null(pc.equal(prompt.cast(pa.string()), ABSTENTION_PROMPT), False)))
-        abstention = _true(_column(table, "abstention", n)) | by_prompt
-        correct = np.asarray(pc.fill_null(pc.equal(_column(table, "label", n).cast(pa.string()), "correct"), False))
-        return {conventions[0]: ok & abstention & empty_context & correct}
+        # LoCoMo's adversarial items: judged with the abstention prompt
+        abstention = columns.true("abstention") | columns.equals("judge_prompt", ABSTENTION_PROMPT)
+        return {conventions[0]: ok & abstention & empty_context & columns.equals("label", "correct")}
     if family.removeprefix(SESSION_PREFIX) == EVIDENCE_SHARE:
-        filled = np.zeros(n, dtype=bool)
-        for name in table.column_names:
+        filled = np.zeros(columns.n, dtype=bool)
+        for name in columns.names:
             if name.startswith(f"{family}_at_"):
-                filled |= np.asarray(table.column(name).is_valid())
-        no_evidence = ok & filled & _empty_list(_column(table, "gold_keys_raw", n))
+                filled |= columns.valid(name)
+        no_evidence = ok & filled & columns.empty_list("gold_keys_raw")
         return {"no_evidence": no_evidence, "empty_context": ok & filled & empty_context & ~no_evidence}
-    extra = _column(table, "extra", n)
-    flagged = (np.zeros(n, dtype=bool) if pa.types.is_null(extra.type) else
-               np.asarray(pc.fill_null(pc.match_substring(extra, f'"{OFFICIAL_NO_GOLD}": true'), False)))
-    return {"empty_gold": ok & flagged}
+    return {"empty_gold": ok & columns.contains("extra", f'"{OFFICIAL_NO_GOLD}": true')}
 
 
 def credited_columns(metric: str, axis: str | None) -> list[str]:
@@ -158,14 +212,12 @@ def run_counts(rows: Sequence[Mapping[str, Any]]) -> dict[str, Any]:
     first = [r for r in rows if r.get("repeat", 0) == 0]
     if not first:
         return {"credited": {}, "unreachable": 0, "empty_searches": 0, "n_searches": 0}
-    names = [c for c in COLUMNS if any(c in r for r in first[:1])]
-    names += sorted({c for c in first[0] if any(c.startswith(f"{f}_at_") for f in CONVENTIONS)})
-    table = pa.Table.from_pylist([{c: r.get(c) for c in names} for r in first])
+    columns = _RowColumns(first)
     credited: dict[str, dict[str, int]] = {}
     for family in CONVENTIONS:
-        if family == ACCURACY and "label" not in table.column_names:
+        if family == ACCURACY and "label" not in first[0]:
             continue
-        counts = {name: int(mask.sum()) for name, mask in credited_mask(table, family).items() if mask.any()}
+        counts = {name: int(mask.sum()) for name, mask in _credited(columns, family).items() if mask.any()}
         if counts:
             credited[family if family == ACCURACY else f"{family}@K"] = counts
     searched = [r for r in first if r.get("error") is None and r.get("retrieved_keys") is not None]
