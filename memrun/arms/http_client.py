@@ -29,7 +29,8 @@ from memrun.arms import http_async
 from memrun.arms.http_templates import Operation, encode_body
 from memrun.core.blocking_client import blocking_client
 from memrun.core.http_policy import HttpPolicy, RateGate, http_client_logging, send
-from memrun.core.redaction import Redactor, strip_userinfo
+from memrun.core.redaction import Redactor
+from memrun.core.url_secrets import redact_urls
 from memrun.errors import ArmError, AuthError
 
 http_client_logging()  # one line per request at INFO otherwise: off unless memrun --verbose
@@ -52,7 +53,7 @@ class ServerClient:
     def __init__(self, base_url: str, headers: Mapping[str, str], timeout_s: float, attempts: int,
                  max_rps: float | None, auth_hint: str, redactor: Redactor) -> None:
         self.base_url = base_url.rstrip("/") + "/"
-        self.public_url = strip_userinfo(self.base_url)  # for messages and the ledger
+        self.public_url = redact_urls(self.base_url)  # for messages and the ledger
         self.policy = dataclasses.replace(HttpPolicy(), attempts=attempts)
         self.auth_hint, self.max_rps = auth_hint, max_rps
         self._redactor = redactor

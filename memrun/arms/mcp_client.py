@@ -27,7 +27,7 @@ from typing import TYPE_CHECKING, Any, TypeVar
 
 from memrun.core.http_policy import http_client_logging
 from memrun.core.masking import command_label, fingerprint
-from memrun.core.redaction import strip_userinfo
+from memrun.core.url_secrets import redact_urls
 from memrun.errors import ArmError, ToolError
 from memrun.lazy import lazy
 
@@ -67,7 +67,7 @@ class ServerSpec:
     def label(self) -> str:
         """The server in messages: its URL without user info, or its command line with every
         value after a flag masked (:func:`memrun.core.masking.command_label`); env is never shown."""
-        return strip_userinfo(self.url) if self.url else command_label(self.command, self.args)
+        return redact_urls(self.url) if self.url else command_label(self.command, self.args)
 
     @property
     def identity(self) -> str:

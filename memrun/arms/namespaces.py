@@ -39,8 +39,8 @@ from typing import Any, NamedTuple
 
 from memrun.core import signals
 from memrun.core.paths import user_cache
-from memrun.core.redaction import strip_userinfo
 from memrun.core.run_warnings import current
+from memrun.core.url_secrets import redact_urls
 from memrun.errors import ArmError
 
 ISOLATED, SHARED = "per_history", "shared"
@@ -126,7 +126,7 @@ class NamespaceLedger:
         self.folder = folder
         self.folder.mkdir(parents=True, exist_ok=True)
         self.path = folder / f"{socket.gethostname()}-{os.getpid()}-{token}.json"
-        self.base_url = strip_userinfo(base_url)  # a password in the server's URL stays out of the file
+        self.base_url = redact_urls(base_url)  # a password in the server's URL stays out of the file
         self.names: list[str] = []
         self.unerased: str | None = None
         self._started = datetime.now(timezone.utc).isoformat(timespec="seconds")
@@ -227,7 +227,7 @@ def orphaned_ledgers(folder: Path, base_url: str) -> Iterator[Leftover]:
             names, pid = [str(n) for n in data["namespaces"]], int(data["pid"])
         except (OSError, ValueError, KeyError, TypeError):
             continue
-        if data.get("host") == host and data.get("base_url") == strip_userinfo(base_url) and not _alive(pid):
+        if data.get("host") == host and data.get("base_url") == redact_urls(base_url) and not _alive(pid):
             unerased = data.get("unerased")
             yield Leftover(path, names, None if unerased is None else str(unerased))
 

@@ -10,6 +10,7 @@ from typing import TYPE_CHECKING
 
 from memrun import config
 from memrun.config import arms, benchmarks, llm
+from memrun.core.redaction import redact_line, redact_override
 from memrun.errors import MemrunError
 from memrun.lazy import lazy
 
@@ -57,7 +58,13 @@ def _memrun_errors() -> set[str]:
 
 
 def explain_config_error(exc: BaseException) -> str:
-    """One line for a Hydra/OmegaConf composition error: the key or choice, and the fix."""
+    """One line for a Hydra/OmegaConf composition error: the key or choice, and the fix;
+    the overrides and URLs it quotes without their secrets (:func:`memrun.core.redaction.redact_line`:
+    a value the user mistyped may be a token)."""
+    return redact_line(_explain(exc))
+
+
+def _explain(exc: BaseException) -> str:
     text = str(exc)
     where = ""
     if m := re.match(r"In '([^']+)': ", text):
@@ -78,7 +85,7 @@ def explain_config_error(exc: BaseException) -> str:
                 "'- embedder: null' before _self_ there (as conf/arm/bm25.yaml does) so that the override composes")
     if isinstance(exc, hydra_errors.OverrideParseException):
         override = getattr(exc, "override", None)
-        named = f" {override!r}" if override else ""
+        named = f" {redact_override(str(override), {})!r}" if override else ""
         reasons = [ln for ln in text.splitlines() if ln.strip() and not ln.startswith(("Error parsing override", "See http"))]
         return (f"cannot parse the override{named}: {(reasons or text.splitlines())[0]}; write key=value, "
                 "and quote a value holding '=', spaces or brackets: key='value'")

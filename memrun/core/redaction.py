@@ -9,13 +9,15 @@ The rule, in one place:
   token or secret: :func:`is_auth_header`) in a ``headers`` mapping, and any string
   shaped like a provider key (``sk-...``).
 - **Redacted** (:func:`config_secrets`, :func:`redact_config`, :class:`Redactor`): the
-  user info of every URL (``http://user:password@host`` is saved and printed as
-  ``http://***@host``) and the value of every header in a ``headers`` mapping, unless
-  the mapping's sibling ``public_headers`` list names it (``arm.public_headers: [Accept]``).
-  Where they sit in a config they are replaced structurally, whatever their length;
-  in free text (error lines, overrides, server replies) every such value of 8 or more
-  characters is replaced (and its URL-encoded and base64 forms), as is anything after
-  ``://`` and before ``@``.
+  user info and the query values of every URL (``http://user:password@host/?api_key=k``
+  is saved and printed as ``http://***@host/?api_key=***``: :mod:`memrun.core.url_secrets`)
+  and the value of every header in a ``headers`` mapping, unless the mapping's sibling
+  ``public_headers`` list names it (``arm.public_headers: [Accept]``). Where they sit in a
+  config they are replaced structurally, whatever their length (a URL's masked values
+  are part of the node's fingerprint, as what a server is handed is); in free text
+  (error lines, overrides, server replies) every such value of 8 or more characters is
+  replaced (and its URL-encoded and base64 forms), as are the user info and query values
+  of every URL found by its shape.
 - **Masked** (:mod:`memrun.core.masking`): what memrun hands a server it starts, the values of
   an ``env`` mapping and the arguments after a flag in an ``args`` list, whatever their
   names: ``***`` where they sit, unless spelled ``${oc.env:NAME}`` (saved as spelled,
@@ -34,10 +36,11 @@ import re
 from collections.abc import Iterable, Iterator, Mapping
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
-from urllib.parse import quote, unquote
+from urllib.parse import quote
 
 from memrun.core import masking
 from memrun.core.masking import ARGS, ENV, REDACTED
+from memrun.core.url_secrets import redact_url, redact_urls, url_secrets
 from memrun.errors import LiteralSecretError
 from memrun.lazy import lazy
 
@@ -67,8 +70,6 @@ _SECRET_KEY = re.compile(r"(^|_)(api_?key|token|secret|password)$", re.IGNORECAS
 _AUTH_HEADER = re.compile(r"authorization|cookie|key|token|secret", re.IGNORECASE)
 # Strings shaped like provider keys (OpenAI, Anthropic, gateways): refused wherever they appear.
 _KEY_SHAPE = re.compile(r"\b(sk-[A-Za-z0-9_\-]{16,}|sk-ant-[A-Za-z0-9_\-]{16,})\b")
-# The user info of a URL: after "scheme://", before "@", within the authority.
-_USERINFO = re.compile(r"(?<=://)[^/\s?#'\"<>]+@")
 HEADERS, PUBLIC_HEADERS = "headers", "public_headers"
 
 
@@ -78,21 +79,23 @@ _OVERRIDE_TOKEN = re.compile(r"(?<!\S)[+~]*[\w.-]+=\S+")
 
 class LogRedactor(logging.Filter):
     """A logging filter for Hydra's own lines (a launcher prints each job's overrides):
-    URL user info, the values of header overrides and the masked values of ``env`` and
+    URL user info and query values, the values of header overrides and the masked values of ``env`` and
     ``args`` overrides (:func:`redact_override`) become ``***``. It knows no config, so it
     redacts every header given on the command line (``conf/config.yaml`` installs it)."""
 
     def filter(self, record: logging.LogRecord) -> bool:
         message = record.getMessage()
-        clean = strip_userinfo(_OVERRIDE_TOKEN.sub(lambda m: redact_override(m.group(0), {}), message))
+        clean = redact_line(message)
         if clean != message:
             record.msg, record.args = clean, None
         return True
 
 
-def strip_userinfo(text: str) -> str:
-    """``text`` with the user info of every URL in it replaced by ``***``."""
-    return _USERINFO.sub(f"{REDACTED}@", text)
+def redact_line(text: str) -> str:
+    """A line that quotes overrides or URLs, known without their config (a launcher's line,
+    a config error): every override in it as :func:`redact_override` with no config (every
+    header value redacted) and every URL's user info and query values masked."""
+    return redact_urls(_OVERRIDE_TOKEN.sub(lambda m: redact_override(m.group(0), {}), text))
 
 
 def is_auth_header(name: str) -> bool:
@@ -107,21 +110,9 @@ def _public(node: Mapping[str, Any]) -> set[str]:
     return {str(n).lower() for n in names} if isinstance(names, (list, tuple)) else set()
 
 
-def _userinfo(url: str) -> list[str]:
-    """The secret parts of each URL's user info in ``url``: the whole, and the password decoded."""
-    found = []
-    for match in _USERINFO.finditer(url):
-        info = match.group(0)[:-1]
-        found.append(info)
-        password = info.partition(":")[2]
-        if password:
-            found += [password, unquote(password)]
-    return found
-
-
 def config_secrets(node: Any) -> Iterator[str]:
-    """Every secret value in a config tree (plain dicts and lists): the user info of each
-    URL, each header value not marked public, and what a started server is handed (the
+    """Every secret value in a config tree (plain dicts and lists): the user info and query
+    values of each URL (:func:`memrun.core.url_secrets.url_secrets`), each header value not marked public, and what a started server is handed (the
     values of ``env`` and the arguments after a flag in ``args``: :mod:`memrun.core.masking`)."""
     if isinstance(node, Mapping):
         public = _public(node)
@@ -138,7 +129,7 @@ def config_secrets(node: Any) -> Iterator[str]:
         for value in node:
             yield from config_secrets(value)
     elif isinstance(node, str):
-        yield from _userinfo(node)
+        yield from url_secrets(node)
 
 
 def redact_override(override: str, container: Any) -> str:
@@ -146,7 +137,7 @@ def redact_override(override: str, container: Any) -> str:
     header not marked public in ``container`` (the config, plain dicts), or of a whole
     ``headers`` mapping; the values of an ``env`` override and those after a flag in an
     ``args`` override (:mod:`memrun.core.masking`; kept when spelled ``${oc.env:NAME}``); and the
-    user info of any URL."""
+    user info and query values of any URL (:mod:`memrun.core.url_secrets`)."""
     key, sep, value = override.partition("=")
     path = key.lstrip("+~").split(".")
     if sep and HEADERS in path[:-1] or (sep and path[-1] == HEADERS):
@@ -161,7 +152,9 @@ def redact_override(override: str, container: Any) -> str:
         return f"{key}={REDACTED}"  # a variable, a mapping of them, or one argument (a flag's value or not)
     if sep and path[-1] == ARGS:
         return f"{key}={_masked_list_override(value)}"
-    return strip_userinfo(override)
+    quote_ = value[:1] if len(value) > 1 and value[:1] in "'\"" and value[-1:] == value[:1] else ""
+    inner = value[1:-1] if quote_ else value
+    return redact_urls(f"{key}{sep}{quote_}{redact_url(inner)[0]}{quote_}")
 
 
 def _masked_list_override(value: str) -> str:
@@ -173,7 +166,7 @@ def _masked_list_override(value: str) -> str:
     if not isinstance(parsed, list):
         return REDACTED if parsed not in (None, "") else value
     shown, _ = masking.mask_args([str(a) for a in parsed])
-    return "[" + ",".join(strip_userinfo(a) for a in shown) + "]"
+    return "[" + ",".join(redact_url(a)[0] for a in shown) + "]"
 
 
 _SAME = object()
@@ -185,10 +178,11 @@ def redact_config(node: Any, spelling: Any = _SAME, fingerprints: bool = False) 
 
     spelling: the same tree unresolved (``OmegaConf.to_container(cfg, resolve=False)``)
     when ``node`` is resolved: a header, ``env`` value or argument spelled with an
-    interpolation (``${oc.env:NAME}``) is then saved as spelled, not as its value. Omitted:
-    ``node`` itself (a tree that is not resolved). fingerprints: add
-    :data:`memrun.core.masking.FINGERPRINT_KEY` beside masked ``env``/``args`` (the instrument's
-    copy, which tells configurations apart).
+    interpolation (``${oc.env:NAME}``) is then saved as spelled, not as its value (a URL
+    with masked parts too: :func:`_saved_string`). Omitted: ``node`` itself (a tree that is
+    not resolved). fingerprints: add :data:`memrun.core.masking.FINGERPRINT_KEY` to a
+    mapping that holds masked ``env``/``args`` values or URL parts (the instrument's copy,
+    which tells configurations apart).
     """
     spelling = node if spelling is _SAME else spelling
     if isinstance(node, Mapping):
@@ -207,8 +201,12 @@ def redact_config(node: Any, spelling: Any = _SAME, fingerprints: bool = False) 
                 masked += [f"{ENV}.{m}" for m in found]
             elif key == ARGS and isinstance(value, (list, tuple)):
                 shown, found = masking.mask_args(list(value), as_spelled)
-                out[key] = [strip_userinfo(a) if isinstance(a, str) and not masking.spelled(a) else a for a in shown]
-                masked += found
+                saved = [redact_url(a) if isinstance(a, str) and not masking.spelled(a) else (a, []) for a in shown]
+                out[key] = [arg for arg, _ in saved]
+                masked += found + [part for _, parts in saved for part in parts]
+            elif isinstance(value, str):
+                out[key], found = _saved_string(value, as_spelled)
+                masked += [f"{key}={m}" for m in found]
             else:
                 out[key] = redact_config(value, as_spelled, fingerprints)
         if masked and fingerprints:
@@ -217,7 +215,19 @@ def redact_config(node: Any, spelling: Any = _SAME, fingerprints: bool = False) 
     if isinstance(node, (list, tuple)):
         items = spelling if isinstance(spelling, (list, tuple)) and len(spelling) == len(node) else [None] * len(node)
         return [redact_config(v, s, fingerprints) for v, s in zip(node, items, strict=True)]
-    return strip_userinfo(node) if isinstance(node, str) else node
+    return _saved_string(node, spelling)[0] if isinstance(node, str) else node
+
+
+def _saved_string(value: str, spelling: Any) -> tuple[str, list[str]]:
+    """A config string as saved and the literal values masked in it: its URL secrets
+    masked (:func:`memrun.core.url_secrets.redact_url`); when some were and the string was
+    spelled with an interpolation (``spelling``: the unresolved string), the spelling so
+    masked, as ``env`` values are (``?token=${oc.env:T}`` is saved as spelled and is no
+    literal of the fingerprint)."""
+    shown, found = redact_url(value)
+    if found and masking.spelled(spelling) and spelling != value:
+        return redact_url(spelling)
+    return shown, found
 
 
 def redact_hydra(hydra: Mapping[str, Any], container: Any) -> dict[str, Any]:
@@ -238,7 +248,7 @@ def redact_hydra(hydra: Mapping[str, Any], container: Any) -> dict[str, Any]:
 
 
 class Redactor:
-    """Replaces known secret values, key-shaped strings and URL user info with ``***`` in
+    """Replaces known secret values, key-shaped strings and URL user info and query values with ``***`` in
     strings, row dicts and files.
 
     secrets: registered with :meth:`add` (those shorter than :data:`MIN_LENGTH` are skipped).
@@ -278,11 +288,11 @@ class Redactor:
         return self
 
     def text(self, value: str) -> str:
-        """``value`` with every registered secret, key-shaped string and URL user info replaced."""
+        """``value`` with every registered secret, key-shaped string and URL user info and query value replaced."""
         for s in self._secrets:
             if s in value:
                 value = value.replace(s, REDACTED)
-        return strip_userinfo(_KEY_SHAPE.sub(REDACTED, value))
+        return redact_urls(_KEY_SHAPE.sub(REDACTED, value))
 
     def row(self, row: dict[str, Any], keys: Iterable[str]) -> dict[str, Any]:
         """The row with its str values under ``keys`` redacted, in place."""

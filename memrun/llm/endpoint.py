@@ -24,8 +24,8 @@ from memrun.core.redaction import (  # noqa: F401 - re-exported: the rules for s
     Redactor,
     check_no_secrets,
     find_literal_secrets,
-    strip_userinfo,
 )
+from memrun.core.url_secrets import has_userinfo, redact_urls
 from memrun.errors import ConfigError
 
 __all__ = ["DEFAULT_BASE_URL", "REDACTED", "Endpoint", "LiteralSecretError", "Redactor", "check_no_secrets",
@@ -105,10 +105,10 @@ def resolve_endpoint(
             f"{where}.api_key_env must name an environment variable (e.g. OPENAI_API_KEY), not a key"
         )
     url = base_url or (environ.get(base_url_env) if base_url_env else None) or DEFAULT_BASE_URL
-    if strip_userinfo(url) != url:
+    if has_userinfo(url):
         source = f"{where}.base_url" if base_url else f"${base_url_env}"
         raise ConfigError(
-            f"{source}: the URL carries a user name or password ({strip_userinfo(url)}); memrun sends the API key "
+            f"{source}: the URL carries a user name or password ({redact_urls(url)}); memrun sends the API key "
             f"as the Authorization header and cannot send URL credentials too: remove them from the URL and put "
             f"the credential in the variable {where}.api_key_env names (${api_key_env or 'OPENAI_API_KEY'})"
         )

@@ -1,7 +1,8 @@
 """Credentials in every form stay off disk and off the screen (memrun.core.redaction).
 
-Plants secrets in the forms memrun does not refuse (a password in ``arm.base_url``, a
-header whose name does not look like a credential, the API key echoed by a gateway)
+Plants secrets in the forms memrun does not refuse (a password and a query value in
+``arm.base_url``, a query value in a request path, a header whose name does not look like
+a credential, the API key echoed by a gateway)
 and in one it refuses (a password in ``reader.base_url``), runs memrun as a user would
 (the command line, in a fresh working directory, with its caches inside the test's
 folder), then reads back EVERY file any run wrote (Parquet decoded, metadata included)
@@ -16,8 +17,10 @@ from pathlib import Path
 
 import pyarrow.parquet as pq
 import pytest
+import yaml
 
 from conftest import run_dirs, run_memrun
+from memrun.io.reader import read_run
 from servers import memory_server
 
 PASSWORD = "pw-Arm-7f3a9c2e"
@@ -26,7 +29,9 @@ SESSION = "sess-0c1d2e3f4a5b"
 SESSION2 = "sess-9a8b7c6d5e4f"
 READER_PASSWORD = "pw-Reader-55e1d0"
 KEY = "sk-test-loopback-0123456789abcdef"
-PLANTED = (PASSWORD, f"{USER}:{PASSWORD}", SESSION, SESSION2, READER_PASSWORD, KEY)
+BASE_QUERY = "qkey-Base-4b7e1a9d"  # ?api_key= in arm.base_url (never sent: a path is joined to it)
+SEARCH_QUERY = "qtok-Search-8c2f6e0a"  # ?token= in the search path (sent with every search)
+PLANTED = (PASSWORD, f"{USER}:{PASSWORD}", SESSION, SESSION2, READER_PASSWORD, KEY, BASE_QUERY, SEARCH_QUERY)
 
 
 @pytest.fixture
@@ -69,9 +74,10 @@ def test_secrets_in_urls_and_headers_reach_no_file_and_no_output(memory, llm_env
     state, port = memory
     work = tmp_path / "work"
     work.mkdir()
-    base = f"http://{USER}:{PASSWORD}@127.0.0.1:{port}"
-    arm = ["arm=http", f"arm.base_url={base}", f"+arm.headers.X-Session={SESSION}", "+arm.headers.Accept=application/json",
-           "arm.public_headers=[Accept]", "arm.attempts=1"]
+    base = f"http://{USER}:{PASSWORD}@127.0.0.1:{port}/?api_key={BASE_QUERY}&v=1"
+    search = f"/v1/namespaces/{{{{ namespace }}}}/search?token={SEARCH_QUERY}"
+    arm = ["arm=http", f"arm.base_url='{base}'", f"arm.search.path='{search}'", f"+arm.headers.X-Session={SESSION}",
+           "+arm.headers.Accept=application/json", "arm.public_headers=[Accept]", "arm.attempts=1"]
     printed: list[str] = []
 
     # A recall run whose server fails one search and every erase: the errors and warnings name the URL.
@@ -80,13 +86,18 @@ def test_secrets_in_urls_and_headers_reach_no_file_and_no_output(memory, llm_env
     done = run_memrun([*arm, "progress=false"], work, env(tmp_path))
     printed += [done.stdout, done.stderr]
     assert done.returncode == 0, done.stderr
+    assert any(SEARCH_QUERY in path for path in state.paths), "the search path's query was not sent"
     (run,) = run_dirs(work / "outputs")
     assert "Accept: application/json" in (run / ".hydra" / "config.yaml").read_text()  # a public header is kept
+    saved = yaml.safe_load((run / ".hydra" / "config.yaml").read_text())["arm"]
+    assert saved["base_url"] == f"http://***@127.0.0.1:{port}/?api_key=***&v=***"  # names readable, values masked
+    assert saved["search"]["path"] == "/v1/namespaces/{{ namespace }}/search?token=***"  # the template kept
+    assert read_run(run).instrument.config["arm"]["masked_fingerprint"].startswith("pbkdf2:")
     assert "could not erase" in done.stderr and "1 of 30 rows failed" in done.stderr
 
     # A sweep over two session values (Hydra's multirun.yaml lists them both), plain-line progress.
     state.fail.clear()
-    done = run_memrun(["-m", *arm[:2], f"+arm.headers.X-Session={SESSION},{SESSION2}"], work, env(tmp_path))
+    done = run_memrun(["-m", *arm[:3], f"+arm.headers.X-Session={SESSION},{SESSION2}"], work, env(tmp_path))
     printed += [done.stdout, done.stderr]
     assert done.returncode == 0, done.stderr
 
@@ -107,5 +118,11 @@ def test_secrets_in_urls_and_headers_reach_no_file_and_no_output(memory, llm_env
     assert done.returncode == 2 and len(lines) == 1 and "reader.base_url" in lines[0], done.stderr
     assert "Traceback" not in done.stderr and llm_env.count() == calls
 
+    # A URL override Hydra cannot parse (its '=' unquoted): the error line quotes it, masked.
+    done = run_memrun(["arm=http", f"arm.base_url={base}"], work, env(tmp_path))
+    printed += [done.stdout, done.stderr]
+    assert done.returncode == 2 and "cannot parse the override" in done.stderr and "api_key=***" in done.stderr
+
     assert len(run_dirs(work / "outputs")) == 4  # the refused run left no folder
-    assert leaks(tmp_path, printed) == []
+    found = leaks(tmp_path, printed)
+    assert not found, "\n".join(found)

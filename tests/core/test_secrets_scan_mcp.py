@@ -2,7 +2,7 @@
 
 Plants a distinct secret in each place a user hands a server one: a literal in
 ``arm.env``, a literal after a flag in ``arm.args``, a value behind ``${oc.env:NAME}`` in
-``arm.env``, and the password of a URL among the arguments. Runs memrun as a user would
+``arm.env``, and the password and a query value of a URL among the arguments. Runs memrun as a user would
 (the command line, caches inside the test's folder) through a run that completes, a
 sweep, a server that fails at start echoing what it was given, a run stopped by SIGTERM,
 and one killed with -9 (its ledger read while it is alive and after), then reads back
@@ -35,7 +35,8 @@ ENV_SECRET = "envlit-Q7w2e9r4t6y1"
 ARG_SECRET = "argtok-Z3x8c5v1b7n2"
 OC_SECRET = "ocenv-K4j9h2g6f1d8"
 URL_SECRET = "urlpw-M5n1b8v3c6x9"
-PLANTED = (ENV_SECRET, ARG_SECRET, OC_SECRET, URL_SECRET)
+QUERY_SECRET = "urlq-T2r7e4w9q1a6"
+PLANTED = (ENV_SECRET, ARG_SECRET, OC_SECRET, URL_SECRET, QUERY_SECRET)
 FORMS = {v: (v, base64.b64encode(v.encode()).decode().rstrip("="), quote(v, safe="")) for v in PLANTED}
 
 
@@ -54,7 +55,7 @@ def leaks(roots: list[Path], printed: list[str]) -> list[str]:
 
 def arm(tmp_path: Path, *more: str) -> list[str]:
     return ["arm=mcp_testmem", f"hydra.searchpath=[file://{TESTS / 'servers' / 'conf'}]", f"arm.command={sys.executable}",
-            f"arm.args=[{SERVER},--token,{ARG_SECRET},http://admin:{URL_SECRET}@127.0.0.1:9/]",
+            f"arm.args=[{SERVER},--token,{ARG_SECRET},'http://admin:{URL_SECRET}@127.0.0.1:9/?api_key={QUERY_SECRET}']",
             f"+arm.env.MEMSRV_AUTH={ENV_SECRET}", "+arm.env.MEMSRV_KEY='${oc.env:MEMSRV_OC}'",
             "+arm.env.MCP_TEST_ECHO=1", f"arm.ledger_dir={tmp_path / 'ledger'}", *more]
 
@@ -96,7 +97,7 @@ def test_what_a_stdio_server_is_handed_reaches_no_file_and_no_output(tmp_path):
     (run,) = run_dirs(work / "outputs")
     saved = yaml.safe_load((run / ".hydra" / "config.yaml").read_text())["arm"]
     assert saved["env"]["MEMSRV_AUTH"] == "***" and saved["env"]["MEMSRV_KEY"] == "${oc.env:MEMSRV_OC}"
-    assert saved["args"] == [str(SERVER), "--token", "***", "http://***@127.0.0.1:9/"]  # path and positionals readable
+    assert saved["args"] == [str(SERVER), "--token", "***", "http://***@127.0.0.1:9/?api_key=***"]  # path, positionals readable
     from memrun.io.reader import read_run
     config = read_run(run).instrument.config["arm"]
     assert config["env"]["MEMSRV_KEY"] == "${oc.env:MEMSRV_OC}" and config["masked_fingerprint"].startswith("pbkdf2:")

@@ -53,6 +53,7 @@ class MemoryState:
     searches: list[dict[str, Any]] = field(default_factory=list)
     answered: list[tuple[str, str, float]] = field(default_factory=list)  # (namespace, query, time.time()) once sent
     requests: list[str] = field(default_factory=list)
+    paths: list[str] = field(default_factory=list)  # each request's path as sent, query string included
     arrivals: list[tuple[str, float]] = field(default_factory=list)  # (op, time.monotonic()) per request
     sleeping: int = 0  # searches sleeping out search_delay_s now
     search_peak: int = 0  # the most searches that slept out search_delay_s at once
@@ -93,7 +94,7 @@ class Handler(BaseHTTPRequestHandler):
             return self._send(200, OPENAPI)
         if st.token and self.headers.get("Authorization") != f"Bearer {st.token}":
             return self._send(401, {"error": "bad or missing token"})
-        m = NS_PATH.match(self.path)
+        m = NS_PATH.match(self.path.split("?")[0])  # a query string (?api_key=...) is the client's business
         op = {
             ("GET", "/v1/health"): "health", ("GET", "/v1/namespaces"): "list", ("POST", "/v1/namespaces"): "create",
         }.get((method, self.path.split("?")[0]))
@@ -104,6 +105,7 @@ class Handler(BaseHTTPRequestHandler):
             return self._send(404, {"error": f"no route {method} {self.path}"})
         with st.lock:
             st.requests.append(op)
+            st.paths.append(self.path)
             st.arrivals.append((op, time.monotonic()))
             failing = st.fail[op].pop(0) if st.fail[op] else None
             if m and any(part in m.group(1) for part in st.failing_namespaces):
