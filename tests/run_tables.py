@@ -6,6 +6,7 @@ from __future__ import annotations
 import json
 from collections.abc import Callable
 from pathlib import Path
+from typing import Any
 
 import pyarrow as pa
 import pyarrow.parquet as pq
@@ -50,13 +51,17 @@ def retrieval_run(folder: Path, hits: list[bool | None], clusters: list[str] | N
 
 def accuracy_run(folder: Path, labels: dict[str, list[str]], *, denominator=DENOMINATOR_ABSTAIN_WRONG,
                  cluster_of: Callable[[str], str | None] = lambda item: item[:2],
-                 category_of: Callable[[str], str] = lambda item: "x", **inst) -> Path:
+                 category_of: Callable[[str], str] = lambda item: "x",
+                 columns: dict[str, tuple[pa.DataType, Callable[[str, int], Any]]] | None = None, **inst) -> Path:
     """An accuracy-axis run: labels[item] = one label per repeat ("error" sets the error column);
-    cluster_of / category_of give an item's cluster (default: its first two characters) and category."""
+    cluster_of / category_of give an item's cluster (default: its first two characters) and category;
+    columns: more columns, name -> (type, value of (item, repeat))."""
     rows = {"run_id": [], "item_id": [], "repeat": [], "cluster": [], "category": [], "category_label": [],
-            "error": [], "label": []}
+            "error": [], "label": [], **{name: [] for name in columns or {}}}
     for item, per_repeat in labels.items():
         for r, label in enumerate(per_repeat):
+            for name, (_, value) in (columns or {}).items():
+                rows[name].append(value(item, r))
             rows["run_id"].append(folder.name)
             rows["item_id"].append(item)
             rows["repeat"].append(r)
@@ -66,7 +71,8 @@ def accuracy_run(folder: Path, labels: dict[str, list[str]], *, denominator=DENO
             rows["error"].append("HTTP 500" if label == "error" else None)
             rows["label"].append(None if label == "error" else label)
     instrument = base_instrument(axis="accuracy", denominator=denominator, reader_model="r", judge_model="j", **inst)
-    table = pa.table(rows, schema=pa.schema([(k, pa.int32() if k == "repeat" else pa.string()) for k in rows]))
+    types = {"repeat": pa.int32(), **{name: t for name, (t, _) in (columns or {}).items()}}
+    table = pa.table(rows, schema=pa.schema([(k, types.get(k, pa.string())) for k in rows]))
     table = seal_table(table, instrument)
     folder.mkdir(parents=True, exist_ok=True)
     pq.write_table(table, folder / "items.parquet")

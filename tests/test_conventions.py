@@ -13,6 +13,7 @@ import json
 from pathlib import Path
 from typing import Any
 
+import pyarrow as pa
 import pytest
 from rich.console import Console
 
@@ -194,7 +195,8 @@ def test_a_runs_rows_and_their_table_credit_the_same_rows() -> None:
 
     rng = random.Random(4)
     pick = rng.choice
-    rows = [{"repeat": 0, "error": pick([None, None, "search: boom"]), "retrieved_keys": pick([None, [], ["D1:1"]]),
+    rows = [{"item_id": f"q{rng.randrange(120)}", "repeat": 0, "error": pick([None, None, "search: boom"]),
+             "retrieved_keys": pick([None, [], ["D1:1"]]),
              "gold_keys_raw": pick([None, [], ["D1:2"]]), "abstention": pick([None, True, False]),
              "judge_prompt": pick([None, "abstention", "default"]), "label": pick([None, "correct", "wrong"]),
              "extra": pick([None, "{}", '{"official_no_gold": true}']),
@@ -212,3 +214,48 @@ def test_a_runs_rows_and_their_table_credit_the_same_rows() -> None:
     for family in CONVENTIONS:
         assert {k: v.tolist() for k, v in _credited(_RowColumns(bare), family).items()} == \
             {k: v.tolist() for k, v in credited_mask(pa.Table.from_pylist(bare), family).items()}
+
+
+def _abstention_runs(tmp_path: Path) -> tuple[str, str]:
+    """40 abstention items in 8 clusters, 3 repeats. A retrieved something and is wrong on
+    every repeat. On 28 items (2 to 5 a cluster) B retrieved nothing and abstained, judged
+    wrong on repeat 0 and right on repeats 1 and 2: right by the majority label, which is
+    what B's accuracy counts; on the others B retrieved something and is wrong."""
+    from tests.run_tables import accuracy_run
+
+    items = [f"c{g}-{i}" for g in range(8) for i in range(5)]
+    credited = {f"c{g}-{i}" for g in range(8) for i in range(2 + g % 4)}
+    common = {"abstention": (pa.bool_(), lambda item, r: True), "judge_prompt": (pa.string(), lambda item, r: "abstention")}
+    a = accuracy_run(tmp_path / "a", {it: ["wrong"] * 3 for it in items}, repeats=3,
+                     columns={**common, "retrieved_keys": (pa.list_(pa.string()), lambda item, r: ["D1:1"])})
+    b = accuracy_run(tmp_path / "b", {it: ["wrong", "correct", "correct"] if it in credited else ["wrong"] * 3
+                                      for it in items}, repeats=3,
+                     columns={**common, "retrieved_keys": (pa.list_(pa.string()),
+                                                           lambda item, r: [] if item in credited else ["D1:1"])})
+    return str(a), str(b)
+
+
+def test_compare_reads_the_credited_items_by_their_majority_label(tmp_path, capsys) -> None:
+    """The guard read repeat 0 (wrong), so B's 28 items right by the majority label with
+    nothing retrieved were not credited and B PASSed by +70 pp on them."""
+    from tests.run_tables import compare_json
+
+    a, b = _abstention_runs(tmp_path)
+    code, d = compare_json(capsys, a, b)
+    assert d["overall"]["delta"] == pytest.approx(0.7)
+    assert d["data"]["credited"]["b"] == {"abstained_on_empty_context": 28}
+    assert code != ExitCode.PASS and d["verdict"]["reason"] == "credited_for_absence"
+
+
+def test_a_runs_count_reads_the_majority_label_too() -> None:
+    """One item, three repeats with nothing retrieved: credited when its majority label is
+    right, whatever repeat 0's label; not credited when the majority is wrong."""
+    from memrun.metrics.conventions import run_counts
+
+    def rows(labels: list[str]) -> list[dict[str, Any]]:
+        return [{"item_id": "q1", "repeat": r, "error": None, "retrieved_keys": [], "abstention": True,
+                 "judge_prompt": "abstention", "label": label} for r, label in enumerate(labels)]
+
+    assert run_counts(rows(["wrong", "correct", "correct"]))["credited"] == {"accuracy": {"abstained_on_empty_context": 1}}
+    assert run_counts(rows(["correct", "wrong", "wrong"]))["credited"] == {}
+    assert run_counts(rows(["correct", "wrong", "abstain"]))["credited"] == {}  # a tie is wrong

@@ -40,7 +40,7 @@ from memrun.io.writer import skip_pandas_probe
 from memrun.lazy import lazy
 from memrun.metrics.conventions import ACCURACY, credited_columns, credited_mask, family_of
 from memrun.metrics.retrieval import item_column_for
-from memrun.stats.labels import ABSTAIN, CORRECT, ERROR, LABEL_ORDER, majority_codes
+from memrun.stats.labels import ABSTAIN, CORRECT, ERROR, LABEL_ORDER, item_majority
 from memrun.stats.missing import ErrorBound, one_sided_errors
 
 if TYPE_CHECKING:
@@ -235,9 +235,8 @@ def _accuracy(run: RunTable, table: pa.Table, codes: np.ndarray, valid: np.ndarr
     lab = label_codes.fill_null(_CODE[ERROR]).to_numpy(zero_copy_only=False).astype(np.int64)
     lab[np.asarray(_column(table, "error").is_valid())] = _CODE[ERROR]
     rows = np.flatnonzero(valid)
-    counts = np.bincount(codes[rows] * 4 + lab[rows], minlength=4 * m).reshape(m, 4)
+    majority, stable, counts = item_majority(lab[rows], codes[rows], m)
     present = counts.sum(axis=1) > 0
-    majority, stable = majority_codes(counts)
     correct, wrong, abstain = counts[:, 0], counts[:, 1], counts[:, 2]
     score = np.where(majority == _CODE[CORRECT], 1.0, 0.0)
     excluded = np.full(m, SCORED, dtype=np.int8)
@@ -379,7 +378,8 @@ def pair(a: RunTable, b: RunTable, *, metric: str, cluster_by: str | None, strat
 def _credited(a: RunTable, b: RunTable, metric: str, codes_a: np.ndarray, codes_b: np.ndarray, valid_b: np.ndarray,
               m: int, keep: np.ndarray) -> dict[str, dict[str, np.ndarray]] | None:
     """Per arm, the paired items (``keep``) its metric credits by a convention, read at each
-    item's first row (:func:`memrun.metrics.conventions.credited_mask`); None without one."""
+    item's first row (:func:`memrun.metrics.conventions.credited_mask`; on the accuracy axis
+    every row of an item carries the credit its majority label decides); None without one."""
     family = ACCURACY if a.instrument.axis == ACCURACY else family_of(metric)
     if family is None:
         return None

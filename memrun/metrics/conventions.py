@@ -10,7 +10,7 @@ pass on a difference they could make (:func:`credited_mask`). The conventions:
 | ``evidence_share@K``, ``session_evidence_share@K`` (LoCoMo's RAG recall) | a question with no evidence counts 1 | ``no_evidence`` |
 | the same | a question with no retrieved context counts 1 (the arm found nothing) | ``empty_context`` |
 | ``recall_all@K``, ``session_recall_all@K`` under LongMemEval's official preset | a question kept without gold counts 1 (``all`` of an empty gold set is true) | ``empty_gold`` |
-| judged accuracy | an abstention question answered by abstaining when nothing was retrieved: right by the benchmark's rule, whatever the arm is | ``abstained_on_empty_context`` |
+| judged accuracy | an abstention question answered by abstaining when nothing was retrieved: right by the benchmark's rule, whatever the arm is (an item whose majority label over its repeats is right and some repeat of which was judged so; the label the item is scored by, :func:`memrun.stats.labels.item_majority`) | ``abstained_on_empty_context`` |
 
 Beside them, two counts that leave a number lower than the arm deserves or hide a
 failure: ``unreachable`` (items whose gold no record of their history can match, so
@@ -34,10 +34,13 @@ if TYPE_CHECKING:
     import numpy as np
     import pyarrow as pa
     from pyarrow import compute as pc
+
+    from memrun.stats import labels
 else:
     np = lazy("numpy")  # after the items: a run sends its first request without it
     pa = lazy("pyarrow")  # a run loads it on the writer's thread (memrun.io.writer)
     pc = lazy("pyarrow.compute")
+    labels = lazy("memrun.stats.labels")  # numpy
 
 ACCURACY = "accuracy"
 """The family name of judged accuracy (``memrun compare`` on the accuracy axis)."""
@@ -91,6 +94,7 @@ class _Columns(Protocol):
     def empty_list(self, name: str) -> np.ndarray: ...  # a list of no element
     def equals(self, name: str, text: str) -> np.ndarray: ...  # the value, as a string, is ``text``
     def contains(self, name: str, text: str) -> np.ndarray: ...  # a string holding ``text``
+    def codes(self, name: str) -> np.ndarray: ...  # int codes, equal values equal, each null its own
 
 
 class _TableColumns:
@@ -127,6 +131,16 @@ class _TableColumns:
     def contains(self, name: str, text: str) -> np.ndarray:
         return self._mask(name, lambda col: pc.match_substring(col, text))
 
+    def codes(self, name: str) -> np.ndarray:
+        col = self._column(name)
+        if pa.types.is_null(col.type):
+            return np.arange(self.n)
+        encoded = pc.dictionary_encode(col)
+        out = np.asarray(encoded.indices.fill_null(-1).to_numpy(zero_copy_only=False), dtype=np.int64)
+        nulls = out < 0
+        out[nulls] = len(encoded.dictionary) + np.arange(int(nulls.sum()))
+        return out
+
 
 class _RowColumns:
     """:class:`_Columns` of row dicts, in Python: a run's summary reads a few thousand rows,
@@ -155,6 +169,11 @@ class _RowColumns:
     def contains(self, name: str, text: str) -> np.ndarray:
         return self._mask(name, lambda v: text in v)
 
+    def codes(self, name: str) -> np.ndarray:
+        seen: dict[Any, int] = {}
+        return np.fromiter((seen.setdefault(v, len(seen)) if v is not None else -1 - i
+                            for i, v in enumerate(r.get(name) for r in self.rows)), dtype=np.int64, count=self.n)
+
 
 def credited_mask(table: pa.Table, family: str) -> dict[str, np.ndarray]:
     """Convention -> per-row mask (shape (rows,), bool) of the rows ``family`` credits by it.
@@ -162,6 +181,9 @@ def credited_mask(table: pa.Table, family: str) -> dict[str, np.ndarray]:
     table: rows of a run (columns of :mod:`memrun.io.schema`; missing ones read as null).
     family: a key of :data:`CONVENTIONS`. Errored rows are never credited (they are left
     out). Evidence share's conventions hold only where its column is filled (LoCoMo).
+    Judged accuracy's holds for every row of an item (``item_id``) that its majority label
+    over its repeats scores right, some repeat of which was judged right on an abstention
+    with nothing retrieved (:func:`_credited_items`).
     Raises KeyError for an unknown family.
     """
     return _credited(_TableColumns(table), family)
@@ -175,7 +197,7 @@ def _credited(columns: _Columns, family: str) -> dict[str, np.ndarray]:
     if family == ACCURACY:
         # LoCoMo's adversarial items: judged with the abstention prompt
         abstention = columns.true("abstention") | columns.equals("judge_prompt", ABSTENTION_PROMPT)
-        return {conventions[0]: ok & abstention & empty_context & columns.equals("label", "correct")}
+        return {conventions[0]: _credited_items(columns, ok & abstention & empty_context & columns.equals("label", "correct"))}
     if family.removeprefix(SESSION_PREFIX) == EVIDENCE_SHARE:
         filled = np.zeros(columns.n, dtype=bool)
         for name in columns.names:
@@ -186,13 +208,31 @@ def _credited(columns: _Columns, family: str) -> dict[str, np.ndarray]:
     return {"empty_gold": ok & columns.contains("extra", f'"{OFFICIAL_NO_GOLD}": true')}
 
 
+def _credited_items(columns: _Columns, rows: np.ndarray) -> np.ndarray:
+    """Per row, whether its item is credited: the item's majority label over its repeats
+    (:func:`memrun.stats.labels.item_majority`, errored rows ``error``, the label the item
+    is scored by) is right, and some row of it is credited (``rows``). Repeat 0 alone
+    could be wrong where the majority is right (and the score counts the item) or the
+    reverse."""
+    ok = ~columns.valid("error")
+    row_labels = np.full(columns.n, labels.LABEL_ORDER.index(labels.ERROR), dtype=np.int64)
+    for code, label in enumerate(labels.LABEL_ORDER):
+        if label != labels.ERROR:
+            row_labels[ok & columns.equals("label", label)] = code
+    items = np.unique(columns.codes("item_id"), return_inverse=True)[1].reshape(-1)
+    n_items = int(items.max()) + 1 if len(items) else 0
+    majority, _, _ = labels.item_majority(row_labels, items, n_items)
+    some_row = np.bincount(items, weights=rows, minlength=n_items) > 0
+    return ((majority == labels.LABEL_ORDER.index(labels.CORRECT)) & some_row)[items]
+
+
 def credited_columns(metric: str, axis: str | None) -> list[str]:
     """The columns :func:`credited_mask` reads for ``metric`` (none when it has no convention)."""
     family = ACCURACY if axis == ACCURACY else family_of(metric)
     if family is None:
         return []
     if family == ACCURACY:
-        return ["retrieved_keys", "abstention", "judge_prompt", "label"]
+        return ["retrieved_keys", "abstention", "judge_prompt", "label", "item_id"]
     if family.removeprefix(SESSION_PREFIX) == EVIDENCE_SHARE:
         return ["retrieved_keys", "gold_keys_raw", item_column_for(metric)]
     return ["extra"]
@@ -201,8 +241,8 @@ def credited_columns(metric: str, axis: str | None) -> list[str]:
 def run_counts(rows: Sequence[Mapping[str, Any]]) -> dict[str, Any]:
     """The counts a run's summary shows beside its metrics (module docstring).
 
-    rows: the run's rows (every repeat; retrieval is read on repeat 0, accuracy on every
-    row's item once, at repeat 0). On the accuracy axis also ``judge_retried`` (rows whose
+    rows: the run's rows (every repeat; retrieval is read on repeat 0, accuracy by each
+    item's majority label over its repeats, counted once an item, at repeat 0). On the accuracy axis also ``judge_retried`` (rows whose
     label came from re-asking an unparseable reply) and ``judge_unparseable`` (rows whose
     reply stayed unparseable: errors). Returns ``credited``: ``"<family>@K"`` (``accuracy``
     bare) -> convention -> items, only families with a non-zero count; ``unreachable``:
@@ -217,7 +257,12 @@ def run_counts(rows: Sequence[Mapping[str, Any]]) -> dict[str, Any]:
     for family in CONVENTIONS:
         if family == ACCURACY and "label" not in first[0]:
             continue
-        counts = {name: int(mask.sum()) for name, mask in _credited(columns, family).items() if mask.any()}
+        if family == ACCURACY:  # every repeat decides the item's label: read them all, count at repeat 0
+            at_first = np.fromiter((r.get("repeat", 0) == 0 for r in rows), dtype=bool, count=len(rows))
+            masks = {name: mask[at_first] for name, mask in _credited(_RowColumns(rows), family).items()}
+        else:
+            masks = _credited(columns, family)
+        counts = {name: int(mask.sum()) for name, mask in masks.items() if mask.any()}
         if counts:
             credited[family if family == ACCURACY else f"{family}@K"] = counts
     searched = [r for r in first if r.get("error") is None and r.get("retrieved_keys") is not None]

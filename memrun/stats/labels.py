@@ -135,3 +135,32 @@ def majority_codes(counts: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
                         np.where(n_top > 1, LABEL_ORDER.index(WRONG), usable.argmax(axis=1)))
     stable = (usable > 0).sum(axis=1) <= 1
     return majority.astype(np.int8), stable
+
+
+def item_majority(row_labels: np.ndarray, items: np.ndarray, n_items: int) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
+    """The majority rule over each item's rows (its repeats): the one home of "the item's
+    label across repeats" for tables of rows (compare's pairing, the credited-for-absence
+    count), as :func:`majority_label` is for one item's labels.
+
+    Args:
+        row_labels: shape (rows,) int indices into :data:`LABEL_ORDER`, one per row (an
+            errored row, or one without a label, is ``error``).
+        items: shape (rows,) int, each row's item in ``[0, n_items)``.
+        n_items: how many items.
+
+    Returns:
+        (majority, stable, counts): :func:`majority_codes` of ``counts``, shape (n_items, 4)
+        ints, each item's rows per label (an item without rows: all zero, majority ``error``).
+
+    Raises:
+        ValueError: a label or item index out of range.
+    """
+    row_labels, items = np.asarray(row_labels, dtype=np.int64), np.asarray(items, dtype=np.int64)
+    if len(row_labels) and (row_labels.min() < 0 or row_labels.max() >= len(LABEL_ORDER)):
+        raise ValueError(f"row labels must index LABEL_ORDER (0..{len(LABEL_ORDER) - 1})")
+    if len(items) and (items.min() < 0 or items.max() >= n_items):
+        raise ValueError(f"item indices must lie in [0, {n_items})")
+    counts = np.bincount(items * len(LABEL_ORDER) + row_labels,
+                         minlength=len(LABEL_ORDER) * n_items).reshape(n_items, len(LABEL_ORDER))
+    majority, stable = majority_codes(counts)
+    return majority, stable, counts

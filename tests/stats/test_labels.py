@@ -105,3 +105,28 @@ def test_majority_codes_agree_with_majority_label_on_every_count_vector() -> Non
         labels = [lab for lab, n in zip(LABEL_ORDER, v) for _ in range(n)]
         assert LABEL_ORDER[m] == majority_label(labels), v
         assert bool(s) == is_stable(labels), v
+
+
+def test_item_majority_groups_rows_by_item_as_majority_label_reads_one_item() -> None:
+    """Rows of 200 items in shuffled order, 1-5 repeats each: each item's majority is the
+    scalar rule over its own rows; out-of-range codes are refused."""
+    import random
+
+    import numpy as np
+
+    from memrun.stats.labels import LABEL_ORDER, item_majority
+
+    rng = random.Random(3)
+    per_item = [[rng.randrange(4) for _ in range(rng.randint(1, 5))] for _ in range(200)]
+    rows = [(item, code) for item, codes in enumerate(per_item) for code in codes]
+    rng.shuffle(rows)
+    majority, stable, counts = item_majority(np.array([c for _, c in rows]), np.array([i for i, _ in rows]), 201)
+    for item, codes in enumerate(per_item):
+        labels = [LABEL_ORDER[c] for c in codes]
+        assert LABEL_ORDER[majority[item]] == majority_label(labels) and bool(stable[item]) == is_stable(labels)
+        assert counts[item].sum() == len(codes)
+    assert LABEL_ORDER[majority[200]] == "error" and counts[200].sum() == 0  # an item without rows
+    with pytest.raises(ValueError, match="LABEL_ORDER"):
+        item_majority(np.array([4]), np.array([0]), 1)
+    with pytest.raises(ValueError, match="item indices"):
+        item_majority(np.array([0]), np.array([1]), 1)
