@@ -9,6 +9,11 @@ wait for it to come back). Once ``max_tokens_total`` tokens (as the API reported
 were spent, new calls raise :class:`BudgetExhausted` and the run stops cleanly; cache
 hits stay free.
 
+Fresh replies are held by the cache and committed together once per turn of the event
+loop (:meth:`memrun.llm.cache.CallCache.hold`), and :meth:`LLMService.aclose` commits what
+is left: a stop keeps every answered call. A commit that fails (a full disk) stops the
+run: the next call, or :meth:`LLMService.aclose`, raises its :class:`memrun.errors.CacheError`.
+
 Identical requests in flight at once are sent once (single-flight): the second waits
 for the first's reply and counts as cached, so a run's call count does not depend on
 timing. The HTTP clients (and with them the ``openai`` SDK, ~1-2 s of imports) are built
@@ -28,7 +33,7 @@ from typing import TYPE_CHECKING
 from memrun.core.background import in_background
 from memrun.core.http_policy import HttpPolicy
 from memrun.core.redaction import Redactor
-from memrun.errors import BudgetExhausted
+from memrun.errors import BudgetExhausted, CacheError
 from memrun.llm.cache import CallCache, call_key
 from memrun.llm.client import ChatClient, ChatRequest, ChatResult
 from memrun.llm.endpoint import Endpoint
@@ -99,6 +104,8 @@ class LLMService:
         self._opening: Future[dict[Endpoint, ChatClient]] | None = None
         self._announced: list[Endpoint] = []  # endpoints given to open(), built at the first miss
         self._in_flight: dict[str, asyncio.Future[ChatResult]] = {}  # key -> the call that will answer it
+        self._commit_due = False  # a commit of the held replies is scheduled on the loop
+        self._commit_error: CacheError | None = None  # a failed commit: raised by the next call and by aclose
         self.in_flight = 0  # requests sent and not yet answered
         # (endpoint URL, model asked for) -> the model the server said answered (instrument: served_models)
         self.reported: dict[tuple[str, str], str] = {}
@@ -153,6 +160,8 @@ class LLMService:
         Raises :class:`memrun.llm.client.CallError` for a failed call and
         :class:`BudgetExhausted` when the token cap is reached before the call starts.
         """
+        if self._commit_error is not None:
+            raise self._commit_error
         key = call_key(endpoint.public_url, request, repeat)
         hit = self._prefetched.pop(key, None)
         if hit is None and self.cache is not None:
@@ -216,8 +225,21 @@ class LLMService:
         if clean != result.text:
             result = dataclasses.replace(result, text=clean)
         if self.cache is not None:
-            self.cache.put(key, result)
+            self.cache.hold(key, result)
+            if not self._commit_due:  # after the other replies of this turn of the loop
+                self._commit_due = True
+                asyncio.get_running_loop().call_soon(self._commit)
         return result
+
+    def _commit(self) -> None:
+        """Write the replies held this turn (one transaction); keep a failure for the next call."""
+        self._commit_due = False
+        if self.cache is None or self._commit_error is not None:
+            return
+        try:
+            self.cache.commit()
+        except CacheError as exc:
+            self._commit_error = exc
 
     def prefetch(self, endpoint: Endpoint, calls: Iterable[tuple[ChatRequest, int]]) -> int:
         """Read the cached replies to ``calls`` ((request, repeat) pairs) in one query, so
@@ -264,7 +286,8 @@ class LLMService:
                 future.set_result(found.get(key))
 
     async def aclose(self) -> None:
-        """Close the HTTP clients and the cache (its write-ahead log is merged into the file)."""
+        """Close the HTTP clients and the cache, committing the replies it holds (its
+        write-ahead log is merged into the file). Raises CacheError when they cannot be written."""
         try:
             self._opened()
             for client in self._clients.values():
@@ -272,4 +295,5 @@ class LLMService:
         finally:
             self._clients.clear()
             if self.cache is not None:
-                self.cache.close()
+                cache, self.cache = self.cache, None  # a commit still scheduled finds nothing to do
+                cache.close()

@@ -202,3 +202,103 @@ def test_a_rerun_reads_every_reply_ahead_in_one_query_per_group_and_endpoint(llm
     n_rows = len(rows(out))
     assert sum(queries) == 2 * n_rows  # every reader and judge reply, each read once
     assert len(queries) == 2 * len({r["cluster"] for r in rows(out)})  # two queries per group
+
+
+def _rows_on_disk(folder) -> int:
+    """Replies another connection sees in the cache file (what survives this process)."""
+    import sqlite3
+
+    with sqlite3.connect(folder / "calls.sqlite") as db:
+        return int(db.execute("SELECT COUNT(*) FROM replies").fetchone()[0])
+
+
+def test_held_replies_are_read_at_once_and_written_in_one_commit(tmp_path):
+    results = {f"k{i}": ChatResult(f"answer {i}", i, 1, 2.5, "stop", "m") for i in range(3)}
+    with CallCache(tmp_path) as cache:
+        for key, result in results.items():
+            cache.hold(key, result)
+        assert cache.get_many([*results, "missing"]) == results and cache.held == 3
+        assert _rows_on_disk(tmp_path) == 0
+        cache.delete("k1")  # a reply its reader could not use: gone before it was written
+        cache.commit()
+        assert cache.held == 0 and _rows_on_disk(tmp_path) == 2
+    with CallCache(tmp_path) as cache:
+        assert cache.get_many(list(results)) == {"k0": results["k0"], "k2": results["k2"]}
+
+
+class _Instant:
+    """A chat client that answers at once, without giving the event loop a turn."""
+
+    rate_limit_waits = server_error_retries = transport_retries = 0
+
+    async def complete(self, request: ChatRequest) -> ChatResult:
+        return ChatResult(f"re: {request.messages[0]['content']}", 3, 2, 1.0, "stop", "m")
+
+    async def close(self) -> None:
+        pass
+
+
+def test_a_stop_before_the_turn_ends_keeps_every_answered_call(tmp_path):
+    """Replies are committed once per turn of the loop; a stop that lands before that commit
+    (here: the turn's commit never comes) still writes every one of them."""
+    endpoint = Endpoint(URL, "sk-test")
+    svc = LLMService(CallCache(tmp_path), concurrency=8)
+    svc._new_client = lambda e: _Instant()  # type: ignore[method-assign]
+    svc._commit = lambda: None  # type: ignore[method-assign]
+
+    async def go() -> None:
+        try:
+            outcomes = await asyncio.gather(*(svc.call(endpoint, req(f"q{i}"), 0) for i in range(5)))
+            assert not any(o.cached for o in outcomes)
+            assert svc.cache is not None and svc.cache.held == 5 and _rows_on_disk(tmp_path) == 0  # mid-batch
+            raise asyncio.CancelledError  # the stop (Ctrl-C and SIGTERM cancel the run's task)
+        finally:
+            await svc.aclose()
+
+    with pytest.raises(asyncio.CancelledError):
+        asyncio.run(go())
+    assert _rows_on_disk(tmp_path) == 5
+    with CallCache(tmp_path) as cache:
+        assert [cache.get(call_key(URL, req(f"q{i}"), 0)) for i in range(5)] == [
+            ChatResult(f"re: q{i}", 3, 2, 1.0, "stop", "m") for i in range(5)]
+
+
+def test_replies_are_committed_once_the_loop_turns(tmp_path):
+    endpoint = Endpoint(URL, "sk-test")
+    svc = LLMService(CallCache(tmp_path), concurrency=8)
+    svc._new_client = lambda e: _Instant()  # type: ignore[method-assign]
+
+    async def go() -> int:
+        try:
+            await asyncio.gather(*(svc.call(endpoint, req(f"q{i}"), 0) for i in range(6)))
+            await asyncio.sleep(0)
+            return _rows_on_disk(tmp_path)
+        finally:
+            await svc.aclose()
+
+    assert asyncio.run(go()) == 6
+
+
+def test_a_failed_commit_stops_the_next_call(tmp_path):
+    from memrun.errors import CacheError
+
+    endpoint = Endpoint(URL, "sk-test")
+    cache = CallCache(tmp_path)
+    svc = LLMService(cache, concurrency=8)
+    svc._new_client = lambda e: _Instant()  # type: ignore[method-assign]
+    full = CacheError("cannot write to the call cache (database or disk is full)")
+
+    def refuse() -> None:
+        raise full
+
+    async def go() -> None:
+        await svc.call(endpoint, req("first"), 0)
+        cache.commit = refuse  # type: ignore[method-assign]
+        await asyncio.sleep(0)  # the turn's commit fails
+        with pytest.raises(CacheError) as second:
+            await svc.call(endpoint, req("second"), 0)
+        assert second.value is full
+        with pytest.raises(CacheError):
+            await svc.aclose()  # the held reply cannot be written either: said, not dropped silently
+
+    asyncio.run(go())

@@ -94,21 +94,22 @@ def test_calibrate_judge_says_when_its_judge_was_fake(llm_env, tmp_path, overrid
 
 
 def test_a_full_cache_disk_stops_the_run_in_one_line_keeping_its_rows(llm_env, tmp_path, capsys, monkeypatch):
-    """SQLite's own 'database or disk is full' (max_page_count caps the file after 2 puts):
+    """SQLite's own 'database or disk is full' (max_page_count caps the file after 2 replies):
     the run stops with one line and exit 2; the rows finished before are kept."""
     from memrun.llm import cache as cache_module
 
-    real_put = cache_module.CallCache.put
-    puts = []
+    real_hold = cache_module.CallCache.hold
+    held = []
 
-    def put_then_fill(self, key, result):
-        puts.append(key)
-        if len(puts) == 3:  # from here on the file can grow no more
+    def hold_then_fill(self, key, result):
+        held.append(key)
+        if len(held) == 3:  # from here on the file can grow no more
+            self.commit()
             pages = self._db.execute("PRAGMA page_count").fetchone()[0]
             self._db.execute(f"PRAGMA max_page_count = {pages}")
-        return real_put(self, key, result)
+        return real_hold(self, key, result)
 
-    monkeypatch.setattr(cache_module.CallCache, "put", put_then_fill)
+    monkeypatch.setattr(cache_module.CallCache, "hold", hold_then_fill)
     code, out = run_memrun(tmp_path, "judge=gpt41", "concurrency=1", "repeats=3")
     err = capsys.readouterr().err.strip().splitlines()
     assert code == 2 and "Traceback" not in "\n".join(err)
