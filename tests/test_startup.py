@@ -63,6 +63,20 @@ def test_a_retrieval_run_does_not_import_httpx_the_openai_sdk_or_pandas(tmp_path
     assert done.returncode == 0, done.stdout + done.stderr
 
 
+def test_an_http_arms_run_loads_one_http_stack(memory, tmp_path):
+    """arm=http sends every request, set-up and close included, through aiohttp: a run that
+    meets no error never imports httpx (with httpcore, trio, and its command line's click and
+    pygments: ~0.1 s before the first request)."""
+    _, url = memory
+    code = ("import sys; from memrun.cli import main; rc = main(sys.argv[1:]); "
+            "bad = [m for m in ('httpx', 'httpcore', 'trio', 'click', 'pygments') if m in sys.modules]; "
+            "print(bad); sys.exit(rc or bool(bad))")
+    done = subprocess.run([sys.executable, "-c", code, "progress=false", "arm=http", f"arm.base_url={url}",
+                           f"arm.ledger_dir={tmp_path / 'ledger'}"], cwd=tmp_path, capture_output=True, text=True,
+                          env={**__import__("os").environ, "MEMRUN_DATA_DIR": str(tmp_path / "empty")})
+    assert done.returncode == 0 and done.stdout.strip().endswith("[]"), done.stdout + done.stderr
+
+
 def test_the_run_flow_leaves_pyarrow_to_the_writers_thread():
     """A run's first requests go out while the writer's own thread imports pyarrow
     (memrun.io.writer): nothing the run flow imports before the items begin pulls it in."""

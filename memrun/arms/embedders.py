@@ -22,9 +22,6 @@ from collections.abc import Sequence
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
-import httpx
-
-from memrun.core.blocking_client import blocking_client
 from memrun.core.http_policy import HttpPolicy, http_client_logging, send
 from memrun.core.redaction import Redactor
 from memrun.errors import ArmError, AuthError
@@ -32,13 +29,18 @@ from memrun.lazy import lazy
 from memrun.llm.endpoint import DEFAULT_BASE_URL
 
 if TYPE_CHECKING:
+    import httpx
     import numpy as np
     import sentence_transformers
     from transformers.utils import logging as hf_logging
 
     from memrun.arms import bert_numpy
+    from memrun.core import blocking_client
 else:
-    np = lazy("numpy")  # arm=http reads api_key_from_env here: its first request needs no numpy
+    # arm=http reads api_key_from_env here: its first request needs neither numpy nor httpx
+    np = lazy("numpy")
+    httpx = lazy("httpx")
+    blocking_client = lazy("memrun.core.blocking_client")
     bert_numpy = lazy("memrun.arms.bert_numpy")
     sentence_transformers = lazy("sentence_transformers")
     hf_logging = lazy("transformers.utils.logging")
@@ -109,7 +111,7 @@ class OpenAIEmbedder:
         headers = {"Authorization": f"Bearer {key}"} if key else {}
         self.auth_hint = (f"the server refused the key in ${api_key_env}; check it (or arm.embedder.api_key_env)"
                           if key else "the server wants a key; set arm.embedder.api_key_env")
-        self._client = blocking_client(headers, timeout_s)  # a TLS context only for https
+        self._client = blocking_client.blocking_client(headers, timeout_s)  # a TLS context only for https
         self.policy = HttpPolicy()
 
     def embed(self, texts: Sequence[str]) -> np.ndarray:

@@ -17,8 +17,8 @@ and whatever is left at ``close`` (also on Ctrl-C, SIGTERM and SIGHUP), unless
 The arm is async (:mod:`memrun.pipeline.many_histories`): ``ingest``, ``search`` and ``release`` are
 coroutines, several histories are open at once (``search`` takes ``history_id``) and
 memrun keeps up to ``arm.concurrency`` calls in flight. How a request is sent (the pooled
-aiohttp session per event loop, the blocking client of set-up and ``close``, the HTTP
-policy, the shared rate gate) is :mod:`memrun.arms.http_client`'s.
+aiohttp session per event loop, set-up's and ``close``'s requests each on a loop of its own,
+the HTTP policy, the shared rate gate) is :mod:`memrun.arms.http_client`'s.
 Templates are compiled once, at construction.
 A server that indexes asynchronously (it acknowledges a write before the write is
 searchable) gets an optional ``ready`` operation, polled after each history's ingest
@@ -42,9 +42,7 @@ import re
 import secrets
 from collections.abc import Mapping, Sequence
 from pathlib import Path
-from typing import Any
-
-import httpx
+from typing import TYPE_CHECKING, Any
 
 from memrun.arms.embedders import api_key_from_env
 from memrun.arms.http_client import ServerClient
@@ -71,7 +69,13 @@ from memrun.core.instrument import Instrument
 from memrun.core.redaction import Redactor
 from memrun.core.run_warnings import warn
 from memrun.errors import ArmError
+from memrun.lazy import lazy
 from memrun.records import Hit, Record
+
+if TYPE_CHECKING:
+    import httpx
+else:
+    httpx = lazy("httpx")  # its error types, read when a request failed (memrun.arms.http_async)
 
 OPERATIONS = ("health", "create", "ingest", "ready", "search", "erase")
 HEALTH_FIELDS = (*Instrument.server_fields(), "providers")
@@ -189,15 +193,11 @@ class HttpArm:
         self._erase_exc: Exception | None = None
         self._erase_error: str | None = None
         self.prefix = f"{namespace_prefix}{secrets.token_hex(4)}-"
-        try:
-            self._check_templates()
-            self.isolation = check_isolation("http", isolation, ingest, search)
-            if "erase" not in self.ops and not keep_namespaces and self.isolation == ISOLATED:
-                raise ArmError("arm.erase is not configured, so memrun cannot remove the namespaces it creates; "
-                               "configure erase or set arm.keep_namespaces=true")
-        except ArmError:
-            self.server.close()
-            raise
+        self._check_templates()
+        self.isolation = check_isolation("http", isolation, ingest, search)
+        if "erase" not in self.ops and not keep_namespaces and self.isolation == ISOLATED:
+            raise ArmError("arm.erase is not configured, so memrun cannot remove the namespaces it creates; "
+                           "configure erase or set arm.keep_namespaces=true")
         # a shared store without erase keeps what the run wrote (the server has nothing per history to erase)
         self.keep_namespaces = keep_namespaces or (self.isolation != ISOLATED and "erase" not in self.ops)
         self.health: dict[str, Any] = {}
@@ -213,7 +213,6 @@ class HttpArm:
                 self.health = self._read_health(require_real_providers)
         except BaseException:
             self.ledger.close()
-            self.server.close()
             raise
         self._guard.install()
         atexit.register(self.close)
@@ -381,7 +380,6 @@ class HttpArm:
                 self._erase_all()
         finally:
             self.ledger.close()
-            self.server.close()
 
     def _erase_all(self) -> None:
         """Erase every namespace the ledger lists; when some stay, mark the ledger (the next

@@ -4,7 +4,8 @@ Why aiohttp: it is the stack the LLM client (:mod:`memrun.llm.client`) already u
 on a loopback server it spends a fraction of httpx's AsyncClient time per request (bench:
 ``bench/bench_http_arm.py``; httpx's async path cost ~14 ms a request on a loaded 2-core
 machine where aiohttp cost ~2), which is memrun's overhead in every latency it records.
-The blocking set-up and clean-up of the arm (health, leftovers, ``close``) stay on httpx.
+The arm's set-up and clean-up (health, leftovers, ``close``) go through it too, each on an
+event loop of its own (:meth:`memrun.arms.http_client.ServerClient.request`).
 
 :func:`send` applies :class:`memrun.core.http_policy.Retrier` and a server's shared
 :class:`~memrun.core.http_policy.RateGate`; its errors are httpx's types, so the arm, the rows
@@ -14,6 +15,9 @@ connection ``httpx.ConnectError``, a timeout ``httpx.ReadTimeout``, any other tr
 failure ``httpx.ReadError``. With ``expect_json``, a reply of status < 400 whose body is not
 JSON is :class:`memrun.errors.MalformedReply`, retried as a transport error is (when the request
 is idempotent, from the same ``attempts``): one bad reply is an error of its item, not of the run.
+httpx itself loads only when one of its errors is made (:mod:`memrun.lazy`): its import
+(httpcore, trio, and its command line's click, rich and pygments) would otherwise come before
+every run's first request.
 """
 
 from __future__ import annotations
@@ -22,13 +26,18 @@ import asyncio
 import json
 from collections.abc import Mapping
 from dataclasses import dataclass, field, replace
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 import aiohttp
-import httpx
 
 from memrun.core.http_policy import AUTH_STATUSES, BODY_PREVIEW_CHARS, HttpPolicy, RateGate, Retrier, auth_error, note_wait
 from memrun.errors import MalformedReply
+from memrun.lazy import lazy
+
+if TYPE_CHECKING:
+    import httpx
+else:
+    httpx = lazy("httpx")
 
 
 @dataclass(frozen=True)

@@ -5,9 +5,12 @@ headers (the token among them), the HTTP policy (429 waits; 408, 5xx and, for id
 operations, transport errors retried: :mod:`memrun.core.http_policy`), one pooled keep-alive
 aiohttp session per event loop (:mod:`memrun.arms.http_async`) and the server's
 :class:`~memrun.core.http_policy.RateGate` (a 429 holds every request in flight to it;
-``max_rps`` caps the rate). Requests on the event loop (ingest, search, release) go
-through aiohttp; set-up (leftovers, health) and ``close`` use a blocking httpx client, so
-that namespaces are erased even after the event loop was cancelled.
+``max_rps`` caps the rate). Every request goes through aiohttp: those of the run's event
+loop (ingest, search, release) over its pooled session, those of plain code (set-up:
+leftovers, health; ``close``) each on an event loop and a session of its own
+(:func:`memrun.core.background.run_blocking`), so that namespaces are erased even after
+the run's loop was cancelled. One HTTP stack means a run loads no second one (httpx and
+what it imports: ~0.1 s before the first request).
 
 Per request only what differs is done: the operation's templates were compiled once
 (:class:`~memrun.arms.http_templates.Operation`), and a rendered path is joined to the base
@@ -23,12 +26,10 @@ from collections.abc import Mapping
 from typing import Any
 from urllib.parse import urljoin
 
-import httpx
-
 from memrun.arms import http_async
 from memrun.arms.http_templates import Operation, encode_body
-from memrun.core.blocking_client import blocking_client
-from memrun.core.http_policy import HttpPolicy, RateGate, http_client_logging, send
+from memrun.core.background import run_blocking
+from memrun.core.http_policy import HttpPolicy, RateGate, http_client_logging
 from memrun.core.redaction import Redactor
 from memrun.core.url_secrets import redact_urls
 from memrun.errors import ArmError, AuthError
@@ -58,7 +59,6 @@ class ServerClient:
         self.auth_hint, self.max_rps = auth_hint, max_rps
         self._redactor = redactor
         self._headers, self._timeout = dict(headers), timeout_s
-        self._client = blocking_client(self._headers, timeout_s)  # a TLS context only for https
         self._session: Any = None  # the aiohttp session, bound to the event loop it was made on
         self._loop: asyncio.AbstractEventLoop | None = None
         self._gate = RateGate(max_rps)
@@ -71,15 +71,18 @@ class ServerClient:
     def _auth_failed(self, op: Operation, exc: AuthError) -> ArmError:
         return ArmError(self._redactor.text(f"arm.{op.name}: the memory server answered {exc}"))  # it may echo the token
 
-    def request(self, op: Operation, **context: Any) -> httpx.Response:
-        """Send ``op`` under the HTTP policy (blocking: set-up and close). Raises ArmError for
-        a 401/403 (the run stops), httpx errors otherwise (recorded on the item)."""
-        url, body = self.render(op, context)
-        try:
-            return send(self._client, op.method, url, policy=self.policy, idempotent=op.idempotent,
-                        auth_hint=self.auth_hint, **body)
-        except AuthError as exc:
-            raise self._auth_failed(op, exc) from exc
+    def request(self, op: Operation, **context: Any) -> http_async.Reply:
+        """Send ``op`` under the HTTP policy from plain code (set-up and close), on an event
+        loop and a session of its own (module docstring). Raises ArmError for a 401/403 (the
+        run stops), the errors of :func:`memrun.arms.http_async.send` otherwise."""
+        async def once() -> http_async.Reply:
+            session = http_async.open_session(self._headers, self._timeout)
+            try:
+                return await self._send(session, None, op, False, context)
+            finally:
+                await session.close()
+
+        return run_blocking(once())
 
     def _loop_session(self) -> Any:
         """The pooled keep-alive aiohttp session of the running event loop (a new loop gets a new one)."""
@@ -102,17 +105,21 @@ class ServerClient:
 
     async def _asend(self, op: Operation, expect_json: bool, context: dict[str, Any]) -> Any:
         session = self._loop_session()
+        return await self._send(session, self._gate, op, expect_json, context)
+
+    async def _send(self, session: Any, gate: RateGate | None, op: Operation, expect_json: bool,
+                    context: dict[str, Any]) -> Any:
         url, body = self.render(op, context)
         try:
             return await http_async.send(session, op.method, url, policy=self.policy,
                                          idempotent=op.idempotent, auth_hint=self.auth_hint,
-                                         gate=self._gate, expect_json=expect_json, **body)
+                                         gate=gate, expect_json=expect_json, **body)
         except AuthError as exc:
             raise self._auth_failed(op, exc) from exc
 
     @staticmethod
     def result(op: Operation, response: Any, missing_ok: bool = False) -> Any:
-        """What ``op``'s result path finds in a response (httpx's or :class:`http_async.Reply`).
+        """What ``op``'s result path finds in a response (an :class:`http_async.Reply`).
         Raises ArmError when the response is not JSON or (unless ``missing_ok``) the path finds nothing."""
         try:
             document = response.json()
@@ -127,7 +134,3 @@ class ServerClient:
         session, self._session, self._loop = self._session, None, None
         if session is not None:
             await session.close()
-
-    def close(self) -> None:
-        """Close the blocking client (the event loop's session is closed by :meth:`disconnect`)."""
-        self._client.close()

@@ -43,7 +43,7 @@ from typing import Any
 from memrun.arms.embedders import api_key_from_env
 from memrun.arms.http import health_fields
 from memrun.arms.http_templates import await_ready, hits_from_result, sample_context
-from memrun.arms.mcp_client import TRANSPORT_FAULTS, McpSession, run_blocking
+from memrun.arms.mcp_client import TRANSPORT_FAULTS, McpSession
 from memrun.arms.mcp_ops import CONTEXT, ArgumentChecker, ToolOperation, check_tools, issued_id, map_result
 from memrun.arms.mcp_servers import McpServers
 from memrun.arms.namespaces import (
@@ -55,6 +55,7 @@ from memrun.arms.namespaces import (
     orphaned_ledgers,
     safe_name,
 )
+from memrun.core.background import run_blocking
 from memrun.core.run_warnings import warn
 from memrun.errors import ArmError
 from memrun.records import Hit, Record

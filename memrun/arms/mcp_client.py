@@ -6,7 +6,8 @@ runs the initialize handshake and lists the tools. Its methods are coroutines, a
 the event loop that opened the session (the run's loop: ``arm=mcp`` is an async arm);
 many calls may be in flight over one session. The SDK's transports are async context
 managers that must be entered and left in one task, so a *holder* task owns them for the
-session's lifetime. :func:`run_blocking` runs set-up and clean-up coroutines from plain code.
+session's lifetime. :func:`memrun.core.background.run_blocking` runs set-up and clean-up coroutines
+from plain code.
 
 Every failure is an :class:`memrun.errors.ArmError` in one line, except a tool that
 answers with ``isError`` (:class:`ToolError`, a per-item error the run records).
@@ -15,15 +16,14 @@ answers with ``isError`` (:class:`ToolError`, a per-item error the run records).
 from __future__ import annotations
 
 import asyncio
-import concurrent.futures
 import contextlib
 import logging
 import shutil
 import sys
 import tempfile
-from collections.abc import Coroutine, Mapping, Sequence
+from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
-from typing import TYPE_CHECKING, Any, TypeVar
+from typing import TYPE_CHECKING, Any
 
 from memrun.core.http_policy import http_client_logging
 from memrun.core.masking import command_label, fingerprint
@@ -47,7 +47,6 @@ else:
     mcp_stdio = lazy("mcp.client.stdio")
     mcp_types = lazy("mcp_types")
 
-T = TypeVar("T")
 STDERR_TAIL_LINES = 6
 
 
@@ -75,18 +74,6 @@ class ServerSpec:
         label and a fingerprint of every argument and variable it is handed (:func:`memrun.core.masking.fingerprint`)."""
         values = [f"{k}={v}" for k, v in sorted(self.env.items())] + [str(a) for a in self.args]
         return f"{self.label} [{fingerprint(values)}]" if values and not self.url else self.label
-
-
-def run_blocking(coro: Coroutine[Any, Any, T]) -> T:
-    """Run ``coro`` to the end on an event loop of its own and return its result (its
-    exception re-raised): in this thread, or, when this thread already runs a loop, in a
-    short-lived worker thread. For set-up and clean-up, never for the run's calls."""
-    try:
-        asyncio.get_running_loop()
-    except RuntimeError:
-        return asyncio.run(coro)
-    with concurrent.futures.ThreadPoolExecutor(1, thread_name_prefix="memrun-mcp-setup") as pool:
-        return pool.submit(asyncio.run, coro).result()
 
 
 class McpSession:

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import asyncio
 import json
 import os
 import signal
@@ -58,6 +59,26 @@ def test_namespace_lifecycle_flags_and_health(memory, tmp_path) -> None:
     arm.close()
     assert state.namespaces == {} and ledger_files(tmp_path) == []
     arm.close()  # idempotent
+
+
+def test_set_up_and_close_reach_the_server_from_inside_a_running_event_loop(memory, tmp_path) -> None:
+    # Set-up (health) and close send from plain code, each request on a loop of its own: from
+    # a thread that runs a loop already (a notebook, an async caller) they go through a worker.
+    state, url = memory
+
+    async def inside() -> tuple[dict, str]:
+        cfg = compose_run(["arm=http", f"arm.base_url={url}", f"arm.ledger_dir={tmp_path}"])
+        arm = build(cfg.arm, ARM_RESERVED_KEYS, "arm")
+        await arm.ingest("conv-1", RECORDS)
+        (name,) = state.namespaces
+        arm.close()  # the history was never released: close erases it, blocking, mid-loop
+        await arm.disconnect()
+        return arm.describe(), name
+
+    described, name = asyncio.run(inside())
+    assert described["server_build"] == "refmem 1.0.0" and name.endswith("-conv-1")
+    assert state.namespaces == {} and ledger_files(tmp_path) == []
+    assert state.requests.count("health") == 1 and state.requests.count("erase") == 1
 
 
 def test_crediting_sends_crediting_flags(memory, tmp_path) -> None:

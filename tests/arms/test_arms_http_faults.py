@@ -4,6 +4,7 @@
 from __future__ import annotations
 
 import json
+import socket
 import subprocess
 import sys
 from pathlib import Path
@@ -115,6 +116,22 @@ def test_ready_and_settle_are_validated(memory, tmp_path, overrides, message) ->
 def dead_pid() -> int:
     done = subprocess.run([sys.executable, "-c", "import os; print(os.getpid())"], capture_output=True, text=True)
     return int(done.stdout)
+
+
+def test_a_health_check_that_fails_is_one_line_naming_the_server(memory, tmp_path) -> None:
+    # Set-up sends through aiohttp, as the run's requests do; its errors read as before.
+    state, url = memory
+    state.fail["health"] = [500]
+    with pytest.raises(ArmError, match=rf"^arm.health: memory server at {url}/ refused the health check: HTTP 500 "
+                                       r"from GET .*/v1/health: .*check arm.base_url"):
+        http_arm(url, tmp_path, "arm.attempts=1")
+    with socket.socket() as free:  # a port nothing listens on
+        free.bind(("127.0.0.1", 0))
+        dead = f"http://127.0.0.1:{free.getsockname()[1]}"
+    with pytest.raises(ArmError, match=rf"^arm.health: memory server at {dead}/ did not answer: cannot connect to "
+                                       rf"{dead}/v1/health") as refused:
+        http_arm(dead, tmp_path, "arm.attempts=1")
+    assert "\n" not in str(refused.value)
 
 
 def test_a_server_that_dies_mid_run(tmp_path, capsys) -> None:
