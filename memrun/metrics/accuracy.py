@@ -99,23 +99,53 @@ def accuracy_block(items: Sequence[Mapping[str, Any]]) -> dict[str, Any]:
     }
 
 
-def _judge2(rows: Sequence[Row]) -> dict[str, Any] | None:
-    pairs = [
-        (r["label"], r["judge2_label"])
-        for r in rows
-        if r.get("judge2_label") is not None and r.get("label") not in (None, ERROR) and r["judge2_label"] != ERROR
-    ]
-    graded = sum(1 for r in rows if r.get("judge2_label") is not None)
+def judge2_block(rows: Sequence[Row], max_error_share: float) -> dict[str, Any] | None:
+    """The second judge's agreement with the first over the rows it graded, or None when
+    it graded none.
+
+    The second judge never changes a label, so its errors are not the headline's (they do
+    not count against the run's ``max_error_share``); they leave rows out of its agreement
+    instead, so they are counted apart, with the denominator: ``n_rows`` (graded),
+    ``n_compared`` (neither judge errored), ``n_errors`` (the second judge's own errors)
+    and ``n_first_judge_errors`` (rows the first judge errored and the second did not).
+    When more than ``max_error_share`` of the rows are left out, ``agreement`` and
+    ``cohen_kappa`` are None and ``withheld`` says why (the rows compared need not be like
+    the rest); else they are read on ``n_compared`` rows."""
+    graded = [r for r in rows if r.get("judge2_label") is not None]
     if not graded:
         return None
-    a, b = [p[0] for p in pairs], [p[1] for p in pairs]
-    return {
-        "n_rows": graded,
-        "n_compared": len(pairs),
-        "n_errors": graded - len(pairs),
-        "agreement": agreement(a, b) if pairs else None,
-        "cohen_kappa": _nan_to_none(cohen_kappa(a, b)) if pairs else None,
+    second = [r for r in graded if r["judge2_label"] == ERROR]
+    first = [r for r in graded if r["judge2_label"] != ERROR and r.get("label") in (None, ERROR)]
+    pairs = [(r["label"], r["judge2_label"]) for r in graded if r["judge2_label"] != ERROR and r.get("label") not in (None, ERROR)]
+    block: dict[str, Any] = {
+        "n_rows": len(graded), "n_compared": len(pairs), "n_errors": len(second), "n_first_judge_errors": len(first),
+        "agreement": None, "cohen_kappa": None, "withheld": None,
     }
+    left_out = len(graded) - len(pairs)
+    if left_out / len(graded) > max_error_share:
+        block["withheld"] = (
+            f"second judge errored on {len(second)} of {len(graded)} rows ({len(second) / len(graded):.0%})"
+            + (f" and the first judge on {len(first)} more" if first else "")
+            + f", more than max_error_share={max_error_share:g} of its rows: agreement not reported (it would rest "
+              f"on the {len(pairs)} rows compared, which need not be like the rest); fix the cause and run again")
+    elif pairs:
+        a, b = [p[0] for p in pairs], [p[1] for p in pairs]
+        block["agreement"], block["cohen_kappa"] = agreement(a, b), _nan_to_none(cohen_kappa(a, b))
+    return block
+
+
+def judge2_text(block: Mapping[str, Any]) -> str:
+    """The second judge's line: ``second judge: agreement 95.0% on 95 of 100 rows (5 errored:
+    second judge 4, first judge 1), Cohen's kappa 0.871``, or why its agreement is withheld
+    (``second judge errored on 27 of 30 rows (90%), more than max_error_share=0.1 ...``)."""
+    if block.get("withheld"):
+        return str(block["withheld"])
+    left_out = block["n_rows"] - block["n_compared"]
+    share = "-" if block.get("agreement") is None else f"{100 * block['agreement']:.1f}%"
+    kappa = "-" if block.get("cohen_kappa") is None else f"{block['cohen_kappa']:.3f}"
+    return (f"second judge: agreement {share} on {block['n_compared']} of {block['n_rows']} rows ({left_out} errored: "
+            f"second judge {block['n_errors']}, first judge {block.get('n_first_judge_errors', 0)}), "
+            f"Cohen's kappa {kappa}")
 
 
 def summarize_accuracy(
@@ -125,6 +155,7 @@ def summarize_accuracy(
     comparable_categories: Sequence[str] | None,
     denominator: str,
     task_averaged: bool = False,
+    max_error_share: float = 0.1,
 ) -> dict[str, Any]:
     """Summary of an accuracy run (see the module docstring).
 
@@ -132,7 +163,8 @@ def summarize_accuracy(
     the verdicts read (``accuracy_abstain_wrong`` or ``accuracy``); it is named in
     ``headline``. Returns counts, ``overall_all``, ``overall_comparable`` (when
     ``comparable_categories``), ``per_category``, latency percentiles (ms), token means,
-    ``success_rate``, ``failure_stages``, ``judge2`` agreement, ``lexical`` means, ``stale``
+    ``success_rate``, ``failure_stages``, ``judge2`` agreement (:func:`judge2_block`, withheld
+    past ``max_error_share``), ``lexical`` means, ``stale``
     (and ``beam_official``, BEAM's official table, when rows carry rubric scores; with
     ``denominator`` ``official_score`` its ten-ability mean is the headline)
     (rows the stale check applied to, and how many were stale) and ``score``; with
@@ -186,7 +218,7 @@ def summarize_accuracy(
     summary["completion_tokens"] = {"mean": _mean(completion), "n_reported": len(completion)}
     summary["success_rate"] = _ratio(sum(1 for r in rows if r.get("label") not in (None, ERROR)), len(rows))
     summary["failure_stages"] = dict(Counter(i["failure_stage"] for i in items if i["failure_stage"]))
-    summary["judge2"] = _judge2(rows)
+    summary["judge2"] = judge2_block(rows, max_error_share)
     checked = [r["stale"] for r in rows if r.get("stale") is not None]
     summary["stale"] = {"n_checked": len(checked), "n_stale": sum(checked)} if checked else None
     lexical = {name: _mean([float(r[name]) for r in rows if r.get(name) is not None]) for name in LEXICAL}

@@ -28,6 +28,7 @@ def summarize_rows(
     task_averaged: bool,
     headline: str | None = None,
     unmeasurable: str | None = None,
+    max_error_share: float = 0.1,
 ) -> dict[str, Any]:
     """The metrics of a run's rows (columns of :mod:`memrun.io.schema`), as ``summary.json`` holds them.
 
@@ -39,6 +40,8 @@ def summarize_rows(
     metrics cannot be measured; they are then null (:func:`memrun.metrics.summary.not_measurable`).
     ``intervals``: the headline metric's 95% cluster-bootstrap intervals, overall and per
     category (:func:`memrun.metrics.intervals.category_intervals`; left out when not measurable).
+    ``max_error_share``: the run's; past it the second judge's agreement is withheld
+    (:func:`memrun.metrics.accuracy.judge2_block`).
     Raises ValueError for axis ``accuracy`` without ``headline``.
     ``caveats``: items credited by a convention, unreachable gold, empty searches
     (:func:`memrun.metrics.conventions.run_counts`).
@@ -60,7 +63,8 @@ def summarize_rows(
         raise ValueError("axis=accuracy: the summary needs headline, the denominator the verdicts read")
     summary = metrics_accuracy.summarize_accuracy(rows, categories=categories,
                                                   comparable_categories=comparable_categories,
-                                                  denominator=headline, task_averaged=task_averaged)
+                                                  denominator=headline, task_averaged=task_averaged,
+                                                  max_error_share=max_error_share)
     first = [{**r, "error": None} if r["error"] is not None and r["retrieved_keys"] is not None else r
              for r in rows if r["repeat"] == 0]
     summary["retrieval"] = retrieval(first)

@@ -43,10 +43,12 @@ if TYPE_CHECKING:
     from memrun.accuracy import setup as accuracy_setup
     from memrun.accuracy.setup import AccuracySetup
     from memrun.llm import reader as llm_reader
+    from memrun.metrics import accuracy as metrics_accuracy
     from memrun.metrics import run_level
 else:
     accuracy_setup = lazy("memrun.accuracy.setup")
     llm_reader = lazy("memrun.llm.reader")
+    metrics_accuracy = lazy("memrun.metrics.accuracy")
     # The run-level metrics (their intervals: the statistics, numpy) load when the items are done.
     run_level = lazy("memrun.metrics.run_level")
 
@@ -194,6 +196,8 @@ def finish(spec: RunSpec, loaded: Loaded, parts: Parts, rows: list[dict[str, Any
     if setup and setup.reader is None:  # the arm answers itself
         ids = loaded.benchmark_ids if loaded.benchmark_ids is not None else {r["item_id"] for r in rows}
         coverage = checks.coverage(parts.arm, ids, spec.min_coverage)
+    if setup and setup.judge2 and (block := metrics_accuracy.judge2_block(rows, spec.max_error_share)):
+        warnings.warn(block["withheld"])  # not the headline's errors: the run's status stays as it is
     if setup and setup.reader:
         warnings.warn(llm_reader.emptied_context_warning(rows, setup.reader.max_context_tokens),
                       llm_reader.overflow_warning(rows, setup.reader.max_context_tokens))
@@ -209,12 +213,13 @@ def finish(spec: RunSpec, loaded: Loaded, parts: Parts, rows: list[dict[str, Any
     return status, error, coverage
 
 
-def metrics(rows: list[dict[str, Any]], instrument: Instrument, headline: str | None = None) -> dict[str, Any]:
+def metrics(rows: list[dict[str, Any]], instrument: Instrument, max_error_share: float,
+            headline: str | None = None) -> dict[str, Any]:
     """The run's metrics from its rows (:func:`memrun.metrics.run_level.summarize_rows`)."""
     return run_level.summarize_rows(
         rows, axis=str(instrument.axis), ks=instrument.ks, categories=instrument.categories,
         comparable_categories=instrument.comparable_categories, task_averaged=instrument.task_averaged,
-        headline=headline, unmeasurable=instrument.retrieval_not_measurable,
+        headline=headline, unmeasurable=instrument.retrieval_not_measurable, max_error_share=max_error_share,
     )
 
 
@@ -225,7 +230,7 @@ def summarize(spec: RunSpec, loaded: Loaded, setup: AccuracySetup | None, rows: 
     arm that answers itself, its coverage; a partial headline says so) and the run's facts.
     ``seconds``: the pipeline's wall time; ``sha256``: of ``items.parquet`` (the reader checks it)."""
     if setup:
-        summary = metrics(rows, instrument, setup.headline)
+        summary = metrics(rows, instrument, spec.max_error_share, setup.headline)
         if coverage is not None:
             summary["coverage"] = coverage
             summary["headline"]["partial"] = coverage["partial"]
@@ -234,7 +239,7 @@ def summarize(spec: RunSpec, loaded: Loaded, setup: AccuracySetup | None, rows: 
             stopped=stopped, instrument={k: getattr(instrument, k) for k in setup.instrument},
         )
     else:
-        summary = metrics(rows, instrument)
+        summary = metrics(rows, instrument, spec.max_error_share)
     summary.update(
         run_id=instrument.run_id, status=instrument.status, error=instrument.error, benchmark=spec.benchmark,
         arm=spec.arm, axis=spec.axis, slice=instrument.slice, corrections_sha256=instrument.corrections_sha256,

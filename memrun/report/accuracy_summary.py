@@ -10,6 +10,7 @@ from rich.console import Console, JustifyMethod
 from rich.markup import escape
 from rich.table import Table
 
+from memrun.metrics.accuracy import judge2_text
 from memrun.report.model import slices
 from memrun.report.run_summary import caveat_lines, conventions, pct, percent
 
@@ -92,12 +93,7 @@ def print_accuracy_summary(console: Console, summary: Mapping[str, Any], *, titl
     if summary.get("failure_stages"):
         console.print("failure stages: " + ", ".join(f"{k} {v}" for k, v in sorted(summary["failure_stages"].items())))
     if summary.get("judge2"):
-        j2 = summary["judge2"]
-        kappa = "-" if j2["cohen_kappa"] is None else f"{j2['cohen_kappa']:.3f}"
-        console.print(
-            f"second judge on {j2['n_rows']} rows: agreement {percent(j2['agreement'])}, Cohen's kappa {kappa} "
-            f"({j2['n_errors']} errored)"
-        )
+        console.print(judge2_text(summary["judge2"]), markup=False, soft_wrap=True)
     averaged = summary.get("category_averaged") or {}
     if averaged.get("mean_judge_score") is not None:
         console.print(f"mean over categories (each weighing the same): score {averaged['mean_judge_score']:.3f}")

@@ -271,3 +271,36 @@ def test_unusable_cache_folders_and_timeouts_are_config_errors(server, tmp_path)
         with pytest.raises(ConfigError, match=re.escape(message)):
             execute_run(tmp_path, "judge=gpt41", override)
     assert server.count() == 0
+
+
+def test_a_second_judge_that_mostly_errors_is_counted_and_its_agreement_withheld(server, tmp_path):
+    """judge2 answers nothing it can parse on 27 of 30 items: the agreement on the 3 left
+    read 100% with the run complete and no warning. The second judge never changes a label,
+    so its errors are not the headline's (the run stays complete, exit 0), but they are
+    counted apart from the first judge's, with their denominator, and past max_error_share
+    the agreement is not reported."""
+    ok = set(list(GOLD)[:3])
+
+    def replies(body: dict) -> str:
+        text = prompt_text(body)
+        if is_judge(text) and str(body.get("model")).startswith("gpt-4o") and not any(q in text for q in ok):
+            return "I would rather not say."  # unparseable, and again when re-asked
+        return gold_reader(body)
+
+    server.responder = replies
+    out, printed = execute_run(tmp_path, "judge=gpt41", "judge2=gpt4o", "judge2_sample=null")
+    s = summary(out)
+    j2 = s["judge2"]
+    assert (j2["n_rows"], j2["n_compared"], j2["n_errors"], j2["n_first_judge_errors"]) == (30, 3, 27, 0)
+    assert j2["agreement"] is None and j2["cohen_kappa"] is None and "27 of 30" in j2["withheld"]
+    assert s["status"] == "complete" and s["overall_all"]["accuracy"] == 1.0  # the headline is the first judge's
+    assert "second judge errored on 27 of 30 rows (90%)" in printed and "max_error_share=0.1" in printed
+    assert "agreement not reported" in printed
+    assert any("second judge errored on 27 of 30 rows" in w for w in read_run(out).instrument.warnings)
+
+    # within max_error_share the agreement is reported, on its denominator
+    again, printed = execute_run(tmp_path, "judge=gpt41", "judge2=gpt4o", "judge2_sample=null", "max_error_share=0.95",
+                                 name="lenient")
+    j2 = summary(again)["judge2"]
+    assert j2["agreement"] == 1.0 and j2.get("withheld") is None
+    assert "agreement 100.0% on 3 of 30 rows (27 errored: second judge 27, first judge 0)" in printed

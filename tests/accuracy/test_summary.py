@@ -13,8 +13,9 @@ def row(item: str, repeat: int, label: str, category: str = "1", keys=("a",), **
             "search_latency_ms": 10.0 * (repeat + 1), **kw}
 
 
-def summarize(rows, denominator="accuracy_abstain_wrong", comparable=None):
-    return summarize_accuracy(rows, categories={"1": "one", "2": "two"}, comparable_categories=comparable, denominator=denominator)
+def summarize(rows, denominator="accuracy_abstain_wrong", comparable=None, max_error_share=0.1):
+    return summarize_accuracy(rows, categories={"1": "one", "2": "two"}, comparable_categories=comparable,
+                              denominator=denominator, max_error_share=max_error_share)
 
 
 def test_majority_tie_and_error_rules():
@@ -61,14 +62,20 @@ def test_categories_comparable_slice_and_judge2_agreement():
         row("d", 0, "wrong", "2", judge2_label="wrong"),
         row("e", 0, "correct", "2", judge2_label="error"),
     ]
-    s = summarize(rows, comparable=["1"])
+    s = summarize(rows, comparable=["1"], max_error_share=0.2)
     assert s["overall_comparable"]["n_items"] == 2 and s["per_category"]["2"]["label"] == "two"
     assert s["headline"]["slice"] == "overall_comparable"
     j2 = s["judge2"]
-    assert (j2["n_rows"], j2["n_compared"], j2["n_errors"]) == (5, 4, 1)
-    assert j2["agreement"] == 0.75
+    assert (j2["n_rows"], j2["n_compared"], j2["n_errors"], j2["n_first_judge_errors"]) == (5, 4, 1, 0)
+    assert j2["agreement"] == 0.75 and j2["withheld"] is None  # 1 of 5 left out: at max_error_share, not past it
     # kappa: p_o = 0.75, p_e = (2/4)(3/4) + (2/4)(1/4) = 0.5 -> 0.5
     assert j2["cohen_kappa"] == pytest.approx(0.5)
+    # a row the first judge errored is left out too, counted apart; past the share nothing is reported
+    j2 = summarize([*rows, row("f", 0, "error", "2", judge2_label="wrong")], max_error_share=0.2)["judge2"]
+    assert (j2["n_rows"], j2["n_compared"], j2["n_errors"], j2["n_first_judge_errors"]) == (6, 4, 1, 1)
+    assert j2["agreement"] is None and j2["cohen_kappa"] is None
+    assert j2["withheld"].startswith("second judge errored on 1 of 6 rows (17%) and the first judge on 1 more, "
+                                     "more than max_error_share=0.2 of its rows: agreement not reported")
 
 
 def test_failure_stage_in_pipeline_order():

@@ -49,7 +49,8 @@ def load_summary(run: RunTable) -> tuple[dict[str, Any], str | None]:
     summary = metrics_run_level.summarize_rows(
         rows, axis=str(inst.axis), ks=inst.ks, categories=inst.categories,
         comparable_categories=inst.comparable_categories, task_averaged=inst.task_averaged,
-        headline=denominator, unmeasurable=inst.retrieval_not_measurable)
+        headline=denominator, unmeasurable=inst.retrieval_not_measurable,
+        max_error_share=float((inst.config or {}).get("max_error_share", 0.1)))
     return summary, f"no {SUMMARY_FILE}: the figures below were recomputed from the {len(rows)} rows it wrote"
 
 
@@ -179,17 +180,21 @@ def run_context(path: str | Path, item_link: str | None = None) -> dict[str, Any
 
 def judge2_rows(summary: Mapping[str, Any], inst: Instrument) -> list[tuple[str, str]]:
     """The second judge's figures from ``summary.json``'s ``judge2`` block: its model, rows
-    compared, raw agreement and Cohen's kappa (``-`` when undefined: one label only); empty
-    when the run had no second judge."""
+    compared of those it graded and why the others were not (each judge's errors), raw
+    agreement and Cohen's kappa (``-`` when undefined: one label only), or why they are
+    withheld (:func:`memrun.metrics.accuracy.judge2_block`); empty when the run had no second judge."""
     block = summary.get("judge2")
     if not block:
         return []
     kappa = block.get("cohen_kappa")
     agreement = block.get("agreement")
-    return [("second judge", str(inst.judge2_model or "-")),
+    rows = [("second judge", str(inst.judge2_model or "-")),
             ("rows compared", f"{block.get('n_compared', '-')} of {block.get('n_rows', '-')}"
-                              f" ({block.get('n_errors', 0)} errored)"),
-            ("agreement", "-" if agreement is None else f"{100 * agreement:.1f}%"),
+                              f" ({block.get('n_errors', 0)} errored in the second judge, "
+                              f"{block.get('n_first_judge_errors', 0)} in the first)")]
+    if block.get("withheld"):
+        return [*rows, ("agreement", f"not reported: {block['withheld']}")]
+    return [*rows, ("agreement", "-" if agreement is None else f"{100 * agreement:.1f}%"),
             ("Cohen's kappa", "- (undefined: the judges used one label only)" if kappa is None else f"{kappa:.3f}")]
 
 
