@@ -76,3 +76,46 @@ def test_info_leaves_the_logging_of_the_process_as_it_found_it(capsys, monkeypat
     before = (root.level, list(root.handlers))
     _printed(capsys, monkeypatch, tmp_path, ["--info", "config"])
     assert (root.level, list(root.handlers)) == before  # Hydra's --info had left DEBUG and a stdout handler
+
+
+@pytest.mark.parametrize("args", [["--cfg", "job"], ["--cfg", "all"], ["--cfg", "job", "--package", "arm"]])
+def test_cfg_shows_the_embedder_the_run_records(capsys, monkeypatch, tmp_path, args):
+    """An embedder composed into an arm that does not embed printed as composed (MiniLM)
+    while the run records arm.embedder: null; now printed as the run records it, with the
+    run's warning. An arm that embeds keeps its embedder."""
+    import yaml
+
+    def arm_of(out: str) -> dict:
+        tree = yaml.safe_load(out.split("\n", 1)[1] if out.startswith("# @package") else out)
+        return tree if "--package" in args else tree["arm"]
+
+    monkeypatch.chdir(tmp_path)
+    monkeypatch.setattr(logging.getLogger(), "handlers", [])
+    capsys.readouterr()
+    assert main([*args, "arm=bm25", "arm/embedder=minilm"]) == 0
+    monkeypatch.undo()
+    printed = capsys.readouterr()
+    assert arm_of(printed.out)["embedder"] is None
+    assert printed.err == ("warning: arm=bm25 does not embed: arm/embedder=... is ignored here (it applies to dense "
+                           "and hybrid); recorded as arm.embedder=null\n")
+    out = _printed(capsys, monkeypatch, tmp_path, [*args, "arm=dense", "arm/embedder=minilm"])
+    assert arm_of(out)["embedder"]["model"] == "all-MiniLM-L6-v2"
+
+
+def test_the_source_reading_agrees_with_the_imported_classes():
+    """--cfg reads what an arm does with an embedder from its source (no import); a run from
+    the imported class: the two agree on every arm memrun ships."""
+    from pathlib import Path
+
+    from memrun.config.build_spec import embeds
+    from memrun.config.embedder_use import declared_use
+
+    targets = {line.split(":", 1)[1].strip() for path in Path("conf/arm").rglob("*.yaml")
+               for line in path.read_text().splitlines() if line.startswith("_target_:")}
+    import re
+    source = Path("memrun/config/arms.py").read_text()
+    targets |= set(re.findall(r'_target_: str = "(memrun\.arms\.[\w.]+Arm)"', source))
+    assert len(targets) >= 9, targets
+    for target in sorted(targets):
+        assert declared_use(target) == embeds(target), target
+    assert declared_use("memrun.arms.no_such.Arm") is None

@@ -74,6 +74,7 @@ def redact_printed_config(text: str, package: str | None = None) -> str:
     tree = value
     for key in reversed(path):
         tree = {key: tree}
+    _as_recorded(tree)
     if isinstance(tree, dict) and isinstance(tree.get("hydra"), dict):
         job = {k: v for k, v in tree.items() if k != "hydra"}
         clean = {**redaction.redact_config(job), "hydra": redaction.redact_hydra(tree["hydra"], job)}
@@ -86,6 +87,21 @@ def redact_printed_config(text: str, package: str | None = None) -> str:
         return f"{tree}\n"
     text = redaction.yaml_text(tree)
     return (f"{first}\n" if header else "") + text
+
+
+def _as_recorded(tree: Any) -> None:
+    """Set in ``tree`` (the printed config from its root) what the run will change before it
+    saves its config, saying so on stderr as the run does: an embedder composed into an arm
+    that does not embed is recorded as null (:mod:`memrun.config.embedder_use`, read from the
+    arm's source, not imported)."""
+    arm = tree.get("arm") if isinstance(tree, dict) else None
+    if not isinstance(arm, dict) or arm.get("embedder") is None or not isinstance(arm.get("_target_"), str):
+        return
+    from memrun.config import embedder_use  # only for a config that holds an embedder: ast, no arm imported
+
+    if embedder_use.declared_use(arm["_target_"]) == embedder_use.NO:
+        arm["embedder"] = None
+        sys.stderr.write(f"warning: {embedder_use.ignored_note(arm.get('name'))}\n")
 
 
 @contextmanager

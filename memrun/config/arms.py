@@ -15,7 +15,7 @@ class ArmKeys:
     concurrency: int = 16  # calls in flight to the arm (async or thread-safe arms); 1: one at a time
     warmup: bool = False  # search each query twice and time the second (the first warms caches)
     # arm/embedder=...: the arms that embed (dense, hybrid) require one; the others hold null and
-    # ignore one a sweep composes into them (memrun.config.embedders.drop_unused_embedder says so)
+    # ignore one a sweep composes into them (memrun.config.build_spec.check_embedder says so; --cfg job prints the null)
     embedder: Optional[Any] = None
 
 

@@ -15,6 +15,7 @@ from memrun.arms.contract import class_answers
 from memrun.benchmarks.selection import selection_from_config
 from memrun.config import Axis, cutoffs, default_top_k
 from memrun.config.compose import resolved, saved
+from memrun.config.embedder_use import NO, REQUIRED, ignored_note, use_of
 from memrun.core.redaction import check_no_secrets
 from memrun.errors import ConfigError
 from memrun.jobs import shards
@@ -123,15 +124,14 @@ def answers_itself(target: str) -> bool:
 def embeds(target: str) -> str | None:
     """What the arm class ``target`` does with an ``embedder``: ``"required"`` (a parameter
     without a default: dense, hybrid), ``"accepts"`` (one with a default, or ``**kwargs``),
-    ``"no"`` (no such parameter); None when it does not import (building it says why)."""
+    ``"no"`` (no such parameter: :func:`memrun.config.embedder_use.use_of`); None when it does
+    not import (building it says why)."""
     try:
         parameters = inspect.signature(get_class(target)).parameters
     except (ImportError, InstantiationException, ValueError, TypeError):
         return None
-    named = parameters.get("embedder")
-    if named is not None:
-        return "required" if named.default is inspect.Parameter.empty else "accepts"
-    return "accepts" if any(p.kind is inspect.Parameter.VAR_KEYWORD for p in parameters.values()) else "no"
+    return use_of((p.name, p.default is not inspect.Parameter.empty, p.kind is inspect.Parameter.VAR_KEYWORD)
+                  for p in parameters.values())
 
 
 def check_embedder(cfg: Any) -> str | None:
@@ -146,15 +146,14 @@ def check_embedder(cfg: Any) -> str | None:
     unset = "embedder" in cfg.arm and OmegaConf.is_missing(cfg.arm, "embedder")  # ~arm/embedder on dense
     node, arm = None if unset else cfg.arm.get("embedder"), cfg.arm.get("name")
     uses = embeds(str(cfg.arm.get("_target_")))
-    if uses == "required" and node is None and "embedder" in cfg.arm:
+    if uses == REQUIRED and node is None and "embedder" in cfg.arm:
         raise ConfigError(f"arm={arm} embeds its records and has no embedder: add arm/embedder=minilm "
                           "(on this machine, no key) or arm/embedder=openai")
-    if uses != "no" or node is None:
+    if uses != NO or node is None:
         return None
     with open_dict(cfg.arm):
         cfg.arm.embedder = None
-    return (f"arm={arm} does not embed: arm/embedder=... is ignored here (it applies to dense and hybrid); "
-            "recorded as arm.embedder=null")
+    return ignored_note(arm)
 
 
 def llm_call_spec(cfg: Any) -> LLMCallSpec:
