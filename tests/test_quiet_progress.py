@@ -27,4 +27,6 @@ def test_http_logging_only_with_verbose_and_progress_counts_ingest(memory, tmp_p
 
     verbose = run_memrun(["--verbose", *args, f"hydra.run.dir={tmp_path / 'verbose'}"], tmp_path, env)
     assert verbose.returncode == 0, verbose.stderr
-    assert "HTTP Request" in verbose.stderr  # httpx's lines (the arm's set-up calls), asked for
+    assert "HTTP Request" in verbose.stderr  # memrun's lines for the arm's requests (memrun.http), asked for
+    assert re.search(r'memrun.http: HTTP Request: POST http://127.0.0.1:\d+/v1/namespaces/[^/]+/search "200 OK"',
+                     verbose.stderr), verbose.stderr

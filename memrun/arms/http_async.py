@@ -24,13 +24,24 @@ from __future__ import annotations
 
 import asyncio
 import json
+import logging
 from collections.abc import Mapping
 from dataclasses import dataclass, field, replace
 from typing import TYPE_CHECKING, Any
 
 import aiohttp
 
-from memrun.core.http_policy import AUTH_STATUSES, BODY_PREVIEW_CHARS, HttpPolicy, RateGate, Retrier, auth_error, note_wait
+from memrun.core.http_policy import (
+    AUTH_STATUSES,
+    BODY_PREVIEW_CHARS,
+    REQUEST_LOGGER,
+    HttpPolicy,
+    RateGate,
+    Retrier,
+    auth_error,
+    note_wait,
+)
+from memrun.core.url_secrets import redact_urls
 from memrun.errors import MalformedReply
 from memrun.lazy import lazy
 
@@ -47,6 +58,7 @@ class _Request:
 
 
 _UNPARSED = object()
+_LOG = logging.getLogger(REQUEST_LOGGER)  # one line per request under memrun --verbose (aiohttp logs none)
 
 
 @dataclass(frozen=True)
@@ -134,6 +146,8 @@ async def send(session: aiohttp.ClientSession, method: str, url: str, *, policy:
             note_wait(wait)
             await asyncio.sleep(wait)
             continue
+        if _LOG.isEnabledFor(logging.INFO):
+            _LOG.info('HTTP Request: %s %s "%d %s"', method, redact_urls(url), reply.status_code, response.reason)
         wait = retrier.delay(reply.status_code, reply.headers)
         if wait is None:
             if reply.status_code >= 400:

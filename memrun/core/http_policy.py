@@ -317,7 +317,8 @@ async def asend(
 
 # Loggers of the HTTP stacks memrun drives (its own clients, the MCP SDK's): at INFO httpx
 # logs one "HTTP Request" line per call, thousands in a run.
-HTTP_LOGGERS = ("httpx", "httpcore", "httpx2", "openai", "aiohttp", "mcp")
+REQUEST_LOGGER = "memrun.http"  # the request lines of memrun's own aiohttp clients (aiohttp logs none)
+HTTP_LOGGERS = ("httpx", "httpcore", "httpx2", "openai", "aiohttp", "mcp", REQUEST_LOGGER)
 VERBOSE_ENV = "MEMRUN_VERBOSE"  # set by ``memrun --verbose`` (inherited by a sweep's worker processes)
 
 
