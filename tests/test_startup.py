@@ -77,6 +77,17 @@ def test_an_http_arms_run_loads_one_http_stack(memory, tmp_path):
     assert done.returncode == 0 and done.stdout.strip().endswith("[]"), done.stdout + done.stderr
 
 
+def test_a_run_without_a_progress_bar_loads_rich_only_to_print_its_table(tmp_path):
+    """rich (~0.03 s) is for the table a run prints at the end and a terminal's bar: with
+    progress off or going to a log, nothing a run does before its items imports it."""
+    code = ("import sys; import memrun.cli, memrun.jobs.launch, memrun.pipeline.run, memrun.pipeline.outer_stages, "
+            "memrun.pipeline.item_stages, memrun.arms.http; from memrun.pipeline.item_stages import make_progress; "
+            "[make_progress(None, on).__enter__() for on in (False, True)]; "
+            "print(sorted(m for m in sys.modules if m.split('.')[0] == 'rich'))")
+    done = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True)  # stderr: a pipe, no terminal
+    assert done.returncode == 0 and done.stdout.strip() == "[]", done.stdout + done.stderr
+
+
 def test_the_run_flow_leaves_pyarrow_to_the_writers_thread():
     """A run's first requests go out while the writer's own thread imports pyarrow
     (memrun.io.writer): nothing the run flow imports before the items begin pulls it in."""

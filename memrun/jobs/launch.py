@@ -44,7 +44,6 @@ if TYPE_CHECKING:
     from hydra.core import hydra_config
     from omegaconf import errors as omegaconf_errors
     from pyarrow import parquet as pq
-    from rich import console as rich_console
 
     from memrun import config
     from memrun.config import build_spec, strict
@@ -67,7 +66,6 @@ else:
     omegaconf_errors = lazy("omegaconf.errors")
     hydra_config = lazy("hydra.core.hydra_config")
     hydra_types = lazy("hydra.types")
-    rich_console = lazy("rich.console")
     config = lazy("memrun.config")
     config_compose = lazy("memrun.config.compose")
     config_errors = lazy("memrun.config.errors")
@@ -382,9 +380,8 @@ def _job(cfg: Any, hydra_cfg: Any) -> int:
                 run_warnings.warn(f"an earlier run of this configuration did not finish: {folder} holds {rows} rows "
                      f"({'resumed from another' if resume_from else 'resume=false: not resumed'}); this run "
                      "does not use it, so that folder is stale: remove it when done")
-            # Piped output (CI logs, files) gets a table wide enough to read; terminals keep their width.
-            run_module.execute(cfg, out_dir, rich_console.Console(width=None if sys.stdout.isatty() else 120),
-                        provenance.config_folder(hydra_cfg.runtime.config_sources), warnings, resume_from)
+            # None: stdout's console (memrun.report.run_summary.stdout_console), made when first printed to
+            run_module.execute(cfg, out_dir, None, provenance.config_folder(hydra_cfg.runtime.config_sources), warnings, resume_from)
             signals.check()  # a stop asked for while the table was written: it was finished first
     except KeyboardInterrupt:
         status, error = run_status.RunStatus.INTERRUPTED, "interrupted"

@@ -15,10 +15,6 @@ from collections.abc import Iterator
 from contextlib import contextmanager
 from typing import TYPE_CHECKING, Any, TypeAlias
 
-from rich.console import Console
-from rich.progress import BarColumn, MofNCompleteColumn, Progress, ProgressColumn, Task, TextColumn, TimeElapsedColumn
-from rich.text import Text
-
 from memrun.arms import Arm
 from memrun.core import signals
 from memrun.core.instrument import Instrument
@@ -36,13 +32,17 @@ from memrun.records import Dataset
 if TYPE_CHECKING:
     import asyncio
 
+    from rich.console import Console
+    from rich.progress import Progress
+
     from memrun.accuracy import stage as accuracy_stage
     from memrun.accuracy.setup import AccuracySetup
-    from memrun.pipeline import progress_lines
+    from memrun.pipeline import progress_bar, progress_lines
 else:
     asyncio = lazy("asyncio")
     accuracy_stage = lazy("memrun.accuracy.stage")
     progress_lines = lazy("memrun.pipeline.progress_lines")
+    progress_bar = lazy("memrun.pipeline.progress_bar")  # rich's bar: a terminal's only
 
 PROGRESS_SECONDS = 0.1
 # Container allocations (net) between two young-generation collections while calls are in
@@ -121,14 +121,6 @@ def thousands(n: int) -> str:
     return f"{n / 1_000_000:.1f}M"
 
 
-class ActivityColumn(ProgressColumn):
-    """What the run does besides finishing items (:data:`memrun.pipeline.progress_lines.ACTIVITY`):
-    histories ingested and records/s, records embedded; read at each redraw."""
-
-    def render(self, task: Task) -> Text:
-        return Text(progress_lines.ACTIVITY.text(), style="progress.data.speed")
-
-
 def start_activity(dataset: Dataset) -> None:
     """Open the progress line's ingest phase (histories of ``dataset``; total when it is a list)."""
     progress_lines.ACTIVITY.clear()
@@ -140,23 +132,15 @@ ProgressBar: TypeAlias = "Progress | progress_lines.PlainProgress"
 """rich's bar on a terminal, else its stand-in printing plain lines (:func:`make_progress`)."""
 
 
-def make_progress(console: Console, enabled: bool, calls: bool = False) -> ProgressBar:
-    """The progress bar. The accuracy axis adds a calls line (calls, rate, cached, tokens) and,
-    to fit 80 columns, trades the elapsed time and half the bar for it. A stderr that is not a
-    terminal (CI logs, nohup) gets a plain line every few seconds instead of the bar."""
-    if enabled and not sys.stderr.isatty():
+def make_progress(console: Console | None, enabled: bool, calls: bool = False) -> ProgressBar:
+    """The progress bar: rich's on a terminal (:func:`memrun.pipeline.progress_bar.rich_bar`, on
+    ``console``; None: stdout's); a stderr that is not a terminal (CI logs, nohup) gets a plain
+    line every few seconds instead, and ``enabled=False`` (``progress=false``) nothing at all."""
+    if not enabled:
+        return progress_lines.PlainProgress(quiet=True)
+    if not sys.stderr.isatty():
         return progress_lines.PlainProgress()
-    return Progress(
-        TextColumn("[progress.description]{task.description}"),
-        BarColumn(bar_width=10 if calls else 40),
-        MofNCompleteColumn(),
-        TextColumn("{task.fields[errors]} err"),
-        *([TextColumn("{task.fields[calls]}")] if calls else [TimeElapsedColumn()]),
-        ActivityColumn(),
-        console=console,
-        disable=not enabled,
-        transient=True,
-    )
+    return progress_bar.rich_bar(console, calls)
 
 
 def ingest_and_search(spec: RunSpec, dataset: Dataset, arm: Arm, sink: RowSink, progress: ProgressBar) -> None:

@@ -12,14 +12,10 @@ import os
 import sys
 import threading
 import time
-from typing import TYPE_CHECKING, Any, TextIO
-
-from memrun.lazy import lazy
+from typing import TYPE_CHECKING, Any, TextIO, cast
 
 if TYPE_CHECKING:
     from rich import progress as rich_progress
-else:
-    rich_progress = lazy("rich.progress")  # loaded already where a run shows progress (its task ids)
 
 DEFAULT_SECONDS = 30.0
 
@@ -84,9 +80,10 @@ def interval_seconds() -> float:
 class PlainProgress:
     """A stand-in for ``rich.progress.Progress`` (``add_task``, ``update``, a context
     manager) that prints a line every ``seconds`` from a background thread, so a stalled
-    run still says where it is."""
+    run still says where it is; ``quiet``: prints nothing and starts no thread (``progress=false``)."""
 
-    def __init__(self, seconds: float | None = None, stream: TextIO | None = None) -> None:
+    def __init__(self, seconds: float | None = None, stream: TextIO | None = None, quiet: bool = False) -> None:
+        self.quiet = quiet
         self.seconds = interval_seconds() if seconds is None else seconds
         self.stream = stream or sys.stderr
         self.description, self.completed = "", 0
@@ -100,7 +97,7 @@ class PlainProgress:
         """Start counting; returns the task id (always 0: memrun runs one task)."""
         self.description, self.total, self.fields = description, total, dict(fields)
         self._t0 = time.perf_counter()
-        return rich_progress.TaskID(0)
+        return cast("rich_progress.TaskID", 0)  # rich's TaskID is an int: no need to load rich for it
 
     def update(self, task: int, *, advance: int | None = None, completed: int | None = None, **fields: Any) -> None:
         """Record progress (as ``Progress.update``); nothing is printed here."""
@@ -129,6 +126,8 @@ class PlainProgress:
             self.stream.flush()
 
     def __enter__(self) -> PlainProgress:
+        if self.quiet:
+            return self
         self._thread = threading.Thread(target=self._loop, name="memrun-progress", daemon=True)
         self._thread.start()
         return self

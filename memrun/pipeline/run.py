@@ -20,8 +20,6 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
-from rich.console import Console
-
 from memrun.arms import Arm, describe
 from memrun.config.build_spec import build_spec
 from memrun.core import signals
@@ -38,13 +36,16 @@ from memrun.pipeline import item_stages, many_histories, outer_stages
 from memrun.pipeline.checks import cutoff_warning, refuse_unmeasured
 from memrun.pipeline.spec import RunSpec
 from memrun.records import Dataset
-from memrun.report.run_summary import print_retrieval_summary
 
 if TYPE_CHECKING:
+    from rich.console import Console
+
     from memrun.io import schema as io_schema
     from memrun.pipeline import resume
     from memrun.report import accuracy_summary as accuracy_report
+    from memrun.report import run_summary
 else:
+    run_summary = lazy("memrun.report.run_summary")  # rich: loaded to print the table, after the items
     accuracy_report = lazy("memrun.report.accuracy_summary")  # the accuracy axis only (memrun.lazy)
     io_schema = lazy("memrun.io.schema")  # with pyarrow, on the writer's thread (memrun.io.writer)
     resume = lazy("memrun.pipeline.resume")  # a resumed run only: it reads the earlier run's rows with pyarrow
@@ -67,9 +68,11 @@ class RunResult:
     error: str | None = None
 
 
-def execute(cfg: Any, out_dir: Path, console: Console, config_folder: Path | None = None,
+def execute(cfg: Any, out_dir: Path, console: Console | None = None, config_folder: Path | None = None,
             warnings: RunWarnings | None = None, resume_from: Path | None = None) -> dict[str, Any]:
-    """Run one composed config, writing ``items.parquet`` and ``summary.json`` to ``out_dir``.
+    """Run one composed config, writing ``items.parquet`` and ``summary.json`` to ``out_dir``;
+    ``console``: where the table (and a terminal's progress bar) goes (None: stdout's,
+    :func:`memrun.report.run_summary.stdout_console`, made when first printed to).
 
     ``warnings``: the run's (:mod:`memrun.core.run_warnings`; those it holds already, e.g. from
     claiming the folder, are saved with the run); every warning said while it runs is
@@ -87,12 +90,12 @@ def execute(cfg: Any, out_dir: Path, console: Console, config_folder: Path | Non
     warnings = warnings or RunWarnings()
     with warnings.active():
         result = run(cfg, out_dir, console, config_folder, warnings, resume_from)
-        show(result, console, out_dir)
+        show(result, console or run_summary.stdout_console(), out_dir)
         verdict(result, out_dir)
     return result.summary
 
 
-def run(cfg: Any, out_dir: Path, console: Console, config_folder: Path | None,
+def run(cfg: Any, out_dir: Path, console: Console | None, config_folder: Path | None,
         warnings: RunWarnings, resume_from: Path | None = None) -> RunResult:
     """The stages of :func:`execute`, printing nothing but the progress bar and the warnings."""
     t_start = time.perf_counter()
@@ -200,7 +203,7 @@ def show(result: RunResult, console: Console, out_dir: Path) -> None:
         accuracy_report.print_accuracy_summary(console, result.summary, title=f"{spec.label} (accuracy axis)",
                                                out_dir=str(out_dir))
     else:
-        print_retrieval_summary(console, result.summary, ks=list(spec.ks), title=f"{spec.label} (retrieval axis)",
+        run_summary.print_retrieval_summary(console, result.summary, ks=list(spec.ks), title=f"{spec.label} (retrieval axis)",
                                 load_counts=result.load_counts, out_dir=str(out_dir))
 
 

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import sys
 from collections.abc import Mapping
 from typing import TYPE_CHECKING, Any
 
@@ -19,6 +20,12 @@ else:
     report_model = lazy("memrun.report.model")
     metrics_retrieval = lazy("memrun.metrics.retrieval")
     conventions = lazy("memrun.metrics.conventions")
+
+
+def stdout_console() -> Console:
+    """The console a run prints its table to: stdout, 120 columns when it is not a terminal (CI
+    logs, files: a table wide enough to read), a terminal's own width otherwise."""
+    return Console(width=None if sys.stdout.isatty() else 120)
 
 
 def pct(value: Any) -> str:
