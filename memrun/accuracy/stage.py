@@ -47,8 +47,9 @@ from memrun.stats.labels import ABSTAIN, CORRECT, ERROR, WRONG
 
 Row = dict[str, Any]
 # Row fields holding text that came from an LLM endpoint or an error: the only places a
-# key echoed by a server could land, so the only ones redacted.
-NETWORK_TEXT = ("reader_answer", "judge_explanation", "judge2_explanation", "error")
+# key echoed by a server could land, so the only ones redacted (the replies as replies:
+# the URLs a reader answers with are kept, but for the config's own secrets).
+REPLY_TEXT = ("reader_answer", "judge_explanation", "judge2_explanation")
 
 
 def reader_request(reader: Reader | None, r: Retrieved, records: Mapping[str, Record]) -> Prepared | None:
@@ -215,7 +216,7 @@ class AnswerStage:
                 self.fatal = exc
             self._room.set()  # wake the dispatcher, which then starts nothing more
             return
-        self.emit(self.setup.redactor.row(row, NETWORK_TEXT))
+        self.emit(self.setup.redactor.row(self.setup.redactor.row(row, REPLY_TEXT, replies=True), ("error",)))
 
     def _judge2_wanted(self, item_id: str) -> bool:
         sample = self.setup.judge2_sample

@@ -40,7 +40,7 @@ from urllib.parse import quote
 
 from memrun.core import masking
 from memrun.core.masking import ARGS, ENV, REDACTED
-from memrun.core.url_secrets import redact_url, redact_urls, url_secrets
+from memrun.core.url_secrets import redact_url, redact_urls, redact_userinfo, url_secrets
 from memrun.errors import LiteralSecretError
 from memrun.lazy import lazy
 
@@ -288,17 +288,30 @@ class Redactor:
         return self
 
     def text(self, value: str) -> str:
-        """``value`` with every registered secret, key-shaped string and URL user info and query value replaced."""
+        """``value`` (memrun's own line: an error, a warning, a saved file) with every
+        registered secret, key-shaped string and URL user info and query value replaced."""
+        return redact_urls(self._known(value))
+
+    def reply(self, value: str) -> str:
+        """A model's or a server's reply: every registered secret (the config's query values
+        among them), key-shaped string and URL user info replaced, but not every URL's query
+        values by their shape (:meth:`text`): the URLs a reader answers with are what was
+        measured, and masking them would change the answer a judge grades."""
+        return redact_userinfo(self._known(value))
+
+    def _known(self, value: str) -> str:
         for s in self._secrets:
             if s in value:
                 value = value.replace(s, REDACTED)
-        return redact_urls(_KEY_SHAPE.sub(REDACTED, value))
+        return _KEY_SHAPE.sub(REDACTED, value)
 
-    def row(self, row: dict[str, Any], keys: Iterable[str]) -> dict[str, Any]:
-        """The row with its str values under ``keys`` redacted, in place."""
+    def row(self, row: dict[str, Any], keys: Iterable[str], replies: bool = False) -> dict[str, Any]:
+        """The row with its str values under ``keys`` redacted in place, as :meth:`reply`
+        when ``replies`` (a model's texts), else as :meth:`text` (memrun's own lines)."""
+        clean = self.reply if replies else self.text
         for k in keys:
             if isinstance(row.get(k), str):
-                row[k] = self.text(row[k])
+                row[k] = clean(row[k])
         return row
 
     def files(self, folder: Path) -> int:

@@ -45,6 +45,12 @@ _TEMPLATE = re.compile(r"\{\{.*?\}\}")
 _KEPT = ("{{", "${")
 
 
+def redact_userinfo(text: str) -> str:
+    """``text`` with the user info of every URL in it masked, its queries kept (a reply's
+    URLs: :meth:`memrun.core.redaction.Redactor.reply`)."""
+    return _USERINFO.sub(f"{REDACTED}@", text)
+
+
 def has_userinfo(text: str) -> bool:
     """True when a URL in ``text`` carries user info (a user name or password)."""
     return bool(_USERINFO.search(text))

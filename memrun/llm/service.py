@@ -221,7 +221,7 @@ class LLMService:
                 self.stats.transport_retries = sum(c.transport_retries for c in self._clients.values())
         self.stats.prompt_tokens += result.prompt_tokens or 0
         self.stats.completion_tokens += result.completion_tokens or 0
-        clean = self.redactor.text(result.text)
+        clean = self.redactor.reply(result.text)
         if clean != result.text:
             result = dataclasses.replace(result, text=clean)
         if self.cache is not None:

@@ -54,3 +54,16 @@ def test_configs_overrides_and_logs():
     record = logging.LogRecord("hydra", 20, "", 0, f"#0 : arm=mcp arm.url=http://h/?k={SECRET}", None, None)
     LogRedactor().filter(record)
     assert record.getMessage() == "#0 : arm=mcp arm.url=http://h/?k=***"
+
+
+def test_a_replys_urls_are_kept_but_for_the_configs_secrets():
+    """A reader may answer with a URL: masking its query by shape would change the answer a
+    judge grades. Replies lose the config's own secrets (and user info), not every query."""
+    redactor = Redactor.for_config({"arm": {"url": f"http://h/mcp?api_key={SECRET}"}})
+    answer = f"see https://docs.example/page?id=42&lang=en (key {SECRET}, http://u:pw@h/)"
+    assert redactor.reply(answer) == "see https://docs.example/page?id=42&lang=en (key ***, http://***@h/)"
+    assert redactor.text(answer) == "see https://docs.example/page?id=***&lang=*** (key ***, http://***@h/)"
+    row = {"reader_answer": answer, "error": f"GET http://h/x?token={SECRET[:6]} failed"}
+    redactor.row(row, ("reader_answer",), replies=True)
+    redactor.row(row, ("error",))
+    assert row == {"reader_answer": redactor.reply(answer), "error": "GET http://h/x?token=*** failed"}
