@@ -151,7 +151,10 @@ def main() -> None:
                     "memrun", "axis=accuracy", "benchmark=locomo", f"benchmark.path={data}",
                     f"benchmark.sha256={hashlib.sha256(data.read_bytes()).hexdigest()}", "benchmark.expected_counts=null",
                     "judge=gpt41", f"repeats={args.repeats}", f"concurrency={conc}", f"cache_dir={cache}",
-                    "progress=false", f"hydra.run.dir={folder / f'run{runs}'}",
+                    # runs/ keeps the folders a run looks through for an unfinished run of its configuration
+                    # (its own and its parent's siblings) inside this bench's folder: in the temp dir itself,
+                    # a cold run resumed another process's interrupted run of the same file instead of calling.
+                    "progress=false", f"hydra.run.dir={folder / 'runs' / f'run{runs}'}",
                 ], cwd=folder, env=env)
                 return child, server_calls(port) - before
 
