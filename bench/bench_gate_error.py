@@ -43,9 +43,9 @@ import numpy as np
 sys.path.insert(0, str(Path(__file__).resolve().parent))
 sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
 
-from memrun.stats.calibrated import simulated_mde  # noqa: E402
 from memrun.stats.family import family_verdicts  # noqa: E402
-from memrun.stats.gate import gate_interval  # noqa: E402
+from memrun.stats.gate import CALIBRATED, gate_interval  # noqa: E402
+from memrun.stats.mde import METRIC_RANGE, minimum_detectable  # noqa: E402
 from memrun.stats.missing import bounded, one_sided_errors  # noqa: E402
 from memrun.stats.simulation import LOCOMO_SIZES, Design, locomo_like, longmemeval_like, simulate  # noqa: E402
 from memrun.stats.verdict import DEGENERATE, decide  # noqa: E402
@@ -227,31 +227,70 @@ def run_sweep(k: int, reps: int, resamples: int, save: Path | None = None) -> tu
     return int(sum(c[0] for c in chunks)), int(sum(c[1] for c in chunks))
 
 
-def power_check(cell: Cell, pilots: int, reps: int, resamples: int) -> tuple[float, float, float]:
-    """The MDE check: for each of ``pilots`` null datasets of the cell's design, the MDE memrun
-    prints (:func:`memrun.stats.calibrated.simulated_mde`, as compare computes it), then the
-    share of ``reps`` datasets with that true delta (the cell's ICC and effect shape) that
-    memrun's gate passes. Returns (mean MDE, mean power at it, mean power the check itself
-    predicted), fractions."""
-    rng = np.random.default_rng([int(cell.icc * 1000), len(cell.design.sizes), 80])
+@dataclass(frozen=True)
+class PowerRow:
+    """The MDE check of one design over its pilots (fractions): ``status`` counts the
+    statements compare printed (trusted, loose, none, refused; ``held``: no power line, the
+    gate held the verdict); over the pilots that printed an MDE, ``mde`` its mean,
+    ``power``/``median`` the mean/median true power at it and ``se`` the mean's standard
+    error, ``low``/``high`` the mean printed power range, ``covered`` the pilots whose true
+    power lies in their printed range (+- 5 pp); ``none_right``: 'no effect detectable'
+    statements the true design bears out (true power at the largest effect below 85%, or
+    inside the range printed for it +- 5 pp);
+    ``refused_right``: refusals whose withheld MDE has true power outside 80 +- 5 pp."""
+
+    status: dict[str, int]
+    mde: float
+    power: float
+    median: float
+    se: float
+    low: float
+    high: float
+    covered: int
+    none_right: int
+    refused_right: int
+
+
+def power_check(cell: Cell, pilots: int, reps: int, resamples: int) -> PowerRow:
+    """The MDE check: for each of ``pilots`` null datasets of the cell's design, exactly the
+    power statement `memrun compare` prints (:func:`memrun.stats.mde.minimum_detectable`
+    on the pilot's gate, the code path compare runs), then the true power at the printed (or
+    withheld) MDE: the share of ``reps`` datasets of the TRUE design (the cell's ICC and
+    effect shape) with that true delta that memrun's gate passes."""
+    rng = np.random.default_rng([int(cell.icc * 1000), len(cell.design.sizes), int(cell.skewed), 80])
     clusters = cell.design.cluster_codes()
-    mdes, powers, predicted = [], [], []
+    mdes, powers, lows, highs = [], [], [], []
+    status = {"trusted": 0, "loose": 0, "none": 0, "refused": 0, "held": 0}
+    covered = none_right = refused_right = 0
     for p in range(pilots):
         pilot = simulate(cell.design, icc=cell.icc, delta=0.0, reps=1, rng=rng, skewed=cell.skewed)[0]
         gate = gate_interval(pilot, clusters, resamples=resamples, seed=p, check=True)
-        if gate.check is None or gate.degenerate:
+        statement = None if gate.degenerate else minimum_detectable(
+            pilot, clusters, gate.check, calibrated=gate.decided == CALIBRATED, low=gate.low, high=gate.high,
+            crit=gate.crit, df=gate.df if gate.decided == CALIBRATED else None, null=0.0, effect=0.04,
+            units="clusters", n_units=len(cell.design.sizes))
+        if statement is None:
+            status["held"] += 1
             continue
-        mde, at = simulated_mde(pilot, clusters, gate.check, start=0.05)
-        if not np.isfinite(mde):
-            continue
-        x = simulate(cell.design, icc=cell.icc, delta=mde, reps=reps, rng=rng, skewed=cell.skewed)
-        passed = sum(gate_passes(d, cell.design, r, resamples)[0] for r, d in enumerate(x))
-        mdes.append(mde)
-        powers.append(passed / reps)
-        predicted.append(at)
-    if not mdes:
-        return math.nan, math.nan, math.nan
-    return float(np.mean(mdes)), float(np.mean(powers)), float(np.mean(predicted))
+        status[statement["status"]] += 1
+        effect = METRIC_RANGE if statement["mde"] is None else statement["mde"]
+        x = simulate(cell.design, icc=cell.icc, delta=effect, reps=reps, rng=rng, skewed=cell.skewed)
+        true = sum(gate_passes(d, cell.design, r, resamples)[0] for r, d in enumerate(x)) / reps
+        if statement["status"] == "none":
+            none_right += true < 0.85 or statement["power_low"] - 0.05 <= true <= statement["power_high"] + 0.05
+        elif statement["status"] == "refused":
+            refused_right += abs(true - 0.8) > 0.05
+        else:
+            mdes.append(statement["mde"])
+            powers.append(true)
+            lows.append(statement["power_low"])
+            highs.append(statement["power_high"])
+            covered += statement["power_low"] - 0.05 <= true <= statement["power_high"] + 0.05
+    n = len(mdes)
+    se = float(np.std(powers, ddof=1) / math.sqrt(n)) if n > 1 else math.nan
+    mean = (lambda v: float(np.mean(v)) if v else math.nan)
+    return PowerRow(status, mean(mdes), mean(powers), float(np.median(powers)) if n else math.nan, se, mean(lows),
+                    mean(highs), covered, none_right, refused_right)
 
 
 def pct(k: int, n: int) -> str:
@@ -271,26 +310,35 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--save", type=Path, help="append each finished chunk of a cell to this JSON-lines "
                         "file and resume from it (nothing lost when the run is stopped)")
     parser.add_argument("--power", action="store_true",
-                        help="instead: the MDE check (power at the MDE memrun prints, per design)")
-    parser.add_argument("--pilots", type=int, default=5, help="--power: pilot datasets a design")
+                        help="instead: the MDE check (power at the MDE memrun prints, per design; --reps then "
+                             "counts datasets at each pilot's MDE, e.g. 50)")
+    parser.add_argument("--pilots", type=int, default=100, help="--power: pilot datasets a design (default 100)")
     args = parser.parse_args(argv)
     if args.power:
-        print(f"power at the printed MDE (goal 80% +- 5 pp): {args.pilots} pilot null datasets a design, "
-              f"{args.reps} datasets at each pilot's MDE")
-        print("| design | ICC | effects | mean MDE (pp) | power at it | predicted by the check | within 80 +- 5 |")
-        print("|---|---|---|---|---|---|---|")
+        print(f"power at the printed MDE (goal 80% +- 5 pp): {args.pilots} pilot null datasets a design, each read "
+              f"exactly as `memrun compare` reads it; {args.reps} datasets of the true design at each printed MDE")
+        print("| design | ICC | effects | printed: trusted / loose / none / refused / held | mean MDE (pp) | "
+              "true power: mean +- SE, median | printed range (mean) | true in range | none / refusals borne out | "
+              "80 +- 5 |")
+        print("|---|---|---|---|---|---|---|---|---|---|")
         for cell in cells():
-            if (args.only and args.only not in cell.name) or cell.errors or "LongMemEval" in cell.name \
-                    or "2 clusters" == cell.name:
+            if (args.only and args.only not in cell.name) or (args.icc is not None and cell.icc != args.icc) \
+                    or cell.errors or "LongMemEval" in cell.name or "2 clusters" == cell.name:
                 continue
-            mde, power, predicted = power_check(cell, args.pilots, args.reps, args.resamples)
-            if math.isnan(mde):
-                print(f"| {cell.name} | {cell.icc:g} | {'skewed' if cell.skewed else 'normal'} | none | - | - | - (no pilot "
-                      "had a finite MDE: the gate cannot pass at any effect on this design) |", flush=True)
+            row = power_check(cell, args.pilots, args.reps, args.resamples)
+            st = row.status
+            n = st["trusted"] + st["loose"]
+            counts = f"{st['trusted']} / {st['loose']} / {st['none']} / {st['refused']} / {st['held']}"
+            borne = f"{row.none_right}/{st['none']}, {row.refused_right}/{st['refused']}"
+            head = f"| {cell.name} | {cell.icc:g} | {'skewed' if cell.skewed else 'normal'} | {counts} |"
+            if not n:
+                print(f"{head} - | - | - | - | {borne} | - (no MDE printed) |", flush=True)
                 continue
-            print(f"| {cell.name} | {cell.icc:g} | {'skewed' if cell.skewed else 'normal'} | {100 * mde:.2f} | "
-                  f"**{100 * power:.1f}%** | {100 * predicted:.1f}% | {'yes' if abs(power - 0.8) <= 0.05 else 'NO'} |",
-                  flush=True)
+            ok = "mean and median" if abs(row.power - 0.8) <= 0.05 and abs(row.median - 0.8) <= 0.05 else (
+                "mean" if abs(row.power - 0.8) <= 0.05 else "median" if abs(row.median - 0.8) <= 0.05 else "NO")
+            print(f"{head} {100 * row.mde:.2f} | **{100 * row.power:.1f}%** +- {100 * row.se:.1f}, "
+                  f"{100 * row.median:.1f}% | {100 * row.low:.0f}-{100 * row.high:.0f}% | {row.covered}/{n} | {borne} "
+                  f"| {ok} |", flush=True)
         return 0
     started = time.perf_counter()
     print(f"false PASS (%, 95% Wilson interval), true delta 0, {args.reps} replications a cell, gate min delta 0, "

@@ -8,8 +8,11 @@ call). Prices come from ``conf/prices.yaml`` (``--prices FILE`` for another tabl
 ``--pilot A B`` (two finished runs of a pilot comparison, e.g. the baseline and a first
 try of the change; one run is refused, as its arm's scores alone do not show how often two
 arms disagree, which sets the power) adds the power such a comparison has: the minimum detectable effect at
-80% power and how many clusters an effect of ``--effect PP`` would need, computed exactly
-as ``memrun compare`` prints it beside an unresolved verdict (:mod:`memrun.stats.power`).
+80% power, how far its power could be from 80% over the ICC the pilot allows, and how many
+clusters an effect of ``--effect PP`` would need, computed exactly as ``memrun compare``
+prints it beside an unresolved verdict (:func:`memrun.stats.mde.minimum_detectable`); where
+no trustworthy MDE exists (no effect reaches 80%, or fewer than 3 Bell-McCaffrey degrees of
+freedom) it says so instead of printing one.
 """
 
 from __future__ import annotations

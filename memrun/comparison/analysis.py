@@ -41,10 +41,10 @@ from memrun.stats import (
     wilcoxon_signed_rank,
     wilcoxon_skip_reason,
 )
-from memrun.stats.calibrated import LEVEL, REPLICATIONS, DesignCheck, assumption_line, simulated_mde
+from memrun.stats.calibrated import LEVEL, REPLICATIONS, DesignCheck, assumption_line
 from memrun.stats.gate import CALIBRATED, EVIDENCE, SMALL_CLUSTERS, gate_interval
+from memrun.stats.mde import minimum_detectable
 from memrun.stats.missing import ErrorBound, bounded
-from memrun.stats.power import power_of
 from memrun.stats.verdict import DEGENERATE, evidence_shortfall
 
 SCORE_METRICS = ("mrr", "ndcg")
@@ -358,7 +358,7 @@ def analyze(paired: Paired, settings: Settings, *, run_a: str, run_b: str, axis:
         only_b=paired.only_b,
         excluded=paired.excluded,
         data=facts,
-        power=_power(overall, settings, b - a, paired.clusters),
+        power=_power(overall, settings, b - a, paired.evidence if overall["clustering"] == EVIDENCE else paired.clusters),
         warnings=warnings,
         paired=paired,
         assumptions=assumption_line(DesignCheck(**_finite(overall["design_check"])) if overall["design_check"] else None,
@@ -367,28 +367,20 @@ def analyze(paired: Paired, settings: Settings, *, run_a: str, run_b: str, axis:
 
 
 def _power(overall: dict[str, Any], s: Settings, d: np.ndarray, clusters: np.ndarray | None) -> dict[str, Any] | None:
-    """The minimum detectable effect of the deciding interval (:mod:`memrun.stats.power`);
-    when the clusters are effectively few or the design check raised the critical value,
-    found by simulating the design with the gate's own statistic and critical value
-    (:func:`memrun.stats.calibrated.simulated_mde`), the formula's kept as the first guess."""
+    """The power of the deciding interval: its minimum detectable effect and how far the
+    power at it could be from 80% (:func:`memrun.stats.mde.minimum_detectable`, which
+    ``memrun plan`` and ``bench/bench_gate_error.py --power`` read too); ``clusters`` the
+    clustering the gate read."""
     if overall["degenerate"]:
         return None
-    units = "clusters" if s.cluster_by else "items"
-    effect = s.effect if s.effect is not None else (s.band or 0.04)
-    df = overall["df"] if overall["interval"] == CALIBRATED and np.isfinite(overall["df"]) else None
-    result = power_of(overall["low"], overall["high"], overall["crit"], effect=effect, units=units,
-                      n_units=overall["n_clusters"] if s.cluster_by else overall["n_items"], df=df)
-    if result is None:
-        return None
-    out = {**result.to_dict(), "method": "formula", "simulated_power": None}
+    calibrated = overall["interval"] == CALIBRATED
     check = overall.get("design_check")
-    if check and overall["interval"] == CALIBRATED and overall.get("clustering") != EVIDENCE:
-        mde, at = simulated_mde(d, clusters, DesignCheck(**_finite(check)), null=s.min_delta, start=result.mde)
-        if np.isfinite(mde):
-            factor = (mde / effect) ** 2 if effect > 0 else float("inf")
-            out.update(mde=mde, method="simulated", simulated_power=at, factor=factor,
-                       needed=int(np.ceil(out["n_units"] * factor)) if np.isfinite(factor) else 0)
-    return out
+    return minimum_detectable(
+        d, clusters, DesignCheck(**_finite(check)) if check else None, calibrated=calibrated,
+        low=overall["low"], high=overall["high"], crit=overall["crit"],
+        df=overall["df"] if calibrated and np.isfinite(overall["df"]) else None, null=s.min_delta,
+        effect=s.effect if s.effect is not None else (s.band or 0.04), units="clusters" if s.cluster_by else "items",
+        n_units=overall["n_clusters"] if s.cluster_by else overall["n_items"])
 
 
 def _finite(check: dict[str, Any]) -> dict[str, Any]:

@@ -116,19 +116,41 @@ def check_line(c: Mapping[str, Any]) -> str:
 
 
 def power_line(p: Mapping[str, Any], d: Mapping[str, Any]) -> str:
-    """The power a comparison had, printed beside an unresolved verdict."""
+    """The power a comparison had, printed beside an unresolved verdict (and by ``memrun
+    plan --pilot``): the MDE at the ICC's estimate with how far its power could be from
+    80% over the ICC's 90% interval and the effect shapes (:mod:`memrun.stats.mde`), or why
+    none is printed."""
     fmt, unit = _delta(d)
-    more = (f"about {p['factor']:.1f}x the {p['units']} ({p['n_units']} -> ~{p['needed']})"
+    status = p.get("status")
+    if status == "none":
+        a, b = p["icc_range"]
+        return (f"power: no effect up to the metric's range reaches {p['power']:.0%} power on this design at the "
+                f"estimated ICC {p['icc']:.3f} (simulated with the gate's own critical value: {p['simulated_power']:.0%} "
+                f"at the largest effect, {p['power_low']:.0%}-{p['power_high']:.0%} over the ICC's 90% interval "
+                f"[{a:.3f}, {b:.3f}] and normal or skewed cluster effects); more {p['units']} are the remedy "
+                "(memrun.stats.mde)")
+    if status == "refused":
+        return f"power: no trustworthy minimum detectable effect: {p['reason']} (memrun.stats.mde)"
+    loose = " at the estimated ICC" if status == "loose" else ""
+    more = (f"about {p['factor']:.1f}x the {p['units']} ({p['n_units']} -> ~{p['needed']}){loose}"
             if p["factor"] > 1 else f"no more {p['units']} (it is above the MDE)")
     if p["factor"] > 1 and p.get("available") and p["needed"] > p["available"]:
         more += (f", but {p['benchmark']} has only {p['available']} {p['available_what']}: no comparison on it "
                  "can detect this effect; look for a benchmark with more independent histories, or a larger effect")
-    how = ("found by simulating this design with the gate's own critical value: "
-           f"{p['simulated_power']:.0%} of simulated comparisons pass at it" if p.get("method") == "simulated"
+    how = ("simulated with the gate's own critical value" if p.get("method") == "simulated"
            else f"SE {fmt(p['se'], signed=False)}{unit}")
-    return (f"power: minimum detectable effect at {p['power']:.0%} power {fmt(p['mde'], signed=False)}{unit} "
-            f"({how}); an effect of {fmt(p['effect'], signed=False)}{unit} would need "
-            f"{more} (memrun.stats.power)")
+    if status is None:  # a comparison saved before the spread was computed
+        return (f"power: minimum detectable effect at {p['power']:.0%} power {fmt(p['mde'], signed=False)}{unit} "
+                f"({how}); an effect of {fmt(p['effect'], signed=False)}{unit} would need {more} (memrun.stats.power)")
+    lo, hi = p["power_low"], p["power_high"]
+    icc, (a, b) = p["icc"], p["icc_range"]
+    spread = (f"{lo:.0%}-{hi:.0%} over the ICC's 90% interval [{a:.3f}, {b:.3f}] and normal or skewed cluster effects"
+              if status == "trusted" else
+              f"not pinned down: over the ICC's 90% interval [{a:.3f}, {b:.3f}] and normal or skewed cluster effects "
+              f"its power is anywhere from {lo:.0%} to {hi:.0%}")
+    return (f"power: minimum detectable effect at {p['power']:.0%} power {fmt(p['mde'], signed=False)}{unit} at the "
+            f"estimated ICC {icc:.3f} ({how}); {spread}; an effect of {fmt(p['effect'], signed=False)}{unit} would "
+            f"need {more} (memrun.stats.mde)")
 
 
 def summary_lines(d: Mapping[str, Any]) -> list[str]:

@@ -339,32 +339,8 @@ def assumption_line(check: DesignCheck | None, n_clusters: int, clustered: bool)
     return base + found
 
 
-
-POWER_ICC_CONFIDENCE = 0.5
-"""The power search simulates at the ICC's median-unbiased estimate (its 50% upper limit)."""
-ICC_GRID = (0.0, 0.01, 0.03, 0.08, 0.2, 0.5)
-"""ICC values at which :func:`crit_curve` calibrates, for the power search."""
-
-
-def crit_curve(draws: NullDraws, sizes: FloatArray, q0: float, delta0: float, alpha: float,
-               nominal: float) -> tuple[FloatArray, FloatArray]:
-    """(ICC grid, crit_up at each): the critical value the design check would read if the
-    ICC's upper limit were each grid value (same scenarios, same draws), so that a
-    simulated comparison's own critical value can be read off its own ICC limit."""
-    grid = np.asarray(ICC_GRID)
-    curve = np.empty(len(grid))
-    s, q = draws.moments(q0=q0, icc=0.0, delta=delta0, shape="normal")
-    base = float(np.quantile(studentized(s, q, sizes, delta0)[2], 1.0 - alpha, method="higher"))
-    for i, icc in enumerate(grid):
-        worst = base
-        for shape in SHAPES if icc > 0 else ():
-            s, q = draws.moments(q0=q0, icc=float(icc), delta=delta0, shape=shape)
-            worst = max(worst, float(np.quantile(studentized(s, q, sizes, delta0)[2], 1.0 - alpha, method="higher")))
-        curve[i] = max(nominal, worst)
-    return grid, np.maximum.accumulate(curve)
-
-
-def _icc_upper_rows(sums: FloatArray, sumsq: FloatArray, sizes: FloatArray, confidence: float) -> FloatArray:
+def upper_icc_rows(sums: FloatArray, sumsq: FloatArray, sizes: FloatArray,
+                   confidence: float = ICC_CONFIDENCE) -> FloatArray:
     """:func:`icc_anova`'s upper limit for each row of (reps, G) cluster sums, vectorised."""
     n_total, g = float(sizes.sum()), len(sizes)
     if g < 2 or n_total <= g:
@@ -378,65 +354,3 @@ def _icc_upper_rows(sums: FloatArray, sumsq: FloatArray, sizes: FloatArray, conf
         ratio = np.where(msw > 0, msb / np.where(msw > 0, msw, 1.0) / f_low, np.where(msb > 0, np.inf, 0.0))
         icc = np.where(np.isfinite(ratio), (ratio - 1.0) / (ratio + n0 - 1.0), 0.99)
     return np.clip(icc, 0.0, 0.99)
-
-
-def simulated_mde(
-    deltas: ArrayLike,
-    clusters: ArrayLike | Iterable[Hashable] | None,
-    check: DesignCheck,
-    *,
-    null: float = 0.0,
-    power: float = 0.8,
-    start: float | None = None,
-) -> tuple[float, float]:
-    """The minimum detectable effect of the gate as calibrated by ``check``, by simulation.
-
-    The smallest true delta at which the design's simulated comparisons (its cluster sizes,
-    its discordance, its estimated ICC, normal effects) pass in a share ``power`` of them:
-    the same statistic and null model as the gate, with the discordance an effect brings
-    (q = q0 + |mu|), each simulated comparison read with the critical value its own design
-    check would give (:func:`crit_curve` at its own ICC upper limit: a comparison with an
-    effect shows more between-cluster spread, hence a larger critical value). Found by
-    bisection on common random numbers.
-
-    Args:
-        deltas, clusters: as for :func:`design_check` (the same ones).
-        check: their :class:`DesignCheck`.
-        null: the gate's threshold (deltas' unit).
-        power: the target power in (0, 1).
-        start: a first guess (deltas' unit), e.g. the formula's MDE.
-
-    Returns:
-        (MDE in the deltas' unit above ``null``, the simulated power at it); (inf, 0) when
-        the gate cannot pass (infinite critical value), no delta up to the metric's range
-        does, or the check was not simulated (Edgeworth, many clusters: the formula holds).
-    """
-    values = _as_deltas(deltas)
-    if not math.isfinite(check.crit_up) or not check.replications:
-        return math.inf, 0.0
-    sums, sizes, _ = _cluster_totals(values, clusters)
-    discordance = check.discordance
-    scale = math.sqrt(float((values**2).mean()) / discordance) if discordance > 0 else 1.0
-    q0 = min(1.0, max(discordance, 0.02))
-    null_sim = float(np.clip(null / scale, -0.9, 0.9))
-    draws = null_draws(sizes.tobytes(), check.replications, check.seed)
-    grid, curve = crit_curve(draws, sizes, q0, null_sim, check.alpha, check.nominal_crit)
-    sumsq = np.bincount(_cluster_totals(values, clusters)[2], weights=values**2, minlength=len(sizes)).astype(np.float64)
-    icc_power = icc_anova(sums, sumsq, sizes, POWER_ICC_CONFIDENCE)[1]
-
-    def rate(effect: float) -> float:
-        s, q = draws.moments(q0=q0, icc=icc_power, delta=null_sim + effect, shape="normal")
-        _, _, t = studentized(s, q, sizes, null_sim)
-        crit = np.interp(_icc_upper_rows(s, q, sizes, ICC_CONFIDENCE), grid, curve)
-        return float((t > crit).mean())
-
-    high = min(0.9 - null_sim, max(2.0 * (start or 0.0) / scale, 0.01))
-    while rate(high) < power:
-        if high >= 0.9 - null_sim - 1e-9:
-            return math.inf, 0.0
-        high = min(0.9 - null_sim, 2 * high)
-    low = 0.0
-    for _ in range(12):  # to 1/4096 of the bracket
-        mid = (low + high) / 2
-        low, high = (mid, high) if rate(mid) < power else (low, mid)
-    return high * scale, rate(high)

@@ -184,13 +184,13 @@ def test_simulated_mde_reaches_the_target_power_with_the_gates_own_critical_valu
     """The MDE is where the design's simulated comparisons, each read with the critical value
     its own check would give, pass in 80% of runs; it is never below the formula's with the
     calibrated critical value at the null's SE (an effect adds discordance)."""
-    from memrun.stats.calibrated import simulated_mde
+    from memrun.stats.mde import PowerModel, simulated_mde
 
     design = locomo_like(10)
     d = simulate(design, icc=0.0, delta=0.0, reps=1, rng=np.random.default_rng(4))[0]
     clusters = design.cluster_codes()
     gate = gate_interval(d, clusters, resamples=200, check=True)
-    mde, at = simulated_mde(d, clusters, gate.check, start=0.03)
+    mde, at = simulated_mde(PowerModel(d, clusters, gate.check), start=0.03)
     assert np.isfinite(mde) and at == pytest.approx(0.8, abs=0.03)
     assert mde >= 0.9 * (gate.check.crit_up + 0.8416) * gate.se
 

@@ -1,0 +1,266 @@
+"""The minimum detectable effect (MDE) `memrun compare` and `memrun plan --pilot` print,
+and how far the power at it could be from the 80% it promises.
+
+Why. The gate is calibrated at the ICC's 99% upper limit, so its false-pass rate holds
+whatever the data's ICC; an MDE cannot be calibrated that way (at the upper limit it would
+promise far more than 80% on most designs). It is found at the ICC's estimate, and the
+power at it is then only as good as that estimate. With LoCoMo-sized clusters (~150 items)
+an ICC of 0.01 already nearly triples the variance of the mean, and 10 clusters pin the ICC
+to a 90% interval like [0.01, 0.09]: over that interval the power at one effect runs from
+~25% to ~100% (``bench/bench_gate_error.py --power``). The shape of the cluster effects,
+which the gate allows to be skewed, is not identified at all. So the MDE is printed with the
+range of its power, and called trustworthy only where that range stays within 80 +- 5 pp.
+
+Method. One simulation (:class:`PowerModel`) with the gate's own statistic
+(:func:`memrun.stats.calibrated.studentized`) and critical value, on the design check's own
+common random numbers (:func:`memrun.stats.calibrated.null_draws`), with the discordance an
+effect brings (q = q0 + |mu|):
+
+1. the MDE (:func:`simulated_mde`): the smallest true delta at which a share ``power`` of the
+   simulated comparisons pass, at the ICC's median-unbiased estimate (its 50% limit from the
+   ANOVA F ratio) with normal effects, by bisection; each simulated comparison is read with
+   the critical value its own design check would give (:func:`crit_curve` at its own ICC
+   upper limit) when the calibrated t interval decides, with the normal quantile when the
+   percentile bootstrap decides. The power falls as the ICC rises, so with normal effects
+   the true power at this MDE is at least 80% for about half of a design's comparisons
+   (median-unbiased), not on average: the mean over comparisons can sit well off 80%
+   where the ICC is loose;
+2. the spread (:func:`power_spread`): the simulated power at that MDE at the ICC's 5% and 95%
+   confidence limits (one-way ANOVA, Searle, Casella & McCulloch 1992, sec. 3.6; Donner 1986)
+   with normal, skewed-down and skewed-up effects (the design check's three shapes), on the
+   same draws: a sensitivity analysis of the sample size to its nuisance parameter (Julious
+   2004, "Sample sizes for clinical trials with normal data", Stat Med 23; for the ICC,
+   Donner & Klar 2000, ch. 5). ``trusted`` when every scenario is within :data:`TOLERANCE`.
+
+No MDE is printed (``status``) where none exists (no effect within the metric's range reaches
+80%: ``none``) or where the between-cluster variance rests on fewer than :data:`MIN_DF`
+Bell-McCaffrey degrees of freedom (``refused``: 3 clusters, one cluster holding nearly every
+item), the same spirit as the gate's ``unresolved``.
+
+Above :data:`memrun.stats.calibrated.SIMULATE_UP_TO` clusters the design check is read from its
+Edgeworth expansion and draws nothing; there the MDE is the formula's
+(:func:`memrun.stats.power.minimum_detectable_effect`) and its spread comes from the model's
+variance at the ICC's limits, SE(icc) / SE(estimate) = sqrt(V(icc) / V(estimate)),
+V = sum(n_g**2 tau**2 + n_g q0) (:func:`formula_spread`; the skew of the effects matters as
+1 / sqrt(G) there).
+
+Cost: the bisection reads ~15 simulated power rates, the spread 6 more, each a pass over the
+check's cached draws (replications x clusters): ~0.1-0.2 s CPU for LoCoMo's 10 clusters,
+~0.8 s at 50 clusters.
+"""
+
+from __future__ import annotations
+
+import math
+from collections.abc import Hashable, Iterable
+from statistics import NormalDist
+from typing import Any
+
+import numpy as np
+from numpy.typing import ArrayLike, NDArray
+
+from memrun.stats.bootstrap import _as_deltas, _cluster_totals
+from memrun.stats.calibrated import SHAPES, DesignCheck, icc_anova, null_draws, studentized, upper_icc_rows
+from memrun.stats.power import POWER, power_at, power_of
+from memrun.stats.simulation import tau_for_icc
+
+FloatArray = NDArray[np.float64]
+
+POWER_ICC_CONFIDENCE = 0.5
+"""The MDE is found at the ICC's median-unbiased estimate (its 50% limit)."""
+SPREAD_CONFIDENCE = 0.90
+"""Two-sided confidence of the ICC interval over which the power at the MDE is spread."""
+TOLERANCE = 0.05
+"""The MDE is trusted when its power stays within this of the target in every scenario."""
+ICC_GRID = (0.0, 0.01, 0.03, 0.08, 0.2, 0.5)
+"""ICC values at which :func:`crit_curve` calibrates."""
+MIN_DF = 3.0
+"""Below this many Bell-McCaffrey degrees of freedom no MDE is printed: the between-cluster
+variance rests on so few that its 90% confidence interval spans a factor of over 50
+(chi-squared on 2 df: 0.10 to 5.99), and the power at any one effect is anywhere from
+near 0 to near 100% (3 clusters; one cluster holding ~97% of the items: df ~1.0)."""
+METRIC_RANGE = 0.9
+"""The largest simulated true delta (in the simulation's unit, the deltas' scale): beyond
+it the clipped model has no room left."""
+
+
+def crit_curve(draws: Any, sizes: FloatArray, q0: float, delta0: float, alpha: float,
+               nominal: float) -> tuple[FloatArray, FloatArray]:
+    """(ICC grid, crit_up at each): the critical value the design check would read if the
+    ICC's upper limit were each grid value (same scenarios, same draws), so that a
+    simulated comparison's own critical value can be read off its own ICC limit."""
+    grid = np.asarray(ICC_GRID)
+    curve = np.empty(len(grid))
+    s, q = draws.moments(q0=q0, icc=0.0, delta=delta0, shape="normal")
+    base = float(np.quantile(studentized(s, q, sizes, delta0)[2], 1.0 - alpha, method="higher"))
+    for i, icc in enumerate(grid):
+        worst = base
+        for shape in SHAPES if icc > 0 else ():
+            s, q = draws.moments(q0=q0, icc=float(icc), delta=delta0, shape=shape)
+            worst = max(worst, float(np.quantile(studentized(s, q, sizes, delta0)[2], 1.0 - alpha, method="higher")))
+        curve[i] = max(nominal, worst)
+    return grid, np.maximum.accumulate(curve)
+
+
+class PowerModel:
+    """The gate's pass rate on simulated comparisons of one design at a true effect.
+
+    Args:
+        deltas, clusters: the comparison's per-item deltas (shape (n,)) and the clustering
+            its gate read (shape (n,) keys, or None: items independent).
+        check: their design check (a simulated one: ``replications`` > 0).
+        null: the gate's threshold in the deltas' unit.
+        calibrated: the calibrated t interval decides (each simulated comparison reads the
+            critical value its own check would give); else the percentile bootstrap
+            decides, read as the normal quantile of the gate's confidence.
+
+    Raises:
+        ValueError: a check that was not simulated (``replications`` 0) or refused.
+    """
+
+    def __init__(self, deltas: ArrayLike, clusters: ArrayLike | Iterable[Hashable] | None, check: DesignCheck,
+                 *, null: float = 0.0, calibrated: bool = True) -> None:
+        if not check.replications or not math.isfinite(check.crit_up):
+            raise ValueError("PowerModel needs a simulated design check with a finite critical value")
+        values = _as_deltas(deltas)
+        sums, sizes, inverse = _cluster_totals(values, clusters)
+        sumsq = np.bincount(inverse, weights=values**2, minlength=len(sizes)).astype(np.float64)
+        self.sizes = sizes
+        self.scale = math.sqrt(float((values**2).mean()) / check.discordance) if check.discordance > 0 else 1.0
+        self.q0 = min(1.0, max(check.discordance, 0.02))
+        self.null = float(np.clip(null / self.scale, -0.9, 0.9))
+        self.draws = null_draws(sizes.tobytes(), check.replications, check.seed)
+        self.alpha = check.alpha
+        if calibrated:
+            self.grid, self.curve = crit_curve(self.draws, sizes, self.q0, self.null, check.alpha, check.nominal_crit)
+            self.crit = math.nan
+        else:
+            self.crit = NormalDist().inv_cdf(1.0 - check.alpha)
+        self.icc = icc_anova(sums, sumsq, sizes, POWER_ICC_CONFIDENCE)[1]
+        tail = (1.0 - SPREAD_CONFIDENCE) / 2
+        self.icc_range = (icc_anova(sums, sumsq, sizes, tail)[1], icc_anova(sums, sumsq, sizes, 1.0 - tail)[1])
+
+    def rate(self, effect: float, icc: float | None = None, shape: str = "normal") -> float:
+        """Share of simulated comparisons the gate passes at true delta ``null + effect``
+        (``effect`` in the simulation's unit: the deltas' divided by :attr:`scale`), at
+        ``icc`` (default: the estimate, :attr:`icc`) with cluster effects of ``shape``."""
+        s, q = self.draws.moments(q0=self.q0, icc=self.icc if icc is None else icc, delta=self.null + effect,
+                                  shape=shape)
+        _, _, t = studentized(s, q, self.sizes, self.null)
+        crit = self.crit if math.isfinite(self.crit) else np.interp(upper_icc_rows(s, q, self.sizes), self.grid,
+                                                                     self.curve)
+        return float((t > crit).mean())
+
+
+def simulated_mde(model: PowerModel, power: float = POWER, start: float | None = None) -> tuple[float, float]:
+    """(MDE in the deltas' unit above the threshold, the simulated power at it): the
+    smallest true effect at which ``model`` passes a share ``power`` of its comparisons at
+    the estimated ICC with normal effects (bisection to 1/4096 of the bracket; ``start``
+    a first guess in the deltas' unit, e.g. the formula's MDE). (inf, power at the largest
+    effect) when no effect up to :data:`METRIC_RANGE` reaches ``power``."""
+    top = METRIC_RANGE - model.null
+    high = min(top, max(2.0 * (start or 0.0) / model.scale, 0.01))
+    while (at := model.rate(high)) < power:
+        if high >= top - 1e-9:
+            return math.inf, at
+        high = min(top, 2 * high)
+    low = 0.0
+    for _ in range(12):
+        mid = (low + high) / 2
+        low, high = (mid, high) if model.rate(mid) < power else (low, mid)
+    return high * model.scale, model.rate(high)
+
+
+def power_spread(model: PowerModel, mde: float) -> tuple[float, float, str]:
+    """(lowest, highest simulated power at ``mde`` (deltas' unit), the scenario of the
+    lowest) over the ICC's :data:`SPREAD_CONFIDENCE` limits and estimate with the three
+    effect shapes of the design check (module docstring)."""
+    effect = mde / model.scale
+    rates = [(model.rate(effect), f"normal@{model.icc:.3f}")]
+    for icc in sorted(set(model.icc_range)):
+        rates += [(model.rate(effect, icc, shape), f"{shape}@{icc:.3f}") for shape in SHAPES]
+    low = min(rates)
+    return low[0], max(r for r, _ in rates), low[1]
+
+
+def formula_spread(deltas: ArrayLike, clusters: ArrayLike | Iterable[Hashable] | None, mde: float, se: float,
+                   crit: float, df: float | None) -> tuple[float, float, tuple[float, float], float]:
+    """(lowest, highest power at ``mde``, the ICC's limits, its estimate) for the formula's
+    MDE: the SE scaled by the model's variance at the ICC's :data:`SPREAD_CONFIDENCE`
+    limits relative to its estimate (module docstring)."""
+    values = _as_deltas(deltas)
+    sums, sizes, inverse = _cluster_totals(values, clusters)
+    sumsq = np.bincount(inverse, weights=values**2, minlength=len(sizes)).astype(np.float64)
+    discordance = float(np.count_nonzero(values) / len(values))
+    q0 = min(1.0, max(discordance, 0.02))
+    tail = (1.0 - SPREAD_CONFIDENCE) / 2
+    estimate = icc_anova(sums, sumsq, sizes, POWER_ICC_CONFIDENCE)[1]
+    limits = (icc_anova(sums, sumsq, sizes, tail)[1], icc_anova(sums, sumsq, sizes, 1.0 - tail)[1])
+
+    def variance(icc: float) -> float:
+        return float((sizes**2 * tau_for_icc(icc, q0) ** 2 + sizes * q0).sum())
+
+    base = variance(estimate)
+    powers = [power_at(mde, se * math.sqrt(variance(i) / base), crit, df) for i in limits]
+    return min(powers), max(powers), limits, estimate
+
+
+def minimum_detectable(deltas: ArrayLike, clusters: ArrayLike | Iterable[Hashable] | None,
+                       check: DesignCheck | None, *, calibrated: bool, low: float, high: float, crit: float,
+                       df: float | None, null: float, effect: float, units: str, n_units: int,
+                       power: float = POWER) -> dict[str, Any] | None:
+    """What compare and plan print as the comparison's power (one code path; the error-rate
+    bench checks exactly this).
+
+    Args:
+        deltas, clusters: the per-item deltas and the clustering the gate read.
+        check: the gate's design check, or None (not simulated).
+        calibrated: the calibrated t interval decided (else the percentile bootstrap).
+        low, high, crit, df: the deciding interval (fractions), its critical value and
+            t degrees of freedom (None: normal), for the formula.
+        null: the gate's threshold; effect: the effect of interest (fractions);
+        units, n_units: what the factor counts ("clusters"/"items") and how many.
+        power: the target power.
+
+    Returns:
+        None when the interval has no usable width; else the :class:`memrun.stats.power.Power`
+        fields plus ``method`` ("simulated" or "formula"), ``simulated_power`` (at the MDE,
+        the estimate's scenario), ``power_low``/``power_high`` (its spread), ``icc`` and
+        ``icc_range`` (estimate and limits), ``worst`` (the scenario of ``power_low``),
+        ``trusted`` (the spread within :data:`TOLERANCE` of ``power``) and ``status``:
+        ``"trusted"``; ``"loose"`` (an MDE, printed with its spread); ``"none"`` (no effect
+        within the metric's range reaches ``power`` at the estimated ICC: ``mde`` and
+        ``factor`` None, the spread that of the power at the largest effect); ``"refused"`` (fewer
+        than :data:`MIN_DF` Bell-McCaffrey degrees of freedom: ``reason`` says why, and the
+        MDE is not printed, only kept in the JSON).
+    """
+    result = power_of(low, high, crit, effect=effect, units=units, n_units=n_units, df=df)
+    if result is None:
+        return None
+    out: dict[str, Any] = {**result.to_dict(), "method": "formula", "simulated_power": None, "reason": None}
+    if check is not None and check.replications and math.isfinite(check.crit_up):
+        model = PowerModel(deltas, clusters, check, null=null, calibrated=calibrated)
+        mde, at = simulated_mde(model, power, start=result.mde)
+        out.update(method="simulated", simulated_power=at, icc=model.icc, icc_range=list(model.icc_range))
+        if not math.isfinite(mde):  # the spread of the power at the largest effect
+            lo, hi, worst = power_spread(model, (METRIC_RANGE - model.null) * model.scale)
+            out.update(mde=None, power_low=lo, power_high=hi, worst=worst, factor=None, needed=0)
+        else:
+            lo, hi, worst = power_spread(model, mde)
+            factor = (mde / effect) ** 2 if effect > 0 else math.inf
+            out.update(mde=mde, power_low=lo, power_high=hi, worst=worst, factor=factor,
+                       needed=int(math.ceil(n_units * factor)) if math.isfinite(factor) else 0)
+    else:
+        lo, hi, limits, icc = formula_spread(deltas, clusters, result.mde, result.se, crit, df)
+        out.update(power_low=min(lo, power), power_high=max(hi, power), worst=None, icc=icc, icc_range=list(limits))
+    out["trusted"] = bool(out["power_low"] >= power - TOLERANCE - 1e-9 and out["power_high"] <= power + TOLERANCE + 1e-9)
+    dof = check.df if check is not None else df
+    if out["mde"] is None:
+        out["status"] = "none"
+    elif dof is not None and dof < MIN_DF:
+        out["status"] = "refused"
+        out["reason"] = (f"the between-cluster variance that sets the power rests on {dof:.1f} Bell-McCaffrey degrees of "
+                         f"freedom (fewer than {MIN_DF:g}): too few clusters, or one holding nearly every item")
+    else:
+        out["status"] = "trusted" if out["trusted"] else "loose"
+    return out

@@ -1,0 +1,155 @@
+"""The MDE compare prints and the spread of its power (memrun/stats/mde.py), held against
+independent code: the ICC's limits against scipy.stats.f and a hand-written one-way ANOVA,
+the formula's spread against scipy.stats.norm, the simulated power against the real gate
+on datasets drawn item by item; and the statements that print no MDE."""
+
+from __future__ import annotations
+
+import math
+
+import numpy as np
+import pytest
+from scipy import stats
+
+from memrun.stats.gate import CALIBRATED, gate_interval
+from memrun.stats.mde import (
+    MIN_DF,
+    SPREAD_CONFIDENCE,
+    PowerModel,
+    formula_spread,
+    minimum_detectable,
+    power_spread,
+    simulated_mde,
+)
+from memrun.stats.simulation import Design, locomo_like, simulate, tau_for_icc
+
+
+def _statement(d: np.ndarray, clusters: np.ndarray, seed: int = 0) -> dict:
+    gate = gate_interval(d, clusters, resamples=200, seed=seed, check=True)
+    assert gate.degenerate is None, gate.degenerate
+    return minimum_detectable(d, clusters, gate.check, calibrated=gate.decided == CALIBRATED, low=gate.low,
+                              high=gate.high, crit=gate.crit, df=gate.df if gate.decided == CALIBRATED else None,
+                              null=0.0, effect=0.04, units="clusters", n_units=len(np.unique(clusters)))
+
+
+def _anova_icc_limits(d: np.ndarray, clusters: np.ndarray, confidence: float) -> float:
+    """Searle, Casella & McCulloch's unbalanced one-way ANOVA by hand, limit by scipy's F."""
+    groups = [d[clusters == c] for c in np.unique(clusters)]
+    n, g = len(d), len(groups)
+    grand = d.mean()
+    msb = sum(len(x) * (x.mean() - grand) ** 2 for x in groups) / (g - 1)
+    msw = sum(((x - x.mean()) ** 2).sum() for x in groups) / (n - g)
+    n0 = (n - sum(len(x) ** 2 for x in groups) / n) / (g - 1)
+    ratio = msb / msw / stats.f.ppf(1 - confidence, g - 1, n - g)
+    return min(0.99, max(0.0, (ratio - 1) / (ratio + n0 - 1)))
+
+
+def test_the_icc_interval_is_the_anova_f_interval():
+    design = locomo_like(10)
+    d = simulate(design, icc=0.05, delta=0.0, reps=1, rng=np.random.default_rng(3))[0]
+    clusters = design.cluster_codes()
+    gate = gate_interval(d, clusters, resamples=200, check=True)
+    model = PowerModel(d, clusters, gate.check)
+    tail = (1 - SPREAD_CONFIDENCE) / 2
+    assert model.icc_range[0] == pytest.approx(_anova_icc_limits(d, clusters, tail), abs=1e-9)
+    assert model.icc_range[1] == pytest.approx(_anova_icc_limits(d, clusters, 1 - tail), abs=1e-9)
+    assert model.icc == pytest.approx(_anova_icc_limits(d, clusters, 0.5), abs=1e-9)
+    assert model.icc_range[0] <= model.icc <= model.icc_range[1]
+
+
+def test_the_simulated_power_is_the_real_gates_pass_rate():
+    """PowerModel (cluster sums from common random numbers, critical values read off a
+    curve) against the gate itself on 160 datasets drawn item by item at the MDE: the same
+    pass rate within binomial noise (SE ~3.2 pp)."""
+    design = locomo_like(10)
+    rng = np.random.default_rng(5)
+    d = simulate(design, icc=0.0, delta=0.0, reps=1, rng=rng)[0]
+    clusters = design.cluster_codes()
+    gate = gate_interval(d, clusters, resamples=200, seed=1, check=True)
+    model = PowerModel(d, clusters, gate.check)
+    mde, at = simulated_mde(model, start=0.03)
+    assert at == pytest.approx(0.8, abs=0.02)
+    x = simulate(design, icc=0.0, delta=mde, reps=160, rng=rng)
+    passed = [gate_interval(y, clusters, resamples=200, seed=r, check=True).low > 0 for r, y in enumerate(x)]
+    assert np.mean(passed) == pytest.approx(model.rate(mde, icc=0.0), abs=0.1)
+
+
+def test_the_spread_brackets_the_estimate_and_grows_with_the_icc():
+    design = locomo_like(10)
+    d = simulate(design, icc=0.05, delta=0.0, reps=1, rng=np.random.default_rng(9))[0]
+    clusters = design.cluster_codes()
+    gate = gate_interval(d, clusters, resamples=200, check=True)
+    model = PowerModel(d, clusters, gate.check)
+    mde, at = simulated_mde(model, start=0.1)
+    low, high, worst = power_spread(model, mde)
+    assert low <= at <= high and low < 0.75 and worst.endswith(f"{model.icc_range[1]:.3f}")
+    s = _statement(d, clusters)
+    assert s["status"] == "loose" and not s["trusted"] and s["power_low"] == pytest.approx(low, abs=0.03)
+
+
+def test_the_formula_spread_is_the_normal_power_at_the_icc_limits():
+    """Above 200 clusters (no simulation) the SE at an ICC limit is the estimate's scaled by
+    the model's variance sqrt(sum(n^2 tau^2 + n q0)): checked with scipy.stats.norm."""
+    design = Design("300", (20,) * 300)
+    d = simulate(design, icc=0.05, delta=0.0, reps=1, rng=np.random.default_rng(2))[0]
+    clusters = design.cluster_codes()
+    mde, se, crit = 0.03, 0.01, 1.96
+    lo, hi, limits, icc = formula_spread(d, clusters, mde, se, crit, None)
+    q0 = np.count_nonzero(d) / len(d)
+    sizes = np.full(300, 20.0)
+
+    def var(i: float) -> float:
+        return float((sizes**2 * tau_for_icc(i, q0) ** 2 + sizes * q0).sum())
+
+    expect = [stats.norm.cdf(mde / (se * math.sqrt(var(i) / var(icc))) - crit) for i in limits]
+    assert (lo, hi) == pytest.approx((min(expect), max(expect)), abs=1e-12)
+    assert limits[0] == pytest.approx(_anova_icc_limits(d, clusters, 0.05), abs=1e-9)
+    s = _statement(d, clusters)
+    assert s["method"] == "formula" and s["power_low"] <= 0.8 <= s["power_high"]
+
+
+def test_three_clusters_print_no_mde():
+    """3 clusters: the gate cannot reach 80% power at any effect, or the variance that sets
+    the power rests on under 3 degrees of freedom; either way no number is printed."""
+    from memrun.report.compare_report import power_line
+
+    design = Design("3", (150, 205, 260))
+    clusters = design.cluster_codes()
+    seen = set()
+    for seed in range(6):
+        d = simulate(design, icc=0.2, delta=0.0, reps=1, rng=np.random.default_rng(seed))[0]
+        s = _statement(d, clusters, seed)
+        seen.add(s["status"])
+        assert s["status"] in ("none", "refused")
+        line = power_line(s, {"unit": "pp"})
+        assert "minimum detectable effect at 80% power" not in line
+        if s["status"] == "refused":
+            assert s["mde"] is not None and "degrees of freedom" in s["reason"] and f"{MIN_DF:g}" in s["reason"]
+        else:
+            assert s["mde"] is None and "no effect up to the metric's range reaches 80% power" in line
+    assert "none" in seen
+
+
+def test_one_dominant_cluster_prints_no_mde():
+    design = Design("dom", (1500, 10, 10, 10, 10))
+    clusters = design.cluster_codes()
+    for seed in range(3):
+        d = simulate(design, icc=0.05, delta=0.0, reps=1, rng=np.random.default_rng(seed))[0]
+        gate = gate_interval(d, clusters, resamples=200, seed=seed, check=True)
+        if gate.degenerate:
+            continue  # the gate itself held (df < 1): no power line at all
+        s = _statement(d, clusters, seed)
+        assert s["status"] in ("none", "refused")
+
+
+def test_the_power_line_says_how_loose_the_mde_is():
+    from memrun.report.compare_report import power_line
+
+    base = {"power": 0.8, "mde": 0.12, "se": 0.03, "effect": 0.04, "factor": 9.0, "units": "clusters", "n_units": 10,
+            "needed": 90, "method": "simulated", "simulated_power": 0.8, "icc": 0.03, "icc_range": [0.01, 0.09],
+            "power_low": 0.3, "power_high": 0.99, "status": "loose", "reason": None}
+    loose = power_line(base, {"unit": "pp"})
+    assert "+12.0 pp" not in loose and "12.0 pp at the estimated ICC 0.030" in loose
+    assert "anywhere from 30% to 99%" in loose and "[0.010, 0.090]" in loose and "(10 -> ~90) at the estimated ICC" in loose
+    trusted = power_line({**base, "status": "trusted", "power_low": 0.77, "power_high": 0.84}, {"unit": "pp"})
+    assert "77%-84% over the ICC's 90% interval" in trusted and "not pinned down" not in trusted
