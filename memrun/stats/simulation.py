@@ -199,16 +199,11 @@ class NullDraws:
             raise ValueError(f"unknown shape {shape!r}: normal, skewed_down or skewed_up")
         mu = np.clip(delta + effect.astype(np.float64), -0.95, 0.95)
         q = np.minimum(1.0, q0 + np.abs(mu))
+        if not len(self.small):  # every cluster drawn from the normal: no gather, no scatter
+            return self._normal_moments(mu, q)
         sums, squares = np.empty_like(mu), np.empty_like(mu)
         if len(self.large):
-            n = self.sizes[self.large].astype(np.float64)
-            m, qq = mu[:, self.large], q[:, self.large]
-            sd_s = np.sqrt(np.maximum(n * (qq - m**2), 0.0))
-            cov = n * m * (1 - qq)
-            slope = np.where(sd_s > 0, cov / np.where(sd_s > 0, sd_s, 1.0), 0.0)
-            z1, z2 = self.z
-            sums[:, self.large] = n * m + sd_s * z1
-            squares[:, self.large] = n * qq + slope * z1 + np.sqrt(np.maximum(n * qq * (1 - qq) - slope**2, 0.0)) * z2
+            sums[:, self.large], squares[:, self.large] = self._normal_moments(mu[:, self.large], q[:, self.large])
         if len(self.small):
             up = ((q + mu) / 2)[:, self.small][:, self.item_cluster]
             qi = q[:, self.small][:, self.item_cluster]
@@ -217,3 +212,13 @@ class NullDraws:
             sums[:, self.small] = np.add.reduceat(plus - minus, self.starts, axis=1)
             squares[:, self.small] = np.add.reduceat(plus + minus, self.starts, axis=1)
         return sums, squares
+
+    def _normal_moments(self, m: np.ndarray, qq: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
+        """(sums, sums of squares) of the :data:`NORMAL_FROM`-or-larger clusters, given their
+        (reps, L) effects ``m`` and discordances ``qq``: the multinomial's bivariate normal."""
+        n = self.sizes[self.large].astype(np.float64)
+        sd_s = np.sqrt(np.maximum(n * (qq - m**2), 0.0))
+        cov = n * m * (1 - qq)
+        slope = np.where(sd_s > 0, cov / np.where(sd_s > 0, sd_s, 1.0), 0.0)
+        z1, z2 = self.z
+        return n * m + sd_s * z1, n * qq + slope * z1 + np.sqrt(np.maximum(n * qq * (1 - qq) - slope**2, 0.0)) * z2
