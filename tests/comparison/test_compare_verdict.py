@@ -315,6 +315,7 @@ def test_plan_prints_the_power_of_a_pilot(tmp_path, capsys):
 
     plan = json.loads(capsys.readouterr().out)
     assert plan["power"]["mde"] == pytest.approx(d["power"]["mde"]) and plan["power"]["needed"] == d["power"]["needed"]
+    assert plan["power"]["status"] == d["power"]["status"] and plan["power"]["power_low"] == d["power"]["power_low"]
     assert plan_main(["--pilot", ra, rb, "--effect", "2"]) == 0
     assert "power: minimum detectable effect at 80% power" in capsys.readouterr().out
 

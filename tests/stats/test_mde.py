@@ -153,3 +153,23 @@ def test_the_power_line_says_how_loose_the_mde_is():
     assert "anywhere from 30% to 99%" in loose and "[0.010, 0.090]" in loose and "(10 -> ~90) at the estimated ICC" in loose
     trusted = power_line({**base, "status": "trusted", "power_low": 0.77, "power_high": 0.84}, {"unit": "pp"})
     assert "77%-84% over the ICC's 90% interval" in trusted and "not pinned down" not in trusted
+
+
+def test_the_bench_checks_what_compare_prints(monkeypatch):
+    """bench_gate_error --power reads each pilot through minimum_detectable, compare's own
+    path: every pilot lands in exactly one statement."""
+    import importlib.util
+    import sys
+    from pathlib import Path
+
+    path = Path(__file__).resolve().parents[2] / "bench" / "bench_gate_error.py"
+    spec = importlib.util.spec_from_file_location("bench_gate_error", path)
+    bench = importlib.util.module_from_spec(spec)
+    monkeypatch.setitem(sys.modules, "bench_gate_error", bench)  # its dataclasses look their module up
+    spec.loader.exec_module(bench)
+    seen = []
+    real = bench.minimum_detectable
+    monkeypatch.setattr(bench, "minimum_detectable", lambda *a, **k: seen.append(1) or real(*a, **k))
+    cell = bench.Cell("10 clusters, LoCoMo-like sizes", locomo_like(10), 0.05)
+    row = bench.power_check(cell, pilots=2, reps=3, resamples=100)
+    assert sum(row.status.values()) == 2 and len(seen) == 2 - row.status["held"]
