@@ -14,7 +14,8 @@ range of its power, and called trustworthy only where that range stays within 80
 Method. One simulation (:class:`PowerModel`) with the gate's own statistic
 (:func:`memrun.stats.calibrated.studentized`) and critical value, on the design check's own
 common random numbers (:func:`memrun.stats.calibrated.null_draws`), with the discordance an
-effect brings (q = q0 + |mu|):
+effect brings (q = q0 + |mu|) and the base discordance q0 that the observed one implies at
+each ICC (:func:`model_parameters`):
 
 1. the MDE (:func:`simulated_mde`): the smallest true delta at which a share ``power`` of the
    simulated comparisons pass, at the ICC's median-unbiased estimate (its 50% limit from the
@@ -33,9 +34,9 @@ effect brings (q = q0 + |mu|):
    Donner & Klar 2000, ch. 5). ``trusted`` when every scenario is within :data:`TOLERANCE`.
 
 No MDE is printed (``status``) where none exists (no effect within the metric's range reaches
-80%: ``none``) or where the between-cluster variance rests on fewer than :data:`MIN_DF`
-Bell-McCaffrey degrees of freedom (``refused``: 3 clusters, one cluster holding nearly every
-item), the same spirit as the gate's ``unresolved``.
+80% at the estimated ICC: ``none``) or where the variance of the mean rests on fewer than
+:data:`MIN_DF` Bell-McCaffrey degrees of freedom (``refused``: 3 clusters, one cluster
+holding most of the items), the same spirit as the gate's ``unresolved``.
 
 Above :data:`memrun.stats.calibrated.SIMULATE_UP_TO` clusters the design check is read from its
 Edgeworth expansion and draws nothing; there the MDE is the formula's
@@ -75,10 +76,10 @@ TOLERANCE = 0.05
 ICC_GRID = (0.0, 0.01, 0.03, 0.08, 0.2, 0.5)
 """ICC values at which :func:`crit_curve` calibrates."""
 MIN_DF = 3.0
-"""Below this many Bell-McCaffrey degrees of freedom no MDE is printed: the between-cluster
-variance rests on so few that its 90% confidence interval spans a factor of over 50
-(chi-squared on 2 df: 0.10 to 5.99), and the power at any one effect is anywhere from
-near 0 to near 100% (3 clusters; one cluster holding ~97% of the items: df ~1.0)."""
+"""Below this many Bell-McCaffrey degrees of freedom (fewer than 4 effective clusters: 3
+clusters, or one cluster holding most of the items) no MDE is printed: the variance of the
+mean rests on so few independent clusters that its 90% interval spans a factor of over 20
+(chi-squared on 3 df: 0.35 to 7.8; on 2 df, 0.10 to 5.99)."""
 METRIC_RANGE = 0.9
 """The largest simulated true delta (in the simulation's unit, the deltas' scale): beyond
 it the clipped model has no room left."""
@@ -100,6 +101,25 @@ def crit_curve(draws: Any, sizes: FloatArray, q0: float, delta0: float, alpha: f
             worst = max(worst, float(np.quantile(studentized(s, q, sizes, delta0)[2], 1.0 - alpha, method="higher")))
         curve[i] = max(nominal, worst)
     return grid, np.maximum.accumulate(curve)
+
+
+MEAN_ABS_EFFECT = {"normal": math.sqrt(2 / math.pi), "skewed_down": 2 / math.e, "skewed_up": 2 / math.e}
+"""E|m| / tau of the cluster effect m of each shape: sqrt(2 / pi) for the normal, 2 / e for
+tau * (1 - Exponential(1))."""
+
+
+def model_parameters(observed: float, icc: float, shape: str = "normal") -> tuple[float, float]:
+    """(q0, the ``icc`` argument of :meth:`memrun.stats.simulation.NullDraws.moments`) for
+    clusters of ``shape`` whose deltas show discordance ``observed`` (D) and ANOVA ICC
+    ``icc``: the model's clusters disagree on q0 + |m_g| of their pairs and the ICC of the
+    deltas is tau**2 / D whatever the shape, so tau = sqrt(icc D) and q0 = D - E|m|
+    (:data:`MEAN_ABS_EFFECT`), at least 0.02; the ``icc`` argument is the one for which
+    ``tau_for_icc`` (written for the normal) gives that tau. Reading D itself as q0 would
+    count the clusters' spread twice (a larger tau for the same ICC) and understate the
+    power by 5-15 pp at ICC 0.05 on LoCoMo-sized clusters."""
+    tau = math.sqrt(max(icc, 0.0) * observed)
+    q0 = max(0.02, observed - tau * MEAN_ABS_EFFECT[shape])
+    return q0, tau**2 / (q0 + tau * MEAN_ABS_EFFECT["normal"]) if tau > 0 else 0.0
 
 
 class PowerModel:
@@ -144,8 +164,8 @@ class PowerModel:
         """Share of simulated comparisons the gate passes at true delta ``null + effect``
         (``effect`` in the simulation's unit: the deltas' divided by :attr:`scale`), at
         ``icc`` (default: the estimate, :attr:`icc`) with cluster effects of ``shape``."""
-        s, q = self.draws.moments(q0=self.q0, icc=self.icc if icc is None else icc, delta=self.null + effect,
-                                  shape=shape)
+        q0, param = model_parameters(self.q0, self.icc if icc is None else icc, shape)
+        s, q = self.draws.moments(q0=q0, icc=param, delta=self.null + effect, shape=shape)
         _, _, t = studentized(s, q, self.sizes, self.null)
         crit = self.crit if math.isfinite(self.crit) else np.interp(upper_icc_rows(s, q, self.sizes), self.grid,
                                                                      self.curve)
@@ -198,7 +218,8 @@ def formula_spread(deltas: ArrayLike, clusters: ArrayLike | Iterable[Hashable] |
     limits = (icc_anova(sums, sumsq, sizes, tail)[1], icc_anova(sums, sumsq, sizes, 1.0 - tail)[1])
 
     def variance(icc: float) -> float:
-        return float((sizes**2 * tau_for_icc(icc, q0) ** 2 + sizes * q0).sum())
+        base, param = model_parameters(q0, icc)
+        return float((sizes**2 * tau_for_icc(param, base) ** 2 + sizes * base).sum())
 
     base = variance(estimate)
     powers = [power_at(mde, se * math.sqrt(variance(i) / base), crit, df) for i in limits]
@@ -230,9 +251,9 @@ def minimum_detectable(deltas: ArrayLike, clusters: ArrayLike | Iterable[Hashabl
         ``trusted`` (the spread within :data:`TOLERANCE` of ``power``) and ``status``:
         ``"trusted"``; ``"loose"`` (an MDE, printed with its spread); ``"none"`` (no effect
         within the metric's range reaches ``power`` at the estimated ICC: ``mde`` and
-        ``factor`` None, the spread that of the power at the largest effect); ``"refused"`` (fewer
-        than :data:`MIN_DF` Bell-McCaffrey degrees of freedom: ``reason`` says why, and the
-        MDE is not printed, only kept in the JSON).
+        ``factor`` None, the spread that of the power at the largest effect); ``"refused"``
+        (fewer than :data:`MIN_DF` Bell-McCaffrey degrees of freedom: ``reason`` says why;
+        the MDE is not printed, only kept in the JSON).
     """
     result = power_of(low, high, crit, effect=effect, units=units, n_units=n_units, df=df)
     if result is None:
@@ -259,8 +280,9 @@ def minimum_detectable(deltas: ArrayLike, clusters: ArrayLike | Iterable[Hashabl
         out["status"] = "none"
     elif dof is not None and dof < MIN_DF:
         out["status"] = "refused"
-        out["reason"] = (f"the between-cluster variance that sets the power rests on {dof:.1f} Bell-McCaffrey degrees of "
-                         f"freedom (fewer than {MIN_DF:g}): too few clusters, or one holding nearly every item")
+        out["reason"] = (f"the variance of the mean rests on {dof:.1f} Bell-McCaffrey degrees of freedom (fewer than "
+                         f"{MIN_DF:g}: too few clusters, or one holding most of the items), so any one effect's power "
+                         "is anywhere from near 0 to near 100%")
     else:
         out["status"] = "trusted" if out["trusted"] else "loose"
     return out

@@ -89,17 +89,20 @@ def test_the_spread_brackets_the_estimate_and_grows_with_the_icc():
 
 def test_the_formula_spread_is_the_normal_power_at_the_icc_limits():
     """Above 200 clusters (no simulation) the SE at an ICC limit is the estimate's scaled by
-    the model's variance sqrt(sum(n^2 tau^2 + n q0)): checked with scipy.stats.norm."""
+    the model's variance sqrt(sum(n^2 tau^2 + n q0)), q0 the base discordance the observed
+    one implies: checked with scipy.stats.norm."""
     design = Design("300", (20,) * 300)
     d = simulate(design, icc=0.05, delta=0.0, reps=1, rng=np.random.default_rng(2))[0]
     clusters = design.cluster_codes()
     mde, se, crit = 0.03, 0.01, 1.96
     lo, hi, limits, icc = formula_spread(d, clusters, mde, se, crit, None)
-    q0 = np.count_nonzero(d) / len(d)
+    discordance = np.count_nonzero(d) / len(d)
     sizes = np.full(300, 20.0)
 
-    def var(i: float) -> float:
-        return float((sizes**2 * tau_for_icc(i, q0) ** 2 + sizes * q0).sum())
+    def var(i: float) -> float:  # the model's clusters disagree on q0 + |m|: D = q0 + tau sqrt(2/pi), ICC = tau^2 / D
+        tau = math.sqrt(i * discordance)
+        q0 = discordance - tau * math.sqrt(2 / math.pi)
+        return float((sizes**2 * tau**2 + sizes * q0).sum())
 
     expect = [stats.norm.cdf(mde / (se * math.sqrt(var(i) / var(icc))) - crit) for i in limits]
     assert (lo, hi) == pytest.approx((min(expect), max(expect)), abs=1e-12)
@@ -110,7 +113,7 @@ def test_the_formula_spread_is_the_normal_power_at_the_icc_limits():
 
 def test_three_clusters_print_no_mde():
     """3 clusters: the gate cannot reach 80% power at any effect, or the variance that sets
-    the power rests on under 3 degrees of freedom; either way no number is printed."""
+    the power rests on under 3 Bell-McCaffrey degrees of freedom; no number is printed."""
     from memrun.report.compare_report import power_line
 
     design = Design("3", (150, 205, 260))
@@ -124,7 +127,8 @@ def test_three_clusters_print_no_mde():
         line = power_line(s, {"unit": "pp"})
         assert "minimum detectable effect at 80% power" not in line
         if s["status"] == "refused":
-            assert s["mde"] is not None and "degrees of freedom" in s["reason"] and f"{MIN_DF:g}" in s["reason"]
+            assert s["mde"] is not None and "Bell-McCaffrey degrees of freedom" in s["reason"]
+            assert f"fewer than {MIN_DF:g}" in line
         else:
             assert s["mde"] is None and "no effect up to the metric's range reaches 80% power" in line
     assert "none" in seen
@@ -173,3 +177,18 @@ def test_the_bench_checks_what_compare_prints(monkeypatch):
     cell = bench.Cell("10 clusters, LoCoMo-like sizes", locomo_like(10), 0.05)
     row = bench.power_check(cell, pilots=2, reps=3, resamples=100)
     assert sum(row.status.values()) == 2 and len(seen) == 2 - row.status["held"]
+
+
+def test_the_model_parameters_give_back_the_observed_discordance_and_the_icc():
+    """Clusters drawn at model_parameters' q0 and tau disagree on D = q0 + E|m| of their
+    pairs with ICC tau^2 / D, for the normal and the skewed shape (checked by drawing them)."""
+    from memrun.stats.mde import model_parameters
+
+    for shape, icc in (("normal", 0.05), ("skewed_down", 0.2)):
+        observed = 0.28
+        q0, param = model_parameters(observed, icc, shape)
+        tau = tau_for_icc(param, q0)
+        rng = np.random.default_rng(0)
+        m = rng.normal(0, tau, 400_000) if shape == "normal" else tau * (1 - rng.exponential(size=400_000))
+        assert q0 + np.abs(m).mean() == pytest.approx(observed, abs=2e-3)
+        assert tau**2 / observed == pytest.approx(icc, rel=1e-9)
