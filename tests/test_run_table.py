@@ -1,5 +1,8 @@
 """The Parquet writer survives crashes; the reader reads finished and unfinished runs."""
 
+import threading
+import time
+
 import pyarrow.parquet as pq
 import pytest
 
@@ -117,6 +120,29 @@ def test_a_schema_built_on_the_writers_thread(tmp_path):
     with pytest.raises(RuntimeError, match="no schema"):
         failing.add(row(0))
         failing.wait()
+
+
+def test_the_schema_is_built_at_the_first_row_not_at_construction(tmp_path):
+    """Built earlier, pyarrow's import would contend for the GIL with the run's start-up,
+    between the writer's construction and the run's first request; a run without rows
+    still gets its (empty) table."""
+    built = threading.Event()
+
+    def schema():
+        built.set()
+        return items_schema(KS)
+
+    writer = ItemsWriter(tmp_path / "a", schema, Instrument(), flush_rows=2)
+    time.sleep(0.2)
+    assert not built.is_set()
+    writer.add(row(0))
+    assert built.wait(30)
+    writer.close()
+    assert read_run(tmp_path / "a").table.num_rows == 1
+
+    empty = ItemsWriter(tmp_path / "b", schema, Instrument())
+    empty.close()
+    assert read_run(tmp_path / "b").table.num_rows == 0
 
 
 def _written(folder, schema):

@@ -12,8 +12,10 @@ removes the parts. :func:`memrun.io.reader.read_run` reads either form.
 Parts are written by one background thread, in order: encoding a part takes up to tens
 of ms, and on the accuracy axis the caller is the event loop that every in-flight call
 is waiting on. A failed write is raised by the next ``flush``, ``wait`` or ``close``.
-That thread also imports pyarrow (~0.2 s) when the schema is given as a function: the
-run's first requests go out meanwhile instead of waiting for it.
+That thread also imports pyarrow (~0.2 s) when the schema is given as a function, from the
+first row on: the run's later requests go out meanwhile instead of waiting for it, and its
+first request does not wait either (an import started earlier contends with the run's
+start-up for the GIL, which pyarrow's initialisation holds for ~0.1 s at a time).
 
 Every file is written with Parquet page checksums (CRC32), which the reader verifies: a
 flipped bit in the data fails the read instead of changing a value. ``close`` also
@@ -105,8 +107,9 @@ class ItemsWriter:
 
     folder: the run folder (created if missing).
     schema: the table schema (:func:`memrun.io.schema.items_schema`), or a function of no
-    argument that returns it: it is then called on the writer's thread, so that importing
-    pyarrow overlaps what the caller does next; :attr:`schema` waits for it.
+    argument that returns it: it is then called on the writer's thread when the first row
+    arrives (or the schema is first read), so that importing pyarrow overlaps the rows that
+    follow; :attr:`schema` waits for it.
     instrument: written into every part and the final file (its current state).
     flush_rows, flush_seconds: a part is written when this many rows wait, or when a row
     arrives this many seconds after the last part (or the start).
@@ -137,7 +140,8 @@ class ItemsWriter:
         self._tables: list[pa.Table] = []  # what the parts hold, kept to merge without re-reading
         self._pool = ThreadPoolExecutor(max_workers=1, thread_name_prefix="memrun-writer")
         self._pending: list[Future[None]] = []
-        self._schema = self._pool.submit(self._prepare, schema)  # the first task of the thread
+        self._schema_source = schema
+        self._schema: Future[pa.Schema] | None = None  # the first task of the thread, at the first row
         self.rows_written = 0
         self.sha256: str | None = None  # of items.parquet, once close() wrote it
 
@@ -146,13 +150,21 @@ class ItemsWriter:
         skip_pandas_probe()
         return schema() if callable(schema) else schema
 
+    def _start(self) -> Future[pa.Schema]:
+        """The schema's task on the writer's thread, submitted at the first call (before any part)."""
+        if self._schema is None:
+            self._schema = self._pool.submit(self._prepare, self._schema_source)
+        return self._schema
+
     @property
     def schema(self) -> pa.Schema:
         """The table schema (waits for the writer's thread to build it; raises what building it raised)."""
-        return self._schema.result()
+        return self._start().result()
 
     def add(self, row: Mapping[str, Any]) -> None:
         """Buffer one row; flush when the buffer is full or old enough."""
+        if self._schema is None:
+            self._start()
         self._buffer.append(row)
         if len(self._buffer) >= self.flush_rows or time.monotonic() - self._last_flush >= self.flush_seconds:
             self.flush()
@@ -196,6 +208,7 @@ class ItemsWriter:
         Sets :attr:`sha256` to the written file's sha256.
         """
         try:
+            self._start()  # a table of no rows needs its schema too
             self.wait()
         finally:
             self._pool.shutdown(wait=True)
