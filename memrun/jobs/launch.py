@@ -177,12 +177,8 @@ def claim(folder: Path, name: str = CLAIM_FILE, *, run: bool = True) -> Path:
     try:
         fd = os.open(lock, os.O_CREAT | os.O_EXCL | os.O_WRONLY, 0o644)
     except FileExistsError:
-        try:
-            holder = json.loads(lock.read_text())
-            who = f"pid {holder.get('pid')} on {holder.get('host')} since {holder.get('since')}"
-        except (OSError, ValueError):
-            holder, who = {}, "another process"
-        if holder.get("host") == socket.gethostname() and not live.process_alive(holder.get("pid")):
+        who, alive = claim_holder(lock)
+        if not alive:
             lock.unlink(missing_ok=True)  # its process died (kill -9): the claim is stale
             run_warnings.warn(f"{lock} was left by {who}, which is no longer running; claiming the folder")
             return claim(folder, name, run=run)
@@ -197,6 +193,20 @@ def claim(folder: Path, name: str = CLAIM_FILE, *, run: bool = True) -> Path:
         raise RunFolderTaken(f"{folder} already holds a run ({', '.join(filled)}); give this run its own "
                              "folder (hydra.run.dir=...)")
     return lock
+
+
+def claim_holder(lock: Path) -> tuple[str, bool]:
+    """Who holds the claim file ``lock`` (``"pid P on HOST since T"``) and whether it may still
+    be running: False only for a process of this machine that no longer runs. A claim from
+    another machine, or one that cannot be read, counts as held (a run there may be going)."""
+    try:
+        holder = json.loads(lock.read_text())
+        who = f"pid {holder.get('pid')} on {holder.get('host')} since {holder.get('since')}"
+    except (OSError, ValueError):
+        return "another process", True
+    if not isinstance(holder, dict):
+        return "another process", True
+    return who, not (holder.get("host") == socket.gethostname() and not live.process_alive(holder.get("pid")))
 
 
 def _relative(folder: Path, base: Path) -> str:
@@ -219,7 +229,8 @@ def stale_runs(out_dir: Path, cfg: Any, limit: int = 200) -> list[tuple[Path, in
     Looks at the run folders beside ``out_dir`` and, for a sweep job, in the sweeps beside
     its sweep (at most ``limit`` folders). Unfinished: ``items.parts/`` holds parts and
     there is no ``items.parquet`` (a run killed with -9, or whose machine died), or its
-    ``summary.json`` says ``interrupted`` (Ctrl-C, SIGTERM). Same configuration:
+    ``summary.json`` says ``interrupted`` (Ctrl-C, SIGTERM). A folder whose claim is held
+    (:func:`claim_holder`: a run still going, or another run resuming it) is not listed. Same configuration:
     :meth:`memrun.core.instrument.Instrument.configuration_diff` finds nothing.
     """
     Instrument = instrument.Instrument  # noqa: N806
@@ -236,6 +247,8 @@ def stale_runs(out_dir: Path, cfg: Any, limit: int = 200) -> list[tuple[Path, in
         if folder == out_dir or (killed and not (folder / writer.PARTS_DIR).is_dir()) \
                 or (folder / resume_module.RESUMED_FILE).exists():
             continue  # ours, gone, or already taken over by a run that resumed it
+        if (folder / CLAIM_FILE).exists() and claim_holder(folder / CLAIM_FILE)[1]:
+            continue  # a run still going (its parts and no table yet), or one resuming it: not stale
         try:  # its seal checked: a damaged or edited part says nothing of its configuration
             source = sorted((folder / writer.PARTS_DIR).glob("part-*.parquet"))[-1] if killed else folder
             theirs = reader.peek_instrument(source)  # a sealed footer's bytes: no pyarrow before the first request
@@ -358,6 +371,7 @@ def _job(cfg: Any, hydra_cfg: Any) -> int:
     RECORD.run_dir = out_dir
     started = time.perf_counter()
     status, error, lock = run_status.RunStatus.COMPLETE, None, None
+    resume_lock: Path | None = None  # the claim on the unfinished run this one resumes
     container: dict[str, Any] = {}
     warnings = run_warnings.RunWarnings()
     redactor = warnings.redactor  # the run's secrets: kept out of its warnings, error line and outcome file
@@ -375,6 +389,13 @@ def _job(cfg: Any, hydra_cfg: Any) -> int:
             resume_from = None
             for folder, rows in stale_runs(out_dir, cfg):
                 if resume_from is None and rows and cfg.get("resume", True):
+                    left = folder / CLAIM_FILE  # by the killed run itself (stale_runs found its process gone)
+                    if left.exists() and not claim_holder(left)[1]:
+                        left.unlink(missing_ok=True)
+                    try:  # claimed while its rows are taken over: two runs started together never both resume it
+                        resume_lock = claim(folder, run=False)
+                    except RunFolderTaken:
+                        continue  # another run took it between the look and the claim
                     resume_from = folder  # the most recent: it holds what the others held and more
                     continue
                 run_warnings.warn(f"an earlier run of this configuration did not finish: {folder} holds {rows} rows "
@@ -411,6 +432,8 @@ def _job(cfg: Any, hydra_cfg: Any) -> int:
             _say(error)
         if lock is not None:
             release(lock)
+        if resume_lock is not None:
+            release(resume_lock)
         if status.outcome in (run_status.RunStatus.FAILED, run_status.RunStatus.INTERRUPTED):  # a run that did no item leaves nothing behind
             _discard_if_empty(out_dir, Path(hydra_cfg.sweep.dir) if multirun else RECORD.existing_root)
         RECORD.status = status

@@ -35,8 +35,12 @@ RESUMED_FILE = "resumed.json"
 
 
 def mark(folder: Path, by: Path) -> None:
-    """Record in ``folder`` that the run in ``by`` took its rows over."""
-    (folder / RESUMED_FILE).write_text(json.dumps({"resumed_by": str(by)}) + "\n")
+    """Record in ``folder`` that the run in ``by`` took its rows over. A folder removed since
+    its rows were read is left alone: its rows are already this run's, nothing is left to mark."""
+    try:
+        (folder / RESUMED_FILE).write_text(json.dumps({"resumed_by": str(by)}) + "\n")
+    except FileNotFoundError:
+        pass
 
 
 @dataclass

@@ -118,6 +118,31 @@ def test_a_new_run_names_an_earlier_unfinished_run_of_its_configuration(tmp_path
     assert other.returncode == 0 and "did not finish" not in other.stderr
 
 
+def test_a_run_still_going_is_not_taken_for_unfinished(tmp_path):
+    """A folder with parts and no table whose claim a live process holds is a run still going:
+    a new run of the same configuration neither resumes it nor calls it stale. Once its
+    process is gone (kill -9 leaves the claim) the next run resumes it, silently takes the
+    dead claim over and releases it."""
+    import socket
+
+    runs = tmp_path / "runs"
+    first = run_memrun(["progress=false", f"hydra.run.dir={runs / 'done'}"], tmp_path)
+    assert first.returncode == 0, first.stderr
+    going = runs / "going"
+    (going / "items.parts").mkdir(parents=True)
+    shutil.copy(runs / "done" / "items.parquet", going / "items.parts" / "part-00000.parquet")
+    claim = going / ".memrun-claim"
+    claim.write_text(json.dumps({"pid": os.getpid(), "host": socket.gethostname(), "since": "now"}))
+    beside = run_memrun(["progress=false", f"hydra.run.dir={runs / 'beside'}"], tmp_path)
+    assert beside.returncode == 0 and "did not finish" not in beside.stderr, beside.stderr
+    assert not (going / "resumed.json").exists() and json.loads(claim.read_text())["pid"] == os.getpid()
+    claim.write_text(json.dumps({"pid": 2**22 + 12345, "host": socket.gethostname(), "since": "earlier"}))
+    after = run_memrun(["progress=false", f"hydra.run.dir={runs / 'after'}"], tmp_path)
+    assert after.returncode == 0 and "its 30 rows are kept" in after.stderr, after.stderr
+    assert "no longer running" not in after.stderr  # the killed run's own claim: not news
+    assert (going / "resumed.json").is_file() and not claim.exists()
+
+
 def test_an_unfinished_run_whose_metadata_fails_its_seal_is_not_taken_at_its_word(tmp_path):
     """A part of another configuration whose instrument was edited (or damaged) to claim this
     run's configuration, its checksum left as written: memrun names no earlier run."""
