@@ -22,9 +22,11 @@ from memrun.lazy import lazy
 if TYPE_CHECKING:
     from hydra._internal import utils as hydra_utils
 
+    from memrun.config import embedder_use
     from memrun.core import redaction
 else:
     hydra_utils = lazy("hydra._internal.utils")
+    embedder_use = lazy("memrun.config.embedder_use")  # only for a config that holds an embedder: ast, no arm imported
     redaction = lazy("memrun.core.redaction")
 # libyaml's loader where PyYAML has it: the safe loader's values, ~5x faster on a whole config.
 _SAFE_LOADER = getattr(yaml, "CSafeLoader", yaml.SafeLoader)
@@ -97,8 +99,6 @@ def _as_recorded(tree: Any) -> None:
     arm = tree.get("arm") if isinstance(tree, dict) else None
     if not isinstance(arm, dict) or arm.get("embedder") is None or not isinstance(arm.get("_target_"), str):
         return
-    from memrun.config import embedder_use  # only for a config that holds an embedder: ast, no arm imported
-
     if embedder_use.declared_use(arm["_target_"]) == embedder_use.NO:
         arm["embedder"] = None
         sys.stderr.write(f"warning: {embedder_use.ignored_note(arm.get('name'))}\n")
