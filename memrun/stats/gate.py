@@ -89,7 +89,10 @@ class GateInterval:
     the union of the two (fractions); ``t_low``/``t_high`` the calibrated t interval's,
     ``se`` its standard error, ``crit`` its upper critical value (``crit_up``: Δ/J widening
     and power read it), ``df`` its Bell-McCaffrey degrees of freedom; ``p_value`` the
-    bootstrap's two-sided p-value of zero (Holm across categories), ``p_pass`` the
+    two-sided p-value of zero of the interval shown (Holm across categories): the
+    bootstrap's, or when the calibrated t interval joins the larger of it and the t's at
+    the calibrated critical value, so p <= 5% only where the shown 95% interval excludes
+    zero; ``p_pass`` the
     one-sided p-value of "B no better than the threshold" of the whole gate (family-wise
     control across arms reads it); ``check`` the design check (verdict block only) or None;
     ``degenerate`` why it cannot be read, or None; ``clustering`` :data:`GIVEN` or
@@ -195,15 +198,29 @@ def _one_clustering(deltas: ArrayLike, clusters: ArrayLike | Iterable[Hashable] 
     low, high = (min(boot.low, t_low), max(boot.high, t_high)) if joins else (boot.low, boot.high)
     decided = CALIBRATED if joins and t_low <= boot.low else PERCENTILE
     p_boot = boot.p_value / 2 if boot.mean > null else 1.0 - boot.p_value / 2
+    p_shown = max(boot.p_value, _t_two_sided(float(mean), se, df, crit_up, crit_down, confidence)) if joins \
+        else boot.p_value
     why = degenerate_reason(d, small if consulted else None, low, high)
     if why is None and verdict_check is not None and verdict_check.refused:
         why = f"the design check refused a verdict: {verdict_check.refused}"
     return GateInterval(
         bootstrap=boot, small=small, consulted=consulted, decided=decided,
-        low=low, high=high, p_value=boot.p_value, crit=crit_up if small is not None else _normal_crit(confidence),
+        low=low, high=high, p_value=min(1.0, p_shown), crit=crit_up if small is not None else _normal_crit(confidence),
         degenerate=why, t_low=t_low, t_high=t_high, se=se, df=df,
         p_pass=min(1.0, max(p_t, p_boot if null == 0 else 0.0)), check=verdict_check,
     )
+
+
+def _t_two_sided(mean: float, se: float, df: float, crit_up: float, crit_down: float, confidence: float) -> float:
+    """Two-sided p-value of a zero delta read at the calibrated t interval's critical values:
+    the statistic ``mean / se`` is scaled by the t quantile over the critical value of its
+    side, so that p <= 1 - ``confidence`` exactly when that interval excludes zero (a raised
+    critical value raises p with it). 1 when there is no t interval or no spread."""
+    crit = crit_up if mean > 0 else -crit_down
+    if not (se > 0 and math.isfinite(crit) and crit > 0 and math.isfinite(df) and df > 0):
+        return 1.0
+    quantile = float(scipy_special.stdtrit(df, 0.5 + confidence / 2))
+    return min(1.0, 2.0 * _t_sf(df, abs(mean) / se * quantile / crit))
 
 
 def _t_sf(df: float, t: float) -> float:

@@ -210,3 +210,22 @@ def test_many_clusters_read_the_edgeworth_expansion_of_the_same_scenarios(monkey
     sim = calibrated.design_check(d, design.cluster_codes())
     assert edge.crit_up == pytest.approx(sim.crit_up, abs=0.1)
     assert edge.nominal_rate == pytest.approx(sim.nominal_rate, abs=0.01)
+
+
+@pytest.mark.parametrize("seed", range(6))
+def test_the_two_sided_p_agrees_with_the_interval_shown(seed):
+    """Holm across categories reads ``p_value``: a category whose shown 95% interval holds zero
+    never counts as significant. With few clusters the t interval, widened by the design
+    check, is shown; the bootstrap's own p (too narrow there) must not decide alone. The t
+    side's p is scipy's t tail at the statistic scaled by t quantile / calibrated critical value."""
+    rng = np.random.default_rng(seed)
+    clusters = np.repeat(np.arange(8), 40)
+    d = rng.choice([-1.0, 0.0, 1.0], size=clusters.size, p=[0.05, 0.87, 0.08]) \
+        + np.repeat(rng.normal(0.0, 0.03, 8), 40)
+    g = gate_interval(d, clusters, check=True, replications=500, seed=seed)
+    assert g.consulted and g.low <= g.t_low  # 8 clusters: the t interval is shown
+    assert (g.p_value <= 0.05) == (g.low > 0 or g.high < 0)
+    mean = d.mean()
+    crit = (mean - g.t_low) / g.se if mean > 0 else (g.t_high - mean) / g.se
+    t_side = 2 * sps.t.sf(abs(mean) / g.se * sps.t.ppf(0.975, g.df) / crit, g.df)
+    assert g.p_value == pytest.approx(max(t_side, g.bootstrap.p_value), rel=1e-9)
