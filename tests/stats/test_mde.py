@@ -44,12 +44,18 @@ def _anova_icc_limits(d: np.ndarray, clusters: np.ndarray, confidence: float) ->
     return min(0.99, max(0.0, (ratio - 1) / (ratio + n0 - 1)))
 
 
-def test_the_icc_interval_is_the_anova_f_interval():
+def _locomo_model(seed: int) -> tuple[np.ndarray, np.ndarray, PowerModel]:
+    """(deltas, clusters, their PowerModel) of one null draw of 10 LoCoMo-sized
+    clusters at ICC 0.05, gated with its design check."""
     design = locomo_like(10)
-    d = simulate(design, icc=0.05, delta=0.0, reps=1, rng=np.random.default_rng(3))[0]
+    d = simulate(design, icc=0.05, delta=0.0, reps=1, rng=np.random.default_rng(seed))[0]
     clusters = design.cluster_codes()
     gate = gate_interval(d, clusters, resamples=200, check=True)
-    model = PowerModel(d, clusters, gate.check)
+    return d, clusters, PowerModel(d, clusters, gate.check)
+
+
+def test_the_icc_interval_is_the_anova_f_interval():
+    d, clusters, model = _locomo_model(3)
     tail = (1 - SPREAD_CONFIDENCE) / 2
     assert model.icc_range[0] == pytest.approx(_anova_icc_limits(d, clusters, tail), abs=1e-9)
     assert model.icc_range[1] == pytest.approx(_anova_icc_limits(d, clusters, 1 - tail), abs=1e-9)
@@ -75,11 +81,7 @@ def test_the_simulated_power_is_the_real_gates_pass_rate():
 
 
 def test_the_spread_brackets_the_estimate_and_grows_with_the_icc():
-    design = locomo_like(10)
-    d = simulate(design, icc=0.05, delta=0.0, reps=1, rng=np.random.default_rng(9))[0]
-    clusters = design.cluster_codes()
-    gate = gate_interval(d, clusters, resamples=200, check=True)
-    model = PowerModel(d, clusters, gate.check)
+    d, clusters, model = _locomo_model(9)
     mde, at = simulated_mde(model, start=0.1)
     low, high, worst = power_spread(model, mde)
     assert low <= at <= high and low < 0.75 and worst.endswith(f"{model.icc_range[1]:.3f}")
