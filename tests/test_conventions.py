@@ -87,6 +87,7 @@ def test_compare_never_passes_on_items_credited_for_retrieving_nothing(locomo_ru
     assert code != ExitCode.PASS and d["verdict"]["outcome"] == "unresolved"
     # compare reads LoCoMo's headline subset (categories 1-4, 1,536 items) by default
     assert d["verdict"]["reason"] == "credited_for_absence" and "1536 of B's paired items" in d["verdict"]["detail"]
+    assert "scores an empty context 0 (recall@K, gold_share@K)" in d["verdict"]["detail"]
     assert d["data"]["credited"]["b"]["empty_context"] == 1536 and "empty_context" not in d["data"]["credited"]["a"]
     compare_main([a, b, *arms, "--metric", "evidence_share@5"])
     text = capsys.readouterr().out
@@ -245,6 +246,8 @@ def test_compare_reads_the_credited_items_by_their_majority_label(tmp_path, caps
     assert d["overall"]["delta"] == pytest.approx(0.7)
     assert d["data"]["credited"]["b"] == {"abstained_on_empty_context": 28}
     assert code != ExitCode.PASS and d["verdict"]["reason"] == "credited_for_absence"
+    # on the accuracy axis the hint names what the abstentions rest on, not a retrieval metric in their place
+    assert "retrieved nothing" in d["verdict"]["detail"] and "gold_share@K" not in d["verdict"]["detail"]
 
 
 def test_a_runs_count_reads_the_majority_label_too() -> None:

@@ -38,6 +38,22 @@ def _any(by: dict[str, np.ndarray], n: int) -> np.ndarray:
     return out
 
 
+REMEDIES = {
+    "empty_context": "compare on a metric that scores an empty context 0 (recall@K, gold_share@K)",
+    "abstained_on_empty_context": ("B's abstentions were right because it retrieved nothing, which says nothing "
+                                   "about its memory; check B's retrieval on the same runs (--metric recall@K) "
+                                   "and its empty searches before reading its accuracy"),
+}
+"""Convention -> what to do when it holds a verdict, in the words of the axis it is on."""
+
+
+def remedy(conventions: list[str]) -> str:
+    """What a held comparison should do next, for the conventions that credited B's own
+    items (:data:`REMEDIES`; one line, its parts joined by '; ')."""
+    said = [REMEDIES.get(c, "leave those items out") for c in conventions]
+    return "; ".join(dict.fromkeys(said)) or "leave those items out"
+
+
 def credited_hold(paired: Paired, unit: str = "pp") -> tuple[tuple[str, str] | None, list[str]]:
     """(hold, notes): a hold ``(CREDITED, words)`` when items credited for absence could
     make B's gain over A (or, for a non-inferiority gate, keep B level): B has items
@@ -64,9 +80,10 @@ def credited_hold(paired: Paired, unit: str = "pp") -> tuple[tuple[str, str] | N
     if only_b.any() and lift > 0:
         own = ", ".join(f"{int((m & only_b).sum())} {WORDS.get(c, c)}"
                         for c, m in paired.credited["b"].items() if (m & only_b).any())  # type: ignore[index]
+        used = [c for c, m in paired.credited["b"].items() if (m & only_b).any()]  # type: ignore[index]
         words = (f"{int(only_b.sum())} of B's paired items are credited by a convention ({own}) and A's are not; "
-                 f"they add {scale * lift:+.1f} {unit} to B-A, so the difference could come from them: compare on "
-                 "a metric without the convention (recall@K, gold_share@K) or leave those items out")
+                 f"they add {scale * lift:+.1f} {unit} to B-A, so the difference could come from them: "
+                 f"{remedy(used)}")
         return (CREDITED, words), notes
     return None, notes
 
