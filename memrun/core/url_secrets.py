@@ -10,7 +10,10 @@ does not guess from their names (as it does not for a server's ``env``:
 - the value of every query parameter becomes ``***`` (``?api_key=***&top=***``); its
   name stays readable. A value that is a template (``{{ namespace }}``, rendered per
   request) or an interpolation (``${oc.env:TOKEN}``, saved as spelled) is kept;
-- scheme, host, port, path and fragment stay readable.
+- a fragment of ``name=value`` pairs is read as a query (OAuth's implicit grant returns
+  ``#access_token=...``); a plain fragment (``#part``) stays;
+- scheme, host, port and path stay readable, and so does a query part without ``=``
+  (``?debug``): memrun does not guess which bare words are secret.
 
 Where a config is kept to tell configurations apart (the instrument), the masked values
 are part of the node's ``masked_fingerprint`` (:func:`memrun.core.redaction.redact_config`),
@@ -20,7 +23,7 @@ A config value is rewritten as a whole (:func:`redact_url`: a template with spac
 query is one URL); in free text (error lines, logs, Hydra's files, overrides) each URL is
 found by its shape (:func:`redact_urls`): a token starting ``scheme://`` or ``/`` up to
 whitespace, a quote or an angle bracket, and any ``name=value`` that follows ``?`` or
-``&`` right after another character.
+``&`` right after another character; its fragment, when it holds ``=``, likewise.
 """
 
 from __future__ import annotations
@@ -34,11 +37,15 @@ from memrun.core.masking import REDACTED
 _USERINFO = re.compile(r"(?<=://)[^/\s?#'\"<>]+@")
 # A URL or an absolute path with a query, in free text: (prefix, query).
 _URL_QUERY = re.compile(r"(?<![\w.+-])((?:[A-Za-z][A-Za-z0-9+.-]*:)?/[^\s'\"<>?#]*)\?([^\s'\"<>#]+)")
+# The same with a fragment of name=value pairs: (everything before "#", fragment).
+_URL_FRAGMENT = re.compile(r"(?<![\w.+-])((?:[A-Za-z][A-Za-z0-9+.-]*:)?/[^\s'\"<>#]*)#([^\s'\"<>#]*=[^\s'\"<>#]*)")
 # Any name=value after "?" or "&" that follows another character (a URL cut by a template's spaces).
 _PAIR = re.compile(r"(?<=\S[?&])([^\s'\"<>&#=?]+=)(?!\{\{|\$\{|\*\*\*)[^\s'\"<>&#]+")
 # A config value that is a URL or an absolute path with a query, once its templates are
 # taken out (they may hold spaces; nothing else in a URL does: not a prompt).
-_URL_VALUE = re.compile(r"(?:[A-Za-z][A-Za-z0-9+.-]*://|/)[^\s?#]*\?\S*")
+_URL_VALUE = re.compile(r"(?:[A-Za-z][A-Za-z0-9+.-]*://|/)[^\s?#]*[?#]\S*")
+# A URL value's parts: (before "?" or "#", query, fragment).
+_PARTS = re.compile(r"([^?#]*)(?:\?([^#]*))?(?:#(.*))?", re.S)
 _TEMPLATE = re.compile(r"\{\{.*?\}\}")
 # A value kept as written: a Jinja template or an OmegaConf interpolation (in free text,
 # cut at the template's first space).
@@ -57,7 +64,8 @@ def has_userinfo(text: str) -> bool:
 
 
 def _query(query: str) -> tuple[str, list[str]]:
-    """A query string (after ``?``, before ``#``) with each value masked, and the masked values."""
+    """A query string (after ``?``, before ``#``; or a fragment of pairs) with each value
+    masked, and the masked values."""
     parts, found = [], []
     for part in query.split("&"):
         name, eq, value = part.partition("=")
@@ -76,10 +84,16 @@ def _split(value: str) -> tuple[str, list[str], list[str]]:
     values: list[str] = []
     core = shown.rstrip()
     if _URL_VALUE.fullmatch(_TEMPLATE.sub("", core.lstrip())):
-        head, _, rest = core.partition("?")
-        query, hash_, fragment = rest.partition("#")
-        query, values = _query(query)
-        shown = f"{head}?{query}{hash_}{fragment}{shown[len(core):]}"
+        head, query, fragment = _PARTS.fullmatch(core).groups()  # type: ignore[union-attr]
+        if query is not None:
+            query, values = _query(query)
+            head += f"?{query}"
+        if fragment is not None:
+            if "=" in fragment:
+                fragment, more = _query(fragment)
+                values += more
+            head += f"#{fragment}"
+        shown = f"{head}{shown[len(core):]}"
     return shown, infos, values
 
 
@@ -110,7 +124,9 @@ def redact_urls(text: str) -> str:
     """Free text with the user info and the query values of every URL in it masked
     (module docstring)."""
     text = _USERINFO.sub(f"{REDACTED}@", text)
-    if "?" not in text and "&" not in text:
+    if "?" not in text and "&" not in text and "#" not in text:
         return text
     text = _URL_QUERY.sub(lambda m: f"{m.group(1)}?{_query(m.group(2))[0]}", text)
+    if "#" in text:
+        text = _URL_FRAGMENT.sub(lambda m: f"{m.group(1)}#{_query(m.group(2))[0]}", text)
     return _PAIR.sub(lambda m: f"{m.group(1)}{REDACTED}", text)

@@ -18,7 +18,12 @@ def test_every_query_value_and_user_info_is_masked_names_and_templates_kept():
     path = "/v1/namespaces/{{ namespace }}/search?ns={{ namespace }}&q={{ query | urlencode }}&sig=" + SECRET
     assert redact_url(path)[0] == "/v1/namespaces/{{ namespace }}/search?ns={{ namespace }}&q={{ query | urlencode }}&sig=***"
     assert redact_url("http://h/?token=${oc.env:TOKEN}") == ("http://h/?token=${oc.env:TOKEN}", [])
-    for text in ("/no_think Who said it? a=b", "What did Caroline say?", "https://h/v1", "a=b&c=d"):
+    # a fragment of pairs is a query by another name (OAuth's implicit grant); a plain fragment stays
+    assert redact_url(f"https://app.example/cb#access_token={SECRET}&token_type=bearer") == \
+        ("https://app.example/cb#access_token=***&token_type=***", [SECRET, "bearer"])
+    assert redact_url(f"http://h/p?k={SECRET}#state=s1") == ("http://h/p?k=***#state=***", [SECRET, "s1"])
+    for text in ("/no_think Who said it? a=b", "What did Caroline say?", "https://h/v1", "a=b&c=d",
+                 "https://h/docs#intro", "Use C# here=there"):
         assert redact_url(text) == (text, [])  # a prompt is not a URL, and a URL without secrets is kept
 
 
@@ -30,6 +35,9 @@ def test_free_text_forms():
         (f"path=/s?ns={{{{ namespace }}}}&key={SECRET} x", "path=/s?ns={{ namespace }}&key=*** x"),  # cut by a space
         (f"http://u:{SECRET}@h/", "http://***@h/"),
         ("Who said it? a=b, and/or so", "Who said it? a=b, and/or so"),
+        (f"redirect to https://app/cb#access_token={SECRET}&x=1 failed", "redirect to https://app/cb#access_token=***&x=*** failed"),
+        (f"GET http://h/s?k={SECRET}#t={SECRET}", "GET http://h/s?k=***#t=***"),
+        ("see https://h/docs#intro and C# a=b", "see https://h/docs#intro and C# a=b"),
     ):
         assert redact_urls(line) == clean
         assert redact_urls(clean) == clean  # idempotent: a saved file redacted again is unchanged
