@@ -37,7 +37,7 @@ if TYPE_CHECKING:
     from memrun import config
     from memrun.commands import show_config
     from memrun.config import errors as config_errors
-    from memrun.core import http_policy
+    from memrun.core import http_policy, redaction
     from memrun.io import writer
     from memrun.jobs import launch, sweep
 else:
@@ -54,6 +54,7 @@ else:
     show_config = lazy("memrun.commands.show_config")
     writer = lazy("memrun.io.writer")
     http_policy = lazy("memrun.core.http_policy")
+    redaction = lazy("memrun.core.redaction")  # an error's line only
 
 # name -> "module:function" taking argv (list[str]) and returning an exit code.
 SUBCOMMANDS: dict[str, str] = {
@@ -79,7 +80,8 @@ EXIT_STDOUT_CLOSED = 1
 
 
 def _fail(message: str, code: int = EXIT_USER_ERROR) -> int:
-    sys.stderr.write(f"memrun: error: {message}\n")
+    # a path, a launcher's message or an override quoted in it: URL secrets and header values masked
+    sys.stderr.write(f"memrun: error: {redaction.redact_line(message)}\n")
     return code
 
 

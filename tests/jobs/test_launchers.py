@@ -166,9 +166,11 @@ def test_an_unfinished_run_whose_metadata_fails_its_seal_is_not_taken_at_its_wor
 
 
 def test_an_output_folder_that_cannot_be_made_is_one_line(tmp_path):
-    done = run_memrun(["progress=false", "hydra.run.dir=/proc/memrun-cannot-write-here"], tmp_path)
+    done = run_memrun(["progress=false", "hydra.run.dir='/proc/memrun-cannot-write-here?token=sekrit-0451'"], tmp_path)
     assert done.returncode == 2 and "Traceback" not in done.stderr
     assert done.stderr.strip().splitlines()[-1].startswith("memrun: error: cannot create the output folder")
+    # the folder it names is shown as memrun shows any URL-like value: its query's values masked
+    assert "sekrit-0451" not in done.stderr and "/proc/memrun-cannot-write-here?token=***" in done.stderr
 
 
 def test_a_worker_that_dies_ends_the_sweep_with_its_table_and_exit_2(tmp_path):
