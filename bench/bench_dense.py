@@ -76,7 +76,7 @@ def main() -> None:
             n = next(runs)
             return run_child(["memrun", "benchmark=locomo", "arm=dense", "arm/embedder=minilm",
                               f"arm.cache_dir={work / f'cache{n}'}", "progress=false", *limit,
-                              f"hydra.run.dir={work / f'run{n}'}"], cwd=work, env={"MEMRUN_DATA_DIR": str(data_dir)})
+                              f"hydra.run.dir={work / 'runs' / f'run{n}'}"], cwd=work, env={"MEMRUN_DATA_DIR": str(data_dir)})
 
         peer_args = [str(peer), str(data_dir / "locomo10.json"), str(args.conversations)]
         pairs = alternate(memrun, lambda: run_child(peer_args, cwd=work), args.pairs)

@@ -80,7 +80,7 @@ def main() -> None:
 
         def memrun(file: Path):
             return run_child(["memrun", "benchmark=longmemeval", f"benchmark.path={file}", "arm=bm25", "arm.top_k=50",
-                              "progress=false", f"hydra.run.dir={work / f'run{next(runs)}'}"], cwd=work)
+                              "progress=false", f"hydra.run.dir={work / 'runs' / f'run{next(runs)}'}"], cwd=work)
 
         pairs = alternate(lambda: memrun(path), lambda: run_child([str(peer), str(path)], cwd=work), args.pairs)
         speedup = statistics.median(b.seconds / a.seconds for a, b in zip(pairs.a, pairs.b))

@@ -71,14 +71,14 @@ def main() -> None:
             work = Path(tmp)
             for p in range(args.pairs):
                 single.append(memrun([*common, whole, f"cache_dir={work / f'cache-1-{p}'}",
-                                      f"hydra.run.dir={work / f'single-{p}'}"], work, env))
+                                      f"hydra.run.dir={work / 'runs' / f'single-{p}'}"], work, env))
                 sweep = work / f"sharded-{p}"
                 sharded.append(memrun(["-m", *common, per_shard, f"cache_dir={work / f'cache-4-{p}'}",
                                        "hydra/launcher=joblib", "hydra.launcher.n_jobs=4", "shard.count=4",
                                        "shard.index=range(0,4)", f"hydra.sweep.dir={sweep}"], work, env))
                 merges.append(memrun(["merge", str(sweep)], work, env))
                 narrow.append(memrun([*common, per_shard, f"cache_dir={work / f'cache-n-{p}'}",
-                                      f"hydra.run.dir={work / f'narrow-{p}'}"], work, env))
+                                      f"hydra.run.dir={work / 'runs' / f'narrow-{p}'}"], work, env))
                 summary = json.loads((sweep / "summary.json").read_text())
                 items = summary["shards"]["items"]
     finally:

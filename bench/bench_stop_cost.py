@@ -59,13 +59,13 @@ def main() -> int:
     with tempfile.TemporaryDirectory() as tmp:
         work = Path(tmp)
         env = {**os.environ, "XDG_CACHE_HOME": str(work / "cache"), "PYTHONPATH": str(ROOT)}
-        full = _run([*base, f"hydra.run.dir={work / 'full'}"], work, env)
+        full = _run([*base, f"hydra.run.dir={work / 'runs' / 'full'}"], work, env)
         started = time.monotonic()
         _, err = full.communicate()
         assert full.returncode == 0, err
         whole = time.monotonic() - started
         ingests, searches = _counts(state)
-        clusters = pq.read_table(work / "full" / "items.parquet", columns=["cluster"]).column("cluster").to_pylist()
+        clusters = pq.read_table(work / "runs" / "full" / "items.parquet", columns=["cluster"]).column("cluster").to_pylist()
         per_history = {c: clusters.count(c) for c in set(clusters)}
         print(f"one uninterrupted run: {ingests} ingest requests, {searches} searches, {whole:.1f} s "
               f"({args.benchmark}, arm.concurrency {args.concurrency}, {args.search_ms:g} ms a search)")
@@ -75,7 +75,7 @@ def main() -> int:
         for trial in range(args.trials):
             state.requests.clear()
             state.arrivals.clear()
-            run = work / f"t{trial}"
+            run = work / "runs" / f"t{trial}"
             proc = _run([*base, f"hydra.run.dir={run}"], work, env)
             while not _counts(state)[1] and proc.poll() is None:
                 time.sleep(0.005)
@@ -91,7 +91,7 @@ def main() -> int:
                 continue
             stopped_ingests, stopped_searches = _counts(state)
             creates_before = state.requests.count("create")
-            again = _run([*base, f"hydra.run.dir={work / f't{trial}-again'}"], work, env)
+            again = _run([*base, f"hydra.run.dir={work / 'runs' / f't{trial}-again'}"], work, env)
             _, err = again.communicate()
             assert again.returncode == 0, err
             total_ingests, total_searches = _counts(state)
