@@ -68,6 +68,7 @@ from memrun.arms.namespaces import (
 from memrun.core.instrument import Instrument
 from memrun.core.redaction import Redactor
 from memrun.core.run_warnings import warn
+from memrun.core.url_secrets import url_identity
 from memrun.errors import ArmError
 from memrun.lazy import lazy
 from memrun.records import Hit, Record
@@ -205,7 +206,7 @@ class HttpArm:
         self._current: str | None = None  # the last history ingested: search's default
         self._closed = False
         self.ledger = NamespaceLedger(Path(ledger_dir).expanduser() if ledger_dir else default_ledger_dir(),
-                                      self.public_url, self.prefix.rstrip("-"))
+                                      url_identity(self.base_url), self.prefix.rstrip("-"))
         self._guard = TerminationGuard()
         try:
             self.erased_leftovers = self._erase_leftovers()
@@ -286,7 +287,7 @@ class HttpArm:
         if "erase" not in self.ops:
             return 0
         erased = {True: 0, False: 0}  # by whether the earlier run ended itself (and failed to erase)
-        for leftover in orphaned_ledgers(self.ledger.folder, self.public_url):
+        for leftover in orphaned_ledgers(self.ledger.folder, self.ledger.base_url):
             left = [n for n in leftover.names if not self._erase(n)]
             erased[leftover.unerased is not None] += len(leftover.names) - len(left)
             if left:

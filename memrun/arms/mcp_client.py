@@ -27,7 +27,7 @@ from typing import TYPE_CHECKING, Any
 
 from memrun.core.http_policy import http_client_logging
 from memrun.core.masking import command_label, fingerprint
-from memrun.core.url_secrets import redact_urls
+from memrun.core.url_secrets import redact_urls, url_identity
 from memrun.errors import ArmError, ToolError
 from memrun.lazy import lazy
 
@@ -73,7 +73,9 @@ class ServerSpec:
         """The server in the namespace ledger, the same for the same server across runs: the
         label and a fingerprint of every argument and variable it is handed (:func:`memrun.core.masking.fingerprint`)."""
         values = [f"{k}={v}" for k, v in sorted(self.env.items())] + [str(a) for a in self.args]
-        return f"{self.label} [{fingerprint(values)}]" if values and not self.url else self.label
+        if self.url:
+            return url_identity(self.url)  # two URLs differing only in a masked value differ here
+        return f"{self.label} [{fingerprint(values)}]" if values else self.label
 
 
 class McpSession:

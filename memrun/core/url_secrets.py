@@ -31,7 +31,7 @@ from __future__ import annotations
 import re
 from urllib.parse import unquote
 
-from memrun.core.masking import REDACTED
+from memrun.core.masking import REDACTED, fingerprint
 
 # The user info of a URL: after "scheme://", before "@", within the authority.
 _USERINFO = re.compile(r"(?<=://)[^/\s?#'\"<>]+@")
@@ -130,3 +130,12 @@ def redact_urls(text: str) -> str:
     if "#" in text:
         text = _URL_FRAGMENT.sub(lambda m: f"{m.group(1)}#{_query(m.group(2))[0]}", text)
     return _PAIR.sub(lambda m: f"{m.group(1)}{REDACTED}", text)
+
+
+def url_identity(url: str) -> str:
+    """A server's URL as a key that can be saved and compared across runs: the URL as shown
+    (:func:`redact_urls`), followed by `` [pbkdf2:...]``, a fingerprint of the URL as given
+    (:func:`memrun.core.masking.fingerprint`), when masking hid anything. Two servers whose
+    URLs differ only in a masked value (``?ns=a``, ``?ns=b``) get different keys."""
+    shown = redact_urls(url)
+    return shown if shown == url else f"{shown} [{fingerprint([url])}]"
