@@ -16,8 +16,8 @@ else:
 def user_cache(*parts: str) -> Path:
     """``platformdirs.user_cache_dir("memrun")`` joined with ``parts`` (not created here).
 
-    memrun keeps ``datasets/``, ``llm/`` (the call cache), ``embeddings.sqlite`` and
-    ``namespaces/`` there.
+    memrun keeps ``datasets/``, ``llm/`` (the call cache), ``embeddings.sqlite``,
+    ``namespaces/`` and ``finished-runs/`` (:mod:`memrun.jobs.past_runs`) there.
     """
     return Path(platformdirs.user_cache_dir("memrun")).joinpath(*parts)
 

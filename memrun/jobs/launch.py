@@ -52,6 +52,7 @@ if TYPE_CHECKING:
     from memrun.core import http_policy, instrument, provenance, redaction, run_warnings
     from memrun.core import status as run_status
     from memrun.io import live, reader, writer
+    from memrun.jobs import past_runs
     from memrun.pipeline import resume as resume_module
     from memrun.pipeline import run as run_module
 else:
@@ -76,6 +77,7 @@ else:
     writer = lazy("memrun.io.writer")
     run_module = lazy("memrun.pipeline.run")
     resume_module = lazy("memrun.pipeline.resume")
+    past_runs = lazy("memrun.jobs.past_runs")
 
 CLAIM_FILE = ".memrun-claim"
 OUTCOME_DIR = ".memrun"
@@ -233,16 +235,9 @@ def stale_runs(out_dir: Path, cfg: Any, limit: int = 200) -> list[tuple[Path, in
     (:func:`claim_holder`: a run still going, or another run resuming it) is not listed. Same configuration:
     :meth:`memrun.core.instrument.Instrument.configuration_diff` finds nothing.
     """
-    Instrument = instrument.Instrument  # noqa: N806
-    mine = Instrument(arm=str(cfg.arm.name), ks=config.cutoffs(cfg),  # the instrument's config, as a run saves it
-                      config=config_compose.saved(cfg))
-    near = [p.parent for p in out_dir.parent.glob("*/" + writer.PARTS_DIR)]
-    near += [p.parent for p in out_dir.parent.glob("*/" + writer.SUMMARY_FILE) if _interrupted(p)]
-    near += [p.parent for pattern in ("*/*/" + writer.PARTS_DIR, "*/*/" + writer.SUMMARY_FILE)
-             for p in out_dir.parent.parent.glob(pattern)
-             if p.parent.parent != out_dir.parent and (p.name == writer.PARTS_DIR or _interrupted(p))]
+    mine = None  # this run's instrument, made once a folder needs it (most starts find none)
     found = []
-    for folder in list(dict.fromkeys(near))[:limit]:
+    for folder in past_runs.candidates(out_dir)[:limit]:  # without reading the finished ones (memrun.jobs.past_runs)
         killed = not (folder / writer.ITEMS_FILE).exists()
         if folder == out_dir or (killed and not (folder / writer.PARTS_DIR).is_dir()) \
                 or (folder / resume_module.RESUMED_FILE).exists():
@@ -254,19 +249,11 @@ def stale_runs(out_dir: Path, cfg: Any, limit: int = 200) -> list[tuple[Path, in
             theirs = reader.peek_instrument(source)  # a sealed footer's bytes: no pyarrow before the first request
         except (IndexError, RunTableError):
             continue  # no readable part: nothing of it to speak of
+        if mine is None:  # the instrument's config, as a run saves it
+            mine = instrument.Instrument(arm=str(cfg.arm.name), ks=config.cutoffs(cfg), config=config_compose.saved(cfg))
         if not mine.configuration_diff(theirs):
             found.append((folder, _rows_kept(folder)))
     return sorted(found, key=lambda f: _mtime(f[0]), reverse=True)
-
-
-def _interrupted(summary: Path) -> bool:
-    """Whether a run's ``summary.json`` says it was interrupted (unreadable: no). Every run
-    beside the new one is asked: a summary without the word is not parsed."""
-    try:
-        data = summary.read_bytes()
-        return b'"interrupted"' in data and json.loads(data).get("status") == "interrupted"
-    except (OSError, ValueError, AttributeError):
-        return False
 
 
 def _mtime(folder: Path) -> float:
