@@ -101,6 +101,7 @@ class LLMService:
         self._slots: asyncio.Semaphore | None = None
         self._lookups: list[tuple[str, asyncio.Future[ChatResult | None]]] = []
         self._prefetched: dict[str, ChatResult] = {}
+        self._missed: set[str] = set()  # keys prefetch() looked up and did not find (not looked up again)
         self._opening: Future[dict[Endpoint, ChatClient]] | None = None
         self._announced: list[Endpoint] = []  # endpoints given to open(), built at the first miss
         self._in_flight: dict[str, asyncio.Future[ChatResult]] = {}  # key -> the call that will answer it
@@ -165,7 +166,10 @@ class LLMService:
         key = call_key(endpoint.public_url, request, repeat)
         hit = self._prefetched.pop(key, None)
         if hit is None and self.cache is not None:
-            hit = await self._lookup(key)
+            if key in self._missed:  # read ahead and not there: a cold run's readers ask once, not twice
+                self._missed.discard(key)
+            else:
+                hit = await self._lookup(key)
         if hit is not None:
             self.stats.cached += 1
             self._note_model(endpoint, request, hit)
@@ -225,6 +229,7 @@ class LLMService:
         if clean != result.text:
             result = dataclasses.replace(result, text=clean)
         if self.cache is not None:
+            self._missed.discard(key)  # the same request again (another item's) finds this reply
             self.cache.hold(key, result)
             if not self._commit_due:  # after the other replies of this turn of the loop
                 self._commit_due = True
@@ -243,13 +248,16 @@ class LLMService:
 
     def prefetch(self, endpoint: Endpoint, calls: Iterable[tuple[ChatRequest, int]]) -> int:
         """Read the cached replies to ``calls`` ((request, repeat) pairs) in one query, so
-        that :meth:`call` answers them without waiting on the event loop; returns how many
-        were found. Call it with requests that will be made soon (one group's readers)."""
+        that :meth:`call` answers them without waiting on the event loop, and sends the
+        others without looking them up again; returns how many were found. Call it with
+        requests that will be made soon (one group's readers)."""
         if self.cache is None:
             return 0
         keys = [call_key(endpoint.public_url, request, repeat) for request, repeat in calls]
         found = self.cache.get_many(keys)
         self._prefetched.update(found)
+        if len(found) < len(keys):
+            self._missed.update(key for key in keys if key not in found)
         return len(found)
 
     def prefetched(self, endpoint: Endpoint, request: ChatRequest, repeat: int) -> ChatResult | None:
@@ -261,6 +269,7 @@ class LLMService:
         an unparseable verdict), so that the next run makes the call again."""
         key = call_key(endpoint.public_url, request, repeat)
         self._prefetched.pop(key, None)
+        self._missed.discard(key)
         if self.cache is not None:
             self.cache.delete(key)
 

@@ -164,6 +164,32 @@ def test_prefetch_answers_calls_without_a_lookup(tmp_path, openai_server):
     assert openai_server.count() == 2
 
 
+def test_a_call_prefetch_did_not_find_is_sent_without_a_second_lookup(tmp_path):
+    """A cold run reads its readers' replies ahead and finds none: each is then sent at once,
+    not looked up again; a request asked again after its reply came (another item's with
+    the same prompt) still finds that reply."""
+    endpoint = Endpoint(URL, "sk-test")
+    cache = CallCache(tmp_path)
+    svc = LLMService(cache, concurrency=8)
+    svc._new_client = lambda e: _Instant()  # type: ignore[method-assign]
+    looked_up: list[list[str]] = []
+    real_get_many = cache.get_many
+    cache.get_many = lambda keys: looked_up.append(list(keys)) or real_get_many(keys)  # type: ignore[method-assign]
+
+    async def go() -> list[bool]:
+        try:
+            assert svc.prefetch(endpoint, [(req("a"), 0), (req("b"), 0)]) == 0
+            first = await asyncio.gather(svc.call(endpoint, req("a"), 0), svc.call(endpoint, req("b"), 0))
+            again = await svc.call(endpoint, req("a"), 0)
+            return [o.cached for o in (*first, again)]
+        finally:
+            await svc.aclose()
+
+    assert asyncio.run(go()) == [False, False, True]
+    assert looked_up == [[call_key(URL, req("a"), 0), call_key(URL, req("b"), 0)], [call_key(URL, req("a"), 0)]]
+    assert svc.stats.made == 2
+
+
 def test_lookups_in_one_loop_turn_share_one_query(tmp_path, openai_server, monkeypatch):
     endpoint = Endpoint(openai_server.base_url, "sk-test")
     batches: list[int] = []
