@@ -32,6 +32,7 @@ from functools import cached_property
 from typing import TYPE_CHECKING, Any
 from urllib.parse import urlsplit
 
+from memrun import __version__
 from memrun.core.http_policy import AUTH_STATUSES, BODY_PREVIEW_CHARS, HttpPolicy, Retrier, auth_error, http_client_logging
 from memrun.core.redaction import Redactor
 from memrun.errors import AuthError, CallError, EndpointUnreachable
@@ -141,7 +142,11 @@ class ChatClient:
         self._sleep = sleep
         self._aiohttp = _aiohttp()
         self._url = endpoint.base_url.rstrip("/") + "/chat/completions"
-        self._headers = {"Content-Type": "application/json", "Accept": "application/json"}
+        # Sent with every request as the session's own headers: given per request, aiohttp
+        # merged them into the session's afresh each time, and skipping its User-Agent took
+        # its slow path; ~10 us of CPU a call (3% of the client's), none of it needed.
+        self._headers = {"Content-Type": "application/json", "Accept": "application/json",
+                         "User-Agent": f"memrun/{__version__}"}
         if endpoint.api_key:  # a keyless local server (api_key_env null) gets no Authorization header
             self._headers["Authorization"] = f"Bearer {endpoint.api_key}"
         self._session: Any = None
@@ -162,7 +167,7 @@ class ChatClient:
                 # trust_env would read ~/.netrc on a thread for every request (~1 ms of
                 # CPU each); the proxy from the environment is looked up once instead.
                 trust_env=False,
-                skip_auto_headers=("User-Agent",),
+                headers=self._headers,
             )
         return self._session
 
@@ -178,7 +183,7 @@ class ChatClient:
         while True:
             t0 = time.perf_counter()
             try:
-                async with session.post(self._url, data=body, headers=self._headers, proxy=self._proxy) as response:
+                async with session.post(self._url, data=body, proxy=self._proxy) as response:
                     status = response.status
                     self.answered = True
                     raw = await response.read()
