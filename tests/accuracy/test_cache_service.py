@@ -31,6 +31,16 @@ def test_key_covers_everything_that_determines_a_call():
     assert base not in others and len(others) == 5
 
 
+def test_a_key_stays_what_earlier_runs_stored_it_under():
+    """The bytes hashed are fixed (key version 2): a change in how they are put together
+    would make every reply a user's cache holds miss."""
+    request = ChatRequest("gpt-4.1", ({"role": "system", "content": "Be brief."},
+                                      {"role": "user", "content": "Où est l'item 7 ? \u2014 bin 25"}),
+                          {"temperature": 0.0, "max_tokens": 256})
+    assert call_key("https://api.openai.com/v1", request, 2) == (
+        "759db72cd60938f5b6041c64b8d5844fbc1c7de5d3b4b4efed710019e8d47bd5")
+
+
 def test_a_request_keeps_its_keys_per_url_and_repeat():
     """The key memo on a request answers what hashing it afresh answers, per URL and repeat."""
     request = req()
