@@ -43,8 +43,10 @@ if TYPE_CHECKING:
     from urllib import request as urllib_request
 
     import aiohttp
+    import orjson
 else:
     aiohttp = lazy("aiohttp")  # loaded by the first client that sends (memrun.lazy)
+    orjson = lazy("orjson")  # request bodies and replies: a run answered from the cache never loads it
     urllib_request = lazy("urllib.request")
 
 Message = Mapping[str, str]
@@ -176,9 +178,7 @@ class ChatClient:
         retrier = Retrier(self.policy)
         aiohttp = self._aiohttp
         session = self._open()
-        body = json.dumps(
-            {"model": request.model, "messages": [dict(m) for m in request.messages], **dict(request.params)}
-        ).encode()
+        body = request_body(request)
         while True:
             t0 = time.perf_counter()
             try:
@@ -263,15 +263,34 @@ def _transport_message(exc: BaseException, url: str) -> str:
     return f"{type(exc).__name__}: {exc}".splitlines()[0]
 
 
+def request_body(request: ChatRequest) -> bytes:
+    """The JSON body (UTF-8) that asks ``request``: model, messages, then its parameters.
+
+    Encoded by ``orjson``: ``json.dumps`` took ~20 us for a 1.5 kB prompt, ~170 us for
+    20 kB and ~1 ms for 100 kB (a full-context reader's), every call; orjson 5, 21 and 160 us.
+    What orjson refuses (a lone surrogate in a prompt, an integer past 64 bits) is encoded
+    by ``json.dumps`` as before.
+    """
+    payload = {"model": request.model, "messages": [dict(m) for m in request.messages], **dict(request.params)}
+    try:
+        return orjson.dumps(payload)
+    except TypeError:  # orjson.JSONEncodeError
+        return json.dumps(payload).encode()
+
+
 def parse_completion(raw: bytes, latency_ms: float) -> ChatResult:
     """Read a chat.completion JSON body. Raises CallError(``malformed``) when it is not
     JSON or has no ``choices[0].message.content`` string; usage counts that are not
-    integers are None (never estimated)."""
+    integers are None (never estimated). Decoded by ``orjson`` (~5 us less than
+    ``json.loads`` a reply); what it refuses is read by ``json.loads``, whose error is reported."""
     try:
-        reply = json.loads(raw)
-    except (ValueError, UnicodeDecodeError) as exc:
-        preview = raw[:80].decode("utf-8", "replace")
-        raise CallError("malformed", f"unreadable reply: not JSON ({exc}): {preview!r}") from None
+        reply = orjson.loads(raw)
+    except ValueError:  # orjson.JSONDecodeError: not JSON, or what only json reads (NaN, integers past 64 bits)
+        try:
+            reply = json.loads(raw)
+        except (ValueError, UnicodeDecodeError) as exc:
+            preview = raw[:80].decode("utf-8", "replace")
+            raise CallError("malformed", f"unreadable reply: not JSON ({exc}): {preview!r}") from None
     choices = reply.get("choices") if isinstance(reply, dict) else None
     if not isinstance(choices, list) or not choices or not isinstance(choices[0], dict):
         raise CallError("malformed", "unreadable reply: no choices")

@@ -4,6 +4,7 @@ the waits the client chose are compared exactly, and the server's clock shows th
 from __future__ import annotations
 
 import asyncio
+import json
 from typing import Any
 
 import pytest
@@ -178,6 +179,25 @@ def test_default_policy_delays_without_sleeping():
 def test_parse_completion_rejects_non_integer_usage():
     result = parse_completion(b'{"choices":[{"message":{"content":"x"}}],"usage":{"prompt_tokens":"12","completion_tokens":true}}', 1.0)
     assert result.text == "x" and result.prompt_tokens is None and result.completion_tokens is None
+
+
+def test_parse_completion_reads_what_only_json_reads():
+    """orjson reads replies; the JSON it refuses that Python's json reads (a NaN, an
+    integer past 64 bits) is read as before, and what neither reads is json's error."""
+    result = parse_completion(b'{"choices":[{"message":{"content":"x"}}],"usage":{"prompt_tokens":'
+                              b'123456789012345678901234567890,"completion_tokens":NaN}}', 1.0)
+    assert result.prompt_tokens == 123456789012345678901234567890 and result.completion_tokens is None
+    with pytest.raises(CallError, match="not JSON \\(Expecting value: line 1 column 1"):
+        parse_completion(b"<html>busy</html>", 1.0)
+
+
+def test_a_request_body_is_json_of_the_request_whatever_its_text():
+    from memrun.llm.client import request_body
+
+    params = {"temperature": 0.0, "max_tokens": 256}
+    for text in ("Où est l'item 7 ? \u2014 bin 25", "a lone surrogate \ud800 from a damaged file"):
+        body = request_body(ChatRequest("m", ({"role": "user", "content": text},), params))
+        assert json.loads(body) == {"model": "m", "messages": [{"role": "user", "content": text}], **params}
 
 
 def test_resets_truncated_replies_and_timeouts_are_retried(openai_server):
