@@ -74,7 +74,7 @@ from memrun.benchmarks import beam_files, count_differences
 from memrun.benchmarks.beam_files import SIZE_ALIASES
 from memrun.benchmarks.lme_scan import first_line, open_json
 from memrun.benchmarks.record_text import SESSION_JOINER, RecordShape
-from memrun.benchmarks.text import json_type, read_text_strict
+from memrun.benchmarks.text import answer_json, json_type, read_text_strict
 from memrun.errors import ConfigError, DataError
 from memrun.records import Dataset, Group, Item, Record
 
@@ -257,7 +257,7 @@ def question_item(history: str, ability: str, index: int, q: dict[str, Any], kno
         counts["gold_empty"] += 1
     return Item(
         item_id=f"{history}:{ability}:{index}", history_id=history, cluster=history, category=ability,
-        question=q["question"], answer=q[field], answer_raw=json.dumps(q[field], ensure_ascii=False),
+        question=q["question"], answer=q[field], answer_raw=answer_json(q[field]),
         gold_keys=tuple(gold), gold_keys_raw=tuple(raw_keys), extra=extra, abstention=abstention,
     )
 

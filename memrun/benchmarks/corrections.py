@@ -36,7 +36,7 @@ from typing import Any
 
 import yaml
 
-from memrun.benchmarks.text import decode_strict
+from memrun.benchmarks.text import answer_json, decode_strict
 from memrun.errors import ConfigError
 from memrun.metrics.stale import SUPERSEDED_KEY
 from memrun.records import Item
@@ -60,7 +60,7 @@ class Correction:
         changes: dict[str, Any] = {"extra": {**item.extra, "correction": self.reason}}
         if self.answer is not None:
             changes["answer"] = str(self.answer)
-            changes["answer_raw"] = json.dumps(self.answer, ensure_ascii=False)
+            changes["answer_raw"] = answer_json(self.answer)
             changes["extra"]["answer_published"] = item.answer_raw
         if self.gold_keys is not None:
             changes["gold_keys"] = self.gold_keys

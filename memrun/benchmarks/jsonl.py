@@ -43,7 +43,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
-from memrun.benchmarks.text import jsonl_lines
+from memrun.benchmarks.text import answer_json, jsonl_lines
 from memrun.errors import ConfigError, DataError
 from memrun.records import Dataset, GoldMatch, Group, Item, Record
 
@@ -250,7 +250,7 @@ def _question(p: _Problems, where: str, q: Any, history_id: str, default_id: str
         category=_string(p, q, "category", where, default=DEFAULT_CATEGORY),
         question=question,
         answer=None if answer is None else str(answer),
-        answer_raw=json.dumps(answer, ensure_ascii=False),
+        answer_raw=answer_json(answer),
         gold_keys=tuple(dict.fromkeys(gold)),
         gold_keys_raw=tuple(gold),
         question_date=_string(p, q, "question_date", where, default=None),

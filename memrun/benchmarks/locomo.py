@@ -58,7 +58,7 @@ from typing import Any
 
 from memrun.benchmarks import count_differences, download
 from memrun.benchmarks.record_text import SESSION_JOINER, RecordShape, RecordTemplate
-from memrun.benchmarks.text import json_type, read_text_strict
+from memrun.benchmarks.text import answer_json, json_type, read_text_strict
 from memrun.errors import ConfigError, DataError
 from memrun.metrics.retrieval import SESSION_CUTS
 from memrun.metrics.retrieval_official import EVIDENCE_SHARE, evidence_session
@@ -237,7 +237,7 @@ class LoCoMo:
             category="unknown" if category is None else str(category),
             question=qa["question"],
             answer=answer,
-            answer_raw=json.dumps(raw_answer, ensure_ascii=False),
+            answer_raw=answer_json(raw_answer),
             gold_keys=tuple(gold),
             gold_keys_raw=tuple(str(e) for e in evidence_raw),
             extra=extra,

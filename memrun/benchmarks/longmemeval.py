@@ -76,7 +76,6 @@ A repeated question_id is an error.
 
 from __future__ import annotations
 
-import json
 from collections import Counter
 from collections.abc import Iterator, Mapping, MutableMapping, Sequence
 from pathlib import Path
@@ -88,6 +87,7 @@ from memrun.benchmarks import count_differences, download
 from memrun.benchmarks.lme_scan import cached_scan_index, first_line, open_json
 from memrun.benchmarks.record_text import SESSION_JOINER, RecordShape
 from memrun.benchmarks.sessions import HistoryRecords, Session, SessionStore, TurnError
+from memrun.benchmarks.text import answer_json
 from memrun.errors import ConfigError, DataError
 from memrun.metrics.retrieval import SESSION_CUTS
 from memrun.metrics.retrieval_official import ANSWER_MARK, LME_NDCG, LME_OFFICIAL_PRESET, OFFICIAL_NO_GOLD
@@ -321,7 +321,7 @@ class LongMemEval:
             category=qtype,
             question=question,
             answer=str(raw_answer),
-            answer_raw=json.dumps(raw_answer, ensure_ascii=False),
+            answer_raw=answer_json(raw_answer),
             gold_keys=tuple(gold_turns),
             gold_keys_raw=tuple(k for s in sessions.values() for k in s.answer_keys),
             question_date=raw.get("question_date") if isinstance(raw.get("question_date"), str) else None,
