@@ -29,8 +29,8 @@ def build(node: DictConfig, reserved: Sequence[str], group: str) -> Any:
         raise ConfigError(f"{group}: no _target_ key; name the class that implements the {group}")
     # embedder: null is every arm's default (conf/arm/*.yaml): arms that do not embed take no such parameter
     params = {k: v for k, v in node.items() if k not in reserved and not (k == "embedder" and v is None)}
-    try:
-        return instantiate(OmegaConf.create(params), _convert_="all")
+    try:  # _convert_ in the node, not as instantiate's keyword: a keyword is merged in, one more copy of the node
+        return instantiate(OmegaConf.create({**params, "_convert_": "all"}))
     except InstantiationException as exc:
         cause = exc.__cause__ or exc
         kind = type(cause) if isinstance(cause, MemrunError) else ArmError  # keep DataError a DataError
