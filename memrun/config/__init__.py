@@ -9,6 +9,11 @@ hold the types. Each built-in group option starts its defaults list with its sch
 (``/schema/<group>/<name>@_here_``), so a typo such as ``arm.top_kk=5`` or a string
 where an int belongs fails while the config is composed, before any work starts.
 A user's own arm or benchmark config (``_target_`` plus its parameters) needs no schema.
+
+The schema dataclasses are declared ``repr=False, eq=False``: OmegaConf reads their fields
+and defaults, nothing compares or prints them, and the generated methods (compiled from
+source for each of ~40 classes at import) were ~57 M instructions of every ``memrun``
+command's start (``--cfg job``: 2.018 G instead of 1.961 G; ~10 ms).
 """
 
 from __future__ import annotations
@@ -96,7 +101,7 @@ class Denominator(str, Enum):
     accuracy = "accuracy"  # correct / (correct + wrong)
 
 
-@dataclass
+@dataclass(repr=False, eq=False)
 class ShardConfig:
     """``shard``: run only the groups shard ``index`` of ``count`` owns (memrun/jobs/shards.py)."""
 
@@ -104,7 +109,7 @@ class ShardConfig:
     index: int = 0
 
 
-@dataclass
+@dataclass(repr=False, eq=False)
 class RunConfig:
     """The root config: one benchmark x arm x judge, plus run-wide settings."""
 

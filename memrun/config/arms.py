@@ -8,7 +8,7 @@ from typing import Any, Dict, List, Optional
 from omegaconf import MISSING
 
 
-@dataclass
+@dataclass(repr=False, eq=False)
 class ArmKeys:
     """Keys every arm has, read by memrun itself (:class:`memrun.pipeline.many_histories.FlowSettings`)."""
 
@@ -19,7 +19,7 @@ class ArmKeys:
     embedder: Optional[Any] = None
 
 
-@dataclass
+@dataclass(repr=False, eq=False)
 class BM25Params:
     """BM25 parameters, shared by ``arm=bm25`` and ``arm=hybrid``'s ``bm25`` node."""
 
@@ -29,7 +29,7 @@ class BM25Params:
     stopwords: Optional[str] = "en"
 
 
-@dataclass
+@dataclass(repr=False, eq=False)
 class BM25ArmConfig(BM25Params, ArmKeys):
     """``arm=bm25``: in-process BM25 (bm25s) over one history's records."""
 
@@ -38,7 +38,7 @@ class BM25ArmConfig(BM25Params, ArmKeys):
     top_k: int = 10
 
 
-@dataclass
+@dataclass(repr=False, eq=False)
 class OkapiParams:
     """rank_bm25 ``BM25Okapi`` parameters, shared by ``arm=okapi`` and ``arm=hybrid``'s ``okapi`` node."""
 
@@ -48,7 +48,7 @@ class OkapiParams:
     tokenizer: str = "whitespace"  # whitespace | word_lower
 
 
-@dataclass
+@dataclass(repr=False, eq=False)
 class OkapiArmConfig(OkapiParams, ArmKeys):
     """``arm=okapi``: Okapi BM25 as rank_bm25 scores it (memrun.arms.okapi)."""
 
@@ -60,7 +60,7 @@ class OkapiArmConfig(OkapiParams, ArmKeys):
 # -- arms beyond bm25 (see docs/arms.md) ---------------------------------------------
 
 
-@dataclass
+@dataclass(repr=False, eq=False)
 class OpenAIEmbedderConfig:
     """``arm/embedder=openai``: an OpenAI-compatible embeddings endpoint."""
 
@@ -73,7 +73,7 @@ class OpenAIEmbedderConfig:
     timeout_s: float = 60.0
 
 
-@dataclass
+@dataclass(repr=False, eq=False)
 class LocalEmbedderConfig:
     """``arm/embedder=minilm``: a sentence-transformers model on this machine (numpy or torch)."""
 
@@ -85,7 +85,7 @@ class LocalEmbedderConfig:
     normalize: bool = True
 
 
-@dataclass
+@dataclass(repr=False, eq=False)
 class DenseArmConfig(ArmKeys):
     """``arm=dense``: cosine top-k over cached embeddings."""
 
@@ -97,7 +97,7 @@ class DenseArmConfig(ArmKeys):
     use_cache: bool = True
 
 
-@dataclass
+@dataclass(repr=False, eq=False)
 class HybridArmConfig(ArmKeys):
     """``arm=hybrid``: reciprocal rank fusion of bm25 and dense."""
 
@@ -116,7 +116,7 @@ class HybridArmConfig(ArmKeys):
     use_cache: bool = True
 
 
-@dataclass
+@dataclass(repr=False, eq=False)
 class FullContextArmConfig(ArmKeys):
     """``arm=full_context``: the whole history, truncated under a recorded policy."""
 
@@ -128,7 +128,7 @@ class FullContextArmConfig(ArmKeys):
     keep: str = "last"
 
 
-@dataclass
+@dataclass(repr=False, eq=False)
 class OracleArmConfig(ArmKeys):
     """``arm=oracle``: only the gold evidence (turns or sessions)."""
 
@@ -138,7 +138,7 @@ class OracleArmConfig(ArmKeys):
     level: str = "turn"
 
 
-@dataclass
+@dataclass(repr=False, eq=False)
 class AnswersFileArmConfig(ArmKeys):
     """``arm=answers_file``: answers already produced elsewhere (accuracy axis)."""
 
@@ -151,7 +151,7 @@ class AnswersFileArmConfig(ArmKeys):
     answer_column: Optional[str] = None
 
 
-@dataclass
+@dataclass(repr=False, eq=False)
 class HttpRequestKeys:
     """The keys of one request of ``arm=http`` (:class:`HttpOperationConfig`,
     :class:`HttpReadyConfig`): Jinja2 templates in, a JMESPath ``result`` out."""
@@ -165,14 +165,14 @@ class HttpRequestKeys:
     encoding: str = "json"  # how the body is sent: json, ndjson (bulk endpoints), form or text
 
 
-@dataclass
+@dataclass(repr=False, eq=False)
 class HttpOperationConfig(HttpRequestKeys):
     """One request of ``arm=http``: its ``path`` is required."""
 
     path: str = MISSING
 
 
-@dataclass
+@dataclass(repr=False, eq=False)
 class HttpReadyConfig(HttpRequestKeys):
     """``arm.ready``: polled after each history's ingest until the server has indexed it.
     Off while ``path`` and ``result`` are null (a node by default, so that command-line
@@ -186,7 +186,7 @@ class HttpReadyConfig(HttpRequestKeys):
     interval_s: float = 0.5
 
 
-@dataclass
+@dataclass(repr=False, eq=False)
 class MemoryServerKeys(ArmKeys):
     """Keys ``arm=http`` and ``arm=mcp`` share: credentials, namespaces, evaluation flags."""
 
@@ -207,7 +207,7 @@ class MemoryServerKeys(ArmKeys):
     timeout_s: float = 30.0
 
 
-@dataclass
+@dataclass(repr=False, eq=False)
 class HttpArmConfig(MemoryServerKeys):
     """``arm=http``: a memory server described per operation."""
 
@@ -226,7 +226,7 @@ class HttpArmConfig(MemoryServerKeys):
     max_rps: Optional[float] = None  # at most this many requests per second to the server; null: no cap
 
 
-@dataclass
+@dataclass(repr=False, eq=False)
 class McpOperationConfig:
     """One tool call of ``arm=mcp``: the tool, its arguments as templates, a JMESPath ``result``."""
 
@@ -237,7 +237,7 @@ class McpOperationConfig:
     per_record: bool = False  # ingest: one call per record (its arguments see ``record``)
 
 
-@dataclass
+@dataclass(repr=False, eq=False)
 class McpReadyConfig(McpOperationConfig):
     """``arm.ready`` of ``arm=mcp``: polled after each history's ingest (off while ``tool`` is null)."""
 
@@ -246,7 +246,7 @@ class McpReadyConfig(McpOperationConfig):
     interval_s: float = 0.5
 
 
-@dataclass
+@dataclass(repr=False, eq=False)
 class McpArmConfig(MemoryServerKeys):
     """``arm=mcp``: a memory server over the Model Context Protocol (stdio or streamable HTTP)."""
 

@@ -10,7 +10,7 @@ from omegaconf import MISSING
 # -- selection: every benchmark (see memrun.benchmarks.selection) -----------------------
 
 
-@dataclass
+@dataclass(repr=False, eq=False)
 class SliceConfig:
     """``benchmark.slice``: keep items by category and/or id (None: no constraint)."""
 
@@ -20,7 +20,7 @@ class SliceConfig:
     ids_file: Optional[str] = None
 
 
-@dataclass
+@dataclass(repr=False, eq=False)
 class SampleConfig:
     """``benchmark.sample``: n items drawn under a seed (n None: no sampling)."""
 
@@ -28,7 +28,7 @@ class SampleConfig:
     seed: int = 0
 
 
-@dataclass
+@dataclass(repr=False, eq=False)
 class SelectionConfig:
     """Keys every benchmark schema carries; memrun reads them, the loader never sees them."""
 
@@ -39,7 +39,7 @@ class SelectionConfig:
     corrections: Optional[str] = None
 
 
-@dataclass
+@dataclass(repr=False, eq=False)
 class LocomoConfig(SelectionConfig):
     """``benchmark=locomo``: LoCoMo (Maharana et al., ACL 2024), locomo10.json."""
 
@@ -60,7 +60,7 @@ class LocomoConfig(SelectionConfig):
     session_joiner: str = "\n"  # granularity=session: what joins a session's turn texts
 
 
-@dataclass
+@dataclass(repr=False, eq=False)
 class SyntheticConfig(SelectionConfig):
     """``benchmark=synthetic``: the author-written smoke set shipped inside memrun."""
 
@@ -70,7 +70,7 @@ class SyntheticConfig(SelectionConfig):
     smoke_test: bool = True
 
 
-@dataclass
+@dataclass(repr=False, eq=False)
 class LongMemEvalFileConfig:
     """One LongMemEval file: cleaned name, original release name, address, pinned sha256."""
 
@@ -80,7 +80,7 @@ class LongMemEvalFileConfig:
     sha256: Optional[str] = None
 
 
-@dataclass
+@dataclass(repr=False, eq=False)
 class LongMemEvalConfig(SelectionConfig):
     """``benchmark=longmemeval``: LongMemEval (Wu et al., ICLR 2025), splits s, m, oracle."""
 
@@ -101,7 +101,7 @@ class LongMemEvalConfig(SelectionConfig):
     session_joiner: str = "\n"  # granularity=session: what joins a session's turn texts
 
 
-@dataclass
+@dataclass(repr=False, eq=False)
 class JsonlConfig(SelectionConfig):
     """``benchmark=jsonl``: a team's own benchmark in memrun's JSON Lines format."""
 
@@ -115,7 +115,7 @@ class JsonlConfig(SelectionConfig):
     task_averaged: bool = False
 
 
-@dataclass
+@dataclass(repr=False, eq=False)
 class BeamConfig(SelectionConfig):
     """``benchmark=beam``: BEAM (2025), sizes 100K, 500K, 1M, 10M (see memrun.benchmarks.beam)."""
 

@@ -8,7 +8,7 @@ from typing import Dict, List, Optional
 from omegaconf import MISSING
 
 
-@dataclass
+@dataclass(repr=False, eq=False)
 class NoJudgeConfig:
     """``judge=none``: no judge (the retrieval axis needs none)."""
 
@@ -19,7 +19,7 @@ class NoJudgeConfig:
 # -- accuracy axis: reader and judges (memrun/llm, memrun/judges) -----------------------
 
 
-@dataclass
+@dataclass(repr=False, eq=False)
 class ReaderPin:
     """The reader (and judge) a benchmark's published numbers used."""
 
@@ -28,7 +28,7 @@ class ReaderPin:
     judge: Optional[str] = None
 
 
-@dataclass
+@dataclass(repr=False, eq=False)
 class ReaderConfig:
     """``reader=default``: an OpenAI-compatible chat model (see memrun.llm.reader)."""
 
@@ -47,7 +47,7 @@ class ReaderConfig:
     chars_per_token: float = 4.0
 
 
-@dataclass
+@dataclass(repr=False, eq=False)
 class JudgeEndpointConfig:
     """The keys every LLM judge takes: where its chat model is and how it is asked."""
 
@@ -59,7 +59,7 @@ class JudgeEndpointConfig:
     max_tokens: int = 256
 
 
-@dataclass
+@dataclass(repr=False, eq=False)
 class LLMJudgeConfig(JudgeEndpointConfig):
     """``judge=gpt41|gpt4o|claude``: an LLM judge (memrun.judges.llm.LLMJudge)."""
 
@@ -70,7 +70,7 @@ class LLMJudgeConfig(JudgeEndpointConfig):
     abstention_categories: List[str] = field(default_factory=list)
 
 
-@dataclass
+@dataclass(repr=False, eq=False)
 class RubricJudgeConfig(JudgeEndpointConfig):
     """``judge=beam_rubric``: a rubric judge with fractional scores (memrun.judges.rubric.RubricJudge)."""
 
@@ -82,7 +82,7 @@ class RubricJudgeConfig(JudgeEndpointConfig):
     max_tokens: int = 512
 
 
-@dataclass
+@dataclass(repr=False, eq=False)
 class ExactJudgeConfig:
     """``judge=exact``: normalized answer == normalized gold."""
 
@@ -92,7 +92,7 @@ class ExactJudgeConfig:
     abstention_phrases: List[str] = field(default_factory=lambda: ["no information available", "not mentioned"])
 
 
-@dataclass
+@dataclass(repr=False, eq=False)
 class SubstringJudgeConfig(ExactJudgeConfig):
     """``judge=substring``: the normalized gold occurs in the normalized answer."""
 
@@ -100,7 +100,7 @@ class SubstringJudgeConfig(ExactJudgeConfig):
     name: str = "substring"
 
 
-@dataclass
+@dataclass(repr=False, eq=False)
 class F1JudgeConfig(ExactJudgeConfig):
     """``judge=f1``: token F1 with a ``variant`` (locomo | mem0), CORRECT at ``threshold``."""
 
