@@ -20,7 +20,8 @@ similar, so a dense arm on top of it retrieves sensibly, with no model.
 
 Run standalone (for benches, in its own process): ``python tests/servers/openai_server.py
 --latency 0.1`` prints ``PORT <n>`` and serves until killed; ``GET /_stats`` returns the
-counts as JSON.
+counts as JSON, ``GET /_bodies?from=N&to=M`` the bodies of chat requests N..M-1 (a bench's
+peer replays the very requests memrun sent).
 """
 
 from __future__ import annotations
@@ -39,6 +40,7 @@ from collections.abc import Callable
 from dataclasses import dataclass, field
 from http import HTTPStatus
 from typing import Any
+from urllib.parse import parse_qs
 
 
 @dataclass
@@ -243,13 +245,18 @@ class OpenAIServer:
                 for i, t in reversed(list(enumerate(body.get("input", []))))]  # out of order, as the API allows
         return Reply(200, {"object": "list", "data": data, "model": body.get("model")})
 
-    def _respond(self, path: str, body: Any, headers: dict[str, str]) -> Reply:
+    def _respond(self, path: str, body: Any, headers: dict[str, str], query: str = "") -> Reply:
         with self._lock:
             self._counts[path] += 1
             self.log.append(Logged(time.monotonic(), path, body, headers))
-            scripted = self._queue.popleft() if self._queue and path != "/_stats" else None
+            scripted = self._queue.popleft() if self._queue and not path.startswith("/_") else None
         if path == "/_stats":
             return Reply(200, {"counts": dict(self._counts)})
+        if path == "/_bodies":  # ?from=N&to=M: the bodies of chat requests N..M-1, in arrival order
+            window = {k: int(v[0]) for k, v in parse_qs(query).items() if k in ("from", "to")}
+            with self._lock:
+                chats = [e.body for e in self.log if e.path == "/v1/chat/completions"]
+            return Reply(200, chats[window.get("from", 0):window.get("to")])
         route = self.routes.get(path)
         if route is None:
             return Reply.error(404, f"no route {path}")
@@ -272,7 +279,8 @@ class OpenAIServer:
                     body = json.loads(raw or b"{}") if method == "POST" else None
                 except ValueError:
                     body = None
-                reply = self._respond(target.split("?")[0], body, headers)
+                path, _, query = target.partition("?")
+                reply = self._respond(path, body, headers, query)
                 await asyncio.sleep(self.latency + reply.delay)
                 if reply.fault == "reset":
                     reset(writer)
