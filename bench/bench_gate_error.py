@@ -6,6 +6,8 @@ one side, a sweep of null arms), with a Wilson interval per cell.
     nice python bench/bench_gate_error.py --reps 600        # quicker
     nice python bench/bench_gate_error.py --only skewed     # cells whose name contains this
     nice python bench/bench_gate_error.py --methods         # also the methods of bench/gate_methods.py
+    nice python bench/bench_gate_error.py --power --pilots 40 --reps 40   # the MDE check
+    nice python bench/bench_gate_error.py --icc-coverage --pilots 150     # the ICC interval the MDE's range reads
 
 Model: :mod:`memrun.stats.simulation` (paired binary outcomes, a cluster random effect on
 B - A, true delta 0; ``skewed``: the effect is tau * (1 - Exponential(1)), a tail of
@@ -43,11 +45,20 @@ import numpy as np
 sys.path.insert(0, str(Path(__file__).resolve().parent))
 sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
 
+from memrun.stats.calibrated import design_check, icc_anova  # noqa: E402
 from memrun.stats.family import family_verdicts  # noqa: E402
 from memrun.stats.gate import CALIBRATED, gate_interval  # noqa: E402
-from memrun.stats.mde import METRIC_RANGE, minimum_detectable  # noqa: E402
+from memrun.stats.mde import MEAN_ABS_EFFECT, METRIC_RANGE, SPREAD_CONFIDENCE, PowerModel, minimum_detectable  # noqa: E402
 from memrun.stats.missing import bounded, one_sided_errors  # noqa: E402
-from memrun.stats.simulation import LOCOMO_SIZES, Design, locomo_like, longmemeval_like, simulate  # noqa: E402
+from memrun.stats.simulation import (  # noqa: E402
+    BASE_DISCORDANCE,
+    LOCOMO_SIZES,
+    Design,
+    locomo_like,
+    longmemeval_like,
+    simulate,
+    tau_for_icc,
+)
 from memrun.stats.verdict import DEGENERATE, decide  # noqa: E402
 
 
@@ -293,6 +304,30 @@ def power_check(cell: Cell, pilots: int, reps: int, resamples: int) -> PowerRow:
                     mean(highs), covered, none_right, refused_right)
 
 
+def icc_coverage(design: Design, icc: float, skewed: bool, pilots: int) -> dict[str, tuple[int, int, float]]:
+    """Per interval ("F": the one-way ANOVA F interval, which assumes normal effects;
+    "printed": :attr:`memrun.stats.mde.PowerModel.icc_range`, what compare's power range is
+    read over), over ``pilots`` null datasets of the design: (pilots whose upper limit is
+    below the true ICC, pilots whose lower limit is above it, mean width). The true ICC is
+    the power model's: tau**2 / (q0 + tau E|m|) (:data:`memrun.stats.mde.MEAN_ABS_EFFECT`)."""
+    tau = tau_for_icc(icc)
+    truth = tau**2 / (BASE_DISCORDANCE + tau * MEAN_ABS_EFFECT["skewed_down" if skewed else "normal"])
+    rng = np.random.default_rng([int(icc * 1000), len(design.sizes), int(skewed), 90])
+    clusters = design.cluster_codes()
+    tail = (1 - SPREAD_CONFIDENCE) / 2
+    out = {"F": [0, 0, 0.0], "printed": [0, 0, 0.0]}
+    for d in simulate(design, icc=icc, delta=0.0, reps=pilots, rng=rng, skewed=skewed):
+        sums, sizes = np.bincount(clusters, weights=d), np.bincount(clusters).astype(np.float64)
+        squares = np.bincount(clusters, weights=d * d)
+        f = (icc_anova(sums, squares, sizes, tail)[1], icc_anova(sums, squares, sizes, 1 - tail)[1])
+        for name, (low, high) in (("F", f), ("printed", PowerModel(d, clusters, design_check(d, clusters)).icc_range)):
+            row = out[name]
+            row[0] += high < truth
+            row[1] += low > truth
+            row[2] += (high - low) / pilots
+    return {k: (int(v[0]), int(v[1]), float(v[2])) for k, v in out.items()}
+
+
 def pct(k: int, n: int) -> str:
     lo, hi = wilson(k, n)
     return f"{100 * k / n:.1f} [{100 * lo:.1f}, {100 * hi:.1f}]"
@@ -313,7 +348,23 @@ def main(argv: list[str] | None = None) -> int:
                         help="instead: the MDE check (power at the MDE memrun prints, per design; --reps then "
                              "counts datasets at each pilot's MDE, e.g. 50)")
     parser.add_argument("--pilots", type=int, default=100, help="--power: pilot datasets a design (default 100)")
+    parser.add_argument("--icc-coverage", action="store_true",
+                        help="instead: how often the ICC's 90%% interval holds the true ICC (--pilots datasets a row)")
     args = parser.parse_args(argv)
+    if args.icc_coverage:
+        print(f"the ICC's {100 * SPREAD_CONFIDENCE:.0f}% interval, {args.pilots} null datasets a row: the share whose "
+              "interval holds the true ICC (misses below / above), and the mean width")
+        print("| clusters | ICC | effects | F interval: held (below / above) | width | printed: held (below / above) "
+              "| width |")
+        print("|---|---|---|---|---|---|---|")
+        for g in (3, 5, 10, 20, 50):
+            design = locomo_like(g) if g <= 10 else Design(f"{g}", (LOCOMO_SIZES * 5)[:g])
+            for icc in (0.0, 0.05, 0.2):
+                for skewed in (False, True) if icc else (False,):
+                    row = icc_coverage(design, icc, skewed, args.pilots)
+                    cells_ = [f"{100 * (1 - (a + b) / args.pilots):.1f}% ({a} / {b}) | {w:.3f}" for a, b, w in row.values()]
+                    print(f"| {g} | {icc:g} | {'skewed' if skewed else 'normal'} | {' | '.join(cells_)} |", flush=True)
+        return 0
     if args.power:
         print(f"power at the printed MDE (goal 80% +- 5 pp): {args.pilots} pilot null datasets a design, each read "
               f"exactly as `memrun compare` reads it; {args.reps} datasets of the true design at each printed MDE")

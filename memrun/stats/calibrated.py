@@ -339,18 +339,28 @@ def assumption_line(check: DesignCheck | None, n_clusters: int, clustered: bool)
     return base + found
 
 
+def anova_f_rows(sums: FloatArray, sumsq: FloatArray, sizes: FloatArray) -> FloatArray:
+    """The one-way ANOVA ratio F = MSB / MSW of :func:`icc_anova` for each row of (reps, G)
+    cluster sums and sums of squares (shape (reps,)); +inf where MSW is 0 and MSB is not,
+    nan where both are 0. Needs G >= 2 clusters and more items than clusters."""
+    n_total, g = float(sizes.sum()), len(sizes)
+    mean = sums.sum(axis=-1, keepdims=True) / n_total
+    msb = (((sums / sizes - mean) ** 2) * sizes).sum(axis=-1) / (g - 1)
+    msw = np.maximum(sumsq.sum(axis=-1) - (sums**2 / sizes).sum(axis=-1), 0.0) / (n_total - g)
+    with np.errstate(divide="ignore", invalid="ignore"):
+        return np.where(msw > 0, msb / np.where(msw > 0, msw, 1.0), np.where(msb > 0, np.inf, np.nan))
+
+
 def upper_icc_rows(sums: FloatArray, sumsq: FloatArray, sizes: FloatArray,
                    confidence: float = ICC_CONFIDENCE) -> FloatArray:
     """:func:`icc_anova`'s upper limit for each row of (reps, G) cluster sums, vectorised."""
     n_total, g = float(sizes.sum()), len(sizes)
     if g < 2 or n_total <= g:
         return np.zeros(len(sums))
-    mean = sums.sum(axis=1, keepdims=True) / n_total
-    msb = (((sums / sizes - mean) ** 2) * sizes).sum(axis=1) / (g - 1)
-    msw = np.maximum(sumsq.sum(axis=1) - (sums**2 / sizes).sum(axis=1), 0.0) / (n_total - g)
     n0 = (n_total - float((sizes**2).sum()) / n_total) / (g - 1)
     f_low = float(scipy_special.fdtri(g - 1, n_total - g, 1.0 - confidence))
-    with np.errstate(divide="ignore", invalid="ignore"):
-        ratio = np.where(msw > 0, msb / np.where(msw > 0, msw, 1.0) / f_low, np.where(msb > 0, np.inf, 0.0))
+    f = anova_f_rows(sums, sumsq, sizes)
+    ratio = np.where(np.isnan(f), 0.0, f) / f_low
+    with np.errstate(invalid="ignore"):
         icc = np.where(np.isfinite(ratio), (ratio - 1.0) / (ratio + n0 - 1.0), 0.99)
     return np.clip(icc, 0.0, 0.99)

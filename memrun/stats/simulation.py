@@ -176,6 +176,17 @@ class NullDraws:
         self.starts = np.concatenate([[0], np.cumsum(small_sizes)[:-1]]).astype(np.intp)
         self.u = rng.random((reps, int(small_sizes.sum())), dtype=np.float32)
 
+    def first(self, reps: int) -> NullDraws:
+        """The same draws cut to their first ``reps`` replications (views, no copy): a
+        cheaper pass for a coarser question (all of them when ``reps`` is not smaller)."""
+        if reps >= self.reps:
+            return self
+        cut = object.__new__(NullDraws)
+        cut.__dict__.update(self.__dict__)
+        cut.reps, cut.normal, cut.expo = int(reps), self.normal[:reps], self.expo[:reps]
+        cut.z, cut.u = self.z[:, :reps], self.u[:reps]
+        return cut
+
     def moments(self, *, q0: float, icc: float, delta: float, shape: str = "normal") -> tuple[np.ndarray, np.ndarray]:
         """(sums, sums of squares) of the deltas in {-1, 0, +1}, each (reps, G).
 
