@@ -167,7 +167,8 @@ def icc_limits(draws: Any, sizes: FloatArray, q0: float, null: float, f_obs: flo
             base, param = model_parameters(q0, float(icc), shape)
             s, q = cut.moments(q0=base, icc=param, delta=null, shape=shape)
             f = anova_f_rows(s, q, sizes)
-            a, b = np.quantile(f[~np.isnan(f)], [tail, 1.0 - tail]) if (~np.isnan(f)).any() else (0.0, 0.0)
+            seen = f[~np.isnan(f)]  # +inf (no spread within clusters) is kept: no interpolation across it
+            a, b = np.quantile(seen, [tail, 1.0 - tail], method="inverted_cdf") if len(seen) else (0.0, 0.0)
             lows.append(a)
             highs.append(b)
             if a > f_obs:  # the upper limit lies below this ICC: the rest of the grid is not needed
@@ -234,9 +235,9 @@ class PowerModel:
         else:
             self.crit = NormalDist().inv_cdf(1.0 - check.alpha)
         self.icc = icc_anova(sums, sumsq, sizes, POWER_ICC_CONFIDENCE)[1]
-        f_obs = float(anova_f_rows(sums, sumsq, sizes)) if len(sizes) >= 2 and sizes.sum() > len(sizes) else 0.0
-        self.icc_range = icc_limits(self.draws, sizes, self.q0, self.null, f_obs) if not math.isnan(f_obs) \
-            else (0.0, 0.0)
+        identified = len(sizes) >= 2 and sizes.sum() > len(sizes)  # else no within/between split
+        f_obs = float(anova_f_rows(sums, sumsq, sizes)) if identified else math.nan
+        self.icc_range = (0.0, 0.0) if math.isnan(f_obs) else icc_limits(self.draws, sizes, self.q0, self.null, f_obs)
 
     def rate(self, effect: float, icc: float | None = None, shape: str = "normal") -> float:
         """Share of simulated comparisons the gate passes at true delta ``null + effect``

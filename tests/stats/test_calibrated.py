@@ -12,7 +12,7 @@ import statsmodels.api as sm
 from statsmodels.formula.api import ols
 from statsmodels.stats.multitest import multipletests
 
-from memrun.stats.calibrated import design_check, icc_anova, studentized
+from memrun.stats.calibrated import anova_f_rows, design_check, icc_anova, studentized
 from memrun.stats.family import family_verdicts, holm_adjusted
 from memrun.stats.gate import gate_interval
 from memrun.stats.missing import bounded, one_sided_errors
@@ -61,6 +61,31 @@ def test_icc_matches_statsmodels_anova_and_the_f_limit():
     assert icc == pytest.approx(max(0.0, (f - 1) / (f + n0 - 1)), abs=1e-12)
     f_up = f / sps.f.ppf(0.01, g - 1, n - g)
     assert upper == pytest.approx(min(0.99, (f_up - 1) / (f_up + n0 - 1)), rel=1e-9)
+
+
+def test_the_f_ratio_of_each_row_is_scipys_one_way_anova():
+    """anova_f_rows on rows of cluster sums equals scipy.stats.f_oneway on the items; a row
+    with no within-cluster spread is +inf, one with no spread at all nan."""
+    rows = [DELTAS, np.roll(DELTAS, 7), np.repeat(np.arange(len(SIZES)) % 2, SIZES).astype(float),
+            np.zeros(len(DELTAS))]
+    sums = np.stack([np.bincount(CLUSTERS, weights=d) for d in rows])
+    squares = np.stack([np.bincount(CLUSTERS, weights=d * d) for d in rows])
+    f = anova_f_rows(sums, squares, np.bincount(CLUSTERS).astype(float))
+    for got, d in zip(f[:2], rows[:2], strict=True):
+        assert got == pytest.approx(sps.f_oneway(*[d[CLUSTERS == c] for c in range(len(SIZES))]).statistic, rel=1e-12)
+    assert f[2] == np.inf and np.isnan(f[3])
+
+
+def test_the_first_draws_are_the_first_rows_of_all_of_them():
+    """NullDraws.first(k) reads the same numbers as the first k replications (clusters drawn
+    item by item and from the normal approximation alike)."""
+    draws = NullDraws(np.array([5.0, 40.0, 9.0, 150.0]), 300, seed=4)
+    for shape in ("normal", "skewed_down"):
+        whole = draws.moments(q0=0.25, icc=0.1, delta=0.02, shape=shape)
+        cut = draws.first(120).moments(q0=0.25, icc=0.1, delta=0.02, shape=shape)
+        for a, b in zip(whole, cut, strict=True):
+            assert b.shape == (120, 4) and np.array_equal(a[:120], b)
+    assert draws.first(300) is draws
 
 
 def test_null_draws_follow_the_simulation_model():
