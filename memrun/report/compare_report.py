@@ -148,8 +148,10 @@ def power_line(p: Mapping[str, Any], d: Mapping[str, Any]) -> str:
               if status == "trusted" else
               f"not pinned down: over the ICC's 90% interval [{a:.3f}, {b:.3f}] and normal or skewed cluster effects "
               f"its power is anywhere from {lo:.0%} to {hi:.0%}")
+    shape = (f", {p['skew_weight']:.0%} weight on {p['skew_shape'].replace('_', ' ')} effects at their ICC "
+             f"{p['skew_icc']:.3f} as the clusters' skewness suggests" if p.get("skew_weight") else "")
     return (f"power: minimum detectable effect at {p['power']:.0%} power {fmt(p['mde'], signed=False)}{unit} at the "
-            f"estimated ICC {icc:.3f} ({how}); {spread}; an effect of {fmt(p['effect'], signed=False)}{unit} would "
+            f"estimated ICC {icc:.3f}{shape} ({how}); {spread}; an effect of {fmt(p['effect'], signed=False)}{unit} would "
             f"need {more} (memrun.stats.mde)")
 
 

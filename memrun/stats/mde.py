@@ -25,7 +25,14 @@ each ICC (:func:`model_parameters`):
    percentile bootstrap decides. The power falls as the ICC rises, so with normal effects
    the true power at this MDE is at least 80% for about half of a design's comparisons
    (median-unbiased), not on average: the mean over comparisons can sit well off 80%
-   where the ICC is loose;
+   where the ICC is loose. Where the cluster means are skewed the power is a mixture
+   (:meth:`PowerModel.design_rate`): with weight w = |their effects' skewness| / 2 (an
+   exponential's, the design check's most skewed shape; at most 1; :func:`effect_skewness`)
+   the power under that skewed shape at its own median-unbiased ICC. Skewed effects both
+   lower the gate's power at one ICC and make the normal-theory F estimate of the ICC
+   median-biased low (20-25% at 5-10 clusters), so an MDE read with normal effects alone
+   had 62-71% true power on skewed designs; with normal effects the clusters' skewness is
+   noise around 0 and the weight small;
 2. the spread (:func:`power_spread`): the simulated power at that MDE at the ICC's 5% and 95%
    confidence limits with normal, skewed-down and skewed-up effects (the design check's three
    shapes), on the same draws: a sensitivity analysis of the sample size to its nuisance
@@ -92,6 +99,9 @@ MIN_DF = 3.0
 clusters, or one cluster holding most of the items) no MDE is printed: the variance of the
 mean rests on so few independent clusters that its 90% interval spans a factor of over 20
 (chi-squared on 3 df: 0.35 to 7.8; on 2 df, 0.10 to 5.99)."""
+EXPONENTIAL_SKEW = 2.0
+"""Skewness of the design check's skewed effects (an exponential's): the clusters' own
+skewness is read as a share of it (:attr:`PowerModel.skew_weight`)."""
 METRIC_RANGE = 0.9
 """The largest simulated true delta (in the simulation's unit, the deltas' scale): beyond
 it the clipped model has no room left."""
@@ -128,7 +138,7 @@ LIMIT_REPLICATIONS = 1000
 
 
 def icc_limits(draws: Any, sizes: FloatArray, q0: float, null: float, f_obs: float,
-               confidence: float = SPREAD_CONFIDENCE) -> tuple[float, float]:
+               confidence: float = SPREAD_CONFIDENCE, shapes: tuple[str, ...] = LIMIT_SHAPES) -> tuple[float, float]:
     """(lower, upper) two-sided ``confidence`` limits of the ICC, in the power model's own
     ICC (the argument of :meth:`PowerModel.rate`), by inverting the simulated one-way ANOVA
     ratio F = MSB / MSW of the observed cluster sums (``f_obs``) on the design's own draws.
@@ -151,7 +161,8 @@ def icc_limits(draws: Any, sizes: FloatArray, q0: float, null: float, f_obs: flo
         q0: the observed discordance (as :attr:`PowerModel.q0`); null: the simulated true
             delta (the simulation's unit).
         f_obs: the observed F ratio (:func:`memrun.stats.calibrated.anova_f_rows`).
-        confidence: two-sided.
+        confidence: two-sided (0: both limits are the median-unbiased ICC of each shape).
+        shapes: the effect shapes whose intervals are united.
 
     Returns:
         (lower, upper): 0 for the lower limit when ``f_obs`` is not above the ratio's upper
@@ -161,7 +172,7 @@ def icc_limits(draws: Any, sizes: FloatArray, q0: float, null: float, f_obs: flo
     cut = draws.first(LIMIT_REPLICATIONS)
     grid = np.asarray(ICC_LIMIT_GRID)
     low, high = grid[-1], 0.0
-    for shape in LIMIT_SHAPES:
+    for shape in shapes:
         lows, highs = [], []
         for icc in grid:
             base, param = model_parameters(q0, float(icc), shape)
@@ -238,6 +249,11 @@ class PowerModel:
         identified = len(sizes) >= 2 and sizes.sum() > len(sizes)  # else no within/between split
         f_obs = float(anova_f_rows(sums, sumsq, sizes)) if identified else math.nan
         self.icc_range = (0.0, 0.0) if math.isnan(f_obs) else icc_limits(self.draws, sizes, self.q0, self.null, f_obs)
+        skew = effect_skewness(sums / sizes, f_obs)
+        self.skew_weight = min(1.0, abs(skew) / EXPONENTIAL_SKEW)
+        self.skew_shape = "skewed_down" if skew < 0 else "skewed_up"
+        self.skew_icc = icc_limits(self.draws, sizes, self.q0, self.null, f_obs, 0.0, (self.skew_shape,))[1] \
+            if self.skew_weight > 0 else self.icc
 
     def rate(self, effect: float, icc: float | None = None, shape: str = "normal") -> float:
         """Share of simulated comparisons the gate passes at true delta ``null + effect``
@@ -250,24 +266,50 @@ class PowerModel:
                                                                      self.curve)
         return float((t > crit).mean())
 
+    def design_rate(self, effect: float) -> float:
+        """The power the MDE is found at: :meth:`rate` at the estimated ICC with normal
+        effects, mixed with the skewed shape the clusters show at its own median-unbiased
+        ICC (:attr:`skew_icc`) in the share :attr:`skew_weight`."""
+        at = self.rate(effect)
+        if self.skew_weight <= 0:
+            return at
+        return (1.0 - self.skew_weight) * at + self.skew_weight * self.rate(effect, self.skew_icc, self.skew_shape)
+
+
+def effect_skewness(means: FloatArray, f_ratio: float) -> float:
+    """The skewness of the cluster effects that the cluster means (shape (G,)) show: their
+    adjusted Fisher-Pearson skewness G1 = g1 sqrt(G (G - 1)) / (G - 2) (as
+    ``scipy.stats.skew(bias=False)``), divided by the share of their variance that is the
+    effects', r = 1 - 1 / F (the ANOVA ratio), to the power 1.5 (the items' own noise in a
+    cluster mean is symmetric and dilutes the effects' third moment by r**1.5). 0 with
+    fewer than 3 clusters, no spread between them, or F <= 1 (no effect variance seen)."""
+    g = len(means)
+    centred = means - means.mean()
+    m2 = float((centred**2).mean())
+    if g < 3 or m2 <= 0 or not f_ratio > 1:
+        return 0.0
+    g1 = float((centred**3).mean()) / m2**1.5 * math.sqrt(g * (g - 1)) / (g - 2)
+    return g1 / (1.0 - 1.0 / f_ratio) ** 1.5
+
 
 def simulated_mde(model: PowerModel, power: float = POWER, start: float | None = None) -> tuple[float, float]:
     """(MDE in the deltas' unit above the threshold, the simulated power at it): the
-    smallest true effect at which ``model`` passes a share ``power`` of its comparisons at
-    the estimated ICC with normal effects (bisection to 1/4096 of the bracket; ``start``
+    smallest true effect at which ``model`` passes a share ``power`` of its comparisons
+    (:meth:`PowerModel.design_rate`: at the estimated ICC with normal effects, mixed with the
+    skewed shape the clusters show) (bisection to 1/4096 of the bracket; ``start``
     a first guess in the deltas' unit, e.g. the formula's MDE). (inf, power at the largest
     effect) when no effect up to :data:`METRIC_RANGE` reaches ``power``."""
     top = METRIC_RANGE - model.null
     high = min(top, max(2.0 * (start or 0.0) / model.scale, 0.01))
-    while (at := model.rate(high)) < power:
+    while (at := model.design_rate(high)) < power:
         if high >= top - 1e-9:
             return math.inf, at
         high = min(top, 2 * high)
     low = 0.0
     for _ in range(12):
         mid = (low + high) / 2
-        low, high = (mid, high) if model.rate(mid) < power else (low, mid)
-    return high * model.scale, model.rate(high)
+        low, high = (mid, high) if model.design_rate(mid) < power else (low, mid)
+    return high * model.scale, model.design_rate(high)
 
 
 def power_spread(model: PowerModel, mde: float) -> tuple[float, float, str]:
@@ -276,6 +318,8 @@ def power_spread(model: PowerModel, mde: float) -> tuple[float, float, str]:
     effect shapes of the design check (module docstring)."""
     effect = mde / model.scale
     rates = [(model.rate(effect), f"normal@{model.icc:.3f}")]
+    if model.skew_weight > 0:
+        rates.append((model.rate(effect, model.skew_icc, model.skew_shape), f"{model.skew_shape}@{model.skew_icc:.3f}"))
     for icc in sorted(set(model.icc_range)):
         rates += [(model.rate(effect, icc, shape), f"{shape}@{icc:.3f}") for shape in SHAPES]
     low = min(rates)
@@ -341,7 +385,8 @@ def minimum_detectable(deltas: ArrayLike, clusters: ArrayLike | Iterable[Hashabl
     if check is not None and check.replications and math.isfinite(check.crit_up):
         model = PowerModel(deltas, clusters, check, null=null, calibrated=calibrated)
         mde, at = simulated_mde(model, power, start=result.mde)
-        out.update(method="simulated", simulated_power=at, icc=model.icc, icc_range=list(model.icc_range))
+        out.update(method="simulated", simulated_power=at, icc=model.icc, icc_range=list(model.icc_range),
+                   skew_weight=model.skew_weight, skew_shape=model.skew_shape, skew_icc=model.skew_icc)
         if not math.isfinite(mde):  # the spread of the power at the largest effect
             lo, hi, worst = power_spread(model, (METRIC_RANGE - model.null) * model.scale)
             out.update(mde=None, power_low=lo, power_high=hi, worst=worst, factor=None, needed=0)
