@@ -40,7 +40,7 @@ each ICC (:func:`model_parameters`):
    for the ICC, Donner & Klar 2000, ch. 5). The limits invert the simulated one-way ANOVA F
    ratio under normal and skewed effects on the same draws (:func:`icc_limits`): the F
    interval (Searle, Casella & McCulloch 1992, sec. 3.6; Donner 1986) assumes normal effects
-   and held the true ICC in 71-82% of pilots with skewed ones for a nominal 90%, so the range
+   and held the true ICC in 61-79% of pilots with skewed ones for a nominal 90%, so the range
    claimed more than it knew. ``trusted`` when every scenario is within :data:`TOLERANCE`.
 
 No MDE is printed (``status``) where none exists (no effect within the metric's range reaches
@@ -151,7 +151,7 @@ def icc_limits(draws: Any, sizes: FloatArray, q0: float, null: float, f_obs: flo
     F interval of :func:`memrun.stats.calibrated.icc_anova`: it assumes normal cluster
     effects, and the variance of MSB grows with their kurtosis (Var(MSB) / E(MSB)**2 ~
     2 / (G - 1) + kappa / G; an exponential's kappa is 6), so that under skewed effects it
-    held the true ICC in 71-82% of 300 pilots of 5-50 LoCoMo-sized clusters for a nominal
+    held the true ICC in 61-79% of 150 pilots of 5-50 LoCoMo-sized clusters for a nominal
     90% (``bench/bench_gate_error.py --icc-coverage``).
 
     Args:

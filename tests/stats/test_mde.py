@@ -90,8 +90,8 @@ def test_the_icc_interval_inverts_the_simulated_f_ratio():
 def test_the_icc_interval_holds_the_true_icc_of_skewed_effects():
     """20 LoCoMo-sized clusters with skewed effects (ICC 0.05): the F interval, which assumes
     normal effects, held the true ICC in 29 of these 40 pilots for a nominal 90%; the
-    inverted interval holds it in at least 36 (bench_gate_error.py --icc-coverage: 72% and
-    96% over 300 and 150 pilots). The true ICC is the power model's own: tau^2 / D, D the
+    inverted interval holds it in at least 36 (bench_gate_error.py --icc-coverage, 150 other
+    pilots: 61% and 89%). The true ICC is the power model's own: tau^2 / D, D the
     discordance, E|m| = 2 tau / e for these effects."""
     from memrun.stats.calibrated import design_check
 
