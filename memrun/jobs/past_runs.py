@@ -15,7 +15,8 @@ keyed by the folder's name, inode and modification time: a later start skips it 
 ``stat``, and a folder whose entries changed (``resumed.json`` removed, parts added) or that
 was replaced by a new folder of the same name is examined again. The cache only spares
 reads: a candidate is never taken from it, and a missing, unreadable or unwritable cache
-means examining every folder, as before.
+means examining every folder, as before. The cache keeps the :data:`MAX_ROOTS` roots most
+recently written (temp folders come and go).
 """
 
 from __future__ import annotations
@@ -37,6 +38,9 @@ else:
 
 CACHE_DIR = ("finished-runs",)
 """Under :func:`memrun.core.paths.user_cache`: one JSON file per searched root folder."""
+MAX_ROOTS = 256
+"""Root folders whose cache is kept: writing one removes the least recently written beyond
+this many (roots that are gone, a test's or a bench's temp folders, would otherwise pile up)."""
 
 
 def candidates(out_dir: Path) -> list[Path]:
@@ -131,3 +135,21 @@ def _write_cache(root: Path, finished: dict[str, list[int]]) -> None:
         tmp.replace(path)
     except OSError:
         tmp.unlink(missing_ok=True)
+        return
+    _prune(path.parent)
+
+
+def _prune(folder: Path) -> None:
+    """Keep the :data:`MAX_ROOTS` most recently written caches in ``folder`` (a cache removed
+    costs only reads at a later start under its root)."""
+    try:
+        files = [(e.stat().st_mtime_ns, e.path) for e in os.scandir(folder) if e.name.endswith(".json")]
+    except OSError:
+        return
+    if len(files) <= MAX_ROOTS:
+        return
+    for _, path in sorted(files, reverse=True)[MAX_ROOTS:]:
+        try:
+            os.unlink(path)
+        except OSError:
+            pass  # removed meanwhile by another run's prune

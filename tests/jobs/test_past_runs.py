@@ -83,3 +83,21 @@ def test_without_a_usable_cache_every_folder_is_examined(tmp_path, monkeypatch):
     cache.write_text("{not json")
     read = _reads(monkeypatch)
     assert past_runs.candidates(new) == [killed, interrupted, elsewhere] and len(read) == 4 + 3
+
+
+def test_the_cache_keeps_the_most_recent_roots_only(tmp_path, monkeypatch):
+    """One cache file per searched root, and roots come and go (a test's or a bench's temp
+    folder): the cache folder keeps the MAX_ROOTS most recently written, not all of them."""
+    import os
+
+    monkeypatch.setattr(past_runs, "MAX_ROOTS", 3)
+    roots = []
+    for i in range(6):
+        new, *_ = _history(tmp_path / f"root{i}", 1)
+        past_runs.candidates(new)  # notes the finished run under its root
+        roots.append(new.parent.parent)
+        cache = past_runs._cache_file(roots[-1])
+        os.utime(cache, ns=(i * 10**9, i * 10**9))  # written in this order
+    kept = sorted(p.name for p in cache.parent.iterdir())
+    assert kept == sorted(past_runs._cache_file(r).name for r in roots[-3:])
+    assert past_runs._read_cache(roots[-1])  # the newest root is still served from its cache
