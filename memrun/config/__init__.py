@@ -122,7 +122,7 @@ class RunConfig:
     data_dir: Optional[str] = None
     ks: Optional[List[int]] = None  # None: the benchmark's ks, else DEFAULT_KS
     min_coverage: float = 0.95  # arms that answer themselves: least share of items answered
-    max_error_share: float = 0.1  # more rows failed than this share: the run ends degraded (exit 2)
+    max_error_share: float = 0.1  # memrun.core.status.MAX_ERROR_SHARE (not imported for --cfg job); more rows failed than this share: the run ends degraded (exit 2)
     stale_check: bool = False
     resume: bool = True  # an unfinished run of this configuration nearby: keep its rows, run the rest
     progress: bool = True

@@ -17,6 +17,7 @@ from memrun.config import Axis, cutoffs, default_top_k
 from memrun.config.compose import resolved, saved
 from memrun.config.embedder_use import NO, REQUIRED, ignored_note, use_of
 from memrun.core.redaction import check_no_secrets
+from memrun.core.status import MAX_ERROR_SHARE
 from memrun.errors import ConfigError
 from memrun.jobs import shards
 from memrun.metrics.beam_official import OFFICIAL_SCORE
@@ -66,7 +67,7 @@ def check_settings(cfg: Any, accuracy: bool) -> int:
     coverage = cfg.get("min_coverage", 0.95)
     if not isinstance(coverage, (int, float)) or not 0 <= coverage <= 1:
         raise ConfigError(f"min_coverage={coverage}: must be a share between 0 and 1 (0.95: 95% of the items)")
-    share = cfg.get("max_error_share", 0.1)
+    share = cfg.get("max_error_share", MAX_ERROR_SHARE)
     if isinstance(share, bool) or not isinstance(share, (int, float)) or not 0 <= share <= 1:
         raise ConfigError(f"max_error_share={share}: must be a share between 0 and 1 (0.1: 10% of the rows)")
     top_k = cfg.arm.get("top_k")
@@ -242,7 +243,7 @@ def build_spec(cfg: Any) -> tuple[RunSpec, PluginNodes]:
         axis=axis, benchmark=str(cfg.benchmark.name), arm=str(cfg.arm.name), arm_target=str(cfg.arm.get("_target_")),
         ks=tuple(ks), top_k=top_k, repeats=int(cfg.repeats), seed=int(cfg.seed), data_dir=cfg.get("data_dir"),
         selection=selection, shard=ShardSpec(count, index),
-        min_coverage=float(cfg.get("min_coverage", 0.95)), max_error_share=cfg.get("max_error_share", 0.1),
+        min_coverage=float(cfg.get("min_coverage", 0.95)), max_error_share=cfg.get("max_error_share", MAX_ERROR_SHARE),
         stale_check=bool(cfg.get("stale_check")), judge=judge, progress=bool(cfg.get("progress", True)),
         flow=FlowSettings.from_config(cfg.arm), answering=answering,
         config=container, warnings=tuple(warnings), saved_config=saved(cfg, container),

@@ -21,6 +21,11 @@ from enum import Enum
 
 from memrun.errors import EXIT_INTERRUPTED, EXIT_OK, EXIT_USER_ERROR
 
+MAX_ERROR_SHARE = 0.1
+"""The default ``max_error_share``: more of a run's rows failed than this share and it ends
+``degraded``; past it the second judge's agreement is withheld too. Readers of a run saved
+without the key (an older one) take this."""
+
 
 class RunStatus(str, Enum):
     """A run's status (module docstring). A ``str``: it is written as its value."""

@@ -33,6 +33,7 @@ import pyarrow.compute as pc
 import pyarrow.parquet as pq
 
 from memrun.core.instrument import Instrument
+from memrun.core.status import MAX_ERROR_SHARE
 from memrun.errors import MergeError, RunTableError
 from memrun.io.metadata import seal_table
 from memrun.io.reader import RunTable, read_run
@@ -170,7 +171,7 @@ def merge(run_dir: Path) -> MergeResult:
         table.to_pylist(), axis=str(instrument.axis), ks=instrument.ks, categories=instrument.categories,
         comparable_categories=instrument.comparable_categories, task_averaged=instrument.task_averaged,
         headline=instrument.config.get("denominator"), unmeasurable=instrument.retrieval_not_measurable,
-        max_error_share=float(instrument.config.get("max_error_share", 0.1)),
+        max_error_share=float(instrument.config.get("max_error_share", MAX_ERROR_SHARE)),
     )
     items = {i: len(set(r.table.column("item_id").to_pylist())) for i, r in chosen.items()}
     summary.update(

@@ -22,6 +22,7 @@ from collections import Counter, defaultdict
 from collections.abc import Mapping, Sequence
 from typing import Any
 
+from memrun.core.status import MAX_ERROR_SHARE
 from memrun.metrics.beam_official import OFFICIAL_SCORE, official_table
 from memrun.metrics.summary import percentile
 from memrun.stats.agreement import agreement, cohen_kappa
@@ -155,7 +156,7 @@ def summarize_accuracy(
     comparable_categories: Sequence[str] | None,
     denominator: str,
     task_averaged: bool = False,
-    max_error_share: float = 0.1,
+    max_error_share: float = MAX_ERROR_SHARE,
 ) -> dict[str, Any]:
     """Summary of an accuracy run (see the module docstring).
 

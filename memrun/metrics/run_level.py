@@ -6,6 +6,7 @@ from __future__ import annotations
 from collections.abc import Mapping, Sequence
 from typing import TYPE_CHECKING, Any
 
+from memrun.core.status import MAX_ERROR_SHARE
 from memrun.lazy import lazy
 from memrun.metrics.by_category import summarize_by_granularity
 from memrun.metrics.conventions import run_counts
@@ -28,7 +29,7 @@ def summarize_rows(
     task_averaged: bool,
     headline: str | None = None,
     unmeasurable: str | None = None,
-    max_error_share: float = 0.1,
+    max_error_share: float = MAX_ERROR_SHARE,
 ) -> dict[str, Any]:
     """The metrics of a run's rows (columns of :mod:`memrun.io.schema`), as ``summary.json`` holds them.
 

@@ -27,3 +27,16 @@ def test_booleans_written_as_booleans_and_other_fields_pass(override):
     key, _, value = override.lstrip("+").partition("=")
     cfg = compose(["arm=http", override])
     assert str(OmegaConf.select(cfg, key)).lower() == value
+
+
+def test_the_schema_declares_the_default_error_share_every_reader_falls_back_to():
+    """Readers of a run saved without max_error_share (merge, the run page, the summaries) take
+    memrun.core.status.MAX_ERROR_SHARE; the schema spells it as a literal (--cfg job does not
+    import memrun.core.status), so the two must agree."""
+    import dataclasses
+
+    from memrun.config import RunConfig
+    from memrun.core.status import MAX_ERROR_SHARE
+
+    default = next(f.default for f in dataclasses.fields(RunConfig) if f.name == "max_error_share")
+    assert default == MAX_ERROR_SHARE

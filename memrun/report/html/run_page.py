@@ -10,6 +10,7 @@ from typing import TYPE_CHECKING, Any
 from urllib.parse import quote
 
 from memrun.core.instrument import Instrument
+from memrun.core.status import MAX_ERROR_SHARE
 from memrun.gallery.overlay import published_beside
 from memrun.io.live import progress_text, read_live
 from memrun.io.reader import RunTable, read_run
@@ -50,7 +51,7 @@ def load_summary(run: RunTable) -> tuple[dict[str, Any], str | None]:
         rows, axis=str(inst.axis), ks=inst.ks, categories=inst.categories,
         comparable_categories=inst.comparable_categories, task_averaged=inst.task_averaged,
         headline=denominator, unmeasurable=inst.retrieval_not_measurable,
-        max_error_share=float((inst.config or {}).get("max_error_share", 0.1)))
+        max_error_share=float((inst.config or {}).get("max_error_share", MAX_ERROR_SHARE)))
     return summary, f"no {SUMMARY_FILE}: the figures below were recomputed from the {len(rows)} rows it wrote"
 
 
