@@ -24,6 +24,7 @@ from typing import TYPE_CHECKING, Any
 
 from memrun.core.http_policy import HttpPolicy, http_client_logging, send
 from memrun.core.redaction import Redactor
+from memrun.core.url_join import fragment_error, join_url
 from memrun.errors import ArmError, AuthError
 from memrun.lazy import lazy
 from memrun.llm.endpoint import DEFAULT_BASE_URL
@@ -97,6 +98,8 @@ class OpenAIEmbedder:
             raise ArmError(f"arm.embedder.batch_size={batch_size}: must be at least 1")
         # null: the same gateway as the reader ($OPENAI_BASE_URL), else OpenAI itself
         base_url = base_url or os.environ.get("OPENAI_BASE_URL") or DEFAULT_BASE_URL
+        if problem := fragment_error(base_url, "arm.embedder.base_url"):
+            raise ArmError(problem)
         remote = base_url.rstrip("/") == DEFAULT_BASE_URL
         key = os.environ.get(api_key_env) if api_key_env else None
         if (api_key_env and not key) or (remote and not key):
@@ -106,7 +109,7 @@ class OpenAIEmbedder:
                            "arm/embedder=minilm, or arm=dense_minilm / arm=hybrid_minilm")
         self.model, self.dimensions, self.batch_size = model, dimensions, batch_size
         self.name = f"{model}@{dimensions}" if dimensions else model
-        self.url = base_url.rstrip("/") + "/embeddings"
+        self.url = join_url(base_url, "embeddings")  # the root's query (?api-version=) too
         self._key = key
         headers = {"Authorization": f"Bearer {key}"} if key else {}
         self.auth_hint = (f"the server refused the key in ${api_key_env}; check it (or arm.embedder.api_key_env)"

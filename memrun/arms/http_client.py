@@ -24,13 +24,14 @@ import dataclasses
 import functools
 from collections.abc import Mapping
 from typing import Any
-from urllib.parse import urljoin
+from urllib.parse import urlsplit, urlunsplit
 
 from memrun.arms import http_async
 from memrun.arms.http_templates import Operation, encode_body
 from memrun.core.background import run_blocking
 from memrun.core.http_policy import HttpPolicy, RateGate, http_client_logging
 from memrun.core.redaction import Redactor
+from memrun.core.url_join import join_url
 from memrun.core.url_secrets import redact_urls
 from memrun.errors import ArmError, AuthError
 
@@ -39,21 +40,23 @@ http_client_logging()  # one line per request at INFO otherwise: off unless memr
 
 @functools.lru_cache(maxsize=4096)
 def _join(base: str, path: str) -> str:
-    """``urljoin(base, path)``, remembered: a history's searches all go to one path."""
-    return urljoin(base, path)
+    """:func:`memrun.core.url_join.join_url`, remembered: a history's searches all go to one path."""
+    return join_url(base, path)
 
 
 class ServerClient:
     """The request path to one memory server (module docstring).
 
-    base_url: the server's root. headers: sent with every request (the token included).
+    base_url: the server's root; its query (``?api_key=...``) is sent with every request
+    (:func:`memrun.core.url_join.join_url`). headers: sent with every request (the token included).
     timeout_s, attempts: per request. max_rps: the rate cap (None: none). auth_hint: what
     a 401/403 error tells the user to check. redactor: hides the token in errors.
     """
 
     def __init__(self, base_url: str, headers: Mapping[str, str], timeout_s: float, attempts: int,
                  max_rps: float | None, auth_hint: str, redactor: Redactor) -> None:
-        self.base_url = base_url.rstrip("/") + "/"
+        parts = urlsplit(base_url)
+        self.base_url = urlunsplit(parts._replace(path=parts.path.rstrip("/") + "/"))
         self.public_url = redact_urls(self.base_url)  # for messages and the ledger
         self.policy = dataclasses.replace(HttpPolicy(), attempts=attempts)
         self.auth_hint, self.max_rps = auth_hint, max_rps
@@ -65,7 +68,7 @@ class ServerClient:
 
     def render(self, op: Operation, context: dict[str, Any]) -> tuple[str, dict[str, Any]]:
         """The URL and the body arguments of ``op`` for ``context``."""
-        url = _join(self.base_url, str(op.path.render(**context)).lstrip("/"))
+        url = _join(self.base_url, str(op.path.render(**context)))
         return url, encode_body(op.body.render(**context) if op.body else None, op.encoding, f"arm.{op.name}")
 
     def _auth_failed(self, op: Operation, exc: AuthError) -> ArmError:

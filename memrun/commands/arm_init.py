@@ -37,6 +37,7 @@ from memrun.arms.mcp_guess import create_result, propose, result_path
 from memrun.arms.mcp_ops import ToolOperation, result_document
 from memrun.commands.usage import Parser
 from memrun.core.paths import conf_dir
+from memrun.core.url_join import fragment_error, join_url
 from memrun.errors import ArmError, ConfigError, MemrunError
 from memrun.lazy import lazy
 from memrun.records import Record
@@ -198,8 +199,10 @@ def run_command(path: Path, name: str) -> str:
 def _init_http(args: argparse.Namespace, command: list[str]) -> int:
     """``memrun arm init http``: propose from the OpenAPI document, probe, write, smoke-test
     (``args.url`` given, no command after ``--``: :func:`main` checked)."""
-    base = args.url.rstrip("/") + "/"
-    document = openapi_guess.load_document(args.openapi or base + "openapi.json")
+    base = args.url  # its query (?api_key=) goes with every request: join_url
+    if problem := fragment_error(base, "--url"):
+        raise ArmError(problem)
+    document = openapi_guess.load_document(args.openapi or join_url(base, "openapi.json"))
     notes: list[str] = []
     try:
         proposal, notes = openapi_guess.propose(document)
@@ -237,11 +240,11 @@ def _probe_http(base: str, proposal: dict[str, Any], token_env: str | None) -> s
     context: dict[str, Any] = {"namespace": "memrun-init-probe", "history_id": "probe", "flags": {}}
     ops = {n: Operation(n, {**proposal[n], "result": None}) for n in ("create", "ingest", "search", "erase")
            if n in proposal}
-    with httpx.Client(base_url=base, headers=headers, timeout=30) as client:
+    with httpx.Client(headers=headers, timeout=30) as client:
         def send(op: Operation, **extra: Any) -> httpx.Response:
             ctx = {**context, **extra}
             body = encode_body(op.body.render(**ctx) if op.body else None, op.encoding, f"arm.{op.name}")
-            response = client.request(op.method, str(op.path.render(**ctx)).lstrip("/"), **body)
+            response = client.request(op.method, join_url(base, str(op.path.render(**ctx))), **body)
             response.raise_for_status()
             return response
 

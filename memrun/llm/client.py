@@ -35,6 +35,7 @@ from urllib.parse import urlsplit
 from memrun import __version__
 from memrun.core.http_policy import AUTH_STATUSES, BODY_PREVIEW_CHARS, HttpPolicy, Retrier, auth_error, http_client_logging
 from memrun.core.redaction import Redactor
+from memrun.core.url_join import join_url
 from memrun.errors import AuthError, CallError, EndpointUnreachable
 from memrun.lazy import lazy, loaded
 from memrun.llm.endpoint import Endpoint
@@ -142,7 +143,7 @@ class ChatClient:
         self.timeout = timeout
         self._sleep = sleep
         self._aiohttp = _aiohttp()
-        self._url = endpoint.base_url.rstrip("/") + "/chat/completions"
+        self._url = join_url(endpoint.base_url, "chat/completions")  # the root's query (?api-version=) too
         # Sent with every request as the session's own headers: given per request, aiohttp
         # merged them into the session's afresh each time, and skipping its User-Agent took
         # its slow path; ~10 us of CPU a call (3% of the client's), none of it needed.

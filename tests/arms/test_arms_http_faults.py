@@ -196,3 +196,12 @@ def test_a_reply_that_is_not_json_is_an_error_of_its_item_and_the_run_goes_on(me
     rc, out = cli(tmp_path / "many", url, "arm.attempts=1", "arm.concurrency=1")
     err = capsys.readouterr().err
     assert rc == 2 and "5 of 30 rows failed" in err and len(read_run(out).table.to_pylist()) == 30, err
+
+
+def test_a_base_url_with_a_fragment_is_refused_before_any_request(memory, tmp_path, capsys) -> None:
+    state, url = memory
+    rc, out = cli(tmp_path, f"'{url}/#access_token=tok-Frag-1'")
+    err = capsys.readouterr().err.strip().splitlines()
+    assert rc == 2 and len(err) == 1 and err[0].startswith("memrun: error: arm.base_url: "), err
+    assert "fragment" in err[0] and "tok-Frag-1" not in err[0]
+    assert state.requests == [] and not out.exists()

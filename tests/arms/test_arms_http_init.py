@@ -145,3 +145,11 @@ def test_a_probe_answered_with_500_prints_the_notes_and_leaves_no_temporary_fold
     assert code == 2 and "500" in captured.err and "\n" not in captured.err.strip(), captured.err
     assert captured.out.startswith("note: ") and "ingest" in captured.out, captured.out
     assert not (tmp_path / "conf").exists() and list((tmp_path / "tmp").iterdir()) == []
+
+
+def test_the_urls_query_goes_with_the_document_fetch_and_every_probe_request(tmp_path, capsys, memory) -> None:
+    state, url = memory
+    code, out, config = init(tmp_path, capsys, "--url", f"{url}/?api_key=k-Init-1")
+    assert code == 0 and "smoke test: passed" in out, out
+    assert config["base_url"] == f"{url}/?api_key=k-Init-1"  # written as given: the run sends it too
+    assert state.paths and all("api_key=k-Init-1" in path for path in state.paths), state.paths

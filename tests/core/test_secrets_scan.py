@@ -29,7 +29,7 @@ SESSION = "sess-0c1d2e3f4a5b"
 SESSION2 = "sess-9a8b7c6d5e4f"
 READER_PASSWORD = "pw-Reader-55e1d0"
 KEY = "sk-test-loopback-0123456789abcdef"
-BASE_QUERY = "qkey-Base-4b7e1a9d"  # ?api_key= in arm.base_url (never sent: a path is joined to it)
+BASE_QUERY = "qkey-Base-4b7e1a9d"  # ?api_key= in arm.base_url (sent with every request)
 SEARCH_QUERY = "qtok-Search-8c2f6e0a"  # ?token= in the search path (sent with every search)
 PLANTED = (PASSWORD, f"{USER}:{PASSWORD}", SESSION, SESSION2, READER_PASSWORD, KEY, BASE_QUERY, SEARCH_QUERY)
 
@@ -87,6 +87,7 @@ def test_secrets_in_urls_and_headers_reach_no_file_and_no_output(memory, llm_env
     printed += [done.stdout, done.stderr]
     assert done.returncode == 0, done.stderr
     assert any(SEARCH_QUERY in path for path in state.paths), "the search path's query was not sent"
+    assert state.paths and all(f"api_key={BASE_QUERY}&v=1" in path for path in state.paths), "arm.base_url's query"
     (run,) = run_dirs(work / "outputs")
     assert "Accept: application/json" in (run / ".hydra" / "config.yaml").read_text()  # a public header is kept
     saved = yaml.safe_load((run / ".hydra" / "config.yaml").read_text())["arm"]

@@ -90,7 +90,7 @@ class Handler(BaseHTTPRequestHandler):
     def _route(self, method: str) -> None:
         st = self.state
         body = self._body()
-        if (method, self.path) == ("GET", "/openapi.json"):  # published without a token, as FastAPI does
+        if (method, self.path.split("?")[0]) == ("GET", "/openapi.json"):  # published without a token, as FastAPI does
             return self._send(200, OPENAPI)
         if st.token and self.headers.get("Authorization") != f"Bearer {st.token}":
             return self._send(401, {"error": "bad or missing token"})

@@ -140,6 +140,7 @@ class Logged:
     path: str
     body: Any
     headers: dict[str, str]
+    query: str = ""  # the request target's query string, as sent
 
 
 class OpenAIServer:
@@ -248,7 +249,7 @@ class OpenAIServer:
     def _respond(self, path: str, body: Any, headers: dict[str, str], query: str = "") -> Reply:
         with self._lock:
             self._counts[path] += 1
-            self.log.append(Logged(time.monotonic(), path, body, headers))
+            self.log.append(Logged(time.monotonic(), path, body, headers, query))
             scripted = self._queue.popleft() if self._queue and not path.startswith("/_") else None
         if path == "/_stats":
             return Reply(200, {"counts": dict(self._counts)})
