@@ -86,7 +86,7 @@ def test_longmemeval_accepts_a_bom_and_names_bad_bytes(tmp_path: Path) -> None:
     dataset = loader(path).load(tmp_path)
     assert [g.history_id for g in dataset.groups] == ["q1"]
     path.write_bytes(blob.replace(b"caf", b"caf\xff"))
-    with pytest.raises(DataError, match=r"lme.json: not valid JSON after 0 questions \(invalid UTF-8\)") as err:
+    with pytest.raises(DataError, match=r"lme.json: after 0 questions: not valid JSON \(invalid UTF-8\)") as err:
         loader(path).load(tmp_path)
     assert "\n" not in str(err.value)
 

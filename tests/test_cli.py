@@ -84,7 +84,10 @@ def test_sweep_writes_one_folder_per_job(tmp_path, data_dir):
     [
         (["arm.top_kk=5"], "unknown config key 'arm.top_kk'; did you mean 'top_k'?"),
         (["benchmark=locomoo"], "benchmark=locomoo: no such config (did you mean benchmark=locomo?); available: beam, jsonl, locomo, longmemeval, synthetic"),
-        (["arm.top_k=ten"], "arm.top_k: Value 'ten' of type 'str' could not be converted to Integer"),
+        (["arm.top_k=ten"], "arm.top_k=ten: arm.top_k is a whole number (an integer such as 5)"),
+        (["concurrency=1.5"], "concurrency=1.5: concurrency is a whole number"),
+        (["min_coverage=lots"], "min_coverage=lots: min_coverage is a number (such as 0.5)"),
+        (["progress=maybe"], "progress=maybe: progress is true or false"),
         (["axis=accuracy"], "axis=accuracy needs a judge; add judge=gpt41"),
         (["axis=precision"], "axis: Invalid value 'precision', expected one of [recall, accuracy]"),
         (["arm.method=bm99"], "memrun: error: arm.method='bm99' is not a bm25s method"),
@@ -113,7 +116,7 @@ def test_bad_config_is_one_line_not_a_traceback(tmp_path, args, needle):
          "in arm/bad.yaml: unknown config key 'arm.top_kk'; did you mean 'top_k'?"),
         ("name: bad\n  top_k: [1,\n", "bad.yaml: line 2, column 8: invalid YAML: mapping values are not allowed here"),
         ("defaults:\n  - /schema/arm/bm25@_here_\n  - _self_\nname: bad\ntop_k: many\n",
-         "arm.top_k: Value 'many' of type 'str' could not be converted to Integer"),
+         "arm.top_k=many: arm.top_k is a whole number"),
     ],
 )
 def test_bad_config_file_names_the_file_and_key(tmp_path, content, needle):

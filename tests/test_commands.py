@@ -73,7 +73,7 @@ def test_validate_reports_contents_or_every_error(tmp_path: Path, capsys: pytest
     truncated = tmp_path / "cut.json"
     truncated.write_text(lme.read_text()[:5000])
     assert cli.main(["validate", str(truncated)]) == 2
-    assert "not valid JSON after" in capsys.readouterr().err
+    assert "after 1 question: not valid JSON: the text ends in the middle of a value" in capsys.readouterr().err
 
 
 def test_validate_tells_a_locomo_file_from_a_longmemeval_one(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
@@ -120,7 +120,7 @@ def test_run_with_sample_and_corrections_records_the_instrument(
     ("overrides", "message"),
     [
         (["benchmark.slice.categry=[x]"], "unknown config key 'benchmark.slice.categry'; did you mean 'category'?"),
-        (["benchmark.sample.n=many"], "benchmark.sample.n: Value 'many' of type 'str' could not be converted to Integer"),
+        (["benchmark.sample.n=many"], "benchmark.sample.n=many: benchmark.sample.n is a whole number"),
         (["stale_check=true"], "stale_check=true labels judged answers; it needs axis=accuracy"),
         (["benchmark.split=xl"], "benchmark.split=xl: no such LongMemEval split; choose one of s, m, oracle"),
     ],

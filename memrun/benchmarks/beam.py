@@ -72,9 +72,9 @@ import ijson
 
 from memrun.benchmarks import beam_files, count_differences
 from memrun.benchmarks.beam_files import SIZE_ALIASES
-from memrun.benchmarks.lme_scan import first_line, open_json
+from memrun.benchmarks.lme_scan import open_json
 from memrun.benchmarks.record_text import SESSION_JOINER, RecordShape
-from memrun.benchmarks.text import answer_json, json_type, read_text_strict
+from memrun.benchmarks.text import answer_json, json_file_error, json_type, read_text_strict, stream_json_problem
 from memrun.errors import ConfigError, DataError
 from memrun.records import Dataset, Group, Item, Record
 
@@ -193,7 +193,7 @@ def _read_questions(path: Path) -> dict[str, list[dict[str, Any]]]:
     try:
         raw = json.loads(read_text_strict(path))
     except json.JSONDecodeError as exc:
-        raise DataError(f"{path}:{exc.lineno}: not valid JSON ({exc.msg})") from exc
+        raise json_file_error(path, exc) from exc
     if not isinstance(raw, dict):
         raise DataError(f"{path}: expected an object of abilities, got {json_type(raw)}")
     for ability, rows in raw.items():
@@ -306,7 +306,7 @@ def read_chat(path: Path, counts: MutableMapping[str, int],
                 else:
                     raise DataError(f"{where}: expected a batch object with 'turns' (or a 10M plan), got {json_type(entry)}")
         except ijson.JSONError as exc:
-            raise DataError(f"{path}: not valid JSON ({first_line(exc)})") from exc
+            raise DataError(f"{path}: {stream_json_problem(exc)}") from exc
     return records
 
 

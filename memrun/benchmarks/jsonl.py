@@ -43,7 +43,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
-from memrun.benchmarks.text import answer_json, jsonl_lines
+from memrun.benchmarks.text import answer_json, json_problem, json_type, jsonl_lines
 from memrun.errors import ConfigError, DataError
 from memrun.records import Dataset, GoldMatch, Group, Item, Record
 
@@ -142,13 +142,13 @@ def _line(line: str, gold_match: GoldMatch, item_lines: dict[str, int], history_
     try:
         obj = json.loads(line)
     except json.JSONDecodeError as exc:
-        return [f"not valid JSON ({exc.msg.removesuffix(' at')} at column {exc.colno})"]
+        return [json_problem(exc)]
     except RecursionError:
         obj = None
     if obj is None or _deeper_than(obj, MAX_DEPTH):
         return [f"nests objects and lists deeper than {MAX_DEPTH} levels; a benchmark line needs a few"]
     if not isinstance(obj, dict):
-        return [f"expected a JSON object, got {type(obj).__name__}"]
+        return [f"expected a JSON object, got {json_type(obj)}"]
     p = _Problems()
     if "questions" in obj or "conversation_id" in obj:
         _check_fields(p, "", obj, CONVERSATION_FIELDS)

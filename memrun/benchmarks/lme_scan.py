@@ -18,7 +18,7 @@ from typing import Any, BinaryIO, NoReturn
 
 import ijson
 
-from memrun.benchmarks.text import BOM
+from memrun.benchmarks.text import BOM, stream_json_problem
 from memrun.core.paths import user_cache
 from memrun.errors import DataError
 
@@ -161,8 +161,7 @@ def scan_index(path: Path) -> list[tuple[str, str]]:
                     q.value(prefix, event, value)
         except ijson.JSONError as exc:
             raise DataError(
-                f"{path}: not valid JSON after {len(index)} questions ({first_line(exc)}); "
-                "a truncated download? delete the file to fetch it again"
+                f"{path}: after {len(index)} question{'' if len(index) == 1 else 's'}: {stream_json_problem(exc)}"
             ) from exc
     return index
 
@@ -175,16 +174,6 @@ def _index_entry(path: Path, position: int, fields: dict[str, Any], first_at: di
         )
     first_at[qid] = position
     return qid, fields["question_type"]
-
-
-def first_line(exc: Exception) -> str:
-    """yajl's messages span lines (they draw an arrow under the text) and may be bytes;
-    keep the first line, and say plainly when the bytes are not UTF-8."""
-    arg = exc.args[0] if exc.args else ""
-    text = (arg.decode("utf-8", "replace") if isinstance(arg, bytes) else str(arg)).strip()
-    if "invalid bytes in UTF8" in text:
-        return "invalid UTF-8"
-    return text.splitlines()[0].strip() if text else type(exc).__name__
 
 
 def scan_cache_file(sha256: str) -> Path:

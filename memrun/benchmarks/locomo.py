@@ -58,7 +58,7 @@ from typing import Any
 
 from memrun.benchmarks import count_differences, download
 from memrun.benchmarks.record_text import SESSION_JOINER, RecordShape, RecordTemplate
-from memrun.benchmarks.text import answer_json, json_type, read_text_strict
+from memrun.benchmarks.text import answer_json, json_file_error, json_type, read_text_strict
 from memrun.errors import ConfigError, DataError
 from memrun.metrics.retrieval import SESSION_CUTS
 from memrun.metrics.retrieval_official import EVIDENCE_SHARE, evidence_session
@@ -145,9 +145,9 @@ class LoCoMo:
         try:
             raw = json.loads(read_text_strict(path))
         except json.JSONDecodeError as exc:
-            raise DataError(f"{path}:{exc.lineno}: not valid JSON ({exc.msg.removesuffix(' at')} at column {exc.colno})") from exc
+            raise json_file_error(path, exc) from exc
         if not isinstance(raw, list):
-            raise DataError(f"{path}: expected a list of conversations, got {type(raw).__name__}")
+            raise DataError(f"{path}: expected a list of conversations, got {json_type(raw)}")
         if not raw:
             raise DataError(f"{path}: the file holds no conversation")
         counts: Counter[str] = Counter({k: 0 for k in COUNT_KEYS})
@@ -185,7 +185,7 @@ class LoCoMo:
     # -- one conversation ---------------------------------------------------------
 
     def _conversation(self, path: Path, index: int, conv: Any, counts: Counter[str]) -> Group:
-        where = f"{path.name}: conversation {index}"
+        where = f"{path}: conversation {index}"
         if not isinstance(conv, dict) or not isinstance(conv.get("conversation"), dict):
             raise DataError(f"{where}: expected an object with a 'conversation' object")
         sample_id = str(_typed(conv, "sample_id", where, (str, int), "a string") or f"conv-{index}")
@@ -194,8 +194,11 @@ class LoCoMo:
         items: list[Item] = []
         asked: set[str] = set()
         qa_rows = conv.get("qa")
+        if "qa" not in conv:
+            raise DataError(f"{where} ({sample_id}): has no 'qa' key; each LoCoMo conversation lists its questions "
+                            "there (an empty list for none)")
         if not isinstance(qa_rows, list):
-            raise DataError(f"{where} ({sample_id}): expected a 'qa' list, got {type(qa_rows).__name__}")
+            raise DataError(f"{where} ({sample_id}): 'qa' must be a list of questions, got {json_type(qa_rows)}")
         for row, qa in enumerate(qa_rows):
             if not isinstance(qa, dict) or not isinstance(qa.get("question"), str):
                 raise DataError(f"{where} ({sample_id}) qa row {row}: expected an object with a 'question' string")

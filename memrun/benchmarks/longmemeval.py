@@ -84,10 +84,10 @@ from typing import Any
 import ijson
 
 from memrun.benchmarks import count_differences, download
-from memrun.benchmarks.lme_scan import cached_scan_index, first_line, open_json
+from memrun.benchmarks.lme_scan import cached_scan_index, open_json
 from memrun.benchmarks.record_text import SESSION_JOINER, RecordShape
 from memrun.benchmarks.sessions import HistoryRecords, Session, SessionStore, TurnError
-from memrun.benchmarks.text import answer_json
+from memrun.benchmarks.text import answer_json, json_type, stream_json_problem
 from memrun.errors import ConfigError, DataError
 from memrun.metrics.retrieval import SESSION_CUTS
 from memrun.metrics.retrieval_official import ANSWER_MARK, LME_NDCG, LME_OFFICIAL_PRESET, OFFICIAL_NO_GOLD
@@ -270,15 +270,15 @@ class LongMemEval:
         with open_json(path) as f:
             try:
                 for position, raw in enumerate(ijson.items(f, "item", use_float=True)):
-                    yield self.group(raw, f"{path.name}: question {position}", store, counts)
+                    yield self.group(raw, f"{path}: question {position}", store, counts)
                     counts["sessions_shared"] = store.shared
             except ijson.JSONError as exc:
-                raise DataError(f"{path}: not valid JSON ({first_line(exc)})") from exc
+                raise DataError(f"{path}: {stream_json_problem(exc)}") from exc
 
     def group(self, raw: Any, where: str, store: SessionStore, counts: MutableMapping[str, int]) -> Group:
         """Normalize one question object into a Group (see the module docstring)."""
         if not isinstance(raw, dict):
-            raise DataError(f"{where}: expected an object, got {type(raw).__name__}")
+            raise DataError(f"{where}: expected an object, got {json_type(raw)}")
         qid = _field(raw, "question_id", str, where)
         where = f"{where} ({qid})"
         qtype = _field(raw, "question_type", str, where)
@@ -304,7 +304,7 @@ class LongMemEval:
                 gold_turns, evidence = [], []
         raw_answer = raw.get("answer")
         if isinstance(raw_answer, bool) or not isinstance(raw_answer, (str, int, float)):
-            raise DataError(f"{where}: 'answer' must be a string or a number, got {type(raw_answer).__name__}")
+            raise DataError(f"{where}: 'answer' must be a string or a number, got {json_type(raw_answer)}")
         if isinstance(raw_answer, int):
             counts["answer_int"] += 1
         extra: dict[str, Any] = {"answer_session_ids": answer_ids}
@@ -365,7 +365,7 @@ class LongMemEval:
         for sid, date, turns in zip(ids, dates, turns_lists):
             sid = str(sid)
             if not isinstance(turns, list):
-                raise DataError(f"{where}: session {sid}: expected a list of turns, got {type(turns).__name__}")
+                raise DataError(f"{where}: session {sid}: expected a list of turns, got {json_type(turns)}")
             try:
                 session = store.session(sid, str(date) if date is not None else None, turns)
             except TurnError as exc:

@@ -25,6 +25,7 @@ import weakref
 from collections.abc import Callable, Collection, Iterator, Sequence
 from typing import Any, overload
 
+from memrun.benchmarks.text import json_type
 from memrun.errors import TurnError
 from memrun.records import Record
 
@@ -168,11 +169,11 @@ def _digest(turns: Sequence[Any]) -> str:
     h = hashlib.blake2b(digest_size=16)
     for i, turn in enumerate(turns):
         if not isinstance(turn, dict):
-            raise TurnError(f"turn {i}: expected an object with 'role' and 'content', got {type(turn).__name__}")
+            raise TurnError(f"turn {i}: expected an object with 'role' and 'content', got {json_type(turn)}")
         role, content = turn.get("role"), turn.get("content")
         if not isinstance(role, str) or not isinstance(content, str):
             bad = "role" if not isinstance(role, str) else "content"
-            raise TurnError(f"turn {i}: '{bad}' must be a string, got {type(turn.get(bad)).__name__}")
+            raise TurnError(f"turn {i}: '{bad}' must be a string, got {json_type(turn.get(bad))}")
         flag = turn.get("has_answer")
         h.update(f"{role}\x1f{'1' if flag is True else '0'}\x1f".encode())
         h.update(content.encode("utf-8", "surrogatepass"))

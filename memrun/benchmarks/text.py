@@ -135,6 +135,40 @@ def read_text_strict(path: Path) -> str:
     return decode_strict(blob, path)
 
 
+CUT_SHORT = ("the text ends in the middle of a value, so it was cut short (an interrupted download or copy?); "
+             "fetch or copy the file again")
+
+
+def json_problem(exc: json.JSONDecodeError) -> str:
+    """What :func:`json.loads` refused, in one line without the place: ``not valid JSON
+    (Expecting ':' delimiter at column 6)``, or, when the parser ran off the end of the text
+    (the usual sign of a truncated file), :data:`CUT_SHORT` with the parser's words after it."""
+    what = f"{exc.msg.removesuffix(' at')} at column {exc.colno}"
+    if exc.pos >= len(exc.doc.rstrip()) or exc.msg.startswith("Unterminated string"):
+        return f"not valid JSON: {CUT_SHORT} ({what})"
+    return f"not valid JSON ({what})"
+
+
+def json_file_error(path: Path, exc: json.JSONDecodeError) -> DataError:
+    """The error for a whole JSON file :func:`json.loads` refused: ``{path}:{line}: `` and
+    :func:`json_problem`."""
+    return DataError(f"{path}:{exc.lineno}: {json_problem(exc)}")
+
+
+def stream_json_problem(exc: Exception) -> str:
+    """:func:`json_problem` for a streaming parser's error (ijson; yajl's messages span lines
+    and may be bytes): the first line, ``invalid UTF-8`` said plainly, :data:`CUT_SHORT` for
+    a premature end."""
+    arg = exc.args[0] if exc.args else ""
+    text = (arg.decode("utf-8", "replace") if isinstance(arg, bytes) else str(arg)).strip()
+    if "invalid bytes in UTF8" in text:
+        return "not valid JSON (invalid UTF-8)"
+    first = text.splitlines()[0].strip() if text else type(exc).__name__
+    if "premature EOF" in first or "Incomplete JSON content" in first:
+        return f"not valid JSON: {CUT_SHORT} ({first})"
+    return f"not valid JSON ({first})"
+
+
 def json_type(value: object) -> str:
     """The JSON type of a parsed value, for errors: ``null``, ``a boolean``, ``a number``,
     ``a string``, ``a list``, ``an object``."""

@@ -21,6 +21,20 @@ else:
     hydra_errors = lazy("hydra.errors")
     omegaconf_errors = lazy("omegaconf.errors")
 
+# OmegaConf's words for a value its typed key cannot take, and what memrun says instead.
+_NOT_CONVERTED = re.compile(r"Value '(.*)' (?:of type '[^']+' could not be converted to (Integer|Float|Boolean)"
+                            r"|is (not a valid bool) \(type [^)]+\))$")
+_TYPE_WORDS = {"Integer": "a whole number (an integer such as 5)", "Float": "a number (such as 0.5)",
+               "Boolean": "true or false", "not a valid bool": "true or false"}
+
+
+def _typed_value(full_key: str, msg: str) -> str:
+    """``key: msg``, or, for a value the key's type cannot take (OmegaConf's ``could not be
+    converted to Integer``), ``key=value: key is a whole number ...``."""
+    if m := _NOT_CONVERTED.match(msg):
+        return f"{full_key}={m.group(1)}: {full_key} is {_TYPE_WORDS[m.group(2) or m.group(3)]}"
+    return f"{full_key}: {msg}"
+
 
 def explain_yaml_error(exc: Exception) -> str:
     """One line for a YAML syntax error: file, line, column and the problem."""
@@ -108,13 +122,13 @@ def _explain(exc: BaseException) -> str:
         full_key = getattr(cause, "full_key", "?")
         if "is not a ListConfig, list or tuple" in msg:
             msg += f" Give a list: {full_key}=[...]"
-        return f"{where}{full_key}: {msg}"
+        return f"{where}{_typed_value(str(full_key), msg)}"
     if m := re.search(r"raised while composing config:\n(.*)\n\s+full_key: (\S+)", text):
         # an error inside a YAML file; Hydra keeps no cause here, only this text
         message, full_key = m.groups()
         if k := re.match(r"Key '[^']+' not in '([^']+)'", message):
             return _unknown_key(where, full_key, _schema_keys(k.group(1)))
-        return f"{where}{full_key}: {message}"
+        return f"{where}{_typed_value(full_key, message)}"
     first = text.splitlines()[0] if text else type(exc).__name__
     if cause is not None and cause is not exc:
         first += f": {str(cause).splitlines()[0]}"

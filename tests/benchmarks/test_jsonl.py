@@ -47,7 +47,7 @@ def test_defaults_for_ids_categories_and_substring_gold(tmp_path: Path) -> None:
     ("line", "message"),
     [
         ("{not json", r":1: not valid JSON \(Expecting property name enclosed in double quotes at column 2\)"),
-        ("[1, 2]", r":1: expected a JSON object, got list"),
+        ("[1, 2]", r":1: expected a JSON object, got a list"),
         ({"history": []}, r":1: expected a conversation \(conversation_id, history, questions\) or an item"),
         ({"item_id": "x", "history": [], "question": "q"}, r":1: history: must be a non-empty list of turns"),
         ({"item_id": "x", "history": [{"role": "user"}], "question": "q"}, r":1: history\[0\].content: is required"),

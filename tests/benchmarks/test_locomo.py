@@ -1,6 +1,7 @@
 """The LoCoMo loader on the real file, and on malformed copies of it."""
 
 import json
+import re
 from collections import Counter
 from pathlib import Path
 
@@ -108,7 +109,9 @@ def write(tmp_path: Path, content) -> Path:
         ([{"sample_id": "x", "conversation": {}, "qa": [{"answer": 1}]}], "(x) qa row 0: expected an object with a 'question' string"),
         ([], "the file holds no conversation"),
         ([{"sample_id": "x", "conversation": {"session_1": "hi"}, "qa": []}], "x session_1: expected a list of turn objects"),
-        ([{"sample_id": "x", "conversation": {}}], "(x): expected a 'qa' list, got NoneType"),
+        ([{"sample_id": "x", "conversation": {}}], "(x): has no 'qa' key; each LoCoMo conversation lists its questions there"),
+        ([{"sample_id": "x", "conversation": {}, "qa": None}], "conversation 0 (x): 'qa' must be a list of questions, got null"),
+        ('[{"sample_id": "x" "qa": []}]', "locomo10.json:1: not valid JSON (Expecting ',' delimiter at column 20)"),
         ([{"sample_id": "x", "conversation": {}, "qa": []}] * 2, "sample_id 'x' names two conversations"),
     ],
 )
@@ -117,6 +120,19 @@ def test_malformed_file_is_one_clear_error(tmp_path, content, needle):
     with pytest.raises(DataError) as err:
         loader(sha256=None).load(tmp_path)
     assert needle in str(err.value) and "\n" not in str(err.value)
+
+
+def test_a_cut_short_file_is_named_as_such_and_errors_name_the_whole_path(tmp_path):
+    whole = json.dumps([{"sample_id": "x", "conversation": {"session_1": []}, "qa": []}] * 3, indent=1)
+    for cut in (len(whole) // 2, len(whole) - 1, whole.index('"x"') + 1):  # mid-value, the last ']', in a string
+        path = write(tmp_path, whole[:cut])
+        with pytest.raises(DataError, match=r"^" + re.escape(f"{path}:") + r"\d+: not valid JSON: the text ends in the "
+                           r"middle of a value, so it was cut short \(an interrupted download or copy\?\); fetch or "
+                           r"copy the file again \("):
+            loader(sha256=None).load(tmp_path)
+    write(tmp_path, [{"sample_id": "x", "conversation": {}}])
+    with pytest.raises(DataError, match=r"^" + re.escape(f"{tmp_path / 'locomo10.json'}: conversation 0 (x)")):
+        loader(sha256=None).load(tmp_path)
 
 
 def test_checksum_mismatch_names_the_file(tmp_path):
