@@ -46,6 +46,21 @@ class Hit:
     text: str = ""
 
 
+_HIT_SLOTS = tuple(vars(Hit)[name].__set__ for name in ("key", "score", "text"))
+
+
+def new_hit(key: str, score: float, text: str, _new: Callable[[type], Any] = object.__new__,
+            _slots: tuple[Callable[[Any, Any], None], ...] = _HIT_SLOTS) -> Hit:
+    """``Hit(key, score, text)``, the same object, built by setting its three slots directly
+    instead of through the frozen dataclass's ``__init__`` (three ``object.__setattr__``
+    calls, 2.4x the time): arms build one per hit, ~10 a search."""
+    hit: Hit = _new(Hit)
+    _slots[0](hit, key)
+    _slots[1](hit, score)
+    _slots[2](hit, text)
+    return hit
+
+
 @dataclass(frozen=True, slots=True)
 class Item:
     """One question of a benchmark.

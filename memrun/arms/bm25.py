@@ -9,7 +9,7 @@ search's time). Records with a zero score (no query term in common) are not retu
 so an arm may return fewer than k hits. Ties are broken by record order, so a run is
 deterministic.
 
-Four things make a run over many histories cheap without changing a single score:
+Five things make a run over many histories cheap without changing a single score:
 
 - **Tokens a history at a time.** A history's record texts are tokenized together, in a
   few numpy and Arrow passes over all of them (:mod:`memrun.arms.bm25_tokens`), into
@@ -29,8 +29,15 @@ Four things make a run over many histories cheap without changing a single score
 - **No SciPy.** The lazy methods take the formulas and the English stopword list from
   :mod:`memrun.arms.bm25_rules` without importing bm25s, whose package imports SciPy's
   sparse matrices (~0.1 s of a run's start) for the index they do not build.
+- **Dense rows for a small history.** A history of at most :data:`DENSE_CELLS` (token,
+  record) cells (a LoCoMo conversation) also lays its scored postings out as a (token,
+  record) float32 matrix when it builds them: a later search adds its tokens' rows, one
+  numpy addition per token in query order, where the postings scatter each token's scores
+  into the records (a record without the token adds 0.0, which changes no sum: the same
+  float32 additions in the same order, so the same bits).
 - **A partial sort.** ``search(query, k)`` sorts only the records that can be in the top
-  k (a partition at the k-th best score, ties kept), not every record with a score.
+  k (:func:`memrun.arms.top_positive`: a partition at the k-th best score, ties kept; a
+  stable sort in Python for a short ranking), not every record with a score.
 """
 
 from __future__ import annotations
@@ -41,7 +48,7 @@ from typing import TYPE_CHECKING, Any
 
 import numpy as np
 
-from memrun.arms import ranked_hits
+from memrun.arms import ranked_hits, top_positive
 from memrun.arms.bm25_rules import (
     IDF,
     TFC,
@@ -60,6 +67,9 @@ if TYPE_CHECKING:
 
 METHODS = ("robertson", "lucene", "atire", "bm25l", "bm25+")
 LAZY_METHODS = tuple(IDF)  # robertson, lucene, atire: no non-occurrence term, a query needs only its own tokens
+DENSE_CELLS = 1 << 21
+"""A history whose distinct tokens x records is at most this (8 MiB of float32) also lays its
+scored postings out as a (token, record) matrix (module docstring)."""
 
 
 class BM25Arm:
@@ -88,6 +98,7 @@ class BM25Arm:
         self._lengths = np.zeros(0, dtype=np.int64)  # each ingested record's number of tokens
         self._flat_cache: tuple[np.ndarray, np.ndarray, np.ndarray, Any] | None = None  # see _flat
         self._scored: tuple[np.ndarray, list[int], np.ndarray, np.ndarray] | None = None  # see _postings
+        self._dense: tuple[dict[int, int], np.ndarray] | None = None  # token id -> row; (token, record) scores
         self._searches = 0  # searches of the ingested history so far
         self._announced = 0  # questions the run said it will ask of the ingested history (prepare_queries)
         self._lazy = method in LAZY_METHODS
@@ -109,7 +120,7 @@ class BM25Arm:
     def ingest(self, history_id: str, records: Sequence[Record]) -> None:
         self._records = records
         self._index = None
-        self._flat_cache = self._scored = None
+        self._flat_cache = self._scored = self._dense = None
         self._searches = self._announced = 0
         self._ids, self._lengths = self._token_ids.ids([r.text for r in records])
 
@@ -192,16 +203,32 @@ class BM25Arm:
             term_of = np.repeat(np.arange(len(starts)), np.diff(bounds))
             values = self._values(term_of, self._idf(np.diff(bounds), n_docs), doc, counts)
             self._scored = (token[starts], bounds.tolist(), doc, values)
+            if len(starts) * n_docs <= DENSE_CELLS:
+                matrix = np.zeros((len(starts), n_docs), dtype=np.float32)
+                matrix[term_of, doc] = values
+                self._dense = (dict(zip(token[starts].tolist(), range(len(starts)))), matrix)
         return self._scored
+
+    def _dense_scores(self, query_ids: list[int]) -> np.ndarray:
+        """:meth:`_lazy_scores` from a small history's (token, record) matrix: the query's
+        rows added one after another, in query order (module docstring)."""
+        assert self._dense is not None
+        row_of, matrix = self._dense
+        rows = [row_of[t] for t in query_ids if t in row_of]
+        if not rows:
+            return np.zeros(matrix.shape[1], dtype=np.float32)
+        total = matrix[rows[0]]
+        for row in rows[1:]:
+            total = total + matrix[row]  # a new array: the matrix's rows stay as they are
+        return total
 
     def _lazy_scores(self, query_ids: list[int]) -> np.ndarray:
         """bm25s's scores of every record for ``query_ids`` (run-wide ids, query order),
         computed from the query's own tokens only; equal bit for bit to the index's (see
         the module docstring)."""
-        n_docs = len(self._lengths)
-        scores = np.zeros(n_docs, dtype=np.float32)
-        terms = sorted(set(query_ids))
         self._searches += 1
+        n_docs = len(self._lengths)
+        terms = sorted(set(query_ids))
         if self._searches == 1 and self._announced <= 1:  # a lone first search: scan the history for its tokens
             term_of, doc, counts = self._first_pairs(terms)
             bounds_array = np.searchsorted(term_of, np.arange(len(terms) + 1))
@@ -213,8 +240,11 @@ class BM25Arm:
             bounds = bounds_array.tolist()
         else:  # later searches: the scored postings, built once
             tokens, bounds, doc, values = self._postings()
+            if self._dense is not None:
+                return self._dense_scores(query_ids)
             at = np.searchsorted(tokens, terms).tolist()
             where = {t: i for t, i in zip(terms, at) if i < len(tokens) and tokens[i] == t}
+        scores = np.zeros(n_docs, dtype=np.float32)
         for term in query_ids:  # in query order, repeats included, as bm25s adds them
             i = where.get(term)
             if i is not None:
@@ -222,36 +252,43 @@ class BM25Arm:
                 scores[doc[lo:hi]] += values[lo:hi]
         return scores
 
+    def _scores(self, query: str) -> np.ndarray | None:
+        """The ingested records' scores for ``query``, one per record; None when no record
+        can score (no record has a token, or the query has no token the run has seen:
+        counted)."""
+        if not self._has_tokens:
+            return None
+        vocab_get = self._vocab.get
+        tokens = self._split(query.lower())
+        query_ids = [i for i in map(vocab_get, tokens) if i is not None and i >= 0]  # stopwords are -1
+        if not query_ids:  # counted: such a search returns nothing, whatever the index holds
+            kept = any(t not in self._stop for t in tokens)
+            self.queries_without_tokens += not kept
+            self.queries_unknown += kept
+            return None
+        if self._lazy:
+            return self._lazy_scores(query_ids)
+        if self._index is None:
+            self._index = self._build_index()
+        assert self._index is not None
+        local = self._index.vocab_dict
+        return self._index.get_scores_from_ids([local[g] for g in query_ids if g in local])
+
     def rank(self, query: str, k: int | None = None) -> tuple[np.ndarray, np.ndarray]:
         """(record indices, scores) of every record with a positive score, best first
         (ties in record order); with ``k``, only the first ``k`` of them."""
-        if not self._has_tokens:
-            return np.zeros(0, dtype=np.int64), np.zeros(0)
-        vocab = self._vocab
-        tokens = self._tokens([query])[0]
-        query_ids = [vocab[t] for t in tokens if t in vocab]  # stopwords are out already
-        if not query_ids:  # counted: such a search returns nothing, whatever the index holds
-            self.queries_without_tokens += not tokens
-            self.queries_unknown += bool(tokens)
-            return np.zeros(0, dtype=np.int64), np.zeros(0)
-        if self._lazy:
-            scores = self._lazy_scores(query_ids)
-        else:
-            if self._index is None:
-                self._index = self._build_index()
-            assert self._index is not None
-            local = self._index.vocab_dict
-            scores = self._index.get_scores_from_ids([local[g] for g in query_ids if g in local])
-        positive = np.flatnonzero(scores > 0)  # ascending: the stable sort keeps record order on ties
-        if k is not None and len(positive) > k:
-            kth = np.partition(scores[positive], len(positive) - k)[len(positive) - k]  # the k-th best score
-            positive = positive[scores[positive] >= kth]  # the best k, and any tied with the k-th
-        order = positive[np.argsort(-scores[positive], kind="stable")][:k]
+        scores = self._scores(query)
+        if scores is None:
+            return np.zeros(0, dtype=np.intp), np.zeros(0)
+        order = np.asarray(top_positive(scores, k)[0], dtype=np.intp)
         return order, scores[order]
 
     def search(self, query: str, k: int) -> list[Hit]:
-        order, scores = self.rank(query, k)
-        return ranked_hits(self._records, order, scores, k)
+        scores = self._scores(query)
+        if scores is None:
+            return []
+        order, values = top_positive(scores, k)
+        return ranked_hits(self._records, order, values, k)
 
     def close(self) -> None:
         if self.queries_without_tokens or self.queries_unknown:
@@ -262,4 +299,4 @@ class BM25Arm:
         self._index = None
         self._records = ()
         self._ids, self._lengths = np.zeros(0, dtype=np.int32), np.zeros(0, dtype=np.int64)
-        self._flat_cache = self._scored = None
+        self._flat_cache = self._scored = self._dense = None

@@ -18,7 +18,7 @@ from typing import Any
 
 import numpy as np
 
-from memrun.arms import ranked_hits
+from memrun.arms import ranked_hits, top_positive
 from memrun.arms.bm25 import BM25Arm
 from memrun.arms.dense import DenseArm
 from memrun.arms.embed_cache import Embedder
@@ -69,12 +69,9 @@ def first_seen(rankings: Sequence[np.ndarray], n: int, depth: int | None = None)
 
 
 def top_k(scores: np.ndarray, k: int) -> np.ndarray:
-    """Indices of the ``k`` best positive scores, best first, ties in index order."""
-    candidates = np.flatnonzero(scores > 0)
-    if len(candidates) > k:  # keep the k-th best score and everything tied with it, then sort only those
-        kth = np.partition(scores[candidates], len(candidates) - k)[len(candidates) - k]
-        candidates = candidates[scores[candidates] >= kth]
-    return candidates[np.argsort(-scores[candidates], kind="stable")[:k]]
+    """Indices of the ``k`` best positive scores, best first, ties in index order
+    (:func:`memrun.arms.top_positive`)."""
+    return np.asarray(top_positive(scores, k)[0], dtype=np.intp)
 
 
 class HybridArm:

@@ -131,3 +131,33 @@ def test_a_lucene_run_does_not_import_bm25s_or_scipy():
     out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True).stdout.split("\n")
     assert out[0] == "[]"
     assert int(out[1]) == len(bm25s.tokenization.Tokenizer(stopwords="en").stopwords) > 20
+
+
+@pytest.mark.parametrize("dense_cells, py_rank", [(0, 0), (1 << 21, 0), (0, 64), (1 << 21, 64)],
+                         ids=["postings-numpy", "dense-numpy", "postings-python", "dense-python"])
+@pytest.mark.parametrize("method", ["lucene", "robertson", "atire"])
+def test_every_way_to_score_and_rank_a_history_gives_the_reference_hits(monkeypatch, method, dense_cells, py_rank):
+    """The dense rows of a small history and the postings of a large one, ranked in Python or
+    with numpy, give bm25s's hits bit for bit: ties (repeated records), an empty history and
+    records without a token, k beyond the history, a token repeated in the query, a query
+    of stopwords only or with no token any record holds."""
+    monkeypatch.setattr("memrun.arms.bm25.DENSE_CELLS", dense_cells)
+    monkeypatch.setattr("memrun.arms.PY_RANK", py_rank)
+    rng = random.Random(17)
+    words = [f"w{i}" for i in range(30)] + ["the", "and"]
+    arm, ref = BM25Arm(method=method), ReferenceBM25(method=method)
+    histories = [[], [Record("empty", "")], [Record("a", "w1")], [Record("only-stop", "the and")]]
+    for _ in range(12):
+        records = [Record(f"r{i}", " ".join(rng.choices(words, k=rng.randint(0, 12)))) for i in range(rng.randint(1, 90))]
+        records += [Record(f"dup{i}", records[0].text) for i in range(3)]  # equal texts: equal scores, record order
+        histories.append(records)
+    queries = ["w1", "w1 w1 w2", "the and", "", "unseen words only", "w3 w7 w3 unseen the", "W2 w5 w9 w11 w0"]
+    for h, records in enumerate(histories):
+        arm.ingest(str(h), records)
+        ref.ingest(records)
+        arm.prepare_queries(queries)
+        for query in queries:
+            (order, scores), (ref_order, ref_scores) = arm.rank(query), ref.rank(query)
+            assert order.tolist() == ref_order.tolist() and scores.tobytes() == ref_scores.tobytes(), (h, query)
+            for k in (1, 3, len(records) + 5):
+                assert arm.search(query, k) == _hits(ref, records, query, k), (h, query, k)
