@@ -28,10 +28,10 @@ def gold_share_by_k(matches: Sequence[frozenset[str]], n_gold: int, ks: Iterable
     """
     if n_gold <= 0:
         return {}
-    out: dict[int, float] = {}
-    for k in ks:
-        found: set[str] = set()
-        for m in matches[:k]:
-            found |= m
-        out[k] = len(found) / n_gold
-    return out
+    ks = tuple(ks)
+    found: set[str] = set()
+    n_found = [0]  # gold keys found by the first i hits, i = 0..
+    for m in matches[:max(ks, default=0)]:
+        found |= m
+        n_found.append(len(found))
+    return {k: n_found[min(k, len(n_found) - 1)] / n_gold for k in ks}

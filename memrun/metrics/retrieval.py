@@ -63,9 +63,10 @@ GRANULARITIES: dict[str, str] = {"": "record", SESSION_PREFIX: "session"}
 """Column prefix -> granularity name: ``gold_keys`` and ``gold_sessions``."""
 
 
-@dataclass(frozen=True, slots=True)
+@dataclass(slots=True)
 class ItemRetrieval:
-    """Retrieval scores of one item.
+    """Retrieval scores of one item (not frozen: a run makes two per row, and a frozen
+    dataclass's ``__init__`` sets each field through ``object.__setattr__``, 3x the time).
 
     first_gold_rank: rank of the first relevant hit, None when no hit is relevant.
     rr: reciprocal rank, 1/first_gold_rank, 0.0 when none (the item's MRR term).
@@ -103,43 +104,48 @@ def score_item(
     if n_gold <= 0:
         return None
     ks = tuple(ks)
-    first = next((i + 1 for i, m in enumerate(matches) if m), None)
+    n_hits = len(matches)
+    if not any(matches):  # nothing relevant: every figure is 0 (the walk below gives the same)
+        zero = {k: 0.0 for k in ks}
+        return ItemRetrieval(None, 0.0, dict.fromkeys(ks, False), dict.fromkeys(ks, False), zero, zero.copy())
+    # Walk the ranking once, keeping the cumulative figures at the ranks the cut-offs read.
+    reads = _cut_ranks(ks, n_hits)
+    first = None
+    seen: set[str] = set()
+    relevant = 0
+    dcg = 0.0
+    at: dict[int, tuple[int, int, float]] = {}  # rank -> (relevant hits, gold keys found, DCG) up to it
+    for i, m in enumerate(matches, start=1):
+        if m:
+            if first is None:
+                first = i
+            relevant += 1
+            if not m <= seen:  # a gold key no earlier hit satisfied
+                dcg += 1.0 / math.log2(i + 1)
+                seen |= m
+        if i in reads:
+            at[i] = (relevant, len(seen), dcg)
     hit: dict[int, bool] = {}
     full: dict[int, bool] = {}
     precision: dict[int, float] = {}
     ndcg: dict[int, float] = {}
-    # Walk the ranking once, recording cumulative figures at each cut-off.
-    seen: set[str] = set()
-    relevant = 0
-    dcg = 0.0
-    cum_relevant: list[int] = []
-    cum_seen: list[int] = []
-    cum_dcg: list[float] = []
-    for i, m in enumerate(matches, start=1):
-        if m:
-            relevant += 1
-            new = m - seen
-            if new:
-                dcg += 1.0 / math.log2(i + 1)
-                seen |= new
-        cum_relevant.append(relevant)
-        cum_seen.append(len(seen))
-        cum_dcg.append(dcg)
     for k in ks:
-        n = min(k, len(matches))
+        n = min(k, n_hits)
         hit[k] = first is not None and first <= k
-        full[k] = n > 0 and cum_seen[n - 1] >= n_gold
-        precision[k] = cum_relevant[n - 1] / k if n else 0.0
-        idcg = _idcg(min(k, n_gold))
-        ndcg[k] = (cum_dcg[n - 1] / idcg) if n else 0.0
-    return ItemRetrieval(
-        first_gold_rank=first,
-        rr=1.0 / first if first else 0.0,
-        hit=hit,
-        all=full,
-        precision=precision,
-        ndcg=ndcg,
-    )
+        if n:
+            found_relevant, found, gain = at[n]
+            full[k] = found >= n_gold
+            precision[k] = found_relevant / k
+            ndcg[k] = gain / _idcg(min(k, n_gold))
+        else:
+            full[k], precision[k], ndcg[k] = False, 0.0, 0.0
+    return ItemRetrieval(first, 1.0 / first if first else 0.0, hit, full, precision, ndcg)
+
+
+@functools.lru_cache(maxsize=256)
+def _cut_ranks(ks: tuple[int, ...], n_hits: int) -> frozenset[int]:
+    """The ranks :func:`score_item` reads its figures at: min(K, hits) for each K."""
+    return frozenset(min(k, n_hits) for k in ks)
 
 
 def distinct_ranking(keys: Iterable[str]) -> list[int]:
@@ -148,6 +154,9 @@ def distinct_ranking(keys: Iterable[str]) -> list[int]:
     keys: hit keys in rank order. ``["a", "a", "b", "a"]`` gives ``[0, 2]``: the
     ranking that every metric reads is ``a`` at rank 1 and ``b`` at rank 2.
     """
+    keys = list(keys)
+    if len(set(keys)) == len(keys):  # no key repeats (the usual case): every position
+        return list(range(len(keys)))
     seen: set[str] = set()
     positions: list[int] = []
     for i, key in enumerate(keys):
@@ -159,6 +168,12 @@ def distinct_ranking(keys: Iterable[str]) -> list[int]:
 
 def measured_ks(ks: Iterable[int], top_k: int | None) -> tuple[int, ...]:
     """The cut-offs K that ``top_k`` hits can measure (K <= top_k; all when top_k is None)."""
+    return _measured(tuple(ks), top_k)
+
+
+@functools.lru_cache(maxsize=64)
+def _measured(ks: tuple[int, ...], top_k: int | None) -> tuple[int, ...]:
+    """:func:`measured_ks` (every row of a run asks for the same ones)."""
     return tuple(k for k in ks if top_k is None or k <= top_k)
 
 
@@ -198,11 +213,21 @@ def score_sessions(
         raise ValueError(f"per={per!r}: choose one of {', '.join(SESSION_CUTS)}")
     if not gold:
         return None
-    if per == "turns":
-        ranking = [session_of.get(key) or key for key in hit_keys]
-    else:
-        ranking = session_ranking(hit_keys, session_of)
-    return score_item([gold & {s} for s in ranking], len(gold), ks)
+    return score_item(session_matches(hit_keys, session_of, gold, per), len(gold), ks)
+
+
+def session_matches(hit_keys: Iterable[str], session_of: Mapping[str, str | None], gold: frozenset[str],
+                    per: str) -> list[frozenset[str]]:
+    """The ranking :func:`score_sessions` scores, as :func:`score_item` takes it: per ranked
+    session (``per="sessions"``, :func:`session_ranking`) or per hit's session (``"turns"``),
+    the gold sessions it is (``{session}`` or empty)."""
+    ranking = ([session_of.get(key) or key for key in hit_keys] if per == "turns"
+               else session_ranking(hit_keys, session_of))
+    singles = {s: frozenset((s,)) for s in gold}
+    return [singles.get(s, _NO_GOLD) for s in ranking]
+
+
+_NO_GOLD: frozenset[str] = frozenset()
 
 
 def metric_columns(ks: Iterable[int] = DEFAULT_KS) -> list[str]:
@@ -232,12 +257,15 @@ def item_columns(
     """
     ks = tuple(ks)
     names = _columns_of(ks, prefix)  # first_gold_rank, rr, then hit, all, precision, ndcg, named at each K
-    values: list[object] = [None, None] if score is None else [score.first_gold_rank, score.rr]
-    for by_k in (score.hit, score.all, score.precision, score.ndcg) if score else ({},) * 4:
-        values += [by_k.get(k) for k in ks]
+    if score is None:
+        values: list[object] = [None] * (2 + 4 * len(ks))
+    else:
+        values = [score.first_gold_rank, score.rr]
+        for by_k in (score.hit, score.all, score.precision, score.ndcg):
+            values += map(by_k.get, ks)
     for family in NAMED_VARIANTS:
-        variant = (named or {}).get(family, {})
-        values += [variant.get(k) for k in ks]
+        variant = named.get(family) if named else None
+        values += map(variant.get, ks) if variant else [None] * len(ks)
     return dict(zip(names, values))
 
 

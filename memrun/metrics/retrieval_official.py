@@ -195,10 +195,16 @@ def evidence_share_by_k(
     mapping = session_of or {}
     if per_session:
         evidence = [evidence_session(e) for e in evidence]
+        context = [mapping.get(c) or c for c in context]
+    first: dict[str, int] = {}  # context id -> its first rank (1-based)
+    for rank, c in enumerate(context, start=1):
+        first.setdefault(c, rank)
     out: dict[int, float] = {}
     for k in ks:
-        top = context[:k]
-        out[k] = evidence_share(evidence, [mapping.get(c) or c for c in top] if per_session else top)
+        if not evidence or not context or k <= 0:  # the official convention: nothing to find, or no context
+            out[k] = 1.0
+        else:
+            out[k] = sum(first.get(e, k + 1) <= k for e in evidence) / len(evidence)
     return out
 
 

@@ -293,8 +293,10 @@ async def retrieved_groups(arm: Any, groups: Iterable[Group], top_k: int, gold_m
             yield pair
         return
 
+    hooks = arm_hooks(arm)  # bound once for the run, not once a history
+
     def one(group: Group) -> list[Retrieved]:
-        return list(iter_group(arm, group, top_k, gold_match, answers=answers, warmup=settings.warmup))
+        return list(iter_group(arm, group, top_k, gold_match, answers=answers, warmup=settings.warmup, hooks=hooks))
 
     for group in groups:
         yield group, (await asyncio.to_thread(one, group) if offload() else one(group))
@@ -305,8 +307,10 @@ def iter_retrieved(arm: Any, groups: Iterable[Group], top_k: int, gold_match: Go
     """:func:`retrieved_groups` for plain (non-async) code, e.g. ``memrun plan``: each group
     with its items' results (the arm's own answers taken), in dataset order."""
     if arm_kind(arm) == SEQUENTIAL:
+        hooks = arm_hooks(arm)
         for group in groups:
-            yield group, list(iter_group(arm, group, top_k, gold_match, answers=True, warmup=settings.warmup))
+            yield group, list(iter_group(arm, group, top_k, gold_match, answers=True, warmup=settings.warmup,
+                                         hooks=hooks))
         return
     loop = asyncio.new_event_loop()
     pairs = Flow(arm, top_k, gold_match, settings, answers=True).groups(groups)
@@ -328,8 +332,9 @@ def retrieve_all(arm: Any, groups: Iterable[Group], top_k: int, gold_match: Gold
     sequential arm, and for a concurrent one once the calls in flight have answered and
     every answered search was handed to ``on_item``."""
     if arm_kind(arm) == SEQUENTIAL:
+        hooks = arm_hooks(arm)
         for group in groups:
-            for r in iter_group(arm, group, top_k, gold_match, warmup=settings.warmup):
+            for r in iter_group(arm, group, top_k, gold_match, warmup=settings.warmup, hooks=hooks):
                 on_item(r)
                 signals.check()  # Ctrl-C / SIGTERM stop here, between items
         return

@@ -9,6 +9,7 @@ stops the run.
 from __future__ import annotations
 
 import json
+import operator
 import time
 from collections.abc import Callable, Iterator, Mapping, Sequence
 from dataclasses import dataclass, field
@@ -23,7 +24,7 @@ from memrun.metrics.retrieval import (
     item_columns,
     measured_ks,
     score_item,
-    score_sessions,
+    session_matches,
     session_ranking,
 )
 from memrun.metrics.retrieval_official import (
@@ -41,9 +42,10 @@ from memrun.records import Dataset, GoldMatch, Group, Hit, Item, fold, gold_matc
 INGESTED = "ingested"  # the progress line's phase: histories ingested, records/s
 
 
-@dataclass(frozen=True)
+@dataclass(slots=True)
 class Retrieved:
-    """One item after retrieval: its hits (None when retrieval failed), search latency in
+    """One item after retrieval (not frozen: one per item, and a frozen dataclass's ``__init__``
+    sets each of its eleven fields through ``object.__setattr__``, 4x the time): its hits (None when retrieval failed), search latency in
     ms (the call itself), the retrieval error, the arm's own answer when the arm answers itself, its
     group's record -> session map (for session gold), and what the run checks hits
     against: ``history``, the record keys and session ids of the item's history, and
@@ -80,7 +82,7 @@ def make_row(run_id: str | None, r: Retrieved, dataset: Dataset, ks: Sequence[in
     scores = session_scores = None
     named: dict[str, dict[str, dict[int, float]]] = {"": {}, SESSION_PREFIX: {}}
     if hits is not None and scored:
-        distinct = [hits[i] for i in distinct_ranking(h.key for h in hits)][:top_k]
+        distinct = [hits[i] for i in distinct_ranking([h.key for h in hits])][:top_k]
         keys = [h.key for h in distinct]
         measured = measured_ks(ks, top_k)
         if item.gold_keys:
@@ -101,12 +103,11 @@ def make_row(run_id: str | None, r: Retrieved, dataset: Dataset, ks: Sequence[in
             if official:
                 session_scores = official.session
                 named[""][LME_NDCG], named[SESSION_PREFIX][LME_NDCG] = official.ndcg, official.session_ndcg
-        elif item.gold_sessions:
-            session_scores = score_sessions(keys, r.session_of, item.gold_sessions, session_ks, dataset.session_cut)
+        elif item.gold_sessions:  # score_sessions, with its ranking kept for the gold share
             gold = frozenset(item.gold_sessions)
-            ranked = ([r.session_of.get(k) or k for k in keys] if dataset.session_cut == "turns"
-                      else session_ranking(keys, r.session_of))
-            named[SESSION_PREFIX][GOLD_SHARE] = gold_share_by_k([gold & {s} for s in ranked], len(gold), session_ks)
+            session_hits = session_matches(keys, r.session_of, gold, dataset.session_cut)
+            session_scores = score_item(session_hits, len(gold), session_ks)
+            named[SESSION_PREFIX][GOLD_SHARE] = gold_share_by_k(session_hits, len(gold), session_ks)
         if EVIDENCE_SHARE in dataset.named_metrics:
             raw = item.gold_keys_raw
             named[""][EVIDENCE_SHARE] = evidence_share_by_k(raw, keys, measured)
@@ -199,6 +200,10 @@ def search(arm: Arm, item: Item, top_k: int, gold_match: GoldMatch, warmup: bool
 
 def check_hits(arm: Arm, result: Any) -> list[Hit]:
     """The arm's result as a list of Hits; ArmError (the protocol is broken) otherwise."""
+    if type(result) is list:
+        hits = result.copy()
+        if set(map(type, hits)) <= _HITS and set(map(type, map(_KEY, hits))) <= _STRS:  # Hits with str keys
+            return hits
     name = type(arm).__name__
     if result is None or isinstance(result, (str, bytes, Mapping)) or not hasattr(result, "__iter__"):
         raise ArmError(f"arm: {name}.search returned {type(result).__name__}; it must return a list of memrun.records.Hit")
@@ -210,6 +215,9 @@ def check_hits(arm: Arm, result: Any) -> list[Hit]:
         if not isinstance(hit.key, str):
             raise ArmError(f"arm: {name}.search returned a Hit whose key is {type(hit.key).__name__}; keys are str")
     return hits
+
+
+_HITS, _STRS, _KEY = frozenset({Hit}), frozenset({str}), operator.attrgetter("key")
 
 
 def record_texts(group: Group) -> dict[str, str]:
@@ -265,10 +273,11 @@ def arm_answer(answer_for: Any, item: Item, error: str | None) -> tuple[str | No
 
 
 def iter_group(arm: Arm, group: Group, top_k: int, gold_match: GoldMatch, answers: bool = False,
-               warmup: bool = False) -> Iterator[Retrieved]:
+               warmup: bool = False, hooks: ArmHooks | None = None) -> Iterator[Retrieved]:
     """Ingest a group, then search each item as it is asked for (and, with ``answers``,
-    take the arm's own answer when it has ``answer_for``; ``warmup``: :func:`search`)."""
-    hooks = arm_hooks(arm)
+    take the arm's own answer when it has ``answer_for``; ``warmup``: :func:`search`).
+    ``hooks``: the arm's (:func:`memrun.arms.contract.arm_hooks`), when the caller has them."""
+    hooks = hooks or arm_hooks(arm)
     ingest_error = ingest(arm, group, hooks)
     ACTIVITY.advance(INGESTED, 1, records=len(group.records))
     session_of = sessions_of(group)
