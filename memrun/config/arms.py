@@ -2,13 +2,15 @@
 
 from __future__ import annotations
 
-from dataclasses import dataclass, field
+from dataclasses import field
 from typing import Any, Dict, List, Optional
 
 from omegaconf import MISSING
 
+from memrun.config.schema import schema
 
-@dataclass(repr=False, eq=False)
+
+@schema
 class ArmKeys:
     """Keys every arm has, read by memrun itself (:class:`memrun.pipeline.many_histories.FlowSettings`)."""
 
@@ -19,7 +21,7 @@ class ArmKeys:
     embedder: Optional[Any] = None
 
 
-@dataclass(repr=False, eq=False)
+@schema
 class BM25Params:
     """BM25 parameters, shared by ``arm=bm25`` and ``arm=hybrid``'s ``bm25`` node."""
 
@@ -29,7 +31,7 @@ class BM25Params:
     stopwords: Optional[str] = "en"
 
 
-@dataclass(repr=False, eq=False)
+@schema
 class BM25ArmConfig(BM25Params, ArmKeys):
     """``arm=bm25``: in-process BM25 (bm25s) over one history's records."""
 
@@ -38,7 +40,7 @@ class BM25ArmConfig(BM25Params, ArmKeys):
     top_k: int = 10
 
 
-@dataclass(repr=False, eq=False)
+@schema
 class OkapiParams:
     """rank_bm25 ``BM25Okapi`` parameters, shared by ``arm=okapi`` and ``arm=hybrid``'s ``okapi`` node."""
 
@@ -48,7 +50,7 @@ class OkapiParams:
     tokenizer: str = "whitespace"  # whitespace | word_lower
 
 
-@dataclass(repr=False, eq=False)
+@schema
 class OkapiArmConfig(OkapiParams, ArmKeys):
     """``arm=okapi``: Okapi BM25 as rank_bm25 scores it (memrun.arms.okapi)."""
 
@@ -60,7 +62,7 @@ class OkapiArmConfig(OkapiParams, ArmKeys):
 # -- arms beyond bm25 (see docs/arms.md) ---------------------------------------------
 
 
-@dataclass(repr=False, eq=False)
+@schema
 class OpenAIEmbedderConfig:
     """``arm/embedder=openai``: an OpenAI-compatible embeddings endpoint."""
 
@@ -73,7 +75,7 @@ class OpenAIEmbedderConfig:
     timeout_s: float = 60.0
 
 
-@dataclass(repr=False, eq=False)
+@schema
 class LocalEmbedderConfig:
     """``arm/embedder=minilm``: a sentence-transformers model on this machine (numpy or torch)."""
 
@@ -85,7 +87,7 @@ class LocalEmbedderConfig:
     normalize: bool = True
 
 
-@dataclass(repr=False, eq=False)
+@schema
 class DenseArmConfig(ArmKeys):
     """``arm=dense``: cosine top-k over cached embeddings."""
 
@@ -97,7 +99,7 @@ class DenseArmConfig(ArmKeys):
     use_cache: bool = True
 
 
-@dataclass(repr=False, eq=False)
+@schema
 class HybridArmConfig(ArmKeys):
     """``arm=hybrid``: reciprocal rank fusion of bm25 and dense."""
 
@@ -116,7 +118,7 @@ class HybridArmConfig(ArmKeys):
     use_cache: bool = True
 
 
-@dataclass(repr=False, eq=False)
+@schema
 class FullContextArmConfig(ArmKeys):
     """``arm=full_context``: the whole history, truncated under a recorded policy."""
 
@@ -128,7 +130,7 @@ class FullContextArmConfig(ArmKeys):
     keep: str = "last"
 
 
-@dataclass(repr=False, eq=False)
+@schema
 class OracleArmConfig(ArmKeys):
     """``arm=oracle``: only the gold evidence (turns or sessions)."""
 
@@ -138,7 +140,7 @@ class OracleArmConfig(ArmKeys):
     level: str = "turn"
 
 
-@dataclass(repr=False, eq=False)
+@schema
 class AnswersFileArmConfig(ArmKeys):
     """``arm=answers_file``: answers already produced elsewhere (accuracy axis)."""
 
@@ -151,7 +153,7 @@ class AnswersFileArmConfig(ArmKeys):
     answer_column: Optional[str] = None
 
 
-@dataclass(repr=False, eq=False)
+@schema
 class HttpRequestKeys:
     """The keys of one request of ``arm=http`` (:class:`HttpOperationConfig`,
     :class:`HttpReadyConfig`): Jinja2 templates in, a JMESPath ``result`` out."""
@@ -165,14 +167,14 @@ class HttpRequestKeys:
     encoding: str = "json"  # how the body is sent: json, ndjson (bulk endpoints), form or text
 
 
-@dataclass(repr=False, eq=False)
+@schema
 class HttpOperationConfig(HttpRequestKeys):
     """One request of ``arm=http``: its ``path`` is required."""
 
     path: str = MISSING
 
 
-@dataclass(repr=False, eq=False)
+@schema
 class HttpReadyConfig(HttpRequestKeys):
     """``arm.ready``: polled after each history's ingest until the server has indexed it.
     Off while ``path`` and ``result`` are null (a node by default, so that command-line
@@ -186,7 +188,7 @@ class HttpReadyConfig(HttpRequestKeys):
     interval_s: float = 0.5
 
 
-@dataclass(repr=False, eq=False)
+@schema
 class MemoryServerKeys(ArmKeys):
     """Keys ``arm=http`` and ``arm=mcp`` share: credentials, namespaces, evaluation flags."""
 
@@ -207,7 +209,7 @@ class MemoryServerKeys(ArmKeys):
     timeout_s: float = 30.0
 
 
-@dataclass(repr=False, eq=False)
+@schema
 class HttpArmConfig(MemoryServerKeys):
     """``arm=http``: a memory server described per operation."""
 
@@ -226,7 +228,7 @@ class HttpArmConfig(MemoryServerKeys):
     max_rps: Optional[float] = None  # at most this many requests per second to the server; null: no cap
 
 
-@dataclass(repr=False, eq=False)
+@schema
 class McpOperationConfig:
     """One tool call of ``arm=mcp``: the tool, its arguments as templates, a JMESPath ``result``."""
 
@@ -237,7 +239,7 @@ class McpOperationConfig:
     per_record: bool = False  # ingest: one call per record (its arguments see ``record``)
 
 
-@dataclass(repr=False, eq=False)
+@schema
 class McpReadyConfig(McpOperationConfig):
     """``arm.ready`` of ``arm=mcp``: polled after each history's ingest (off while ``tool`` is null)."""
 
@@ -246,7 +248,7 @@ class McpReadyConfig(McpOperationConfig):
     interval_s: float = 0.5
 
 
-@dataclass(repr=False, eq=False)
+@schema
 class McpArmConfig(MemoryServerKeys):
     """``arm=mcp``: a memory server over the Model Context Protocol (stdio or streamable HTTP)."""
 

@@ -2,15 +2,17 @@
 
 from __future__ import annotations
 
-from dataclasses import dataclass, field
+from dataclasses import field
 from typing import Dict, List, Optional
 
 from omegaconf import MISSING
 
+from memrun.config.schema import schema
+
 # -- selection: every benchmark (see memrun.benchmarks.selection) -----------------------
 
 
-@dataclass(repr=False, eq=False)
+@schema
 class SliceConfig:
     """``benchmark.slice``: keep items by category and/or id (None: no constraint)."""
 
@@ -20,7 +22,7 @@ class SliceConfig:
     ids_file: Optional[str] = None
 
 
-@dataclass(repr=False, eq=False)
+@schema
 class SampleConfig:
     """``benchmark.sample``: n items drawn under a seed (n None: no sampling)."""
 
@@ -28,7 +30,7 @@ class SampleConfig:
     seed: int = 0
 
 
-@dataclass(repr=False, eq=False)
+@schema
 class SelectionConfig:
     """Keys every benchmark schema carries; memrun reads them, the loader never sees them."""
 
@@ -39,7 +41,7 @@ class SelectionConfig:
     corrections: Optional[str] = None
 
 
-@dataclass(repr=False, eq=False)
+@schema
 class LocomoConfig(SelectionConfig):
     """``benchmark=locomo``: LoCoMo (Maharana et al., ACL 2024), locomo10.json."""
 
@@ -60,7 +62,7 @@ class LocomoConfig(SelectionConfig):
     session_joiner: str = "\n"  # granularity=session: what joins a session's turn texts
 
 
-@dataclass(repr=False, eq=False)
+@schema
 class SyntheticConfig(SelectionConfig):
     """``benchmark=synthetic``: the author-written smoke set shipped inside memrun."""
 
@@ -70,7 +72,7 @@ class SyntheticConfig(SelectionConfig):
     smoke_test: bool = True
 
 
-@dataclass(repr=False, eq=False)
+@schema
 class LongMemEvalFileConfig:
     """One LongMemEval file: cleaned name, original release name, address, pinned sha256."""
 
@@ -80,7 +82,7 @@ class LongMemEvalFileConfig:
     sha256: Optional[str] = None
 
 
-@dataclass(repr=False, eq=False)
+@schema
 class LongMemEvalConfig(SelectionConfig):
     """``benchmark=longmemeval``: LongMemEval (Wu et al., ICLR 2025), splits s, m, oracle."""
 
@@ -101,7 +103,7 @@ class LongMemEvalConfig(SelectionConfig):
     session_joiner: str = "\n"  # granularity=session: what joins a session's turn texts
 
 
-@dataclass(repr=False, eq=False)
+@schema
 class JsonlConfig(SelectionConfig):
     """``benchmark=jsonl``: a team's own benchmark in memrun's JSON Lines format."""
 
@@ -115,7 +117,7 @@ class JsonlConfig(SelectionConfig):
     task_averaged: bool = False
 
 
-@dataclass(repr=False, eq=False)
+@schema
 class BeamConfig(SelectionConfig):
     """``benchmark=beam``: BEAM (2025), sizes 100K, 500K, 1M, 10M (see memrun.benchmarks.beam)."""
 

@@ -2,13 +2,15 @@
 
 from __future__ import annotations
 
-from dataclasses import dataclass, field
+from dataclasses import field
 from typing import Dict, List, Optional
 
 from omegaconf import MISSING
 
+from memrun.config.schema import schema
 
-@dataclass(repr=False, eq=False)
+
+@schema
 class NoJudgeConfig:
     """``judge=none``: no judge (the retrieval axis needs none)."""
 
@@ -19,7 +21,7 @@ class NoJudgeConfig:
 # -- accuracy axis: reader and judges (memrun/llm, memrun/judges) -----------------------
 
 
-@dataclass(repr=False, eq=False)
+@schema
 class ReaderPin:
     """The reader (and judge) a benchmark's published numbers used."""
 
@@ -28,7 +30,7 @@ class ReaderPin:
     judge: Optional[str] = None
 
 
-@dataclass(repr=False, eq=False)
+@schema
 class ReaderConfig:
     """``reader=default``: an OpenAI-compatible chat model (see memrun.llm.reader)."""
 
@@ -47,7 +49,7 @@ class ReaderConfig:
     chars_per_token: float = 4.0
 
 
-@dataclass(repr=False, eq=False)
+@schema
 class JudgeEndpointConfig:
     """The keys every LLM judge takes: where its chat model is and how it is asked."""
 
@@ -59,7 +61,7 @@ class JudgeEndpointConfig:
     max_tokens: int = 256
 
 
-@dataclass(repr=False, eq=False)
+@schema
 class LLMJudgeConfig(JudgeEndpointConfig):
     """``judge=gpt41|gpt4o|claude``: an LLM judge (memrun.judges.llm.LLMJudge)."""
 
@@ -70,7 +72,7 @@ class LLMJudgeConfig(JudgeEndpointConfig):
     abstention_categories: List[str] = field(default_factory=list)
 
 
-@dataclass(repr=False, eq=False)
+@schema
 class RubricJudgeConfig(JudgeEndpointConfig):
     """``judge=beam_rubric``: a rubric judge with fractional scores (memrun.judges.rubric.RubricJudge)."""
 
@@ -82,7 +84,7 @@ class RubricJudgeConfig(JudgeEndpointConfig):
     max_tokens: int = 512
 
 
-@dataclass(repr=False, eq=False)
+@schema
 class ExactJudgeConfig:
     """``judge=exact``: normalized answer == normalized gold."""
 
@@ -92,7 +94,7 @@ class ExactJudgeConfig:
     abstention_phrases: List[str] = field(default_factory=lambda: ["no information available", "not mentioned"])
 
 
-@dataclass(repr=False, eq=False)
+@schema
 class SubstringJudgeConfig(ExactJudgeConfig):
     """``judge=substring``: the normalized gold occurs in the normalized answer."""
 
@@ -100,7 +102,7 @@ class SubstringJudgeConfig(ExactJudgeConfig):
     name: str = "substring"
 
 
-@dataclass(repr=False, eq=False)
+@schema
 class F1JudgeConfig(ExactJudgeConfig):
     """``judge=f1``: token F1 with a ``variant`` (locomo | mem0), CORRECT at ``threshold``."""
 

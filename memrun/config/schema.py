@@ -1,0 +1,23 @@
+"""How memrun declares a config schema: :func:`schema`, the one decorator of every schema dataclass.
+
+A schema is read, never built: ``OmegaConf.structured`` reads its fields, types and
+defaults from the class (:mod:`memrun.config`), and calls it with no argument only where a
+field's default is another schema (``default_factory=ShardConfig``), where the fields'
+defaults are class attributes. No code compares, prints or constructs one with arguments,
+so the generated ``__init__``, ``__repr__`` and ``__eq__`` are left out: each is compiled
+from source at import, ~75% of the schema modules' import time (``memrun --help``,
+``--cfg job`` and every run import all ~40 schemas).
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+from typing import TypeVar, dataclass_transform
+
+T = TypeVar("T")
+
+
+@dataclass_transform(field_specifiers=(field,))
+def schema(cls: type[T]) -> type[T]:
+    """``cls`` as a dataclass without ``__init__``, ``__repr__`` and ``__eq__`` (see the module)."""
+    return dataclass(init=False, repr=False, eq=False)(cls)
