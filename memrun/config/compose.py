@@ -6,6 +6,7 @@ from __future__ import annotations
 from typing import TYPE_CHECKING, Any, cast
 
 from memrun.config import register
+from memrun.config.conf_yaml import libyaml_for_conf
 from memrun.config.errors import explain_config_error
 from memrun.config.strict import check_boolean_overrides
 from memrun.core.paths import conf_dir
@@ -51,10 +52,13 @@ def compose(overrides: list[str]) -> Any:
     """memrun's config (an OmegaConf ``DictConfig``) composed with ``overrides``, with no
     run folder. Raises ConfigError in one line (:func:`memrun.config.errors.explain_config_error`)."""
     register()
+    undo = libyaml_for_conf(conf_dir())
     try:
         with hydra.initialize_config_dir(str(conf_dir()), version_base=None):
             cfg = hydra.compose("config", overrides=overrides)
     except (hydra_errors.HydraException, omegaconf_errors.OmegaConfBaseException) as exc:
         raise ConfigError(explain_config_error(exc)) from exc
+    finally:
+        undo()
     check_boolean_overrides(cfg, overrides)
     return cfg
