@@ -150,24 +150,23 @@ class _RowColumns:
         self.rows, self.n = rows, len(rows)
         self.names: Sequence[str] = list(rows[0]) if rows else []
 
-    def _mask(self, name: str, test: Callable[[Any], bool]) -> np.ndarray:
-        return np.fromiter((v is not None and test(v) for v in (r.get(name) for r in self.rows)), dtype=bool,
-                           count=self.n)
+    def _values(self, name: str) -> list[Any]:
+        return [r.get(name) for r in self.rows]
 
     def valid(self, name: str) -> np.ndarray:
-        return self._mask(name, lambda v: True)
+        return np.array([v is not None for v in self._values(name)], dtype=bool)
 
     def true(self, name: str) -> np.ndarray:
-        return self._mask(name, bool)
+        return np.array([v is not None and bool(v) for v in self._values(name)], dtype=bool)
 
     def empty_list(self, name: str) -> np.ndarray:
-        return self._mask(name, lambda v: len(v) == 0)
+        return np.array([v is not None and len(v) == 0 for v in self._values(name)], dtype=bool)
 
     def equals(self, name: str, text: str) -> np.ndarray:
-        return self._mask(name, lambda v: str(v) == text)
+        return np.array([v is not None and str(v) == text for v in self._values(name)], dtype=bool)
 
     def contains(self, name: str, text: str) -> np.ndarray:
-        return self._mask(name, lambda v: text in v)
+        return np.array([v is not None and text in v for v in self._values(name)], dtype=bool)
 
     def codes(self, name: str) -> np.ndarray:
         seen: dict[Any, int] = {}

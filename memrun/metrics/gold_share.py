@@ -17,6 +17,8 @@ from __future__ import annotations
 
 from collections.abc import Iterable, Sequence
 
+from memrun.metrics.retrieval import score_item
+
 GOLD_SHARE = "gold_share"
 
 
@@ -26,12 +28,5 @@ def gold_share_by_k(matches: Sequence[frozenset[str]], n_gold: int, ks: Iterable
     matches: per hit in rank order, the gold keys it satisfies (as :func:`memrun.metrics.
     retrieval.score_item` takes them). Returns {} when ``n_gold`` is 0 (unscored).
     """
-    if n_gold <= 0:
-        return {}
-    ks = tuple(ks)
-    found: set[str] = set()
-    n_found = [0]  # gold keys found by the first i hits, i = 0..
-    for m in matches[:max(ks, default=0)]:
-        found |= m
-        n_found.append(len(found))
-    return {k: n_found[min(k, len(n_found) - 1)] / n_gold for k in ks}
+    score = score_item(matches, n_gold, ks)  # its walk of the ranking counts the gold found at each K
+    return {} if score is None else score.share

@@ -47,7 +47,7 @@ from __future__ import annotations
 import functools
 import math
 from collections.abc import Iterable, Mapping, Sequence
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 
 DEFAULT_KS: tuple[int, ...] = (1, 3, 5, 10)
 SESSION_PREFIX = "session_"
@@ -75,6 +75,8 @@ class ItemRetrieval:
     precision: K -> relevant distinct hits within the top K, divided by K (trec_eval's
         P@K: a ranking shorter than K counts its missing ranks as non-relevant).
     ndcg: K -> nDCG@K with binary gains, each gold key credited once.
+    share: K -> the share of the gold keys satisfied within the top K (the ``gold_share``
+        variant, :mod:`memrun.metrics.gold_share`).
     """
 
     first_gold_rank: int | None
@@ -83,6 +85,7 @@ class ItemRetrieval:
     all: dict[int, bool]
     precision: dict[int, float]
     ndcg: dict[int, float]
+    share: dict[int, float] = field(default_factory=dict)
 
 
 def score_item(
@@ -107,7 +110,8 @@ def score_item(
     n_hits = len(matches)
     if not any(matches):  # nothing relevant: every figure is 0 (the walk below gives the same)
         zero = {k: 0.0 for k in ks}
-        return ItemRetrieval(None, 0.0, dict.fromkeys(ks, False), dict.fromkeys(ks, False), zero, zero.copy())
+        return ItemRetrieval(None, 0.0, dict.fromkeys(ks, False), dict.fromkeys(ks, False), zero, zero.copy(),
+                             zero.copy())
     # Walk the ranking once, keeping the cumulative figures at the ranks the cut-offs read.
     reads = _cut_ranks(ks, n_hits)
     first = None
@@ -129,6 +133,7 @@ def score_item(
     full: dict[int, bool] = {}
     precision: dict[int, float] = {}
     ndcg: dict[int, float] = {}
+    share: dict[int, float] = {}
     for k in ks:
         n = min(k, n_hits)
         hit[k] = first is not None and first <= k
@@ -137,9 +142,10 @@ def score_item(
             full[k] = found >= n_gold
             precision[k] = found_relevant / k
             ndcg[k] = gain / _idcg(min(k, n_gold))
+            share[k] = found / n_gold
         else:
-            full[k], precision[k], ndcg[k] = False, 0.0, 0.0
-    return ItemRetrieval(first, 1.0 / first if first else 0.0, hit, full, precision, ndcg)
+            full[k], precision[k], ndcg[k], share[k] = False, 0.0, 0.0, 0.0
+    return ItemRetrieval(first, 1.0 / first if first else 0.0, hit, full, precision, ndcg, share)
 
 
 @functools.lru_cache(maxsize=256)
@@ -255,6 +261,14 @@ def item_columns(
     named: family of :data:`NAMED_VARIANTS` -> K -> value (absent: None columns); set even
     when ``score`` is None (evidence share scores items without resolvable gold).
     """
+    return add_item_columns({}, score, ks, prefix, named)
+
+
+def add_item_columns(
+    row: dict[str, object], score: ItemRetrieval | None, ks: Iterable[int] = DEFAULT_KS, prefix: str = "",
+    named: Mapping[str, Mapping[int, float]] | None = None,
+) -> dict[str, object]:
+    """:func:`item_columns` added to ``row`` (in place, in the same order); returns ``row``."""
     ks = tuple(ks)
     names = _columns_of(ks, prefix)  # first_gold_rank, rr, then hit, all, precision, ndcg, named at each K
     if score is None:
@@ -266,7 +280,8 @@ def item_columns(
     for family in NAMED_VARIANTS:
         variant = named.get(family) if named else None
         values += map(variant.get, ks) if variant else [None] * len(ks)
-    return dict(zip(names, values))
+    row.update(zip(names, values))
+    return row
 
 
 @functools.lru_cache(maxsize=256)

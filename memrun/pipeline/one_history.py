@@ -17,11 +17,11 @@ from typing import Any
 
 from memrun.arms.contract import Arm, ArmHooks, arm_hooks
 from memrun.errors import ArmError
-from memrun.metrics.gold_share import GOLD_SHARE, gold_share_by_k
+from memrun.metrics.gold_share import GOLD_SHARE
 from memrun.metrics.retrieval import (
     SESSION_PREFIX,
+    add_item_columns,
     distinct_ranking,
-    item_columns,
     measured_ks,
     score_item,
     session_matches,
@@ -88,7 +88,7 @@ def make_row(run_id: str | None, r: Retrieved, dataset: Dataset, ks: Sequence[in
         if item.gold_keys:
             matches = list(map(gold_matcher(item.gold_keys, dataset.gold_match), distinct))
             scores = score_item(matches, len(set(item.gold_keys)), measured)
-            named[""][GOLD_SHARE] = gold_share_by_k(matches, len(set(item.gold_keys)), measured)
+            named[""][GOLD_SHARE] = scores.share if scores else {}  # gold_share_by_k, from the same walk
         complete = top_k is None or len(hits) < top_k or len(keys) >= r.n_records  # the arm's whole ranking
         # K distinct sessions are known only when the hits reach them or are the arm's whole ranking
         session_ks = measured
@@ -107,7 +107,7 @@ def make_row(run_id: str | None, r: Retrieved, dataset: Dataset, ks: Sequence[in
             gold = frozenset(item.gold_sessions)
             session_hits = session_matches(keys, r.session_of, gold, dataset.session_cut)
             session_scores = score_item(session_hits, len(gold), session_ks)
-            named[SESSION_PREFIX][GOLD_SHARE] = gold_share_by_k(session_hits, len(gold), session_ks)
+            named[SESSION_PREFIX][GOLD_SHARE] = session_scores.share if session_scores else {}
         if EVIDENCE_SHARE in dataset.named_metrics:
             raw = item.gold_keys_raw
             named[""][EVIDENCE_SHARE] = evidence_share_by_k(raw, keys, measured)
@@ -115,7 +115,7 @@ def make_row(run_id: str | None, r: Retrieved, dataset: Dataset, ks: Sequence[in
             context = keys if dataset.session_cut == "turns" else session_ranking(keys, r.session_of)
             named[SESSION_PREFIX][EVIDENCE_SHARE] = evidence_share_by_k(
                 raw, context, session_ks, r.session_of, per_session=True)
-    return {
+    row: dict[str, Any] = {
         "run_id": run_id,
         "item_id": item.item_id,
         "repeat": 0,
@@ -140,9 +140,9 @@ def make_row(run_id: str | None, r: Retrieved, dataset: Dataset, ks: Sequence[in
         "gold_sessions": list(item.gold_sessions),
         "abstention": item.abstention,
         "gold_unreachable": r.gold_unreachable,
-        **item_columns(scores, ks, named=named[""]),
-        **item_columns(session_scores, ks, SESSION_PREFIX, named[SESSION_PREFIX]),
     }
+    add_item_columns(row, scores, ks, named=named[""])
+    return add_item_columns(row, session_scores, ks, SESSION_PREFIX, named[SESSION_PREFIX])
 
 
 def sessions_of(group: Group) -> dict[str, str | None]:
