@@ -1,7 +1,9 @@
 """The answer stage of an accuracy run: retrieve once per item, then read and judge N times.
 
 Groups are retrieved one after another, and as soon as a group's items are retrieved,
-one task per item x repeat reads (or takes the arm's own answer) and judges. At most
+one task per item x repeat reads (or takes the arm's own answer) and judges; an item x
+repeat whose calls are all in the cache (a re-run) finishes at once, without a task
+(:func:`memrun.core.background.start_eagerly`). At most
 ``concurrency`` item x repeats are in progress at once (their calls are sequential, so
 as many calls are in flight), which finishes started items before new ones begin: rows
 arrive steadily, and a crash or budget stop loses at most the items in progress. Each
@@ -33,6 +35,7 @@ from collections.abc import AsyncGenerator, Callable, Mapping, Sequence
 from typing import Any
 
 from memrun.accuracy.setup import AccuracySetup
+from memrun.core.background import start_eagerly
 from memrun.errors import ItemFailed, MemrunError
 from memrun.judges import Case, is_abstention, judge_hooks
 from memrun.judges.lexical import lexical_scores
@@ -150,7 +153,10 @@ class AnswerStage:
                         if (r.item.item_id, repeat) in self.done:
                             continue  # its row came from the run this one resumes
                         self._waiting += 1
-                        tasks.append(asyncio.create_task(self._one(r, dict(base, repeat=repeat), records, p)))
+                        # a row whose calls are all cached finishes here, without a task
+                        task = start_eagerly(self._one(r, dict(base, repeat=repeat), records, p))
+                        if task is not None:
+                            tasks.append(task)
                 await asyncio.sleep(0)  # let the new tasks start before deciding on the next group
             await asyncio.gather(*tasks)
         finally:

@@ -28,7 +28,7 @@ import json
 import time
 from collections.abc import Awaitable, Callable, Mapping
 from dataclasses import dataclass, field
-from functools import cached_property
+from functools import cache, cached_property
 from typing import TYPE_CHECKING, Any
 from urllib.parse import urlsplit
 
@@ -110,6 +110,14 @@ class ChatResult:
     model: str | None = None  # the model the server says answered (its reply's ``model``), None when absent
 
 
+@cache
+def _orjson() -> Any:
+    """The ``orjson`` module, imported at its first use (a run answered from the cache never
+    loads it) and then read directly: each attribute read through the :func:`memrun.lazy.lazy`
+    stand-in costs ~1 us (a failed lookup, then its ``__getattr__``), two of them every call."""
+    return loaded(orjson)
+
+
 def _body_start(body: str) -> str:
     return " ".join(body[:BODY_PREVIEW_CHARS].split())
 
@@ -176,7 +184,7 @@ class ChatClient:
     async def complete(self, request: ChatRequest) -> ChatResult:
         """Send ``request`` under the policy. Raises :class:`CallError` for a failed call and
         :class:`memrun.errors.AuthError` when the server refuses the key (401/403)."""
-        retrier = Retrier(self.policy)
+        retrier: Retrier | None = None  # made at the first failed attempt: most calls never need one
         aiohttp = self._aiohttp
         session = self._open()
         body = request_body(request)
@@ -190,6 +198,7 @@ class ChatClient:
                     headers = response.headers
             except (aiohttp.ClientError, asyncio.TimeoutError) as exc:  # resets, truncated bodies, timeouts
                 # A chat completion changes nothing on the server: safe to send again.
+                retrier = retrier or Retrier(self.policy)
                 wait = retrier.transport_delay(exc, idempotent=True)
                 if wait is None:
                     message = _transport_message(exc, self.endpoint.public_url)
@@ -205,6 +214,7 @@ class ChatClient:
                 continue
             if status >= 400:
                 text = raw.decode("utf-8", "replace")
+                retrier = retrier or Retrier(self.policy)
                 wait = retrier.delay(status, headers)
                 if wait is None:
                     if status in AUTH_STATUSES:
@@ -274,7 +284,7 @@ def request_body(request: ChatRequest) -> bytes:
     """
     payload = {"model": request.model, "messages": [dict(m) for m in request.messages], **dict(request.params)}
     try:
-        return orjson.dumps(payload)
+        return _orjson().dumps(payload)
     except TypeError:  # orjson.JSONEncodeError
         return json.dumps(payload).encode()
 
@@ -285,7 +295,7 @@ def parse_completion(raw: bytes, latency_ms: float) -> ChatResult:
     integers are None (never estimated). Decoded by ``orjson`` (~5 us less than
     ``json.loads`` a reply); what it refuses is read by ``json.loads``, whose error is reported."""
     try:
-        reply = orjson.loads(raw)
+        reply = _orjson().loads(raw)
     except ValueError:  # orjson.JSONDecodeError: not JSON, or what only json reads (NaN, integers past 64 bits)
         try:
             reply = json.loads(raw)

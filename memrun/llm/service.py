@@ -63,6 +63,11 @@ class CallStats:
         return dataclasses.asdict(self)
 
 
+def _retries(client: ChatClient) -> int:
+    """Waits and retries ``client`` has made so far (429s, 408s and 5xx, transport errors)."""
+    return client.rate_limit_waits + client.server_error_retries + client.transport_retries
+
+
 @dataclass(frozen=True)
 class CallOutcome:
     """A reply and whether it came from the cache."""
@@ -210,9 +215,10 @@ class LLMService:
         async with self._slots:
             if not self.budget_left:
                 raise BudgetExhausted(f"max_tokens_total={self.max_tokens_total} reached")
-            client = await self._client(endpoint)
+            client = self._clients.get(endpoint) or await self._client(endpoint)
             self.stats.made += 1
             self.in_flight += 1
+            retries = _retries(client)
             try:
                 result = await client.complete(request)
             except Exception:
@@ -220,9 +226,10 @@ class LLMService:
                 raise
             finally:
                 self.in_flight -= 1
-                self.stats.rate_limit_waits = sum(c.rate_limit_waits for c in self._clients.values())
-                self.stats.server_error_retries = sum(c.server_error_retries for c in self._clients.values())
-                self.stats.transport_retries = sum(c.transport_retries for c in self._clients.values())
+                if _retries(client) != retries:  # the run's counters are the clients' sums
+                    self.stats.rate_limit_waits = sum(c.rate_limit_waits for c in self._clients.values())
+                    self.stats.server_error_retries = sum(c.server_error_retries for c in self._clients.values())
+                    self.stats.transport_retries = sum(c.transport_retries for c in self._clients.values())
         self.stats.prompt_tokens += result.prompt_tokens or 0
         self.stats.completion_tokens += result.completion_tokens or 0
         clean = self.redactor.reply(result.text)
