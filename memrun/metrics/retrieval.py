@@ -48,6 +48,7 @@ import functools
 import math
 from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass, field
+from typing import Any
 
 DEFAULT_KS: tuple[int, ...] = (1, 3, 5, 10)
 SESSION_PREFIX = "session_"
@@ -349,28 +350,32 @@ def aggregate(
     n = len(scored)
     out: dict[str, float | int | None] = {"n_scored": n}
 
-    def mean(col: str) -> float | None:
+    def column(col: str) -> list[Any]:
         key = prefix + col
-        values = [r.get(key) for r in scored]
+        return [r.get(key) for r in scored]
+
+    def mean(values: list[Any]) -> float | None:
         if not n or None in values:
             return None
-        return math.fsum(values) / n  # type: ignore[arg-type]  # exact, so order-free; bools count as 0/1
+        return math.fsum(values) / n  # exact, so order-free; bools count as 0/1
 
-    out["mrr"] = mean("rr")
+    out["mrr"] = mean(column("rr"))
     for k in ks:
-        out[f"recall@{k}"] = mean(f"hit_at_{k}")
-        out[f"recall_all@{k}"] = mean(f"all_at_{k}")
-        out[f"precision@{k}"] = mean(f"precision_at_{k}")
-        out[f"ndcg@{k}"] = mean(f"ndcg_at_{k}")
+        out[f"recall@{k}"] = mean(column(f"hit_at_{k}"))
+        out[f"recall_all@{k}"] = mean(column(f"all_at_{k}"))
+        out[f"precision@{k}"] = mean(column(f"precision_at_{k}"))
+        out[f"ndcg@{k}"] = mean(column(f"ndcg_at_{k}"))
     for family in NAMED_VARIANTS:
         for k in ks:
-            column = f"{prefix}{family}_at_{k}"
+            name = f"{prefix}{family}_at_{k}"
             if family in OWN_DENOMINATOR:
-                values = [r[column] for r in rows if r.get(column) is not None]
+                values = [r[name] for r in rows if r.get(name) is not None]
                 if values:
                     out[f"{family}@{k}"] = math.fsum(values) / len(values)  # type: ignore[arg-type]
-            elif any(r.get(column) is not None for r in scored):
-                out[f"{family}@{k}"] = mean(f"{family}_at_{k}")
+            else:
+                values = column(f"{family}_at_{k}")
+                if values.count(None) < len(values):  # some scored row has it
+                    out[f"{family}@{k}"] = mean(values)
     if 1 in ks:
         out["rank@1"] = out["recall@1"]
     return out

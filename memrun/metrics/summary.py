@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+from collections import Counter
 from collections.abc import Iterable, Mapping, Sequence
 from typing import TYPE_CHECKING, Any
 
@@ -52,16 +53,18 @@ def summarize_retrieval(
         summary["overall_comparable"] = aggregate([r for r in ok if r.get("category") in keep], ks, prefix)
         summary["comparable_categories"] = list(comparable_categories)
     per_category: dict[str, Any] = {}
-    present = {r.get("category") for r in rows}
+    n_items = Counter(r.get("category") for r in rows)
+    ok_rows: dict[Any, list[Row]] = {}
+    for r in ok:
+        ok_rows.setdefault(r.get("category"), []).append(r)
     # A row without a category (None) sorts by its text beside the named ones instead of failing.
-    order: list[str | None] = [c for c in categories if c in present]
-    order += sorted((c for c in present if c not in categories), key=str)
+    order: list[str | None] = [c for c in categories if c in n_items]
+    order += sorted((c for c in n_items if c not in categories), key=str)
     for cat in order:
-        cat_rows = [r for r in ok if r.get("category") == cat]
         per_category[str(cat)] = {
             "label": categories.get(str(cat), str(cat)),
-            "n_items": sum(1 for r in rows if r.get("category") == cat),
-            **aggregate(cat_rows, ks, prefix),
+            "n_items": n_items[cat],
+            **aggregate(ok_rows.get(cat, []), ks, prefix),
         }
     summary["per_category"] = per_category
     latencies = [float(r["search_latency_ms"]) for r in ok if r.get("search_latency_ms") is not None]
