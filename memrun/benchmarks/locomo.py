@@ -242,9 +242,9 @@ class LoCoMo:
             answer=answer,
             answer_raw=answer_json(raw_answer),
             gold_keys=tuple(gold),
-            gold_keys_raw=tuple(str(e) for e in evidence_raw),
+            gold_keys_raw=tuple(evidence_raw),  # strings, checked above
             extra=extra,
-            gold_sessions=(tuple(dict.fromkeys(known[key] for key in gold)) if self.session_gold == "normalized"
+            gold_sessions=(tuple(dict.fromkeys(map(known.__getitem__, gold))) if self.session_gold == "normalized"
                            else tuple(dict.fromkeys(s for s in map(evidence_session, evidence_raw) if s))),
         )
 
@@ -272,6 +272,8 @@ def _records(conversation: dict[str, Any], counts: Counter[str], where: str = "c
     present = {n for n, key in sessions if conversation[key]}
     counts["sessions_empty"] += len(dated - present)
     records: list[Record] = []
+    append = records.append
+    plain = template is None or template.default  # "Speaker: text [image: caption]", written out below
     for _n, key in sessions:
         turns = [] if conversation[key] is None else conversation[key]
         if not isinstance(turns, list) or not all(isinstance(t, dict) for t in turns):
@@ -286,25 +288,27 @@ def _records(conversation: dict[str, Any], counts: Counter[str], where: str = "c
                 caption = _typed(turn, "blip_caption", at, (str, int, float), "a string (or a number)")
                 dia_id = _typed(turn, "dia_id", at, (str,), "a string such as D1:3")
                 speaker = _typed(turn, "speaker", at, (str, int, float), "a string (or a number)")
-            text = "" if text is None else str(text).strip()  # a number is text ("0" too)
-            caption = "" if caption is None else str(caption).strip()
+            # a number is text ("0" too); a string, the common case, needs no str()
+            text = text.strip() if type(text) is str else "" if text is None else str(text).strip()
+            caption = caption.strip() if type(caption) is str else "" if caption is None else str(caption).strip()
             if not (text or caption):
                 counts["turns_empty"] += 1
                 continue
             if not dia_id:
                 counts["turns_without_id"] += 1
                 continue
-            if template is None or template.default:
+            if plain:
                 body = f"{'?' if speaker is None else speaker}: {text}"
                 if caption:
                     body += f" [image: {caption}]"
             else:
+                assert template is not None
                 body = template.render(speaker="?" if speaker is None else str(speaker), text=text,
                                        image=f" [image: {caption}]" if caption else "", caption=caption)
                 if not template.has_content(text=text, caption=caption):
                     counts["turns_blank_under_template"] += 1
                     continue
-            records.append(Record(key=dia_id, text=body, timestamp=date, session=key))
+            append(Record(dia_id, body, date, key))  # key, text, timestamp, session (positional: ~0.4 us less a turn)
     return records
 
 
