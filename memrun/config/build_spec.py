@@ -214,8 +214,10 @@ def accuracy_spec(cfg: Any, benchmark: str) -> AccuracySpec:
     )
 
 
-def build_spec(cfg: Any) -> tuple[RunSpec, PluginNodes]:
-    """The run ``cfg`` describes, and the config nodes of its plugins.
+def build_spec(cfg: Any, container: dict[str, Any] | None = None) -> tuple[RunSpec, PluginNodes]:
+    """The run ``cfg`` describes, and the config nodes of its plugins. ``container``: ``cfg``
+    resolved and checked for literal secrets already (a Hydra job did so before saving it:
+    :func:`memrun.jobs.launch.job`), else None to resolve and check it here.
 
     Checks, in this order: the cut-offs ``ks`` (first: the arms' ``${memrun_top_k:}``
     reads them), literal secrets (:func:`memrun.core.redaction.check_no_secrets`, which also
@@ -228,7 +230,7 @@ def build_spec(cfg: Any) -> tuple[RunSpec, PluginNodes]:
     accuracy = axis == ACCURACY
     ks = cutoffs(cfg)
     ignored_embedder = check_embedder(cfg)  # before the config is saved: it records the null
-    container = check_no_secrets(resolved(cfg))
+    container = check_no_secrets(resolved(cfg)) if container is None else container
     top_k = check_settings(cfg, accuracy)
     selection = selection_from_config(cfg.benchmark)
     shard_node = cfg.get("shard") or {}  # configs built by hand may leave it out: no sharding

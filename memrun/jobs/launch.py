@@ -389,7 +389,8 @@ def _job(cfg: Any, hydra_cfg: Any) -> int:
                      f"({'resumed from another' if resume_from else 'resume=false: not resumed'}); this run "
                      "does not use it, so that folder is stale: remove it when done")
             # None: stdout's console (memrun.report.run_summary.stdout_console), made when first printed to
-            run_module.execute(cfg, out_dir, None, provenance.config_folder(hydra_cfg.runtime.config_sources), warnings, resume_from)
+            run_module.execute(cfg, out_dir, None, provenance.config_folder(hydra_cfg.runtime.config_sources), warnings, resume_from,
+                               container)  # resolved and checked above: not again
             signals.check()  # a stop asked for while the table was written: it was finished first
     except KeyboardInterrupt:
         status, error = run_status.RunStatus.INTERRUPTED, "interrupted"

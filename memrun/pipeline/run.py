@@ -69,7 +69,8 @@ class RunResult:
 
 
 def execute(cfg: Any, out_dir: Path, console: Console | None = None, config_folder: Path | None = None,
-            warnings: RunWarnings | None = None, resume_from: Path | None = None) -> dict[str, Any]:
+            warnings: RunWarnings | None = None, resume_from: Path | None = None,
+            container: dict[str, Any] | None = None) -> dict[str, Any]:
     """Run one composed config, writing ``items.parquet`` and ``summary.json`` to ``out_dir``;
     ``console``: where the table (and a terminal's progress bar) goes (None: stdout's,
     :func:`memrun.report.run_summary.stdout_console`, made when first printed to).
@@ -79,6 +80,8 @@ def execute(cfg: Any, out_dir: Path, console: Console | None = None, config_fold
     printed and saved, and the config's secrets are redacted from what it writes
     (:mod:`memrun.core.redaction`). ``resume_from``: an unfinished run of this configuration whose
     rows this run takes over, running only the rest (:mod:`memrun.pipeline.resume`).
+    ``container``: ``cfg`` resolved and checked for secrets already (a Hydra job's), else None
+    (:func:`memrun.config.build_spec.build_spec`).
 
     Returns the summary dict. Raises ConfigError / DataError / ArmError before any item
     runs when the config, data or arm is unusable; KeyboardInterrupt propagates after
@@ -89,18 +92,18 @@ def execute(cfg: Any, out_dir: Path, console: Console | None = None, config_fold
     """
     warnings = warnings or RunWarnings()
     with warnings.active():
-        result = run(cfg, out_dir, console, config_folder, warnings, resume_from)
+        result = run(cfg, out_dir, console, config_folder, warnings, resume_from, container)
         show(result, console or run_summary.stdout_console(), out_dir)
         verdict(result, out_dir)
     return result.summary
 
 
 def run(cfg: Any, out_dir: Path, console: Console | None, config_folder: Path | None,
-        warnings: RunWarnings, resume_from: Path | None = None) -> RunResult:
+        warnings: RunWarnings, resume_from: Path | None = None, container: dict[str, Any] | None = None) -> RunResult:
     """The stages of :func:`execute`, printing nothing but the progress bar and the warnings."""
     t_start = time.perf_counter()
     commit = in_background(lambda: commits(config_folder))  # git processes: waited for while the data loads
-    spec, nodes = build_spec(cfg)
+    spec, nodes = build_spec(cfg, container)
     redactor = warnings.redactor.add_config(spec.config)  # one redactor for the run's rows, lines and files
     parts = outer_stages.build_parts(spec, nodes)
     warnings.warn(*spec.warnings)
