@@ -49,16 +49,21 @@ class Hit:
 _HIT_SLOTS = tuple(vars(Hit)[name].__set__ for name in ("key", "score", "text"))
 
 
-def new_hit(key: str, score: float, text: str, _new: Callable[[type], Any] = object.__new__,
-            _slots: tuple[Callable[[Any, Any], None], ...] = _HIT_SLOTS) -> Hit:
-    """``Hit(key, score, text)``, the same object, built by setting its three slots directly
-    instead of through the frozen dataclass's ``__init__`` (three ``object.__setattr__``
-    calls, 2.4x the time): arms build one per hit, ~10 a search."""
-    hit: Hit = _new(Hit)
-    _slots[0](hit, key)
-    _slots[1](hit, score)
-    _slots[2](hit, text)
-    return hit
+def new_hits(records: Sequence[Record], order: Iterable[int], scores: Iterable[float]) -> list[Hit]:
+    """``[Hit(records[i].key, score, records[i].text) for i, score in zip(order, scores)]``, the
+    same objects, each built by setting its three slots directly instead of through the
+    frozen dataclass's ``__init__`` (three ``object.__setattr__`` calls): 2.4x faster, and an
+    arm builds ~10 a search. ``scores`` must already be floats."""
+    new, (set_key, set_score, set_text) = object.__new__, _HIT_SLOTS
+    hits = []
+    for i, score in zip(order, scores):
+        record = records[i]
+        hit = new(Hit)
+        set_key(hit, record.key)
+        set_score(hit, score)
+        set_text(hit, record.text)
+        hits.append(hit)
+    return hits
 
 
 @dataclass(frozen=True, slots=True)

@@ -24,7 +24,7 @@ from memrun.arms.contract import (
     describe,
 )
 from memrun.lazy import lazy
-from memrun.records import Hit, Record, new_hit
+from memrun.records import Hit, Record, new_hits
 
 if TYPE_CHECKING:
     import numpy as np
@@ -74,4 +74,4 @@ def ranked_hits(records: Sequence[Record], order: Any, scores: Any, k: int) -> l
     # tolist(): plain ints and floats, not one numpy scalar per hit
     at = order[:k] if isinstance(order, list) else np.asarray(order[:k]).tolist()
     values = scores[:k] if isinstance(scores, list) else np.asarray(scores[:k]).tolist()
-    return [new_hit(records[i].key, float(s), records[i].text) for i, s in zip(at, values)]
+    return new_hits(records, at, map(float, values))

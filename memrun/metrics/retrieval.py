@@ -230,8 +230,7 @@ def session_matches(hit_keys: Iterable[str], session_of: Mapping[str, str | None
     the gold sessions it is (``{session}`` or empty)."""
     ranking = ([session_of.get(key) or key for key in hit_keys] if per == "turns"
                else session_ranking(hit_keys, session_of))
-    singles = {s: frozenset((s,)) for s in gold}
-    return [singles.get(s, _NO_GOLD) for s in ranking]
+    return [frozenset((s,)) if s in gold else _NO_GOLD for s in ranking]
 
 
 _NO_GOLD: frozenset[str] = frozenset()

@@ -32,6 +32,7 @@ form (the official summary mode) credits an evidence string when the session it 
 
 from __future__ import annotations
 
+import bisect
 import math
 from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass
@@ -196,16 +197,13 @@ def evidence_share_by_k(
     if per_session:
         evidence = [evidence_session(e) for e in evidence]
         context = [mapping.get(c) or c for c in context]
+    if not evidence or not context:  # the official convention: nothing to find, or no context
+        return {k: 1.0 for k in ks}
     first: dict[str, int] = {}  # context id -> its first rank (1-based)
     for rank, c in enumerate(context, start=1):
         first.setdefault(c, rank)
-    out: dict[int, float] = {}
-    for k in ks:
-        if not evidence or not context or k <= 0:  # the official convention: nothing to find, or no context
-            out[k] = 1.0
-        else:
-            out[k] = sum(first.get(e, k + 1) <= k for e in evidence) / len(evidence)
-    return out
+    ranks = sorted(first.get(e, math.inf) for e in evidence)  # each evidence string's first rank
+    return {k: bisect.bisect_right(ranks, k) / len(evidence) if k > 0 else 1.0 for k in ks}
 
 
 def session_cut_warning(rows: Iterable[Mapping[str, object]], ks: Iterable[int], top_k: int | None) -> str | None:
