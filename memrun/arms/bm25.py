@@ -155,10 +155,11 @@ class BM25Arm:
 
     def _flat(self) -> tuple[np.ndarray, np.ndarray, np.ndarray, Any]:
         """(token ids of every record in order, each one's record, record lengths, mean
-        length as bm25s takes it: an int array's mean) of the ingested history."""
+        length as bm25s takes it: an int array's mean, a float64) of the ingested history."""
         if self._flat_cache is None:
             lengths, flat = self._lengths, self._ids
-            self._flat_cache = (flat, np.repeat(np.arange(len(lengths)), lengths), lengths, lengths.mean())
+            mean = lengths.sum() / len(lengths)  # lengths.mean() exactly (an exact int sum, one division), 4x faster
+            self._flat_cache = (flat, np.repeat(np.arange(len(lengths)), lengths), lengths, mean)
         return self._flat_cache
 
     def _idf(self, df: np.ndarray, n_docs: int) -> np.ndarray:
