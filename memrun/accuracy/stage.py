@@ -104,6 +104,7 @@ class AnswerStage:
         self.emit = emit
         self.judge2_items = setup.judge2_items(dataset)
         self._judge2_first: set[str] = set()  # lazy groups without an index: the first items seen
+        self._cases: dict[tuple[str, int], Case] = {}  # (item_id, repeat) -> the case _prefetch_verdicts built
         self.abstention_categories = judge_hooks(setup.judge).abstention_categories
         self.substring_gold = dataset.gold_match == "substring"
         self.stale_check = setup.stale_check
@@ -188,6 +189,7 @@ class AnswerStage:
                 if result is not None:
                     case = judge_case(r.item, str(base["category_label"]), answer_text(result), self.substring_gold,
                                       self.abstention_categories)
+                    self._cases[(r.item.item_id, repeat)] = case  # the row's judge grades it (_answer_and_judge)
                     calls.append((request_for(case)[1], repeat))
         if calls:
             llm.prefetch(endpoint, calls)
@@ -266,7 +268,9 @@ class AnswerStage:
         answer = await self._answer(row, r, repeat, prepared)
         row["reader_answer"] = answer
         item = r.item
-        case = judge_case(item, str(row["category_label"]), answer, self.substring_gold, self.abstention_categories)
+        case = self._cases.pop((item.item_id, repeat), None)  # built when its verdict was read ahead
+        if case is None or case.answer != answer:
+            case = judge_case(item, str(row["category_label"]), answer, self.substring_gold, self.abstention_categories)
         try:
             verdict = await self.setup.judge.grade(case, repeat)
         except CallError as exc:
