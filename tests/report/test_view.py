@@ -147,9 +147,10 @@ def test_item_drill_down_shows_the_exact_prompts_and_replies(browser, outputs, a
         replies = section.locator("pre.reply").all_text_contents()
         assert len(prompts) == 3  # reader, judge, second judge
         assert all(p in sent for p in prompts)  # exactly what the loopback server received
-        assert replies[0] == r["reader_answer"] == f"answer {r['repeat'] + 1} to: {r['question']}"
+        assert replies[0] == r["reader_answer"]  # this repeat's own reply (which repeat's call arrived first may vary)
         assert r["reader_answer"] in prompts[1]  # the judge graded this repeat's answer
         assert json.loads(replies[1])["verdict"].lower() == r["label"]
+    assert {m["reader_answer"] for m in mine} == {f"answer {n} to: {r['question']}" for n in (1, 2)}
     assert r["question"] in page.page.text_content("#facts")
     assert page.page.locator("#retrieved li").count() == len(mine[0]["retrieved_keys"])
     assert mine[0]["retrieved_texts"][0] in page.page.locator("#retrieved li").first.text_content()
