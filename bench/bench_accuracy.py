@@ -14,6 +14,10 @@ in a fresh subprocess timed from start to exit (imports included):
   making the same number of calls to the same server;
 * memrun re-run: the identical memrun command again over the warm cache (0 calls).
 
+memrun's calls run on uvloop's event loop; the CPU row's peer is the plain aiohttp client on
+asyncio's own loop (what a plain script uses), and the line also shows the same client on
+uvloop, so the share of the gap the loop closes can be read off.
+
 The aiohttp peer of the CPU row sends the very request bodies memrun's first cold run sent
 (fetched from the server, ``GET /_bodies``: the reader prompts, then the judge prompts
 quoting the replies), so both sides encode, send and parse the same bytes; the line also
@@ -74,7 +78,8 @@ AIOHTTP_PEER = r'''
 import asyncio, json, sys, time
 import aiohttp
 port, calls, conc = int(sys.argv[1]), int(sys.argv[2]), int(sys.argv[3])
-bodies = open(sys.argv[4]).read().splitlines() if len(sys.argv) > 4 else None  # JSON lines
+bodies = open(sys.argv[4]).read().splitlines() if len(sys.argv) > 4 and sys.argv[4] != "-" else None  # JSON lines
+on_uvloop = len(sys.argv) > 5 and sys.argv[5] == "uvloop"  # the event loop memrun's calls run on
 
 async def main():
     todo = list(range(calls))
@@ -94,7 +99,12 @@ async def main():
         await asyncio.gather(*(worker() for _ in range(conc)))
 
 t0 = time.perf_counter()
-asyncio.run(main())
+if on_uvloop:
+    import uvloop
+    with asyncio.Runner(loop_factory=uvloop.new_event_loop) as runner:
+        runner.run(main())
+else:
+    asyncio.run(main())
 print(f"RATE {calls / (time.perf_counter() - t0):.0f}")
 '''
 
@@ -176,7 +186,7 @@ def main() -> None:
 
             for conc in args.concurrency:
                 ideal = calls * args.latency / conc
-                cold, peer_runs, warm, counts, aio_runs, tiny_runs = [], [], [], [], [], []
+                cold, peer_runs, warm, counts, aio_runs, tiny_runs, uv_runs = [], [], [], [], [], [], []
                 bodies = folder / f"bodies-{conc}.jsonl"
                 for p in range(args.pairs):
                     cache = folder / f"cache-{conc}-{p}"
@@ -189,6 +199,7 @@ def main() -> None:
                     peer_runs.append(run_child([str(peer), str(port), str(calls), str(conc)]))
                     aio_runs.append(run_child([str(aio), str(port), str(calls), str(conc), str(bodies)]))
                     tiny_runs.append(run_child([str(aio), str(port), str(calls), str(conc)]))
+                    uv_runs.append(run_child([str(aio), str(port), str(calls), str(conc), str(bodies), "uvloop"]))
                     w, n_warm = memrun(conc, cache)
                     warm.append(w)
                     counts.append(n_warm)
@@ -213,7 +224,10 @@ def main() -> None:
                     f"memrun's includes its start-up and exit); the aiohttp client with one-line prompts "
                     f"{med([q.cpu_seconds for q in tiny_runs]) / calls * 1e3:.3f} ms "
                     f"({med([c.cpu_seconds / q.cpu_seconds for c, q in zip(cold, tiny_runs)]):.2f}x); "
-                    f"raw asyncio client {med([q.cpu_seconds for q in peer_runs]) / calls * 1e3:.3f} ms")
+                    f"raw asyncio client {med([q.cpu_seconds for q in peer_runs]) / calls * 1e3:.3f} ms; "
+                    f"the aiohttp client on uvloop, as memrun's calls run, the same bodies "
+                    f"{med([q.cpu_seconds for q in uv_runs]) / calls * 1e3:.3f} ms "
+                    f"({med([c.cpu_seconds / q.cpu_seconds for c, q in zip(cold, uv_runs)]):.2f}x)")
     finally:
         server.kill()
     print(f"accuracy axis, whole processes, {args.pairs} pairs (memrun cold, plain client, memrun re-run)")
