@@ -296,7 +296,7 @@ def parse_completion(raw: bytes, latency_ms: float) -> ChatResult:
     ``json.loads`` a reply); what it refuses is read by ``json.loads``, whose error is reported."""
     try:
         reply = _orjson().loads(raw)
-    except ValueError:  # orjson.JSONDecodeError: not JSON, or what only json reads (NaN, integers past 64 bits)
+    except ValueError:  # orjson.JSONDecodeError: not JSON, or what only json reads (NaN; orjson reads an integer past 64 bits as a float)
         try:
             reply = json.loads(raw)
         except (ValueError, UnicodeDecodeError) as exc:
