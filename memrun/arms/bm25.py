@@ -259,13 +259,11 @@ class BM25Arm:
         counted)."""
         if not self._has_tokens:
             return None
-        vocab_get = self._vocab.get
-        tokens = self._split(query.lower())
-        query_ids = [i for i in map(vocab_get, tokens) if i is not None and i >= 0]  # stopwords are -1
+        tokens = self._tokens([query])[0]  # stopwords are out already
+        query_ids = [i for i in map(self._vocab.get, tokens) if i is not None]
         if not query_ids:  # counted: such a search returns nothing, whatever the index holds
-            kept = any(t not in self._stop for t in tokens)
-            self.queries_without_tokens += not kept
-            self.queries_unknown += kept
+            self.queries_without_tokens += not tokens
+            self.queries_unknown += bool(tokens)
             return None
         if self._lazy:
             return self._lazy_scores(query_ids)
