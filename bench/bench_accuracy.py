@@ -1,6 +1,6 @@
 """The LLM-bound loop as whole processes: memrun's accuracy run, a plain asyncio client, the ideal.
 
-    python bench/bench_accuracy.py [--calls 12000] [--concurrency 32 128] [--latency 0.1] [--pairs 2]
+    python bench/bench_accuracy.py [--calls 12000] [--concurrency 32 128] [--latency 0.1] [--pairs 3]
 
 Starts tests/servers/openai_server.py in its own process (every call answered after
 ``--latency`` s) and writes a LoCoMo-format file of ``calls / (2 x repeats)`` questions
@@ -37,6 +37,7 @@ import argparse
 import hashlib
 import json
 import os
+import statistics
 import subprocess
 import sys
 import tempfile
@@ -142,7 +143,7 @@ def main() -> None:
     parser.add_argument("--repeats", type=int, default=3)
     parser.add_argument("--latency", type=float, default=0.1)
     parser.add_argument("--concurrency", type=int, nargs="+", default=[32, 128])
-    parser.add_argument("--pairs", type=int, default=2)
+    parser.add_argument("--pairs", type=int, default=3)
     args = parser.parse_args()
     items = args.calls // (2 * args.repeats)
     calls = 2 * items * args.repeats
@@ -203,7 +204,7 @@ def main() -> None:
                     w, n_warm = memrun(conc, cache)
                     warm.append(w)
                     counts.append(n_warm)
-                med = lambda xs: sorted(xs)[len(xs) // 2]  # noqa: E731
+                med = statistics.median
                 m_cold = med([c.seconds for c in cold])
                 m_peer = med([c.seconds for c in peer_runs])
                 ratio_warm = med([w.seconds / c.seconds for w, c in zip(warm, cold)])
