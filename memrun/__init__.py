@@ -15,8 +15,9 @@ the command line's start-up needs (``tests/test_public_api.py``).
 
 from __future__ import annotations
 
-import importlib
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING
+
+from memrun.lazy import exports
 
 __version__ = "0.1.0"
 
@@ -96,14 +97,7 @@ if TYPE_CHECKING:  # what type checkers and editors see; at run time __getattr__
     from memrun.records import Dataset, Group, Hit, Item, Record
 
 
-def __getattr__(name: str) -> Any:
-    """Load an exported name at its first use (PEP 562)."""
-    module = _EXPORTS.get(name)
-    if module is None:
-        raise AttributeError(f"module 'memrun' has no attribute {name!r}")
-    value = getattr(importlib.import_module(module), name)
-    globals()[name] = value  # later reads skip this function
-    return value
+__getattr__ = exports(_EXPORTS, globals())  # an exported name loads at its first use (PEP 562)
 
 
 def __dir__() -> list[str]:

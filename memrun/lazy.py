@@ -26,6 +26,7 @@ from __future__ import annotations
 
 import importlib
 import sys
+from collections.abc import Callable, Mapping
 from types import ModuleType
 from typing import Any
 
@@ -76,3 +77,25 @@ def loaded(module: Any) -> ModuleType:
     """The real module behind ``module`` (a :func:`lazy` stand-in, imported now; a module as
     is), for code that must run right after the import or needs the module object itself."""
     return module._load() if isinstance(module, LazyModule) else module
+
+
+def exports(names: Mapping[str, str], module_globals: dict[str, Any]) -> Callable[[str], Any]:
+    """A package's ``__getattr__`` (PEP 562) loading each name it exports at its first read.
+
+    ``names``: exported name -> the module that defines it; ``module_globals``: the package's
+    ``globals()``, where a loaded name is stored so later reads skip the function. A name
+    not in ``names`` raises AttributeError, so ``from package import submodule`` still
+    imports the submodule. Bind it at the package's top level:
+    ``__getattr__ = exports(_EXPORTS, globals())``.
+    """
+    package = module_globals["__name__"]
+
+    def __getattr__(name: str) -> Any:
+        module = names.get(name)
+        if module is None:
+            raise AttributeError(f"module {package!r} has no attribute {name!r}")
+        value = getattr(importlib.import_module(module), name)
+        module_globals[name] = value
+        return value
+
+    return __getattr__
