@@ -2,7 +2,9 @@
 
 import threading
 import time
+from types import MappingProxyType
 
+import pyarrow as pa
 import pyarrow.parquet as pq
 import pytest
 
@@ -10,7 +12,8 @@ from memrun.core.instrument import METADATA_KEY, Instrument
 from memrun.errors import RunTableError
 from memrun.io.reader import read_run
 from memrun.io.schema import items_schema
-from memrun.io.writer import ItemsWriter
+from memrun.io.writer import ITEMS_FILE, PARTS_DIR, ItemsWriter, file_sha256, rows_table
+from memrun.metrics.retrieval import metric_columns
 
 KS = (1, 5)
 
@@ -151,3 +154,31 @@ def _written(folder, schema):
         writer.add(row(i))
     writer.close()
     return read_run(folder).table
+
+
+def test_rows_become_the_table_from_pylist_makes(tmp_path):
+    """The writer converts dict rows as one struct array: the same table as
+    ``Table.from_pylist`` (a missing key null, a key outside the schema left out), and a
+    non-dict mapping still converts."""
+    schema = items_schema(KS)
+    rows = [row(0), {**row(1), "not_a_column": 3, "label": "correct"}, {"run_id": "r", "item_id": "x", "repeat": 2}]
+    rows[0]["retrieved_scores"] = [0.5, float("inf")]
+    assert rows_table(rows, schema).equals(pa.Table.from_pylist(rows, schema=schema))
+    assert rows_table([], schema).equals(schema.empty_table())
+    frozen = [dict(r) for r in rows]
+    assert rows_table([MappingProxyType(r) for r in frozen], schema).equals(pa.Table.from_pylist(frozen, schema=schema))
+    assert metric_columns(KS)[0] in rows_table(rows, schema).column_names
+
+
+def test_start_close_lets_the_caller_go_on_and_close_waits(tmp_path):
+    """The merged file is written on the writer's thread after start_close; close waits for it,
+    removes the parts and sets the file's sha256 (start_close twice is harmless)."""
+    writer = ItemsWriter(tmp_path, items_schema(KS), Instrument(), flush_rows=2)
+    for i in range(5):
+        writer.add(row(i))
+    writer.start_close()
+    writer.start_close()
+    path = writer.close()
+    assert path == tmp_path / ITEMS_FILE and writer.sha256 == file_sha256(path)
+    assert not (tmp_path / PARTS_DIR).exists()
+    assert read_run(tmp_path).table.column("item_id").to_pylist() == [f"i{i}" for i in range(5)]

@@ -83,8 +83,9 @@ def seal_schema(schema: pa.Schema, instrument: Instrument | str) -> pa.Schema:
     return schema.with_metadata(sealed(schema, instrument))
 
 
-def seal_table(table: pa.Table, instrument: Instrument) -> pa.Table:
-    """``table`` carrying :func:`sealed` metadata (any metadata it had is replaced)."""
+def seal_table(table: pa.Table, instrument: Instrument | str) -> pa.Table:
+    """``table`` carrying :func:`sealed` metadata (any metadata it had is replaced);
+    ``instrument`` as in :func:`sealed`."""
     return table.replace_schema_metadata(sealed(table.schema, instrument))
 
 

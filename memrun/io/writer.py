@@ -12,6 +12,11 @@ removes the parts. :func:`memrun.io.reader.read_run` reads either form.
 Parts are written by one background thread, in order: encoding a part takes up to tens
 of ms, and on the accuracy axis the caller is the event loop that every in-flight call
 is waiting on. A failed write is raised by the next ``flush``, ``wait`` or ``close``.
+The merged file is written on that thread too (:meth:`ItemsWriter.start_close`), so that
+a run computes its summary while Parquet encodes and writes it (both release the GIL);
+:meth:`ItemsWriter.close` waits for it. Rows become Arrow columns in one conversion of
+the rows as a struct array (:func:`rows_table`), in Arrow's C++, not a Python pass
+per column (``Table.from_pylist``: half the time of a cached re-run's table).
 That thread also imports pyarrow (~0.2 s) when the schema is given as a function, from the
 first row on: the run's later requests go out meanwhile instead of waiting for it, and its
 first request does not wait either (an import started earlier contends with the run's
@@ -34,7 +39,7 @@ import shutil
 import sys
 import threading
 import time
-from collections.abc import Mapping
+from collections.abc import Mapping, Sequence
 from concurrent.futures import Future, ThreadPoolExecutor
 from pathlib import Path
 from typing import TYPE_CHECKING, Any, Callable
@@ -56,6 +61,21 @@ ITEMS_FILE = "items.parquet"
 PARTS_DIR = "items.parts"
 SUMMARY_FILE = "summary.json"  # the run-level figures, beside items.parquet
 SHA256_KEY = "items_sha256"  # summary.json: the sha256 of the finished items.parquet
+
+
+def rows_table(rows: Sequence[Mapping[str, Any]], schema: pa.Schema) -> pa.Table:
+    """``rows`` as a table of ``schema``: a key a row lacks is null there, a key outside the
+    schema is left out (as ``pa.Table.from_pylist`` does). Raises pyarrow's ArrowInvalid or
+    ArrowTypeError for a value of the wrong type.
+
+    Dict rows are converted as one struct array, in Arrow's C++ (each row's fields looked
+    up there): about half the CPU of ``from_pylist``, which builds a Python list per column
+    first (6,000 rows x 106 columns: ~45 vs ~90 ms). Other mappings take ``from_pylist``.
+    """
+    if not all(type(row) is dict for row in rows):
+        return pa.Table.from_pylist(list(rows), schema=schema)
+    batch = pa.RecordBatch.from_struct_array(pa.array(rows, type=pa.struct(list(schema))))
+    return pa.Table.from_batches([batch], schema=schema)
 
 
 def file_sha256(path: Path) -> str:
@@ -142,6 +162,7 @@ class ItemsWriter:
         self._pending: list[Future[None]] = []
         self._schema_source = schema
         self._schema: Future[pa.Schema] | None = None  # the first task of the thread, at the first row
+        self._closing: Future[None] | None = None  # the merge into items.parquet (start_close)
         self.rows_written = 0
         self.sha256: str | None = None  # of items.parquet, once close() wrote it
 
@@ -182,7 +203,7 @@ class ItemsWriter:
         self._last_flush = time.monotonic()
 
     def _write_part(self, rows: list[Mapping[str, Any]], instrument_json: str, name: Path) -> None:
-        table = pa.Table.from_pylist(rows, schema=seal_schema(self.schema, instrument_json))
+        table = rows_table(rows, seal_schema(self.schema, instrument_json))
         tmp = name.with_suffix(".tmp")
         pq.write_table(table, tmp, write_page_checksum=True)
         tmp.replace(name)
@@ -201,27 +222,41 @@ class ItemsWriter:
         for future in pending:
             future.result()
 
-    def close(self) -> Path:
-        """Merge the parts and the buffered rows into ``items.parquet`` (with the instrument), return its path.
+    def start_close(self) -> None:
+        """Hand the merge to the writer's thread: the parts and the buffered rows (which go
+        straight into the merged file, not through a last part) become ``items.parquet``,
+        sealed with the instrument as it is now, while the caller goes on (a run computes
+        its summary meanwhile). :meth:`close` waits for it; calling this again does nothing."""
+        if self._closing is not None:
+            return
+        self._start()  # a table of no rows needs its schema too
+        rows, self._buffer = self._buffer, []
+        self._closing = self._pool.submit(self._write_final, rows, self.instrument.to_json())
 
-        The buffered rows go straight into the merged file, not through a last part.
-        Sets :attr:`sha256` to the written file's sha256.
-        """
-        try:
-            self._start()  # a table of no rows needs its schema too
-            self.wait()
-        finally:
-            self._pool.shutdown(wait=True)
-        if self._buffer:
-            self._tables.append(pa.Table.from_pylist(self._buffer, schema=self.schema))
-            self.rows_written += len(self._buffer)
-            self._buffer = []
+    def _write_final(self, rows: list[Mapping[str, Any]], instrument_json: str) -> None:
+        for future in self._pending:  # the parts before it (one thread: already done, in order)
+            future.result()
+        if rows:
+            self._tables.append(rows_table(rows, self.schema))
+            self.rows_written += len(rows)
         table = pa.concat_tables(self._tables) if self._tables else self.schema.empty_table()
-        table = seal_table(table, self.instrument)
+        table = seal_table(table, instrument_json)
         target = self.folder / ITEMS_FILE
         tmp = target.with_suffix(".tmp")
         pq.write_table(table, tmp, write_page_checksum=True)
         self.sha256 = file_sha256(tmp)
         tmp.replace(target)
+
+    def close(self) -> Path:
+        """Merge the parts and the buffered rows into ``items.parquet`` (with the instrument,
+        :meth:`start_close` unless it was called), wait for it, remove the parts and return
+        its path. Sets :attr:`sha256` to the written file's sha256; raises what a write raised.
+        """
+        try:
+            self.start_close()
+            assert self._closing is not None
+            self._closing.result()
+        finally:
+            self._pool.shutdown(wait=True)
         shutil.rmtree(self.parts, ignore_errors=True)
-        return target
+        return self.folder / ITEMS_FILE

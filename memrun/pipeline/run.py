@@ -30,7 +30,7 @@ from memrun.core.run_warnings import RunWarnings
 from memrun.core.status import RunStatus
 from memrun.errors import ConfigError, MemrunError, RunDegraded, RunFailed, RunTableError
 from memrun.io.live import LiveStatus
-from memrun.io.writer import SUMMARY_FILE, ItemsWriter
+from memrun.io.writer import SHA256_KEY, SUMMARY_FILE, ItemsWriter
 from memrun.lazy import lazy
 from memrun.pipeline import item_stages, many_histories, outer_stages
 from memrun.pipeline.checks import cutoff_warning, refuse_unmeasured
@@ -156,18 +156,23 @@ def run(cfg: Any, out_dir: Path, console: Console | None, config_folder: Path | 
         try:
             # Finishing the table is never interrupted: a signal now is honoured after it (memrun.core.signals).
             with signals.shielded():
-                status, error, coverage = outer_stages.finish(spec, loaded, parts, sink.rows, sink.checks,
-                                                              instrument, warnings, _close(parts.arm), status, error)
-                writer.close()
-                live.close()
-                if parts.setup:
-                    redactor.files(out_dir)
-                # The rows are final: frozen too, so that the summary's many small allocations do not
-                # start a full collection walking them (0.1-0.4 s once the rows number ~10^5 objects).
-                gc.freeze()
-                summary = outer_stages.summarize(spec, loaded, parts.setup, sink.rows, instrument, sink.checks,
-                                           stopped=stopped, coverage=coverage, seconds=time.perf_counter() - t_start,
-                                           sha256=writer.sha256, warnings=warnings.lines)
+                status, error, coverage, caveats = outer_stages.finish(
+                    spec, loaded, parts, sink.rows, sink.checks, instrument, warnings, _close(parts.arm), status, error)
+                writer.start_close()  # items.parquet is encoded and written while the summary is computed
+                try:
+                    live.close()
+                    if parts.setup:
+                        redactor.files(out_dir)
+                    # The rows are final: frozen too, so that the summary's many small allocations do not
+                    # start a full collection walking them (0.1-0.4 s once the rows number ~10^5 objects).
+                    gc.freeze()
+                    summary = outer_stages.summarize(spec, loaded, parts.setup, sink.rows, instrument, sink.checks,
+                                                     stopped=stopped, coverage=coverage,
+                                                     seconds=time.perf_counter() - t_start, sha256=None,
+                                                     warnings=warnings.lines, caveats=caveats)
+                finally:
+                    writer.close()
+                summary[SHA256_KEY] = writer.sha256  # its place in the summary kept
                 (out_dir / SUMMARY_FILE).write_text(json.dumps(summary, indent=2) + "\n")
         finally:
             gc.unfreeze()
