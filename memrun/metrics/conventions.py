@@ -144,14 +144,20 @@ class _TableColumns:
 
 class _RowColumns:
     """:class:`_Columns` of row dicts, in Python: a run's summary reads a few thousand rows,
-    for which importing Arrow's compute functions (~60 ms) cost more than the counting."""
+    for which importing Arrow's compute functions (~60 ms) cost more than the counting.
+    Each column is read out of the rows once (``label`` and ``error`` are asked for again
+    and again)."""
 
     def __init__(self, rows: Sequence[Mapping[str, Any]]) -> None:
         self.rows, self.n = rows, len(rows)
         self.names: Sequence[str] = list(rows[0]) if rows else []
+        self._read: dict[str, list[Any]] = {}
 
     def _values(self, name: str) -> list[Any]:
-        return [r.get(name) for r in self.rows]
+        values = self._read.get(name)
+        if values is None:
+            values = self._read[name] = [r.get(name) for r in self.rows]
+        return values
 
     def valid(self, name: str) -> np.ndarray:
         return np.array([v is not None for v in self._values(name)], dtype=bool)
@@ -171,7 +177,7 @@ class _RowColumns:
     def codes(self, name: str) -> np.ndarray:
         seen: dict[Any, int] = {}
         return np.fromiter((seen.setdefault(v, len(seen)) if v is not None else -1 - i
-                            for i, v in enumerate(r.get(name) for r in self.rows)), dtype=np.int64, count=self.n)
+                            for i, v in enumerate(self._values(name))), dtype=np.int64, count=self.n)
 
 
 def credited_mask(table: pa.Table, family: str) -> dict[str, np.ndarray]:

@@ -46,6 +46,7 @@ from __future__ import annotations
 
 import functools
 import math
+import operator
 from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import Any
@@ -327,6 +328,21 @@ def item_column_for(metric: str) -> str:
     )
 
 
+def _columns(rows: Sequence[Mapping[str, object]], names: Sequence[str]) -> dict[str, list[Any]]:
+    """Name -> the rows' values of that column (None where a row lacks it), in row order.
+
+    Read row by row with one ``itemgetter`` of every name, transposed by ``zip``, both in C:
+    ~2x faster than a list per column (a run's summary reads ~40 columns of its items ~6
+    times); a row lacking a column takes the ``.get`` path.
+    """
+    if len(names) < 2 or not rows:
+        return {name: [r.get(name) for r in rows] for name in names}
+    try:
+        return dict(zip(names, map(list, zip(*map(operator.itemgetter(*names), rows)))))
+    except KeyError:
+        return {name: [r.get(name) for r in rows] for name in names}
+
+
 def aggregate(
     rows: Sequence[Mapping[str, object]], ks: Iterable[int] = DEFAULT_KS, prefix: str = ""
 ) -> dict[str, float | int | None]:
@@ -348,10 +364,14 @@ def aggregate(
     scored = [r for r in rows if r.get(f"{prefix}rr") is not None]
     n = len(scored)
     out: dict[str, float | int | None] = {"n_scored": n}
+    own = [f"{prefix}{family}_at_{k}" for family in NAMED_VARIANTS if family in OWN_DENOMINATOR for k in ks]
+    names = [f"{prefix}rr", *(f"{prefix}{m}_at_{k}" for k in ks for m in ("hit", "all", "precision", "ndcg")),
+             *(f"{prefix}{family}_at_{k}" for family in NAMED_VARIANTS if family not in OWN_DENOMINATOR for k in ks)]
+    read = _columns(scored, names)
+    every = _columns(rows, own)
 
     def column(col: str) -> list[Any]:
-        key = prefix + col
-        return [r.get(key) for r in scored]
+        return read[prefix + col]
 
     def mean(values: list[Any]) -> float | None:
         if not n or None in values:
@@ -368,9 +388,9 @@ def aggregate(
         for k in ks:
             name = f"{prefix}{family}_at_{k}"
             if family in OWN_DENOMINATOR:
-                values = [r[name] for r in rows if r.get(name) is not None]
+                values = [v for v in every[name] if v is not None]
                 if values:
-                    out[f"{family}@{k}"] = math.fsum(values) / len(values)  # type: ignore[arg-type]
+                    out[f"{family}@{k}"] = math.fsum(values) / len(values)
             else:
                 values = column(f"{family}_at_{k}")
                 if values.count(None) < len(values):  # some scored row has it

@@ -30,6 +30,7 @@ def summarize_rows(
     headline: str | None = None,
     unmeasurable: str | None = None,
     max_error_share: float = MAX_ERROR_SHARE,
+    caveats: Mapping[str, Any] | None = None,
 ) -> dict[str, Any]:
     """The metrics of a run's rows (columns of :mod:`memrun.io.schema`), as ``summary.json`` holds them.
 
@@ -45,8 +46,10 @@ def summarize_rows(
     (:func:`memrun.metrics.accuracy.judge2_block`).
     Raises ValueError for axis ``accuracy`` without ``headline``.
     ``caveats``: items credited by a convention, unreachable gold, empty searches
-    (:func:`memrun.metrics.conventions.run_counts`).
+    (:func:`memrun.metrics.conventions.run_counts`; given, when the caller counted them
+    already for the run's warnings, they are taken as they are).
     """
+    counts = dict(caveats) if caveats is not None else run_counts(rows)
     def retrieval(part: Sequence[Mapping[str, Any]]) -> dict[str, Any]:
         summary = summarize_by_granularity(part, ks=ks, categories=categories,
                                            comparable_categories=comparable_categories, task_averaged=task_averaged)
@@ -54,7 +57,7 @@ def summarize_rows(
 
     if axis != "accuracy":
         summary = retrieval(rows)
-        summary["caveats"] = run_counts(rows)
+        summary["caveats"] = counts
         if not unmeasurable:
             summary["intervals"] = category_intervals(rows, axis=axis, metric=retrieval_headline_metric(ks),
                                                       comparable_categories=comparable_categories)
@@ -69,7 +72,7 @@ def summarize_rows(
     first = [{**r, "error": None} if r["error"] is not None and r["retrieved_keys"] is not None else r
              for r in rows if r["repeat"] == 0]
     summary["retrieval"] = retrieval(first)
-    summary["caveats"] = run_counts(rows)
+    summary["caveats"] = counts
     summary["intervals"] = category_intervals(rows, axis=axis, metric=summary["headline"]["metric"],
                                               comparable_categories=comparable_categories)
     return summary

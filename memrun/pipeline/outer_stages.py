@@ -174,12 +174,14 @@ def failed_rows_warning(rows: list[dict[str, Any]]) -> str | None:
 
 def finish(spec: RunSpec, loaded: Loaded, parts: Parts, rows: list[dict[str, Any]], checks: HitChecks,
            instrument: Instrument, warnings: RunWarnings, close_error: str | None, status: RunStatus,
-           error: str | None) -> tuple[RunStatus, str | None, dict[str, Any] | None]:
+           error: str | None) -> tuple[RunStatus, str | None, dict[str, Any] | None, dict[str, Any]]:
     """Settle the run once the items are over: its final ``status`` and ``error`` (failed when
     every row failed, degraded past ``max_error_share``; else as the items ended), recorded in
     the instrument with its counts, warnings (load, arm checks, context, coverage, failed
     rows) and ``retrieval_not_measurable``. Returns (status, error, the answer coverage of an
-    arm that answers itself (:meth:`memrun.pipeline.checks.HitChecks.coverage`), else None)."""
+    arm that answers itself (:meth:`memrun.pipeline.checks.HitChecks.coverage`), else None,
+    the rows' caveat counts (:func:`memrun.metrics.conventions.run_counts`, which the summary
+    holds too))."""
     dataset, setup = loaded.dataset, parts.setup
     instrument.finished_at = now()
     instrument.n_rows = len(rows)
@@ -191,7 +193,8 @@ def finish(spec: RunSpec, loaded: Loaded, parts: Parts, rows: list[dict[str, Any
     warnings.warn(*dataset.warnings[loaded.n_warned:], close_error, *checks.warnings())
     if dataset.preset == LME_OFFICIAL_PRESET or dataset.session_cut == "sessions":
         warnings.warn(session_cut_warning([r for r in rows if r["repeat"] == 0], list(spec.ks), spec.top_k))
-    warnings.warn(*caveat_warnings(run_counts(rows)))
+    caveats = run_counts(rows)
+    warnings.warn(*caveat_warnings(caveats))
     coverage = None
     if setup and setup.reader is None:  # the arm answers itself
         ids = loaded.benchmark_ids if loaded.benchmark_ids is not None else {r["item_id"] for r in rows}
@@ -210,27 +213,31 @@ def finish(spec: RunSpec, loaded: Loaded, parts: Parts, rows: list[dict[str, Any
         instrument.served_models = setup.served_models()
     instrument.warnings = list(warnings.lines)
     instrument.retrieval_not_measurable = checks.not_measurable()  # compare refuses such a run
-    return status, error, coverage
+    return status, error, coverage, caveats
 
 
 def metrics(rows: list[dict[str, Any]], instrument: Instrument, max_error_share: float,
-            headline: str | None = None) -> dict[str, Any]:
-    """The run's metrics from its rows (:func:`memrun.metrics.run_level.summarize_rows`)."""
+            headline: str | None = None, caveats: dict[str, Any] | None = None) -> dict[str, Any]:
+    """The run's metrics from its rows (:func:`memrun.metrics.run_level.summarize_rows`;
+    ``caveats``: the rows' counts :func:`finish` returned, else counted there)."""
     return run_level.summarize_rows(
         rows, axis=str(instrument.axis), ks=instrument.ks, categories=instrument.categories,
         comparable_categories=instrument.comparable_categories, task_averaged=instrument.task_averaged,
         headline=headline, unmeasurable=instrument.retrieval_not_measurable, max_error_share=max_error_share,
+        caveats=caveats,
     )
 
 
 def summarize(spec: RunSpec, loaded: Loaded, setup: AccuracySetup | None, rows: list[dict[str, Any]],
               instrument: Instrument, checks: HitChecks, *, stopped: str | None, coverage: dict[str, Any] | None,
-              seconds: float, sha256: str | None, warnings: list[str]) -> dict[str, Any]:
+              seconds: float, sha256: str | None, warnings: list[str],
+              caveats: dict[str, Any] | None = None) -> dict[str, Any]:
     """``summary.json``: the metrics (on the accuracy axis with the calls, repeats and, for an
     arm that answers itself, its coverage; a partial headline says so) and the run's facts.
-    ``seconds``: the pipeline's wall time; ``sha256``: of ``items.parquet`` (the reader checks it)."""
+    ``seconds``: the pipeline's wall time; ``sha256``: of ``items.parquet`` (the reader checks it);
+    ``caveats``: the rows' counts :func:`finish` returned (None: counted here)."""
     if setup:
-        summary = metrics(rows, instrument, spec.max_error_share, setup.headline)
+        summary = metrics(rows, instrument, spec.max_error_share, setup.headline, caveats)
         if coverage is not None:
             summary["coverage"] = coverage
             summary["headline"]["partial"] = coverage["partial"]
@@ -239,7 +246,7 @@ def summarize(spec: RunSpec, loaded: Loaded, setup: AccuracySetup | None, rows: 
             stopped=stopped, instrument={k: getattr(instrument, k) for k in setup.instrument},
         )
     else:
-        summary = metrics(rows, instrument, spec.max_error_share)
+        summary = metrics(rows, instrument, spec.max_error_share, caveats=caveats)
     summary.update(
         run_id=instrument.run_id, status=instrument.status, error=instrument.error, benchmark=spec.benchmark,
         arm=spec.arm, axis=spec.axis, slice=instrument.slice, corrections_sha256=instrument.corrections_sha256,
