@@ -49,6 +49,7 @@ Types with one reading are read so: numbers as text (answers are counted), a str
 
 from __future__ import annotations
 
+import functools
 import json
 import re
 from collections import Counter
@@ -331,15 +332,16 @@ def _normalize_evidence(raw: list[str], known: Mapping[str, str], counts: Counte
     """Canonical dia_ids from raw evidence strings, in order, without duplicates."""
     gold: list[str] = []
     for entry in raw:
-        parts = [p for p in _EVIDENCE_SEPARATORS.split(entry.strip()) if p]
-        if len(parts) > 1:
-            counts["evidence_split"] += 1
+        parts = _EVIDENCE_SEPARATORS.split(entry.strip())
+        if len(parts) != 1 or not parts[0]:  # the common entry is one id, with nothing to drop
+            parts = [p for p in parts if p]
+            if len(parts) > 1:
+                counts["evidence_split"] += 1
         for part in parts:
-            match = _DIA_ID.fullmatch(part) or _DIA_ID_LOOSE.fullmatch(part)
-            if not match:
+            canonical = _canonical(part)
+            if canonical is None:
                 counts["evidence_unparseable"] += 1
                 continue
-            canonical = f"D{int(match.group(1))}:{int(match.group(2))}"
             if canonical != part:
                 counts["evidence_reformatted"] += 1
             if canonical not in known:
@@ -348,3 +350,11 @@ def _normalize_evidence(raw: list[str], known: Mapping[str, str], counts: Counte
             if canonical not in gold:
                 gold.append(canonical)
     return gold
+
+
+@functools.lru_cache(maxsize=1 << 14)
+def _canonical(part: str) -> str | None:
+    """The dia_id ``part`` names, written canonically (``D:11:26`` and ``D11:026`` -> ``D11:26``);
+    None when it has no dia_id reading. Cached: a file names most turns several times."""
+    match = _DIA_ID.fullmatch(part) or _DIA_ID_LOOSE.fullmatch(part)
+    return None if match is None else f"D{int(match.group(1))}:{int(match.group(2))}"
