@@ -8,7 +8,6 @@ and run (see :func:`memrun.pipeline.run.execute`). A first argument naming a sub
 
 from __future__ import annotations
 
-import difflib
 import gc
 import importlib
 import os
@@ -27,6 +26,8 @@ from memrun.lazy import lazy
 
 # Loaded by a run only, after the signal handlers are installed (memrun.lazy).
 if TYPE_CHECKING:
+    import difflib
+
     import hydra
     import yaml
     from hydra import errors as hydra_errors
@@ -42,6 +43,7 @@ if TYPE_CHECKING:
     from memrun.io import writer
     from memrun.jobs import launch, sweep
 else:
+    difflib = lazy("difflib")  # a misspelled command only
     hydra = lazy("hydra")
     hydra_errors = lazy("hydra.errors")
     hydra_internal = lazy("hydra._internal.hydra")

@@ -27,11 +27,17 @@ import hashlib
 from collections.abc import Iterable, Iterator, Mapping
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
-from memrun.benchmarks.corrections import Corrections, load_corrections
 from memrun.errors import ConfigError
+from memrun.lazy import lazy
 from memrun.records import Dataset, Group, Item
+
+if TYPE_CHECKING:
+    from memrun.benchmarks import corrections as corrections_file
+    from memrun.benchmarks.corrections import Corrections
+else:
+    corrections_file = lazy("memrun.benchmarks.corrections")  # a run with benchmark.corrections only
 
 SLICE_KEYS = ("category", "question_type", "ids", "ids_file")
 _LISTED_IDS = 3  # up to this many slice ids are spelled out in the slice string
@@ -110,7 +116,7 @@ def selection_from_config(node: Mapping[str, Any]) -> Selection:
         sample=sample,
         sample_seed=int(seed or 0),
         limit=limit,
-        corrections=load_corrections(corrections) if corrections else None,
+        corrections=corrections_file.load_corrections(corrections) if corrections else None,
     )
 
 
