@@ -173,20 +173,26 @@ def summarize_accuracy(
     the mean judge score and the mean order score.
     """
     items = item_outcomes(rows)
+    overall = accuracy_block(items)
+
+    def block(part: list[dict[str, Any]]) -> dict[str, Any]:
+        # a slice holding every item (one category; every category comparable) has overall's figures
+        return dict(overall) if len(part) == len(items) else accuracy_block(part)
+
     summary: dict[str, Any] = {
         "n_items": len(items),
         "n_rows": len(rows),
         "n_row_errors": sum(1 for r in rows if r.get("label") in (None, ERROR)),
-        "overall_all": accuracy_block(items),
+        "overall_all": overall,
     }
     if comparable_categories:
         keep = set(comparable_categories)
-        summary["overall_comparable"] = accuracy_block([i for i in items if i["category"] in keep])
+        summary["overall_comparable"] = block([i for i in items if i["category"] in keep])
         summary["comparable_categories"] = list(comparable_categories)
     present = {i["category"] for i in items}
     order = [c for c in categories if c in present] + sorted(str(c) for c in present if c not in categories)
     summary["per_category"] = {
-        str(cat): {"label": categories.get(cat, str(cat)), **accuracy_block([i for i in items if i["category"] == cat])}
+        str(cat): {"label": categories.get(cat, str(cat)), **block([i for i in items if i["category"] == cat])}
         for cat in order
     }
     if task_averaged:  # the mean over categories, each weighing the same (BEAM's and LongMemEval's reports)

@@ -42,15 +42,21 @@ def summarize_retrieval(
     """
     ks = tuple(ks)
     ok = [r for r in rows if r.get("error") is None]
+    overall = aggregate(ok, ks, prefix)
+
+    def of(part: list[Row]) -> dict[str, Any]:
+        # a slice holding every ok row (one category; every category comparable) has overall's figures
+        return dict(overall) if len(part) == len(ok) else aggregate(part, ks, prefix)
+
     summary: dict[str, Any] = {
         "n_items": len(rows),
         "n_errors": len(rows) - len(ok),
         "n_unscored": sum(1 for r in ok if r.get(f"{prefix}rr") is None),
-        "overall_all": aggregate(ok, ks, prefix),
+        "overall_all": overall,
     }
     if comparable_categories:
         keep = set(comparable_categories)
-        summary["overall_comparable"] = aggregate([r for r in ok if r.get("category") in keep], ks, prefix)
+        summary["overall_comparable"] = of([r for r in ok if r.get("category") in keep])
         summary["comparable_categories"] = list(comparable_categories)
     per_category: dict[str, Any] = {}
     n_items = Counter(r.get("category") for r in rows)
@@ -64,7 +70,7 @@ def summarize_retrieval(
         per_category[str(cat)] = {
             "label": categories.get(str(cat), str(cat)),
             "n_items": n_items[cat],
-            **aggregate(ok_rows.get(cat, []), ks, prefix),
+            **of(ok_rows.get(cat, [])),
         }
     summary["per_category"] = per_category
     latencies = [float(r["search_latency_ms"]) for r in ok if r.get("search_latency_ms") is not None]
