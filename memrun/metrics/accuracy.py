@@ -61,7 +61,8 @@ fractional score, BEAM's event-ordering score), ``failure_stage`` (of the first 
         keys = [tuple(r.get("retrieved_keys") or ()) for r in item_rows]
         scores = [float(r["judge_score"]) for r in item_rows if r.get("judge_score") is not None and r.get("label") != ERROR]
         orders = [float(r["order_score"]) for r in item_rows if r.get("order_score") is not None and r.get("label") != ERROR]
-        stage = next((r.get("failure_stage") for r in item_rows if r.get("label") == majority), None)
+        missed = majority in (WRONG, ABSTAIN)  # only a missed item has a failure stage
+        stage = next((r.get("failure_stage") for r in item_rows if r.get("label") == majority), None) if missed else None
         out.append(
             {
                 "item_id": item_id,
@@ -72,7 +73,7 @@ fractional score, BEAM's event-ordering score), ``failure_stage`` (of the first 
                 "identical_retrieval": len(set(keys)) == 1 if len(keys) > 1 else None,
                 "judge_score": _mean(scores),
                 "order_score": _mean(orders),
-                "failure_stage": stage if majority in (WRONG, ABSTAIN) else None,
+                "failure_stage": stage,
                 "rows": item_rows,
             }
         )
