@@ -33,11 +33,17 @@ from memrun.stats.labels import ABSTAIN, CORRECT, ERROR, WRONG
 JUDGE_FIELDS = ("question", "gold", "answer", "question_date_line")
 _WORDS = {"CORRECT": CORRECT, "WRONG": WRONG, "INCORRECT": WRONG, "ABSTAIN": ABSTAIN}
 REQUEST_MEMO = 1024  # judge requests kept for reuse by later repeats
+PARSE_MEMO = 4096  # parsed judge replies kept, by reply text (parse_verdict)
 _FENCE = re.compile(r"^```(?:json)?\s*(.*?)\s*```$", re.DOTALL | re.IGNORECASE)
 
 
+@functools.lru_cache(maxsize=PARSE_MEMO)
 def parse_verdict(text: str) -> tuple[str, str]:
     """``(label, explanation)`` from a judge reply, or raise :class:`JudgeReplyUnparseable`.
+
+    A pure function of ``text``: the last :data:`PARSE_MEMO` readable replies are kept, so
+    the same reply text (an item's repeats at temperature 0, a cached re-run's thousands)
+    is decoded once; an unreadable one raises every time.
 
     Accepted: a JSON object (optionally in a Markdown code fence) with ``verdict`` a
     string equal, after trimming and upper-casing, to CORRECT, WRONG, INCORRECT or
