@@ -2,10 +2,15 @@
 
 from __future__ import annotations
 
+import math
+import random
+
+import numpy as np
 import pytest
 from rich.console import Console
 
 from memrun.metrics.by_category import mean_by_category, task_average
+from memrun.metrics.summary import percentile
 from memrun.report.by_category import mean_by_category_table
 
 
@@ -47,3 +52,22 @@ def test_rendered_table_has_every_row() -> None:
     text = console.export_text()
     for expected in ("a ", "75.0", "task_averaged", "37.5", "overall", "50.0", "abstention", "2 items left out"):
         assert expected in text
+
+
+def test_percentile_is_numpys_linear_percentile_to_the_bit() -> None:
+    """metrics.summary.percentile computes np.percentile's default (linear) value in Python, so
+    that a run's summary does not import numpy.ma: the same float for every size, tie and q,
+    NaN when a value is NaN, None when empty, and q outside [0, 100] refused."""
+    rng = random.Random(5)
+    for n in [1, 2, 3, 4, 5, 7, 10, 99, 100, 101, 1000, 2001]:
+        for _ in range(20):
+            values = [rng.choice([rng.random() * 1000, rng.expovariate(0.01), float(rng.randint(0, 5)),
+                                  rng.uniform(-1e-3, 1e-3)]) for _ in range(n)]
+            for q in [0, 1, 5, 25, 33.3, 50, 66.7, 90, 95, 99, 99.9, 100]:
+                expected = float(np.percentile(np.asarray(values, dtype=float), q))
+                assert percentile(values, q) == expected, (n, q)
+    assert percentile([1, 2, 3, 10], 50) == float(np.percentile([1, 2, 3, 10], 50))  # ints
+    assert math.isnan(percentile([1.0, float("nan"), 3.0], 50))
+    assert percentile([], 50) is None
+    with pytest.raises(ValueError, match="outside"):
+        percentile([1.0], 101)
