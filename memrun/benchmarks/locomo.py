@@ -202,52 +202,52 @@ class LoCoMo:
             raise DataError(f"{where} ({sample_id}): 'qa' must be a list of questions, got {json_type(qa_rows)}")
         for row, qa in enumerate(qa_rows):
             if not isinstance(qa, dict) or not isinstance(qa.get("question"), str):
-                raise DataError(f"{where} ({sample_id}) qa row {row}: expected an object with a 'question' string")
+                raise DataError(f"{_qa_row(where, sample_id, row)}: expected an object with a 'question' string")
             question = qa["question"]
             if question in asked:
                 counts["questions_repeated"] += 1
             asked.add(question)
-            items.append(self._item(sample_id, row, qa, known, counts, f"{where} ({sample_id}) qa row {row}"))
+            items.append(self._item(sample_id, row, qa, known, counts, where))
         return Group(history_id=sample_id, records=records, items=items)
 
     def _item(self, sample_id: str, row: int, qa: dict[str, Any], known: Mapping[str, str], counts: Counter[str],
-              where: str) -> Item:
-        raw_answer = _typed(qa, "answer", where, (str, int, float), "a string or a number")
+              conversation: str) -> Item:
+        """One QA row as an Item (``conversation``: where the conversation is, for an error's place)."""
+        # each field's common JSON type is checked inline; any other goes through _typed (its reading or its error)
+        if type(raw_answer := qa.get("answer")) not in _SCALAR:
+            raw_answer = _typed(qa, "answer", _qa_row(conversation, sample_id, row), (str, int, float), "a string or a number")
         answer = None if raw_answer is None else str(raw_answer)
         if raw_answer is None:
             counts["answer_missing"] += 1
         elif isinstance(raw_answer, int):
             counts["answer_int"] += 1
-        evidence_raw = _typed(qa, "evidence", where, (list, str), "a list of dia_id strings") or []
+        if type(evidence_raw := qa.get("evidence")) is not list:
+            evidence_raw = _typed(qa, "evidence", _qa_row(conversation, sample_id, row), (list, str), "a list of dia_id strings") or []
         if isinstance(evidence_raw, str):
             evidence_raw = [evidence_raw]
         for i, entry in enumerate(evidence_raw):
             if not isinstance(entry, str):
-                raise DataError(f"{where}: 'evidence[{i}]' must be a dia_id string such as D1:3, got {json_type(entry)}")
+                raise DataError(f"{_qa_row(conversation, sample_id, row)}: 'evidence[{i}]' must be a dia_id string "
+                                f"such as D1:3, got {json_type(entry)}")
         gold = _normalize_evidence(evidence_raw, known, counts)
         if not gold:
             counts["gold_empty"] += 1
-        category = _typed(qa, "category", where, (int, str), "an integer")
+        if type(category := qa.get("category")) not in _CATEGORY:
+            category = _typed(qa, "category", _qa_row(conversation, sample_id, row), (int, str), "an integer")
         if category is None:
             counts["category_missing"] += 1
         extra: dict[str, Any] = {}
-        adversarial = _typed(qa, "adversarial_answer", where, (str, int, float), "a string")
+        if type(adversarial := qa.get("adversarial_answer")) not in _SCALAR:
+            adversarial = _typed(qa, "adversarial_answer", _qa_row(conversation, sample_id, row), (str, int, float), "a string")
         if adversarial is not None:
             extra["adversarial_answer"] = str(adversarial)
-        return Item(
-            item_id=f"{sample_id}:{row}",
-            history_id=sample_id,
-            cluster=sample_id,
-            category="unknown" if category is None else str(category),
-            question=qa["question"],
-            answer=answer,
-            answer_raw=answer_json(raw_answer),
-            gold_keys=tuple(gold),
-            gold_keys_raw=tuple(evidence_raw),  # strings, checked above
-            extra=extra,
-            gold_sessions=(tuple(dict.fromkeys(map(known.__getitem__, gold))) if self.session_gold == "normalized"
-                           else tuple(dict.fromkeys(s for s in map(evidence_session, evidence_raw) if s))),
-        )
+        gold_sessions = (tuple(dict.fromkeys(map(known.__getitem__, gold))) if self.session_gold == "normalized"
+                         else tuple(dict.fromkeys(s for s in map(evidence_session, evidence_raw) if s)))
+        # positional, in Item's field order (item_id, history_id, cluster, category, question, answer, answer_raw,
+        # gold_keys, gold_keys_raw, question_date, extra, gold_sessions, abstention): ~1 us less an item than keywords
+        return Item(f"{sample_id}:{row}", sample_id, sample_id, "unknown" if category is None else str(category),
+                    qa["question"], answer, answer_json(raw_answer), tuple(gold), tuple(evidence_raw), None, extra,
+                    gold_sessions, False)
 
     def _check_category_counts(self, dataset: Dataset) -> list[str]:
         if not self.expected_counts:
@@ -317,6 +317,12 @@ def _records(conversation: dict[str, Any], counts: Counter[str], where: str = "c
 # an int subclass but never passes as a number (see _typed).
 _SCALAR = frozenset({type(None), str, int, float})
 _ID = frozenset({type(None), str})
+_CATEGORY = frozenset({type(None), int, str})
+
+
+def _qa_row(conversation: str, sample_id: str, row: int) -> str:
+    """Where QA row ``row`` is, for its error: ``<file>: conversation <i> (<sample_id>) qa row <row>``."""
+    return f"{conversation} ({sample_id}) qa row {row}"
 
 
 def _typed(obj: Mapping[str, Any], key: str, where: str, kinds: tuple[type, ...], what: str) -> Any:
