@@ -18,6 +18,7 @@ from typing import Any
 
 import memrun
 
+_MEMRUN_SOURCE = Path(memrun.__file__).resolve().parent
 MAIN_PROVIDERS = ("hydra", "main", "schema")
 """Hydra's config sources that are memrun's own (its packaged ``conf/``, Hydra's, the schemas)."""
 
@@ -42,7 +43,11 @@ def git_commit(root: Path | None = None) -> str | None:
     """The commit checked out in the repository holding ``root`` (default: memrun's own
     source), ``+dirty`` with changes to tracked files; None outside a checkout or before
     the first commit. One git process."""
-    top = checkout_root(root or Path(memrun.__file__).resolve().parent)
+    return _checkout_commit(checkout_root(root or _MEMRUN_SOURCE))
+
+
+def _checkout_commit(top: Path | None) -> str | None:
+    """:func:`git_commit` of the checkout whose top folder is ``top`` (None: not a checkout)."""
     if top is None:
         return None
     try:  # one git process: the branch header carries the commit, the other lines the changes
@@ -69,5 +74,9 @@ def config_folder(config_sources: Iterable[Mapping[str, Any]], cwd: Path | None 
 
 def commits(configs: Path | None) -> Commits:
     """The commit of the repository holding ``configs`` (None: the working directory) and
-    memrun's own commit."""
-    return Commits(configs=git_commit(configs or Path(os.getcwd())), memrun=git_commit())
+    memrun's own commit. One git process when both are the same checkout (memrun run from
+    its own repository): the same answer, half the work."""
+    mine = checkout_root(_MEMRUN_SOURCE)
+    theirs = checkout_root(configs or Path(os.getcwd()))
+    memrun_commit = _checkout_commit(mine)
+    return Commits(configs=memrun_commit if theirs == mine else _checkout_commit(theirs), memrun=memrun_commit)

@@ -42,3 +42,19 @@ def test_each_run_names_the_commit_of_its_configs_and_memruns_own_beside_it(tmp_
     assert labels["three"].git_commit == second  # the working directory memrun ran in
     ours = git_commit()  # memrun's own checkout (None when installed as a package)
     assert {i.memrun_commit for i in labels.values()} == {ours} and ours not in (first, second)
+
+
+def test_one_git_process_when_the_configs_are_in_memruns_own_checkout(monkeypatch, tmp_path):
+    from memrun.core import provenance
+
+    source = provenance._MEMRUN_SOURCE
+    expected = git_commit(source)
+    per_checkout = 1 if provenance.checkout_root(source) else 0  # an installed memrun: no process
+    calls = []
+    real = provenance.subprocess.run
+    monkeypatch.setattr(provenance.subprocess, "run", lambda *a, **k: calls.append(a) or real(*a, **k))
+    both = provenance.commits(source)
+    assert both.configs == both.memrun == expected and len(calls) == per_checkout
+    calls.clear()
+    apart = provenance.commits(tmp_path)  # not a checkout: no process for it, one for memrun's
+    assert apart.configs is None and apart.memrun == expected and len(calls) == per_checkout
