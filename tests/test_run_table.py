@@ -12,7 +12,7 @@ from memrun.core.instrument import METADATA_KEY, Instrument
 from memrun.errors import RunTableError
 from memrun.io.reader import read_run
 from memrun.io.schema import items_schema
-from memrun.io.writer import ITEMS_FILE, PARTS_DIR, ItemsWriter, file_sha256, rows_table
+from memrun.io.writer import CONVERT_ROWS, ITEMS_FILE, PARTS_DIR, ItemsWriter, file_sha256, rows_table
 from memrun.metrics.retrieval import metric_columns
 
 KS = (1, 5)
@@ -165,6 +165,8 @@ def test_rows_become_the_table_from_pylist_makes(tmp_path):
     rows[0]["retrieved_scores"] = [0.5, float("inf")]
     assert rows_table(rows, schema).equals(pa.Table.from_pylist(rows, schema=schema))
     assert rows_table([], schema).equals(schema.empty_table())
+    many = [{**row(i), "repeat": i % 3, "label": "wrong" if i % 7 else None} for i in range(2 * CONVERT_ROWS + 5)]
+    assert rows_table(many, schema).equals(pa.Table.from_pylist(many, schema=schema))  # converted in pieces
     frozen = [dict(r) for r in rows]
     assert rows_table([MappingProxyType(r) for r in frozen], schema).equals(pa.Table.from_pylist(frozen, schema=schema))
     assert metric_columns(KS)[0] in rows_table(rows, schema).column_names

@@ -158,11 +158,14 @@ def run(cfg: Any, out_dir: Path, console: Console | None, config_folder: Path | 
             with signals.shielded():
                 status, error, coverage, caveats = outer_stages.finish(
                     spec, loaded, parts, sink.rows, sink.checks, instrument, warnings, _close(parts.arm), status, error)
-                writer.start_close()  # items.parquet is encoded and written while the summary is computed
                 try:
                     live.close()
                     if parts.setup:
                         redactor.files(out_dir)
+                    # items.parquet is encoded and written while the summary is computed. Not before the
+                    # file work above: the rows' conversion holds the GIL throughout (Arrow's C++), and each
+                    # file call that released it waited for the whole conversion to get it back (20-200 ms).
+                    writer.start_close()
                     # The rows are final: frozen too, so that the summary's many small allocations do not
                     # start a full collection walking them (0.1-0.4 s once the rows number ~10^5 objects);
                     # and no collection at all while it runs: its lists, tuples and dicts hold no cycles
@@ -176,7 +179,7 @@ def run(cfg: Any, out_dir: Path, console: Console | None, config_folder: Path | 
                                                      warnings=warnings.lines, caveats=caveats)
                 finally:
                     gc.enable()
-                    writer.close()
+                    writer.close()  # started above, or here when something before it raised
                 summary[SHA256_KEY] = writer.sha256  # its place in the summary kept
                 (out_dir / SUMMARY_FILE).write_text(json.dumps(summary, indent=2) + "\n")
         finally:
