@@ -3,8 +3,9 @@
     python bench/bench_accuracy.py [--calls 12000] [--concurrency 32 128] [--latency 0.1] [--pairs 3]
 
 Starts tests/servers/openai_server.py in its own process (every call answered after
-``--latency`` s) and writes a LoCoMo-format file of ``calls / (2 x repeats)`` questions
-(small conversations, generated here). Then, per concurrency, alternating in pairs, each
+``--latency`` s, with replies that vary per prompt: ``--replies varied``) and writes a
+LoCoMo-format file of ``calls / (2 x repeats)`` questions (small conversations, generated
+here). Then, per concurrency, alternating in pairs, each
 in a fresh subprocess timed from start to exit (imports included):
 
 * memrun cold: ``python -m memrun axis=accuracy benchmark=locomo benchmark.path=... judge=gpt41
@@ -147,7 +148,10 @@ def main() -> None:
     args = parser.parse_args()
     items = args.calls // (2 * args.repeats)
     calls = 2 * items * args.repeats
-    server = subprocess.Popen([sys.executable, str(ROOT / "tests/servers/openai_server.py"), "--latency", str(args.latency)],
+    # Replies vary per prompt (a pure function of it, as at temperature 0), so no per-text memo
+    # of memrun's is credited with reuse a real model's replies lack.
+    server = subprocess.Popen([sys.executable, str(ROOT / "tests/servers/openai_server.py"), "--latency", str(args.latency),
+                               "--replies", "varied"],
                               stdout=subprocess.PIPE, text=True)
     port = int(server.stdout.readline().split()[1])  # type: ignore[union-attr]
     env = {"OPENAI_BASE_URL": f"http://127.0.0.1:{port}/v1", "OPENAI_API_KEY": "sk-bench-loopback-0123456789"}

@@ -19,6 +19,7 @@ from memrun.judges.lexical import (
 )
 from memrun.judges.llm import JudgeReplyUnparseable, LLMJudge, parse_verdict
 from memrun.records import Item
+from memrun.stats.labels import ABSTAIN, CORRECT, WRONG
 
 PROMPTS = {"default": "default", "abstention": "abstention", "temporal": "temporal", "knowledge-update": "knowledge_update"}
 
@@ -188,3 +189,16 @@ def test_lexical_scores_beside_the_judge():
     low = lexical_scores("a dog ran", "the cat sat on the mat")
     assert low["token_f1"] == 0.0 and low["bleu1"] < 0.2 and low["rouge_l"] == 0.0
     assert lexical_scores("x", None) == {"token_f1": None, "bleu1": None, "rouge_l": None}
+
+
+def test_the_benches_varied_replies_are_readable_per_prompt_and_mixed():
+    """bench_accuracy's server (--replies varied): every judge reply parses, the same prompt gets
+    the same reply (temperature 0), and prompts get different answers and a mix of verdicts."""
+    from servers.openai_server import varied_responder
+
+    judge = [{"messages": [{"role": "user", "content": f'Question {i}. Reply as {{"verdict": ...}}'}]} for i in range(300)]
+    verdicts = [parse_verdict(varied_responder(body))[0] for body in judge]
+    assert set(verdicts) == {CORRECT, WRONG, ABSTAIN}
+    assert varied_responder(judge[0]) == varied_responder(judge[0])
+    answers = {varied_responder({"messages": [{"role": "user", "content": f"Question {i}"}]}) for i in range(50)}
+    assert len(answers) == 50

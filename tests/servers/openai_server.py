@@ -9,7 +9,8 @@ For tests and benches only; it listens on 127.0.0.1 and never reaches a real API
 
 Each request to a route takes the next scripted :class:`Reply` when one is queued,
 else the route's default: for chat completions, ``server.responder(body) -> str``
-(``default_responder``: a JSON verdict for judge prompts, a fixed answer otherwise).
+(``default_responder``: a JSON verdict for judge prompts, a fixed answer otherwise;
+``varied_responder``, ``--replies varied`` standalone: answers and verdicts that vary per prompt).
 The server counts requests per route and logs them (arrival time, path, parsed body).
 
 Routes live in :attr:`OpenAIServer.routes` (path -> handler taking the parsed body and
@@ -124,6 +125,19 @@ def default_responder(body: dict[str, Any]) -> str:
     if '"verdict"' in prompt_text(body):
         return json.dumps({"verdict": "CORRECT", "explanation": "loopback default"})
     return "loopback answer"
+
+
+def varied_responder(body: dict[str, Any]) -> str:
+    """Replies that vary as a model's do, each a pure function of the prompt (as at temperature 0):
+    an answer naming the prompt's crc32, and for a judge prompt a verdict drawn from it
+    (CORRECT 60%, WRONG 30%, ABSTAIN 10%) with an explanation naming it. A bench that answers
+    every prompt alike would credit memrun's per-text memos with reuse that real replies lack."""
+    text = prompt_text(body)
+    digest = zlib.crc32(text.encode())
+    if '"verdict"' in text:
+        verdict = "CORRECT" if digest % 10 < 6 else "WRONG" if digest % 10 < 9 else "ABSTAIN"
+        return json.dumps({"verdict": verdict, "explanation": f"the reply and the gold compared ({digest:08x})"})
+    return f"loopback answer {digest:08x}"
 
 
 def hashed_vector(text: str, dim: int) -> list[float]:
@@ -319,8 +333,13 @@ def main() -> None:
     parser = argparse.ArgumentParser(description="loopback OpenAI-compatible chat server")
     parser.add_argument("--latency", type=float, default=0.0, help="seconds per request")
     parser.add_argument("--port", type=int, default=0)
+    parser.add_argument("--replies", choices=["fixed", "varied"], default="fixed",
+                        help="fixed: default_responder; varied: varied_responder (per-prompt answers and verdicts)")
     args = parser.parse_args()
-    server = OpenAIServer(latency=args.latency, port=args.port).start()
+    server = OpenAIServer(latency=args.latency, port=args.port)
+    if args.replies == "varied":
+        server.responder = varied_responder
+    server.start()
     print(f"PORT {server.port}", flush=True)
     try:
         threading.Event().wait()
