@@ -54,8 +54,9 @@ _KEPT = ("{{", "${")
 
 def redact_userinfo(text: str) -> str:
     """``text`` with the user info of every URL in it masked, its queries kept (a reply's
-    URLs: :meth:`memrun.core.redaction.Redactor.reply`)."""
-    return _USERINFO.sub(f"{REDACTED}@", text)
+    URLs: :meth:`memrun.core.redaction.Redactor.reply`). A text without ``://`` (most
+    replies) has no URL user info, and is returned without running the pattern."""
+    return _USERINFO.sub(f"{REDACTED}@", text) if "://" in text else text
 
 
 def has_userinfo(text: str) -> bool:

@@ -88,6 +88,13 @@ class ChatRequest:
         return hashlib.sha256(b"".join(parts)).digest()  # one update: ~5 us less a message than one a part
 
     @cached_property
+    def body(self) -> bytes:
+        """The JSON body that asks this request (:func:`request_body`), encoded once: a reader's
+        request is sent for every repeat of its item, and a judge's request serves each repeat
+        whose answer is the same."""
+        return request_body(self)
+
+    @cached_property
     def call_keys(self) -> dict[tuple[str, int], str]:
         """The keys :func:`memrun.llm.cache.call_key` computed for this request, by (endpoint
         URL, repeat): a call's key is looked up when its reply is read ahead, when the judge's
@@ -187,7 +194,7 @@ class ChatClient:
         retrier: Retrier | None = None  # made at the first failed attempt: most calls never need one
         aiohttp = self._aiohttp
         session = self._open()
-        body = request_body(request)
+        body = request.body
         while True:
             t0 = time.perf_counter()
             try:
@@ -302,24 +309,20 @@ def parse_completion(raw: bytes, latency_ms: float) -> ChatResult:
         except (ValueError, UnicodeDecodeError) as exc:
             preview = raw[:80].decode("utf-8", "replace")
             raise CallError("malformed", f"unreadable reply: not JSON ({exc}): {preview!r}") from None
-    choices = reply.get("choices") if isinstance(reply, dict) else None
-    if not isinstance(choices, list) or not choices or not isinstance(choices[0], dict):
+    choices = reply.get("choices") if type(reply) is dict else None
+    choice = choices[0] if type(choices) is list and choices else None
+    if type(choice) is not dict:
         raise CallError("malformed", "unreadable reply: no choices")
-    message = choices[0].get("message")
-    text = message.get("content") if isinstance(message, dict) else None
-    if not isinstance(text, str):
+    message = choice.get("message")
+    text = message.get("content") if type(message) is dict else None
+    if type(text) is not str:
         raise CallError("malformed", "unreadable reply: choices[0].message.content is not text")
-    usage = reply.get("usage") if isinstance(reply.get("usage"), dict) else {}
-
-    def tokens(name: str) -> int | None:
-        value = usage.get(name)
-        return value if isinstance(value, int) and not isinstance(value, bool) else None
-
-    return ChatResult(
-        text=text,
-        prompt_tokens=tokens("prompt_tokens"),
-        completion_tokens=tokens("completion_tokens"),
-        latency_ms=latency_ms,
-        finish_reason=choices[0].get("finish_reason"),
-        model=reply["model"] if isinstance(reply.get("model"), str) else None,
-    )
+    usage = reply.get("usage")
+    prompt_tokens = completion_tokens = None
+    if type(usage) is dict:  # a count that is not an integer (a string, a bool, a float) is None
+        prompt_tokens, completion_tokens = usage.get("prompt_tokens"), usage.get("completion_tokens")
+        prompt_tokens = prompt_tokens if type(prompt_tokens) is int else None
+        completion_tokens = completion_tokens if type(completion_tokens) is int else None
+    model = reply.get("model")
+    return ChatResult(text, prompt_tokens, completion_tokens, latency_ms, choice.get("finish_reason"),
+                      model if type(model) is str else None)

@@ -25,6 +25,7 @@ from __future__ import annotations
 
 import asyncio
 import dataclasses
+from collections import deque
 from collections.abc import Iterable
 from concurrent.futures import Future
 from dataclasses import dataclass
@@ -68,6 +69,44 @@ def _retries(client: ChatClient) -> int:
     return client.rate_limit_waits + client.server_error_retries + client.transport_retries
 
 
+class _Slots:
+    """``n`` slots, handed out first come, first served: what ``asyncio.Semaphore`` does, with
+    the free case in the caller's own code (:meth:`LLMService._send`: ``if slots.free:``).
+    ``async with`` a Semaphore ran five Python-level calls (``__aenter__``, ``acquire``,
+    ``locked`` and its generator, ``release``) for every call, though a run's calls rarely wait
+    (its answer stage admits no more item x repeats than there are slots).
+
+    A released slot goes straight to the first waiter, so ``free > 0`` means nobody waits.
+    """
+
+    def __init__(self, n: int) -> None:
+        self.free = n
+        self._waiters: deque[asyncio.Future[None]] = deque()
+
+    async def wait(self) -> None:
+        """Wait until a slot is handed over (call when :attr:`free` is 0). A waiter cancelled
+        after it was handed one passes it on."""
+        waiter: asyncio.Future[None] = asyncio.get_running_loop().create_future()
+        self._waiters.append(waiter)
+        try:
+            await waiter
+        except BaseException:
+            if waiter.done() and not waiter.cancelled():
+                self.release()
+            elif waiter in self._waiters:
+                self._waiters.remove(waiter)
+            raise
+
+    def release(self) -> None:
+        """Give a slot back: to the first waiter still waiting, else to :attr:`free`."""
+        while self._waiters:
+            waiter = self._waiters.popleft()
+            if not waiter.done():
+                waiter.set_result(None)
+                return
+        self.free += 1
+
+
 @dataclass(frozen=True)
 class CallOutcome:
     """A reply and whether it came from the cache."""
@@ -103,7 +142,7 @@ class LLMService:
         self.stats = CallStats()
         self.redactor = Redactor()
         self._clients: dict[Endpoint, ChatClient] = {}
-        self._slots: asyncio.Semaphore | None = None
+        self._slots = _Slots(concurrency)
         self._lookups: list[tuple[str, asyncio.Future[ChatResult | None]]] = []
         self._prefetched: dict[str, ChatResult] = {}
         self._missed: set[str] = set()  # keys prefetch() looked up and did not find (not looked up again)
@@ -210,9 +249,12 @@ class LLMService:
 
     async def _send(self, endpoint: Endpoint, request: ChatRequest, key: str) -> ChatResult:
         """Make the call under a concurrency slot and the budget; count, redact and cache it."""
-        if self._slots is None:
-            self._slots = asyncio.Semaphore(self.concurrency)
-        async with self._slots:
+        slots = self._slots
+        if slots.free:
+            slots.free -= 1
+        else:
+            await slots.wait()
+        try:
             if not self.budget_left:
                 raise BudgetExhausted(f"max_tokens_total={self.max_tokens_total} reached")
             client = self._clients.get(endpoint) or await self._client(endpoint)
@@ -230,6 +272,8 @@ class LLMService:
                     self.stats.rate_limit_waits = sum(c.rate_limit_waits for c in self._clients.values())
                     self.stats.server_error_retries = sum(c.server_error_retries for c in self._clients.values())
                     self.stats.transport_retries = sum(c.transport_retries for c in self._clients.values())
+        finally:
+            slots.release()
         self.stats.prompt_tokens += result.prompt_tokens or 0
         self.stats.completion_tokens += result.completion_tokens or 0
         clean = self.redactor.reply(result.text)

@@ -115,6 +115,42 @@ def test_concurrency_is_bounded(openai_server):
     assert times[2] - times[0] < 0.4 and times[3] - times[0] >= 0.45 and times[6] - times[0] >= 0.9
 
 
+def test_slots_go_first_come_first_served_and_a_cancelled_waiter_loses_none():
+    from memrun.llm.service import _Slots
+
+    async def go() -> list[str]:
+        slots, order = _Slots(1), []
+        slots.free -= 1  # taken
+
+        async def waiter(name: str) -> None:  # as LLMService._send takes a slot
+            if slots.free:
+                slots.free -= 1
+            else:
+                await slots.wait()
+            order.append(name)
+            slots.release()
+
+        tasks = [asyncio.create_task(waiter(n)) for n in "abc"]
+        await asyncio.sleep(0)
+        tasks[1].cancel()  # b gives up while waiting
+        slots.release()
+        await asyncio.gather(tasks[0], tasks[2])
+        handed = asyncio.create_task(waiter("d"))
+        await handed  # the slot was free: d takes it at once
+        assert slots.free == 1 and not slots._waiters and tasks[1].cancelled()
+        # a waiter handed the slot but cancelled before it ran passes the slot on
+        slots.free -= 1
+        e, f = asyncio.create_task(waiter("e")), asyncio.create_task(waiter("f"))
+        await asyncio.sleep(0)
+        slots.release()  # handed to e ...
+        e.cancel()  # ... which is cancelled before it resumes
+        await asyncio.wait_for(f, 5)  # a slot lost with e would leave f waiting
+        assert e.cancelled() and slots.free == 1
+        return order
+
+    assert asyncio.run(go()) == ["a", "c", "d", "f"]
+
+
 def test_token_budget_stops_new_calls(openai_server):
     openai_server.usage = (40, 10)
     endpoint = Endpoint(openai_server.base_url, "sk-test")
