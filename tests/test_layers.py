@@ -33,9 +33,9 @@ LAYERS: list[tuple[str, tuple[str, ...]]] = [
 # The only modules that see Hydra's config object (docs/architecture.md, "The run specification"):
 # the command line, the launch of one job, the config package and plugin construction.
 OMEGACONF_IMPORTERS = ("memrun.cli", "memrun.commands.show_config", "memrun.jobs.launch", "memrun.config", "memrun.core.plugins")
-# memrun.core.redaction writes plain trees as OmegaConf does (yaml_text: its YAML dumper, loaded
-# lazily); it never sees the config object.
-OMEGACONF_DUMPER = ("memrun.core.redaction",)
+# memrun.core.yaml_text writes plain trees as OmegaConf does (its YAML dumper, loaded lazily);
+# it never sees the config object.
+OMEGACONF_DUMPER = ("memrun.core.yaml_text",)
 
 
 def _modules() -> dict[str, Path]:

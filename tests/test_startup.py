@@ -111,7 +111,8 @@ def test_an_http_arms_run_reaches_its_first_request_without_numpy_or_pyarrow():
 # What `memrun --help` and `memrun --cfg job` load of memrun: the command line, the config
 # schemas Hydra registers (and their decorator), the libyaml parse of conf/ (memrun.config.conf_yaml), each
 # interpolation parsed once (memrun.config.interpolations), the redaction its logging filter and the printed config use (with
-# its rule for URLs, memrun.core.url_secrets: re and urllib.parse only), and
+# its rule for URLs, memrun.core.url_secrets: re and urllib.parse only), the config's YAML
+# (memrun.core.yaml_text), and
 # the launch module Hydra's app names; a job's own modules (http_policy: asyncio and ssl;
 # the run flow; pyarrow, numpy, rich) load when a job runs.
 STARTUP_MODULES = {
@@ -119,7 +120,8 @@ STARTUP_MODULES = {
     "memrun.config.arms", "memrun.config.benchmarks", "memrun.config.conf_yaml", "memrun.config.interpolations",
     "memrun.config.llm", "memrun.config.schema",
     "memrun.core", "memrun.core.masking",
-    "memrun.core.paths", "memrun.core.redaction", "memrun.core.signals", "memrun.core.url_secrets", "memrun.errors", "memrun.jobs",
+    "memrun.core.paths", "memrun.core.redaction", "memrun.core.signals", "memrun.core.url_secrets",
+    "memrun.core.yaml_text", "memrun.errors", "memrun.jobs",
     "memrun.jobs.launch", "memrun.lazy", "memrun.metrics", "memrun.metrics.retrieval",
 }
 

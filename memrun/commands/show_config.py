@@ -23,11 +23,12 @@ if TYPE_CHECKING:
     from hydra._internal import utils as hydra_utils
 
     from memrun.config import embedder_use
-    from memrun.core import redaction
+    from memrun.core import redaction, yaml_text
 else:
     hydra_utils = lazy("hydra._internal.utils")
     embedder_use = lazy("memrun.config.embedder_use")  # only for a config that holds an embedder: ast, no arm imported
     redaction = lazy("memrun.core.redaction")
+    yaml_text = lazy("memrun.core.yaml_text")
 # libyaml's loader where PyYAML has it: the safe loader's values, ~5x faster on a whole config.
 _SAFE_LOADER = getattr(yaml, "CSafeLoader", yaml.SafeLoader)
 
@@ -87,7 +88,7 @@ def redact_printed_config(text: str, package: str | None = None) -> str:
         tree = tree[key]
     if scalar:
         return f"{tree}\n"
-    text = redaction.yaml_text(tree)
+    text = yaml_text.yaml_text(tree)
     return (f"{first}\n" if header else "") + text
 
 

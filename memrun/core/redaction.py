@@ -47,18 +47,14 @@ from memrun.lazy import lazy
 if TYPE_CHECKING:
     import fcntl
 
-    import yaml
     from hydra import types as hydra_types
     from hydra.core import hydra_config
     from hydra.core.override_parser import overrides_parser as hydra_overrides
-    from omegaconf import _utils as omegaconf_utils
 else:
     fcntl = lazy("fcntl")  # POSIX only: loaded where a file is redacted in place, as before the import move
     hydra_config = lazy("hydra.core.hydra_config")
     hydra_types = lazy("hydra.types")
     hydra_overrides = lazy("hydra.core.override_parser.overrides_parser")
-    omegaconf_utils = lazy("omegaconf._utils")
-    yaml = lazy("yaml")
 
 MIN_LENGTH = 8
 """Secrets shorter than this are not searched for in free text (too likely to occur by chance)."""
@@ -427,12 +423,3 @@ def check_no_secrets(container: dict[str, Any]) -> dict[str, Any]:
     error = LiteralSecretError(message, [value for _, value in found] + list(config_secrets(container)))
     scrub_hydra_job(error)
     raise error
-
-
-def yaml_text(tree: Any) -> str:
-    """``tree`` (plain dicts, lists and scalars, enums as their names) as ``OmegaConf.to_yaml``
-    writes a config that holds it (OmegaConf's dumper and settings), without building that
-    config first: the saved ``.hydra/`` files and ``--cfg``'s reprint."""
-    text: str = yaml.dump(tree, default_flow_style=False, allow_unicode=True, sort_keys=False,
-                          Dumper=omegaconf_utils.get_omega_conf_dumper())
-    return text

@@ -49,7 +49,7 @@ if TYPE_CHECKING:
     from memrun.config import build_spec, strict
     from memrun.config import compose as config_compose
     from memrun.config import errors as config_errors
-    from memrun.core import http_policy, instrument, provenance, redaction, run_warnings
+    from memrun.core import http_policy, instrument, provenance, redaction, run_warnings, yaml_text
     from memrun.core import status as run_status
     from memrun.io import live, reader, writer
     from memrun.jobs import past_runs
@@ -60,6 +60,7 @@ else:
     http_policy = lazy("memrun.core.http_policy")  # asyncio and ssl: a job's, not `memrun --help`'s
     provenance = lazy("memrun.core.provenance")
     redaction = lazy("memrun.core.redaction")
+    yaml_text = lazy("memrun.core.yaml_text")  # the saved .hydra/ files
     live = lazy("memrun.io.live")
     run_warnings = lazy("memrun.core.run_warnings")
     run_status = lazy("memrun.core.status")  # a job's: `memrun --help` needs no status
@@ -271,7 +272,7 @@ def _save_hydra_files(out_dir: Path, cfg: Any, hydra_cfg: Any, container: dict[s
     folder.mkdir(parents=True, exist_ok=True)
     job = redaction.redact_config(config_compose.resolved(cfg, resolve=False, enum_to_str=True))
     for name, node in (("config.yaml", job), ("hydra.yaml", {"hydra": hydra}), ("overrides.yaml", hydra["overrides"]["task"])):
-        (folder / name).write_text(redactor.text(redaction.yaml_text(node)))  # as OmegaConf.to_yaml writes it
+        (folder / name).write_text(redactor.text(yaml_text.yaml_text(node)))  # as OmegaConf.to_yaml writes it
 
 
 def _rows_kept(out_dir: Path) -> int:
