@@ -54,7 +54,8 @@ def start_eagerly(coro: Coroutine[Any, Any, None]) -> asyncio.Task[None] | None:
         first = coro.send(None)
     except StopIteration:
         return None
-    return asyncio.ensure_future(_resumed(coro, first))
+    # what asyncio.ensure_future does with a coroutine, without its checks (~1 us a task)
+    return asyncio.get_running_loop().create_task(_resumed(coro, first))
 
 
 async def _resumed(coro: Coroutine[Any, Any, None], first: Any) -> None:
