@@ -217,9 +217,9 @@ def finish(spec: RunSpec, loaded: Loaded, parts: Parts, rows: list[dict[str, Any
 
 
 def metrics(rows: list[dict[str, Any]], instrument: Instrument, max_error_share: float,
-            headline: str | None = None, caveats: dict[str, Any] | None = None) -> dict[str, Any]:
+            caveats: dict[str, Any], headline: str | None = None) -> dict[str, Any]:
     """The run's metrics from its rows (:func:`memrun.metrics.run_level.summarize_rows`;
-    ``caveats``: the rows' counts :func:`finish` returned, else counted there)."""
+    ``caveats``: the rows' counts :func:`finish` returned)."""
     return run_level.summarize_rows(
         rows, axis=str(instrument.axis), ks=instrument.ks, categories=instrument.categories,
         comparable_categories=instrument.comparable_categories, task_averaged=instrument.task_averaged,
@@ -230,14 +230,14 @@ def metrics(rows: list[dict[str, Any]], instrument: Instrument, max_error_share:
 
 def summarize(spec: RunSpec, loaded: Loaded, setup: AccuracySetup | None, rows: list[dict[str, Any]],
               instrument: Instrument, checks: HitChecks, *, stopped: str | None, coverage: dict[str, Any] | None,
-              seconds: float, sha256: str | None, warnings: list[str],
-              caveats: dict[str, Any] | None = None) -> dict[str, Any]:
+              seconds: float, warnings: list[str], caveats: dict[str, Any]) -> dict[str, Any]:
     """``summary.json``: the metrics (on the accuracy axis with the calls, repeats and, for an
     arm that answers itself, its coverage; a partial headline says so) and the run's facts.
-    ``seconds``: the pipeline's wall time; ``sha256``: of ``items.parquet`` (the reader checks it);
-    ``caveats``: the rows' counts :func:`finish` returned (None: counted here)."""
+    ``seconds``: the pipeline's wall time; ``caveats``: the rows' counts :func:`finish` returned.
+    The sha256 of ``items.parquet`` (the reader checks it) has its key, None: the caller fills it
+    once the file is written, which goes on while this runs."""
     if setup:
-        summary = metrics(rows, instrument, spec.max_error_share, setup.headline, caveats)
+        summary = metrics(rows, instrument, spec.max_error_share, caveats, setup.headline)
         if coverage is not None:
             summary["coverage"] = coverage
             summary["headline"]["partial"] = coverage["partial"]
@@ -246,11 +246,11 @@ def summarize(spec: RunSpec, loaded: Loaded, setup: AccuracySetup | None, rows: 
             stopped=stopped, instrument={k: getattr(instrument, k) for k in setup.instrument},
         )
     else:
-        summary = metrics(rows, instrument, spec.max_error_share, caveats=caveats)
+        summary = metrics(rows, instrument, spec.max_error_share, caveats)
     summary.update(
         run_id=instrument.run_id, status=instrument.status, error=instrument.error, benchmark=spec.benchmark,
         arm=spec.arm, axis=spec.axis, slice=instrument.slice, corrections_sha256=instrument.corrections_sha256,
         load_counts=loaded.dataset.counts, pipeline_seconds=seconds, arm_checks=dict(checks.counts),
-        warnings=list(warnings), **{SHA256_KEY: sha256},
+        warnings=list(warnings), **{SHA256_KEY: None},
     )
     return summary

@@ -175,12 +175,12 @@ def run(cfg: Any, out_dir: Path, console: Console | None, config_folder: Path | 
                     gc.disable()
                     summary = outer_stages.summarize(spec, loaded, parts.setup, sink.rows, instrument, sink.checks,
                                                      stopped=stopped, coverage=coverage,
-                                                     seconds=time.perf_counter() - t_start, sha256=None,
+                                                     seconds=time.perf_counter() - t_start,
                                                      warnings=warnings.lines, caveats=caveats)
                 finally:
                     gc.enable()
                     writer.close()  # started above, or here when something before it raised
-                summary[SHA256_KEY] = writer.sha256  # its place in the summary kept
+                summary[SHA256_KEY] = writer.sha256  # the key summarize placed
                 (out_dir / SUMMARY_FILE).write_text(json.dumps(summary, indent=2) + "\n")
         finally:
             gc.unfreeze()
