@@ -44,6 +44,7 @@ ROOT = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(ROOT))
 sys.path.insert(0, str(ROOT / "bench"))
 from _pairs import alternate, run_child  # noqa: E402
+from memrun.stats.calibrated import SIMULATE_UP_TO  # noqa: E402
 
 TARGET_S = 5.0
 TARGET_MIB = 1024.0
@@ -165,7 +166,7 @@ def main() -> None:
         check = o.get("design_check") or {}
         if check:
             how = (f"{check['replications']:,} replications a scenario" if check["replications"]
-                   else "Edgeworth expansion above 200 clusters, no simulation")
+                   else f"Edgeworth expansion above {SIMULATE_UP_TO} clusters, no simulation")
             print(f"design check: {how}, nominal rate {100 * check['nominal_rate']:.1f}%")
         if default is not None:
             d_s, f_s = default.median("a"), default.median("b")
