@@ -2,6 +2,8 @@
 
 Each SRC and DEST is a cache folder (``cache_dir`` of the call cache, ``arm.cache_dir``
 of the embedding cache); entries are inserted or ignored by key (:mod:`memrun.core.cache_files`).
+A SRC whose run was killed (a shard past its time limit) first has the replies its side
+file kept written into its ``calls.sqlite`` (:mod:`memrun.llm.cache`), so they are merged too.
 """
 
 from __future__ import annotations
@@ -16,8 +18,10 @@ from memrun.lazy import lazy
 
 if TYPE_CHECKING:
     from memrun.core import cache_files as memrun_cache_files
+    from memrun.llm import cache as llm_cache
 else:
     memrun_cache_files = lazy("memrun.core.cache_files")
+    llm_cache = lazy("memrun.llm.cache")
 
 
 def main(argv: Sequence[str]) -> int:
@@ -33,6 +37,9 @@ def main(argv: Sequence[str]) -> int:
     missing = [str(s) for s in sources if not s.is_dir()]
     if missing:
         raise MemrunError(f"no such cache folder: {', '.join(missing)}")
+    for source in sources:
+        if any(source.glob(llm_cache.SIDE_GLOB)):  # a killed run's replies: opening the cache replays them
+            llm_cache.CallCache(source).close()
     for name, (added, read) in memrun_cache_files.merge_caches(sources, dest).items():
         print(f"{dest / name}: {added} new of {read} entries read from {len(sources)} folder(s)")
     return 0

@@ -277,11 +277,16 @@ def test_a_rerun_reads_every_reply_ahead_in_one_query_per_group_and_endpoint(llm
 
 
 def _rows_on_disk(folder) -> int:
-    """Replies another connection sees in the cache file (what survives this process)."""
+    """Replies on disk, in the cache file or a side file (what survives a kill of this process)."""
     import sqlite3
 
+    from memrun.llm.cache import SIDE_GLOB, _read_side
+
     with sqlite3.connect(folder / "calls.sqlite") as db:
-        return int(db.execute("SELECT COUNT(*) FROM replies").fetchone()[0])
+        keys = {key for (key,) in db.execute("SELECT key FROM replies")}
+    for side in folder.glob(SIDE_GLOB):
+        keys |= set(_read_side(side.read_bytes()))
+    return len(keys)
 
 
 def test_held_replies_are_read_at_once_and_written_in_one_commit(tmp_path):

@@ -60,6 +60,16 @@ def test_cache_merge_inserts_or_ignores_by_key(tmp_path, capsys):
     merged.close()
 
 
+def test_cache_merge_takes_the_replies_a_killed_shard_left_in_its_side_file(tmp_path, capsys):
+    node, dest = tmp_path / "node", tmp_path / "dest"
+    CallCache(node).close()
+    (node / "calls.sqlite-4242-dead.log").write_text('["k9", "kept by the kill", 1, 2, 3.0, "stop", 10.0, "m"]\n')
+    assert main(["cache", "merge", str(node), str(dest)]) == 0
+    assert "calls.sqlite: 1 new of 1 entries read" in capsys.readouterr().out
+    with CallCache(dest) as cache:
+        assert cache.get("k9") == ChatResult("kept by the kill", 1, 2, 3.0, "stop", "m")
+
+
 def test_cache_merge_refuses_what_is_not_a_cache(tmp_path, capsys):
     (tmp_path / "empty").mkdir()
     assert main(["cache", "merge", str(tmp_path / "empty"), str(tmp_path / "dest")]) == 2
