@@ -203,13 +203,12 @@ SCHEMAS: tuple[tuple[str | None, str, type], ...] = (
 class _Schema:
     """A schema dataclass as ConfigStore holds it, built into a config when a compose loads it.
 
-    ``ConfigStore.store`` builds ``OmegaConf.structured`` of its node at once, every compose
-    deep-copies the whole store (its config repository holds the store and is copied), and
+    ``ConfigStore.store`` builds ``OmegaConf.structured`` of its node at once, and
     ``ConfigStore.load`` hands the compose a deep copy of the node it asks for: memrun's 24
     schemas were built and copied in full before every run, ``--help`` and ``--cfg``. Here
-    the stored node (:class:`_SchemaNode`) is shared by a copy of the store, and this
-    node's deep copy *is* the build, so a compose builds only the schemas its config names
-    (the root's and one per chosen group option) and gets the config a stored one would give.
+    this node's deep copy *is* the build, so a compose builds only the schemas its config
+    names (the root's and one per chosen group option) and gets the config a stored one
+    would give. (A copy of the store shares its nodes: :class:`_SharedNodes`.)
     """
 
     def __init__(self, schema: type) -> None:
@@ -219,20 +218,35 @@ class _Schema:
         return OmegaConf.structured(self.schema)
 
 
-class _SchemaNode(ConfigNode):
-    """A stored schema's ConfigNode, shared (not copied) when the store is deep-copied:
-    ``ConfigStore.load`` copies it shallowly and deep-copies its ``node`` (a :class:`_Schema`)."""
+class _SharedNodes(dict[str, Any]):  # ConfigStore.repo: folders (dicts) of ConfigNodes
+    """ConfigStore's repository whose deep copy copies the folders and shares the stored nodes.
 
-    def __deepcopy__(self, memo: dict[int, Any]) -> _SchemaNode:
-        return self
+    Every compose deep-copies its config repository, which holds the store (Hydra's
+    ``CachingConfigRepository``): Hydra's own configs and the launchers' (``hydra/config``,
+    Ray's, submitit's, joblib's) were copied in full each time, ~8 ms of a run's compose and
+    of ``--cfg job``'s. A stored node is only read: ``ConfigStore.load`` copies it
+    shallowly and deep-copies its ``node`` before handing it out, so a copy of the store
+    can share them. Nodes stored later (a plugin's, a user's) land in this same dict.
+    """
+
+    def __deepcopy__(self, memo: dict[int, Any]) -> _SharedNodes:
+        return _SharedNodes(_folders(self))
+
+
+def _folders(folder: dict[str, Any]) -> dict[str, Any]:
+    """``folder``'s tree of dicts copied, its other values (the stored ConfigNodes) shared."""
+    return {key: _folders(value) if isinstance(value, dict) else value for key, value in folder.items()}
 
 
 def _store_lazily(group: str | None, name: str, schema: type) -> None:
     """What ``ConfigStore.instance().store(name=name, node=schema, group=group)`` stores, with
-    the node built at its first load (:class:`_Schema`)."""
-    folder = ConfigStore.instance().repo
+    the node built at its first load (:class:`_Schema`), in a store whose copies share their
+    nodes (:class:`_SharedNodes`)."""
+    store = ConfigStore.instance()
+    if type(store.repo) is not _SharedNodes:
+        store.repo = _SharedNodes(store.repo)
+    folder = store.repo
     for part in group.split("/") if group else ():
         folder = folder.setdefault(part, {})
     node: Any = _Schema(schema)  # what ConfigStore.load deep-copies: the built DictConfig
-    folder[f"{name}.yaml"] = _SchemaNode(name=f"{name}.yaml", node=node, group=group, package=None,
-                                        provider=None)
+    folder[f"{name}.yaml"] = ConfigNode(name=f"{name}.yaml", node=node, group=group, package=None, provider=None)

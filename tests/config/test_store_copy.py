@@ -1,0 +1,51 @@
+"""memrun.config's ConfigStore: a copy of the store (every compose makes one) shares the stored
+nodes instead of copying them, and what a copy loads is still a config of its own."""
+
+from __future__ import annotations
+
+import copy
+
+from hydra.core.config_store import ConfigStore
+from omegaconf import OmegaConf
+
+from memrun import config
+from memrun.config.compose import compose
+
+
+def _leaves(folder: dict) -> dict:
+    out = {}
+    for key, value in folder.items():
+        if isinstance(value, dict):
+            out.update({f"{key}/{k}": v for k, v in _leaves(value).items()})
+        else:
+            out[key] = value
+    return out
+
+
+def test_a_copy_of_the_store_shares_every_node_hydras_included() -> None:
+    config.register()
+    store = ConfigStore.instance()
+    store.store(name="late_plugin_node", node={"a": 1}, group="memrun_test_group")  # stored after memrun's register
+    try:
+        copied = copy.deepcopy(store)
+        mine, theirs = _leaves(store.repo), _leaves(copied.repo)
+        assert mine.keys() == theirs.keys()
+        assert "hydra/config.yaml" in mine and "memrun_test_group/late_plugin_node.yaml" in mine
+        assert all(theirs[key] is node for key, node in mine.items())
+        assert copied.repo["memrun_test_group"] is not store.repo["memrun_test_group"]  # the folders are copied
+    finally:
+        del store.repo["memrun_test_group"]
+
+
+def test_what_a_copy_loads_is_a_config_of_its_own() -> None:
+    config.register()
+    copied = copy.deepcopy(ConfigStore.instance())
+    first, second = copied.load("hydra/config.yaml").node, ConfigStore.instance().load("hydra/config.yaml").node
+    first.job.name = "changed here only"
+    assert OmegaConf.is_missing(second.job, "name")  # as stored: Hydra fills it per run
+    assert OmegaConf.is_config(copied.load("schema/arm/bm25.yaml").node)  # a schema is built when loaded
+
+
+def test_composes_the_same_config_twice() -> None:
+    overrides = ["benchmark=locomo", "axis=accuracy", "judge=gpt41"]
+    assert OmegaConf.to_yaml(compose(overrides)) == OmegaConf.to_yaml(compose(overrides))
