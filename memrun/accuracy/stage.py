@@ -36,6 +36,7 @@ from typing import Any
 
 from memrun.accuracy.setup import AccuracySetup
 from memrun.core.background import start_eagerly
+from memrun.core.slots import Slots
 from memrun.errors import ItemFailed, MemrunError
 from memrun.judges import Case, is_abstention, judge_hooks
 from memrun.judges.lexical import lexical_scores
@@ -110,7 +111,7 @@ class AnswerStage:
         self.stale_check = setup.stale_check
         self.stopped: str | None = None
         self.fatal: MemrunError | None = None  # an error that stops the run (a refused key): raised by run()
-        self._slots = asyncio.Semaphore(setup.llm.concurrency)
+        self._slots = Slots(setup.llm.concurrency)  # item x repeats in progress
         self._waiting = 0  # item x repeats created but not yet holding a slot
         self._room = asyncio.Event()  # set when _waiting drops below concurrency
 
@@ -195,8 +196,12 @@ class AnswerStage:
             llm.prefetch(endpoint, calls)
 
     async def _one(self, r: Retrieved, row: Row, records: Mapping[str, Record], prepared: Prepared | None) -> None:
+        slots = self._slots
         try:
-            await self._slots.acquire()
+            if slots.free:  # a row whose calls are cached takes its slot here and gives it back before any wait
+                slots.free -= 1
+            else:
+                await slots.wait()
         finally:
             self._waiting -= 1
             if self._waiting < self.setup.llm.concurrency:

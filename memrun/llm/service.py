@@ -25,7 +25,6 @@ from __future__ import annotations
 
 import asyncio
 import dataclasses
-from collections import deque
 from collections.abc import Iterable
 from concurrent.futures import Future
 from dataclasses import dataclass
@@ -34,6 +33,7 @@ from typing import TYPE_CHECKING
 from memrun.core.background import in_background
 from memrun.core.http_policy import HttpPolicy
 from memrun.core.redaction import Redactor
+from memrun.core.slots import Slots
 from memrun.errors import BudgetExhausted, CacheError
 from memrun.llm.cache import CallCache, call_key
 from memrun.llm.client import ChatClient, ChatRequest, ChatResult
@@ -67,44 +67,6 @@ class CallStats:
 def _retries(client: ChatClient) -> int:
     """Waits and retries ``client`` has made so far (429s, 408s and 5xx, transport errors)."""
     return client.rate_limit_waits + client.server_error_retries + client.transport_retries
-
-
-class _Slots:
-    """``n`` slots, handed out first come, first served: what ``asyncio.Semaphore`` does, with
-    the free case in the caller's own code (:meth:`LLMService._send`: ``if slots.free:``).
-    ``async with`` a Semaphore ran five Python-level calls (``__aenter__``, ``acquire``,
-    ``locked`` and its generator, ``release``) for every call, though a run's calls rarely wait
-    (its answer stage admits no more item x repeats than there are slots).
-
-    A released slot goes straight to the first waiter, so ``free > 0`` means nobody waits.
-    """
-
-    def __init__(self, n: int) -> None:
-        self.free = n
-        self._waiters: deque[asyncio.Future[None]] = deque()
-
-    async def wait(self) -> None:
-        """Wait until a slot is handed over (call when :attr:`free` is 0). A waiter cancelled
-        after it was handed one passes it on."""
-        waiter: asyncio.Future[None] = asyncio.get_running_loop().create_future()
-        self._waiters.append(waiter)
-        try:
-            await waiter
-        except BaseException:
-            if waiter.done() and not waiter.cancelled():
-                self.release()
-            elif waiter in self._waiters:
-                self._waiters.remove(waiter)
-            raise
-
-    def release(self) -> None:
-        """Give a slot back: to the first waiter still waiting, else to :attr:`free`."""
-        while self._waiters:
-            waiter = self._waiters.popleft()
-            if not waiter.done():
-                waiter.set_result(None)
-                return
-        self.free += 1
 
 
 @dataclass(frozen=True)
@@ -142,7 +104,7 @@ class LLMService:
         self.stats = CallStats()
         self.redactor = Redactor()
         self._clients: dict[Endpoint, ChatClient] = {}
-        self._slots = _Slots(concurrency)
+        self._slots = Slots(concurrency)
         self._lookups: list[tuple[str, asyncio.Future[ChatResult | None]]] = []
         self._prefetched: dict[str, ChatResult] = {}
         self._missed: set[str] = set()  # keys prefetch() looked up and did not find (not looked up again)

@@ -116,10 +116,10 @@ def test_concurrency_is_bounded(openai_server):
 
 
 def test_slots_go_first_come_first_served_and_a_cancelled_waiter_loses_none():
-    from memrun.llm.service import _Slots
+    from memrun.core.slots import Slots
 
     async def go() -> list[str]:
-        slots, order = _Slots(1), []
+        slots, order = Slots(1), []
         slots.free -= 1  # taken
 
         async def waiter(name: str) -> None:  # as LLMService._send takes a slot
