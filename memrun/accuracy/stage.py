@@ -112,6 +112,7 @@ class AnswerStage:
         self.stopped: str | None = None
         self.fatal: MemrunError | None = None  # an error that stops the run (a refused key): raised by run()
         self._slots = Slots(setup.llm.concurrency)  # item x repeats in progress
+        self._failure_stages: dict[str, str | None] = {}  # item_id -> its failure stage (_failure_stage)
         self._waiting = 0  # item x repeats created but not yet holding a slot
         self._room = asyncio.Event()  # set when _waiting drops below concurrency
 
@@ -307,11 +308,21 @@ class AnswerStage:
                 response=answer, superseded=item.extra.get(SUPERSEDED_KEY),
             )
         if verdict.label in (WRONG, ABSTAIN):
-            hits = r.hits or []
-            row["failure_stage"] = failure_stage(
-                recalled=None if row.get("rr") is None else row.get("first_gold_rank") is not None,
-                abstention=case.abstention,
-                gold=item.answer,
-                excerpts=[h.text for h in hits],
-                raw=[records[h.key].text for h in hits if h.key in records],
-            )
+            row["failure_stage"] = self._failure_stage(row, r, case, records)
+
+    def _failure_stage(self, row: Row, r: Retrieved, case: Case, records: Mapping[str, Record]) -> str | None:
+        """The failure stage of a missed answer to ``r`` (:func:`memrun.metrics.failure.failure_stage`):
+        a function of the item, its hits and their records only, so found once per item and
+        given to each of its repeats that missed (it folds every hit's text)."""
+        item_id = r.item.item_id
+        if item_id in self._failure_stages:
+            return self._failure_stages[item_id]
+        hits = r.hits or []
+        stage = self._failure_stages[item_id] = failure_stage(
+            recalled=None if row.get("rr") is None else row.get("first_gold_rank") is not None,
+            abstention=case.abstention,
+            gold=r.item.answer,
+            excerpts=[h.text for h in hits],
+            raw=[records[h.key].text for h in hits if h.key in records],
+        )
+        return stage
