@@ -38,6 +38,7 @@ commit writes sqlite, as before.
 from __future__ import annotations
 
 import contextlib
+import functools
 import hashlib
 import json
 import os
@@ -72,9 +73,15 @@ def call_key(base_url: str, request: ChatRequest, repeat: int) -> str:
     memo = request.call_keys
     key = memo.get((base_url, repeat))
     if key is None:
-        head = f"memrun-call-v{KEY_VERSION}\0{base_url}\0{int(repeat)}\0".encode()
-        key = memo[(base_url, repeat)] = hashlib.sha256(head + request.digest).hexdigest()
+        key = memo[(base_url, repeat)] = hashlib.sha256(_key_head(base_url, repeat) + request.digest).hexdigest()
     return key
+
+
+@functools.lru_cache(maxsize=1024)
+def _key_head(base_url: str, repeat: int) -> bytes:
+    """What :func:`call_key` hashes before the request's digest (the same for each call of
+    an endpoint and repeat index; ~0.7 us a key spelled each time)."""
+    return f"memrun-call-v{KEY_VERSION}\0{base_url}\0{int(repeat)}\0".encode()
 
 
 class CallCache:
