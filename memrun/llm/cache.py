@@ -160,8 +160,8 @@ class CallCache:
             chunk = unique[start:start + LOOKUP_CHUNK]
             marks = ",".join("?" * len(chunk))
             query = f"SELECT key, {REPLY_COLUMNS} FROM replies WHERE key IN ({marks})"
-            for key, *fields in self._db.execute(query, chunk):
-                found[key] = ChatResult(*fields)
+            for row in self._db.execute(query, chunk):
+                found[row[0]] = ChatResult(*row[1:])
         return found
 
     def put(self, key: str, result: ChatResult) -> None:

@@ -69,9 +69,9 @@ def _retries(client: ChatClient) -> int:
     return client.rate_limit_waits + client.server_error_retries + client.transport_retries
 
 
-@dataclass(frozen=True)
+@dataclass(slots=True)
 class CallOutcome:
-    """A reply and whether it came from the cache."""
+    """A reply and whether it came from the cache (not frozen, as :class:`ChatResult`: one per call)."""
 
     result: ChatResult
     cached: bool
