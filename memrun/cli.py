@@ -37,7 +37,6 @@ if TYPE_CHECKING:
 
     from memrun import config
     from memrun.commands import show_config
-    from memrun.config import conf_yaml, interpolations
     from memrun.config import errors as config_errors
     from memrun.core import http_policy, redaction
     from memrun.io import writer
@@ -52,8 +51,6 @@ else:
     omegaconf_errors = lazy("omegaconf.errors")
     config = lazy("memrun.config")
     config_errors = lazy("memrun.config.errors")
-    conf_yaml = lazy("memrun.config.conf_yaml")
-    interpolations = lazy("memrun.config.interpolations")
     launch = lazy("memrun.jobs.launch")
     sweep = lazy("memrun.jobs.sweep")
     show_config = lazy("memrun.commands.show_config")
@@ -227,8 +224,7 @@ def _run_hydra(args: list[str]) -> int:
     sys.argv = ["memrun", *args]
     restore_mode = _skip_mode_compose(args)
     restore_listing = _one_repository_for_help(args)
-    restore_yaml = conf_yaml.libyaml_for_conf(conf_dir())  # memrun's conf/ parsed by libyaml (memrun.config.conf_yaml)
-    restore_parses = interpolations.cached_parses()  # each ${...} string parsed once (memrun.config.interpolations)
+    restore_compose = config.faster_compose()  # libyaml for conf/, each ${...} parsed once (memrun.config)
     try:
         with show_config.redacted_config_print(args):  # --cfg prints the config as the run saves it: secrets redacted
             app()
@@ -272,8 +268,7 @@ def _run_hydra(args: list[str]) -> int:
         sys.argv = saved_argv
         restore_mode()
         restore_listing()
-        restore_yaml()
-        restore_parses()
+        restore_compose()
         restore_signals()
         gc.enable()
     return record.exit_code()  # a multirun's worst job's code, else the run's (memrun.core.status.RunStatus)

@@ -19,6 +19,7 @@ import) were most of the schema modules' import time in every ``memrun`` command
 from __future__ import annotations
 
 import re
+from collections.abc import Callable
 from dataclasses import field
 from enum import Enum
 from typing import Any, List, Optional
@@ -40,6 +41,8 @@ from memrun.config.arms import (
     OracleArmConfig,
 )
 from memrun.config.benchmarks import BeamConfig, JsonlConfig, LocomoConfig, LongMemEvalConfig, SyntheticConfig
+from memrun.config.conf_yaml import libyaml_for_conf
+from memrun.config.interpolations import cached_parses
 from memrun.config.llm import (
     ExactJudgeConfig,
     F1JudgeConfig,
@@ -50,6 +53,7 @@ from memrun.config.llm import (
     SubstringJudgeConfig,
 )
 from memrun.config.schema import schema
+from memrun.core.paths import conf_dir
 from memrun.errors import ConfigError
 from memrun.metrics.retrieval import DEFAULT_KS
 
@@ -169,6 +173,21 @@ def register() -> None:
         OmegaConf.register_new_resolver("memrun_top_k", lambda *, _root_: default_top_k(_root_))
     for group, name, cls in SCHEMAS:
         _store_lazily(group, name, cls)
+
+
+def faster_compose() -> Callable[[], None]:
+    """Until the returned undo is called, Hydra composes memrun's config with the same result,
+    faster: the files under ``conf/`` parsed by libyaml (:mod:`memrun.config.conf_yaml`) and
+    each ``${...}`` string parsed once (:mod:`memrun.config.interpolations`). A run's compose
+    (the command line) and an in-process one (:func:`memrun.config.compose.compose`) both use it;
+    inside another such call nothing more is patched."""
+    undo_yaml, undo_parses = libyaml_for_conf(conf_dir()), cached_parses()
+
+    def undo() -> None:
+        undo_yaml()
+        undo_parses()
+
+    return undo
 
 
 # Every schema ConfigStore holds: (group, name, dataclass); the root's group is None.

@@ -5,10 +5,8 @@ from __future__ import annotations
 
 from typing import TYPE_CHECKING, Any, cast
 
-from memrun.config import register
-from memrun.config.conf_yaml import libyaml_for_conf
+from memrun.config import faster_compose, register
 from memrun.config.errors import explain_config_error
-from memrun.config.interpolations import cached_parses
 from memrun.config.strict import check_boolean_overrides
 from memrun.core.paths import conf_dir
 from memrun.core.redaction import redact_config
@@ -53,7 +51,7 @@ def compose(overrides: list[str]) -> Any:
     """memrun's config (an OmegaConf ``DictConfig``) composed with ``overrides``, with no
     run folder. Raises ConfigError in one line (:func:`memrun.config.errors.explain_config_error`)."""
     register()
-    undo, undo_parses = libyaml_for_conf(conf_dir()), cached_parses()
+    undo = faster_compose()
     try:
         with hydra.initialize_config_dir(str(conf_dir()), version_base=None):
             cfg = hydra.compose("config", overrides=overrides)
@@ -61,6 +59,5 @@ def compose(overrides: list[str]) -> Any:
         raise ConfigError(explain_config_error(exc)) from exc
     finally:
         undo()
-        undo_parses()
     check_boolean_overrides(cfg, overrides)
     return cfg

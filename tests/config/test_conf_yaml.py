@@ -50,7 +50,7 @@ def test_a_compose_parses_memruns_files_with_libyaml_and_gets_the_same_config(fa
     overrides = ["benchmark=locomo", "arm=http", "arm.base_url=http://127.0.0.1:9", "axis=accuracy", "judge=gpt41"]
     fast = OmegaConf.to_yaml(compose(overrides))
     assert len(fast_loads) >= 6 and all(name.startswith(str(CONF)) for name in fast_loads)
-    monkeypatch.setattr("memrun.config.compose.libyaml_for_conf", lambda folder: lambda: None)
+    monkeypatch.setattr("memrun.config.libyaml_for_conf", lambda folder: lambda: None)
     assert OmegaConf.to_yaml(compose(overrides)) == fast
 
 
