@@ -1,5 +1,6 @@
-"""memrun.config's ConfigStore: a copy of the store (every compose makes one) shares the stored
-nodes instead of copying them, and what a copy loads is still a config of its own."""
+"""What makes memrun's compose cheaper gives the same config: a copy of the ConfigStore (every
+compose makes one) shares the stored nodes, yet what a copy loads is a config of its own; Hydra's
+version strings are parsed once while memrun composes (memrun.config.faster_compose)."""
 
 from __future__ import annotations
 
@@ -49,3 +50,20 @@ def test_what_a_copy_loads_is_a_config_of_its_own() -> None:
 def test_composes_the_same_config_twice() -> None:
     overrides = ["benchmark=locomo", "axis=accuracy", "judge=gpt41"]
     assert OmegaConf.to_yaml(compose(overrides)) == OmegaConf.to_yaml(compose(overrides))
+
+
+def test_faster_compose_parses_each_hydra_version_string_once_and_undoes_it(monkeypatch) -> None:
+    from hydra import version as hydra_version
+
+    calls = []
+    original = hydra_version._get_version
+    monkeypatch.setattr(hydra_version, "_get_version", lambda ver: calls.append(ver) or original(ver))
+    undo = config.faster_compose()
+    try:
+        expected = hydra_version.base_at_least("1.2")
+        assert [hydra_version.base_at_least("1.2") for _ in range(50)] == [expected] * 50
+        compose(["benchmark=locomo"])
+        assert sorted(calls) == sorted(set(calls))  # each string parsed once
+    finally:
+        undo()
+    assert hydra_version._get_version is not original and not getattr(hydra_version._get_version, "memrun_cached", False)
