@@ -38,6 +38,7 @@ from memrun.core.redaction import Redactor
 from memrun.core.url_join import join_url
 from memrun.errors import AuthError, CallError, EndpointUnreachable
 from memrun.lazy import lazy, loaded
+from memrun.llm.deadlines import Deadlines
 from memrun.llm.endpoint import Endpoint
 
 if TYPE_CHECKING:
@@ -170,6 +171,7 @@ class ChatClient:
         if endpoint.api_key:  # a keyless local server (api_key_env null) gets no Authorization header
             self._headers["Authorization"] = f"Bearer {endpoint.api_key}"
         self._session: Any = None
+        self._deadlines = Deadlines(timeout)
         self._proxy = _proxy_for(self._url)
         self.rate_limit_waits = 0
         self.server_error_retries = 0
@@ -183,7 +185,7 @@ class ChatClient:
             self._session = aiohttp.ClientSession(
                 connector=aiohttp.TCPConnector(limit=0),
                 cookie_jar=aiohttp.DummyCookieJar(),  # an API sets no cookies worth keeping; skips the jar per request
-                timeout=aiohttp.ClientTimeout(total=self.timeout),
+                timeout=aiohttp.ClientTimeout(),  # none: self._deadlines times requests (memrun.llm.deadlines)
                 # trust_env would read ~/.netrc on a thread for every request (~1 ms of
                 # CPU each); the proxy from the environment is looked up once instead.
                 trust_env=False,
@@ -198,14 +200,23 @@ class ChatClient:
         aiohttp = self._aiohttp
         session = self._open()
         body = request.body
+        deadlines, task = self._deadlines, asyncio.current_task()
         while True:
             t0 = time.perf_counter()
+            cancelling = deadlines.start(task)
             try:
-                async with session.post(self._url, data=body, proxy=self._proxy) as response:
-                    status = response.status
-                    self.answered = True
-                    raw = await response.read()
-                    headers = response.headers
+                try:
+                    async with session.post(self._url, data=body, proxy=self._proxy) as response:
+                        status = response.status
+                        self.answered = True
+                        raw = await response.read()
+                        headers = response.headers
+                except asyncio.CancelledError:
+                    if deadlines.expired(task, cancelling):  # no reply within the timeout
+                        raise asyncio.TimeoutError from None
+                    raise
+                finally:
+                    deadlines.stop(task)
             except (aiohttp.ClientError, asyncio.TimeoutError) as exc:  # resets, truncated bodies, timeouts
                 # A chat completion changes nothing on the server: safe to send again.
                 retrier = retrier or Retrier(self.policy)
@@ -251,6 +262,7 @@ class ChatClient:
                           f"the server refused {key}; check it and the model's access")
 
     async def close(self) -> None:
+        self._deadlines.close()
         if self._session is not None:
             session, self._session = self._session, None
             await session.close()
