@@ -136,14 +136,13 @@ def score_item(
     precision: dict[int, float] = {}
     ndcg: dict[int, float] = {}
     share: dict[int, float] = {}
-    for k in ks:
-        n = min(k, n_hits)
+    for k, n, idcg in _cuts(ks, n_hits, n_gold):
         hit[k] = first is not None and first <= k
         if n:
             found_relevant, found, gain = at[n]
             full[k] = found >= n_gold
             precision[k] = found_relevant / k
-            ndcg[k] = gain / _idcg(min(k, n_gold))
+            ndcg[k] = gain / idcg
             share[k] = found / n_gold
         else:
             full[k], precision[k], ndcg[k], share[k] = False, 0.0, 0.0, 0.0
@@ -154,6 +153,14 @@ def score_item(
 def _cut_ranks(ks: tuple[int, ...], n_hits: int) -> frozenset[int]:
     """The ranks :func:`score_item` reads its figures at: min(K, hits) for each K."""
     return frozenset(min(k, n_hits) for k in ks)
+
+
+@functools.lru_cache(maxsize=1024)
+def _cuts(ks: tuple[int, ...], n_hits: int, n_gold: int) -> tuple[tuple[int, int, float], ...]:
+    """For each K of :func:`score_item`: (K, the rank its figures are read at: min(K, hits),
+    the IDCG of min(K, ``n_gold``) relevant hits). Every item with as many hits and gold
+    keys shares them (two ``min`` and an IDCG lookup per K, item and granularity, otherwise)."""
+    return tuple((k, min(k, n_hits), _idcg(min(k, n_gold))) for k in ks)
 
 
 def distinct_ranking(keys: Iterable[str]) -> list[int]:

@@ -33,6 +33,7 @@ form (the official summary mode) credits an evidence string when the session it 
 from __future__ import annotations
 
 import bisect
+import itertools
 import math
 from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass
@@ -199,11 +200,11 @@ def evidence_share_by_k(
         context = [mapping.get(c) or c for c in context]
     if not evidence or not context:  # the official convention: nothing to find, or no context
         return {k: 1.0 for k in ks}
-    first: dict[str, int] = {}  # context id -> its first rank (1-based)
-    for rank, c in enumerate(context, start=1):
-        first.setdefault(c, rank)
-    ranks = sorted(first.get(e, math.inf) for e in evidence)  # each evidence string's first rank
-    return {k: bisect.bisect_right(ranks, k) / len(evidence) if k > 0 else 1.0 for k in ks}
+    # context id -> its first rank (1-based): built from the last rank up, so the first one stays
+    first = dict(zip(reversed(context), range(len(context), 0, -1)))
+    ranks = sorted(map(first.get, evidence, itertools.repeat(math.inf)))  # each evidence string's first rank
+    n = len(evidence)
+    return {k: bisect.bisect_right(ranks, k) / n if k > 0 else 1.0 for k in ks}
 
 
 def session_cut_warning(rows: Iterable[Mapping[str, object]], ks: Iterable[int], top_k: int | None) -> str | None:

@@ -81,9 +81,14 @@ def make_row(run_id: str | None, r: Retrieved, dataset: Dataset, ks: Sequence[in
     item, hits = r.item, r.hits
     scores = session_scores = None
     named: dict[str, dict[str, dict[int, float]]] = {"": {}, SESSION_PREFIX: {}}
-    if hits is not None and scored:
-        distinct = [hits[i] for i in distinct_ranking([h.key for h in hits])][:top_k]
-        keys = [h.key for h in distinct]
+    hit_keys = None if hits is None else [h.key for h in hits]
+    if hits is not None and hit_keys is not None and scored:
+        order = distinct_ranking(hit_keys)
+        if len(order) == len(hits):  # no key repeats (the usual case): the hits as they are
+            distinct, keys = hits[:top_k], hit_keys[:top_k]
+        else:
+            distinct = [hits[i] for i in order][:top_k]
+            keys = [h.key for h in distinct]
         measured = measured_ks(ks, top_k)
         if item.gold_keys:
             matches = list(map(gold_matcher(item.gold_keys, dataset.gold_match), distinct))
@@ -130,7 +135,7 @@ def make_row(run_id: str | None, r: Retrieved, dataset: Dataset, ks: Sequence[in
         "gold_keys_raw": list(item.gold_keys_raw),
         "gold_texts": None if r.gold_texts is None else list(r.gold_texts),
         "extra": json.dumps(item.extra, ensure_ascii=False) if item.extra else None,
-        "retrieved_keys": None if hits is None else [h.key for h in hits],
+        "retrieved_keys": hit_keys,
         "retrieved_scores": None if hits is None else [h.score for h in hits],
         "retrieved_texts": None if hits is None else [h.text for h in hits],
         "n_retrieved": None if hits is None else len(hits),
