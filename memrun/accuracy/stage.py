@@ -40,7 +40,7 @@ from memrun.core.slots import Slots
 from memrun.errors import ItemFailed, MemrunError
 from memrun.judges import Case, is_abstention, judge_hooks
 from memrun.judges.lexical import lexical_scores
-from memrun.llm.client import CallError, ChatResult
+from memrun.llm.client import CallError, ChatRequest, ChatResult
 from memrun.llm.reader import Prepared, Reader
 from memrun.llm.service import BudgetExhausted
 from memrun.metrics.failure import failure_stage
@@ -186,13 +186,18 @@ class AnswerStage:
         for r, p, base in zip(retrieved, prepared, bases):
             if p is None or p.request is None or p.overflow:
                 continue
+            by_answer: dict[str, tuple[Case, ChatRequest]] = {}  # repeats that answered alike share both
             for repeat in range(self.setup.repeats):
                 result = llm.prefetched(reader.endpoint, p.request, repeat)
                 if result is not None:
-                    case = judge_case(r.item, str(base["category_label"]), answer_text(result), self.substring_gold,
-                                      self.abstention_categories)
-                    self._cases[(r.item.item_id, repeat)] = case  # the row's judge grades it (_answer_and_judge)
-                    calls.append((request_for(case)[1], repeat))
+                    answer = answer_text(result)
+                    known = by_answer.get(answer)
+                    if known is None:
+                        case = judge_case(r.item, str(base["category_label"]), answer, self.substring_gold,
+                                          self.abstention_categories)
+                        known = by_answer[answer] = (case, request_for(case)[1])
+                    self._cases[(r.item.item_id, repeat)] = known[0]  # the row's judge grades it (_answer_and_judge)
+                    calls.append((known[1], repeat))
         if calls:
             llm.prefetch(endpoint, calls)
 
