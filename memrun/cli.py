@@ -15,7 +15,6 @@ import re
 import select
 import sys
 from collections.abc import Sequence
-from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 import memrun
@@ -38,6 +37,7 @@ if TYPE_CHECKING:
     from memrun import config
     from memrun.commands import show_config
     from memrun.config import errors as config_errors
+    from memrun.config import user_dir as config_user_dir
     from memrun.core import http_policy, redaction
     from memrun.io import writer
     from memrun.jobs import launch, sweep
@@ -51,6 +51,7 @@ else:
     omegaconf_errors = lazy("omegaconf.errors")
     config = lazy("memrun.config")
     config_errors = lazy("memrun.config.errors")
+    config_user_dir = lazy("memrun.config.user_dir")  # a --config-dir only
     launch = lazy("memrun.jobs.launch")
     sweep = lazy("memrun.jobs.sweep")
     show_config = lazy("memrun.commands.show_config")
@@ -172,7 +173,8 @@ def _not_a_command(first: list[str]) -> str | None:
 
 
 def _check_config_dirs(args: list[str]) -> str | None:
-    """Hydra ignores a --config-dir that does not exist; say so instead."""
+    """Hydra ignores a --config-dir that does not exist, and a file in it named like one
+    of memrun's own (:func:`memrun.config.user_dir.config_dir_problem`); say so instead."""
     for i, arg in enumerate(args):
         if arg in ("--config-dir", "-cd") and i + 1 < len(args):
             folder = args[i + 1]
@@ -180,8 +182,8 @@ def _check_config_dirs(args: list[str]) -> str | None:
             folder = arg.partition("=")[2]
         else:
             continue
-        if not Path(folder).is_dir():
-            return f"--config-dir {folder}: no such folder"
+        if problem := config_user_dir.config_dir_problem(folder):
+            return problem
     return None
 
 

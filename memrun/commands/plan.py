@@ -34,6 +34,7 @@ if TYPE_CHECKING:
     from memrun.comparison import api as comparison_api
     from memrun.config import build_spec as config_spec
     from memrun.config import compose as config_compose
+    from memrun.config import user_dir as config_user_dir
     from memrun.llm import prices as llm_prices
     from memrun.pipeline import plan as memrun_plan
     from memrun.report import compare_report as report_compare_report
@@ -43,6 +44,7 @@ else:
     comparison_api = lazy("memrun.comparison.api")
     report_md = lazy("memrun.report.md")
     config_compose = lazy("memrun.config.compose")
+    config_user_dir = lazy("memrun.config.user_dir")  # a --config-dir only
     config_spec = lazy("memrun.config.build_spec")
     llm_prices = lazy("memrun.llm.prices")
     memrun_plan = lazy("memrun.pipeline.plan")
@@ -168,8 +170,8 @@ def main(argv: list[str]) -> int:
         info["file"] = "conf/prices.yaml"  # memrun's own table: named, not located
     extra = []
     if args.config_dir is not None:
-        if not args.config_dir.is_dir():
-            raise ConfigError(f"--config-dir {args.config_dir}: no such folder")
+        if problem := config_user_dir.config_dir_problem(args.config_dir):
+            raise ConfigError(problem)
         extra = [f"hydra.searchpath=[file://{args.config_dir.resolve()}]"]
     cfg = config_compose.compose(["progress=false", *extra, *args.overrides])
     plan = memrun_plan.make_plan(*config_spec.build_spec(cfg), prices, info, args.chars_per_token).to_dict()
