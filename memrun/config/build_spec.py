@@ -8,7 +8,6 @@ import inspect
 from typing import Any
 
 from hydra.errors import InstantiationException
-from hydra.utils import get_class
 from omegaconf import OmegaConf, open_dict
 
 from memrun.arms.contract import class_answers
@@ -16,6 +15,7 @@ from memrun.benchmarks.selection import selection_from_config
 from memrun.config import Axis, cutoffs, default_top_k
 from memrun.config.compose import resolved, saved
 from memrun.config.embedder_use import NO, REQUIRED, ignored_note, use_of
+from memrun.core.plugins import locate_class
 from memrun.core.redaction import check_no_secrets
 from memrun.core.status import MAX_ERROR_SHARE
 from memrun.errors import ConfigError
@@ -117,7 +117,7 @@ def answers_itself(target: str) -> bool:
     """True when the arm class ``target`` answers items itself (``answer_for``): it needs no
     reader. A target that does not import is False here; building the arm says why."""
     try:
-        return class_answers(get_class(target))
+        return class_answers(locate_class(target))
     except (ImportError, InstantiationException, ValueError):
         return False
 
@@ -128,7 +128,7 @@ def embeds(target: str) -> str | None:
     ``"no"`` (no such parameter: :func:`memrun.config.embedder_use.use_of`); None when it does
     not import (building it says why)."""
     try:
-        parameters = inspect.signature(get_class(target)).parameters
+        parameters = inspect.signature(locate_class(target)).parameters
     except (ImportError, InstantiationException, ValueError, TypeError):
         return None
     return use_of((p.name, p.default is not inspect.Parameter.empty, p.kind is inspect.Parameter.VAR_KEYWORD)

@@ -7,14 +7,28 @@ are not passed to the constructor.
 
 from __future__ import annotations
 
+import logging
 from collections.abc import Sequence
 from typing import Any, cast
 
 from hydra.errors import InstantiationException
-from hydra.utils import instantiate
+from hydra.utils import get_class, instantiate
 from omegaconf import DictConfig, OmegaConf
 
 from memrun.errors import ArmError, ConfigError, MemrunError
+
+
+def locate_class(target: str) -> type:
+    """The class at the dotted path ``target``: ``hydra.utils.get_class`` without the error it
+    logs (on the run's stdout, before memrun's own one-line error says why). Raises what
+    get_class raises: ImportError (inside InstantiationException) or ValueError (not a class)."""
+    logger = logging.getLogger("hydra.utils")
+    was = logger.disabled
+    logger.disabled = True
+    try:
+        return get_class(target)
+    finally:
+        logger.disabled = was
 
 
 def params(node: DictConfig, reserved: Sequence[str]) -> dict[str, Any]:

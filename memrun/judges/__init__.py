@@ -33,9 +33,9 @@ from dataclasses import dataclass
 from typing import Any, Protocol, runtime_checkable
 
 from hydra.errors import InstantiationException
-from hydra.utils import get_class
 
 from memrun.core.hooks import VALUE, Hook, bind, check
+from memrun.core.plugins import locate_class
 from memrun.core.plugins import params as plugin_params
 from memrun.errors import ConfigError
 from memrun.records import Item
@@ -149,7 +149,7 @@ def build_judge(node: Any, where: str, llm: Any) -> Judge:
     params = plugin_params(node, JUDGE_RESERVED_KEYS)
     target = params.pop("_target_")
     try:
-        cls = get_class(target)
+        cls = locate_class(target)
     except (ImportError, InstantiationException, ValueError) as exc:
         raise ConfigError(f"{where}._target_={target}: cannot import ({exc})".splitlines()[0]) from exc
     try:

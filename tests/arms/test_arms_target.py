@@ -10,6 +10,7 @@ import pytest
 
 from arms.support import run_in_process
 from memrun.errors import MemrunError
+from tests.conftest import run_memrun
 
 
 @pytest.mark.parametrize("overrides, message", [
@@ -25,3 +26,13 @@ def test_misconfigured_arms_fail_in_one_line(tmp_path, monkeypatch, overrides, m
     with pytest.raises(MemrunError, match=message) as info:  # the CLI prints these as one line
         run_in_process(overrides, tmp_path / "run")
     assert "\n" not in str(info.value)
+
+
+@pytest.mark.parametrize("target", ["my_missing_pkg.Arm", "collections.NoSuchClass"])
+def test_an_arm_that_does_not_import_prints_one_line_and_nothing_on_stdout(tmp_path, target) -> None:
+    """hydra.utils.get_class logs its own error on the run's stdout (twice: the reader
+    check and the embedder check ask for the class); memrun's one line says it all."""
+    done = run_memrun(["benchmark=synthetic", f"arm._target_={target}", "progress=false"], tmp_path)
+    assert done.returncode == 2 and done.stdout == ""
+    (line,) = done.stderr.strip().splitlines()
+    assert line.startswith(f"memrun: error: arm: could not build {target}")
