@@ -27,7 +27,7 @@ from memrun.core.redaction import Redactor
 from memrun.core.url_join import fragment_error, join_url
 from memrun.errors import ArmError, AuthError
 from memrun.lazy import lazy
-from memrun.llm.endpoint import DEFAULT_BASE_URL
+from memrun.llm.endpoint import DEFAULT_BASE_URL, default_url_refusal
 
 if TYPE_CHECKING:
     import httpx
@@ -69,6 +69,10 @@ def api_key_from_env(env: str | None, key: str) -> str | None:
     return value
 
 
+_LOCAL_HINT = ("to embed on this machine instead (no key, nothing sent) use arm/embedder=minilm, "
+               "or arm=dense_minilm / arm=hybrid_minilm")
+
+
 class OpenAIEmbedder:
     """Embeddings from an OpenAI-compatible endpoint.
 
@@ -78,7 +82,8 @@ class OpenAIEmbedder:
     api_key_env: environment variable holding the bearer token (None: no auth header).
     dimensions: sent as ``dimensions`` when set (text-embedding-3 models shorten vectors).
     batch_size: texts per request. timeout_s: per request, seconds.
-    Raises ArmError when the key's variable is unset; ``embed`` raises
+    Raises ArmError when the key's variable is unset, or names a key other than
+    ``$OPENAI_API_KEY`` and no base URL is set (it would go to OpenAI's API); ``embed`` raises
     httpx.HTTPStatusError / transport errors (recorded on the item by the run; transport
     errors are first retried under the HTTP policy) and ArmError when the server refuses
     the key (401/403: the run stops) or the response does not hold one vector per input.
@@ -96,8 +101,11 @@ class OpenAIEmbedder:
     ) -> None:
         if batch_size < 1:
             raise ArmError(f"arm.embedder.batch_size={batch_size}: must be at least 1")
-        # null: the same gateway as the reader ($OPENAI_BASE_URL), else OpenAI itself
+        # null: the same gateway as the reader ($OPENAI_BASE_URL), else OpenAI itself (for OpenAI's key alone)
+        defaulted = not (base_url or os.environ.get("OPENAI_BASE_URL"))
         base_url = base_url or os.environ.get("OPENAI_BASE_URL") or DEFAULT_BASE_URL
+        if defaulted and (refusal := default_url_refusal("arm.embedder", "OPENAI_BASE_URL", api_key_env)):
+            raise ArmError(f"{refusal}; {_LOCAL_HINT}")
         if problem := fragment_error(base_url, "arm.embedder.base_url"):
             raise ArmError(problem)
         remote = base_url.rstrip("/") == DEFAULT_BASE_URL
@@ -105,8 +113,7 @@ class OpenAIEmbedder:
         if (api_key_env and not key) or (remote and not key):
             # Never suggest a keyless OpenAI call: it would send the records and fail anyway.
             raise ArmError(f"arm.embedder=openai needs ${api_key_env or 'OPENAI_API_KEY'} to embed with {model} at "
-                           f"{base_url}; to embed on this machine instead (no key, nothing sent) use "
-                           "arm/embedder=minilm, or arm=dense_minilm / arm=hybrid_minilm")
+                           f"{base_url}; {_LOCAL_HINT}")
         self.model, self.dimensions, self.batch_size = model, dimensions, batch_size
         self.name = f"{model}@{dimensions}" if dimensions else model
         self.url = join_url(base_url, "embeddings")  # the root's query (?api-version=) too

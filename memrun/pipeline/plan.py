@@ -31,6 +31,7 @@ from memrun.core.instrument import Instrument
 from memrun.errors import ConfigError
 from memrun.judges import judge_hooks
 from memrun.lazy import lazy
+from memrun.llm.endpoint import without_keys
 from memrun.pipeline.many_histories import iter_retrieved
 from memrun.pipeline.outer_stages import Loaded, build_instrument, build_parts, load
 from memrun.pipeline.spec import PluginNodes, RunSpec
@@ -277,8 +278,10 @@ def make_plan(spec: RunSpec, nodes: PluginNodes, prices: Mapping[str, Any], pric
               chars_per_token: float | None = None) -> Plan:
     """Plan the run ``spec`` describes, its plugins built from ``nodes`` (the pair
     :func:`memrun.config.build_spec.build_spec` returns; see the module docstring). Raises
-    MemrunError subclasses for the same data and arm problems a run stops on."""
-    parts = build_parts(spec, nodes)
+    MemrunError subclasses for the same data and arm problems a run stops on; an API key
+    that is not set is noted in the plan's warnings instead (no call is made)."""
+    with without_keys() as missing_keys:
+        parts = build_parts(spec, nodes)
     arm, setup = parts.arm, parts.setup
     try:
         loaded = load(spec, parts.benchmark)
@@ -300,7 +303,7 @@ def make_plan(spec: RunSpec, nodes: PluginNodes, prices: Mapping[str, Any], pric
             plan.warnings = list(setup.warnings)
             plan.warnings += [f"{role}: {note}" for role, judge in _judges(setup)
                               if (note := judge_hooks(judge).plan_note)]
-        plan.warnings += list(dataset.warnings)
+        plan.warnings += list(dataset.warnings) + missing_keys
         cpt = chars_per_token or (setup.reader.chars_per_token if setup and setup.reader else 4.0)
         reader_tokens = setup.reader.params["max_tokens"] if setup and setup.reader else 256
         answer_chars = sum(answers) / len(answers) if answers else reader_tokens * cpt

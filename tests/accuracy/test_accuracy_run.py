@@ -69,7 +69,8 @@ def test_missing_key_fails_in_one_line_before_any_call(server, tmp_path, monkeyp
     monkeypatch.delenv("OPENAI_API_KEY")
     rc, out = run_memrun(tmp_path, "judge=gpt41")
     err = capsys.readouterr().err.strip().splitlines()
-    assert rc == 2 and len(err) == 1 and "$OPENAI_API_KEY is not set" in err[0]
+    assert rc == 2 and len(err) == 1 and "$OPENAI_API_KEY (reader.api_key_env) is not set" in err[0]
+    assert "$OPENAI_BASE_URL" in err[0]  # where that key would go
     assert server.count() == 0 and not (out / "items.parquet").exists()
 
 

@@ -18,7 +18,7 @@ from tests.conftest import run_memrun
                                           r"arm._target_ must name a class whose package is importable"),
     (["arm._target_=collections.OrderedDict"], r"arm: collections.OrderedDict has no ingest\(\) method"),
     (["arm=dense", "arm.embedder.api_key_env=MEMRUN_UNSET_TOKEN"],
-     r"^arm.embedder=openai needs \$MEMRUN_UNSET_TOKEN .*use arm/embedder=minilm"),  # no 'could not build' in front
+     r"^arm.embedder.*\$MEMRUN_UNSET_TOKEN .*use arm/embedder=minilm"),  # no 'could not build' in front
     (["arm=answers_file", "arm.path=/nonexistent/answers.jsonl"], "arm.path=/nonexistent/answers.jsonl: no such file"),
 ])
 def test_misconfigured_arms_fail_in_one_line(tmp_path, monkeypatch, overrides, message) -> None:

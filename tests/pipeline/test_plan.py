@@ -96,6 +96,16 @@ def test_plan_on_the_recall_axis_and_in_markdown(tmp_path, capsys):
     assert "no LLM calls" in text and "axis=recall" in text
 
 
+def test_plan_needs_no_api_key_and_notes_it_is_missing(server, tmp_path, capsys, monkeypatch):
+    monkeypatch.delenv("OPENAI_API_KEY")
+    d = plan(tmp_path, capsys, "judge=gpt41")  # plan() asserts exit 0
+    assert d["network_calls"] == 0 and by_role(d)["judge"]["needed"] > 0
+    notes = [w for w in d["warnings"] if "$OPENAI_API_KEY (reader.api_key_env) is not set" in w
+             or "$OPENAI_API_KEY (judge.api_key_env) is not set" in w]
+    assert len(notes) == 2 and all("a run needs it" in w for w in notes)
+    assert server.count() == 0
+
+
 def test_lexical_judge_and_unknown_model_price(server, tmp_path, capsys):
     d = plan(tmp_path, capsys, "judge=exact", "reader.model=my-model")
     assert [e["role"] for e in d["endpoints"]] == ["reader"]
