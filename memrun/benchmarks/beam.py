@@ -306,7 +306,7 @@ def read_chat(path: Path, counts: MutableMapping[str, int],
                 else:
                     raise DataError(f"{where}: expected a batch object with 'turns' (or a 10M plan), got {json_type(entry)}")
         except ijson.JSONError as exc:
-            raise DataError(f"{path}: {stream_json_problem(exc)}") from exc
+            raise DataError(f"{path}: {stream_json_problem(exc, path)}") from exc
     return records
 
 

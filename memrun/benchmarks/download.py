@@ -53,6 +53,9 @@ def sha256_of(path: Path) -> str:
     return digest.hexdigest()
 
 
+EMPTY_SHA256 = hashlib.sha256(b"").hexdigest()  # a 0-byte file: said so, not "not the pinned version"
+
+
 def git_blob_sha1(path: Path) -> str:
     """Hex git blob id of a file: sha1 of ``b"blob <size>\\0"`` and its bytes, the id a git
     repository gives the file's content (``git hash-object``)."""
@@ -67,9 +70,11 @@ def _check(path: Path, sha256: str | None, git_blob: str | None = None) -> str:
     actual = sha256_of(path)
     if sha256 and actual != sha256:
         raise DataError(
-            f"{path} has sha256 {actual} but the config pins {sha256}: either the file is not the "
-            "pinned version (a partial download, an edited copy) or the pin is wrong; check the pin "
-            "in the benchmark config, or replace the file"
+            f"{path} has sha256 {actual} but the config pins {sha256}: "
+            + ("the file is empty (an interrupted download or copy?); replace it" if actual == EMPTY_SHA256 else
+               "either the file is not the pinned version (a partial download, an edited copy) or the pin is wrong; "
+               "check the pin in the benchmark config, or replace the file; a file of your own (not the published "
+               "one) runs unpinned: benchmark.sha256=null benchmark.expected_counts=null")
         )
     if not sha256 and git_blob and (blob := git_blob_sha1(path)) != git_blob:
         raise DataError(

@@ -104,6 +104,9 @@ def parse_file(path: Path, gold_match: GoldMatch = "key", max_errors: int = MAX_
             continue
         if not text.strip() or text.lstrip().startswith("//"):
             continue
+        if not out.groups and not out.n_errors and (problem := _whole_document(path, text)):
+            out.n_errors, out.errors = 1, [problem]  # its other lines are no records either: one error says it
+            break
         group = _line(text, gold_match, item_lines, history_lines, number)
         if isinstance(group, Group):
             out.groups.append(group)
@@ -114,6 +117,23 @@ def parse_file(path: Path, gold_match: GoldMatch = "key", max_errors: int = MAX_
     if not out.groups and not out.n_errors:
         out.n_errors, out.errors = 1, [f"{path}: no conversation or item lines"]
     return out
+
+
+def _whole_document(path: Path, first: str) -> str | None:
+    """The error for a file whose first record line is the start of one JSON document that
+    spans the file (``[`` or a lone ``{``: LoCoMo, LongMemEval, a pretty-printed object),
+    not JSON Lines; None for any other line (its own errors say what is wrong)."""
+    head = first.strip()
+    if not (head.startswith("[") or head == "{"):
+        return None
+    try:
+        json.loads(head)
+        return None  # a whole value on the line: _line says what is wrong with it
+    except json.JSONDecodeError:
+        pass
+    return (f"{path}:1: one JSON document over many lines, not JSON Lines (an object a line), which "
+            f"benchmark=jsonl reads; a LoCoMo-format file runs with benchmark=locomo benchmark.path=..., a "
+            f"LongMemEval-format one with benchmark=longmemeval (memrun validate {path} tells which it is)")
 
 
 MAX_DEPTH = 64

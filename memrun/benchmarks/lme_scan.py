@@ -161,7 +161,7 @@ def scan_index(path: Path) -> list[tuple[str, str]]:
                     q.value(prefix, event, value)
         except ijson.JSONError as exc:
             raise DataError(
-                f"{path}: after {len(index)} question{'' if len(index) == 1 else 's'}: {stream_json_problem(exc)}"
+                f"{path}: after {len(index)} question{'' if len(index) == 1 else 's'}: {stream_json_problem(exc, path)}"
             ) from exc
     return index
 

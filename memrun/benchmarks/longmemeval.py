@@ -273,7 +273,7 @@ class LongMemEval:
                     yield self.group(raw, f"{path}: question {position}", store, counts)
                     counts["sessions_shared"] = store.shared
             except ijson.JSONError as exc:
-                raise DataError(f"{path}: {stream_json_problem(exc)}") from exc
+                raise DataError(f"{path}: {stream_json_problem(exc, path)}") from exc
 
     def group(self, raw: Any, where: str, store: SessionStore, counts: MutableMapping[str, int]) -> Group:
         """Normalize one question object into a Group (see the module docstring)."""

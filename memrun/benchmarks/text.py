@@ -139,10 +139,16 @@ CUT_SHORT = ("the text ends in the middle of a value, so it was cut short (an in
              "fetch or copy the file again")
 
 
+EMPTY = "the file is empty (or only white space: an interrupted download or copy?); fetch or copy the file again"
+
+
 def json_problem(exc: json.JSONDecodeError) -> str:
     """What :func:`json.loads` refused, in one line without the place: ``not valid JSON
     (Expecting ':' delimiter at column 6)``, or, when the parser ran off the end of the text
-    (the usual sign of a truncated file), :data:`CUT_SHORT` with the parser's words after it."""
+    (the usual sign of a truncated file), :data:`CUT_SHORT` with the parser's words after it
+    (:data:`EMPTY` when there was no text at all)."""
+    if not exc.doc.strip():
+        return f"not valid JSON: {EMPTY}"
     what = f"{exc.msg.removesuffix(' at')} at column {exc.colno}"
     if exc.pos >= len(exc.doc.rstrip()) or exc.msg.startswith("Unterminated string"):
         return f"not valid JSON: {CUT_SHORT} ({what})"
@@ -155,10 +161,12 @@ def json_file_error(path: Path, exc: json.JSONDecodeError) -> DataError:
     return DataError(f"{path}:{exc.lineno}: {json_problem(exc)}")
 
 
-def stream_json_problem(exc: Exception) -> str:
+def stream_json_problem(exc: Exception, path: Path) -> str:
     """:func:`json_problem` for a streaming parser's error (ijson; yajl's messages span lines
-    and may be bytes): the first line, ``invalid UTF-8`` said plainly, :data:`CUT_SHORT` for
-    a premature end."""
+    and may be bytes) on the file at ``path``: the first line, ``invalid UTF-8`` said plainly,
+    :data:`CUT_SHORT` for a premature end (:data:`EMPTY` for a file with no text at all)."""
+    if _blank(path):
+        return f"not valid JSON: {EMPTY}"
     arg = exc.args[0] if exc.args else ""
     text = (arg.decode("utf-8", "replace") if isinstance(arg, bytes) else str(arg)).strip()
     if "invalid bytes in UTF8" in text:
@@ -167,6 +175,17 @@ def stream_json_problem(exc: Exception) -> str:
     if "premature EOF" in first or "Incomplete JSON content" in first:
         return f"not valid JSON: {CUT_SHORT} ({first})"
     return f"not valid JSON ({first})"
+
+
+def _blank(path: Path, most: int = 1 << 16) -> bool:
+    """True when the file at ``path`` holds nothing but white space (and a BOM); False for a
+    file larger than ``most`` bytes or one that cannot be read."""
+    try:
+        with path.open("rb") as f:
+            head = f.read(most + 1)
+    except OSError:
+        return False
+    return len(head) <= most and not head.removeprefix(BOM).strip()
 
 
 def json_type(value: object) -> str:

@@ -89,6 +89,23 @@ def test_duplicate_ids_name_the_first_line_and_all_errors_are_collected(tmp_path
         JsonlBenchmark(path=str(path)).load(tmp_path)
 
 
+@pytest.mark.parametrize("document", [
+    [{"sample_id": "x", "conversation": {}, "qa": []}],  # LoCoMo-format: a list over many lines
+    {"history_id": "h", "turns": []},  # one pretty-printed object
+])
+def test_a_whole_json_document_is_one_error_naming_the_right_benchmark(tmp_path: Path, document: object) -> None:
+    path = tmp_path / "bench.json"
+    path.write_text(json.dumps(document, indent=2))
+    with pytest.raises(DataError) as err:
+        JsonlBenchmark(path=str(path)).load(tmp_path)
+    message = str(err.value)
+    assert message.startswith(f"{path}:1: one JSON document over many lines, not JSON Lines")
+    assert "benchmark=locomo" in message and "cut short" not in message and "more;" not in message
+    assert len(parse_file(path).errors) == 1
+    path.write_text('[{"history_id": "h", "turns": []}]\n')  # a whole list on one line: what is wrong with that line
+    assert "one JSON document" not in parse_file(path).errors[0]
+
+
 def test_missing_path_file_and_empty_file(tmp_path: Path) -> None:
     with pytest.raises(ConfigError, match=r"benchmark=jsonl needs benchmark.path=FILE"):
         JsonlBenchmark(path=None)

@@ -137,8 +137,19 @@ def test_a_cut_short_file_is_named_as_such_and_errors_name_the_whole_path(tmp_pa
 
 def test_checksum_mismatch_names_the_file(tmp_path):
     write(tmp_path, [])
-    with pytest.raises(DataError, match=r"locomo10.json has sha256 [0-9a-f]{64} but the config pins 79fa.*or the pin is wrong"):
+    with pytest.raises(DataError, match=r"locomo10.json has sha256 [0-9a-f]{64} but the config pins 79fa.*or the pin is "
+                       r"wrong.*a file of your own .* runs unpinned: benchmark.sha256=null benchmark.expected_counts=null$"):
         loader().load(tmp_path)
+
+
+@pytest.mark.parametrize("text", ["", " \n\t\n"])
+def test_an_empty_file_is_called_empty_not_cut_short(tmp_path, text):
+    (tmp_path / "locomo10.json").write_text(text)
+    with pytest.raises(DataError, match=r"but the config pins 79fa.*: the file is empty .*; replace it$"
+                       if not text else r"^\S+ has sha256"):
+        loader().load(tmp_path)
+    with pytest.raises(DataError, match=r"locomo10.json:\d: not valid JSON: the file is empty \(or only white space"):
+        loader(sha256=None).load(tmp_path)
 
 
 def test_messy_rows_are_normalized_not_dropped(tmp_path):

@@ -152,6 +152,9 @@ def test_broken_json_fails_before_any_question_is_produced(tmp_path: Path) -> No
     path.write_text('{"question_id": "q"}')
     with pytest.raises(DataError, match="expected a JSON array"):
         scan_index(path)
+    path.write_text("\n")
+    with pytest.raises(DataError, match=r"after 0 questions: not valid JSON: the file is empty \(or only white space"):
+        loader(path).load(tmp_path)
 
 
 def test_shared_sessions_are_the_same_objects(tmp_path: Path) -> None:
