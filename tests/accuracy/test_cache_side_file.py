@@ -111,3 +111,42 @@ def test_a_live_side_file_is_left_to_its_process(tmp_path):
         assert writer.get("k") == ChatResult("mine", 1, 1, 1.0)
         writer.close()
         assert not sides[0].exists() and reader.get("k") == ChatResult("mine", 1, 1, 1.0)
+
+
+def test_a_failed_append_leaves_only_whole_lines_and_keeps_the_replies_held(tmp_path, monkeypatch):
+    """A full disk mid-write: the half line written is cut off again, commit raises
+    CacheError and keeps the replies held; once there is room, the next commit appends them
+    and a replay (after a kill) finds every one."""
+    import errno
+
+    from memrun.errors import CacheError
+    from memrun.llm import cache as cache_module
+
+    real_write = os.write
+    full = []
+
+    def write(fd: int, data: bytes) -> int:
+        if full:
+            real_write(fd, bytes(data[: len(data) // 2]))
+            raise OSError(errno.ENOSPC, "No space left on device")
+        return real_write(fd, data)
+
+    monkeypatch.setattr(cache_module.os, "write", write)
+    cache = CallCache(tmp_path)
+    cache.hold("a", _reply(1))
+    cache.commit()
+    full.append(True)
+    cache.hold("b", _reply(2))
+    with pytest.raises(CacheError, match="No space left"):
+        cache.commit()
+    side = next(tmp_path.glob(SIDE_GLOB))
+    assert side.read_bytes().count(b"\n") == 1 and side.read_bytes().endswith(b"\n") and cache.held == 1
+    full.clear()
+    cache.commit()
+    assert cache.held == 0
+    copy = tmp_path / "calls.sqlite-1-killed.log"  # as a kill would leave it: the writer's lock gone
+    copy.write_bytes(side.read_bytes())
+    cache._held.clear()  # the replies exist in the copy only (the writer never settles them)
+    cache.close()
+    with CallCache(tmp_path) as reopened:
+        assert reopened.get_many(["a", "b"]) == {"a": _reply(1), "b": _reply(2)}
