@@ -21,9 +21,10 @@ commits). A commit appends the turn's replies to the process's own side file,
 ``calls.sqlite-<pid>-<token>.log`` (one JSON line a reply, one write), and every
 ``SETTLE_ROWS`` replies, and at :meth:`CallCache.close`, they are written into sqlite in
 one transaction, sorted by key, and the side file is emptied. A sqlite commit per turn
-(10-20 replies at 128 calls in flight) cost ~29 us of CPU a reply, ~0.35 s of a
-12,000-call run: each reply dirtied its own page, written to the WAL with a syscall of
-its own; the append costs ~2 us, the settled transaction ~5. Reads see held and logged
+(~9 replies at 128 calls in flight) cost ~29 us of CPU a reply, 0.35 s of the bench's
+12,000-call cold run (random keys: each reply dirtied a page of its own, written to the
+WAL at each commit); the appends cost ~6 us a reply there and the sorted transactions ~5
+(0.14 s in all). Reads see held and logged
 replies, and closing the cache writes them, so a stop (Ctrl-C, SIGTERM, an error) keeps
 every answered call. A kill (SIGKILL) keeps what was appended, every turn but the one it
 lands in, which no row holds yet either: the next :class:`CallCache` opened on the folder
