@@ -234,7 +234,7 @@ def stale_runs(out_dir: Path, cfg: Any, limit: int = 200) -> list[tuple[Path, in
     there is no ``items.parquet`` (a run killed with -9, or whose machine died), or its
     ``summary.json`` says ``interrupted`` (Ctrl-C, SIGTERM). A folder whose claim is held
     (:func:`claim_holder`: a run still going, or another run resuming it) is not listed. Same configuration:
-    :meth:`memrun.core.instrument.Instrument.configuration_diff` finds nothing.
+    :meth:`memrun.core.instrument.Instrument.configuration_diff` finds nothing, and the same shard.
     """
     mine = None  # this run's instrument, made once a folder needs it (most starts find none)
     found = []
@@ -252,8 +252,8 @@ def stale_runs(out_dir: Path, cfg: Any, limit: int = 200) -> list[tuple[Path, in
             continue  # no readable part: nothing of it to speak of
         if mine is None:  # the instrument's config, as a run saves it
             mine = instrument.Instrument(arm=str(cfg.arm.name), ks=config.cutoffs(cfg), config=config_compose.saved(cfg))
-        if not mine.configuration_diff(theirs):
-            found.append((folder, _rows_kept(folder)))
+        if not mine.configuration_diff(theirs) and mine.config.get("shard") == theirs.config.get("shard"):
+            found.append((folder, _rows_kept(folder)))  # another shard's rows are other items
     return sorted(found, key=lambda f: _mtime(f[0]), reverse=True)
 
 

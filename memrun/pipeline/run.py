@@ -130,9 +130,7 @@ def run(cfg: Any, out_dir: Path, console: Console | None, config_folder: Path | 
                       None if n_items is None else n_items * (spec.repeats if spec.accuracy else 1),
                       (lambda: llm.in_flight) if llm is not None else many_histories.calls_in_flight)
     sink = item_stages.RowSink(spec, loaded.dataset, instrument, writer, redactor, search_mode, live)
-    todo, done = _resumed(resume_from, spec, loaded, sink, warnings)
-    if done and resume_from is not None:
-        resume.mark(resume_from, out_dir)
+    todo, done = _resumed(resume_from, spec, loaded, instrument, sink, warnings, out_dir)
     stopped: str | None = None
     status, error = RunStatus.RUNNING, None
     # What start-up built (modules, config, dataset, arm) lives until the run ends: frozen, it
@@ -187,11 +185,12 @@ def run(cfg: Any, out_dir: Path, console: Console | None, config_folder: Path | 
     return RunResult(spec, summary, sink.rows, instrument, loaded.dataset.counts, status, error)
 
 
-def _resumed(folder: Path | None, spec: RunSpec, loaded: outer_stages.Loaded, sink: item_stages.RowSink,
-             warnings: RunWarnings) -> tuple[Dataset, set[tuple[str, int]]]:
+def _resumed(folder: Path | None, spec: RunSpec, loaded: outer_stages.Loaded, instrument: Instrument,
+             sink: item_stages.RowSink, warnings: RunWarnings, out_dir: Path) -> tuple[Dataset, set[tuple[str, int]]]:
     """The items left to run and the (item_id, repeat) pairs already done: with an earlier
-    unfinished run (``folder``) of the same dataset file, its rows are emitted as this run's
-    and only the rest is left (:mod:`memrun.pipeline.resume`); else every item."""
+    unfinished run (``folder``) made under this run's ``instrument``, its rows that did not
+    fail are emitted as this run's and only the rest is left (:mod:`memrun.pipeline.resume`);
+    else every item."""
     if folder is None:
         return loaded.dataset, set()
     try:
@@ -200,15 +199,20 @@ def _resumed(folder: Path | None, spec: RunSpec, loaded: outer_stages.Loaded, si
         warnings.warn(f"an earlier unfinished run of this configuration, {folder}, cannot be read ({exc}); "
                       "this run starts over")
         return loaded.dataset, set()
-    if earlier.dataset_sha256 != loaded.dataset.sha256:
-        warnings.warn(f"an earlier unfinished run of this configuration, {folder}, read another dataset file "
-                      "(sha256 differs); this run starts over")
+    if changes := resume.instrument_changes(earlier.instrument, instrument):
+        warnings.warn(f"an earlier unfinished run of this configuration, {folder}, was made under another "
+                      f"instrument ({'; '.join(changes)}): its rows are not taken over and this run starts over "
+                      "(remove that folder when done)")
         return loaded.dataset, set()
     for row in earlier.rows:
         sink.emit({**row, "run_id": sink.run_id})
     todo = earlier.remaining(loaded.dataset, spec.repeats, sink.checks)
+    kept = f"{len(earlier.rows)} rows are kept"
+    if earlier.failed:
+        kept = f"{kept} and its {earlier.failed} failed rows run again"
     warnings.warn(f"resuming {folder}, an earlier run of this configuration that did not finish: its "
-                  f"{len(earlier.rows)} rows are kept, the items without one run now (resume=false starts over)")
+                  f"{kept}, with the items without a row (resume=false starts over)")
+    resume.mark(folder, out_dir)
     return todo, earlier.done
 
 
