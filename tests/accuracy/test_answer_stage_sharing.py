@@ -1,0 +1,40 @@
+"""What the answer stage works out once per item and shares among its repeats."""
+
+from __future__ import annotations
+
+from collections import Counter
+
+from accuracy.helpers import execute_run, rows
+from memrun.accuracy import stage
+from servers.openai_server import varied_responder
+
+
+def test_an_items_repeats_share_its_failure_stage_and_its_judge_case(llm_env, tmp_path, monkeypatch):
+    """Repeats that answered alike (the server's replies are a function of the prompt, as at
+    temperature 0) are graded from one judge case, and a missed item's failure stage is
+    found once: it reads the item, its hits and their records, never the answer."""
+    llm_env.responder = varied_responder  # verdicts vary per answer: some items are missed
+    found: Counter[str] = Counter()
+    real_failure_stage = stage.failure_stage
+
+    def counted(**kwargs):
+        found[kwargs["gold"]] += 1
+        return real_failure_stage(**kwargs)
+
+    monkeypatch.setattr(stage, "failure_stage", counted)
+    cases: list[str] = []
+    real_judge_case = stage.judge_case
+    monkeypatch.setattr(stage, "judge_case", lambda item, *a: cases.append(item.item_id) or real_judge_case(item, *a))
+    execute_run(tmp_path, "judge=gpt41", "repeats=3", name="cold")
+    found.clear()
+    cases.clear()
+    out, _ = execute_run(tmp_path, "judge=gpt41", "repeats=3", name="warm")  # every reply read ahead
+    table = rows(out)
+    missed = [r for r in table if r["failure_stage"] is not None]
+    assert missed and len({r["item_id"] for r in missed}) < len(missed)  # an item missed in several repeats
+    by_item: dict[str, set[str]] = {}
+    for r in missed:
+        by_item.setdefault(r["item_id"], set()).add(r["failure_stage"])
+    assert all(len(stages) == 1 for stages in by_item.values())
+    assert sum(found.values()) == len(by_item)  # once per missed item, not per missed row
+    assert sorted(cases) == sorted({r["item_id"] for r in table})  # one judge case per item (answers alike)
