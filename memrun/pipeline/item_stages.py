@@ -80,7 +80,9 @@ def calls_collector() -> Iterator[None]:
     flight (each an HTTP exchange's buffers, futures and parsers) that was ~0.5 ms, ~900
     times in a 12,000-call run, 1.3 s of its 12 s of CPU (0.1-0.2 s at 10,000). The objects
     those calls leave are freed by their reference counts; only cycles wait for a collection,
-    and there are at most that many allocations of them. Both settings are restored on exit.
+    and there are at most that many allocations of them. Both settings are restored on exit,
+    and everything frozen meanwhile is unfrozen (the answer stage freezes what each group
+    left alive while no call is in flight: :meth:`memrun.accuracy.stage.AnswerStage._settle`).
     """
     threshold = gc.get_threshold()
     gc.freeze()

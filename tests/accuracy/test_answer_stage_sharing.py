@@ -38,3 +38,24 @@ def test_an_items_repeats_share_its_failure_stage_and_its_judge_case(llm_env, tm
     assert all(len(stages) == 1 for stages in by_item.values())
     assert sum(found.values()) == len(by_item)  # once per missed item, not per missed row
     assert sorted(cases) == sorted({r["item_id"] for r in table})  # one judge case per item (answers alike)
+
+
+def test_a_cached_rerun_freezes_what_each_group_left_alive(llm_env, tmp_path, monkeypatch):
+    """While no call is in flight (a re-run answered from the cache), what each group left
+    alive (its rows above all) is frozen out of the cyclic collector's sight, and the stage
+    unfreezes everything at its end."""
+    import gc
+
+    from memrun.pipeline import item_stages
+
+    seen: list[int] = []
+    real_emit = item_stages.RowSink.emit
+    monkeypatch.setattr(item_stages.RowSink, "emit", lambda self, row: seen.append(gc.get_freeze_count()) or real_emit(self, row))
+    execute_run(tmp_path, "judge=gpt41", "repeats=3", name="cold")
+    seen.clear()
+    out, _ = execute_run(tmp_path, "judge=gpt41", "repeats=3", name="warm")
+    table = rows(out)
+    assert len({r["cluster"] for r in table}) > 2
+    # the last group's rows see the earlier groups' rows frozen (a dict each, and its lists)
+    assert seen[-1] - seen[0] >= len(table) // 2
+    assert gc.get_freeze_count() == 0  # unfrozen at the stage's end
