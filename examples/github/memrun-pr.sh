@@ -181,8 +181,8 @@ compare() {
       judge=(--treatment "judge_model,judge_prompt_sha256")
       marker_tail=" judge=${BASH_REMATCH[1]}"
     elif [[ $job =~ arm= ]]; then
-      # a changed arm config is the treatment: its scoring, fusion and tie settings may be what changed
-      judge=(--treatment "lexical_scoring,fusion,ties")
+      # a changed arm config is the treatment: its scoring, fusion, tie settings and depth may be what changed
+      judge=(--treatment "lexical_scoring,fusion,ties,top_k")
     fi
     set +e
     "${MEMRUN_CMD[@]}" compare "$OUT/runs/base-$n" "$OUT/runs/head-$n" --format markdown --flips "${gate[@]}" \

@@ -37,7 +37,7 @@ from memrun.core.instrument import Difference, Instrument
 from memrun.errors import MemrunError
 from memrun.io.reader import RunTable, read_instrument
 from memrun.lazy import lazy
-from memrun.metrics.retrieval import item_column_for
+from memrun.metrics.retrieval import depth_read, item_column_for
 from memrun.stats import DEFAULT_BAND, ExitCode, JudgeCalibration
 
 if TYPE_CHECKING:
@@ -134,7 +134,8 @@ def resolve(request: CompareRequest) -> tuple[CompareRequest, list[str]]:
             filled[dest] = value
     notes = []
     if request.baseline is not None and request.a is None:
-        folder, why = find_baseline(request.b, request.runs_dir, treatments_of(request.treatments))
+        folder, why = find_baseline(request.b, request.runs_dir, treatments_of(request.treatments),
+                                    filled.get("metric", request.metric))
         filled["a"] = str(folder)
         notes.append(why)
     return dataclasses.replace(request, **filled), notes
@@ -317,8 +318,9 @@ def _refusal(a: Instrument, b: Instrument, treatments: list[str],
              request: CompareRequest) -> tuple[list[Difference], str | None]:
     """(differences, refusal message or None). The message lists every differing field
     at once and the exact flags that would name them all as treatments."""
+    assert request.metric is not None  # resolve() filled it
     try:
-        differences = a.diff(b, treatments)
+        differences = a.diff(b, treatments, reads_to=depth_read(request.metric))
     except ValueError as exc:
         raise MemrunError(str(exc)) from exc
     unmeasurable = [f"{p}: {inst.retrieval_not_measurable}" for p, inst in ((request.a, a), (request.b, b))
@@ -334,9 +336,24 @@ def _refusal(a: Instrument, b: Instrument, treatments: list[str],
         lines = [f"refused: the runs are not comparable ({len(differences)} field(s) differ):"]
         lines += [f"  {d.field}: A={d.a!r} B={d.b!r}: {d.why}" for d in differences]
         lines.append(f"  if the comparison is meant to vary these, name them: {flags}")
+        lines += _depth_fix(differences, a.axis)
         lines.append("  or pass --allow-noncomparable to see the numbers labelled NON-COMPARABLE")
         return differences, "\n".join(lines)
     return differences, None
+
+
+def _depth_fix(differences: list[Difference], axis: str | None) -> list[str]:
+    """The line saying how to compare two retrieval runs of different depths without naming
+    the depth as the change: at a cut-off both rankings reach. Empty otherwise."""
+    depths = [d for d in differences if d.field in Instrument.depth_fields()]
+    if not depths or axis == "accuracy":
+        return []
+    reached = [v for d in depths for v in (d.a, d.b) if isinstance(v, int) and not isinstance(v, bool)]
+    if not reached:
+        return []
+    k = min(reached)
+    return [f"  or compare at a depth both runs reach: --metric recall@K, ndcg@K or another metric @K with "
+            f"K <= {k} (mrr reads each whole ranking)"]
 
 
 def _check_counts(request: CompareRequest) -> None:

@@ -17,6 +17,7 @@ from memrun.core.instrument import Instrument
 from memrun.errors import MemrunError
 from memrun.io.reader import read_instrument
 from memrun.io.writer import ITEMS_FILE
+from memrun.metrics.retrieval import depth_read
 
 
 def _candidates(runs_dir: Path) -> list[tuple[Path, Instrument]]:
@@ -30,8 +31,11 @@ def _candidates(runs_dir: Path) -> list[tuple[Path, Instrument]]:
     return found
 
 
-def find_baseline(b: str | Path, runs_dir: str | Path, treatments: Sequence[str]) -> tuple[Path, str]:
-    """(run folder of A, one line saying why it was chosen). Raises MemrunError when none fits."""
+def find_baseline(b: str | Path, runs_dir: str | Path, treatments: Sequence[str],
+                  metric: str | None = None) -> tuple[Path, str]:
+    """(run folder of A, one line saying why it was chosen). ``metric``: what the comparison
+    reads (None: the whole ranking), which decides whether another depth (``arm.top_k``) fits
+    (:meth:`memrun.core.instrument.Instrument.diff`). Raises MemrunError when none fits."""
     runs_dir = Path(runs_dir)
     if not runs_dir.is_dir():
         raise MemrunError(f"--baseline auto: no runs folder {runs_dir}; pass --runs-dir DIR (where the runs are)")
@@ -39,13 +43,14 @@ def find_baseline(b: str | Path, runs_dir: str | Path, treatments: Sequence[str]
     b_folder = Path(b).resolve() if Path(b).is_dir() else Path(b).resolve().parent
     fits = []
     try:
+        reads = depth_read(metric) if metric else None
         for folder, inst in _candidates(runs_dir):
             if folder.resolve() == b_folder or inst.run_id == target.run_id or inst.status != "complete":
                 continue
-            if inst.diff(target, list(treatments)) or not inst.configuration_diff(target):
+            if inst.diff(target, list(treatments), reads) or not inst.configuration_diff(target):
                 continue
             fits.append((inst.finished_at or "", (folder / ITEMS_FILE).stat().st_mtime, folder, inst))
-    except ValueError as exc:  # an unknown --treatment
+    except ValueError as exc:  # an unknown --treatment or --metric
         raise MemrunError(str(exc)) from exc
     if not fits:
         named = f" except {', '.join(treatments)}" if treatments else ""

@@ -464,17 +464,15 @@ def _unmeasured(a: RunTable, b: RunTable, metric: str) -> str | None:
     name, _, k = metric.partition("@")
     if not k.isdigit():
         return None
-    short = []
-    for side, run in (("A", a), ("B", b)):
-        top_k = ((run.instrument.config or {}).get("arm") or {}).get("top_k")
-        if isinstance(top_k, int) and not isinstance(top_k, bool) and top_k < int(k):
-            short.append((side, top_k))
+    short = [(side, run.instrument.top_k) for side, run in (("A", a), ("B", b))
+             if run.instrument.top_k is not None and run.instrument.top_k < int(k)]
     if not short:
         return None
     said = ", ".join(f"{side}'s arm.top_k={top_k}" for side, top_k in short)
     lowest = min(top_k for _, top_k in short)
+    mrr = " or mrr" if a.instrument.top_k == b.instrument.top_k else ""  # mrr reads each whole ranking
     return (f"{metric} is not measured with {said} (fewer than {k} hits): compare --metric "
-            f"{name}@{lowest} or mrr, or run again with arm.top_k={k} or more")
+            f"{name}@{lowest}{mrr}, or run again with arm.top_k={k} or more")
 
 
 def _reason_counts(scores: ArmScores, in_scope: np.ndarray) -> dict[str, int]:

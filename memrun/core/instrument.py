@@ -51,12 +51,14 @@ SERVER = "server"
 """``reported_by`` of a field a memory server's health response may set too (:meth:`Instrument.server_fields`)."""
 
 
-def _cmp(why: str, default: Any = None, reported_by: str | None = None) -> Any:
+def _cmp(why: str, default: Any = None, reported_by: str | None = None, depth: bool = False) -> Any:
     """A comparability field: runs compare only when both carry the same value.
 
     reported_by: :data:`ARM` or :data:`SERVER` when the system under test reports the value
-    (else the run sets it, and an arm that reports it is refused)."""
-    return field(default=default, metadata={"compare": True, "why": why, "reported_by": reported_by})
+    (else the run sets it, and an arm that reports it is refused). depth: the field is a
+    ranking's depth, which a number read only from each ranking's top K within both depths
+    does not see (:meth:`Instrument.diff`)."""
+    return field(default=default, metadata={"compare": True, "why": why, "reported_by": reported_by, "depth": depth})
 
 
 @dataclass
@@ -98,6 +100,9 @@ class Instrument:
     records: str | None = _cmp("another record text or unit (a turn vs a whole session) is another corpus")
     retrieval_preset: str | None = _cmp("LongMemEval's official preset indexes other turns, excludes other "
                                         "questions and credits sessions otherwise")
+    top_k: int | None = _cmp("the retrieval depth (arm.top_k): MRR reads each ranking to its end and a reader "
+                             "answers from every hit, so a deeper list alone moves them; a metric @K with K within "
+                             "both depths reads the same top K", depth=True)
 
     # -- provenance (recorded, not compared) -----------------------------------------
     run_id: str | None = None
@@ -160,10 +165,22 @@ class Instrument:
         (:func:`memrun.arms.describe`). Derived here, so a new field is reserved by default."""
         return frozenset(f.name for f in dataclasses.fields(Instrument)) - set(Instrument.arm_fields())
 
-    def diff(self, other: Instrument, treatments: tuple[str, ...] | list[str] = ()) -> list[Difference]:
+    @staticmethod
+    def depth_fields() -> tuple[str, ...]:
+        """The comparability fields that are a ranking's depth (``top_k``)."""
+        return tuple(f.name for f in dataclasses.fields(Instrument) if f.metadata.get("depth"))
+
+    def diff(self, other: Instrument, treatments: tuple[str, ...] | list[str] = (),
+             reads_to: int | None = None) -> list[Difference]:
         """The comparability fields on which ``self`` and ``other`` differ.
 
         treatments: fields the comparison is meant to vary; they are left out.
+        reads_to: how deep the compared number reads each ranking: K for a retrieval metric
+        @K (:func:`memrun.metrics.retrieval.depth_read`), None when it reads the whole ranking
+        (MRR). A depth field (:meth:`depth_fields`) is left out only on the retrieval axis
+        when both runs' depths reach ``reads_to``: the first K hits of a ranking cut at 10
+        and of one cut at 20 are the same hits. On the accuracy axis the reader answers from
+        every hit, so the depth always counts.
         A field missing on one side (None) while set on the other counts as a difference.
         Raises ValueError for a treatment that is not a comparability field, or one of
         :data:`NEVER_TREATMENTS` (the two axes never mix in one number).
@@ -178,11 +195,19 @@ class Instrument:
         never = [t for t in treatments if t in NEVER_TREATMENTS]
         if never:
             raise ValueError(f"--treatment {', '.join(never)}: {NEVER_TREATMENTS[never[0]]}; it cannot be a treatment")
+        unseen = set(self.depth_fields()) if self._reaches(other, reads_to) else set()
         return [
             Difference(name, getattr(self, name), getattr(other, name), why)
             for name, why in fields.items()
-            if name not in treatments and getattr(self, name) != getattr(other, name)
+            if name not in treatments and name not in unseen and getattr(self, name) != getattr(other, name)
         ]
+
+    def _reaches(self, other: Instrument, reads_to: int | None) -> bool:
+        """Both runs' rankings, on the retrieval axis, reach the depth the compared number reads."""
+        if reads_to is None or self.axis == "accuracy" or other.axis == "accuracy":
+            return False
+        depths = [getattr(inst, name) for inst in (self, other) for name in self.depth_fields()]
+        return all(isinstance(d, int) and not isinstance(d, bool) and reads_to <= d for d in depths)
 
     def configuration_diff(self, other: Instrument) -> list[tuple[str, Any, Any]]:
         """(dotted key, self's value, other's value) for every key of the run's configuration
@@ -220,7 +245,13 @@ class Instrument:
         if not isinstance(data, dict):
             raise ValueError(f"expected a JSON object, got {type(data).__name__}")
         known = {f.name for f in dataclasses.fields(cls)}
-        return cls(**{k: v for k, v in data.items() if k in known})
+        fields = {k: v for k, v in data.items() if k in known}
+        if "top_k" not in data:  # a run written before the depth was recorded: its config holds it
+            config = data.get("config")
+            arm = config.get("arm") if isinstance(config, dict) else None
+            top_k = arm.get("top_k") if isinstance(arm, dict) else None
+            fields["top_k"] = top_k if isinstance(top_k, int) and not isinstance(top_k, bool) else None
+        return cls(**fields)
 
 
 @dataclass(frozen=True)

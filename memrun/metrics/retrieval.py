@@ -335,6 +335,17 @@ def item_column_for(metric: str) -> str:
     )
 
 
+def depth_read(metric: str) -> int | None:
+    """How deep ``metric`` reads each ranking: K of a metric @K (``rank@1``: 1), None for
+    ``mrr``, which reads the whole ranking the arm returned (so its value moves with
+    ``arm.top_k`` alone). A session metric's K counts sessions (or turns, by the benchmark's
+    ``session_cut``); one a ranking does not reach is null, never read from fewer. Raises
+    ValueError as :func:`item_column_for` does."""
+    column = item_column_for(metric)
+    _, _, k = column.rpartition("_at_")
+    return int(k) if k.isdigit() and "_at_" in column else None
+
+
 def _columns(rows: Sequence[Mapping[str, object]], names: Sequence[str]) -> dict[str, list[Any]]:
     """Name -> the rows' values of that column (None where a row lacks it), in row order.
 

@@ -157,10 +157,15 @@ def test_a_metric_an_arm_could_not_measure_says_so_and_what_to_compare(tmp_path,
     for top_k, name in ((10, "a"), (1, "b")):  # the synthetic benchmark, in-process
         assert cli_main([f"arm.top_k={top_k}", "progress=false", f"hydra.run.dir={tmp_path / name}"]) == 0
     capsys.readouterr()
-    assert compare_main([str(tmp_path / "a"), str(tmp_path / "b"), "--metric", "recall@5"]) == 4
+    # the depths differ where recall@5 reads: refused, naming the depth and a cut-off both reach
+    assert compare_main([str(tmp_path / "a"), str(tmp_path / "b"), "--metric", "recall@5"]) == 3
+    err = capsys.readouterr().err
+    assert "top_k: A=10 B=1" in err and "K <= 1" in err
+    # named as the treatment, it still cannot be measured at 5; mrr is no remedy across depths
+    assert compare_main([str(tmp_path / "a"), str(tmp_path / "b"), "--metric", "recall@5", "--treatment", "top_k"]) == 4
     err = capsys.readouterr().err
     assert "recall@5 is not measured with B's arm.top_k=1 (fewer than 5 hits)" in err
-    assert "--metric recall@1 or mrr" in err and "arm.top_k=5 or more" in err
+    assert "--metric recall@1, or run again" in err and "arm.top_k=5 or more" in err
     assert compare_main([str(tmp_path / "a"), str(tmp_path / "b"), "--metric", "recall@1"]) in (0, 1, 2)
 
 

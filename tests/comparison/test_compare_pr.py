@@ -109,10 +109,10 @@ def test_calls_line_prices_each_run_reader_exactly_and_judges_at_the_judge_model
     llm_env.responder = gold_reader
     a, _ = execute_run(tmp_path, "judge=gpt41", name="a")
     b, _ = execute_run(tmp_path, "judge=gpt41", "arm.top_k=1", name="b")
-    code, out, _ = compare(capsys, str(a), str(b), "--format", "json")
+    code, out, _ = compare(capsys, str(a), str(b), "--treatment", "top_k", "--format", "json")  # B reads 1 hit
     runs = json.loads(out)["runs"]
     # 30 reader calls (gpt-4.1-mini: $0.40 / $1.60 per 1M) and 30 judge calls (gpt-4.1: $2 / $8), 10 + 5 tokens each
     assert runs["a"]["cost_usd"] == pytest.approx((300 * 0.4 + 150 * 1.6 + 300 * 2 + 150 * 8) / 1e6)
     assert runs["b"]["calls"]["made"] < 60 and runs["b"]["cost_usd"] < runs["a"]["cost_usd"]
-    code, md, _ = compare(capsys, str(a), str(b), "--format", "markdown")
+    code, md, _ = compare(capsys, str(a), str(b), "--treatment", "top_k", "--format", "markdown")
     assert "- A calls: made 60, cached 0, failed 0 | tokens 600 prompt + 300 completion | cost \\$0.00" in md
