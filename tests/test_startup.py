@@ -110,7 +110,8 @@ def test_an_http_arms_run_reaches_its_first_request_without_numpy_or_pyarrow():
 
 # What `memrun --help` and `memrun --cfg job` load of memrun: the command line, the config
 # schemas Hydra registers (and their decorator), the libyaml parse of conf/ (memrun.config.conf_yaml), each
-# interpolation parsed once (memrun.config.interpolations), the redaction its logging filter and the printed config use (with
+# interpolation parsed once (memrun.config.interpolations), each node's metadata copied in one step
+# (memrun.config.node_copies), the redaction its logging filter and the printed config use (with
 # its rule for URLs, memrun.core.url_secrets: re and urllib.parse only), the config's YAML
 # (memrun.core.yaml_text), and
 # the launch module Hydra's app names; a job's own modules (http_policy: asyncio and ssl;
@@ -118,7 +119,7 @@ def test_an_http_arms_run_reaches_its_first_request_without_numpy_or_pyarrow():
 STARTUP_MODULES = {
     "memrun", "memrun.cli", "memrun.commands", "memrun.commands.show_config", "memrun.config",
     "memrun.config.arms", "memrun.config.benchmarks", "memrun.config.conf_yaml", "memrun.config.interpolations",
-    "memrun.config.llm", "memrun.config.schema",
+    "memrun.config.llm", "memrun.config.node_copies", "memrun.config.schema",
     "memrun.core", "memrun.core.masking",
     "memrun.core.paths", "memrun.core.redaction", "memrun.core.signals", "memrun.core.url_secrets",
     "memrun.core.yaml_text", "memrun.errors", "memrun.jobs",

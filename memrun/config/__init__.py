@@ -54,6 +54,7 @@ from memrun.config.llm import (
     RubricJudgeConfig,
     SubstringJudgeConfig,
 )
+from memrun.config.node_copies import metadata_copied_at_once
 from memrun.config.schema import schema
 from memrun.core.paths import conf_dir
 from memrun.errors import ConfigError
@@ -180,11 +181,12 @@ def register() -> None:
 def faster_compose() -> Callable[[], None]:
     """Until the returned undo is called, Hydra composes memrun's config with the same result,
     faster: the files under ``conf/`` parsed by libyaml (:mod:`memrun.config.conf_yaml`), each
-    ``${...}`` string parsed once (:mod:`memrun.config.interpolations`) and each version
-    string Hydra compares its ``version_base`` with parsed once (:func:`_versions_parsed_once`).
+    ``${...}`` string parsed once (:mod:`memrun.config.interpolations`), each node's metadata
+    deep-copied in one step (:mod:`memrun.config.node_copies`) and each version string Hydra
+    compares its ``version_base`` with parsed once (:func:`_versions_parsed_once`).
     A run's compose (the command line) and an in-process one (:func:`memrun.config.compose.compose`)
     both use it; inside another such call nothing more is patched."""
-    undos = (libyaml_for_conf(conf_dir()), cached_parses(), _versions_parsed_once())
+    undos = (libyaml_for_conf(conf_dir()), cached_parses(), metadata_copied_at_once(), _versions_parsed_once())
 
     def undo() -> None:
         for each in undos:
