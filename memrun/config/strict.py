@@ -7,6 +7,7 @@ the command line must be written ``true`` or ``false``.
 
 from __future__ import annotations
 
+import re
 from collections.abc import Iterable
 from typing import TYPE_CHECKING, Any
 
@@ -19,6 +20,18 @@ if TYPE_CHECKING:
 else:
     omegaconf = lazy("omegaconf")
     overrides_parser = lazy("hydra.core.override_parser.overrides_parser")
+
+
+# An override whose text is a plain dotted key (after Hydra's "+", "++" or "~") then "=":
+# that key is the one Hydra's parser reads (its key_or_group).
+_PLAIN_KEY = re.compile(r"(?:\+\+|\+|~)?([A-Za-z_][A-Za-z0-9_.\-]*)=")
+
+
+def _may_set_a_boolean(cfg: Any, override: str) -> bool:
+    """Whether ``override`` (as the job received it) may set a boolean field: False only for a
+    plain ``key=...`` whose key names no boolean of ``cfg``, which needs no parse."""
+    plain = _PLAIN_KEY.match(override)
+    return plain is None or isinstance(_node(cfg, plain.group(1)), omegaconf.BooleanNode)
 
 
 def _node(cfg: Any, key: str) -> Any:
@@ -38,8 +51,12 @@ def check_boolean_overrides(cfg: Any, overrides: Iterable[str]) -> None:
     boolean field of composed ``cfg`` to anything but ``true``, ``false`` or ``null``.
 
     Raises ConfigError naming the override and the fix (``arm.warmup=5: arm.warmup is true or
-    false``). Other overrides, deletions and config-group choices are left to Hydra."""
-    parsed = overrides_parser.OverridesParser.create().parse_overrides(list(overrides))
+    false``). Other overrides, deletions and config-group choices are left to Hydra. Only an
+    override that may name a boolean is parsed again (Hydra's parser: ~0.3 ms an override)."""
+    suspects = [o for o in overrides if _may_set_a_boolean(cfg, o)]
+    if not suspects:
+        return
+    parsed = overrides_parser.OverridesParser.create().parse_overrides(suspects)
     for override in parsed:
         if override.is_delete() or override.is_sweep_override():
             continue

@@ -40,3 +40,26 @@ def test_the_schema_declares_the_default_error_share_every_reader_falls_back_to(
 
     default = next(f.default for f in dataclasses.fields(RunConfig) if f.name == "max_error_share")
     assert default == MAX_ERROR_SHARE
+
+
+def test_only_an_override_that_may_name_a_boolean_is_parsed_again(monkeypatch):
+    """Hydra parsed the overrides already; the check parses again only those whose key may be a
+    boolean's (~0.3 ms an override with Hydra's parser), and refuses as before."""
+    from hydra.core.override_parser.overrides_parser import OverridesParser
+
+    from memrun.config.strict import check_boolean_overrides
+
+    cfg = compose(["arm=http", "lexical_scores=true"])
+    seen = []
+    original = OverridesParser.parse_overrides
+    monkeypatch.setattr(OverridesParser, "parse_overrides", lambda self, lines: seen.append(list(lines))
+                        or original(self, lines))
+    given = ["arm=http", "arm.concurrency=5", "repeats=3", "hydra.run.dir=/tmp/x", "lexical_scores=true",
+             "arm.warmup=false", "+arm.new_key=1", "arm/embedder=openai"]
+    check_boolean_overrides(cfg, given)
+    assert seen == [["lexical_scores=true", "arm.warmup=false", "arm/embedder=openai"]]
+    with pytest.raises(ConfigError, match="^arm.warmup=0: arm.warmup is true or false"):
+        check_boolean_overrides(cfg, ["repeats=3", "arm.warmup=0"])
+    seen.clear()
+    check_boolean_overrides(cfg, ["repeats=3", "concurrency=8"])
+    assert seen == []
