@@ -60,6 +60,7 @@ else:
 ITEMS_FILE = "items.parquet"
 PARTS_DIR = "items.parts"
 SUMMARY_FILE = "summary.json"  # the run-level figures, beside items.parquet
+RESUMED_FILE = "resumed.json"  # in an unfinished run once a later run took its rows over (memrun.pipeline.resume)
 SHA256_KEY = "items_sha256"  # summary.json: the sha256 of the finished items.parquet
 CONVERT_ROWS = 1024  # rows per struct conversion (rows_table): ~8 ms holding the GIL
 

@@ -33,12 +33,10 @@ from typing import Any
 
 from memrun.core.instrument import Instrument
 from memrun.io.reader import read_run
+from memrun.io.writer import RESUMED_FILE  # written into a run's folder once another run took its rows over: not resumed again
 from memrun.pipeline.checks import HitChecks
 from memrun.pipeline.one_history import history_keys
 from memrun.records import Dataset, Group
-
-RESUMED_FILE = "resumed.json"
-"""Written into a run's folder once another run took its rows over: it is not resumed again."""
 
 RESUME_FIELDS = ("llm_endpoints", "shard")
 """Instrument fields, besides the comparability ones, that rows taken over must share with
@@ -72,6 +70,16 @@ def mark(folder: Path, by: Path) -> None:
         (folder / RESUMED_FILE).write_text(json.dumps({"resumed_by": str(by)}) + "\n")
     except FileNotFoundError:
         pass
+
+
+def taken_over_by(folder: Path) -> str | None:
+    """The folder of the run that took the rows of the unfinished run in ``folder`` over
+    (:func:`mark`), or None when none did (or the marker cannot be read)."""
+    try:
+        by = json.loads((folder / RESUMED_FILE).read_text(encoding="utf-8")).get("resumed_by")
+    except (OSError, ValueError, AttributeError):
+        return None
+    return str(by) if by else None
 
 
 @dataclass

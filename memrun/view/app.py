@@ -160,7 +160,7 @@ def runs_page(runs: Runs) -> Any:
                    + [[c, c] for c in optional],
         "hidden": optional + ["path"],
         "filters": [["benchmark", "benchmark"], ["arm", "arm"], ["axis", "axis"], ["status", "status"]],
-        "detail": [["path", "folder"], ["error", "error"], ["run_id", "run id"]],
+        "detail": [["path", "folder"], ["resumed_by", "rows taken over by"], ["error", "error"], ["run_id", "run id"]],
         "search": ["benchmark", "arm", "axis", "status", "metric", "path", "commit", *optional],
         "page": 100,
     }

@@ -9,7 +9,9 @@ numbers ``memrun sweep`` and the run page show. Rows are cached per folder by th
 files' modification times and sizes, so a reload lists new runs and re-reads only
 changed ones. A run still writing (its live file, :mod:`memrun.io.live`, names a process
 that runs) is ``running``, with its ``progress`` (rows done of total, elapsed, calls in
-flight); one that stopped without finishing is ``interrupted``.
+flight); one that stopped without finishing is ``interrupted``, or ``resumed`` once a later
+run of the same configuration took its rows over (``resumed_by``: that run's folder,
+relative to the served folder when inside it: :func:`memrun.pipeline.resume.taken_over_by`).
 """
 
 from __future__ import annotations
@@ -23,14 +25,16 @@ from typing import TYPE_CHECKING, Any
 
 from memrun.errors import MemrunError
 from memrun.io.live import LIVE_FILE, progress_text, read_live
-from memrun.io.writer import ITEMS_FILE, PARTS_DIR, SUMMARY_FILE
+from memrun.io.writer import ITEMS_FILE, PARTS_DIR, RESUMED_FILE, SUMMARY_FILE
 from memrun.lazy import lazy
 
 if TYPE_CHECKING:
     from memrun.io import reader as io_reader
+    from memrun.pipeline import resume as pipeline_resume
     from memrun.report import model as report_model
 else:
     io_reader = lazy("memrun.io.reader")
+    pipeline_resume = lazy("memrun.pipeline.resume")  # an unfinished run only
     report_model = lazy("memrun.report.model")
 
 INSTRUMENT_COLUMNS = ("split", "slice", "search_mode", "embedder", "reader_model", "judge_model", "judge2_model",
@@ -79,7 +83,7 @@ def stamp(folder: Path) -> tuple[int, ...]:
     file (0, 0 when absent): a row is re-read when any of them changed."""
     out: list[int] = []
     base = str(folder)
-    for name in (ITEMS_FILE, SUMMARY_FILE, PARTS_DIR, LIVE_FILE):
+    for name in (ITEMS_FILE, SUMMARY_FILE, PARTS_DIR, LIVE_FILE, RESUMED_FILE):
         try:
             st = os.stat(os.path.join(base, name))
             out += (st.st_mtime_ns, st.st_size)
@@ -114,6 +118,8 @@ def run_row(folder: Path, root: Path) -> dict[str, Any]:
     metric, value = report_model.headline(summary)
     low, high = report_model.shown_interval(report_model.headline_interval(summary)) if metric != "mrr" else (None, None)
     status = inst.status if finished else "running" if row["progress"] else "interrupted"
+    if status == "interrupted" and (by := pipeline_resume.taken_over_by(folder)) is not None:
+        status, row["resumed_by"] = "resumed", _shown(Path(by), root)
     row.update({
         "benchmark": inst.benchmark, "arm": inst.arm, "axis": inst.axis, "status": status,
         "metric": metric, "value": value, "low": low, "high": high,
@@ -126,6 +132,14 @@ def run_row(folder: Path, root: Path) -> dict[str, Any]:
         v = getattr(inst, name, None)
         row[name] = None if v in (None, "") else v if isinstance(v, (int, float)) else str(v)
     return row
+
+
+def _shown(folder: Path, root: Path) -> str:
+    """``folder`` relative to the served ``root`` when inside it, else as it is."""
+    try:
+        return folder.resolve().relative_to(root.resolve()).as_posix()
+    except (OSError, ValueError):
+        return str(folder)
 
 
 class RunIndex:

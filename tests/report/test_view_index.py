@@ -19,7 +19,9 @@ from memrun.io.footer import footer_bytes, key_value, sealed_values
 from memrun.io.metadata import seal_table
 from memrun.io.reader import peek_instrument, read_instrument
 from memrun.io.writer import ITEMS_FILE, PARTS_DIR, SUMMARY_FILE
+from memrun.pipeline.resume import mark
 from memrun.records import Group, Item, Record
+from memrun.report.html.run_page import run_context
 from memrun.view.calls import ItemGroups
 from memrun.view.runs import RunIndex, run_row
 from run_tables import base_instrument, retrieval_run
@@ -51,6 +53,20 @@ def test_listing_runs_decodes_no_footer(root, monkeypatch):
     rows = {r["path"]: r for r in RunIndex(root).rows()}
     assert {p: (r["arm"], r["status"]) for p, r in rows.items()} == {
         "a": ("bm25", "complete"), "b": ("dense", "complete"), "killed": ("dense", "interrupted")}
+
+
+def test_a_run_whose_rows_were_taken_over_is_resumed_and_names_the_run_that_did(root):
+    """An unfinished run is ``interrupted`` until a later run takes its rows over
+    (resume.mark); then ``resumed``, pointing at that run, and its page says so first."""
+    index = RunIndex(root)
+    assert {r["path"]: r["status"] for r in index.rows()}["killed"] == "interrupted"
+    mark(root / "killed", root / "a")
+    killed = {r["path"]: r for r in index.rows()}["killed"]  # the marker is in the index's cache key
+    assert (killed["status"], killed["resumed_by"]) == ("resumed", "a")
+    mark(root / "killed", root.parent / "elsewhere")
+    assert run_row(root / "killed", root)["resumed_by"] == str(root.parent / "elsewhere")
+    notes = run_context(root / "killed")["notes"]
+    assert notes[0].startswith(f"RESUMED: this run did not finish, and the run in {root.parent / 'elsewhere'} took")
 
 
 def test_every_footer_flip_reads_the_same_instrument_or_is_refused(root):

@@ -18,6 +18,7 @@ from memrun.io.writer import SUMMARY_FILE
 from memrun.lazy import lazy
 from memrun.metrics.intervals import retrieval_headline_metric
 from memrun.metrics.retrieval import item_column_for
+from memrun.pipeline import resume
 from memrun.report import model, svg
 from memrun.report.evidence import FOLD_CHARS
 from memrun.report.html.common import Texts, column_values, embed_json, group_repeats, item_rows, render
@@ -56,13 +57,18 @@ def load_summary(run: RunTable) -> tuple[dict[str, Any], str | None]:
 
 
 def status_notes(run: RunTable, summary: Mapping[str, Any], note: str | None,
-                 live: Mapping[str, Any] | None = None) -> list[str]:
-    """What a reader must see first: a running, unfinished, interrupted, partial or fake run
-    (``live``: the run's live state, :func:`memrun.io.live.read_live`)."""
+                 live: Mapping[str, Any] | None = None, resumed_by: str | None = None) -> list[str]:
+    """What a reader must see first: a running, unfinished, interrupted (or resumed), partial
+    or fake run (``live``: the run's live state, :func:`memrun.io.live.read_live`;
+    ``resumed_by``: the run that took an unfinished run's rows over,
+    :func:`memrun.pipeline.resume.taken_over_by`)."""
     inst, notes = run.instrument, []
     if not run.complete and live is not None and live.get("running"):
         notes.append(f"RUNNING: {progress_text(dict(live))}; every figure covers the {run.table.num_rows} rows "
                      "written so far.")
+    elif not run.complete and resumed_by is not None:
+        notes.append(f"RESUMED: this run did not finish, and the run in {resumed_by} took its rows over and went on; "
+                     f"that run holds the figures. These cover the {run.table.num_rows} rows written here.")
     elif not run.complete:
         notes.append(f"INTERRUPTED: this run did not finish; read from items.parts/ ({run.table.num_rows} rows "
                      "written). Every figure covers those rows only.")
@@ -160,7 +166,8 @@ def run_context(path: str | Path, item_link: str | None = None) -> dict[str, Any
     }
     return {
         "title": f"memrun report: {inst.benchmark} x {inst.arm} ({inst.axis})",
-        "notes": status_notes(run, summary, note, live),
+        "notes": status_notes(run, summary, note, live, None if run.complete else resume.taken_over_by(
+            run.path if run.path.is_dir() else run.path.parent)),
         "running": bool(live and live.get("running")),
         "instrument": instrument_rows(inst),
         "warnings": list(summary.get("warnings") or inst.warnings or []),
