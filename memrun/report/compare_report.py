@@ -27,26 +27,37 @@ else:
 NONCOMPARABLE = "NON-COMPARABLE"
 
 
+def number(x: Any, spec: str, scale: float = 1.0) -> str:
+    """``x * scale`` formatted by ``spec``; "-" for a value the comparison could not compute
+    (None or NaN). Every optional number of the comparison's dict goes through here (or
+    :func:`_pp`, :func:`_score`, :func:`_rate`), so no renderer fails on one."""
+    if x is None or x != x:  # x != x: NaN
+        return "-"
+    return format(x * scale if scale != 1.0 else x, spec)
+
+
 def _pp(x: float | None, signed: bool = True, digits: int = 1) -> str:
-    if x is None:
+    if x is None or x != x:
         return "-"
     value = round(100 * x, digits) or 0.0
     return f"{value:+.{digits}f}" if signed else f"{value:.{digits}f}"
 
 
 def _score(x: float | None, signed: bool = True, digits: int = 3) -> str:
-    if x is None:
+    if x is None or x != x:
         return "-"
     value = round(x, digits) or 0.0
     return f"{value:+.{digits}f}" if signed else f"{value:.{digits}f}"
 
 
-def bound_digits(bounds: list[float], threshold: float, base: int, scale: float) -> int:
+def bound_digits(bounds: list[float | None], threshold: float, base: int, scale: float) -> int:
     """Decimals (from ``base``, at most ``base + 4``) at which no bound that differs from
     ``threshold`` prints equal to it: a lower bound of +0.00025 pp above a threshold of 0
-    prints as +0.0003, never as +0.0 (which reads as "not a pass")."""
+    prints as +0.0003, never as +0.0 (which reads as "not a pass"). A bound not computed
+    (None or NaN) is left out."""
+    known = [b for b in bounds if b is not None and b == b]
     for digits in range(base, base + 5):
-        if all(b == threshold or round(b * scale, digits) != round(threshold * scale, digits) for b in bounds):
+        if all(b == threshold or round(b * scale, digits) != round(threshold * scale, digits) for b in known):
             return digits
     return base + 4
 
@@ -61,10 +72,10 @@ def _interval(block: Mapping[str, Any], d: Mapping[str, Any]) -> str:
     threshold never prints equal to it (:func:`bound_digits`)."""
     fmt, unit = _delta(d)
     score = d.get("unit") == "score"
-    digits = bound_digits([block["low"], block["high"]], float(d["verdict"]["min_delta"]),
+    digits = bound_digits([block.get("low"), block.get("high")], float(d["verdict"].get("min_delta") or 0.0),
                           3 if score else 1, 1.0 if score else 100.0)
-    return (f"{fmt(block['delta'], digits=digits)}{unit} "
-            f"[{fmt(block['low'], digits=digits)}, {fmt(block['high'], digits=digits)}]")
+    return (f"{fmt(block.get('delta'), digits=digits)}{unit} "
+            f"[{fmt(block.get('low'), digits=digits)}, {fmt(block.get('high'), digits=digits)}]")
 
 
 def _rate(x: float | None) -> str:
@@ -76,9 +87,10 @@ def _level(x: float | None, d: Mapping[str, Any]) -> str:
     return _score(x, signed=False) if d.get("unit") == "score" else _rate(x)
 
 
-def _p(p: float) -> str:
-    """``p = x``; a p-value too small for a double prints as the bound ``p < 1e-300``, never 0."""
-    return "p < 1e-300" if p < 1e-300 else f"p = {p:.4g}"
+def _p(p: float | None) -> str:
+    """``p = x``; a p-value too small for a double prints as the bound ``p < 1e-300``, never 0;
+    one not computed as ``p = -``."""
+    return "p < 1e-300" if p is not None and p < 1e-300 else f"p = {number(p, '.4g')}"
 
 
 def _how(block: Mapping[str, Any], s: Mapping[str, Any], d: Mapping[str, Any]) -> str:
@@ -92,67 +104,72 @@ def _how(block: Mapping[str, Any], s: Mapping[str, Any], d: Mapping[str, Any]) -
         by, strata = "shared evidence session", ""
         after = (f"; the wider of two clusterings (with item clusters: [{fmt(other['low'])}, "
                  f"{fmt(other['high'])}]{unit})")
-    resampled = f"paired bootstrap, {s['resamples']:,} resamples, seed {s['seed']}, clusters by {by}{strata}"
+    resampled = f"paired bootstrap, {number(s['resamples'], ',')} resamples, seed {s['seed']}, clusters by {by}{strata}"
     if block.get("interval") == "calibrated_t":
         check = block.get("design_check") or {}
         crit = check.get("crit_up") or block.get("crit")
         nominal = check.get("nominal_crit")
         raised = (f", raised from the t quantile {nominal:.2f} by the design check" if check and nominal is not None
                   and crit is not None and crit > nominal + 1e-9 else "")
-        return (f"95% design-calibrated t interval: SE {fmt(block['se'], signed=False)}{unit} (CR2, never below the "
-                f"items' own), critical value {crit:.2f}{raised}, Bell-McCaffrey df {block['df']:.2f}; the "
-                f"{resampled}: [{fmt(boot['low'])}, {fmt(boot['high'])}]{unit}{after}")
+        return (f"95% design-calibrated t interval: SE {fmt(block.get('se'), signed=False)}{unit} (CR2, never below "
+                f"the items' own), critical value {number(crit, '.2f')}{raised}, Bell-McCaffrey df "
+                f"{number(block.get('df'), '.2f')}; the {resampled}: [{fmt(boot['low'])}, {fmt(boot['high'])}]{unit}{after}")
     return f"95% {resampled}{after}"
 
 
 def check_line(c: Mapping[str, Any]) -> str:
     """The design check: the simulated false-pass rate beside the verdict, and how it was reached."""
-    crit = "no critical value holds" if c.get("crit_up") is None else f"critical value {c['crit_up']:.2f}"
-    return (f"design check ({c['method']}, {c['replications']:,} simulated null comparisons a scenario, seed "
-            f"{c['seed']}): the nominal t gate (t {c['nominal_crit']:.2f} on {c['df']:.2f} df) passes "
-            f"{100 * c['nominal_rate']:.1f}% of them, this gate ({crit}) {100 * c['rate']:.1f}% | ICC "
-            f"{c['icc']:.3f} (99% upper {c['icc_upper']:.3f}), discordance {100 * c['discordance']:.1f}%, "
-            f"level {100 * c['level']:.0f}%")
+    crit = "no critical value holds" if c.get("crit_up") is None else f"critical value {number(c['crit_up'], '.2f')}"
+    nominal = ("no t quantile" if c.get("nominal_crit") is None
+               else f"t {number(c['nominal_crit'], '.2f')} on {number(c.get('df'), '.2f')} df")
+    return (f"design check ({c.get('method')}, {number(c.get('replications'), ',')} simulated null comparisons a "
+            f"scenario, seed {c.get('seed')}): the nominal t gate ({nominal}) passes "
+            f"{number(c.get('nominal_rate'), '.1f', 100)}% of them, this gate ({crit}) {number(c.get('rate'), '.1f', 100)}% "
+            f"| ICC {number(c.get('icc'), '.3f')} (99% upper {number(c.get('icc_upper'), '.3f')}), discordance "
+            f"{number(c.get('discordance'), '.1f', 100)}%, level {number(c.get('level'), '.0f', 100)}%"
+            + (f" | {c['refused']}" if c.get("refused") else ""))
 
 
 def power_line(p: Mapping[str, Any], d: Mapping[str, Any]) -> str:
     """The power a comparison had, printed beside an unresolved verdict (and by ``memrun
     plan --pilot``): the MDE at the ICC's estimate with how far its power could be from
     80% over the ICC's 90% interval and the effect shapes (:mod:`memrun.stats.mde`), or why
-    none is printed."""
+    none is printed. A figure not computed prints as "-"."""
     fmt, unit = _delta(d)
     status = p.get("status")
+    a, b = p.get("icc_range") or (None, None)
+    span = f"[{number(a, '.3f')}, {number(b, '.3f')}]"
     if status == "none":
-        a, b = p["icc_range"]
-        return (f"power: no effect up to the metric's range reaches {p['power']:.0%} power on this design at the "
-                f"estimated ICC {p['icc']:.3f} (simulated with the gate's own critical value: {p['simulated_power']:.0%} "
-                f"at the largest effect, {p['power_low']:.0%}-{p['power_high']:.0%} over the ICC's 90% interval "
-                f"[{a:.3f}, {b:.3f}] and normal or skewed cluster effects); more {p['units']} are the remedy "
-                "(memrun.stats.mde)")
+        return (f"power: no effect up to the metric's range reaches {number(p.get('power'), '.0%')} power on this design "
+                f"at the estimated ICC {number(p.get('icc'), '.3f')} (simulated with the gate's own critical value: "
+                f"{number(p.get('simulated_power'), '.0%')} at the largest effect, {number(p.get('power_low'), '.0%')}-"
+                f"{number(p.get('power_high'), '.0%')} over the ICC's 90% interval {span} and normal or skewed cluster "
+                f"effects); more {p.get('units')} are the remedy (memrun.stats.mde)")
     if status == "refused":
-        return f"power: no trustworthy minimum detectable effect: {p['reason']} (memrun.stats.mde)"
+        return f"power: no trustworthy minimum detectable effect: {p.get('reason')} (memrun.stats.mde)"
     loose = " at the estimated ICC" if status == "loose" else ""
-    more = (f"about {p['factor']:.1f}x the {p['units']} ({p['n_units']} -> ~{p['needed']}){loose}"
-            if p["factor"] > 1 else f"no more {p['units']} (it is above the MDE)")
-    if p["factor"] > 1 and p.get("available") and p["needed"] > p["available"]:
-        more += (f", but {p['benchmark']} has only {p['available']} {p['available_what']}: no comparison on it "
+    factor, needed, available = p.get("factor"), p.get("needed"), p.get("available")
+    more = (f"about {number(factor, '.1f')}x the {p.get('units')} ({p.get('n_units')} -> ~{number(needed, '')}){loose}"
+            if factor is None or factor > 1 else f"no more {p.get('units')} (it is above the MDE)")
+    if factor is not None and factor > 1 and available and needed is not None and needed > available:
+        more += (f", but {p.get('benchmark')} has only {available} {p.get('available_what')}: no comparison on it "
                  "can detect this effect; look for a benchmark with more independent histories, or a larger effect")
     how = ("simulated with the gate's own critical value" if p.get("method") == "simulated"
-           else f"SE {fmt(p['se'], signed=False)}{unit}")
+           else f"SE {fmt(p.get('se'), signed=False)}{unit}")
+    mde = f"minimum detectable effect at {number(p.get('power'), '.0%')} power {fmt(p.get('mde'), signed=False)}{unit}"
+    effect = f"an effect of {fmt(p.get('effect'), signed=False)}{unit} would need {more}"
     if status is None:  # a comparison saved before the spread was computed
-        return (f"power: minimum detectable effect at {p['power']:.0%} power {fmt(p['mde'], signed=False)}{unit} "
-                f"({how}); an effect of {fmt(p['effect'], signed=False)}{unit} would need {more} (memrun.stats.power)")
-    lo, hi = p["power_low"], p["power_high"]
-    icc, (a, b) = p["icc"], p["icc_range"]
-    spread = (f"{lo:.0%}-{hi:.0%} over the ICC's 90% interval [{a:.3f}, {b:.3f}] and normal or skewed cluster effects"
+        return f"power: {mde} ({how}); {effect} (memrun.stats.power)"
+    lo, hi = number(p.get("power_low"), ".0%"), number(p.get("power_high"), ".0%")
+    spread = (f"{lo}-{hi} over the ICC's 90% interval {span} and normal or skewed cluster effects"
               if status == "trusted" else
-              f"not pinned down: over the ICC's 90% interval [{a:.3f}, {b:.3f}] and normal or skewed cluster effects "
-              f"its power is anywhere from {lo:.0%} to {hi:.0%}")
-    shape = (f", {p['skew_weight']:.0%} weight on {p['skew_shape'].replace('_', ' ')} effects at their ICC "
-             f"{p['skew_icc']:.3f} as the clusters' skewness suggests" if p.get("skew_weight") else "")
-    return (f"power: minimum detectable effect at {p['power']:.0%} power {fmt(p['mde'], signed=False)}{unit} at the "
-            f"estimated ICC {icc:.3f}{shape} ({how}); {spread}; an effect of {fmt(p['effect'], signed=False)}{unit} would "
-            f"need {more} (memrun.stats.mde)")
+              f"not pinned down: over the ICC's 90% interval {span} and normal or skewed cluster effects "
+              f"its power is anywhere from {lo} to {hi}")
+    shape = (f", {number(p['skew_weight'], '.0%')} weight on {str(p.get('skew_shape')).replace('_', ' ')} effects at "
+             f"their ICC {number(p.get('skew_icc'), '.3f')} as the clusters' skewness suggests"
+             if p.get("skew_weight") else "")
+    return (f"power: {mde} at the estimated ICC {number(p.get('icc'), '.3f')}{shape} ({how}); {spread}; {effect} "
+            "(memrun.stats.mde)")
 
 
 def summary_lines(d: Mapping[str, Any]) -> list[str]:
@@ -165,8 +182,8 @@ def summary_lines(d: Mapping[str, Any]) -> list[str]:
         f"A = {d['run_a']}",
         f"B = {d['run_b']}",
         f"axis {d['axis']} | metric {d['metric']}{scale} | denominator {d['denominator']} | treatments: {treatments}",
-        f"verdict: {v['outcome'].upper()} ({v['reason'].replace('_', ' ')}) | gate min delta {fmt(v['min_delta'])}{unit}, "
-        f"null band {fmt(v['band'], signed=False)}{unit} | exit code {d['exit_code']}",
+        f"verdict: {v['outcome'].upper()} ({v['reason'].replace('_', ' ')}) | gate min delta "
+        f"{fmt(v.get('min_delta'))}{unit}, null band {fmt(v.get('band'), signed=False)}{unit} | exit code {d['exit_code']}",
     ]
     if d.get("assumptions"):
         lines.append(d["assumptions"])
@@ -183,12 +200,13 @@ def summary_lines(d: Mapping[str, Any]) -> list[str]:
     lines += [
         f"B - A: {_interval(o, d)} | {_how(o, s, d)}",
         f"n items {o['n_items']} in {o['n_clusters']} clusters | wins {o['wins']} ties {o['ties']} losses {o['losses']} "
-        f"| discordance {_rate(d['discordance'])} | A {_level(o['a_mean'], d)} B {_level(o['b_mean'], d)}",
+        f"| discordance {_rate(d.get('discordance'))} | A {_level(o.get('a_mean'), d)} B {_level(o.get('b_mean'), d)}",
     ]
     if d["calibrated"]:
         c = d["calibrated"]
         lines.append(
-            f"judge-corrected (J = {c['j']:.3f}): {_pp(c['mean'])} pp [{_pp(c['low'])}, {_pp(c['high'])}]"
+            f"judge-corrected (J = {number(c.get('j'), '.3f')}): {_pp(c.get('mean'))} pp [{_pp(c.get('low'))}, "
+            f"{_pp(c.get('high'))}]"
             + ("" if c["corrected"] else " (not corrected)")
         )
     m = d["mcnemar"]
@@ -200,8 +218,8 @@ def summary_lines(d: Mapping[str, Any]) -> list[str]:
         lines.append(f"{kind}: B right/A wrong {m['b01']}, A right/B wrong {m['b10']}, {_p(m['p_value'])}"
                      if m else "McNemar: n/a (scores are not binary)")
     w = d["wilcoxon"]
-    floor = (f" (smallest attainable p with {w['n_nonzero']} non-tied {w['unit']}s: {w['min_p']:.3g})"
-             if w and w.get("min_p", 0) > 1e-3 else "")
+    floor = (f" (smallest attainable p with {w['n_nonzero']} non-tied {w['unit']}s: {number(w['min_p'], '.3g')})"
+             if w and (w.get("min_p") or 0) > 1e-3 else "")
     lines.append(f"Wilcoxon signed-rank over {w['n_units']} {w['unit']}s' mean deltas: {_p(w['p_value'])} "
                  f"({w.get('method', 'exact')}){floor}" if w
                  else f"Wilcoxon signed-rank: skipped ({d['wilcoxon_skipped']})")

@@ -9,6 +9,7 @@ from collections.abc import Mapping, Sequence
 from typing import TYPE_CHECKING, Any
 
 from memrun.lazy import lazy
+from memrun.report.compare_report import number
 
 if TYPE_CHECKING:
     from memrun.report import md as report_md
@@ -26,8 +27,10 @@ def family_rows(rows: Sequence[Mapping[str, Any]]) -> list[list[str]]:
             out.append([str(r["job"]), r["overrides"], f"not compared: {r['error']}", "-", "-", "-", "-"])
             continue
         out.append([str(r["job"]), r["overrides"],
-                    f"{100 * r['delta']:+.2f} pp [{100 * r['low']:+.2f}, {100 * r['high']:+.2f}]",
-                    r["outcome"], f"{r['p_pass']:.4g}", f"{r['holm_p']:.4g}", "yes" if r["winner"] else "no"])
+                    f"{number(r.get('delta'), '+.2f', 100)} pp [{number(r.get('low'), '+.2f', 100)}, "
+                    f"{number(r.get('high'), '+.2f', 100)}]",
+                    r["outcome"], number(r.get("p_pass"), ".4g"), number(r.get("holm_p"), ".4g"),
+                    "yes" if r["winner"] else "no"])
     return out
 
 

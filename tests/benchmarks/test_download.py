@@ -1,6 +1,7 @@
 """Dataset resolution: data dir precedence, download from a loopback server, checksums."""
 
 import hashlib
+import re
 import threading
 from functools import partial
 from http.server import SimpleHTTPRequestHandler, ThreadingHTTPServer
@@ -65,6 +66,16 @@ def test_offline_error_names_file_address_sha_and_folder(tmp_path):
     for needle in ("locomo10.json", url, "ab" * 32, str(tmp_path), "MEMRUN_DATA_DIR"):
         assert needle in msg
     assert not (tmp_path / "locomo10.json.part").exists()
+
+
+def test_a_relative_data_folder_is_shown_resolved(tmp_path, monkeypatch):
+    """MEMRUN_DATA_DIR=../shared/datasets copied from a README means nothing from another folder:
+    the error says where it pointed."""
+    monkeypatch.chdir(tmp_path)
+    with pytest.raises(DownloadError, match=re.escape(f"not in ../nowhere (that is {tmp_path.parent / 'nowhere'})")):
+        download.resolve("locomo10.json", url="http://127.0.0.1:9/locomo10.json", sha256=None, folder=Path("../nowhere"))
+    with pytest.raises(DataError, match=re.escape(f"not in data (that is {tmp_path / 'data'}) and the config names no url")):
+        download.resolve("locomo10.json", url=None, sha256=None, folder=Path("data"))
 
 
 def test_failed_download_creates_no_folder(tmp_path):

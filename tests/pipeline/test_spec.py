@@ -70,6 +70,13 @@ def test_the_accuracy_settings_are_checked_when_the_spec_is_built(override, mess
         build_spec(compose(["axis=accuracy", "benchmark=locomo", "judge=gpt41", override]))
 
 
+@pytest.mark.parametrize("override", ["concurrency=0", "concurrency=-5", "http_attempts=0", "request_timeout_s=0"])
+def test_an_llm_setting_out_of_range_is_refused_on_the_recall_axis_too(override):
+    # unused by a recall run, but never a value a run could use: accepted on one axis, refused on the other, it misled
+    with pytest.raises(ConfigError, match=re.escape(override.partition("=")[0])):
+        build_spec(compose(["benchmark=synthetic", override]))
+
+
 def test_calibrate_judge_reads_its_llm_settings_through_the_same_checks(tmp_path):
     from memrun.commands.calibrate_judge import main
 

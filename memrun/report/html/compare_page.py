@@ -84,12 +84,27 @@ def discordant(run_a: RunTable, run_b: RunTable, hit_column: str | None, texts: 
 
 
 def forest_rows(d: Mapping[str, Any]) -> list[dict[str, Any]]:
-    """Overall and per-category deltas with their deciding intervals (fractions)."""
-    rows = [{"name": "overall", **{k: d["overall"][k] for k in ("delta", "low", "high")}}]
-    for cat, block in d["per_category"].items():
-        name = cat if block["label"] == cat else f"{cat} {block['label']}"
-        rows.append({"name": name, **{k: block[k] for k in ("delta", "low", "high")}})
+    """Overall and per-category deltas with their deciding intervals (fractions); a block
+    with a figure not computed (None or NaN) is left out of the plot (the table says "-")."""
+    blocks = [("overall", d["overall"])]
+    blocks += [(cat if block["label"] == cat else f"{cat} {block['label']}", block)
+               for cat, block in d["per_category"].items()]
+    rows = []
+    for name, block in blocks:
+        values = {k: block.get(k) for k in ("delta", "low", "high")}
+        if all(v is not None and v == v for v in values.values()):  # v == v: not NaN
+            rows.append({"name": name, **values})
     return rows
+
+
+def forest_svg(d: Mapping[str, Any]) -> str:
+    """The forest plot of a comparison's dict (:func:`memrun.report.svg.forest`); empty when
+    no block has an interval."""
+    rows, v = forest_rows(d), d["verdict"]
+    if not rows:
+        return ""
+    return svg.forest(rows, band=v.get("band") or 0.0, min_delta=v.get("min_delta") or 0.0,
+                      unit="score" if d.get("unit") == "score" else "pp")
 
 
 def compare_context(a: str, b: str, options: Sequence[str] = (),
@@ -149,8 +164,7 @@ def compare_context(a: str, b: str, options: Sequence[str] = (),
                                            (run_b.instrument, load_summary(run_b)[0])),
     }
     if d:
-        context["forest"] = svg.forest(forest_rows(d), band=d["verdict"]["band"], min_delta=d["verdict"]["min_delta"],
-                                       unit="score" if d.get("unit") == "score" else "pp")
+        context["forest"] = forest_svg(d)
         context["categories"] = category_rows(d)
     return context
 
