@@ -49,6 +49,7 @@ _EXPORTS: dict[str, str] = {
     "DownloadError": "memrun.errors",
     "ArmError": "memrun.errors",
     "AuthError": "memrun.errors",
+    "EndpointFailed": "memrun.errors",
     "EndpointUnreachable": "memrun.errors",
     "CacheError": "memrun.errors",
     "RunTableError": "memrun.errors",
@@ -64,7 +65,7 @@ __all__ = [
     "__version__",
     "run", "RunResult", "RunStatus", "read_run", "RunTable", "compare", "CompareRequest", "CompareOutcome",
     "Arm", "Benchmark", "Judge", "Record", "Item", "Group", "Dataset", "Hit", "MemrunError",
-    "ConfigError", "DataError", "DownloadError", "ArmError", "AuthError", "EndpointUnreachable",
+    "ConfigError", "DataError", "DownloadError", "ArmError", "AuthError", "EndpointFailed", "EndpointUnreachable",
     "CacheError", "RunTableError", "RunFailed", "RunDegraded", "CallError", "BudgetExhausted", "MergeError", "CompareUsageError",
 ]
 
@@ -83,6 +84,7 @@ if TYPE_CHECKING:  # what type checkers and editors see; at run time __getattr__
         ConfigError,
         DataError,
         DownloadError,
+        EndpointFailed,
         EndpointUnreachable,
         MemrunError,
         MergeError,

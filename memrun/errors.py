@@ -15,7 +15,8 @@ anything else is a bug and keeps its traceback. The tree::
     |-- ToolError                    an MCP tool answered with an error (one item's; also a RuntimeError)
     |-- MalformedReply               a memory server's reply is not the JSON expected (one item's, once retried)
     |-- AuthError                    a server refused memrun's credentials (stops the run)
-    |-- EndpointUnreachable          nothing answers at an LLM endpoint (stops the run)
+    |-- EndpointFailed               an LLM endpoint failed its first calls alike, none succeeded (stops the run)
+    |   `-- EndpointUnreachable      ... nothing answers there at all
     |-- CacheError                   a cache file cannot be read or written (stops the run)
     |-- CallError                    one LLM call failed for good (recorded on its item)
     |-- ItemFailed                   one item x repeat failed at a stage of the accuracy axis (recorded on its row)
@@ -77,12 +78,21 @@ class AuthError(MemrunError):
         self.status = status
 
 
-class EndpointUnreachable(MemrunError):
-    """Nothing answers at an LLM endpoint that has not answered once in this run (connection
-    refused, unknown host, or no reply within the request timeout) after the HTTP policy's
-    retries: a wrong base URL or a server that is not running. Every later call would fail
-    the same way, so the run stops at the first one (the rows so far are kept), as for
-    :class:`AuthError`."""
+class EndpointFailed(MemrunError):
+    """An LLM endpoint at which no call has succeeded in this run failed its first calls all
+    the same way (:mod:`memrun.llm.first_calls`: the same HTTP status such as 404, 405 or 501,
+    or replies that are not a chat completion): a wrong base URL or model name, or a server
+    without chat completions. Every later call would fail the same way, so the run stops (the
+    rows so far are kept), as for :class:`AuthError`. Once a call has succeeded, failures are
+    the items' own errors."""
+
+
+class EndpointUnreachable(EndpointFailed):
+    """Nothing answers at an LLM endpoint that has not answered once in this run: connection
+    refused or unknown host (after the HTTP policy's retries), or no reply within the request
+    timeout (at once: another attempt would wait as long again). A wrong base URL or a server
+    that is not running, or one that accepts connections and never replies. Every later call
+    would fail the same way, so the run stops at the first one (the rows so far are kept)."""
 
 
 class CacheError(MemrunError):

@@ -12,10 +12,11 @@ Every retry decision is :class:`memrun.core.http_policy.Retrier`'s (429: wait ou
 without using the retry budget; 408, 5xx and transport errors: jittered 0.5 x 2^n s
 backoff up to ``attempts``; 401/403: :class:`memrun.errors.AuthError`, which stops the
 run; other >= 400: raise with the body's start). When nothing answers at an endpoint
-that has not answered once (connection refused, unknown host, or no reply within the
-timeout, after the retries), the
+that has not answered once (connection refused or unknown host, after the retries; no
+reply within the timeout, at once: each retry would wait as long again), the
 call raises :class:`memrun.errors.EndpointUnreachable`, which stops the run too: a
-wrong base URL would otherwise fail every item, each after its own retries. Errors reach the caller as
+wrong base URL would otherwise fail every item, each after its own retries (an endpoint
+whose first calls all fail alike in another way: :mod:`memrun.llm.first_calls`). Errors reach the caller as
 :class:`CallError` with a one-line message; the caller records them on the item, where
 they are counted and excluded from ratios.
 """
@@ -40,6 +41,7 @@ from memrun.errors import AuthError, CallError, EndpointUnreachable
 from memrun.lazy import lazy, loaded
 from memrun.llm.deadlines import Deadlines
 from memrun.llm.endpoint import Endpoint
+from memrun.llm.first_calls import url_source
 
 if TYPE_CHECKING:
     from urllib import request as urllib_request
@@ -220,14 +222,15 @@ class ChatClient:
             except (aiohttp.ClientError, asyncio.TimeoutError) as exc:  # resets, truncated bodies, timeouts
                 # A chat completion changes nothing on the server: safe to send again.
                 retrier = retrier or Retrier(self.policy)
-                wait = retrier.transport_delay(exc, idempotent=True)
+                silent = not self.answered and isinstance(exc, asyncio.TimeoutError)  # not one reply yet, from any call
+                wait = None if silent else retrier.transport_delay(exc, idempotent=True)  # another wait as long: no
                 if wait is None:
                     message = _transport_message(exc, self.endpoint.public_url)
-                    if not self.answered and (_unreachable(exc) or isinstance(exc, asyncio.TimeoutError)):
+                    if silent or (not self.answered and _unreachable(exc)):
                         # every attempt failed to connect, or got no reply at all: so would every later call
                         raise EndpointUnreachable(f"{message}; no call to it has succeeded in this run, so the run "
-                                                  "stops here: check the endpoint's base URL (or its *_BASE_URL "
-                                                  "variable) and that the server is up"
+                                                  f"stops here: check the base URL ({url_source(self.endpoint)}) "
+                                                  "and that the server is up"
                                                   + ("" if _unreachable(exc) else ", or raise request_timeout_s")) from None
                     raise CallError("transport", message) from None
                 self.transport_retries += 1

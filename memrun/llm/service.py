@@ -34,10 +34,11 @@ from memrun.core.background import in_background
 from memrun.core.http_policy import HttpPolicy
 from memrun.core.redaction import Redactor
 from memrun.core.slots import Slots
-from memrun.errors import BudgetExhausted, CacheError
+from memrun.errors import BudgetExhausted, CacheError, CallError
 from memrun.llm.cache import CallCache, call_key
 from memrun.llm.client import ChatClient, ChatRequest, ChatResult
 from memrun.llm.endpoint import Endpoint
+from memrun.llm.first_calls import FirstCalls
 
 if TYPE_CHECKING:
     from memrun.llm.client import ChatClient
@@ -114,6 +115,7 @@ class LLMService:
         self._commit_due = False  # a commit of the held replies is scheduled on the loop
         self._commit_error: CacheError | None = None  # a failed commit: raised by the next call and by aclose
         self.in_flight = 0  # requests sent and not yet answered
+        self._first_calls: dict[ChatClient, FirstCalls] = {}  # clients with no call succeeded yet
         # (endpoint URL, model asked for) -> the model the server said answered (instrument: served_models)
         self.reported: dict[tuple[str, str], str] = {}
 
@@ -128,7 +130,9 @@ class LLMService:
                 self._announced.append(endpoint)
 
     def _new_client(self, endpoint: Endpoint) -> ChatClient:
-        return ChatClient(endpoint, policy=self.policy, timeout=self.timeout)
+        client = ChatClient(endpoint, policy=self.policy, timeout=self.timeout)
+        self._first_calls[client] = FirstCalls(endpoint)  # until its first success (memrun.llm.first_calls)
+        return client
 
     def _opened(self) -> None:
         """Wait for clients being built (blocking; for :meth:`aclose`)."""
@@ -225,6 +229,15 @@ class LLMService:
             retries = _retries(client)
             try:
                 result = await client.complete(request)
+            except CallError as exc:
+                self.stats.failed += 1
+                if first := self._first_calls.get(client):  # none succeeded yet: all alike stops the run
+                    try:
+                        first.failed(exc, request.model)
+                    finally:
+                        if first.settled:
+                            del self._first_calls[client]
+                raise
             except Exception:
                 self.stats.failed += 1
                 raise
@@ -236,6 +249,8 @@ class LLMService:
                     self.stats.transport_retries = sum(c.transport_retries for c in self._clients.values())
         finally:
             slots.release()
+        if self._first_calls:
+            self._first_calls.pop(client, None)  # it answered: its failures are the items' own from now on
         self.stats.prompt_tokens += result.prompt_tokens or 0
         self.stats.completion_tokens += result.completion_tokens or 0
         clean = self.redactor.reply(result.text)

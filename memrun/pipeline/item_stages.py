@@ -47,6 +47,8 @@ else:
     progress_bar = lazy("memrun.pipeline.progress_bar")  # rich's bar: a terminal's only
 
 PROGRESS_SECONDS = 0.1
+IDLE_PROGRESS_SECONDS = 1.0
+"""The calls line is redrawn this often too while no row finishes (calls in flight, waiting)."""
 # Container allocations (net) between two young-generation collections while calls are in
 # flight; Python's default is 700. See calls_collector.
 CALLS_GC_THRESHOLD = 10_000
@@ -187,8 +189,9 @@ def answer_and_judge(spec: RunSpec, setup: AccuracySetup, dataset: Dataset, arm:
 
     def show() -> None:
         rate = stats.made / max(time.perf_counter() - t0, 1e-9)
-        progress.update(task, completed=rows, errors=errors,
-                        calls=f"{stats.made} calls {rate:.0f}/s {stats.cached} cached {thousands(stats.tokens)} tok")
+        waiting = f" ({setup.llm.in_flight} in flight)" if setup.llm.in_flight else ""  # sent, no reply yet
+        progress.update(task, completed=rows, errors=errors, calls=f"{stats.made} calls{waiting} {rate:.0f}/s "
+                                                                   f"{stats.cached} cached {thousands(stats.tokens)} tok")
 
     def on_row(row: dict[str, Any]) -> None:
         nonlocal rows, errors, shown
@@ -203,15 +206,22 @@ def answer_and_judge(spec: RunSpec, setup: AccuracySetup, dataset: Dataset, arm:
     task = progress.add_task(spec.label, total=stage.total, errors=0, calls="0 calls")
     start_activity(dataset)
 
+    async def refresh() -> None:  # the calls line moves while no row finishes (calls waiting on a slow server)
+        while True:
+            await asyncio.sleep(IDLE_PROGRESS_SECONDS)
+            show()
+
     async def main() -> None:
         loop, me = asyncio.get_running_loop(), asyncio.current_task()
         assert me is not None
+        refresher = loop.create_task(refresh())
         try:
             # Ctrl-C / SIGTERM cancel this task on the loop, a safe point (memrun.core.signals).
             with signals.on_request(lambda: loop.call_soon_threadsafe(me.cancel)):
                 await stage.run(retrieved_groups(arm, dataset.groups, spec.top_k, dataset.gold_match, spec.flow,
                                                  offload=lambda: setup.llm.in_flight > 0))
         finally:
+            refresher.cancel()
             await setup.llm.aclose()
 
     try:
