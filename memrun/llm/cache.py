@@ -212,7 +212,7 @@ class CallCache:
         """Append whole lines to the side file (opened and locked at the first call); a
         write that fails is cut back, so the file never keeps half a line. Raises OSError."""
         if self._side is None:
-            fd = os.open(self._side_path, os.O_WRONLY | os.O_CREAT | os.O_APPEND | os.O_CLOEXEC, 0o600)
+            fd = os.open(self._side_path, os.O_WRONLY | os.O_CREAT | os.O_APPEND | os.O_CLOEXEC, 0o666)  # umask: as sqlite's
             fcntl.flock(fd, fcntl.LOCK_EX | fcntl.LOCK_NB)  # a name of its own: never held by another
             self._side = fd
         view = memoryview(data)
@@ -261,6 +261,8 @@ class CallCache:
             try:
                 fd = os.open(path, os.O_RDONLY | os.O_CLOEXEC)
             except FileNotFoundError:  # replayed by another process meanwhile
+                continue
+            except PermissionError:  # another user's, in a shared folder: theirs to replay
                 continue
             try:
                 try:
