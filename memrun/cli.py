@@ -255,13 +255,16 @@ def _run_hydra(args: list[str]) -> int:
             if record.sweep_exit_code is None:  # its table is not printed yet
                 sweep.finish(record.sweep_dir)
             return _fail(f"interrupted; the table above is what the sweep's jobs recorded (memrun sweep "
-                         f"{record.sweep_dir} prints it again). Run the same command again to redo it "
-                         "(on the accuracy axis, the calls already made come from the cache)", EXIT_INTERRUPTED)
+                         f"{record.sweep_dir} prints it again). Run the same command again to go on: each job "
+                         "keeps the rows that finished (on the accuracy axis, the calls already made come from "
+                         "the cache)", EXIT_INTERRUPTED)
         current = record.run_dir
         kept = current is not None and ((current / writer.ITEMS_FILE).exists() or (current / writer.PARTS_DIR).is_dir())
         where = f"the rows that finished are in {current}" if kept else "no row had finished"
-        return _fail(f"interrupted; {where}. Run the same command again to redo it "
-                     "(on the accuracy axis, the calls already made come from the cache)", EXIT_INTERRUPTED)
+        again = ("Run the same command again to go on from them (resume=false starts over)" if kept
+                 else "Run the same command again to start over")
+        cached = ", and the LLM calls already made come from the call cache" if record.axis == "accuracy" else ""
+        return _fail(f"interrupted; {where}. {again}{cached}", EXIT_INTERRUPTED)
     except BaseException as exc:  # SystemExit (--help) and a sweep refused; checked without importing memrun.jobs.sweep
         if _sweep_loaded() and isinstance(exc, sweep.SweepRefused):  # the folder is another sweep's: nothing ran
             return _fail(str(exc))

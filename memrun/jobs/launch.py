@@ -98,17 +98,20 @@ class AppRecord:
     and its parents, the deepest that existed before Hydra created it (a run that did no item
     removes what it created up to there, never more). sweep_dir: a multirun's folder, noted
     when it starts. sweep_exit_code: the worst of its jobs' codes, once its table is printed.
+    axis: the job's axis (``recall`` or ``accuracy``: the interrupt message names the call
+    cache on the accuracy axis only).
     """
 
     status: run_status.RunStatus | None = None
     run_dir: Path | None = None
+    axis: str | None = None
     existing_root: Path | None = None
     sweep_dir: Path | None = None
     sweep_exit_code: int | None = None
 
     def reset(self) -> None:
         """Forget an earlier call's app (the command line calls this before each)."""
-        self.status = self.run_dir = self.existing_root = self.sweep_dir = self.sweep_exit_code = None
+        self.status = self.run_dir = self.existing_root = self.sweep_dir = self.sweep_exit_code = self.axis = None
 
     def exit_code(self) -> int:
         """A multirun's worst job's code, else the last job's (:attr:`memrun.core.status.RunStatus.exit_code`), else 0."""
@@ -356,7 +359,7 @@ def _job(cfg: Any, hydra_cfg: Any) -> int:
     """:func:`job`'s work: claim, check, save, run, record."""
     out_dir = Path(hydra_cfg.runtime.output_dir)
     multirun = hydra_cfg.mode == hydra_types.RunMode.MULTIRUN
-    RECORD.run_dir = out_dir
+    RECORD.run_dir, RECORD.axis = out_dir, getattr(cfg.get("axis"), "value", None)  # an Axis (str, Enum)
     started = time.perf_counter()
     status, error, lock = run_status.RunStatus.COMPLETE, None, None
     resume_lock: Path | None = None  # the claim on the unfinished run this one resumes

@@ -43,6 +43,7 @@ def _check(run_dir: Path, code: int, alive: bool, done: bool, err: str, sig: int
     if alive:  # the signal reached a running memrun: it must say interrupted, whatever phase it hit
         assert code == 130, (code, err[-2000:])
         assert "interrupted; the rows that finished are in" in err and "Traceback" not in err
+        assert "go on from them (resume=false starts over), and the LLM calls already made come from the call cache" in err
         assert run.instrument.status in ("interrupted", "complete")  # complete: it hit the final merge
         if run.instrument.status == "complete":
             assert run.table.num_rows == 90
@@ -115,5 +116,6 @@ def test_a_signal_while_the_table_is_written_finishes_it_then_exits_130(tmp_path
     monkeypatch.chdir(tmp_path)
     assert main(["progress=false", f"hydra.run.dir={tmp_path / 'run'}"]) == 130
     err = capsys.readouterr().err
-    assert f"interrupted; the rows that finished are in {tmp_path / 'run'}" in err
+    assert f"interrupted; the rows that finished are in {tmp_path / 'run'}. Run the same command again to go on " \
+        "from them (resume=false starts over)\n" in err  # a recall run: no word of a call cache it has no use for
     assert pq.read_table(tmp_path / "run" / "items.parquet").num_rows == 30  # every row, merged
