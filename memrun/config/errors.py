@@ -78,6 +78,10 @@ def explain_config_error(exc: BaseException) -> str:
     return redact_line(_explain(exc))
 
 
+LAUNCHER_EXTRAS = {"joblib": "joblib", "submitit_local": "slurm", "submitit_slurm": "slurm", "ray": "ray"}
+"""Hydra launcher choices memrun supports and the extra (pyproject.toml) whose plugin provides each."""
+
+
 def _explain(exc: BaseException) -> str:
     text = str(exc)
     where = ""
@@ -92,6 +96,9 @@ def _explain(exc: BaseException) -> str:
             group, option = m.group(1), m.group(2)
             hint = difflib.get_close_matches(option, exc.options, n=1)
             did_you_mean = f" (did you mean {group}={hint[0]}?)" if hint else ""
+            if group == "hydra/launcher" and option in LAUNCHER_EXTRAS:  # a launcher plugin not installed
+                did_you_mean = (f" (its plugin is not installed: pip install 'memrun[{LAUNCHER_EXTRAS[option]}]', "
+                                "docs/scale.md)")
             return f"{where}{group}={option}: no such config{did_you_mean}; available: {', '.join(exc.options)}"
         return where + text.splitlines()[0]
     if "Could not override 'arm/embedder'" in text:  # an arm without an embedder (bm25, a sweep's lexical job)
