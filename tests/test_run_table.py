@@ -79,7 +79,8 @@ def test_a_folder_that_holds_a_run_is_not_written_again(tmp_path):
     writer = ItemsWriter(tmp_path, items_schema(KS), Instrument(), flush_rows=1)
     writer.add(row(0))
     writer.wait()
-    with pytest.raises(RunTableError, match="already holds a run's rows; give this run its own folder"):
+    with pytest.raises(RunTableError, match=r"already holds a run's rows; give this run its own folder \(hydra.run.dir=... on the "
+                                        r"command line, out_dir= in memrun.run\)"):
         ItemsWriter(tmp_path, items_schema(KS), Instrument())  # parts of a run in progress
     writer.close()
     with pytest.raises(RunTableError, match="already holds a run's rows"):

@@ -155,7 +155,8 @@ class ItemsWriter:
         self.parts = self.folder / PARTS_DIR
         if (self.folder / ITEMS_FILE).exists() or (self.parts.is_dir() and any(self.parts.iterdir())):
             raise RunTableError(
-                f"{self.folder} already holds a run's rows; give this run its own folder (hydra.run.dir=...)"
+                f"{self.folder} already holds a run's rows; give this run its own folder (hydra.run.dir=... on the "
+                "command line, out_dir= in memrun.run)"
             )
         self.parts.mkdir(parents=True, exist_ok=True)
         self.instrument = instrument
