@@ -149,7 +149,7 @@ def test_compare_and_plan_markdown_of_a_hostile_benchmark(llm_env, tmp_path, cap
     a, _ = execute_run(tmp_path, *common, "arm=bm25", "arm.top_k=10", name="a")
     b, _ = execute_run(tmp_path, *common, "arm=bm25", "arm.top_k=1", name="b")
     capsys.readouterr()
-    code = compare_main([str(a), str(b), "--format", "markdown"])
+    code = compare_main([str(a), str(b), "--treatment", "top_k", "--format", "markdown"])  # the change: the depth
     doc = capsys.readouterr().out
     assert code in (0, 1, 2), doc
     marker = doc.splitlines()[0]

@@ -123,7 +123,8 @@ def sweep_rows(sweep_dir: Path) -> list[SweepRow]:
         summary = _summary(folder) if o.status != "refused" else {}  # a refused job's folder is another run's
         name, value = report_model.headline(summary)
         rows.append(report_model.SweepRow(o.job, " ".join(o.overrides), o.status, o.exit_code, name, value,
-                             summary.get("n_items"), summary.get("n_errors"), o.seconds, str(folder), o.error))
+                             summary.get("n_items"), summary.get("n_errors"), o.seconds, str(folder), o.error,
+                             *report_model.headline_scope(summary)))
         seen.add(str(folder.resolve()))
     for folder in sorted(p for p in sweep_dir.iterdir() if p.is_dir() and (p / ".hydra").is_dir()):
         if str(folder.resolve()) in seen:
@@ -134,7 +135,8 @@ def sweep_rows(sweep_dir: Path) -> list[SweepRow]:
         status = summary.get("status", "unknown")
         rows.append(report_model.SweepRow(job, folder.name, status, 0 if status == "complete" else EXIT_USER_ERROR, name, value,
                              summary.get("n_items"), summary.get("n_errors"), summary.get("pipeline_seconds"),
-                             str(folder), None if status == "complete" else "the job recorded no outcome"))
+                             str(folder), None if status == "complete" else "the job recorded no outcome",
+                             *report_model.headline_scope(summary)))
     return sorted(rows, key=lambda r: r.job)
 
 

@@ -60,6 +60,27 @@ def headline(summary: Mapping[str, Any]) -> tuple[str | None, float | None]:
     return None, None
 
 
+def headline_scope(summary: Mapping[str, Any]) -> tuple[str | None, int | None]:
+    """(the slice the headline value of :func:`headline` is over, the items it averages) of a
+    run's ``summary.json``: ``overall_comparable`` when the run has it (LoCoMo's categories 1-4,
+    1,536 of its 1,986 questions), else ``overall_all``; the count is the items that slice's
+    headline interval averages (scored, not errored), else the slice's ``n_scored`` or
+    ``n_items``. (None, None) without a headline."""
+    name, _ = headline(summary)
+    if name is None:
+        return None, None
+    head = summary.get("headline")
+    key = str(head["slice"]) if isinstance(head, dict) and head.get("slice") else (
+        "overall_comparable" if summary.get("overall_comparable") else "overall_all")
+    intervals = summary.get("intervals") or {}
+    block = intervals.get(key) if intervals.get("metric") == name else None
+    if isinstance(block, dict) and block.get("n_items") is not None:
+        return key, int(block["n_items"])
+    figures = summary.get(key)
+    n = figures.get("n_scored", figures.get("n_items")) if isinstance(figures, dict) else None
+    return key, None if n is None else int(n)
+
+
 MIN_CLUSTERS = 2
 """Clusters an interval must rest on to be shown: a cluster bootstrap over one cluster
 (one conversation, one history) redraws that cluster every time, a zero-width interval
@@ -107,7 +128,9 @@ def interval_bars(summary: Mapping[str, Any]) -> list[dict[str, Any]]:
 class SweepRow:
     """One job of a sweep. ``headline``/``value``: the metric the table shows
     (:func:`memrun.report.model.headline`)
-    as a fraction, None when the job wrote no summary."""
+    as a fraction, None when the job wrote no summary. ``headline_slice``/``headline_items``:
+    the slice and the number of items that value is over (:func:`headline_scope`), which
+    may be fewer than the run's ``n_items`` (LoCoMo: categories 1-4)."""
 
     job: int
     overrides: str
@@ -120,6 +143,8 @@ class SweepRow:
     seconds: float | None
     run_dir: str
     error: str | None
+    headline_slice: str | None = None
+    headline_items: int | None = None
 
     def to_dict(self) -> dict[str, Any]:
         """The fields as a JSON-ready dict."""

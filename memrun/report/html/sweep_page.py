@@ -125,7 +125,8 @@ def sweep_context(sweep_dir: Path, out: Path, page_name: str) -> tuple[dict[str,
         link = Path(os.path.relpath(page, out.resolve().parent)).as_posix() if page else None
         rows.append({"job": job.job, "overrides": job.overrides, "status": job.status, "exit": job.exit_code,
                      "headline": job.headline, "value": None if job.value is None else round(100 * job.value, 2),
-                     "items": job.n_items, "errors": job.n_errors,
+                     "items": job.n_items, "over": job.headline_items, "slice": job.headline_slice,
+                     "errors": job.n_errors,
                      "seconds": None if job.seconds is None else round(job.seconds, 1), "link": link,
                      "error": job.error})
     notes = [f"job {r['job']} {r['status']} (exit {r['exit']}): {r['error'] or 'no error recorded'}"
@@ -142,7 +143,7 @@ def sweep_context(sweep_dir: Path, out: Path, page_name: str) -> tuple[dict[str,
             notes.append(f"no chart: {exc}")
     table = {"columns": [["job", "job", "num"], ["overrides", "overrides"], ["status", "status", "label"],
                          ["exit", "exit", "num"], ["headline", "headline"], ["value", "value %", "num"],
-                         ["items", "items", "num"], ["errors", "errors", "num"], ["seconds", "seconds", "num"],
+                         ["over", "value over (items)", "num"], ["slice", "of slice"], ["items", "items", "num"], ["errors", "errors", "num"], ["seconds", "seconds", "num"],
                          ["link", "run page", "link"]],
              "filters": [["status", "status"], ["headline", "headline"]],
              "detail": [["overrides", "overrides"], ["error", "error"]], "page": 100}
