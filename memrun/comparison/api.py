@@ -31,7 +31,7 @@ from memrun.comparison.analysis import Comparison, Settings, analyze, category_o
 from memrun.comparison.baseline import find_baseline
 from memrun.comparison.design import cluster_supply, design_notes, evidence_sensitivity
 from memrun.comparison.fitness import DataThresholds
-from memrun.comparison.pairing import Paired, pair, read_for_compare
+from memrun.comparison.pairing import Paired, pair, read_for_compare, shared_items
 from memrun.core.background import in_background
 from memrun.core.instrument import Difference, Instrument
 from memrun.errors import MemrunError
@@ -214,7 +214,7 @@ def _prepare(request: CompareRequest, warn: Say) -> _Prepared | str:
                              if request.same_configuration else
                              "compare two runs (for the noise floor, two runs of one config with memrun null-band)"))
     treatments = treatments_of(request.treatments)
-    differences, refusal = _refusal(run_a.instrument, run_b.instrument, treatments, request)
+    differences, refusal = _refusal(run_a.instrument, run_b.instrument, treatments, request, _apart(run_a, run_b))
     if refusal:
         return refusal
     for line in _endpoint_warnings(run_a.instrument, run_b.instrument):
@@ -314,10 +314,11 @@ def _stratify_by(arg: str, instrument: Instrument) -> str | None:
     return arg
 
 
-def _refusal(a: Instrument, b: Instrument, treatments: list[str],
-             request: CompareRequest) -> tuple[list[Difference], str | None]:
+def _refusal(a: Instrument, b: Instrument, treatments: list[str], request: CompareRequest,
+             apart: str | None = None) -> tuple[list[Difference], str | None]:
     """(differences, refusal message or None). The message lists every differing field
-    at once and the exact flags that would name them all as treatments."""
+    at once and the exact flags that would name them all as treatments; when the runs share
+    no item (``apart``, :func:`_apart`), it says that no treatment pairs them instead."""
     assert request.metric is not None  # resolve() filled it
     try:
         differences = a.diff(b, treatments, reads_to=depth_read(request.metric))
@@ -335,11 +336,20 @@ def _refusal(a: Instrument, b: Instrument, treatments: list[str],
         flags = " ".join(f"--treatment {d.field}" for d in differences)
         lines = [f"refused: the runs are not comparable ({len(differences)} field(s) differ):"]
         lines += [f"  {d.field}: A={d.a!r} B={d.b!r}: {d.why}" for d in differences]
+        if apart:  # naming the fields could never pair them: say so instead of offering the flags
+            lines.append(f"  {apart}: no --treatment pairs them; compare two runs of one benchmark and dataset")
+            return differences, "\n".join(lines)
         lines.append(f"  if the comparison is meant to vary these, name them: {flags}")
         lines += _depth_fix(differences, a.axis)
         lines.append("  or pass --allow-noncomparable to see the numbers labelled NON-COMPARABLE")
         return differences, "\n".join(lines)
     return differences, None
+
+
+def _apart(run_a: RunTable, run_b: RunTable) -> str | None:
+    """``the runs share no item (A: n items, B: m)`` when no item id of B is one of A's, else None."""
+    n_a, n_b, both = shared_items(run_a, run_b)
+    return None if both else f"the runs share no item (A: {n_a} items, B: {n_b}, none of them A's)"
 
 
 def _depth_fix(differences: list[Difference], axis: str | None) -> list[str]:

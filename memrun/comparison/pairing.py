@@ -315,6 +315,7 @@ def pair(a: RunTable, b: RunTable, *, metric: str, cluster_by: str | None, strat
     _, first_a = _first_rows(codes_a, np.arange(len(codes_a)), m)
     category = _per_item(a.table, "category", first_a).cast(pa.string()).fill_null("None")
     only_b_ids = ids_b.filter(pc.invert(pa.array(valid_b)))
+    n_only_b_anywhere = len(pc.unique(only_b_ids))
     in_scope = np.ones(m, dtype=bool)
     if categories is not None:
         present_cats = set(pc.unique(category).to_pylist()) | set(
@@ -336,8 +337,11 @@ def pair(a: RunTable, b: RunTable, *, metric: str, cluster_by: str | None, strat
     if not len(keep):
         why = "; ".join(f"{side}: {n} {reason}" for side, s in (("A", sa), ("B", sb))
                         for reason, n in sorted(_reason_counts(s, in_scope).items()))
+        elsewhere = n_only_b_anywhere - only_b
+        scope = (f" of categories {', '.join(categories)}; {elsewhere} more of B's in no category read"
+                 if categories is not None and elsewhere else "")
         raise CompareUsageError(
-            f"no item is scored in both runs ({only_a} only in A, {only_b} only in B, "
+            f"no item is scored in both runs ({only_a} only in A, {only_b} only in B{scope}, "
             f"{sum(excluded.values())} excluded{': ' + why if why else ''}); "
             + ("the runs share no item: check that both ran the same benchmark" if not excluded
                else _unmeasured(a, b, metric) or "nothing is left to compare"))
@@ -373,6 +377,14 @@ def pair(a: RunTable, b: RunTable, *, metric: str, cluster_by: str | None, strat
         evidence=evidence, error_bound=_one_sided(sa, sb, both),
         credited=_credited(a, b, metric, codes_a, codes_b, valid_b, m, keep),
     )
+
+
+def shared_items(a: RunTable, b: RunTable) -> tuple[int, int, int]:
+    """(distinct item ids of A, of B, of both): two runs that share none cannot be paired,
+    whatever fields are named as treatments (other benchmarks, other datasets)."""
+    ids_a, ids_b = pc.unique(_column(a.table, "item_id")), pc.unique(_column(b.table, "item_id"))
+    both = int(pc.sum(pc.is_in(ids_b, value_set=ids_a)).as_py() or 0)
+    return len(ids_a), len(ids_b), both
 
 
 def _credited(a: RunTable, b: RunTable, metric: str, codes_a: np.ndarray, codes_b: np.ndarray, valid_b: np.ndarray,

@@ -327,3 +327,19 @@ def test_cli_on_two_real_locomo_runs(tmp_path, data_dir):
     # without --categories, compare reads the runs' headline subset (LoCoMo 1-4), as their summaries do
     headline = json.loads(run_memrun(["compare", str(a), str(b), *stopwords, "--format", "json"], tmp_path).stdout)
     assert headline["overall"]["n_items"] == json.loads((b / "summary.json").read_text())["overall_comparable"]["n_scored"]
+
+
+def test_runs_that_share_no_item_are_told_so_not_offered_a_treatment(tmp_path, capsys):
+    """LoCoMo against a synthetic run: naming the benchmark as the treatment can never pair
+    them, and B's items outside A's headline categories are counted, not called 0."""
+    ra = retrieval_run(tmp_path / "a", [True, False] * 10, comparable_categories=["1"])
+    rb = retrieval_run(tmp_path / "b", [True] * 30, ids=[f"x{i}" for i in range(30)], categories=["x"] * 30,
+                       benchmark="synthetic")
+    assert compare_main([str(ra), str(rb)]) == ExitCode.REFUSAL
+    err = capsys.readouterr().err
+    assert "  benchmark: A='locomo' B='synthetic'" in err
+    assert "the runs share no item (A: 20 items, B: 30, none of them A's): no --treatment pairs them" in err
+    assert "--treatment benchmark" not in err
+    assert compare_main([str(ra), str(rb), "--treatment", "benchmark"]) == ExitCode.USAGE_ERROR
+    err = capsys.readouterr().err
+    assert "(10 only in A, 0 only in B of categories 1; 30 more of B's in no category read, 0 excluded)" in err
