@@ -42,20 +42,25 @@ def find_baseline(b: str | Path, runs_dir: str | Path, treatments: Sequence[str]
     target = read_instrument(b)
     b_folder = Path(b).resolve() if Path(b).is_dir() else Path(b).resolve().parent
     fits = []
+    deeper = 0  # runs that differ from B only in depth, which the metric reads
     try:
         reads = depth_read(metric) if metric else None
         for folder, inst in _candidates(runs_dir):
             if folder.resolve() == b_folder or inst.run_id == target.run_id or inst.status != "complete":
                 continue
-            if inst.diff(target, list(treatments), reads) or not inst.configuration_diff(target):
+            differences = inst.diff(target, list(treatments), reads)
+            if differences or not inst.configuration_diff(target):
+                deeper += bool(differences) and {d.field for d in differences} <= set(Instrument.depth_fields())
                 continue
             fits.append((inst.finished_at or "", (folder / ITEMS_FILE).stat().st_mtime, folder, inst))
     except ValueError as exc:  # an unknown --treatment or --metric
         raise MemrunError(str(exc)) from exc
     if not fits:
         named = f" except {', '.join(treatments)}" if treatments else ""
+        depth = (f"; {deeper} finished run(s) differ only in top_k (arm.top_k), which {metric or 'the metric'} reads: pass "
+                 "--treatment top_k, or a metric @K within both depths" if deeper else "")
         raise MemrunError(f"--baseline auto: no finished run under {runs_dir} is comparable to {b}{named} with another "
-                          "configuration; run the baseline first, or name A explicitly")
+                          f"configuration{depth}; run the baseline first, or name A explicitly")
     _, _, folder, inst = max(fits, key=lambda f: (f[0], f[1]))
     keys = ", ".join(k for k, _, _ in inst.configuration_diff(target))
     return folder, (f"baseline: {folder} (run {inst.run_id}, finished {inst.finished_at}), the newest of "

@@ -51,6 +51,7 @@ def test_baseline_auto_takes_another_depth_only_where_the_metric_does_not_see_it
     root, b = str(runs["root"]), str(runs["shallow"])
     code, _, err = compare(capsys, "--baseline", "auto", b, "--runs-dir", root, "--metric", "mrr")
     assert code == ExitCode.USAGE_ERROR and "no finished run" in err
+    assert "1 finished run(s) differ only in top_k (arm.top_k), which mrr reads: pass --treatment top_k" in err
     code, _, err = compare(capsys, "--baseline", "auto", b, "--runs-dir", root, "--metric", "recall@1")
     assert code in (0, 1, 2) and f"baseline: {runs['deep']} " in err
     code, _, err = compare(capsys, "--baseline", "auto", b, "--runs-dir", root, "--metric", "mrr",
