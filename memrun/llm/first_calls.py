@@ -1,5 +1,9 @@
 """An LLM endpoint watched over its first calls, until one succeeds.
 
+Watched per endpoint and model (:class:`memrun.llm.service.LLMService` keeps one
+:class:`FirstCalls` per pair): a judge's model the gateway does not serve is found even
+when the reader's calls to the same gateway succeed.
+
 A wrong base URL (a web page, a path without ``/v1``), a model the server does not serve,
 or a server without chat completions fails every call of a run the same way: HTTP 404,
 405 or 501 to each, or a reply that is not a chat completion. Each such call used to be

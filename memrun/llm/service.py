@@ -115,7 +115,10 @@ class LLMService:
         self._commit_due = False  # a commit of the held replies is scheduled on the loop
         self._commit_error: CacheError | None = None  # a failed commit: raised by the next call and by aclose
         self.in_flight = 0  # requests sent and not yet answered
-        self._first_calls: dict[ChatClient, FirstCalls] = {}  # clients with no call succeeded yet
+        # (client, model) -> its failures before any success (memrun.llm.first_calls); settled: a call
+        # succeeded, or they failed in more than one way (a judge's model is watched apart from the reader's)
+        self._first_calls: dict[tuple[ChatClient, str], FirstCalls] = {}
+        self._settled: set[tuple[ChatClient, str]] = set()
         # (endpoint URL, model asked for) -> the model the server said answered (instrument: served_models)
         self.reported: dict[tuple[str, str], str] = {}
 
@@ -130,9 +133,7 @@ class LLMService:
                 self._announced.append(endpoint)
 
     def _new_client(self, endpoint: Endpoint) -> ChatClient:
-        client = ChatClient(endpoint, policy=self.policy, timeout=self.timeout)
-        self._first_calls[client] = FirstCalls(endpoint)  # until its first success (memrun.llm.first_calls)
-        return client
+        return ChatClient(endpoint, policy=self.policy, timeout=self.timeout)
 
     def _opened(self) -> None:
         """Wait for clients being built (blocking; for :meth:`aclose`)."""
@@ -231,12 +232,15 @@ class LLMService:
                 result = await client.complete(request)
             except CallError as exc:
                 self.stats.failed += 1
-                if first := self._first_calls.get(client):  # none succeeded yet: all alike stops the run
+                watched = (client, request.model)
+                if watched not in self._settled:  # none succeeded yet: the first calls all alike stop the run
+                    first = self._first_calls.setdefault(watched, FirstCalls(endpoint))
                     try:
                         first.failed(exc, request.model)
                     finally:
                         if first.settled:
-                            del self._first_calls[client]
+                            self._settled.add(watched)
+                            del self._first_calls[watched]
                 raise
             except Exception:
                 self.stats.failed += 1
@@ -249,8 +253,9 @@ class LLMService:
                     self.stats.transport_retries = sum(c.transport_retries for c in self._clients.values())
         finally:
             slots.release()
-        if self._first_calls:
-            self._first_calls.pop(client, None)  # it answered: its failures are the items' own from now on
+        if (watched := (client, request.model)) not in self._settled:  # it answered: from now on its
+            self._settled.add(watched)  # failures are the items' own
+            self._first_calls.pop(watched, None)
         self.stats.prompt_tokens += result.prompt_tokens or 0
         self.stats.completion_tokens += result.completion_tokens or 0
         clean = self.redactor.reply(result.text)

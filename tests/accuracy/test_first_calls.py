@@ -74,3 +74,21 @@ def test_calls_waiting_on_a_silent_server_show_in_the_progress_line(llm_env, tmp
     lines = [line for line in err.splitlines() if line.startswith("progress: ")]
     assert any("4 calls (4 in flight)" in line for line in lines), lines
     assert chat_requests(llm_env) == 4  # one attempt each: a retry would wait as long again
+
+
+def test_a_judge_model_the_server_does_not_serve_stops_the_run_though_the_reader_answers(llm_env, tmp_path,
+                                                                                         capsys):
+    llm_env.routes["/v1/chat/completions"] = judge_missing(llm_env.routes["/v1/chat/completions"])
+    rc, _ = run_memrun(tmp_path, "judge=gpt41", "concurrency=2")
+    err = [line for line in capsys.readouterr().err.strip().splitlines() if not line.startswith("warning:")]
+    assert rc == 2 and len(err) == 1, err
+    assert "all failed the same way (HTTP 404" in err[0] and "serves the model 'gpt-4.1'" in err[0]
+
+
+def judge_missing(route):
+    """The chat route, answering 404 to every request for the judge's model (gpt-4.1)."""
+    def handle(body: dict) -> Reply:
+        if body.get("model") == "gpt-4.1":
+            return Reply.error(404, "The model `gpt-4.1` does not exist", "model_not_found")
+        return route(body)
+    return handle
