@@ -116,8 +116,14 @@ def resolve(
     if target.is_file():
         return target, _check(target, sha256, git_blob)
     if not url:
-        raise DataError(f"{file} is not in {folder} and the config names no url to download it from")
+        raise DataError(f"{file} is not in {_shown(folder)} and the config names no url to download it from")
     return target, _download_once(url, target, sha256, git_blob)
+
+
+def _shown(folder: Path) -> str:
+    """``folder`` as given, with where it resolves when relative (``../data`` is relative to
+    the folder memrun runs in, which a relative MEMRUN_DATA_DIR copied from a README is not)."""
+    return str(folder) if folder.is_absolute() else f"{folder} (that is {folder.resolve()})"
 
 
 def _download_once(url: str, target: Path, sha256: str | None, git_blob: str | None = None) -> str:
@@ -167,7 +173,7 @@ def _download(url: str, target: Path, sha256: str | None, git_blob: str | None =
         part.unlink(missing_ok=True)
         reason = str(exc).splitlines()[0] if str(exc) else ""
         raise DownloadError(
-            f"{target.name} is not in {target.parent} and downloading it from {url} failed "
+            f"{target.name} is not in {_shown(target.parent)} and downloading it from {url} failed "
             f"({type(exc).__name__}: {reason}); put the file there yourself (sha256 "
             f"{sha256 or 'not pinned'}), or point data_dir / {ENV_DATA_DIR} / benchmark.path at a copy"
         ) from exc

@@ -241,6 +241,8 @@ def build_spec(cfg: Any, container: dict[str, Any] | None = None) -> tuple[RunSp
         warnings.append(f"judge={judge} is not used: axis=recall scores retrieval without a judge; "
                         "axis=accuracy runs the reader and the judge")
     answering = accuracy_spec(cfg, str(cfg.benchmark.name)) if accuracy else None
+    if not accuracy:
+        llm_call_spec(cfg)  # unused here, but a value no run could use (concurrency=0) is refused on either axis
     spec = RunSpec(
         axis=axis, benchmark=str(cfg.benchmark.name), arm=str(cfg.arm.name), arm_target=str(cfg.arm.get("_target_")),
         ks=tuple(ks), top_k=top_k, repeats=int(cfg.repeats), seed=int(cfg.seed), data_dir=cfg.get("data_dir"),
