@@ -93,3 +93,11 @@ def wtl(wins: int, ties: int, losses: int) -> tuple[list[bool], list[bool]]:
     return a, b
 
 
+def cli_run(root: Path, name: str, *overrides: str) -> Path:
+    """A run of the command line (in this process, ``progress=false``) into ``root / name``,
+    asserted to exit 0; returns its folder."""
+    from memrun.cli import main
+
+    out = root / name
+    assert main(["progress=false", f"hydra.run.dir={out}", *overrides]) == 0
+    return out

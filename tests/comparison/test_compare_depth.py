@@ -11,19 +11,13 @@ import pytest
 
 from memrun.cli import main
 from memrun.stats import ExitCode
-from run_tables import accuracy_run
-
-
-def run(root: Path, name: str, *overrides: str) -> Path:
-    out = root / name
-    assert main(["progress=false", f"hydra.run.dir={out}", *overrides]) == 0
-    return out
+from run_tables import accuracy_run, cli_run
 
 
 @pytest.fixture(scope="module")
 def runs(tmp_path_factory) -> dict[str, Path]:
     root = tmp_path_factory.mktemp("outputs")
-    return {"deep": run(root, "deep"), "shallow": run(root, "shallow", "arm.top_k=3"), "root": root}
+    return {"deep": cli_run(root, "deep"), "shallow": cli_run(root, "shallow", "arm.top_k=3"), "root": root}
 
 
 def compare(capsys, *argv: str) -> tuple[int, str, str]:

@@ -9,23 +9,18 @@ import pytest
 
 from memrun.cli import main
 from memrun.stats import ExitCode
-
-
-def run(root: Path, name: str, *overrides: str) -> Path:
-    out = root / name
-    assert main(["progress=false", f"hydra.run.dir={out}", *overrides]) == 0
-    return out
+from run_tables import cli_run
 
 
 @pytest.fixture(scope="module")
 def runs(tmp_path_factory) -> dict[str, Path]:
     root = tmp_path_factory.mktemp("outputs")
     return {
-        "a_old": run(root, "a_old"),
-        "a": run(root, "a"),
-        "b_again": run(root, "b_again", "arm=bm25_nostop"),  # B's own configuration: never a baseline
-        "b": run(root, "b", "arm=bm25_nostop"),
-        "sliced": run(root, "sliced", "benchmark.slice.category=[single-hop,temporal]"),
+        "a_old": cli_run(root, "a_old"),
+        "a": cli_run(root, "a"),
+        "b_again": cli_run(root, "b_again", "arm=bm25_nostop"),  # B's own configuration: never a baseline
+        "b": cli_run(root, "b", "arm=bm25_nostop"),
+        "sliced": cli_run(root, "sliced", "benchmark.slice.category=[single-hop,temporal]"),
         "root": root,
     }
 
