@@ -241,7 +241,7 @@ def build_spec(cfg: Any, container: dict[str, Any] | None = None) -> tuple[RunSp
         warnings.append(f"judge={judge} is not used: axis=recall scores retrieval without a judge; "
                         "axis=accuracy runs the reader and the judge")
     answering = accuracy_spec(cfg, str(cfg.benchmark.name)) if accuracy else None
-    if not accuracy:
+    if not accuracy and "concurrency" in cfg:  # composed from conf/ (a hand-made recall config may hold no LLM key)
         llm_call_spec(cfg)  # unused here, but a value no run could use (concurrency=0) is refused on either axis
     spec = RunSpec(
         axis=axis, benchmark=str(cfg.benchmark.name), arm=str(cfg.arm.name), arm_target=str(cfg.arm.get("_target_")),
