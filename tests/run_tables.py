@@ -101,3 +101,14 @@ def cli_run(root: Path, name: str, *overrides: str) -> Path:
     out = root / name
     assert main(["progress=false", f"hydra.run.dir={out}", *overrides]) == 0
     return out
+
+
+def compare_cli(capsys: Any, *argv: str) -> tuple[int, str, str]:
+    """``memrun compare ARGV`` through the command line, in this process: its exit code, stdout
+    and stderr (``capsys``: pytest's fixture; what was captured before is dropped)."""
+    from memrun.cli import main
+
+    capsys.readouterr()
+    code = main(["compare", *argv])
+    out, err = capsys.readouterr()
+    return code, out, err

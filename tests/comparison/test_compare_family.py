@@ -12,7 +12,7 @@ from statsmodels.stats.multitest import multipletests
 
 from memrun.cli import main
 from memrun.stats import ExitCode
-from tests.run_tables import retrieval_run
+from tests.run_tables import compare_cli, retrieval_run
 
 CLUSTERS, SIZE = 30, 20
 
@@ -48,16 +48,9 @@ def runs(tmp_path_factory) -> dict[str, Path]:
             "dense": _arm(root / "dense", 48, search_mode="dense")}  # not comparable with A
 
 
-def compare(capsys, *argv: str) -> tuple[int, str, str]:
-    capsys.readouterr()
-    code = main(["compare", *argv])
-    out, err = capsys.readouterr()
-    return code, out, err
-
-
 def test_holm_keeps_a_marginal_arm_from_winning_in_a_family(runs, capsys):
     a, strong, marginal = str(runs["a"]), str(runs["strong"]), str(runs["marginal"])
-    code, out, _ = compare(capsys, a, marginal, strong, marginal, "--format", "json")
+    code, out, _ = compare_cli(capsys, a, marginal, strong, marginal, "--format", "json")
     family = json.loads(out)
     assert family["method"] == "holm" and family["alpha"] == 0.025 and family["k"] == 3
     assert family["baseline"] == a and [arm["job"] for arm in family["arms"]] == [marginal, strong, marginal]
@@ -69,24 +62,24 @@ def test_holm_keeps_a_marginal_arm_from_winning_in_a_family(runs, capsys):
     assert 0.025 / 2 < p[0] < 0.025 and p[1] < 0.025 / 3
     assert code == ExitCode.PASS
     # each arm's own gate is the pairwise compare's, which stays as it was: the marginal arm passes alone
-    code, single, _ = compare(capsys, a, marginal, "--format", "json")
+    code, single, _ = compare_cli(capsys, a, marginal, "--format", "json")
     alone = json.loads(single)
     assert code == ExitCode.PASS and "arms" not in alone
     assert alone["verdict"]["outcome"] == "pass" and alone["overall"]["p_pass"] == pytest.approx(p[0])
-    code, _, _ = compare(capsys, a, marginal, marginal)
+    code, _, _ = compare_cli(capsys, a, marginal, marginal)
     assert code == ExitCode.UNRESOLVED  # two marginal arms: neither is a winner
-    _, text, _ = compare(capsys, a, marginal, strong)
+    _, text, _ = compare_cli(capsys, a, marginal, strong)
     assert "Holm's step-down" in text and "2.5% family-wise" in text and f"against baseline {a}" in text
 
 
 def test_an_arm_that_is_not_comparable_is_listed_not_compared(runs, capsys):
     a, dense, marginal = str(runs["a"]), str(runs["dense"]), str(runs["marginal"])
-    code, out, _ = compare(capsys, a, dense, marginal, marginal, "--format", "json")
+    code, out, _ = compare_cli(capsys, a, dense, marginal, marginal, "--format", "json")
     family = json.loads(out)
     first = family["arms"][0]
     assert "search_mode" in first["error"] and "winner" not in first and family["k"] == 2
     assert code == ExitCode.REFUSAL  # no winner, and an arm was not compared
-    code, out, _ = compare(capsys, a, dense, marginal, "--allow-noncomparable", "--format", "json")
+    code, out, _ = compare_cli(capsys, a, dense, marginal, "--allow-noncomparable", "--format", "json")
     shown = json.loads(out)["arms"][0]
     assert shown["outcome"] == "pass" and shown["differs"] == ["search_mode"] and not shown["winner"]
 
