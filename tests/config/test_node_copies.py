@@ -44,14 +44,19 @@ def _same_metadata(a: Metadata, b: Metadata, original: Metadata) -> None:
             assert x is source and y is source, name
 
 
-def test_every_node_of_a_composed_config_copies_as_copy_copies_it() -> None:
-    cfg = compose(["benchmark=locomo", "arm=http", "arm.base_url=http://127.0.0.1:9", "axis=accuracy", "judge=gpt41"])
-    slow = copy.deepcopy(cfg)
+def _both_copies(source: Any) -> tuple[Any, Any]:
+    """``source`` deep-copied by copy's generic path, then with the metadata copied at once."""
+    slow = copy.deepcopy(source)
     undo = metadata_copied_at_once()
     try:
-        fast = copy.deepcopy(cfg)
+        return slow, copy.deepcopy(source)
     finally:
         undo()
+
+
+def test_every_node_of_a_composed_config_copies_as_copy_copies_it() -> None:
+    cfg = compose(["benchmark=locomo", "arm=http", "arm.base_url=http://127.0.0.1:9", "axis=accuracy", "judge=gpt41"])
+    slow, fast = _both_copies(cfg)
     assert "__deepcopy__" not in Metadata.__dict__  # undone
     originals, slows, fasts = _nodes(cfg), _nodes(slow), _nodes(fast)
     assert len(originals) == len(slows) == len(fasts) > 100
@@ -69,12 +74,7 @@ def test_typed_fields_flags_and_a_shared_cache_copy_alike() -> None:
     cfg._get_node("a")._metadata.resolver_cache = shared  # noqa: SLF001
     cfg._get_node("b")._metadata.resolver_cache = shared  # noqa: SLF001
     for source in (cfg, typed):
-        slow = copy.deepcopy(source)
-        undo = metadata_copied_at_once()
-        try:
-            fast = copy.deepcopy(source)
-        finally:
-            undo()
+        slow, fast = _both_copies(source)
         for original, a, b in zip(_nodes(source), _nodes(slow), _nodes(fast)):
             _same_metadata(a._metadata, b._metadata, original._metadata)  # noqa: SLF001
     slow, fast = copy.deepcopy(cfg), None
