@@ -41,6 +41,12 @@ class RunTable:
     instrument: Instrument
     complete: bool
 
+    @property
+    def folder(self) -> Path:
+        """The run's folder: ``path`` when it is one, else the folder holding ``path`` (a
+        run read from its ``items.parquet``)."""
+        return self.path if self.path.is_dir() else self.path.parent
+
 
 def read_run(path: str | Path, columns: Sequence[str] | None = None) -> RunTable:
     """Open a run folder or an ``items.parquet`` file.

@@ -37,9 +37,8 @@ INSTRUMENT_FIELDS = ("run_id", "benchmark", "split", "slice", "arm", "axis", "se
 def load_summary(run: RunTable) -> tuple[dict[str, Any], str | None]:
     """(summary, note): the run's ``summary.json``, or the metrics recomputed from its rows
     (:func:`memrun.metrics.run_level.summarize_rows`) when there is none, with a note saying so."""
-    folder = run.path if run.path.is_dir() else run.path.parent
     try:
-        return json.loads((folder / SUMMARY_FILE).read_text()), None
+        return json.loads((run.folder / SUMMARY_FILE).read_text()), None
     except (OSError, ValueError):
         pass
 
@@ -126,7 +125,7 @@ def run_context(path: str | Path, item_link: str | None = None) -> dict[str, Any
     run = read_run(path)
     summary, note = load_summary(run)
     inst = run.instrument
-    live = None if run.complete else read_live(run.path if run.path.is_dir() else run.path.parent)
+    live = None if run.complete else read_live(run.folder)
     accuracy = inst.axis == "accuracy"
     metric = (summary.get("intervals") or {}).get("metric") or (
         None if accuracy else retrieval_headline_metric(inst.ks or [5]))
@@ -166,8 +165,7 @@ def run_context(path: str | Path, item_link: str | None = None) -> dict[str, Any
     }
     return {
         "title": f"memrun report: {inst.benchmark} x {inst.arm} ({inst.axis})",
-        "notes": status_notes(run, summary, note, live, None if run.complete else resume.taken_over_by(
-            run.path if run.path.is_dir() else run.path.parent)),
+        "notes": status_notes(run, summary, note, live, None if run.complete else resume.taken_over_by(run.folder)),
         "running": bool(live and live.get("running")),
         "instrument": instrument_rows(inst),
         "warnings": list(summary.get("warnings") or inst.warnings or []),
