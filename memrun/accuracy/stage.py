@@ -57,12 +57,14 @@ Row = dict[str, Any]
 REPLY_TEXT = ("reader_answer", "judge_explanation", "judge2_explanation")
 
 
-def reader_request(reader: Reader | None, r: Retrieved, records: Mapping[str, Record]) -> Prepared | None:
+def reader_request(reader: Reader | None, r: Retrieved, records: Mapping[str, Record],
+                   memo: dict[tuple[str, str], str] | None = None) -> Prepared | None:
     """The reader's request for ``r`` as a run sends it (None: the arm answers, or retrieval
-    failed). Shared with :mod:`memrun.pipeline.plan`, which looks the same requests up in the cache."""
+    failed); ``memo``: the context lines made so far for ``r``'s history (:meth:`Reader.prepare`).
+    Shared with :mod:`memrun.pipeline.plan`, which looks the same requests up in the cache."""
     if reader is None or r.error is not None:
         return None
-    return reader.prepare(r.item, r.hits or [], records)
+    return reader.prepare(r.item, r.hits or [], records, memo)
 
 
 def judge_case(item: Item, category_label: str, answer: str, substring_gold: bool,
@@ -145,7 +147,8 @@ class AnswerStage:
                 except StopAsyncIteration:
                     break
                 records = {r.key: r for r in group.records}
-                prepared = [self._prepare(r, records) for r in retrieved]  # the reader's prompt built once per item
+                lines: dict[tuple[str, str], str] = {}  # the history's context lines, made once each
+                prepared = [self._prepare(r, records, lines) for r in retrieved]  # the reader's prompt built once per item
                 if self.setup.reader is not None:  # and its cached replies read in one query
                     self.setup.llm.prefetch(self.setup.reader.endpoint, [
                         (p.request, repeat) for p in prepared if p is not None and p.request is not None
@@ -183,8 +186,9 @@ class AnswerStage:
         if self.setup.llm.in_flight == 0:
             gc.freeze()
 
-    def _prepare(self, r: Retrieved, records: Mapping[str, Record]) -> Prepared | None:
-        return reader_request(self.setup.reader, r, records)
+    def _prepare(self, r: Retrieved, records: Mapping[str, Record],
+                 memo: dict[tuple[str, str], str]) -> Prepared | None:
+        return reader_request(self.setup.reader, r, records, memo)
 
     def _prefetch_verdicts(self, retrieved: Sequence[Retrieved], prepared: Sequence[Prepared | None],
                            bases: Sequence[Row]) -> None:
