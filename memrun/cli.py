@@ -36,6 +36,7 @@ if TYPE_CHECKING:
 
     from memrun import config
     from memrun.commands import show_config
+    from memrun.config import compose_cache
     from memrun.config import errors as config_errors
     from memrun.config import user_dir as config_user_dir
     from memrun.core import http_policy, redaction
@@ -51,6 +52,7 @@ else:
     omegaconf_errors = lazy("omegaconf.errors")
     config = lazy("memrun.config")
     config_errors = lazy("memrun.config.errors")
+    compose_cache = lazy("memrun.config.compose_cache")
     config_user_dir = lazy("memrun.config.user_dir")  # a --config-dir only
     launch = lazy("memrun.jobs.launch")
     sweep = lazy("memrun.jobs.sweep")
@@ -88,8 +90,13 @@ def _fail(message: str, code: int = EXIT_USER_ERROR) -> int:
     return code
 
 
-def main(argv: Sequence[str] | None = None) -> int:
+def main(argv: Sequence[str] | None = None, *, reuse_compositions: bool = False) -> int:
     """Entry point of the ``memrun`` console script. Returns the exit code.
+
+    ``reuse_compositions``: Hydra's composition of the config is kept on disk and reused
+    while its inputs are unchanged (:mod:`memrun.config.compose_cache`); the console script
+    sets it. In-process callers (tests) compose every time: code they patch in memory is
+    not in the files an entry is checked against.
 
     A reader that closes stdout early (``memrun failures RUN --json | head``) ends the
     command quietly, the Unix way: no traceback, no message, exit code
@@ -97,7 +104,7 @@ def main(argv: Sequence[str] | None = None) -> int:
     """
     args = list(sys.argv[1:] if argv is None else argv)
     try:
-        code = _main(args)
+        code = _main(args, reuse_compositions)
         sys.stdout.flush()  # the last buffered lines may be the ones that meet the closed pipe
         return code
     except BrokenPipeError:
@@ -119,7 +126,7 @@ def console() -> int:
     after another (~0.3 s of a run's wall time). Freezing skips finalizers of objects in
     reference cycles only; memrun closes its files, writers and sessions itself.
     """
-    code = main()
+    code = main(reuse_compositions=True)
     gc.freeze()
     return code
 
@@ -135,7 +142,7 @@ def _stdout_closed() -> bool:
     return any(events & select.POLLERR for _, events in poller.poll(0))
 
 
-def _main(args: list[str]) -> int:
+def _main(args: list[str], reuse_compositions: bool = False) -> int:
     if "--verbose" in args:  # HTTP client logging on (memrun.core.http_policy.http_client_logging), here and in workers
         args = [a for a in args if a != "--verbose"]
         os.environ[http_policy.VERBOSE_ENV] = "1"
@@ -155,7 +162,7 @@ def _main(args: list[str]) -> int:
             return _fail(str(exc), exc.exit_code)
     if problem := _not_a_command(args[:1]):
         return _fail(problem)
-    return _run_hydra(args)
+    return _run_hydra(args, reuse_compositions)
 
 
 def _not_a_command(first: list[str]) -> str | None:
@@ -200,7 +207,7 @@ def _check_modes(args: list[str]) -> str | None:
             "(to see the config of one job of a sweep, run --cfg job with that job's overrides, without -m)")
 
 
-def _run_hydra(args: list[str]) -> int:
+def _run_hydra(args: list[str], reuse_compositions: bool = False) -> int:
     # Ctrl-C and SIGTERM (a CI timeout, `kill`) stop the run at a safe point; the finished
     # rows are merged and kept, the run ends interrupted with exit 130 (memrun.core.signals).
     # Installed first: a signal during the imports is honoured too.
@@ -227,6 +234,7 @@ def _run_hydra(args: list[str]) -> int:
     restore_mode = _skip_mode_compose(args)
     restore_listing = _one_repository_for_help(args)
     restore_compose = config.faster_compose()  # libyaml for conf/, each ${...} parsed once (memrun.config)
+    restore_reuse = compose_cache.reused_compositions() if reuse_compositions else (lambda: None)
     try:
         with show_config.redacted_config_print(args):  # --cfg prints the config as the run saves it: secrets redacted
             app()
@@ -273,6 +281,7 @@ def _run_hydra(args: list[str]) -> int:
         sys.argv = saved_argv
         restore_mode()
         restore_listing()
+        restore_reuse()
         restore_compose()
         restore_signals()
         gc.enable()

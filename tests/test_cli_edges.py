@@ -35,7 +35,7 @@ def test_a_reader_that_closes_stdout_early_ends_the_command_quietly(wrong_run, e
 def test_a_broken_pipe_that_is_not_stdout_keeps_its_traceback(monkeypatch):
     import memrun.cli as cli
 
-    def broken(args):
+    def broken(*args):
         raise BrokenPipeError("a server's socket")
 
     monkeypatch.setattr(cli, "_main", broken)

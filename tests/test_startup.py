@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import os
 import subprocess
 import sys
 from pathlib import Path
@@ -113,12 +114,12 @@ def test_an_http_arms_run_reaches_its_first_request_without_numpy_or_pyarrow():
 # interpolation parsed once (memrun.config.interpolations), each node's metadata copied in one step
 # (memrun.config.node_copies), the redaction its logging filter and the printed config use (with
 # its rule for URLs, memrun.core.url_secrets: re and urllib.parse only), the config's YAML
-# (memrun.core.yaml_text), and
+# (memrun.core.yaml_text), the composition kept on disk (memrun.config.compose_cache), and
 # the launch module Hydra's app names; a job's own modules (http_policy: asyncio and ssl;
 # the run flow; pyarrow, numpy, rich) load when a job runs.
 STARTUP_MODULES = {
     "memrun", "memrun.cli", "memrun.commands", "memrun.commands.show_config", "memrun.config",
-    "memrun.config.arms", "memrun.config.benchmarks", "memrun.config.conf_yaml", "memrun.config.interpolations",
+    "memrun.config.arms", "memrun.config.benchmarks", "memrun.config.compose_cache", "memrun.config.conf_yaml", "memrun.config.interpolations",
     "memrun.config.llm", "memrun.config.node_copies", "memrun.config.schema",
     "memrun.core", "memrun.core.masking",
     "memrun.core.paths", "memrun.core.redaction", "memrun.core.signals", "memrun.core.url_secrets",
@@ -128,12 +129,13 @@ STARTUP_MODULES = {
 
 
 def test_help_and_cfg_load_only_the_start_up_modules(tmp_path):
-    for args in (["--help"], ["--cfg", "job"]):
+    env = {**os.environ, "XDG_CACHE_HOME": str(tmp_path / "cache")}
+    for args in (["--help"], ["--cfg", "job"], ["--help"], ["--cfg", "job"]):  # composed, then reused
         code = ("import sys, io, contextlib; from memrun.cli import main\n"
-                "with contextlib.redirect_stdout(io.StringIO()): rc = main(sys.argv[1:])\n"
+                "with contextlib.redirect_stdout(io.StringIO()): rc = main(sys.argv[1:], reuse_compositions=True)\n"
                 "print(' '.join(sorted(m for m in sys.modules if m.split('.')[0] in "
                 "('memrun', 'asyncio', 'ssl', 'numpy', 'rich', 'pyarrow', 'httpx'))))")
-        done = subprocess.run([sys.executable, "-c", code, *args], cwd=tmp_path, capture_output=True, text=True)
+        done = subprocess.run([sys.executable, "-c", code, *args], cwd=tmp_path, capture_output=True, text=True, env=env)
         assert done.returncode == 0, done.stderr
         loaded = set(done.stdout.split())
         assert loaded <= STARTUP_MODULES, (args, sorted(loaded - STARTUP_MODULES))

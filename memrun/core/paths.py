@@ -17,7 +17,8 @@ def user_cache(*parts: str) -> Path:
     """``platformdirs.user_cache_dir("memrun")`` joined with ``parts`` (not created here).
 
     memrun keeps ``datasets/``, ``llm/`` (the call cache), ``embeddings.sqlite``,
-    ``namespaces/`` and ``finished-runs/`` (:mod:`memrun.jobs.past_runs`) there.
+    ``namespaces/``, ``finished-runs/`` (:mod:`memrun.jobs.past_runs`) and ``compose/``
+    (:mod:`memrun.config.compose_cache`) there.
     """
     return Path(platformdirs.user_cache_dir("memrun")).joinpath(*parts)
 
