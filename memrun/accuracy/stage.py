@@ -11,7 +11,14 @@ finished item x repeat becomes one row, handed to ``emit`` at once (so the write
 persists it as it finishes).
 
 Retrieval stays just ahead of the answers: the next group is taken once fewer than
-``concurrency`` item x repeats wait for a slot. Groups come, in dataset order, from
+``concurrency`` item x repeats wait for a slot. While groups' rows all finish from the
+cache without a task (a re-run), the next groups are taken together, until they hold as
+many item x repeats as there is room for, and their cached replies are read in one query
+for the readers and one for the judge: per query and per group, sqlite's pages and the
+stage's own code stay in the CPU's caches (the bench's cached re-run of 200 groups: 5
+groups a batch, the stage's CPU ~8% less; the rows and their order are the same). A group
+whose calls are made is taken alone, so that its calls do not wait for the retrieval of
+the next groups. Groups come, in dataset order, from
 :func:`memrun.pipeline.many_histories.retrieved_groups`: an async or thread-safe arm retrieves up to
 ``arm.concurrency`` histories at once on this event loop; a sequential arm retrieves each
 group when it is taken, in a worker thread while calls are in flight (the event loop
@@ -135,6 +142,7 @@ class AnswerStage:
         when all rows are emitted. ``groups``: each group with its items' retrieval results."""
         tasks: list[asyncio.Task[None]] = []
         ahead = self.setup.llm.concurrency
+        eager = False  # the last groups' rows all finished from the cache, without a task
         try:
             while True:
                 while self._waiting >= ahead and not (self.stopped or self.fatal):
@@ -142,20 +150,17 @@ class AnswerStage:
                     await self._room.wait()
                 if self.stopped or self.fatal:
                     break
-                try:
-                    group, retrieved = await anext(groups)
-                except StopAsyncIteration:
+                batch = await self._take(groups, max(ahead - self._waiting, 1) if eager else 1)
+                before = len(tasks)
+                if not batch:
                     break
-                records = {r.key: r for r in group.records}
-                lines: dict[tuple[str, str], str] = {}  # the history's context lines, made once each
-                prepared = [self._prepare(r, records, lines) for r in retrieved]  # the reader's prompt built once per item
-                if self.setup.reader is not None:  # and its cached replies read in one query
+                if self.setup.reader is not None:  # the reader's cached replies read in one query
                     self.setup.llm.prefetch(self.setup.reader.endpoint, [
-                        (p.request, repeat) for p in prepared if p is not None and p.request is not None
+                        (p.request, repeat) for _, _, p in batch if p is not None and p.request is not None
                         for repeat in range(self.setup.repeats)])
-                bases = [self.make_row(r) for r in retrieved]  # retrieval is scored once per item
-                self._prefetch_verdicts(retrieved, prepared, bases)
-                for r, p, base in zip(retrieved, prepared, bases):
+                bases = [self.make_row(r) for r, _, _ in batch]  # retrieval is scored once per item
+                self._prefetch_verdicts([r for r, _, _ in batch], [p for _, _, p in batch], bases)
+                for (r, records, p), base in zip(batch, bases):
                     for repeat in range(self.setup.repeats):
                         if (r.item.item_id, repeat) in self.done:
                             continue  # its row came from the run this one resumes
@@ -164,8 +169,9 @@ class AnswerStage:
                         task = start_eagerly(self._one(r, dict(base, repeat=repeat), records, p))
                         if task is not None:
                             tasks.append(task)
+                eager = len(tasks) == before
                 self._settle()
-                await asyncio.sleep(0)  # let the new tasks start before deciding on the next group
+                await asyncio.sleep(0)  # let the new tasks start before deciding on the next groups
             await asyncio.gather(*tasks)
         finally:
             for task in tasks:
@@ -173,6 +179,24 @@ class AnswerStage:
             await groups.aclose()  # open histories cancelled; no arm call starts after this
         if self.fatal is not None:
             raise self.fatal
+
+    async def _take(self, groups: AsyncGenerator[tuple[Group, list[Retrieved]], None],
+                    room: int) -> list[tuple[Retrieved, Mapping[str, Record], Prepared | None]]:
+        """The next groups' items, each with its group's records and its reader request, taken
+        until they hold ``room`` item x repeats (or the groups end, or the stage stops): their
+        replies are then read ahead in one query for them all (module docstring)."""
+        batch: list[tuple[Retrieved, Mapping[str, Record], Prepared | None]] = []
+        rows = 0
+        while rows < room and not (self.stopped or self.fatal):
+            try:
+                group, retrieved = await anext(groups)
+            except StopAsyncIteration:
+                break
+            records = {r.key: r for r in group.records}
+            lines: dict[tuple[str, str], str] = {}  # the history's context lines, made once each
+            batch += [(r, records, self._prepare(r, records, lines)) for r in retrieved]  # each prompt built once
+            rows += len(retrieved) * self.setup.repeats
+        return batch
 
     def _settle(self) -> None:
         """Take what is alive now out of the cyclic collector's sight (``gc.freeze``) when no

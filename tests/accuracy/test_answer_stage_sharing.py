@@ -59,3 +59,50 @@ def test_a_cached_rerun_freezes_what_each_group_left_alive(llm_env, tmp_path, mo
     # the last group's rows see the earlier groups' rows frozen (a dict each, and its lists)
     assert seen[-1] - seen[0] >= len(table) // 2
     assert gc.get_freeze_count() == 0  # unfrozen at the stage's end
+
+
+def test_a_cached_rerun_reads_several_groups_ahead_in_one_query(llm_env, tmp_path, monkeypatch):
+    """Once a group's rows all finished from the cache, the next groups are taken together,
+    up to the room there is (concurrency item x repeats), and their replies are read in one
+    query each for the reader and the judge; the rows are those, in the order, that one
+    group at a time gives. A cold run takes one group at a time (its first group's calls
+    are not delayed by the retrieval of the next ones)."""
+    from memrun.llm.service import LLMService
+
+    llm_env.responder = varied_responder
+    queries: list[int] = []  # calls read ahead, per query
+    real_prefetch = LLMService.prefetch
+
+    def prefetch(self, endpoint, calls):
+        calls = list(calls)
+        queries.append(len(calls))
+        return real_prefetch(self, endpoint, calls)
+
+    monkeypatch.setattr(LLMService, "prefetch", prefetch)
+    taken: list[int] = []
+    real_take = stage.AnswerStage._take
+
+    async def take(self, groups, room):
+        taken.append(room)
+        return await real_take(self, groups, room)
+
+    monkeypatch.setattr(stage.AnswerStage, "_take", take)
+    execute_run(tmp_path, "judge=gpt41", "repeats=3", "concurrency=64", name="cold")
+    assert set(taken) == {1}  # every group's calls were made: one group at a time
+    taken.clear()
+    queries.clear()
+    warm, _ = execute_run(tmp_path, "judge=gpt41", "repeats=3", "concurrency=64", name="warm")
+    assert taken[0] == 1 and set(taken[1:]) == {64}
+    batched = len(queries)
+    assert max(queries) > queries[0], queries  # the first query: one group; then several in one
+
+    async def one_at_a_time(self, groups, room):
+        return await real_take(self, groups, 1)
+
+    monkeypatch.setattr(stage.AnswerStage, "_take", one_at_a_time)
+    queries.clear()
+    single, _ = execute_run(tmp_path, "judge=gpt41", "repeats=3", "concurrency=64", name="single")
+    assert batched < len(queries)
+    volatile = ("run_id", "search_latency_ms")
+    assert [{k: v for k, v in r.items() if k not in volatile} for r in rows(warm)] == [
+        {k: v for k, v in r.items() if k not in volatile} for r in rows(single)]
