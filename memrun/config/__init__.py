@@ -18,6 +18,7 @@ import) were most of the schema modules' import time in every ``memrun`` command
 
 from __future__ import annotations
 
+import dataclasses
 import functools
 import re
 from collections.abc import Callable
@@ -182,11 +183,13 @@ def faster_compose() -> Callable[[], None]:
     """Until the returned undo is called, Hydra composes memrun's config with the same result,
     faster: the files under ``conf/`` parsed by libyaml (:mod:`memrun.config.conf_yaml`), each
     ``${...}`` string parsed once (:mod:`memrun.config.interpolations`), each node's metadata
-    deep-copied in one step (:mod:`memrun.config.node_copies`) and each version string Hydra
-    compares its ``version_base`` with parsed once (:func:`_versions_parsed_once`).
+    deep-copied in one step (:mod:`memrun.config.node_copies`), each version string Hydra
+    compares its ``version_base`` with parsed once (:func:`_versions_parsed_once`) and the
+    schemas Hydra's plugins store built when a compose loads them (:func:`_schemas_stored_lazily`).
     A run's compose (the command line) and an in-process one (:func:`memrun.config.compose.compose`)
     both use it; inside another such call nothing more is patched."""
-    undos = (libyaml_for_conf(conf_dir()), cached_parses(), metadata_copied_at_once(), _versions_parsed_once())
+    undos = (libyaml_for_conf(conf_dir()), cached_parses(), metadata_copied_at_once(), _versions_parsed_once(),
+             _schemas_stored_lazily())
 
     def undo() -> None:
         for each in undos:
@@ -211,6 +214,37 @@ def _versions_parsed_once() -> Callable[[], None]:
 
     def undo() -> None:
         hydra_version._get_version = original  # noqa: SLF001
+
+    return undo
+
+
+def _schemas_stored_lazily() -> Callable[[], None]:
+    """Until the returned undo is called, ``ConfigStore.store`` of a dataclass (a class, not
+    an instance, whose values could still change) keeps it as memrun keeps its own schemas
+    (:func:`_store_lazily`): built when a compose loads it, not when it is stored.
+
+    Hydra's plugin scan imports every installed launcher's config module, each storing its
+    schemas: the Ray launcher's ``ray_aws`` alone took ~22 ms to build, the plugins ~30 ms in
+    all, in every run, ``--help`` and ``--cfg``, for launchers a run does not use. A stored
+    node is only read through ``ConfigStore.load``, which deep-copies it (the build). A
+    schema OmegaConf cannot build fails when it is loaded rather than when its plugin is
+    scanned. Inside another such call nothing more is patched."""
+    original = ConfigStore.store
+    if getattr(original, "memrun_lazy", False):
+        return lambda: None
+
+    def store(self: ConfigStore, name: str, node: Any, group: str | None = None, package: str | None = None,
+              provider: str | None = None) -> None:
+        if isinstance(node, type) and dataclasses.is_dataclass(node):
+            _store_lazily(group, name.removesuffix(".yaml"), node, package, provider)
+        else:
+            original(self, name=name, node=node, group=group, package=package, provider=provider)
+
+    store.memrun_lazy = True  # type: ignore[attr-defined]
+    ConfigStore.store = store  # type: ignore[method-assign]
+
+    def undo() -> None:
+        ConfigStore.store = original  # type: ignore[method-assign]
 
     return undo
 
@@ -282,10 +316,11 @@ def _folders(folder: dict[str, Any]) -> dict[str, Any]:
     return {key: _folders(value) if isinstance(value, dict) else value for key, value in folder.items()}
 
 
-def _store_lazily(group: str | None, name: str, schema: type) -> None:
-    """What ``ConfigStore.instance().store(name=name, node=schema, group=group)`` stores, with
-    the node built at its first load (:class:`_Schema`), in a store whose copies share their
-    nodes (:class:`_SharedNodes`)."""
+def _store_lazily(group: str | None, name: str, schema: type, package: str | None = None,
+                  provider: str | None = None) -> None:
+    """What ``ConfigStore.instance().store(name=name, node=schema, group=group, package=package,
+    provider=provider)`` stores, with the node built at its first load (:class:`_Schema`), in a
+    store whose copies share their nodes (:class:`_SharedNodes`)."""
     store = ConfigStore.instance()
     if type(store.repo) is not _SharedNodes:
         store.repo = _SharedNodes(store.repo)
@@ -293,4 +328,4 @@ def _store_lazily(group: str | None, name: str, schema: type) -> None:
     for part in group.split("/") if group else ():
         folder = folder.setdefault(part, {})
     node: Any = _Schema(schema)  # what ConfigStore.load deep-copies: the built DictConfig
-    folder[f"{name}.yaml"] = ConfigNode(name=f"{name}.yaml", node=node, group=group, package=None, provider=None)
+    folder[f"{name}.yaml"] = ConfigNode(name=f"{name}.yaml", node=node, group=group, package=package, provider=provider)

@@ -5,7 +5,12 @@ version strings are parsed once while memrun composes (memrun.config.faster_comp
 from __future__ import annotations
 
 import copy
+import subprocess
+import sys
+from dataclasses import dataclass, field
+from typing import Dict, List
 
+import pytest
 from hydra.core.config_store import ConfigStore
 from omegaconf import OmegaConf
 
@@ -67,3 +72,42 @@ def test_faster_compose_parses_each_hydra_version_string_once_and_undoes_it(monk
     finally:
         undo()
     assert hydra_version._get_version is not original and not getattr(hydra_version._get_version, "memrun_cached", False)
+
+
+@dataclass
+class _PluginSchema:
+    x: int = 1
+    nested: Dict[str, List[int]] = field(default_factory=lambda: {"a": [1]})
+
+
+def test_a_plugins_schema_is_built_when_loaded_as_if_built_when_stored(monkeypatch) -> None:
+    built = []
+    structured = OmegaConf.structured
+    monkeypatch.setattr(OmegaConf, "structured", lambda obj, *a, **k: built.append(obj) or structured(obj, *a, **k))
+    undo = config.faster_compose()
+    store = ConfigStore.instance()
+    try:
+        store.store(name="lazy", node=_PluginSchema, group="memrun_test_group/launcher", package="pkg", provider="p")
+        store.store(name="eager", node=_PluginSchema(x=5), group="memrun_test_group/launcher")  # an instance: now
+        assert built == [_PluginSchema(x=5)]
+        loaded = store.load("memrun_test_group/launcher/lazy.yaml")
+        assert built[1:] == [_PluginSchema]
+        assert (loaded.name, loaded.group, loaded.package, loaded.provider) == ("lazy.yaml", "memrun_test_group/launcher",
+                                                                                "pkg", "p")
+        assert OmegaConf.to_yaml(loaded.node) == OmegaConf.to_yaml(structured(_PluginSchema))
+        assert OmegaConf.get_type(loaded.node) is _PluginSchema
+        assert store.load("memrun_test_group/launcher/eager.yaml").node.x == 5
+    finally:
+        undo()
+        del store.repo["memrun_test_group"]
+    assert not getattr(ConfigStore.store, "memrun_lazy", False)
+
+
+def test_the_plugins_schemas_are_not_built_by_a_commands_start(tmp_path) -> None:
+    pytest.importorskip("hydra_plugins.hydra_ray_launcher")
+    code = ("import io, contextlib; from memrun.cli import main\n"
+            "with contextlib.redirect_stdout(io.StringIO()): main(['--cfg', 'job'])\n"
+            "from hydra.core.config_store import ConfigStore\n"
+            "print(type(ConfigStore.instance().repo['hydra']['launcher']['ray_aws.yaml'].node).__name__)")
+    done = subprocess.run([sys.executable, "-c", code], cwd=tmp_path, capture_output=True, text=True)
+    assert done.stdout.strip() == "_Schema", done.stdout + done.stderr
