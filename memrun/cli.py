@@ -18,7 +18,7 @@ from collections.abc import Sequence
 from typing import TYPE_CHECKING, Any
 
 import memrun
-from memrun.core import signals
+from memrun.core import dataclass_code, signals
 from memrun.core.paths import conf_dir
 from memrun.errors import EXIT_INTERRUPTED, EXIT_USER_ERROR, MemrunError, UsageError, usage_text
 from memrun.lazy import lazy
@@ -125,8 +125,16 @@ def console() -> int:
     is frozen first so the interpreter's shutdown does not walk it in one full collection
     after another (~0.3 s of a run's wall time). Freezing skips finalizers of objects in
     reference cycles only; memrun closes its files, writers and sessions itself.
+
+    The methods ``dataclasses`` writes for each class are compiled once per machine
+    (:mod:`memrun.core.dataclass_code`), and Hydra's composition is reused while its inputs
+    are unchanged (:mod:`memrun.config.compose_cache`).
     """
-    code = main(reuse_compositions=True)
+    restore = dataclass_code.compiled_once()
+    try:
+        code = main(reuse_compositions=True)
+    finally:
+        restore()
     gc.freeze()
     return code
 
