@@ -238,7 +238,8 @@ def session_matches(hit_keys: Iterable[str], session_of: Mapping[str, str | None
     the gold sessions it is (``{session}`` or empty)."""
     ranking = ([session_of.get(key) or key for key in hit_keys] if per == "turns"
                else session_ranking(hit_keys, session_of))
-    return [frozenset((s,)) if s in gold else _NO_GOLD for s in ranking]
+    singles = {s: frozenset((s,)) for s in gold}  # a hit in a gold session: that session (one set each)
+    return [singles.get(s, _NO_GOLD) for s in ranking]
 
 
 _NO_GOLD: frozenset[str] = frozenset()
@@ -278,7 +279,23 @@ def add_item_columns(
 ) -> dict[str, object]:
     """:func:`item_columns` added to ``row`` (in place, in the same order); returns ``row``."""
     ks = tuple(ks)
-    names = _columns_of(ks, prefix)  # first_gold_rank, rr, then hit, all, precision, ndcg, named at each K
+    row.update(zip(_columns_of(ks, prefix), _values(score, ks, named)))
+    return row
+
+
+def add_all_columns(
+    row: dict[str, object], ks: tuple[int, ...], score: ItemRetrieval | None, named: Mapping[str, Mapping[int, float]],
+    session_score: ItemRetrieval | None, session_named: Mapping[str, Mapping[int, float]],
+) -> dict[str, object]:
+    """:func:`add_item_columns` of both granularities (record gold, then ``session_``) in one
+    update of ``row`` (a row's ~80 columns inserted at once); returns ``row``."""
+    row.update(zip(_all_columns(ks), _values(score, ks, named) + _values(session_score, ks, session_named)))
+    return row
+
+
+def _values(score: ItemRetrieval | None, ks: tuple[int, ...], named: Mapping[str, Mapping[int, float]] | None) -> list[object]:
+    """One granularity's column values, in :func:`_columns_of` order: first_gold_rank, rr, then
+    hit, all, precision, ndcg and each named variant at each K (None where not computed)."""
     if score is None:
         values: list[object] = [None] * (2 + 4 * len(ks))
     else:
@@ -288,8 +305,7 @@ def add_item_columns(
     for family in NAMED_VARIANTS:
         variant = named.get(family) if named else None
         values += map(variant.get, ks) if variant else [None] * len(ks)
-    row.update(zip(names, values))
-    return row
+    return values
 
 
 @functools.lru_cache(maxsize=256)
@@ -302,6 +318,12 @@ def _idcg(n: int) -> float:
 def _columns_of(ks: tuple[int, ...], prefix: str) -> tuple[str, ...]:
     """One granularity's metric columns (every row of a run asks for the same ones)."""
     return tuple(c for c in metric_columns(ks) if _granularity(c) == prefix)
+
+
+@functools.lru_cache(maxsize=64)
+def _all_columns(ks: tuple[int, ...]) -> tuple[str, ...]:
+    """Both granularities' metric columns, record gold first (:func:`add_all_columns`)."""
+    return _columns_of(ks, "") + _columns_of(ks, SESSION_PREFIX)
 
 
 def _granularity(column: str) -> str:

@@ -131,7 +131,7 @@ class RowSink:
     def item_row(self, r: Retrieved) -> dict[str, Any]:
         """The row of one retrieved item (its checks observed once per item, on both axes)."""
         self.checks.observe(r)
-        return make_row(self._instrument.run_id, r, self._dataset, list(self._spec.ks), self._spec.top_k,
+        return make_row(self._instrument.run_id, r, self._dataset, self._spec.ks, self._spec.top_k,
                         scored=self._scored)
 
 

@@ -20,7 +20,7 @@ from memrun.errors import ArmError
 from memrun.metrics.gold_share import GOLD_SHARE
 from memrun.metrics.retrieval import (
     SESSION_PREFIX,
-    add_item_columns,
+    add_all_columns,
     distinct_ranking,
     measured_ks,
     score_item,
@@ -146,8 +146,8 @@ def make_row(run_id: str | None, r: Retrieved, dataset: Dataset, ks: Sequence[in
         "abstention": item.abstention,
         "gold_unreachable": r.gold_unreachable,
     }
-    add_item_columns(row, scores, ks, named=named[""])
-    return add_item_columns(row, session_scores, ks, SESSION_PREFIX, named[SESSION_PREFIX])
+    return add_all_columns(row, ks if type(ks) is tuple else tuple(ks), scores, named[""], session_scores,
+                           named[SESSION_PREFIX])
 
 
 def sessions_of(group: Group) -> dict[str, str | None]:
