@@ -123,7 +123,7 @@ def sweep_rows(sweep_dir: Path) -> list[SweepRow]:
         summary = _summary(folder) if o.status != "refused" else {}  # a refused job's folder is another run's
         name, value = report_model.headline(summary)
         rows.append(report_model.SweepRow(o.job, " ".join(o.overrides), o.status, o.exit_code, name, value,
-                             summary.get("n_items"), summary.get("n_errors"), o.seconds, str(folder), o.error,
+                             summary.get("n_items"), report_model.error_count(summary), o.seconds, str(folder), o.error,
                              *report_model.headline_scope(summary)))
         seen.add(str(folder.resolve()))
     for folder in sorted(p for p in sweep_dir.iterdir() if p.is_dir() and (p / ".hydra").is_dir()):
@@ -134,7 +134,7 @@ def sweep_rows(sweep_dir: Path) -> list[SweepRow]:
         job = int(folder.name.split("_", 1)[0]) if folder.name.split("_", 1)[0].isdigit() else -1
         status = summary.get("status", "unknown")
         rows.append(report_model.SweepRow(job, folder.name, status, 0 if status == "complete" else EXIT_USER_ERROR, name, value,
-                             summary.get("n_items"), summary.get("n_errors"), summary.get("pipeline_seconds"),
+                             summary.get("n_items"), report_model.error_count(summary), summary.get("pipeline_seconds"),
                              str(folder), None if status == "complete" else "the job recorded no outcome",
                              *report_model.headline_scope(summary)))
     return sorted(rows, key=lambda r: r.job)

@@ -81,6 +81,19 @@ def headline_scope(summary: Mapping[str, Any]) -> tuple[str | None, int | None]:
     return key, None if n is None else int(n)
 
 
+def error_count(summary: Mapping[str, Any]) -> int | None:
+    """The items a run's ``summary.json`` left out of its figures because they errored: on
+    the retrieval axis ``n_errors`` (one row an item), on the accuracy axis the items whose
+    majority label is an error (``overall_all.errors``; ``n_row_errors`` counts rows, each
+    repeat apart). None for a summary without either (a job that wrote none)."""
+    if summary.get("n_errors") is not None:
+        return int(summary["n_errors"])
+    overall = summary.get("overall_all")
+    if isinstance(overall, Mapping) and overall.get("errors") is not None:
+        return int(overall["errors"])
+    return None
+
+
 MIN_CLUSTERS = 2
 """Clusters an interval must rest on to be shown: a cluster bootstrap over one cluster
 (one conversation, one history) redraws that cluster every time, a zero-width interval

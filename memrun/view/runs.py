@@ -124,7 +124,7 @@ def run_row(folder: Path, root: Path) -> dict[str, Any]:
         "benchmark": inst.benchmark, "arm": inst.arm, "axis": inst.axis, "status": status,
         "metric": metric, "value": value, "low": low, "high": high,
         "items": summary.get("n_items", inst.n_items), "rows": inst.n_rows,
-        "errors": summary.get("n_errors", inst.n_errors),
+        "errors": inst.n_errors if (n := report_model.error_count(summary)) is None else n,
         "date": inst.started_at, "commit": (inst.git_commit or "")[:12] or None,
         "fake": bool(inst.fake_providers), "error": inst.error,
     })

@@ -8,7 +8,8 @@ import json
 from pathlib import Path
 
 from memrun.jobs.sweep import sweep_rows
-from memrun.report.model import headline_scope
+from memrun.metrics.accuracy import summarize_accuracy
+from memrun.report.model import error_count, headline_scope
 from memrun.report.sweep_table import render
 
 RECALL = {  # the shape of a LoCoMo bm25 run's summary.json (the figures of the trial's run)
@@ -57,3 +58,19 @@ def test_every_format_of_the_sweep_table_says_what_the_value_is_over(tmp_path):
     markdown = render(rows, "markdown")
     assert "1536 of 1986" in markdown and "value % is over overall_comparable" in markdown
     assert "headline_items" in render(rows, "csv").splitlines()[0]
+
+
+def test_an_accuracy_sweep_counts_the_items_that_errored(tmp_path):
+    """An accuracy summary has no ``n_errors`` (its counts are ``overall_all.errors``, items,
+    and ``n_row_errors``, rows): the table showed '-' for a job whose items had failed."""
+    labels = {"ok": ["correct", "correct"], "one_failed": ["error", "wrong"], "failed": ["error", "error"],
+              "failed_too": ["error", "error"]}
+    rows = [{"item_id": item, "repeat": r, "label": lab, "category": "1", "retrieved_keys": []}
+            for item, item_labels in labels.items() for r, lab in enumerate(item_labels)]
+    summary = summarize_accuracy(rows, categories={"1": "one"}, comparable_categories=None,
+                                 denominator="accuracy_abstain_wrong", max_error_share=1.0)
+    assert "n_errors" not in summary and summary["n_row_errors"] == 5
+    assert error_count(summary) == 2  # items whose every repeat errored: left out of the figures
+    job = sweep_rows(sweep(tmp_path, {**summary, "status": "complete"}))[0]
+    assert job.n_errors == 2 and json.loads(render([job], "json"))[0]["n_errors"] == 2
+    assert error_count(RECALL) == 0 and error_count({}) is None
