@@ -125,7 +125,11 @@ def _read_ids(path: str) -> list[str]:
         lines = Path(path).expanduser().read_text(encoding="utf-8").splitlines()
     except (OSError, UnicodeDecodeError) as exc:
         raise ConfigError(f"benchmark.slice.ids_file={path}: cannot read it ({exc})") from exc
-    return [line.strip() for line in lines if line.strip() and not line.lstrip().startswith("#")]
+    ids = [line.strip() for line in lines if line.strip() and not line.lstrip().startswith("#")]
+    if not ids:
+        raise ConfigError(f"benchmark.slice.ids_file={path}: lists no id (one item id per line; # starts a "
+                          "comment); list at least one, or drop ids_file for all items")
+    return ids
 
 
 def sample_ids(ids: Iterable[str], n: int, seed: int) -> set[str]:
@@ -203,6 +207,10 @@ def _keep(index: list[tuple[str, str]], selection: Selection, split: str) -> tup
         and (selection.categories is None or category in selection.categories)
         and (selection.ids is None or item_id in selection.ids)
     ]
+    if not eligible:  # each part matched, together nothing: a run of no item measures nothing
+        raise ConfigError(f"the selection keeps none of {split}'s {len(index)} items ({selection.describe() or ''}"
+                          f"{'; corrections drop the rest' if dropped else ''}): its parts exclude each other; "
+                          "widen benchmark.slice")
     if selection.sample is not None:
         if selection.sample > len(eligible):
             raise ConfigError(

@@ -60,6 +60,18 @@ def test_unknown_slice_ids_and_categories_are_config_errors() -> None:
         select(dataset, Selection(categories=frozenset({"odds"})))
 
 
+def test_a_selection_that_keeps_no_item_is_a_config_error(tmp_path: Path) -> None:
+    """Each part names items that exist, together they keep none: the run would measure
+    nothing and end 'complete' with 0 items (a new user's ids file of comments only)."""
+    dataset, _ = _lazy(10)
+    with pytest.raises(ConfigError, match=r"keeps none of t's 10 items \(category=odd;ids=i2,i4\)"):
+        select(dataset, Selection(categories=frozenset({"odd"}), ids=frozenset({"i2", "i4"})))
+    comments = tmp_path / "ids.txt"
+    comments.write_text("# nothing yet\n\n")
+    with pytest.raises(ConfigError, match=r"ids_file=.*ids.txt: lists no id"):
+        selection_from_config(OmegaConf.create({"slice": {"ids_file": str(comments)}}))
+
+
 def test_limit_stops_reading_lazy_groups() -> None:
     dataset, groups = _lazy(100)
     picked = select(dataset, Selection(limit=3, categories=frozenset({"odd"})))
