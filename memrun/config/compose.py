@@ -7,7 +7,7 @@ from typing import TYPE_CHECKING, Any, cast
 
 from memrun.config import faster_compose, register
 from memrun.config.errors import explain_config_error
-from memrun.config.strict import check_boolean_overrides
+from memrun.config.strict import check_overrides
 from memrun.core.paths import conf_dir
 from memrun.core.redaction import redact_config
 from memrun.errors import ConfigError
@@ -59,5 +59,5 @@ def compose(overrides: list[str]) -> Any:
         raise ConfigError(explain_config_error(exc)) from exc
     finally:
         undo()
-    check_boolean_overrides(cfg, overrides)
+    check_overrides(cfg, overrides)
     return cfg

@@ -1,12 +1,19 @@
-"""Overrides OmegaConf accepts where memrun should not: a number or a word for a boolean.
+"""Overrides OmegaConf accepts where memrun should not.
 
-OmegaConf reads any integer and words such as ``yes``/``on`` into a ``bool`` field, so
-``arm.warmup=5`` or ``lexical_scores=2`` ran as ``true`` without a word. A boolean given on
-the command line must be written ``true`` or ``false``.
+- A number or a word for a boolean: OmegaConf reads any integer and words such as
+  ``yes``/``on`` into a ``bool`` field, so ``arm.warmup=5`` or ``lexical_scores=2`` ran as
+  ``true`` without a word. A boolean given on the command line must be written ``true`` or
+  ``false`` (:func:`check_boolean_overrides`).
+- A key added (``+key=value``, ``++key=value``) inside a node memrun's schema types: Hydra
+  adds it, and memrun never reads it, so ``+repeat=3`` or ``+reader.temprature=0.5`` ran as
+  if not written. Free-form nodes (``arm.env``, ``arm.headers``, an untyped user config)
+  take new keys as before (:func:`check_added_keys`).
 """
 
 from __future__ import annotations
 
+import dataclasses
+import difflib
 import re
 from collections.abc import Iterable
 from typing import TYPE_CHECKING, Any
@@ -25,6 +32,8 @@ else:
 # An override whose text is a plain dotted key (after Hydra's "+", "++" or "~") then "=":
 # that key is the one Hydra's parser reads (its key_or_group).
 _PLAIN_KEY = re.compile(r"(?:\+\+|\+|~)?([A-Za-z_][A-Za-z0-9_.\-]*)=")
+# An override that adds a key: "+key=" or "++key=" (a config group's "+group/option" has a "/").
+_ADDED_KEY = re.compile(r"\+\+?([A-Za-z_][A-Za-z0-9_.\-]*)=")
 
 
 def _may_set_a_boolean(cfg: Any, override: str) -> bool:
@@ -67,3 +76,44 @@ def check_boolean_overrides(cfg: Any, overrides: Iterable[str]) -> None:
         if isinstance(node, omegaconf.BooleanNode):
             raise ConfigError(f"{override.input_line}: {override.key_or_group} is true or false "
                               f"(OmegaConf would have read {value!r} as {bool(node._value())})")  # noqa: SLF001
+
+
+def check_overrides(cfg: Any, overrides: Iterable[str]) -> None:
+    """Both checks of this module on the overrides a config was composed with (Hydra's
+    ``key=value`` strings). Raises ConfigError naming the override and the fix."""
+    overrides = list(overrides)
+    check_added_keys(cfg, overrides)
+    check_boolean_overrides(cfg, overrides)
+
+
+def check_added_keys(cfg: Any, overrides: Iterable[str]) -> None:
+    """Refuse ``+key=value`` / ``++key=value`` whose key lies inside a node typed by one of
+    memrun's schemas (a dataclass) that has no such field: memrun would never read it.
+
+    Raises ConfigError: ``+reader.temprature=0.5: reader has no key 'temprature' (memrun
+    would not read it); did you mean 'temperature'? ...``. Keys under ``hydra`` are Hydra's,
+    and a node whose ``_target_`` the same overrides replace takes the new class's keys:
+    both are left alone."""
+    overrides = list(overrides)
+    for override in overrides:
+        added = _ADDED_KEY.match(override)
+        if added is None or added.group(1).split(".")[0] == "hydra":
+            continue
+        node: Any = cfg
+        path: list[str] = []
+        for part in added.group(1).split("."):
+            if not isinstance(node, omegaconf.DictConfig):
+                break
+            schema = omegaconf.OmegaConf.get_type(node)
+            where = ".".join(path)
+            retargeted = any(o.lstrip("+").startswith(f"{where}._target_=") for o in overrides) if where else False
+            if dataclasses.is_dataclass(schema) and not retargeted:
+                fields = [f.name for f in dataclasses.fields(schema)]
+                if part not in fields:
+                    hint = difflib.get_close_matches(part, fields, n=1)
+                    raise ConfigError(
+                        f"{override}: {where or 'the config'} has no key '{part}' (memrun would not read it); "
+                        + (f"did you mean '{hint[0]}'? " if hint else "")
+                        + f"valid keys: {', '.join(f for f in fields if not f.startswith('_'))}")
+            path.append(part)
+            node = node._get_node(part) if part in node else None  # noqa: SLF001 (OmegaConf's node API)

@@ -369,7 +369,7 @@ def _job(cfg: Any, hydra_cfg: Any) -> int:
     try:
         with warnings.active():  # what the claim and the stale-run check say is saved with the run
             signals.check()  # stopped before this job began: it writes nothing
-            strict.check_boolean_overrides(cfg, hydra_cfg.overrides.task)
+            strict.check_overrides(cfg, hydra_cfg.overrides.task)
             lock = claim(out_dir)
             run_warnings.warn(build_spec.check_embedder(cfg))  # the saved config records the embedder the arm uses
             container = redaction.check_no_secrets(config_compose.resolved(cfg))

@@ -1,7 +1,10 @@
-"""A boolean setting on the command line is true or false (memrun.config.strict): OmegaConf
-alone reads ``5`` or ``yes`` into it, and ``memrun plan`` composes the same way a run does."""
+"""Overrides OmegaConf accepts and memrun refuses (memrun.config.strict): a number or a word
+for a boolean (OmegaConf alone reads ``5`` or ``yes`` into it), and a key added where a schema
+has no such field; ``memrun plan`` composes the same way a run does."""
 
 from __future__ import annotations
+
+import re
 
 import pytest
 from omegaconf import OmegaConf
@@ -16,9 +19,32 @@ def test_a_number_or_a_word_for_a_boolean_is_refused(override):
         compose(["arm=http", override])
 
 
-def test_config_groups_and_new_keys_are_left_to_hydra():
-    cfg = compose(["arm=dense", "arm/embedder=openai", "+arm.extra_flag=1"])
-    assert "openai" in cfg.arm.embedder._target_.lower() and cfg.arm.extra_flag == 1
+def test_config_groups_and_keys_added_to_free_form_nodes_are_left_to_hydra():
+    cfg = compose(["arm=http", "arm/embedder=openai", "+arm.headers.X-Team=a",
+                   "++arm.top_k=3", "+hydra.job.env_set.X=1"])
+    assert "openai" in cfg.arm.embedder._target_.lower() and cfg.arm.headers["X-Team"] == "a"
+    assert cfg.arm.top_k == 3
+    assert compose(["arm=mcp", "+arm.env.TOKEN=b"]).arm.env.TOKEN == "b"
+
+
+@pytest.mark.parametrize("override,message", [
+    ("+repeat=3", "+repeat=3: the config has no key 'repeat' (memrun would not read it); did you mean 'repeats'?"),
+    ("+reader.temprature=0.5", "+reader.temprature=0.5: reader has no key 'temprature' (memrun would not read it); "
+                               "did you mean 'temperature'?"),
+    ("+shard.cnt=2", "+shard.cnt=2: shard has no key 'cnt'"),
+    ("++arm.top_kk=3", "++arm.top_kk=3: arm has no key 'top_kk'"),
+    ("+reader.extra.x=1", "+reader.extra.x=1: reader has no key 'extra'"),
+    ("+foo=1", "+foo=1: the config has no key 'foo' (memrun would not read it); valid keys: benchmark, arm,"),
+])
+def test_a_key_added_where_a_schema_has_no_such_field_is_refused(override, message):
+    """Hydra adds it and memrun never reads it: a typo with a '+' ran as if not written."""
+    with pytest.raises(ConfigError, match="^" + re.escape(message)):
+        compose(["arm=http", override])
+
+
+def test_a_key_added_beside_a_new_target_is_the_new_class_s():
+    cfg = compose(["arm=bm25", "arm._target_=myteam.arms.KeywordArm", "+arm.min_overlap=2"])
+    assert cfg.arm.min_overlap == 2
 
 
 @pytest.mark.parametrize("override", ["lexical_scores=true", "arm.warmup=false", "arm.concurrency=5",
