@@ -71,10 +71,12 @@ def test_chart_labels_name_the_arm_and_the_differing_keys(runs):
     assert all("/" not in label for label in labels) and "stopwords=" in labels[0]
 
 
-def test_an_interval_over_one_cluster_is_never_shown():
+def test_an_interval_over_fewer_than_three_clusters_is_never_shown():
     one = {"mean": 0.5, "low": 0.5, "high": 0.5, "n_items": 40, "n_clusters": 1}
     assert shown_interval(one) == (None, None)
-    assert shown_interval({**one, "low": 0.4, "high": 0.6, "n_clusters": 2}) == (0.4, 0.6)
+    assert shown_interval({**one, "low": 0.4, "high": 0.6, "n_clusters": 2}) == (None, None)  # one contrast
+    assert shown_interval({**one, "low": 0.4, "high": 0.6, "n_clusters": 3}) == (0.4, 0.6)
+    assert shown_interval({**one, "low": 0.4, "high": 0.6, "n_clusters": 3, "unreadable": "df < 1"}) == (None, None)
     summary = {"overall_all": {"recall@5": 0.5, "n_scored": 40}, "per_category": {},
                "intervals": {"metric": "recall@5", "overall_all": one, "per_category": {}}}
     bar = interval_bars(summary)[0]

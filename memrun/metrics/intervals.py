@@ -1,8 +1,11 @@
-"""95% cluster-bootstrap intervals of a single run's headline metric, overall and per category.
+"""95% intervals of a single run's headline metric, overall and per category.
 
-The interval of a mean: the per-item scores themselves are bootstrapped
-(:func:`memrun.stats.paired_bootstrap` of the scores "against 0"), clusters resampled
-together (the ``cluster`` column: LoCoMo's conversations), seed 7, 10,000 resamples.
+The interval of a mean (:func:`memrun.stats.mean_interval.mean_interval`): the cluster
+bootstrap of the per-item scores, clusters resampled together (the ``cluster`` column:
+LoCoMo's conversations), seed 7, 10,000 resamples, joined by the nominal small-cluster t
+interval when the clusters are effectively few, truncated to [0, 1]; an interval that
+cannot be read (one or two clusters, nothing varies...) is recorded with its reason
+(``unreadable``) and no bounds.
 Per-item scores are those the comparison reads (:mod:`memrun.comparison.pairing`):
 
 - accuracy axis: the item's majority label over repeats, correct 1, wrong 0, an
@@ -21,8 +24,9 @@ import numpy as np
 
 from memrun.lazy import lazy
 from memrun.metrics.beam_official import OFFICIAL_SCORE, item_official_scores
-from memrun.stats.bootstrap import DEFAULT_RESAMPLES, DEFAULT_SEED, paired_bootstrap
+from memrun.stats.bootstrap import DEFAULT_RESAMPLES, DEFAULT_SEED
 from memrun.stats.labels import ABSTAIN, CORRECT, ERROR, majority_label
+from memrun.stats.mean_interval import mean_interval
 
 if TYPE_CHECKING:
     from memrun.metrics import retrieval as metrics_retrieval
@@ -49,9 +53,7 @@ def _interval(scores: list[float], clusters: list[Any], resamples: int, seed: in
     # the interval is the same whatever the row order (a merge of shards equals the whole run).
     order = sorted(range(len(keys)), key=keys.__getitem__)
     values = np.asarray(scores, dtype=float)[order]
-    boot = paired_bootstrap(values, [keys[i] for i in order], resamples=resamples, seed=seed)
-    return {"mean": boot.mean, "low": boot.low, "high": boot.high, "n_items": boot.n_items,
-            "n_clusters": boot.n_clusters}
+    return mean_interval(values, [keys[i] for i in order], resamples=resamples, seed=seed).to_dict()
 
 
 def item_scores(rows: Sequence[Mapping[str, Any]], *, axis: str, metric: str) -> list[tuple[Any, Any, float]]:
@@ -104,11 +106,13 @@ def category_intervals(
     resamples: int = DEFAULT_RESAMPLES,
     seed: int = DEFAULT_SEED,
 ) -> dict[str, Any]:
-    """95% cluster-bootstrap intervals of ``metric``'s mean: ``overall_all``,
+    """95% intervals of ``metric``'s mean: ``overall_all``,
     ``overall_comparable`` (when ``comparable_categories``) and ``per_category``.
 
-    Each block is ``{mean, low, high, n_items, n_clusters}`` (fractions), None when no
-    item is scored there. The settings are recorded beside them.
+    Each block is :meth:`memrun.stats.mean_interval.MeanInterval.to_dict` (``mean``, ``low``,
+    ``high``, ``n_items``, ``n_clusters``, ``method``, ``df``, ``bootstrap``, ``truncated``,
+    ``unreadable``; fractions, ``low``/``high`` None when unreadable), None when no item is
+    scored there. The settings are recorded beside them.
     """
     scored = item_scores(rows, axis=axis, metric=metric)
     computed: dict[tuple[int, ...], dict[str, Any] | None] = {}  # blocks of the same items share one bootstrap

@@ -13,6 +13,7 @@ from dataclasses import asdict, dataclass
 from typing import Any
 
 from memrun.metrics.intervals import RETRIEVAL_HEADLINE
+from memrun.stats.verdict import MIN_CLUSTERS
 
 
 @dataclass(frozen=True)
@@ -94,23 +95,33 @@ def error_count(summary: Mapping[str, Any]) -> int | None:
     return None
 
 
-MIN_CLUSTERS = 2
-"""Clusters an interval must rest on to be shown: a cluster bootstrap over one cluster
-(one conversation, one history) redraws that cluster every time, a zero-width interval
-that says nothing about the spread."""
-
-
 def shown_interval(block: Mapping[str, Any] | None) -> tuple[float | None, float | None]:
     """(low, high) of an interval block of ``summary["intervals"]``, or (None, None) when
-    there is none or it rests on fewer than :data:`MIN_CLUSTERS` clusters: such an interval
-    is never shown, as a headline or anywhere else. A block without ``n_clusters`` (a summary
-    written before it was recorded) is shown as it is."""
-    if not block or block.get("low") is None:
+    there is none or it cannot be read: its ``unreadable`` reason is set
+    (:mod:`memrun.stats.mean_interval`), or it rests on fewer than
+    :data:`memrun.stats.verdict.MIN_CLUSTERS` clusters (a summary written before the reason
+    was recorded: one cluster is redrawn whole, a second one of a single item made a
+    150-item conversation's bootstrap read [44%, 100%]). Such an interval is never shown, as
+    a headline or anywhere else. A block without ``n_clusters`` (older still) is shown as it is."""
+    if not block or block.get("low") is None or block.get("unreadable"):
         return None, None
     n = block.get("n_clusters")
     if n is not None and n < MIN_CLUSTERS:
         return None, None
     return block.get("low"), block.get("high")
+
+
+def why_no_interval(block: Mapping[str, Any] | None) -> str | None:
+    """Why :func:`shown_interval` shows no interval for a recorded ``block`` (its
+    ``unreadable`` reason, or too few clusters), or None when it shows one or none was recorded."""
+    if not block:
+        return None
+    if block.get("unreadable"):
+        return str(block["unreadable"])
+    n = block.get("n_clusters")
+    if n is not None and n < MIN_CLUSTERS:
+        return f"{n} cluster(s): an interval needs at least {MIN_CLUSTERS}"
+    return None
 
 
 def headline_interval(summary: Mapping[str, Any]) -> dict[str, Any] | None:
@@ -122,7 +133,7 @@ def headline_interval(summary: Mapping[str, Any]) -> dict[str, Any] | None:
 def interval_bars(summary: Mapping[str, Any]) -> list[dict[str, Any]]:
     """The headline metric's mean and 95% interval per slice: ``{name, value, low, high, n}``
     (fractions; low/high None for a run summarised before intervals were recorded, or an
-    interval over one cluster: :func:`shown_interval`)."""
+    interval that cannot be read: :func:`shown_interval`)."""
     intervals = summary.get("intervals") or {}
     metric = intervals.get("metric") or headline(summary)[0]
     bars = []

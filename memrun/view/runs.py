@@ -4,7 +4,7 @@ A run folder is one holding ``items.parquet`` or ``items.parts/``. Each row take
 instrument from the Parquet footer's key-value metadata, its seal checked
 (:func:`memrun.io.reader.peek_instrument`: no rows read, no column metadata decoded)
 and the figures from ``summary.json`` (:func:`memrun.report.model.headline`, the
-headline's 95% cluster-bootstrap interval from ``summary["intervals"]``), the same
+headline's 95% interval from ``summary["intervals"]``), the same
 numbers ``memrun sweep`` and the run page show. Rows are cached per folder by the
 files' modification times and sizes, so a reload lists new runs and re-reads only
 changed ones. A run still writing (its live file, :mod:`memrun.io.live`, names a process

@@ -26,24 +26,66 @@ def test_accuracy_scores_are_majority_labels_with_the_denominator():
     assert item_scores(rows, axis="accuracy", metric="accuracy") == [("1", "c1", 1.0), ("2", "c2", 0.0)]
 
 
-def test_intervals_are_the_cluster_bootstrap_of_the_scores():
+def test_intervals_read_the_gates_nominal_union_of_bootstrap_and_small_cluster_t():
+    """10 conversations: the percentile bootstrap alone is too narrow (the trial: +/-4.2 pp
+    where the cluster-robust t gives +/-5.2); the run's interval is the union the
+    comparison gate reads without its design check (memrun.stats.gate, check=False)."""
+    from memrun.stats.gate import gate_interval
+
     rng = np.random.default_rng(0)
     rows = [{"item_id": str(i), "repeat": 0, "category": str(i % 3), "cluster": f"conv{i % 10}", "error": None,
              "hit_at_5": bool(rng.random() < 0.6)} for i in range(300)]
     out = category_intervals(rows, axis="recall", metric="recall@5", comparable_categories=["0", "1"])
-    expected = paired_bootstrap([float(r["hit_at_5"]) for r in rows], [r["cluster"] for r in rows], seed=7)
-    assert (out["overall_all"]["low"], out["overall_all"]["high"]) == (expected.low, expected.high)
-    assert out["overall_all"]["n_clusters"] == 10 and out["overall_comparable"]["n_items"] == 200
+    scores, clusters = [float(r["hit_at_5"]) for r in rows], [r["cluster"] for r in rows]
+    boot = paired_bootstrap(scores, clusters, seed=7)
+    gate = gate_interval(scores, clusters, seed=7)
+    block = out["overall_all"]
+    assert block["low"] == pytest.approx(gate.low, abs=1e-9) and block["high"] == pytest.approx(gate.high, abs=1e-9)
+    assert block["low"] < boot.low and block["high"] > boot.high  # wider than the bootstrap alone
+    assert block["bootstrap"] == [boot.low, boot.high] and block["method"] == "cr2_t" and block["df"] == pytest.approx(9)
+    assert block["n_clusters"] == 10 and out["overall_comparable"]["n_items"] == 200 and block["unreadable"] is None
     assert set(out["per_category"]) == {"0", "1", "2"}
     assert retrieval_headline_metric([1, 3, 10]) == "recall@10" and retrieval_headline_metric([2]) == "mrr"
+
+
+def test_a_second_cluster_of_one_item_does_not_make_an_interval_readable():
+    """The trial: 150 items of conv-26 and 1 of conv-30 gave [44.0, 100.0] under the
+    one-cluster rule. Two clusters are one contrast: recorded with the reason, never shown."""
+    from memrun.report.html.run_page import headline_text
+    from memrun.report.model import interval_bars, shown_interval
+
+    rows = [{"item_id": str(i), "repeat": 0, "category": "4" if i % 2 else "1", "cluster": "conv-26", "error": None,
+             "hit_at_5": i % 9 < 4} for i in range(150)]
+    rows.append({**rows[0], "item_id": "x", "cluster": "conv-30", "hit_at_5": True})
+    out = category_intervals(rows, axis="recall", metric="recall@5", comparable_categories=["1", "4"])
+    block = out["overall_comparable"]
+    assert block["n_clusters"] == 2 and block["low"] is None and block["high"] is None
+    assert "2 cluster(s)" in block["unreadable"]
+    assert shown_interval(block) == (None, None)
+    assert all(b["low"] is None for b in interval_bars({"overall_comparable": {"recall@5": block["mean"]},
+                                                         "overall_all": {"recall@5": block["mean"]},
+                                                         "per_category": {}, "intervals": out}))
+    line = headline_text({"overall_comparable": {"recall@5": block["mean"]}, "overall_all": {}, "intervals": out},
+                         "retrieval")
+    assert "[" not in line and "no interval: 2 cluster(s)" in line
+
+
+def test_every_shown_bound_lies_in_the_metrics_range():
+    """Three clusters, one of one item: the t interval on ~1 degree of freedom reaches past
+    0 and 100%; the bounds are truncated there (coverage unchanged), and say so."""
+    rows = [{"item_id": f"{c}{i}", "repeat": 0, "category": "1", "cluster": c, "error": None, "hit_at_5": hit}
+            for c, n, hits in (("a", 40, 38), ("b", 40, 2), ("c", 3, 3)) for i, hit in enumerate([True] * hits + [False] * (n - hits))]
+    block = category_intervals(rows, axis="recall", metric="recall@5")["overall_all"]
+    assert block["unreadable"] is None and block["truncated"]
+    assert 0.0 <= block["low"] <= block["mean"] <= block["high"] <= 1.0
 
 
 def test_blocks_of_the_same_items_share_one_bootstrap(monkeypatch):
     import memrun.metrics.intervals as intervals
 
     calls = []
-    real = intervals.paired_bootstrap
-    monkeypatch.setattr(intervals, "paired_bootstrap", lambda *a, **k: calls.append(1) or real(*a, **k))
+    real = intervals.mean_interval
+    monkeypatch.setattr(intervals, "mean_interval", lambda *a, **k: calls.append(1) or real(*a, **k))
     rows = [{"item_id": str(i), "repeat": 0, "category": "4", "cluster": f"conv{i % 10}", "error": None,
              "hit_at_5": i % 3 == 0} for i in range(100)]
     out = category_intervals(rows, axis="recall", metric="recall@5", comparable_categories=["4"])

@@ -108,8 +108,8 @@ def headline_text(summary: Mapping[str, Any], axis: str | None) -> str:
     interval = ""
     if low is not None and high is not None and name != "mrr":
         interval = f" [{100 * low:.1f}, {100 * high:.1f}] 95%"
-    elif where and where.get("n_clusters") == 1:
-        interval = " (no interval: one cluster)"
+    elif (why := model.why_no_interval(where)) is not None:
+        interval = f" (no interval: {why})"
     slice_ = "overall_comparable" if "overall_comparable" in summary else "overall_all"
     shown = f"{value:.3f}" if name == "mrr" else f"{100 * value:.1f}%"
     latency = (summary.get("search_latency_ms") or {}).get("p50")

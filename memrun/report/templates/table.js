@@ -57,7 +57,7 @@
       else {
         td.textContent = pct(v) + "%";
         if (row.low !== null && row.low !== undefined) {
-          td.appendChild(el("span", {"class": "ci", title: "95% cluster-bootstrap interval"}, " [" + pct(row.low) + ", " + pct(row.high) + "]"));
+          td.appendChild(el("span", {"class": "ci", title: "95% interval (cluster bootstrap, with the small-cluster t when clusters are few)"}, " [" + pct(row.low) + ", " + pct(row.high) + "]"));
         }
       }
     }
