@@ -32,6 +32,11 @@ def _dump(node: Any, path: str = "") -> list[tuple[Any, ...]]:
     return [(*row, node._value())]  # noqa: SLF001  (an interpolation: its text, unresolved)
 
 
+def _entries(folder: Path) -> list[Path]:
+    """The compositions kept in ``folder`` (not the parsed override lines)."""
+    return [p for p in folder.glob("*.pickle") if p.name != compose_cache.PARSED_FILE]
+
+
 class _Composer:
     """Hydra composes memrun's config (``return_hydra_config``: the node a run saves as
     hydra.yaml) through :func:`compose_cache.reused_compositions` kept in ``folder``;
@@ -124,7 +129,7 @@ def test_a_composition_that_resolved_a_value_is_not_kept(composer, monkeypatch):
 
     monkeypatch.setattr(config_loader_impl, "create_defaults_list", resolving)
     composer([])
-    assert not list(composer.folder.glob("*.pickle"))
+    assert not _entries(composer.folder)
     composer([])
     assert composer.made == 2
 
@@ -148,12 +153,12 @@ def test_a_composition_that_warned_is_not_kept(composer, monkeypatch):
     monkeypatch.setattr(config_loader_impl, "create_defaults_list", warning)
     with pytest.warns(UserWarning, match="a deprecated config"):
         composer([])
-    assert not list(composer.folder.glob("*.pickle"))
+    assert not _entries(composer.folder)
 
 
 def test_only_a_private_entry_of_this_user_is_read(composer):
     composer([])
-    [entry] = composer.folder.glob("*.pickle")
+    [entry] = _entries(composer.folder)
     entry.chmod(0o666)
     composer([])
     assert composer.made == 2
@@ -168,7 +173,7 @@ def test_a_run_saves_the_same_files_with_a_reused_composition(monkeypatch, tmp_p
         assert cli.main(["progress=false", "seed=3", f"hydra.run.dir=runs/{name}"], reuse_compositions=reuse) == 0
         runs[name] = {f: (tmp_path / "runs" / name / ".hydra" / f).read_text().replace(name, "NAME")
                       for f in ("config.yaml", "hydra.yaml", "overrides.yaml")}
-    assert list((tmp_path / "xdg" / "memrun" / "compose").glob("*.pickle"))
+    assert _entries(tmp_path / "xdg" / "memrun" / "compose")
     assert runs["plain"] == runs["kept"] == runs["reused"]
 
 
@@ -184,4 +189,32 @@ def test_only_the_first_composition_of_a_process_is_kept(tmp_path):
     finally:
         undo()
         undo_fast()
-    assert len(list(tmp_path.glob("*.pickle"))) == 1
+    assert len(_entries(tmp_path)) == 1
+
+
+LINES = ["axis=accuracy", "benchmark.path=/tmp/x.json", "repeats=3", "~judge2", "+a.b=[1,2]", "c={x:1}",
+         "arm=bm25,okapi", "d=choice(1,2)", "e=range(3)", "f=glob(*)", "g='a b'", "h=${x}", "arm@p=okapi"]
+
+
+def test_an_override_line_parsed_before_is_read_not_parsed(tmp_path, monkeypatch):
+    from hydra.core.override_parser.overrides_parser import OverridesParser
+
+    hydras = OverridesParser.create().parse_overrides(overrides=LINES)
+    parsed: list[str] = []
+    original = OverridesParser.parse_overrides
+    monkeypatch.setattr(OverridesParser, "parse_overrides",
+                        lambda self, overrides: parsed.extend(overrides) or original(self, overrides=overrides))
+    assert compose_cache._parsed(tmp_path, LINES) == hydras
+    assert parsed == LINES
+    parsed.clear()
+    again = compose_cache._parsed(tmp_path, [*LINES[3:], "new=1"])
+    assert again == [*hydras[3:], *original(OverridesParser.create(), overrides=["new=1"])]
+    assert parsed == ["new=1"]  # only the line not met before
+    parsed.clear()
+    stamp = tmp_path / "parser.py"  # stands for a file of Hydra's parser: changed, everything is parsed again
+    stamp.write_text("1")
+    monkeypatch.setattr(compose_cache, "_parser_files", lambda: [compose_cache._stat(str(stamp))])
+    compose_cache._parsed(tmp_path, LINES[:2])
+    _touch_later(stamp, "2")
+    compose_cache._parsed(tmp_path, LINES[:2])
+    assert parsed == LINES[:2] * 2
