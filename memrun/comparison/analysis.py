@@ -44,8 +44,9 @@ from memrun.stats import (
 from memrun.stats.calibrated import LEVEL, REPLICATIONS, DesignCheck, assumption_line
 from memrun.stats.gate import CALIBRATED, EVIDENCE, SMALL_CLUSTERS, gate_interval
 from memrun.stats.mde import minimum_detectable
+from memrun.stats.mean_interval import truncate
 from memrun.stats.missing import ErrorBound, bounded
-from memrun.stats.verdict import DEGENERATE, evidence_shortfall
+from memrun.stats.verdict import DEGENERATE, MIN_CLUSTERS, evidence_shortfall
 
 SCORE_METRICS = ("mrr", "ndcg")
 """Metrics that are mean scores, not proportions: reported on their own 0-1 scale, never as %."""
@@ -331,6 +332,13 @@ def analyze(paired: Paired, settings: Settings, *, run_a: str, run_b: str, axis:
     elif binary:
         mcnemar = mcnemar_exact(a, b).to_dict()
     wilcoxon, skipped = _wilcoxon(paired, units)
+    power = _power(overall, settings, b - a, paired.evidence if overall["clustering"] == EVIDENCE else paired.clusters)
+    shown_verdict = verdict.to_dict()
+    for blk in [overall, *per_category.values(), *([stable_only] if stable_only else [])]:
+        _as_shown(blk)
+    if calibrated is not None:
+        _as_shown(calibrated, unreadable=overall["unreadable"])
+    shown_verdict["low"], shown_verdict["high"], _ = truncate(shown_verdict["low"], shown_verdict["high"], -1.0, 1.0)
     accuracy = axis == "accuracy"
     discordance = float((paired.a_label != paired.b_label).mean()) if accuracy else float((a != b).mean())
     return Comparison(
@@ -343,7 +351,7 @@ def analyze(paired: Paired, settings: Settings, *, run_a: str, run_b: str, axis:
         settings=settings,
         differences=differences,
         overall=overall,
-        verdict=verdict.to_dict(),
+        verdict=shown_verdict,
         discordance=discordance,
         per_category=per_category,
         stable_only=stable_only,
@@ -358,12 +366,26 @@ def analyze(paired: Paired, settings: Settings, *, run_a: str, run_b: str, axis:
         only_b=paired.only_b,
         excluded=paired.excluded,
         data=facts,
-        power=_power(overall, settings, b - a, paired.evidence if overall["clustering"] == EVIDENCE else paired.clusters),
+        power=power,
         warnings=warnings,
         paired=paired,
         assumptions=assumption_line(DesignCheck(**_finite(overall["design_check"])) if overall["design_check"] else None,
                                     overall["n_clusters"], bool(settings.cluster_by)),
     )
+
+
+def _as_shown(block: dict[str, Any], unreadable: str | None = None) -> None:
+    """Make a block's ``low``/``high`` what may be printed, once the verdict and the power
+    have read the interval as computed: the bounds truncated to [-1, 1] (a difference of
+    two means of scores in [0, 1]; :func:`memrun.stats.mean_interval.truncate`: coverage is
+    unchanged, and no decision moves, since the threshold and the null band lie inside) with
+    ``truncated`` saying so, and ``unreadable`` the reason no interval is printed: the
+    block's degenerate interval, or fewer than :data:`memrun.stats.verdict.MIN_CLUSTERS`
+    clusters (one cluster is redrawn whole: a zero-width interval; two are one contrast)."""
+    block["low"], block["high"], block["truncated"] = truncate(block["low"], block["high"], -1.0, 1.0)
+    n = block.get("n_clusters")
+    too_few = f"{n} cluster(s): an interval needs at least {MIN_CLUSTERS}" if n is not None and n < MIN_CLUSTERS else None
+    block["unreadable"] = unreadable or too_few or block.get("degenerate")
 
 
 def _power(overall: dict[str, Any], s: Settings, d: np.ndarray, clusters: np.ndarray | None) -> dict[str, Any] | None:

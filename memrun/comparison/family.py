@@ -44,7 +44,8 @@ def compare_family(baseline: Any, baseline_overrides: str, arms: Sequence[Arm], 
     Returns:
         A JSON-ready dict: ``baseline``, ``baseline_overrides``, ``k`` (arms compared),
         ``alpha``, ``method`` and ``arms``: per arm ``job`` (its label), ``overrides``,
-        ``delta``/``low``/``high`` (fractions), ``outcome`` (its own gate's), ``p_pass`` (its
+        ``delta``/``low``/``high`` (fractions; low/high None and ``unreadable`` its reason when the
+        interval cannot be read), ``outcome`` (its own gate's), ``p_pass`` (its
         one-sided gate p-value; 1 when the gate was held), ``holm_p``, ``winner`` and
         ``differs`` (fields that differ); or ``error`` (why it was not compared).
 
@@ -60,8 +61,10 @@ def compare_family(baseline: Any, baseline_overrides: str, arms: Sequence[Arm], 
             rows.append({"job": arm.label, "overrides": arm.overrides, "error": outcome.refusal or "not comparable"})
             continue
         o, v = result.overall, result.verdict
-        rows.append({"job": arm.label, "overrides": arm.overrides, "delta": o["delta"], "low": v["low"],
-                     "high": v["high"], "outcome": v["outcome"], "p_pass": 1.0 if v.get("detail") else o["p_pass"],
+        unreadable = o.get("unreadable")  # a degenerate interval or too few clusters: no bounds printed
+        rows.append({"job": arm.label, "overrides": arm.overrides, "delta": o["delta"],
+                     "low": None if unreadable else v["low"], "high": None if unreadable else v["high"],
+                     "unreadable": unreadable, "outcome": v["outcome"], "p_pass": 1.0 if v.get("detail") else o["p_pass"],
                      "differs": [d.field for d in result.differences]})
         own.append(v["outcome"] == "pass" and (outcome.exit_code != ExitCode.REFUSAL or not need_comparable))
     compared = [r for r in rows if "error" not in r]

@@ -67,10 +67,14 @@ def _delta(d: Mapping[str, Any]) -> tuple[Any, str]:
     return (_score, "") if d.get("unit") == "score" else (_pp, " pp")
 
 
-def _interval(block: Mapping[str, Any], d: Mapping[str, Any]) -> str:
+def _interval(block: Mapping[str, Any], d: Mapping[str, Any], why: bool = False) -> str:
     """``delta unit [low, high]`` with enough decimals that a bound next to the gate's
-    threshold never prints equal to it (:func:`bound_digits`)."""
+    threshold never prints equal to it (:func:`bound_digits`); ``delta unit (no interval)``
+    for an interval that cannot be read (``unreadable``: a degenerate interval or fewer than
+    3 clusters, which would print as a certain [+3.1, +3.1]), with the reason when ``why``."""
     fmt, unit = _delta(d)
+    if block.get("unreadable"):
+        return f"{fmt(block.get('delta'))}{unit} (no interval" + (f": {block['unreadable']})" if why else ")")
     score = d.get("unit") == "score"
     digits = bound_digits([block.get("low"), block.get("high")], float(d["verdict"].get("min_delta") or 0.0),
                           3 if score else 1, 1.0 if score else 100.0)
@@ -198,15 +202,15 @@ def summary_lines(d: Mapping[str, Any]) -> list[str]:
         c = d["categories"]
         lines.append(f"categories read: {', '.join(c['read'])} ({c['chosen']})")
     lines += [
-        f"B - A: {_interval(o, d)} | {_how(o, s, d)}",
+        f"B - A: {_interval(o, d, why=True)}" + ("" if o.get("unreadable") else f" | {_how(o, s, d)}"),
         f"n items {o['n_items']} in {o['n_clusters']} clusters | wins {o['wins']} ties {o['ties']} losses {o['losses']} "
         f"| discordance {_rate(d.get('discordance'))} | A {_level(o.get('a_mean'), d)} B {_level(o.get('b_mean'), d)}",
     ]
     if d["calibrated"]:
         c = d["calibrated"]
         lines.append(
-            f"judge-corrected (J = {number(c.get('j'), '.3f')}): {_pp(c.get('mean'))} pp [{_pp(c.get('low'))}, "
-            f"{_pp(c.get('high'))}]"
+            f"judge-corrected (J = {number(c.get('j'), '.3f')}): {_pp(c.get('mean'))} pp "
+            + ("(no interval)" if c.get("unreadable") else f"[{_pp(c.get('low'))}, {_pp(c.get('high'))}]")
             + ("" if c["corrected"] else " (not corrected)")
         )
     m = d["mcnemar"]
@@ -250,7 +254,7 @@ def category_rows(d: Mapping[str, Any]) -> list[list[str]]:
     rows = []
     for cat, block in d["per_category"].items():
         name = cat if block["label"] == cat else f"{cat} {block['label']}"
-        mark = " *" if block.get("interval") in ("cr2_bm", "calibrated_t") else ""
+        mark = " *" if block.get("interval") in ("cr2_bm", "calibrated_t") and not block.get("unreadable") else ""
         holm = "too few" if block.get("insufficient") else ("yes" if block.get("holm_significant") else "no")
         rows.append([name, str(block["n_items"]), str(block["n_clusters"]),
                      f"{block['wins']}/{block['ties']}/{block['losses']}",
@@ -259,10 +263,11 @@ def category_rows(d: Mapping[str, Any]) -> list[list[str]]:
 
 
 HEADERS = ["category", "n", "clusters", "wins/ties/losses", "A", "B", "B - A [95% interval]", "Holm 5%"]
-CATEGORY_NOTE = ("per-category intervals are unadjusted 95% intervals; 'Holm 5%' says whether a category's "
-                 "difference survives Holm's adjustment over all the categories (family-wise 5%); "
-                 "'too few': fewer than 10 items or 3 clusters, or a degenerate interval; * the t interval on "
-                 "the CR2 SE (few clusters) decided")
+CATEGORY_NOTE = ("per-category intervals are unadjusted 95% intervals, cut to the metric's range; 'Holm 5%' says "
+                 "whether a category's difference survives Holm's adjustment over all the categories (family-wise "
+                 "5%); 'too few': fewer than 10 items or 3 clusters, or a degenerate interval; 'no interval': fewer "
+                 "than 3 clusters or a degenerate interval (all tied, under 1 degree of freedom, zero width), "
+                 "which says nothing about the uncertainty; * the t interval on the CR2 SE (few clusters) decided")
 
 
 def render_text(d: Mapping[str, Any], width: int = 120) -> str:

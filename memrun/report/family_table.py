@@ -27,8 +27,9 @@ def family_rows(rows: Sequence[Mapping[str, Any]]) -> list[list[str]]:
             out.append([str(r["job"]), r["overrides"], f"not compared: {r['error']}", "-", "-", "-", "-"])
             continue
         out.append([str(r["job"]), r["overrides"],
-                    f"{number(r.get('delta'), '+.2f', 100)} pp [{number(r.get('low'), '+.2f', 100)}, "
-                    f"{number(r.get('high'), '+.2f', 100)}]",
+                    f"{number(r.get('delta'), '+.2f', 100)} pp " + (
+                        "(no interval)" if r.get("unreadable") else
+                        f"[{number(r.get('low'), '+.2f', 100)}, {number(r.get('high'), '+.2f', 100)}]"),
                     r["outcome"], number(r.get("p_pass"), ".4g"), number(r.get("holm_p"), ".4g"),
                     "yes" if r["winner"] else "no"])
     return out
@@ -41,7 +42,8 @@ def family_note(d: Mapping[str, Any]) -> str:
     return (f"{d['k']} arm(s) against baseline {base}: "
             f"a winner needs its own gate's PASS and Holm's step-down over the arms' one-sided gate p-values at "
             f"{100 * d['alpha']:.1f}% family-wise (memrun.stats.family); an arm whose own gate passes but Holm's "
-            "does not is not marked")
+            "does not is not marked; '(no interval)': the arm's interval cannot be read (fewer than 3 clusters, "
+            "or degenerate: all tied, under 1 degree of freedom)")
 
 
 def render(d: Mapping[str, Any], fmt: str) -> str:

@@ -85,14 +85,15 @@ def discordant(run_a: RunTable, run_b: RunTable, hit_column: str | None, texts: 
 
 def forest_rows(d: Mapping[str, Any]) -> list[dict[str, Any]]:
     """Overall and per-category deltas with their deciding intervals (fractions); a block
-    with a figure not computed (None or NaN) is left out of the plot (the table says "-")."""
+    with a figure not computed (None or NaN) or an interval that cannot be read
+    (``unreadable``) is left out of the plot (the table says "-" or "no interval")."""
     blocks = [("overall", d["overall"])]
     blocks += [(cat if block["label"] == cat else f"{cat} {block['label']}", block)
                for cat, block in d["per_category"].items()]
     rows = []
     for name, block in blocks:
         values = {k: block.get(k) for k in ("delta", "low", "high")}
-        if all(v is not None and v == v for v in values.values()):  # v == v: not NaN
+        if not block.get("unreadable") and all(v is not None and v == v for v in values.values()):  # v == v: not NaN
             rows.append({"name": name, **values})
     return rows
 
