@@ -24,7 +24,7 @@ from typing import TYPE_CHECKING, Any
 
 from memrun.core.http_policy import HttpPolicy, http_client_logging, send
 from memrun.core.redaction import Redactor
-from memrun.core.url_join import fragment_error, join_url
+from memrun.core.url_join import root_url_error, join_url
 from memrun.errors import ArmError, AuthError
 from memrun.lazy import lazy
 from memrun.llm.endpoint import DEFAULT_BASE_URL, default_url_refusal
@@ -106,7 +106,7 @@ class OpenAIEmbedder:
         base_url = base_url or os.environ.get("OPENAI_BASE_URL") or DEFAULT_BASE_URL
         if defaulted and (refusal := default_url_refusal("arm.embedder", "OPENAI_BASE_URL", api_key_env)):
             raise ArmError(f"{refusal}; {_LOCAL_HINT}")
-        if problem := fragment_error(base_url, "arm.embedder.base_url"):
+        if problem := root_url_error(base_url, "arm.embedder.base_url"):
             raise ArmError(problem)
         remote = base_url.rstrip("/") == DEFAULT_BASE_URL
         key = os.environ.get(api_key_env) if api_key_env else None

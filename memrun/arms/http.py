@@ -68,7 +68,7 @@ from memrun.arms.namespaces import (
 from memrun.core.instrument import Instrument
 from memrun.core.redaction import Redactor
 from memrun.core.run_warnings import warn
-from memrun.core.url_join import fragment_error
+from memrun.core.url_join import root_url_error
 from memrun.core.url_secrets import url_identity
 from memrun.errors import ArmError
 from memrun.lazy import lazy
@@ -176,7 +176,7 @@ class HttpArm:
             raise ArmError(f"arm.settle_s={settle_s}: must be a number of seconds >= 0")
         if not UNSAFE.sub("", namespace_prefix):
             raise ArmError(f"arm.namespace_prefix={namespace_prefix!r}: give a prefix with letters or digits")
-        if problem := fragment_error(base_url, "arm.base_url"):
+        if problem := root_url_error(base_url, "arm.base_url"):
             raise ArmError(problem)
         token = api_key_from_env(auth_token_env, "arm.auth_token_env")
         self.auth_hint = (f"the server refused the token in ${auth_token_env}; check it" if auth_token_env else

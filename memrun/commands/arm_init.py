@@ -37,7 +37,7 @@ from memrun.arms.mcp_guess import create_result, propose, result_path
 from memrun.arms.mcp_ops import ToolOperation, result_document
 from memrun.commands.usage import Parser
 from memrun.core.paths import conf_dir
-from memrun.core.url_join import fragment_error, join_url
+from memrun.core.url_join import root_url_error, join_url
 from memrun.errors import ArmError, ConfigError, MemrunError
 from memrun.lazy import lazy
 from memrun.records import Record
@@ -200,7 +200,7 @@ def _init_http(args: argparse.Namespace, command: list[str]) -> int:
     """``memrun arm init http``: propose from the OpenAPI document, probe, write, smoke-test
     (``args.url`` given, no command after ``--``: :func:`main` checked)."""
     base = args.url  # its query (?api_key=) goes with every request: join_url
-    if problem := fragment_error(base, "--url"):
+    if problem := root_url_error(base, "--url"):
         raise ArmError(problem)
     document = openapi_guess.load_document(args.openapi or join_url(base, "openapi.json"))
     notes: list[str] = []

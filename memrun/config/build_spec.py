@@ -74,11 +74,25 @@ def check_settings(cfg: Any, accuracy: bool) -> int:
     return default_top_k(cfg) if top_k is None else positive_int(top_k, "arm.top_k")
 
 
+def check_sampling(role: str, node: Any) -> None:
+    """An LLM node's ``max_tokens`` (a positive integer) and ``temperature`` (0 to 2, the range
+    OpenAI's API takes), before any call: out of range, every call would be refused alike, or
+    a server that clamps would answer with settings the run does not record. Nodes without
+    them (exact-match judges) pass. Raises ConfigError naming ``role.key``."""
+    keys = node.keys() if hasattr(node, "keys") else ()
+    if "max_tokens" in keys and node.max_tokens is not None:
+        positive_int(node.max_tokens, f"{role}.max_tokens")
+    temperature = node.get("temperature") if "temperature" in keys else None
+    if temperature is not None and not 0 <= float(temperature) <= 2:
+        raise ConfigError(f"{role}.temperature={temperature}: must be between 0 and 2 (0: the most likely answer)")
+
+
 def reader_spec(node: Any, benchmark: str) -> ReaderSpec:
     """The reader config ``node`` describes for ``benchmark``: its pin (``reader.pins``) fills
     an unset model or prompt, and overriding a pin is a warning (the accuracy then does not
     compare with runs or papers that used it). Raises ConfigError for no model or prompt,
-    an unknown overflow policy, a non-positive max_context_tokens or chars_per_token."""
+    max_tokens or temperature out of range (:func:`check_sampling`), an unknown overflow
+    policy, a non-positive max_context_tokens or chars_per_token."""
     pin = node.pins.get(benchmark) if node.pins else None
     if node.api_key_env is None and not node.model and node.provider != "fake":
         # the pins name OpenAI's models; a keyless server of one's own serves its own
@@ -99,6 +113,7 @@ def reader_spec(node: Any, benchmark: str) -> ReaderSpec:
                     f"reader.{key}={chosen} overrides {benchmark}'s pinned {pinned}: "
                     "accuracy does not compare with runs or papers that used the pin"
                 )
+    check_sampling("reader", node)
     if node.overflow not in OVERFLOW_POLICIES:
         raise ConfigError(f"reader.overflow={node.overflow}: choose one of {', '.join(OVERFLOW_POLICIES)}")
     if node.max_context_tokens is not None and node.max_context_tokens < 1:
@@ -196,6 +211,8 @@ def accuracy_spec(cfg: Any, benchmark: str) -> AccuracySpec:
     reader = None if answers_itself(str(cfg.arm.get("_target_"))) else reader_spec(cfg.reader, benchmark)
     for role in ("judge", "judge2"):  # a judge whose model is ??? (judge=local, judge=claude): say so before any call
         node = cfg.get(role)
+        if node is not None:
+            check_sampling(role, node)
         if node is not None and "model" in node.keys() and OmegaConf.is_missing(node, "model"):
             raise ConfigError(f"{role}.model has no value: set {role}.model=<the model {role}={node.name} should "
                               "call> (a local server: the name it serves)")

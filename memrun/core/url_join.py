@@ -8,7 +8,7 @@ never saw it and nothing said so. :func:`join_url` keeps it: the path is joined 
 root's path, and the query sent is the root's, then the path's own.
 
 A fragment (``#...``) is never sent over HTTP by any client; a root that has one is a
-mistake the user should hear about (:func:`fragment_error`), not a value to drop quietly.
+mistake the user should hear about (:func:`root_url_error`), not a value to drop quietly.
 """
 
 from __future__ import annotations
@@ -24,7 +24,7 @@ def join_url(root: str, path: str) -> str:
     ``join_url("http://h/v1?api-version=1", "chat/completions")`` is
     ``"http://h/v1/chat/completions?api-version=1"``; a leading ``/`` on ``path`` does not
     climb to the host's root (``"/search?k=5"`` under ``http://h/api/`` is ``/api/search``).
-    The root's fragment is not part of the result (see :func:`fragment_error`).
+    The root's fragment is not part of the result (see :func:`root_url_error`).
     """
     parts = urlsplit(root)
     base = urlunsplit((parts.scheme, parts.netloc, parts.path.rstrip("/") + "/", "", ""))
@@ -33,11 +33,17 @@ def join_url(root: str, path: str) -> str:
     return urlunsplit((joined.scheme, joined.netloc, joined.path, query, joined.fragment))
 
 
-def fragment_error(url: str, where: str) -> str | None:
-    """The one-line message for a root URL with a fragment, or None when it has none.
+def root_url_error(url: str, where: str) -> str | None:
+    """The one-line message for a root URL no HTTP client can send to, or None when it is fine:
+    no ``http``/``https`` scheme or no host (``notaurl``, ``localhost:8000/v1``: every request
+    would fail alike, one error row per item), or a fragment.
 
     where: the config key or variable the URL came from (``arm.base_url``). The URL in the
     message is masked (:func:`memrun.core.url_secrets.redact_urls`)."""
+    parts = urlsplit(url)
+    if parts.scheme.lower() not in ("http", "https") or not parts.hostname:
+        return (f"{where}={redact_urls(url)}: not an http(s) URL with a host; give the server's root, e.g. "
+                "http://127.0.0.1:8000/v1")
     if "#" not in url:
         return None
     return (f"{where}: {redact_urls(url)} has a fragment ('#...'), which no HTTP client sends; "

@@ -29,7 +29,7 @@ from memrun.core.redaction import (  # noqa: F401 - re-exported: the rules for s
     check_no_secrets,
     find_literal_secrets,
 )
-from memrun.core.url_join import fragment_error
+from memrun.core.url_join import root_url_error
 from memrun.core.url_secrets import has_userinfo, redact_urls
 from memrun.errors import ConfigError
 
@@ -143,7 +143,7 @@ def resolve_endpoint(
             f"as the Authorization header and cannot send URL credentials too: remove them from the URL and put "
             f"the credential in the variable {where}.api_key_env names (${api_key_env or 'OPENAI_API_KEY'})"
         )
-    if problem := fragment_error(url, f"{where}.base_url" if base_url else f"${base_url_env}"):
+    if problem := root_url_error(url, f"{where}.base_url" if base_url else f"${base_url_env}"):
         raise ConfigError(problem)
     fake = provider == "fake" or is_fake(model, url)
     if fake:

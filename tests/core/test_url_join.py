@@ -1,4 +1,4 @@
-"""A root URL's query reaches the server on every request; a fragment is refused (memrun.core.url_join)."""
+"""A root URL's query reaches the server on every request; a root that is no http(s) URL, or has a fragment, is refused (memrun.core.url_join)."""
 
 from __future__ import annotations
 
@@ -6,7 +6,7 @@ import asyncio
 
 import pytest
 
-from memrun.core.url_join import fragment_error, join_url
+from memrun.core.url_join import join_url, root_url_error
 from memrun.errors import ArmError, ConfigError
 from memrun.llm.client import ChatClient, ChatRequest
 from memrun.llm.endpoint import Endpoint, resolve_endpoint
@@ -23,11 +23,20 @@ def test_join_url_keeps_the_roots_query_before_the_paths(root, path, url):
     assert join_url(root, path) == url
 
 
-def test_fragment_error_names_the_key_and_masks_the_url():
-    assert fragment_error("http://h/v1?x=1", "reader.base_url") is None
-    message = fragment_error("http://h/v1?key=sk-secret#access_token=tok-secret", "reader.base_url")
+def test_root_url_error_names_the_key_and_masks_the_url():
+    assert root_url_error("http://h/v1?x=1", "reader.base_url") is None
+    assert root_url_error("HTTPS://h:8443", "reader.base_url") is None
+    message = root_url_error("http://h/v1?key=sk-secret#access_token=tok-secret", "reader.base_url")
     assert message is not None and message.startswith("reader.base_url: ") and "remove it" in message
     assert "sk-secret" not in message and "tok-secret" not in message
+
+
+@pytest.mark.parametrize("url", ["notaurl", "localhost:8000/v1", "ftp://h/v1", "http:///v1", "/v1?key=sk-secret"])
+def test_a_root_url_without_an_http_scheme_and_host_is_refused(url):
+    """Every request would fail alike: a run of one error row per item (``InvalidUrlClientError``)."""
+    message = root_url_error(url, "reader.base_url")
+    assert message is not None and message.startswith("reader.base_url=") and "not an http(s) URL" in message
+    assert "sk-secret" not in message
 
 
 def test_the_chat_client_sends_the_roots_query(openai_server):

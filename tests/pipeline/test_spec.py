@@ -63,6 +63,11 @@ def test_the_accuracy_axis_reader_and_judges_are_in_the_spec_with_their_pins():
     ("reader.overflow=drop", "reader.overflow=drop: choose one of truncate, skip"),
     ("reader.chars_per_token=0", "reader.chars_per_token must be positive"),
     ("judge=none", "axis=accuracy needs a judge; add judge=gpt41 (pinned for locomo)"),
+    # every call would be refused alike (one error row per item), or clamped without a record of it
+    ("reader.max_tokens=0", "reader.max_tokens=0: must be a positive integer"),
+    ("reader.temperature=-1", "reader.temperature=-1.0: must be between 0 and 2"),
+    ("judge.temperature=2.5", "judge.temperature=2.5: must be between 0 and 2"),
+    ("judge.max_tokens=-5", "judge.max_tokens=-5: must be a positive integer"),
 ])
 def test_the_accuracy_settings_are_checked_when_the_spec_is_built(override, message):
     # Refused by build_spec itself, before any plugin, reader or LLM client is built.
