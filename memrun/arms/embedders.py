@@ -24,7 +24,7 @@ from typing import TYPE_CHECKING, Any
 
 from memrun.core.http_policy import HttpPolicy, http_client_logging, send
 from memrun.core.redaction import Redactor
-from memrun.core.url_join import root_url_error, join_url
+from memrun.core.url_join import join_url, root_url_error
 from memrun.errors import ArmError, AuthError
 from memrun.lazy import lazy
 from memrun.llm.endpoint import DEFAULT_BASE_URL, default_url_refusal

@@ -37,7 +37,7 @@ from memrun.arms.mcp_guess import create_result, propose, result_path
 from memrun.arms.mcp_ops import ToolOperation, result_document
 from memrun.commands.usage import Parser
 from memrun.core.paths import conf_dir
-from memrun.core.url_join import root_url_error, join_url
+from memrun.core.url_join import join_url, root_url_error
 from memrun.errors import ArmError, ConfigError, MemrunError
 from memrun.lazy import lazy
 from memrun.records import Record
