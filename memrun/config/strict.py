@@ -90,8 +90,9 @@ def check_added_keys(cfg: Any, overrides: Iterable[str]) -> None:
     """Refuse ``+key=value`` / ``++key=value`` whose key lies inside a node typed by one of
     memrun's schemas (a dataclass) that has no such field: memrun would never read it.
 
-    Raises ConfigError: ``+reader.temprature=0.5: reader has no key 'temprature' (memrun
-    would not read it); did you mean 'temperature'? ...``. Keys under ``hydra`` are Hydra's,
+    Raises ConfigError: ``+reader.temprature: reader has no key 'temprature' (memrun
+    would not read it); did you mean 'temperature'? ...`` (the key, never the value: it may
+    be a credential). Keys under ``hydra`` are Hydra's,
     and a node whose ``_target_`` the same overrides replace takes the new class's keys:
     both are left alone."""
     overrides = list(overrides)
@@ -112,7 +113,7 @@ def check_added_keys(cfg: Any, overrides: Iterable[str]) -> None:
                 if part not in fields:
                     hint = difflib.get_close_matches(part, fields, n=1)
                     raise ConfigError(
-                        f"{override}: {where or 'the config'} has no key '{part}' (memrun would not read it); "
+                        f"{added.group(0)[:-1]}: {where or 'the config'} has no key '{part}' (memrun would not read it); "
                         + (f"did you mean '{hint[0]}'? " if hint else "")
                         + f"valid keys: {', '.join(f for f in fields if not f.startswith('_'))}")
             path.append(part)

@@ -369,10 +369,11 @@ def _job(cfg: Any, hydra_cfg: Any) -> int:
     try:
         with warnings.active():  # what the claim and the stale-run check say is saved with the run
             signals.check()  # stopped before this job began: it writes nothing
-            strict.check_overrides(cfg, hydra_cfg.overrides.task)
+            strict.check_boolean_overrides(cfg, hydra_cfg.overrides.task)
             lock = claim(out_dir)
             run_warnings.warn(build_spec.check_embedder(cfg))  # the saved config records the embedder the arm uses
             container = redaction.check_no_secrets(config_compose.resolved(cfg))
+            strict.check_added_keys(cfg, hydra_cfg.overrides.task)  # after: a credential added is that first
             redactor.add_config(container)
             if multirun:  # Hydra wrote the sweep's multirun.yaml, overrides and all, before any job
                 redaction.scrub_files(redactor, out_dir, Path(hydra_cfg.sweep.dir))

@@ -28,13 +28,13 @@ def test_config_groups_and_keys_added_to_free_form_nodes_are_left_to_hydra():
 
 
 @pytest.mark.parametrize("override,message", [
-    ("+repeat=3", "+repeat=3: the config has no key 'repeat' (memrun would not read it); did you mean 'repeats'?"),
-    ("+reader.temprature=0.5", "+reader.temprature=0.5: reader has no key 'temprature' (memrun would not read it); "
+    ("+repeat=3", "+repeat: the config has no key 'repeat' (memrun would not read it); did you mean 'repeats'?"),
+    ("+reader.temprature=0.5", "+reader.temprature: reader has no key 'temprature' (memrun would not read it); "
                                "did you mean 'temperature'?"),
-    ("+shard.cnt=2", "+shard.cnt=2: shard has no key 'cnt'"),
-    ("++arm.top_kk=3", "++arm.top_kk=3: arm has no key 'top_kk'"),
-    ("+reader.extra.x=1", "+reader.extra.x=1: reader has no key 'extra'"),
-    ("+foo=1", "+foo=1: the config has no key 'foo' (memrun would not read it); valid keys: benchmark, arm,"),
+    ("+shard.cnt=2", "+shard.cnt: shard has no key 'cnt'"),
+    ("++arm.top_kk=3", "++arm.top_kk: arm has no key 'top_kk'"),
+    ("+reader.extra.x=1", "+reader.extra.x: reader has no key 'extra'"),
+    ("+foo=1", "+foo: the config has no key 'foo' (memrun would not read it); valid keys: benchmark, arm,"),
 ])
 def test_a_key_added_where_a_schema_has_no_such_field_is_refused(override, message):
     """Hydra adds it and memrun never reads it: a typo with a '+' ran as if not written."""
