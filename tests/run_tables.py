@@ -79,6 +79,12 @@ def accuracy_run(folder: Path, labels: dict[str, list[str]], *, denominator=DENO
     return folder
 
 
+def own_clusters(n: int) -> list[str]:
+    """A cluster per item (LongMemEval's shape: one history a question), for tests that read
+    items as independent (``--cluster-by none`` is refused where items share a history)."""
+    return [f"q{i}" for i in range(n)]
+
+
 def compare_json(capsys, *args: str) -> tuple[int, dict]:
     """``memrun compare ARGS --format json`` in-process: (exit code, the JSON document)."""
     code = compare_main([*args, "--format", "json"])

@@ -29,7 +29,7 @@ def common_options(parser: argparse.ArgumentParser) -> None:
     parser.add_argument("--cluster-by", default="cluster",
                         help="column whose values are resampled together (default: cluster, the benchmark's "
                              "cluster key); 'evidence': items sharing a gold session, one cluster (derived from "
-                             "gold_sessions); 'none' resamples items")
+                             "gold_sessions); 'none' resamples items (refused where items share a history, e.g. LoCoMo)")
     parser.add_argument("--stratify-by", default="auto", metavar="COLUMN",
                         help="resample clusters within each value of this column, keeping stratum sizes; "
                              "'auto' (default): the benchmark's design strata (LongMemEval: category, "

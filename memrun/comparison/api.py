@@ -263,7 +263,7 @@ def _analyze(request: CompareRequest, prepared: _Prepared, read_warnings: list[s
         if stratify_by and "stratum" in str(exc):
             raise MemrunError(f"--stratify-by {stratify_by}: a cluster (column {cluster_by}) holds items of several "
                               f"{stratify_by} values; strata must contain whole clusters (stratify by a "
-                              f"coarser column, or --cluster-by none)") from exc
+                              f"coarser column)") from exc
         raise MemrunError(str(exc)) from exc
     result.warnings[:0] = read_warnings
     result.categories = {"read": sorted(paired.category_names, key=category_order), "chosen": prepared.chosen}

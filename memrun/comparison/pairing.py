@@ -171,6 +171,7 @@ def read_for_compare(path: str, axis: str | None, metric: str, cluster_by: str |
     skip_pandas_probe()
     columns = columns_needed(axis, metric, cluster_by, stratify_by)
     optional = [GOLD_SESSIONS] if cluster_by and GOLD_SESSIONS not in columns else []  # for shared_evidence
+    optional += [] if cluster_by else ["cluster"]  # --cluster-by none: are the items independent? (pair)
     optional += [c for c in credited_columns(metric, axis) if c not in columns + optional]  # absent in old runs
     run = read_run(path, columns=columns + optional)
     if run.instrument.axis == "accuracy" and run.instrument.denominator == DENOMINATOR_MEAN_SCORE:
@@ -297,7 +298,8 @@ def pair(a: RunTable, b: RunTable, *, metric: str, cluster_by: str | None, strat
 
     Runs A's item order (the dataset's) is kept. Clusters, strata and categories are
     read from run A. A null cluster key makes its item a cluster of its own (counted in
-    ``null_clusters``).
+    ``null_clusters``). ``cluster_by`` None (``--cluster-by none``) or ``evidence`` where
+    items share a history (run A's ``cluster`` column) raises CompareUsageError.
 
     Raises CompareUsageError when no item is scored in both runs, a category named in
     ``categories`` occurs in neither run, or a label is not one of memrun's.
@@ -347,6 +349,8 @@ def pair(a: RunTable, b: RunTable, *, metric: str, cluster_by: str | None, strat
                else _unmeasured(a, b, metric) or "nothing is left to compare"))
 
     clusters, null_clusters = None, 0
+    if cluster_by is None and "cluster" in a.table.column_names:
+        _check_items_independent(_per_item(a.table, "cluster", first_a[keep]))
     if cluster_by == EVIDENCE:
         _check_evidence_clustering(_per_item(a.table, "cluster", first_a[keep]))
         clusters = evidence_clusters(_per_item(a.table, GOLD_SESSIONS, first_a[keep]))
@@ -418,6 +422,25 @@ def _errors(scores: ArmScores, in_scope: np.ndarray) -> tuple[int, int]:
     return int((present & (scores.excluded == REASONS.index("error"))).sum()), int(present.sum())
 
 
+def _shared_history(history: pa.Array) -> int:
+    """The most items one history (``cluster`` value) holds; 1 when each item has its own."""
+    counts = pc.value_counts(pc.drop_null(history)).field("counts").to_numpy(zero_copy_only=False)
+    return int(counts.max()) if len(counts) else 0  # a null key is a cluster of its own (pair)
+
+
+def _check_items_independent(history: pa.Array) -> None:
+    """Refuse ``--cluster-by none`` when several items share a history (their ``cluster``,
+    e.g. a LoCoMo conversation): their outcomes move together, so an interval that treats
+    them as independent is too narrow and a gate on it passes too often (150 of 151 items
+    of one conversation passed so). Raises CompareUsageError."""
+    most = _shared_history(history)
+    if most > 1:
+        raise CompareUsageError(
+            f"--cluster-by none: items share histories here ({most} items in one cluster), so they are not "
+            "independent: an interval that treats them so is too narrow and its gate passes too often. Cluster "
+            "by the history (the default, --cluster-by cluster); with too few histories for a verdict, run more")
+
+
 def _check_evidence_clustering(history: pa.Array) -> None:
     """Refuse ``--cluster-by evidence`` when several items share a history (their
     ``cluster``, e.g. a LoCoMo conversation): gold session ids then name sessions of one
@@ -425,10 +448,10 @@ def _check_evidence_clustering(history: pa.Array) -> None:
     merge unrelated conversations and still split each one. The derived key is for
     benchmarks that give each question its own history drawn from a shared pool of
     sessions (LongMemEval). Raises CompareUsageError."""
-    counts = pc.value_counts(history.fill_null("")).field("counts").to_numpy(zero_copy_only=False)
-    if len(counts) and counts.max() > 1:
+    most = _shared_history(history)
+    if most > 1:
         raise CompareUsageError(
-            f"--cluster-by evidence: items share histories here ({int(counts.max())} items in one cluster), so "
+            f"--cluster-by evidence: items share histories here ({most} items in one cluster), so "
             "their gold session ids name sessions within a history, not sessions shared across questions; "
             "it is for benchmarks that give each question its own history (LongMemEval). Cluster by the "
             "history instead (the default, --cluster-by cluster)")

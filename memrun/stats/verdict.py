@@ -182,8 +182,8 @@ def evidence_shortfall(n_items: int | None, n_clusters: int | None) -> tuple[str
     """
     if n_clusters is not None and n_clusters < MIN_CLUSTERS:
         return TOO_FEW_CLUSTERS, (f"{n_clusters} cluster(s): a verdict needs at least {MIN_CLUSTERS} (with fewer, "
-                                  "no interval holds its error rate: bench/bench_gate_error.py); run more clusters, "
-                                  "or --cluster-by none if the items are truly independent")
+                                  "no interval holds its error rate: bench/bench_gate_error.py); run more clusters "
+                                  "(more conversations or histories)")
     if n_items is not None and n_items < MIN_PAIRED_ITEMS:
         return TOO_FEW_ITEMS, (f"{n_items} paired item(s): a verdict needs at least {MIN_PAIRED_ITEMS} "
                                f"(one item moves the mean by {100 / max(n_items, 1):.0f} pp)")

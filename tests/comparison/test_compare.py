@@ -13,7 +13,7 @@ from memrun.commands.compare import main as compare_main
 from memrun.commands.null_band import null_band_main
 from memrun.core.instrument import DENOMINATOR_ABSTAIN_WRONG, DENOMINATOR_EXCLUDE_ABSTAIN, Instrument
 from memrun.stats import ExitCode
-from run_tables import accuracy_run, compare_json, retrieval_run, wtl
+from run_tables import accuracy_run, compare_json, own_clusters, retrieval_run, wtl
 
 
 @pytest.mark.parametrize(
@@ -28,8 +28,8 @@ from run_tables import accuracy_run, compare_json, retrieval_run, wtl
 )
 def test_every_verdict_branch(tmp_path, capsys, wins, ties, losses, min_delta, outcome, reason, code):
     a, b = wtl(wins, ties, losses)
-    ra = retrieval_run(tmp_path / "a", a)
-    rb = retrieval_run(tmp_path / "b", b)
+    ra = retrieval_run(tmp_path / "a", a, own_clusters(len(a)))
+    rb = retrieval_run(tmp_path / "b", b, own_clusters(len(b)))
     got, d = compare_json(capsys, str(ra), str(rb), "--cluster-by", "none", "--gate-min-delta", min_delta)
     assert got == code and d["verdict"]["outcome"] == outcome and d["verdict"]["reason"] == reason
     o = d["overall"]
@@ -185,7 +185,7 @@ def test_calls_to_different_endpoints_are_named_in_a_warning(tmp_path, capsys):
 
 def test_deterministic_under_seed_and_seed_matters(tmp_path, capsys):
     a, b = wtl(9, 40, 4)
-    ra, rb = retrieval_run(tmp_path / "a", a), retrieval_run(tmp_path / "b", b)
+    ra, rb = retrieval_run(tmp_path / "a", a, own_clusters(53)), retrieval_run(tmp_path / "b", b, own_clusters(53))
     _, d1 = compare_json(capsys, str(ra), str(rb), "--cluster-by", "none")
     _, d2 = compare_json(capsys, str(ra), str(rb), "--cluster-by", "none")
     assert d1["overall"] == d2["overall"]
@@ -264,8 +264,8 @@ def test_mrr_metric_and_formats_carry_the_same_numbers(tmp_path, capsys):
 def test_judge_calibration_divides_by_j(tmp_path, capsys):
     a, b = wtl(40, 440, 20)
     label = {True: ["correct"], False: ["wrong"]}
-    ra = accuracy_run(tmp_path / "a", {f"i{i}": label[x] for i, x in enumerate(a)})
-    rb = accuracy_run(tmp_path / "b", {f"i{i}": label[x] for i, x in enumerate(b)})
+    ra = accuracy_run(tmp_path / "a", {f"i{i}": label[x] for i, x in enumerate(a)}, cluster_of=lambda item: item)
+    rb = accuracy_run(tmp_path / "b", {f"i{i}": label[x] for i, x in enumerate(b)}, cluster_of=lambda item: item)
     cal = tmp_path / "cal.json"
     cal.write_text(json.dumps({"tpr": 0.9, "fpr": 0.1, "n_pos": 400, "n_neg": 400}))
     _, d = compare_json(capsys, str(ra), str(rb), "--cluster-by", "none", "--judge-calibration", str(cal))
@@ -280,7 +280,7 @@ def test_judge_calibration_divides_by_j(tmp_path, capsys):
 
 def test_null_band(tmp_path, capsys):
     a, b = wtl(5, 50, 5)
-    ra, rb = retrieval_run(tmp_path / "a", a), retrieval_run(tmp_path / "b", b)
+    ra, rb = retrieval_run(tmp_path / "a", a, own_clusters(60)), retrieval_run(tmp_path / "b", b, own_clusters(60))
     assert null_band_main([str(ra), str(rb), "--cluster-by", "none"]) == 0
     out = capsys.readouterr().out
     assert "null band (the interval's wider side): 10.0 pp" in out

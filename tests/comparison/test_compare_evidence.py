@@ -18,7 +18,7 @@ from memrun.commands.compare import main as compare_main
 from memrun.commands.null_band import null_band_main
 from memrun.core.instrument import METADATA_KEY
 from memrun.stats import ExitCode
-from run_tables import accuracy_run, compare_json, retrieval_run, wtl
+from run_tables import accuracy_run, compare_json, own_clusters, retrieval_run, wtl
 
 # -- verdicts on too little evidence ------------------------------------------------------
 
@@ -112,8 +112,9 @@ def test_stratified_bootstrap_keeps_stratum_sizes(tmp_path, capsys):
         cats = pa.array(["1"] * 30 + ["2"] * 30)
         table = table.set_column(table.schema.get_field_index("category"), "category", cats)
         pq.write_table(table, folder / "items.parquet")
-    _, free = compare_json(capsys, str(ra), str(rb), "--cluster-by", "none")
-    _, strat = compare_json(capsys, str(ra), str(rb), "--cluster-by", "none", "--stratify-by", "category")
+    # items read as independent (--cluster-by none is refused: these runs' items share clusters)
+    _, free = compare_json(capsys, str(ra), str(rb), "--cluster-by", "item_id")
+    _, strat = compare_json(capsys, str(ra), str(rb), "--cluster-by", "item_id", "--stratify-by", "category")
     assert (strat["overall"]["low"], strat["overall"]["high"]) == (0.5, 0.5)
     assert free["overall"]["low"] < 0.4 and free["overall"]["high"] > 0.6
     assert strat["overall"]["bootstrap"]["n_strata"] == 2 and strat["settings"]["stratify_by"] == "category"
@@ -241,15 +242,15 @@ def test_mcnemar_p_below_a_double_prints_as_a_bound(tmp_path, capsys):
 def test_null_band_refuses_two_configurations(tmp_path, capsys):
     a, b = wtl(5, 50, 5)
     cfg = {"arm": {"name": "bm25", "stopwords": "en"}, "benchmark": {"name": "locomo"}, "seed": 7}
-    ra = retrieval_run(tmp_path / "a", a, arm="bm25", config=cfg)
-    rb = retrieval_run(tmp_path / "b", b, arm="bm25_nostop",
+    ra = retrieval_run(tmp_path / "a", a, own_clusters(60), arm="bm25", config=cfg)
+    rb = retrieval_run(tmp_path / "b", b, own_clusters(60), arm="bm25_nostop",
                        config={**cfg, "arm": {"name": "bm25_nostop", "stopwords": None}})
     assert null_band_main([str(ra), str(rb)]) == ExitCode.REFUSAL
     err = capsys.readouterr().err
     assert "refused: a null band needs two runs of one configuration" in err
     assert "arm.stopwords: A='en' B=None" in err and "arm: A='bm25' B='bm25_nostop'" in err
     # another seed is the same configuration
-    rc = retrieval_run(tmp_path / "c", b, arm="bm25", config={**cfg, "seed": 8})
+    rc = retrieval_run(tmp_path / "c", b, own_clusters(60), arm="bm25", config={**cfg, "seed": 8})
     assert null_band_main([str(ra), str(rc), "--cluster-by", "none"]) == 0
 
 
@@ -375,8 +376,8 @@ def test_json_carries_the_real_argument_error_and_read_warnings(tmp_path, capsys
     assert "invalid int value: 'x'" in json.loads(captured.out)["error"]
     assert captured.err.count("memrun compare: error:") == 1  # the usage error, once (memrun.commands.usage)
     a, b = wtl(40, 440, 20)
-    ra = retrieval_run(tmp_path / "a", a, status="interrupted")
-    rb = retrieval_run(tmp_path / "b", b, shard={"count": 4, "index": 1})
+    ra = retrieval_run(tmp_path / "a", a, own_clusters(500), status="interrupted")
+    rb = retrieval_run(tmp_path / "b", b, own_clusters(500), shard={"count": 4, "index": 1})
     _, d = compare_json(capsys, str(ra), str(rb), "--cluster-by", "none")
     assert any("ended interrupted" in w for w in d["warnings"])
     assert any("is shard 1 of 4 of a run, not the whole run" in w for w in d["warnings"])
@@ -389,8 +390,8 @@ def test_null_band_needs_evidence_and_reads_the_cutoffs_used(tmp_path, capsys):
     assert "no null band from these runs: 1 cluster(s)" in capsys.readouterr().err
     a, b = wtl(5, 50, 5)
     cfg = {"arm": {"name": "bm25"}, "benchmark": {"name": "locomo"}}
-    ra = retrieval_run(tmp_path / "c", a, arm="bm25", config={**cfg, "ks": None})
-    rb = retrieval_run(tmp_path / "d", b, arm="bm25", config={**cfg, "ks": [1, 5]})  # the same cut-offs, spelled out
+    ra = retrieval_run(tmp_path / "c", a, own_clusters(60), arm="bm25", config={**cfg, "ks": None})
+    rb = retrieval_run(tmp_path / "d", b, own_clusters(60), arm="bm25", config={**cfg, "ks": [1, 5]})  # the same cut-offs
     assert null_band_main([str(ra), str(rb), "--cluster-by", "none"]) == 0
     assert null_band_main([str(ra), str(ra)]) == ExitCode.USAGE_ERROR
     assert "a null band needs two runs of one configuration (run it twice)" in capsys.readouterr().err
