@@ -90,6 +90,7 @@ class CompareRequest:
     same_configuration: bool = False
     max_false_pass: float = 3.0  # the design check's level, percent (docs/statistics.md)
     check_replications: int = 2000  # the design check's simulated null comparisons per scenario, at least
+    metric_given: bool | None = None  # whether the caller named the metric (resolve() records it, once)
 
 
 @dataclass(frozen=True)
@@ -125,6 +126,8 @@ def resolve(request: CompareRequest) -> tuple[CompareRequest, list[str]]:
     Raises MemrunError for a bad gate file, a missing run or no baseline that fits.
     """
     filled: dict[str, Any] = {}
+    if request.metric_given is None:  # a request resolved twice keeps what its caller gave
+        filled["metric_given"] = request.metric is not None
     if request.gate:
         for dest, value in compare_gates.load_gate(request.gate).items():
             if getattr(request, dest) is None:
@@ -174,6 +177,9 @@ def compare(request: CompareRequest, on_warning: Say | None = None) -> CompareOu
     if isinstance(prepared, str):
         return CompareOutcome(request, "refused", int(ExitCode.REFUSAL), refusal=prepared, warnings=tuple(said),
                               notes=tuple(notes))
+    if request.metric_given and prepared.run_a.instrument.axis == "accuracy":
+        _collect(said, on_warning)(f"--metric {request.metric} is not read on the accuracy axis: the gate reads each item's "
+                                   "majority label (correct 1, else 0 under the run's denominator)")
     result = _analyze(request, prepared, said)
     return CompareOutcome(request, "compared", result.exit_code, comparison=result, warnings=tuple(said),
                           notes=tuple(notes))

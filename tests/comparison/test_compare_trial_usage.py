@@ -1,9 +1,11 @@
-"""A new user's trial of memrun compare: --cluster-by none where items share a history."""
+"""A new user's trial of memrun compare: --cluster-by none where items share a history, and
+--metric on the accuracy axis."""
 
 from __future__ import annotations
 
+from memrun.commands.compare import main as compare_main
 from memrun.stats import ExitCode
-from tests.run_tables import compare_cli, retrieval_run, wtl
+from tests.run_tables import accuracy_run, compare_cli, retrieval_run, wtl
 
 
 def test_cluster_by_none_is_refused_where_items_share_a_history_and_never_suggested(tmp_path, capsys):
@@ -19,3 +21,15 @@ def test_cluster_by_none_is_refused_where_items_share_a_history_and_never_sugges
     assert "--cluster-by none: items share histories here (150 items in one cluster)" in err
     own = [str(retrieval_run(tmp_path / f"own{n}", hits, [f"q{i}" for i in range(151)])) for n, hits in ((0, a), (1, b))]
     assert compare_cli(capsys, *own, "--cluster-by", "none")[0] == ExitCode.PASS  # one history a question: allowed
+
+
+def test_a_metric_on_the_accuracy_axis_says_the_majority_label_decides(tmp_path, capsys):
+    items = {f"c{g}-{i}": ["correct" if (g + i) % 3 else "wrong"] for g in range(5) for i in range(6)}
+    ra, rb = str(accuracy_run(tmp_path / "a", items)), str(accuracy_run(tmp_path / "b", items))
+    _, out, err = compare_cli(capsys, ra, rb, "--metric", "recall@5")
+    said = [line for line in (out + err).splitlines() if "--metric recall@5 is not read on the accuracy axis" in line]
+    assert said and "majority label" in said[0]
+    _, out, err = compare_cli(capsys, ra, rb)
+    assert "is not read on the accuracy axis" not in out + err
+    assert compare_main([ra, rb, "--metric", "bogus"]) == ExitCode.USAGE_ERROR
+    assert "unknown retrieval metric 'bogus'; use mrr" in capsys.readouterr().err
