@@ -122,14 +122,18 @@ def _how(block: Mapping[str, Any], s: Mapping[str, Any], d: Mapping[str, Any]) -
 
 
 def check_line(c: Mapping[str, Any]) -> str:
-    """The design check: the simulated false-pass rate beside the verdict, and how it was reached."""
+    """The design check: the simulated false-pass rate beside the verdict, and how it was reached.
+    Its ``discordance`` (the share of items whose delta is not zero, what the simulation
+    draws) prints as "nonzero deltas": the items line's "discordance" is another figure, the
+    share whose majority labels differ (an abstention against a wrong answer differs in
+    label, not in score)."""
     crit = "no critical value holds" if c.get("crit_up") is None else f"critical value {number(c['crit_up'], '.2f')}"
     nominal = ("no t quantile" if c.get("nominal_crit") is None
                else f"t {number(c['nominal_crit'], '.2f')} on {number(c.get('df'), '.2f')} df")
     return (f"design check ({c.get('method')}, {number(c.get('replications'), ',')} simulated null comparisons a "
             f"scenario, seed {c.get('seed')}): the nominal t gate ({nominal}) passes "
             f"{number(c.get('nominal_rate'), '.1f', 100)}% of them, this gate ({crit}) {number(c.get('rate'), '.1f', 100)}% "
-            f"| ICC {number(c.get('icc'), '.3f')} (99% upper {number(c.get('icc_upper'), '.3f')}), discordance "
+            f"| ICC {number(c.get('icc'), '.3f')} (99% upper {number(c.get('icc_upper'), '.3f')}), nonzero deltas "
             f"{number(c.get('discordance'), '.1f', 100)}%, level {number(c.get('level'), '.0f', 100)}%"
             + (f" | {c['refused']}" if c.get("refused") else ""))
 

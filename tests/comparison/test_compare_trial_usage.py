@@ -1,5 +1,5 @@
-"""A new user's trial of memrun compare: --cluster-by none where items share a history, and
---metric on the accuracy axis."""
+"""A new user's trial of memrun compare: --cluster-by none where items share a history,
+--metric on the accuracy axis, and the two discordance figures."""
 
 from __future__ import annotations
 
@@ -33,3 +33,17 @@ def test_a_metric_on_the_accuracy_axis_says_the_majority_label_decides(tmp_path,
     assert "is not read on the accuracy axis" not in out + err
     assert compare_main([ra, rb, "--metric", "bogus"]) == ExitCode.USAGE_ERROR
     assert "unknown retrieval metric 'bogus'; use mrr" in capsys.readouterr().err
+
+
+def test_the_design_checks_share_of_nonzero_deltas_is_not_called_discordance(tmp_path, capsys):
+    """An abstention against a wrong answer differs in label, not in score: the items line's
+    discordance (labels) and the design check's share (deltas) differ, and are named apart."""
+    items_a = {f"c{g}-{i}": ["abstain" if i < 3 else "correct" if (g + i) % 2 else "wrong"]
+               for g in range(6) for i in range(10)}
+    items_b = {k: ["wrong"] if v == ["abstain"] else ["correct"] if k.endswith("-4") else v for k, v in items_a.items()}
+    ra, rb = str(accuracy_run(tmp_path / "a", items_a)), str(accuracy_run(tmp_path / "b", items_b))
+    _, out, _ = compare_cli(capsys, ra, rb)
+    check = next(line for line in out.splitlines() if line.startswith("design check"))
+    items = next(line for line in out.splitlines() if line.startswith("n items"))
+    assert "nonzero deltas" in check and "discordance" not in check
+    assert "discordance" in items
