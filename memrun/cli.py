@@ -270,15 +270,19 @@ def _run_hydra(args: list[str], reuse_compositions: bool = False) -> int:
         if record.sweep_dir is not None:  # a multirun: its jobs may have run elsewhere
             if record.sweep_exit_code is None:  # its table is not printed yet
                 sweep.finish(record.sweep_dir)
+            again = ("Run the same command with another hydra.sweep.dir to go on (this folder is taken)"
+                     if _names(args, "hydra.sweep.dir") else "Run the same command again to go on")
             return _fail(f"interrupted; the table above is what the sweep's jobs recorded (memrun sweep "
-                         f"{record.sweep_dir} prints it again). Run the same command again to go on: each job "
+                         f"{record.sweep_dir} prints it again). {again}: each job "
                          "keeps the rows that finished (on the accuracy axis, the calls already made come from "
                          "the cache)", EXIT_INTERRUPTED)
         current = record.run_dir
         kept = current is not None and ((current / writer.ITEMS_FILE).exists() or (current / writer.PARTS_DIR).is_dir())
         where = f"the rows that finished are in {current}" if kept else "no row had finished"
-        again = ("Run the same command again to go on from them (resume=false starts over)" if kept
-                 else "Run the same command again to start over")
+        # a folder named on the command line holds this run's rows now: the next run needs another
+        same = "with another hydra.run.dir" if _names(args, "hydra.run.dir") else "again"
+        again = (f"Run the same command {same} to go on from them (resume=false starts over)" if kept
+                 else f"Run the same command {same} to start over")
         cached = ", and the LLM calls already made come from the call cache" if record.axis == "accuracy" else ""
         return _fail(f"interrupted; {where}. {again}{cached}", EXIT_INTERRUPTED)
     except BaseException as exc:  # SystemExit (--help) and a sweep refused; checked without importing memrun.jobs.sweep
@@ -294,6 +298,11 @@ def _run_hydra(args: list[str], reuse_compositions: bool = False) -> int:
         restore_signals()
         gc.enable()
     return record.exit_code()  # a multirun's worst job's code, else the run's (memrun.core.status.RunStatus)
+
+
+def _names(args: list[str], key: str) -> bool:
+    """Whether the command line sets ``key`` (``key=...``, ``+key=...``, ``++key=...``)."""
+    return any(a.lstrip("+").startswith(f"{key}=") for a in args)
 
 
 def _sweep_loaded() -> bool:

@@ -186,6 +186,29 @@ def test_interrupt_or_kill_keeps_finished_rows(tmp_path, data_dir, sig):
         assert not run.complete and run.instrument.status == "running"
 
 
+@pytest.mark.realdata
+def test_an_interrupted_run_in_a_named_folder_goes_on_in_another(tmp_path, data_dir):
+    """The folder a command names holds the interrupted run: the advice is another folder (the
+    same command was refused as 'already holds a run'), and following it takes the rows over."""
+    args = ["--config-dir", str(USER_PROJECT / "conf"), "benchmark=locomo", "arm=keyword", "+arm.delay_ms=2",
+            "progress=false"]
+    env = {**os.environ, **user_env(data_dir)}
+    proc = subprocess.Popen([*memrun_exe(), *args, "hydra.run.dir=runs/a"], cwd=tmp_path, env=env,
+                            stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
+    deadline = time.monotonic() + 180  # only against a hang: a loaded machine starts slowly
+    while time.monotonic() < deadline and not list((tmp_path / "runs").rglob("part-*.parquet")):
+        time.sleep(0.1)
+    proc.send_signal(signal.SIGINT)
+    _, err = proc.communicate(timeout=180)
+    assert proc.returncode == 130 and "Run the same command with another hydra.run.dir to go on from them" in err
+    kept = read_run(tmp_path / "runs" / "a").table.num_rows
+    again = run_memrun([*args, "hydra.run.dir=runs/a"], tmp_path, user_env(data_dir))
+    assert again.returncode == 2 and "already holds a run" in again.stderr and "goes on from its rows" in again.stderr
+    other = run_memrun([*args, "hydra.run.dir=runs/b"], tmp_path, user_env(data_dir))
+    assert other.returncode == 0 and f"its {kept} rows are kept" in other.stderr, other.stderr
+    assert read_run(tmp_path / "runs" / "b").table.num_rows == 1986
+
+
 def test_wheel_carries_the_configs(tmp_path):
     """A non-editable install must find conf/ inside the package."""
     root = Path(__file__).parents[1]

@@ -197,7 +197,8 @@ def claim(folder: Path, name: str = CLAIM_FILE, *, run: bool = True) -> Path:
     if filled:
         lock.unlink(missing_ok=True)
         raise RunFolderTaken(f"{folder} already holds a run ({', '.join(filled)}); give this run its own "
-                             "folder (hydra.run.dir=...)")
+                             "folder (hydra.run.dir=...): if that run did not finish and had this configuration, "
+                             "the new one goes on from its rows")
     return lock
 
 

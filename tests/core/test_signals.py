@@ -116,6 +116,7 @@ def test_a_signal_while_the_table_is_written_finishes_it_then_exits_130(tmp_path
     monkeypatch.chdir(tmp_path)
     assert main(["progress=false", f"hydra.run.dir={tmp_path / 'run'}"]) == 130
     err = capsys.readouterr().err
-    assert f"interrupted; the rows that finished are in {tmp_path / 'run'}. Run the same command again to go on " \
-        "from them (resume=false starts over)\n" in err  # a recall run: no word of a call cache it has no use for
+    # the command named its folder, which holds this run now: the advice is another folder, not the same command
+    assert f"interrupted; the rows that finished are in {tmp_path / 'run'}. Run the same command with another " \
+        "hydra.run.dir to go on from them (resume=false starts over)\n" in err  # recall: no word of a call cache
     assert pq.read_table(tmp_path / "run" / "items.parquet").num_rows == 30  # every row, merged
