@@ -155,6 +155,20 @@ def test_user_arm_with_unknown_parameter_or_target(tmp_path):
     assert len(done.stderr.strip().splitlines()) == 1
 
 
+def test_a_user_arm_without_a_name_is_told_so_wherever_its_run_goes(tmp_path):
+    """With hydra.run.dir set, the first read of arm.name was the unfinished-run search (once a
+    run folder stood beside it), and the error was 'unknown config key arm.name'."""
+    conf = tmp_path / "conf"
+    (conf / "arm").mkdir(parents=True)
+    (conf / "arm" / "nameless.yaml").write_text("_target_: myteam.arms.KeywordArm\ntop_k: 10\n")
+    (tmp_path / "runs" / "earlier" / "items.parts").mkdir(parents=True)  # a run folder beside the new one
+    done = run_memrun(["--config-dir", str(conf), "arm=nameless", "hydra.run.dir=runs/new"], tmp_path, user_env())
+    assert done.returncode == 2 and done.stderr.strip().splitlines() == [
+        "memrun: error: arm: its config has no name; add 'name: <a short name>' to the arm's config file "
+        "(run folders, tables and memrun compare name the arm by it)"]
+    assert not (tmp_path / "runs" / "new").exists()  # refused before its folder was claimed
+
+
 def test_item_errors_are_counted_and_excluded(tmp_path):
     done = run_memrun(["--config-dir", str(USER_PROJECT / "conf"), "arm=keyword", "+arm.fail_on=invoice", "progress=false"],
                       tmp_path, user_env())

@@ -48,6 +48,17 @@ def positive_int(value: Any, key: str) -> int:
     return number
 
 
+def arm_name(cfg: Any) -> str:
+    """The arm's ``name`` (run folders, tables, the instrument and compare name the arm by it).
+    Raises ConfigError when the arm's config has none (a user's arm file without ``name:``)."""
+    arm = cfg.arm
+    name = None if "name" not in arm or OmegaConf.is_missing(arm, "name") else arm.get("name")
+    if name in (None, ""):
+        raise ConfigError("arm: its config has no name; add 'name: <a short name>' to the arm's config file "
+                          "(run folders, tables and memrun compare name the arm by it)")
+    return str(name)
+
+
 def check_settings(cfg: Any, accuracy: bool) -> int:
     """Check the run-wide settings before any work; return ``arm.top_k``.
 
@@ -261,7 +272,7 @@ def build_spec(cfg: Any, container: dict[str, Any] | None = None) -> tuple[RunSp
     if not accuracy and "concurrency" in cfg:  # composed from conf/ (a hand-made recall config may hold no LLM key)
         llm_call_spec(cfg)  # unused here, but a value no run could use (concurrency=0) is refused on either axis
     spec = RunSpec(
-        axis=axis, benchmark=str(cfg.benchmark.name), arm=str(cfg.arm.name), arm_target=str(cfg.arm.get("_target_")),
+        axis=axis, benchmark=str(cfg.benchmark.name), arm=arm_name(cfg), arm_target=str(cfg.arm.get("_target_")),
         ks=tuple(ks), top_k=top_k, repeats=int(cfg.repeats), seed=int(cfg.seed), data_dir=cfg.get("data_dir"),
         selection=selection, shard=ShardSpec(count, index),
         min_coverage=float(cfg.get("min_coverage", 0.95)), max_error_share=cfg.get("max_error_share", MAX_ERROR_SHARE),

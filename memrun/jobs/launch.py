@@ -255,7 +255,7 @@ def stale_runs(out_dir: Path, cfg: Any, limit: int = 200) -> list[tuple[Path, in
         except (IndexError, RunTableError):
             continue  # no readable part: nothing of it to speak of
         if mine is None:  # the instrument's config, as a run saves it
-            mine = instrument.Instrument(arm=str(cfg.arm.name), ks=config.cutoffs(cfg), config=config_compose.saved(cfg))
+            mine = instrument.Instrument(arm=build_spec.arm_name(cfg), ks=config.cutoffs(cfg), config=config_compose.saved(cfg))
         if not mine.configuration_diff(theirs) and mine.config.get("shard") == theirs.config.get("shard"):
             found.append((folder, _rows_kept(folder)))  # another shard's rows are other items
     return sorted(found, key=lambda f: _mtime(f[0]), reverse=True)
@@ -371,6 +371,7 @@ def _job(cfg: Any, hydra_cfg: Any) -> int:
         with warnings.active():  # what the claim and the stale-run check say is saved with the run
             signals.check()  # stopped before this job began: it writes nothing
             strict.check_boolean_overrides(cfg, hydra_cfg.overrides.task)
+            build_spec.arm_name(cfg)  # before its folder is claimed: a run of no arm name writes nothing
             lock = claim(out_dir)
             run_warnings.warn(build_spec.check_embedder(cfg))  # the saved config records the embedder the arm uses
             container = redaction.check_no_secrets(config_compose.resolved(cfg))
