@@ -114,6 +114,33 @@ def test_a_column_added_by_another_tool_or_a_pandas_round_trip_reads(runs):
     assert read_run(path).table.schema.field("first_gold_rank").type == pa.float64()
 
 
+def test_what_the_readme_says_of_columns_added_holds_in_and_out_of_the_run_folder(tmp_path, monkeypatch):
+    """In the run folder, summary.json's sha256 refuses an edited table (the error names the way
+    out: a copy elsewhere); a copy elsewhere with a column added reads; pandas' to_parquet drops
+    the footer's metadata, and the error says how to put it back."""
+    from memrun.cli import main
+
+    pd = pytest.importorskip("pandas")
+    monkeypatch.chdir(tmp_path)
+    assert main(["progress=false", f"hydra.run.dir={tmp_path / 'run'}"]) == 0  # a run as memrun writes it
+    path = tmp_path / "run" / ITEMS_FILE
+    assert (path.parent / SUMMARY_FILE).exists()
+    table = pq.read_table(path)
+    added = table.append_column("note", pa.array(["x"] * table.num_rows))
+    copy = tmp_path / "mine" / ITEMS_FILE
+    copy.parent.mkdir()
+    pq.write_table(added, copy)
+    assert read_run(copy).table.column("note").to_pylist()[0] == "x"
+    pq.write_table(added, path)
+    with pytest.raises(RunTableError, match=r"sha256 differs .* \(a copy with columns of your own is read outside "
+                                            r"the run folder\)"):
+        read_run(path)
+    pd.read_parquet(copy).to_parquet(copy)
+    with pytest.raises(RunTableError, match=r"rewritten by a tool that drops it \(pandas' to_parquet: put the "
+                                            r"original's schema.metadata back with pyarrow's replace_schema_metadata"):
+        read_run(copy)
+
+
 def test_sharded_runs_merged_carry_the_seal(tmp_path):
     """merge.py rewrites the instrument: the merged file is sealed too (checked here on a
     table sealed the way merge seals it, and by tests/jobs/test_shards.py on real merges)."""

@@ -168,7 +168,7 @@ def _check_recorded_sha256(path: Path) -> None:
     if recorded and file_sha256(path) != recorded:
         raise RunTableError(f"{path}: its sha256 differs from the one its run recorded in {SUMMARY_FILE} "
                             f"({recorded[:12]}...); the file was changed or damaged after the run: "
-                            "re-run or restore it")
+                            "re-run or restore it (a copy with columns of your own is read outside the run folder)")
 
 
 def _instrument(schema: pa.Schema, path: Path) -> Instrument:
@@ -177,7 +177,9 @@ def _instrument(schema: pa.Schema, path: Path) -> Instrument:
     warning on stderr, once per file."""
     meta = schema.metadata or {}
     if METADATA_KEY not in meta:
-        raise RunTableError(f"{path}: no memrun instrument in the Parquet metadata; not written by memrun")
+        raise RunTableError(f"{path}: no memrun instrument in the Parquet metadata; not written by memrun, or "
+                            "rewritten by a tool that drops it (pandas' to_parquet: put the original's "
+                            "schema.metadata back with pyarrow's replace_schema_metadata)")
     try:
         instrument = Instrument.from_json(meta[METADATA_KEY])
     except (ValueError, TypeError) as exc:  # JSONDecodeError, UnicodeDecodeError, a non-object
