@@ -220,6 +220,8 @@ def test_an_interrupted_run_in_a_named_folder_goes_on_in_another(tmp_path, data_
     assert again.returncode == 2 and "already holds a run" in again.stderr and "goes on from its rows" in again.stderr
     other = run_memrun([*args, "hydra.run.dir=runs/b"], tmp_path, user_env(data_dir))
     assert other.returncode == 0 and f"its {kept} rows are kept" in other.stderr, other.stderr
+    # the instrument cannot tell a user arm's code changed in between: the line says whose rows they are
+    assert "made by the code that ran then (after a change to the arm's code, resume=false starts over)" in other.stderr
     assert read_run(tmp_path / "runs" / "b").table.num_rows == 1986
 
 

@@ -211,7 +211,8 @@ def _resumed(folder: Path | None, spec: RunSpec, loaded: outer_stages.Loaded, in
     if earlier.failed:
         kept = f"{kept} and its {earlier.failed} failed rows run again"
     warnings.warn(f"resuming {folder}, an earlier run of this configuration that did not finish: its "
-                  f"{kept}, with the items without a row (resume=false starts over)")
+                  f"{kept}, with the items without a row; they were made by the code that ran then "
+                  "(after a change to the arm's code, resume=false starts over)")
     resume.mark(folder, out_dir)
     return todo, earlier.done
 
