@@ -26,12 +26,13 @@ Hydra once each (:func:`_parsed`: its parser's first lines in a process cost ~18
 A composition is not kept when these inputs may not tell it apart: when it warned (a later
 read would not warn), when a resolver other than Hydra's ``now`` ran while composing
 (``oc.env``, a user's: their values may change from one run to the next), when the
-search path differs from the loader's own (``hydra.searchpath``) or a
-config package is not a folder. ``now`` runs while Hydra merges its default folder names
-(``outputs/${now:%Y-%m-%d}/...``, which memrun's own replace), and the composition caches
-its values: a reused composition drops them, so a ``${now:...}`` the run reads is the time of
-this run, read at its first use (a few milliseconds after Hydra would have). Entries live under :func:`memrun.core.paths.user_cache`
-(``compose/``, readable by the user only; the :data:`MAX_ENTRIES` most recent are kept); an
+search path differs from the loader's own (``hydra.searchpath``), a config package is not a
+folder, or the composition holds a secret (a literal key in a config file: no cache file holds
+one, nor an override line that may, :func:`_parsed`). ``now`` runs while Hydra merges its
+default folder names (``outputs/${now:%Y-%m-%d}/...``, which memrun's own replace), and the
+composition caches its values: a reused composition drops them, so a ``${now:...}`` the run
+reads is the time of this run, read at its first use (a few milliseconds after Hydra would
+have). Entries live under :func:`memrun.core.paths.user_cache` (``compose/``, readable by the user only; the :data:`MAX_ENTRIES` most recent are kept); an
 entry another user could have written, or one that cannot be read, is composed afresh.
 """
 
@@ -53,11 +54,16 @@ from memrun.core.paths import user_cache
 from memrun.lazy import lazy
 
 if TYPE_CHECKING:
+    import omegaconf
     from hydra._internal import config_loader_impl as hydra_loader
     from hydra.core import config_store
     from hydra.core.override_parser import overrides_parser
     from omegaconf import base as omegaconf_base
+
+    from memrun.core import redaction
 else:
+    omegaconf = lazy("omegaconf")
+    redaction = lazy("memrun.core.redaction")
     hydra_loader = lazy("hydra._internal.config_loader_impl")
     config_store = lazy("hydra.core.config_store")
     overrides_parser = lazy("hydra.core.override_parser.overrides_parser")
@@ -131,7 +137,9 @@ def _parsed(folder: Path, lines: list[str]) -> list[Any]:
     missing = [line for line in lines if line not in known]
     if missing:
         fresh = dict(zip(missing, parse(overrides=missing)))
-        _write(folder, PARSED_FILE, {"files": files, "parsed": {**(known if len(known) < MAX_PARSED else {}), **fresh}})
+        kept = {line: o for line, o in fresh.items() if not redaction.may_hold_secret(line)}  # no secret in a file
+        if kept:
+            _write(folder, PARSED_FILE, {"files": files, "parsed": {**(known if len(known) < MAX_PARSED else {}), **kept}})
         known = {**known, **fresh}
     return [known[line] for line in lines]
 
@@ -191,6 +199,8 @@ def _compose_and_capture(loader: Any, original: Any, args: tuple[Any, ...]) -> t
 
     def spy_compose(defaults: Any, repo: Any) -> Any:
         cfg = compose_from(defaults=defaults, repo=repo)
+        if _holds_secrets(cfg):  # a literal key in a config file: never in a cache file
+            return cfg
         try:
             captured["composed"] = pickle.dumps(cfg, protocol=pickle.HIGHEST_PROTOCOL)  # before the overrides
         except Exception:  # noqa: BLE001 (a value pickle cannot hold: composed every time)
@@ -261,6 +271,15 @@ class _KnownChoices:
 
     def __init__(self, choices: dict[str, Any]) -> None:
         self.known_choices = dict(choices)
+
+
+def _holds_secrets(cfg: Any) -> bool:
+    """Whether the composed ``cfg`` holds a literal secret (:func:`memrun.core.redaction.find_literal_secrets`)
+    or a value memrun masks where it writes the config (:func:`memrun.core.redaction.config_secrets`);
+    a ``${...}`` (``${oc.env:NAME}``) is not one."""
+    tree = omegaconf.OmegaConf.to_container(cfg, resolve=False, enum_to_str=True)
+    found = [*redaction.config_secrets(tree), *(v for _, v in redaction.find_literal_secrets(tree))]
+    return any("${" not in str(value) for value in found)
 
 
 def _stdlib() -> str:

@@ -153,6 +153,16 @@ def redact_override(override: str, container: Any) -> str:
     return redact_urls(f"{key}{sep}{quote_}{redact_url(inner)[0]}{quote_}")
 
 
+def may_hold_secret(override: str) -> bool:
+    """Whether an override line (``[+~]key=value``) may carry a secret, so that no cache keeps
+    it: :func:`redact_override` masks part of it (a header, ``env``, ``args``, a URL's user
+    info or query), a part of its key is named like a secret or an auth header (``api_key``,
+    ``token``, ``cookie``...), or it holds a provider key's shape (``sk-...``)."""
+    key = override.partition("=")[0].lstrip("+~")
+    return (redact_override(override, {}) != override or bool(_KEY_SHAPE.search(override))
+            or any(_SECRET_KEY.search(part) or _AUTH_HEADER.search(part) for part in key.split(".")))
+
+
 def _masked_list_override(value: str) -> str:
     """An ``args`` override's value (``[a,--token,tok]``) with the values after a flag masked."""
     try:

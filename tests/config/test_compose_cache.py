@@ -218,3 +218,18 @@ def test_an_override_line_parsed_before_is_read_not_parsed(tmp_path, monkeypatch
     _touch_later(stamp, "2")
     compose_cache._parsed(tmp_path, LINES[:2])
     assert parsed == LINES[:2] * 2
+
+
+def test_no_secret_reaches_a_cache_file(monkeypatch, tmp_path):
+    lines = ["arm.headers.Authorization=Bearer abc123", "arm.base_url='https://u:pw@h.example/v1?key=q1'",
+             "reader.api_key=plain-value-9", "x.note=sk-abcdefghijklmnopqrstu", "arm.env.TOKEN=t0k3n", "repeats=3"]
+    compose_cache._parsed(tmp_path, lines)
+    text = (tmp_path / compose_cache.PARSED_FILE).read_bytes()
+    assert b"repeats=3" in text
+    for secret in (b"abc123", b"pw@", b"q1", b"plain-value-9", b"sk-abcdefghijklmnopqrstu", b"t0k3n"):
+        assert secret not in text
+    conf = _user_conf(tmp_path / "conf")
+    (conf / "thing" / "a.yaml").write_text("value: 1\napi_key: literal-k3y-value\n")
+    compose = _Composer(monkeypatch, tmp_path / "cache", conf)
+    compose([])
+    assert not _entries(tmp_path / "cache")
