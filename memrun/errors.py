@@ -153,7 +153,12 @@ class ItemFailed(MemrunError):
     the reader, a judge); the message is the row's ``error`` and the run goes on."""
 
 
-class BudgetExhausted(MemrunError):
+class CallsStopped(MemrunError):
+    """No new LLM call is started: a stop was asked for (Ctrl-C, SIGTERM), or the token budget
+    ran out (:class:`BudgetExhausted`). Calls already in flight finish and are cached."""
+
+
+class BudgetExhausted(CallsStopped):
     """``max_tokens_total`` was reached; no new call is started."""
 
 

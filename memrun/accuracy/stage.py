@@ -45,12 +45,11 @@ from typing import Any
 from memrun.accuracy.setup import AccuracySetup
 from memrun.core.background import start_eagerly
 from memrun.core.slots import Slots
-from memrun.errors import ItemFailed, MemrunError
+from memrun.errors import CallsStopped, ItemFailed, MemrunError
 from memrun.judges import Case, is_abstention, judge_hooks
 from memrun.judges.lexical import lexical_scores
 from memrun.llm.client import CallError, ChatRequest, ChatResult
 from memrun.llm.reader import Prepared, Reader
-from memrun.llm.service import BudgetExhausted
 from memrun.metrics.failure import failure_stage
 from memrun.metrics.stale import SUPERSEDED_KEY, stale_label
 from memrun.pipeline.one_history import Retrieved
@@ -125,6 +124,18 @@ class AnswerStage:
         self._failure_stages: dict[str, str | None] = {}  # item_id -> its failure stage (_failure_stage)
         self._waiting = 0  # item x repeats created but not yet holding a slot
         self._room = asyncio.Event()  # set when _waiting drops below concurrency
+        self._taking: asyncio.Future[Any] | None = None  # the next groups being retrieved (run)
+
+    def stop(self, reason: str) -> None:
+        """Finish the work in progress and start nothing new: no new group is taken, a row not
+        yet holding a slot is left unwritten, the calls in flight finish and are cached, and a
+        row in progress whose next call would be sent ends there, unwritten (its calls made so
+        far come from the cache next time). :meth:`run` then returns. Call it on the loop."""
+        self.stopped = self.stopped or reason
+        self.setup.llm.stop_new_calls(reason)
+        self._room.set()
+        if self._taking is not None:  # a group being retrieved: its items would only wait
+            self._taking.cancel()
 
     @property
     def total(self) -> int | None:
@@ -150,7 +161,17 @@ class AnswerStage:
                     await self._room.wait()
                 if self.stopped or self.fatal:
                     break
-                batch = await self._take(groups, max(ahead - self._waiting, 1) if eager else 1)
+                # a task, so that stop() can cancel a retrieval that is under way (an ingest may take minutes)
+                self._taking = asyncio.ensure_future(self._take(groups, max(ahead - self._waiting, 1) if eager else 1))
+                try:
+                    batch = await self._taking
+                except asyncio.CancelledError:
+                    me = asyncio.current_task()
+                    if self.stopped and not (me is not None and me.cancelling()):  # stop() cancelled the retrieval
+                        break
+                    raise
+                finally:
+                    self._taking = None
                 before = len(tasks)
                 if not batch:
                     break
@@ -269,8 +290,8 @@ class AnswerStage:
         except ItemFailed as exc:
             row["label"] = ERROR
             row["error"] = str(exc)
-        except BudgetExhausted as exc:
-            self.stopped = str(exc)
+        except CallsStopped as exc:  # the budget ran out, or a stop was asked for (stop())
+            self.stopped = self.stopped or str(exc)
             return  # unfinished: not written; its finished calls are cached
         except MemrunError as exc:  # e.g. AuthError: every later call would fail the same way
             if self.fatal is None:

@@ -34,7 +34,7 @@ from memrun.core.background import in_background
 from memrun.core.http_policy import HttpPolicy
 from memrun.core.redaction import Redactor
 from memrun.core.slots import Slots
-from memrun.errors import BudgetExhausted, CacheError, CallError
+from memrun.errors import BudgetExhausted, CacheError, CallError, CallsStopped
 from memrun.llm.cache import CallCache, call_key
 from memrun.llm.client import ChatClient, ChatRequest, ChatResult
 from memrun.llm.endpoint import Endpoint
@@ -115,6 +115,7 @@ class LLMService:
         self._commit_due = False  # a commit of the held replies is scheduled on the loop
         self._commit_error: CacheError | None = None  # a failed commit: raised by the next call and by aclose
         self.in_flight = 0  # requests sent and not yet answered
+        self._stop_reason: str | None = None  # set by stop_new_calls: no call is sent after it
         # (client, model) -> its failures before any success (memrun.llm.first_calls); settled: a call
         # succeeded, or they failed in more than one way (a judge's model is watched apart from the reader's)
         self._first_calls: dict[tuple[ChatClient, str], FirstCalls] = {}
@@ -162,6 +163,12 @@ class LLMService:
             client = self._clients[endpoint] = self._new_client(endpoint)
         return client
 
+    def stop_new_calls(self, reason: str) -> None:
+        """From now on a call not in flight raises :class:`CallsStopped` (``reason``) instead of
+        being sent; cached replies are still read, and the calls in flight finish and are
+        cached (a stop asked for: memrun.core.signals). Call it on the service's event loop."""
+        self._stop_reason = reason
+
     @property
     def budget_left(self) -> bool:
         return self.max_tokens_total is None or self.stats.tokens < self.max_tokens_total
@@ -170,7 +177,8 @@ class LLMService:
         """The reply to ``request`` (repeat index ``repeat``), cached or fresh.
 
         Raises :class:`memrun.llm.client.CallError` for a failed call and
-        :class:`BudgetExhausted` when the token cap is reached before the call starts.
+        :class:`BudgetExhausted` when the token cap is reached before the call starts, and
+        :class:`CallsStopped` for a call not yet sent once :meth:`stop_new_calls` was called.
         """
         if self._commit_error is not None:
             raise self._commit_error
@@ -222,6 +230,8 @@ class LLMService:
         else:
             await slots.wait()
         try:
+            if self._stop_reason is not None:
+                raise CallsStopped(self._stop_reason)
             if not self.budget_left:
                 raise BudgetExhausted(f"max_tokens_total={self.max_tokens_total} reached")
             client = self._clients.get(endpoint) or await self._client(endpoint)

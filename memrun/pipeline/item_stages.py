@@ -212,12 +212,13 @@ def answer_and_judge(spec: RunSpec, setup: AccuracySetup, dataset: Dataset, arm:
             show()
 
     async def main() -> None:
-        loop, me = asyncio.get_running_loop(), asyncio.current_task()
-        assert me is not None
+        loop = asyncio.get_running_loop()
         refresher = loop.create_task(refresh())
         try:
-            # Ctrl-C / SIGTERM cancel this task on the loop, a safe point (memrun.core.signals).
-            with signals.on_request(lambda: loop.call_soon_threadsafe(me.cancel)):
+            # Ctrl-C / SIGTERM: the stage finishes the calls in flight (cached, paid for once) and
+            # starts nothing new (AnswerStage.stop), on the loop (memrun.core.signals); a second
+            # signal stops at once.
+            with signals.on_request(lambda: loop.call_soon_threadsafe(stage.stop, "a stop was asked for")):
                 await stage.run(retrieved_groups(arm, dataset.groups, spec.top_k, dataset.gold_match, spec.flow,
                                                  offload=lambda: setup.llm.in_flight > 0))
         finally:
@@ -227,9 +228,7 @@ def answer_and_judge(spec: RunSpec, setup: AccuracySetup, dataset: Dataset, arm:
     try:
         with calls_collector(), asyncio.Runner(loop_factory=calls_loop()) as runner:  # asyncio.run on calls_loop
             runner.run(main())
-    except asyncio.CancelledError:
-        signals.check()  # cancelled because a stop was asked for: end as interrupted
-        raise
+        signals.check()  # the stage ended because a stop was asked for: end as interrupted
     finally:
         show()
     return stage.stopped

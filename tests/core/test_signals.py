@@ -20,12 +20,18 @@ from servers.openai_server import OpenAIServer
 TRIALS = 24
 
 
+def _accuracy_env(server: OpenAIServer) -> dict[str, str]:
+    return {**os.environ, "OPENAI_BASE_URL": server.base_url, "OPENAI_API_KEY": "sk-test-loopback-0123456789abcdef"}
+
+
+def _accuracy_run_args(tmp_path: Path, run: str = "run") -> list[str]:
+    return ["axis=accuracy", "judge=gpt41", "repeats=3", "concurrency=16", "progress=false",
+            f"cache_dir={tmp_path / 'cache'}", f"hydra.run.dir={tmp_path / run}"]
+
+
 def _accuracy_run(tmp_path: Path, server: OpenAIServer) -> subprocess.Popen[str]:
-    env = {**os.environ, "OPENAI_BASE_URL": server.base_url, "OPENAI_API_KEY": "sk-test-loopback-0123456789abcdef"}
-    args = ["axis=accuracy", "judge=gpt41", "repeats=3", "concurrency=16", "progress=false",
-            f"cache_dir={tmp_path / 'cache'}", f"hydra.run.dir={tmp_path / 'run'}"]
-    return subprocess.Popen([*memrun_exe(), *args], cwd=tmp_path, env=env, stdout=subprocess.PIPE,
-                            stderr=subprocess.PIPE, text=True)
+    return subprocess.Popen([*memrun_exe(), *_accuracy_run_args(tmp_path)], cwd=tmp_path, env=_accuracy_env(server),
+                            stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
 
 
 def _check(run_dir: Path, code: int, alive: bool, done: bool, err: str, sig: int) -> str:
@@ -97,6 +103,31 @@ def test_a_signal_at_any_point_ends_interrupted_with_every_row_once(tmp_path, si
                 continue
             statuses.append(_check(folder / "run", proc.returncode, alive, done, err, sig))
     assert statuses.count("interrupted") >= TRIALS // 3, statuses  # most land while calls are in flight
+
+
+def test_a_stop_lets_the_calls_in_flight_finish_and_starts_none(tmp_path):
+    """'stopping after the work in progress': the calls in flight at Ctrl-C answer and are
+    cached (they were cancelled, and the re-run paid for them again), no call starts after
+    it, and the run ends interrupted at once after them; the same run again makes exactly
+    the calls the first did not."""
+    with OpenAIServer(latency=1.5) as server:
+        proc = _accuracy_run(tmp_path, server)  # 30 items x 3 repeats, 16 in flight
+        deadline = time.monotonic() + 60
+        while time.monotonic() < deadline and server.count() < 16:
+            time.sleep(0.01)
+        time.sleep(0.3)  # the 16 reader calls in flight, none answered yet
+        asked = server.count()
+        proc.send_signal(signal.SIGINT)
+        started = time.monotonic()
+        _, err = proc.communicate(timeout=60)
+        assert proc.returncode == 130 and "Traceback" not in err, err[-2000:]
+        assert time.monotonic() - started < 1.5 + 1.0  # the calls in flight, not the judge calls after them
+        assert server.count() == asked == 16  # nothing sent after the stop
+        done = subprocess.run([*memrun_exe(), *_accuracy_run_args(tmp_path, "run2")], cwd=tmp_path,
+                              env=_accuracy_env(server), capture_output=True, text=True, timeout=120)
+        assert done.returncode == 0, done.stderr[-2000:]
+        assert "from cache 16" in done.stdout + done.stderr  # the 16 readers' replies, paid once
+        assert server.count() == 30 * 3 * 2  # every reader and judge call of the run, each made once
 
 
 def test_a_signal_while_the_table_is_written_finishes_it_then_exits_130(tmp_path, monkeypatch, capsys):
