@@ -59,3 +59,14 @@ def test_the_api_session_in_the_docs_runs_as_written(tmp_path, monkeypatch, caps
     assert "30 items; recall@1" in out and "wins/ties/losses" in out
     assert "refused: the runs are not comparable" in out and "error: runs/missing" in out
     assert (tmp_path / "runs" / "bm25" / "items.parquet").is_file()
+
+
+@pytest.mark.parametrize("overrides", ["benchmark=synthetic", ["benchmark=synthetic", 3]])
+def test_run_refuses_overrides_that_are_not_a_list_of_strings(overrides, tmp_path):
+    """A str is a Sequence[str]: memrun.run("benchmark=synthetic") composed the overrides 'b', 'e', ...
+    and said it could not parse the override 'b'."""
+    import memrun
+
+    with pytest.raises(memrun.ConfigError, match=r"overrides must be a list of 'key=value' strings"):
+        memrun.run(overrides, out_dir=tmp_path / "run")
+    assert not (tmp_path / "run").exists()

@@ -17,6 +17,7 @@ from rich.console import Console
 
 from memrun.config.compose import compose
 from memrun.core.run_warnings import RunWarnings
+from memrun.errors import ConfigError
 from memrun.pipeline import run as pipeline_run
 
 
@@ -27,10 +28,16 @@ def run(overrides: Sequence[str] = (), out_dir: str | Path = "outputs/memrun-api
     Returns the RunResult: ``summary`` (the dict written to summary.json), ``rows``,
     ``instrument`` and ``status`` (:class:`memrun.core.status.RunStatus`: complete, stopped,
     degraded, failed...). Warnings are
-    printed on stderr and saved with the run, as on the command line. Raises ConfigError,
+    printed on stderr and saved with the run, as on the command line. Raises ConfigError
+    for ``overrides`` that are not a list of strings (a single string is refused, not split
+    into characters) and for a bad config; ConfigError,
     DataError or ArmError before any item runs when the config, data or arm is unusable;
     KeyboardInterrupt propagates after the finished rows were written.
     """
+    if isinstance(overrides, (str, bytes)) or not all(isinstance(o, str) for o in overrides):
+        # a str is a Sequence[str] too: "benchmark=synthetic" ran as the overrides 'b', 'e', ...
+        raise ConfigError(f"overrides must be a list of 'key=value' strings, e.g. [{str(overrides)!r}], "
+                          f"not {type(overrides).__name__} {overrides!r}"[:300])
     cfg = compose([*overrides, f"progress={'true' if progress else 'false'}"])
     warnings = RunWarnings()
     with warnings.active():
