@@ -11,8 +11,10 @@ design simulation, which would cost seconds on every run:
    ``mean -/+ t_{df, 0.975} SE``, SE = max(CR2 SE, the items' own SE)
    (:func:`memrun.stats.calibrated.studentized`, :func:`memrun.stats.small_clusters.bell_mccaffrey_df`).
    The percentile bootstrap under-covers with few clusters (Cameron, Gelbach & Miller
-   2008): on 10 LoCoMo conversations it gave +/-4.2 pp where the cluster-robust t gives
-   +/-5.2 pp.
+   2008): on a 200-question LoCoMo sample (141 scored, 10 conversations, a loopback
+   reader and judge) it gave accuracy 53.2% [48.8, 57.3] where the union reads
+   [43.6, 62.8]: the ten conversations' means spread less than the items' own noise,
+   and the SE never goes below that.
 
 An interval that cannot be read is recorded with its reason (``unreadable``) and its
 bounds are None, so no renderer shows it: every scored item has the same score (nothing
