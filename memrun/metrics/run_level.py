@@ -40,7 +40,7 @@ def summarize_rows(
     ``retrieval`` block scored on each item's first repeat (retrieval runs once per item;
     only failed retrievals are left out). ``unmeasurable``: the reason the retrieval
     metrics cannot be measured; they are then null (:func:`memrun.metrics.summary.not_measurable`).
-    ``intervals``: the headline metric's 95% cluster-bootstrap intervals, overall and per
+    ``intervals``: the headline metric's 95% intervals (the cluster bootstrap, with the small-cluster t when clusters are few), overall and per
     category (:func:`memrun.metrics.intervals.category_intervals`; left out when not measurable).
     ``max_error_share``: the run's; past it the second judge's agreement is withheld
     (:func:`memrun.metrics.accuracy.judge2_block`).
