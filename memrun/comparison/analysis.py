@@ -379,10 +379,13 @@ def _as_shown(block: dict[str, Any], unreadable: str | None = None) -> None:
     have read the interval as computed: the bounds truncated to [-1, 1] (a difference of
     two means of scores in [0, 1]; :func:`memrun.stats.mean_interval.truncate`: coverage is
     unchanged, and no decision moves, since the threshold and the null band lie inside) with
-    ``truncated`` saying so, and ``unreadable`` the reason no interval is printed: the
+    ``truncated`` saying so (the other clustering's too), and ``unreadable`` the reason no interval is printed: the
     block's degenerate interval, or fewer than :data:`memrun.stats.verdict.MIN_CLUSTERS`
     clusters (one cluster is redrawn whole: a zero-width interval; two are one contrast)."""
     block["low"], block["high"], block["truncated"] = truncate(block["low"], block["high"], -1.0, 1.0)
+    if block.get("other"):  # the other clustering's interval, printed beside (memrun.comparison.design)
+        other = block["other"]
+        other["low"], other["high"], other["truncated"] = truncate(other["low"], other["high"], -1.0, 1.0)
     n = block.get("n_clusters")
     too_few = f"{n} cluster(s): an interval needs at least {MIN_CLUSTERS}" if n is not None and n < MIN_CLUSTERS else None
     block["unreadable"] = unreadable or too_few or block.get("degenerate")
