@@ -82,6 +82,19 @@ def failed_items(
     return out
 
 
+def accuracy_counts(rows: Sequence[Mapping[str, Any]], *, labels: Sequence[str], category: str | None = None,
+                    ) -> dict[str, int]:
+    """Accuracy axis: counts of the items :func:`failed_items` does not list (by majority
+    label): ``correct``, ``error``, and ``abstain`` unless ``labels`` lists it."""
+    counts = {"correct": 0, "error": 0, **({} if ABSTAIN in labels else {"abstain": 0})}
+    for outcome in item_outcomes(rows):
+        if category is not None and outcome["category"] != category:
+            continue
+        if outcome["majority"] in counts:
+            counts[outcome["majority"]] += 1
+    return counts
+
+
 def missed_items(rows: Sequence[Mapping[str, Any]], column: str, *, category: str | None = None, hits: int = 5,
                  gold_match: str | None = "key") -> tuple[list[dict[str, Any]], dict[str, int]]:
     """Recall axis: (one dict per item whose ``column`` (``hit_at_K``) is false, in run order;
@@ -156,7 +169,7 @@ def main(argv: list[str]) -> int:
         labels = (WRONG, ABSTAIN) if args.abstain else (WRONG,)
         items = failed_items(run.table.to_pylist(), labels=labels, category=args.category, hits=args.hits,
                              gold_match=inst.gold_match)
-        what, counts = "failed items", None
+        what, counts = "failed items", accuracy_counts(run.table.to_pylist(), labels=labels, category=args.category)
     elif inst.axis == "recall":
         column, metric = _recall_column(run, args.k)
         items, counts = missed_items(run.table.to_pylist(), column, category=args.category, hits=args.hits,
@@ -165,14 +178,15 @@ def main(argv: list[str]) -> int:
     else:
         raise RunTableError(f"{args.run}: a {inst.axis}-axis run has no misses to show")
     total = len(items)
+    finished = run.complete and str(inst.status) not in ("running", "interrupted", "stopped")  # its every item ran
     shown = by_category(items)[: args.limit] if args.limit is not None else by_category(items)
     if fmt == "json":
         for item in shown:
             sys.stdout.write(json.dumps(item, ensure_ascii=False) + "\n")
     elif fmt == "md":
         sys.stdout.write(markdown_failures(shown, total=total, run=str(run.path), what=what, counts=counts,
-                                           complete=run.complete))
+                                           complete=finished))
     else:
-        print_failures(Console(), shown, total=total, run=str(run.path), complete=run.complete, what=what,
+        print_failures(Console(), shown, total=total, run=str(run.path), complete=finished, what=what,
                        counts=counts)
     return 0

@@ -28,10 +28,15 @@ def _category(item: Mapping[str, Any]) -> str:
 
 
 def _counts_line(counts: Mapping[str, int] | None) -> str:
+    """The items not listed, so that 'N of N shown' never stands without the run's size:
+    recall (``hit``, ``error``, ``unscored``) or accuracy (``correct``, ``error``, ``abstain``)."""
     if not counts:
         return ""
-    return f" | not misses: {counts['hit']} hit, {counts['error']} errored (excluded), " \
-           f"{counts['unscored']} without retrieval gold (not scored)"
+    if "hit" in counts:
+        return f" | not misses: {counts['hit']} hit, {counts['error']} errored (excluded), " \
+               f"{counts['unscored']} without retrieval gold (not scored)"
+    abstained = f", {counts['abstain']} abstained (--abstain lists them)" if "abstain" in counts else ""
+    return f" | not failures: {counts['correct']} correct{abstained}, {counts['error']} errored (excluded)"
 
 
 def print_failures(console: Console, items: Sequence[Mapping[str, Any]], *, total: int, run: str, complete: bool,
