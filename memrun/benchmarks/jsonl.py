@@ -64,7 +64,10 @@ class _Problems:
         self.found: list[str] = []
 
     def add(self, path: str, message: str) -> None:
-        self.found.append(f"{path}: {message}" if path else message)
+        """Note one problem; the same problem met twice in a line (a field read by two checks) once."""
+        entry = f"{path}: {message}" if path else message
+        if entry not in self.found:
+            self.found.append(entry)
 
 
 @dataclass

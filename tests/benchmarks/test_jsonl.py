@@ -142,6 +142,12 @@ def test_every_problem_of_a_line_is_listed_with_a_count_at_the_end(tmp_path: Pat
         JsonlBenchmark(path=str(path)).load(tmp_path)  # a run stops at the first, pointing at the rest
 
 
+def test_a_problem_two_checks_meet_is_listed_once(tmp_path: Path) -> None:
+    """A non-text item_id is read by the field check and again by the id check: it was printed twice."""
+    path = _write(tmp_path, {"item_id": 5, "history": [{"role": "user", "content": "a"}], "question": "q"})
+    assert parse_file(path).errors == [f"{path}:1: item_id: must be non-empty text, got 5"]
+
+
 def test_a_broken_history_does_not_also_fail_every_gold_key(tmp_path: Path) -> None:
     path = _write(tmp_path, {"item_id": "x", "history": "none", "question": "q", "gold_keys": ["x:0"]})
     assert parse_file(path).errors == [f"{path}:1: history: must be a non-empty list of turns"]
