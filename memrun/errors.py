@@ -32,8 +32,8 @@ anything else is a bug and keeps its traceback. The tree::
 
     SweepRefused (a BaseException)   the sweep folder belongs to another sweep
     UsageExit (a SystemExit)         a subcommand's bad argument (its usage error printed: :func:`usage_text`)
-    StopRequested (an Exception)     a stop was asked for: no arm call starts any more (caught inside the
-                                     run's retrieval flow, never shown; not a user's error)
+    StopRequested (an Exception)     a stop was asked for: no arm or LLM call starts any more (caught inside
+                                     the run's retrieval flow and answer stage, never shown; not a user's error)
 
 Exit codes of the command line (:data:`EXIT_CODES`; ``memrun compare`` has its own table,
 :class:`memrun.stats.ExitCode`: 0 pass, 1 fail, 2 unresolved, 3 refused, 4 usage error):
@@ -153,12 +153,7 @@ class ItemFailed(MemrunError):
     the reader, a judge); the message is the row's ``error`` and the run goes on."""
 
 
-class CallsStopped(MemrunError):
-    """No new LLM call is started: a stop was asked for (Ctrl-C, SIGTERM), or the token budget
-    ran out (:class:`BudgetExhausted`). Calls already in flight finish and are cached."""
-
-
-class BudgetExhausted(CallsStopped):
+class BudgetExhausted(MemrunError):
     """``max_tokens_total`` was reached; no new call is started."""
 
 
@@ -204,9 +199,11 @@ class SweepRefused(BaseException):
 
 
 class StopRequested(Exception):
-    """A stop was asked for (Ctrl-C, SIGTERM): no arm call starts any more. Raised and caught
-    inside the retrieval flow (:mod:`memrun.pipeline.many_histories`); not a user's error, so
-    not a :class:`MemrunError`."""
+    """A stop was asked for (Ctrl-C, SIGTERM): no arm call and no LLM call starts any more
+    (the calls in flight finish). Raised and caught inside the retrieval flow
+    (:mod:`memrun.pipeline.many_histories`) and the answer stage (:mod:`memrun.accuracy.stage`,
+    from :meth:`memrun.llm.service.LLMService.stop_new_calls`); not a user's error, so not a
+    :class:`MemrunError`."""
 
 
 class UsageExit(SystemExit):

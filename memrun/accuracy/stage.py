@@ -45,7 +45,7 @@ from typing import Any
 from memrun.accuracy.setup import AccuracySetup
 from memrun.core.background import start_eagerly
 from memrun.core.slots import Slots
-from memrun.errors import CallsStopped, ItemFailed, MemrunError
+from memrun.errors import BudgetExhausted, ItemFailed, MemrunError, StopRequested
 from memrun.judges import Case, is_abstention, judge_hooks
 from memrun.judges.lexical import lexical_scores
 from memrun.llm.client import CallError, ChatRequest, ChatResult
@@ -290,7 +290,7 @@ class AnswerStage:
         except ItemFailed as exc:
             row["label"] = ERROR
             row["error"] = str(exc)
-        except CallsStopped as exc:  # the budget ran out, or a stop was asked for (stop())
+        except (BudgetExhausted, StopRequested) as exc:  # the budget ran out, or a stop was asked for (stop())
             self.stopped = self.stopped or str(exc)
             return  # unfinished: not written; its finished calls are cached
         except MemrunError as exc:  # e.g. AuthError: every later call would fail the same way

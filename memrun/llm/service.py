@@ -34,7 +34,7 @@ from memrun.core.background import in_background
 from memrun.core.http_policy import HttpPolicy
 from memrun.core.redaction import Redactor
 from memrun.core.slots import Slots
-from memrun.errors import BudgetExhausted, CacheError, CallError, CallsStopped
+from memrun.errors import BudgetExhausted, CacheError, CallError, StopRequested
 from memrun.llm.cache import CallCache, call_key
 from memrun.llm.client import ChatClient, ChatRequest, ChatResult
 from memrun.llm.endpoint import Endpoint
@@ -164,7 +164,7 @@ class LLMService:
         return client
 
     def stop_new_calls(self, reason: str) -> None:
-        """From now on a call not in flight raises :class:`CallsStopped` (``reason``) instead of
+        """From now on a call not in flight raises :class:`StopRequested` (``reason``) instead of
         being sent; cached replies are still read, and the calls in flight finish and are
         cached (a stop asked for: memrun.core.signals). Call it on the service's event loop."""
         self._stop_reason = reason
@@ -178,7 +178,7 @@ class LLMService:
 
         Raises :class:`memrun.llm.client.CallError` for a failed call and
         :class:`BudgetExhausted` when the token cap is reached before the call starts, and
-        :class:`CallsStopped` for a call not yet sent once :meth:`stop_new_calls` was called.
+        :class:`StopRequested` for a call not yet sent once :meth:`stop_new_calls` was called.
         """
         if self._commit_error is not None:
             raise self._commit_error
@@ -231,7 +231,7 @@ class LLMService:
             await slots.wait()
         try:
             if self._stop_reason is not None:
-                raise CallsStopped(self._stop_reason)
+                raise StopRequested(self._stop_reason)
             if not self.budget_left:
                 raise BudgetExhausted(f"max_tokens_total={self.max_tokens_total} reached")
             client = self._clients.get(endpoint) or await self._client(endpoint)
