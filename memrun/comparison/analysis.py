@@ -46,7 +46,7 @@ from memrun.stats.gate import CALIBRATED, EVIDENCE, SMALL_CLUSTERS, gate_interva
 from memrun.stats.mde import minimum_detectable
 from memrun.stats.mean_interval import truncate
 from memrun.stats.missing import ErrorBound, bounded
-from memrun.stats.verdict import DEGENERATE, MIN_CLUSTERS, evidence_shortfall
+from memrun.stats.verdict import DEGENERATE, evidence_shortfall, too_few_clusters
 
 SCORE_METRICS = ("mrr", "ndcg")
 """Metrics that are mean scores, not proportions: reported on their own 0-1 scale, never as %."""
@@ -386,9 +386,7 @@ def _as_shown(block: dict[str, Any], unreadable: str | None = None) -> None:
     if block.get("other"):  # the other clustering's interval, printed beside (memrun.comparison.design)
         other = block["other"]
         other["low"], other["high"], other["truncated"] = truncate(other["low"], other["high"], -1.0, 1.0)
-    n = block.get("n_clusters")
-    too_few = f"{n} cluster(s): an interval needs at least {MIN_CLUSTERS}" if n is not None and n < MIN_CLUSTERS else None
-    block["unreadable"] = unreadable or too_few or block.get("degenerate")
+    block["unreadable"] = unreadable or too_few_clusters(block.get("n_clusters")) or block.get("degenerate")
 
 
 def _power(overall: dict[str, Any], s: Settings, d: np.ndarray, clusters: np.ndarray | None) -> dict[str, Any] | None:

@@ -13,7 +13,7 @@ from dataclasses import asdict, dataclass
 from typing import Any
 
 from memrun.metrics.intervals import RETRIEVAL_HEADLINE
-from memrun.stats.verdict import MIN_CLUSTERS
+from memrun.stats.verdict import too_few_clusters
 
 
 @dataclass(frozen=True)
@@ -103,10 +103,7 @@ def shown_interval(block: Mapping[str, Any] | None) -> tuple[float | None, float
     was recorded: one cluster is redrawn whole, a second one of a single item made a
     150-item conversation's bootstrap read [44%, 100%]). Such an interval is never shown, as
     a headline or anywhere else. A block without ``n_clusters`` (older still) is shown as it is."""
-    if not block or block.get("low") is None or block.get("unreadable"):
-        return None, None
-    n = block.get("n_clusters")
-    if n is not None and n < MIN_CLUSTERS:
+    if not block or block.get("low") is None or why_no_interval(block):
         return None, None
     return block.get("low"), block.get("high")
 
@@ -118,10 +115,7 @@ def why_no_interval(block: Mapping[str, Any] | None) -> str | None:
         return None
     if block.get("unreadable"):
         return str(block["unreadable"])
-    n = block.get("n_clusters")
-    if n is not None and n < MIN_CLUSTERS:
-        return f"{n} cluster(s): an interval needs at least {MIN_CLUSTERS}"
-    return None
+    return too_few_clusters(block.get("n_clusters"))
 
 
 def headline_interval(summary: Mapping[str, Any]) -> dict[str, Any] | None:

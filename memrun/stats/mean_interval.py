@@ -45,7 +45,7 @@ from memrun.stats.bootstrap import DEFAULT_CONFIDENCE, DEFAULT_RESAMPLES, DEFAUL
 from memrun.stats.calibrated import studentized
 from memrun.stats.small_clusters import SMALL_CLUSTERS, bell_mccaffrey_df
 from memrun.stats.student_t import t_quantile
-from memrun.stats.verdict import MIN_CLUSTERS
+from memrun.stats.verdict import too_few_clusters
 
 PERCENTILE = "percentile_bootstrap"
 NOMINAL_T = "cr2_t"
@@ -133,9 +133,8 @@ def _unreadable(values: np.ndarray, n_clusters: int, df: float | None, low: floa
     if np.ptp(values) <= TOLERANCE:
         return (f"every scored item has the same score ({values[0]:.3g}): nothing varies, so no interval "
                 "measures the uncertainty")
-    if n_clusters < MIN_CLUSTERS:
-        return (f"{n_clusters} cluster(s): an interval needs at least {MIN_CLUSTERS} (one cluster is redrawn whole, "
-                "two give a single contrast)")
+    if few := too_few_clusters(n_clusters):
+        return few
     if df is not None and df < 1:
         return (f"the Bell-McCaffrey degrees of freedom are {df:.2f} (< 1): one cluster holds nearly every item, "
                 "so the clusters carry almost no independent information")

@@ -52,6 +52,17 @@ cluster effects are normal (2 clusters: 3.8 / 2.0 / 2.7% at ICC 0 / 0.05 / 0.2),
 simulation bounds what a floor can do rather than picking it: 3 is a judgment that a
 verdict needs more than one contrast, not a guarantee."""
 
+
+def too_few_clusters(n_clusters: int | None) -> str | None:
+    """Why no interval is read over ``n_clusters`` clusters when they are fewer than
+    :data:`MIN_CLUSTERS`, else None (None too when the count is unknown). The one wording of
+    a run's intervals (:mod:`memrun.stats.mean_interval`), the report's
+    (:func:`memrun.report.model.why_no_interval`) and compare's shown blocks."""
+    if n_clusters is None or n_clusters >= MIN_CLUSTERS:
+        return None
+    return (f"{n_clusters} cluster(s): an interval needs at least {MIN_CLUSTERS} (one cluster is redrawn whole, "
+            "two give a single contrast)")
+
 DEFAULT_BAND = 0.04
 """Default null band, 4.0 pp as a fraction. Measure your own with ``band_from_null``."""
 
