@@ -58,17 +58,23 @@ def _base(first: Mapping[str, Any], gold_match: str | None, hits: int) -> dict[s
 def failed_items(
     rows: Sequence[Mapping[str, Any]], *, labels: Sequence[str] = (WRONG,), category: str | None = None, hits: int = 5,
     gold_match: str | None = "key",
-) -> list[dict[str, Any]]:
-    """Accuracy axis: one dict per failed item (majority label in ``labels``), in run order.
+) -> tuple[list[dict[str, Any]], dict[str, int]]:
+    """Accuracy axis: (one dict per failed item (majority label in ``labels``), in run order;
+    counts of the items that are not listed, by majority label: ``correct``, ``error``, and
+    ``abstain`` unless ``labels`` lists it), as :func:`missed_items` gives the recall axis's.
 
     Keys: item_id, category, category_label, cluster, question, question_date, gold (the
     gold answer), gold_records (key, text, rank: see :func:`memrun.report.evidence.evidence`),
     labels, answers (distinct, in repeat order), explanation (of the first repeat carrying the
     majority label), failure_stage, retrieved (top ``hits``: rank, key, score, text, gold).
     """
-    out = []
+    out, counts = [], {"correct": 0, "error": 0, **({} if ABSTAIN in labels else {"abstain": 0})}
     for outcome in item_outcomes(rows):
-        if outcome["majority"] not in labels or (category is not None and outcome["category"] != category):
+        if category is not None and outcome["category"] != category:
+            continue
+        if outcome["majority"] not in labels:
+            if outcome["majority"] in counts:
+                counts[outcome["majority"]] += 1
             continue
         first = outcome["rows"][0]
         decisive = next(r for r in outcome["rows"] if r.get("label") == outcome["majority"])
@@ -79,20 +85,7 @@ def failed_items(
             "explanation": decisive.get("judge_explanation"),
             "failure_stage": outcome["failure_stage"],
         })
-    return out
-
-
-def accuracy_counts(rows: Sequence[Mapping[str, Any]], *, labels: Sequence[str], category: str | None = None,
-                    ) -> dict[str, int]:
-    """Accuracy axis: counts of the items :func:`failed_items` does not list (by majority
-    label): ``correct``, ``error``, and ``abstain`` unless ``labels`` lists it."""
-    counts = {"correct": 0, "error": 0, **({} if ABSTAIN in labels else {"abstain": 0})}
-    for outcome in item_outcomes(rows):
-        if category is not None and outcome["category"] != category:
-            continue
-        if outcome["majority"] in counts:
-            counts[outcome["majority"]] += 1
-    return counts
+    return out, counts
 
 
 def missed_items(rows: Sequence[Mapping[str, Any]], column: str, *, category: str | None = None, hits: int = 5,
@@ -167,9 +160,9 @@ def main(argv: list[str]) -> int:
             raise MemrunError("memrun failures: --k reads a recall-axis run; an accuracy run's misses are its "
                               "wrong answers (add --abstain for abstentions)")
         labels = (WRONG, ABSTAIN) if args.abstain else (WRONG,)
-        items = failed_items(run.table.to_pylist(), labels=labels, category=args.category, hits=args.hits,
-                             gold_match=inst.gold_match)
-        what, counts = "failed items", accuracy_counts(run.table.to_pylist(), labels=labels, category=args.category)
+        items, counts = failed_items(run.table.to_pylist(), labels=labels, category=args.category, hits=args.hits,
+                                     gold_match=inst.gold_match)
+        what = "failed items"
     elif inst.axis == "recall":
         column, metric = _recall_column(run, args.k)
         items, counts = missed_items(run.table.to_pylist(), column, category=args.category, hits=args.hits,
