@@ -74,11 +74,11 @@ CACHE_DIR = ("compose",)
 MAX_ENTRIES = 256
 """Compositions kept: writing one removes the least recently written beyond this many."""
 FORMAT = 1
+"""Part of every key: a new layout of the entries never reads an old one."""
 PARSED_FILE = "overrides.pickle"
 """In the same folder: Hydra's parse of each override line met (:func:`_parsed`)."""
 MAX_PARSED = 2000
 """Override lines kept: past this many, the file starts over with the lines of one call."""
-"""Part of every key: a new layout of the entries never reads an old one."""
 
 
 def reused_compositions(folder: Path | None = None) -> Callable[[], None]:
