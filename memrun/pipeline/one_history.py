@@ -13,6 +13,7 @@ import operator
 import time
 from collections.abc import Callable, Iterator, Mapping, Sequence
 from dataclasses import dataclass, field
+from numbers import Real
 from typing import Any
 
 from memrun.arms.contract import Arm, ArmHooks, arm_hooks
@@ -204,10 +205,13 @@ def search(arm: Arm, item: Item, top_k: int, gold_match: GoldMatch, warmup: bool
 
 
 def check_hits(arm: Arm, result: Any) -> list[Hit]:
-    """The arm's result as a list of Hits; ArmError (the protocol is broken) otherwise."""
+    """The arm's result as a list of Hits; ArmError (the protocol is broken) otherwise: a
+    hit that is not a Hit, or whose key is not a str, score not a real number or text not
+    a str (the row could not hold it: the run would end in the writer's traceback)."""
     if type(result) is list:
         hits = result.copy()
-        if set(map(type, hits)) <= _HITS and set(map(type, map(_KEY, hits))) <= _STRS:  # Hits with str keys
+        if (set(map(type, hits)) <= _HITS and set(map(type, map(_KEY, hits))) <= _STRS  # Hits with str keys,
+                and set(map(type, map(_SCORE, hits))) <= _FLOATS and set(map(type, map(_TEXT, hits))) <= _STRS):
             return hits
     name = type(arm).__name__
     if result is None or isinstance(result, (str, bytes, Mapping)) or not hasattr(result, "__iter__"):
@@ -219,10 +223,24 @@ def check_hits(arm: Arm, result: Any) -> list[Hit]:
                            "each hit must be a memrun.records.Hit(key, score, text)")
         if not isinstance(hit.key, str):
             raise ArmError(f"arm: {name}.search returned a Hit whose key is {type(hit.key).__name__}; keys are str")
+        if not _number(hit.score):
+            raise ArmError(f"arm: {name}.search returned a Hit whose score is {type(hit.score).__name__} "
+                           f"({hit.score!r:.40}); scores are numbers (float)")
+        if not isinstance(hit.text, str):
+            raise ArmError(f"arm: {name}.search returned a Hit whose text is {type(hit.text).__name__}; "
+                           "texts are str ('' when the arm has none)")
     return hits
 
 
-_HITS, _STRS, _KEY = frozenset({Hit}), frozenset({str}), operator.attrgetter("key")
+def _number(score: Any) -> bool:
+    """Whether a hit's score is a number the row's float column holds: an int or float, or a
+    numpy number (numpy.float32 from an embedder); not a bool, str, None or Fraction."""
+    return (isinstance(score, (int, float)) and not isinstance(score, bool)) or (
+        hasattr(score, "dtype") and isinstance(score, Real))
+
+
+_HITS, _STRS, _FLOATS = frozenset({Hit}), frozenset({str}), frozenset({float, int})
+_KEY, _SCORE, _TEXT = operator.attrgetter("key"), operator.attrgetter("score"), operator.attrgetter("text")
 
 
 def record_texts(group: Group) -> dict[str, str]:
