@@ -252,6 +252,8 @@ def _run_hydra(args: list[str], reuse_compositions: bool = False) -> int:
     except yaml.YAMLError as exc:
         return _fail(config_errors.explain_yaml_error(exc))
     except OSError as exc:  # Hydra creating the run or sweep folder: read-only, missing, full
+        if isinstance(exc, BrokenPipeError):  # Hydra printing (--help, --cfg) to a reader gone: main() ends quietly
+            raise
         where = f": {exc.filename}" if exc.filename else ""
         return _fail(f"cannot create the output folder{where} ({exc.strerror or exc}); point hydra.run.dir "
                      "(hydra.sweep.dir for -m) at a writable folder")

@@ -32,6 +32,16 @@ def test_a_reader_that_closes_stdout_early_ends_the_command_quietly(wrong_run, e
     assert err == ""  # no traceback, no "Exception ignored ... BrokenPipeError"
 
 
+@pytest.mark.parametrize("args", [["--help"], ["--cfg", "job"]], ids=["help", "cfg"])
+def test_a_reader_gone_before_hydra_prints_ends_quietly(tmp_path, args):
+    # memrun --help | head -1: Hydra prints after the reader left; the pipe is not an output folder
+    proc = subprocess.Popen([*memrun_exe(), *args], stdout=subprocess.PIPE, stderr=subprocess.PIPE, cwd=tmp_path)
+    proc.stdout.close()
+    err = proc.stderr.read().decode()
+    assert proc.wait(timeout=180) == EXIT_STDOUT_CLOSED, err
+    assert err == ""
+
+
 def test_a_broken_pipe_that_is_not_stdout_keeps_its_traceback(monkeypatch):
     import memrun.cli as cli
 
