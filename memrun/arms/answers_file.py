@@ -30,6 +30,7 @@ import pyarrow.parquet as pq
 from memrun.benchmarks.download import sha256_of
 from memrun.benchmarks.text import jsonl_lines
 from memrun.core.instrument import METADATA_KEY
+from memrun.core.unique_keys import loads_json
 from memrun.errors import ArmError, DataError, MemrunError
 from memrun.lazy import lazy
 from memrun.records import Hit, Item, Record
@@ -60,9 +61,11 @@ def load_jsonl(path: Path, id_field: str = "question_id", answer_field: str = "h
         if not line.text.strip():
             continue
         try:
-            obj = json.loads(line.text)
+            obj = loads_json(line.text)
         except json.JSONDecodeError as exc:
             raise DataError(f"{where}: not a JSON object ({exc.msg}); expected one object per line") from exc
+        except DataError as exc:
+            raise DataError(f"{where}: {exc}") from exc
         if not isinstance(obj, dict) or id_field not in obj or answer_field not in obj:
             raise DataError(f"{where}: expected an object with '{id_field}' and '{answer_field}'")
         item_id = obj[id_field]

@@ -37,7 +37,8 @@ from typing import Any
 import yaml
 
 from memrun.benchmarks.text import answer_json, decode_strict
-from memrun.errors import ConfigError
+from memrun.core.unique_keys import load_yaml, loads_json
+from memrun.errors import ConfigError, DataError
 from memrun.metrics.stale import SUPERSEDED_KEY
 from memrun.records import Item
 
@@ -98,12 +99,14 @@ def load_corrections(path: str | Path) -> Corrections:
     text = decode_strict(blob, path)
     if path.suffix.lower() == ".json":  # YAML would fold U+0085 in a string into a space
         try:
-            data = json.loads(text)
+            data = loads_json(text)
         except json.JSONDecodeError as exc:
             raise ConfigError(f"{where}: not valid JSON at line {exc.lineno} ({exc.msg})") from exc
+        except DataError as exc:
+            raise ConfigError(f"{where}: {exc}") from exc
     else:
         try:
-            data = yaml.safe_load(text)
+            data = load_yaml(text)
         except yaml.YAMLError as exc:
             mark = getattr(exc, "problem_mark", None)
             at = f" at line {mark.line + 1}" if mark is not None else ""

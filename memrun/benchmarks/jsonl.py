@@ -44,6 +44,7 @@ from pathlib import Path
 from typing import Any
 
 from memrun.benchmarks.text import answer_json, json_problem, json_type, jsonl_lines
+from memrun.core.unique_keys import loads_json
 from memrun.errors import ConfigError, DataError
 from memrun.records import Dataset, GoldMatch, Group, Item, Record
 
@@ -163,9 +164,11 @@ def _line(line: str, gold_match: GoldMatch, item_lines: dict[str, int], history_
           number: int) -> Group | list[str]:
     """The line's group, or every problem found in it."""
     try:
-        obj = json.loads(line)
+        obj = loads_json(line)
     except json.JSONDecodeError as exc:
         return [json_problem(exc)]
+    except DataError as exc:
+        return [str(exc)]
     except RecursionError:
         obj = None
     if obj is None or _deeper_than(obj, MAX_DEPTH):

@@ -14,6 +14,7 @@ from typing import Any
 import yaml
 
 from memrun.core.paths import conf_dir
+from memrun.core.unique_keys import load_yaml
 from memrun.errors import MemrunError
 
 GATE_KEYS = {"metric": "metric", "band": "gate_band", "gate-min-delta": "gate_min_delta",
@@ -36,7 +37,7 @@ def load_gate(name: str) -> dict[str, Any]:
     """argparse destination -> value from the gate file. Raises MemrunError (one line)."""
     path = gate_path(name)
     try:
-        data = yaml.safe_load(path.read_text()) or {}
+        data = load_yaml(path.read_text()) or {}
     except FileNotFoundError:
         known = sorted(p.stem for p in (gate_path("x").parent).glob("*.yaml"))
         raise MemrunError(f"--gate {name}: no gate file {path}; known gates: {', '.join(known) or 'none'}") from None

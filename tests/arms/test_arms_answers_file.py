@@ -36,6 +36,7 @@ def test_longmemeval_jsonl(tmp_path) -> None:
     ('{"question_id": "q1", "hypothesis": "a"}\nnot json\n', r"hyp.jsonl:2: not a JSON object"),
     ('{"question_id": "q1", "answer": "a"}\n', r"hyp.jsonl:1: expected an object with 'question_id' and 'hypothesis'"),
     ('{"question_id": "q1", "hypothesis": ["a"]}\n', r"hyp.jsonl:1: 'hypothesis' is list, expected text"),
+    ('{"question_id": "q1", "hypothesis": "a", "hypothesis": "b"}\n', r"hyp.jsonl:1: key 'hypothesis' is given twice"),
 ])
 def test_malformed_jsonl_names_file_and_line(tmp_path, content, message) -> None:
     path = tmp_path / "hyp.jsonl"

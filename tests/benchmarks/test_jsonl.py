@@ -64,6 +64,10 @@ def test_defaults_for_ids_categories_and_substring_gold(tmp_path: Path) -> None:
          r":1: abstention: must be true or false"),
         ({"item_id": "x", "history": [{"role": "user", "content": "a"}], "question": "q", "answer": [1]},
          r":1: answer: must be text or a number"),
+        ('{"item_id": "x", "history": [{"role": "user", "content": "a"}], "question": "q", "gold_keys": ["x:0"], '
+         '"gold_keys": []}', r":1: key 'gold_keys' is given twice in one object; JSON keeps only the last"),
+        ('{"item_id": "x", "history": [{"role": "user", "content": "a", "content": "b"}], "question": "q"}',
+         r":1: key 'content' is given twice"),
     ],
 )
 def test_errors_name_file_line_and_field(tmp_path: Path, line: object, message: str) -> None:

@@ -174,6 +174,8 @@ def test_corrections_replace_drop_and_count(tmp_path: Path) -> None:
         ("5:30: {drop: true, reason: r}", r"item id 330 is not a string; quote it"),
         ("i1: [oops", r"not valid YAML/JSON at line 1"),
         ("- i1", r"expected a mapping from item id"),
+        ("i1: {drop: true, reason: r}\ni1: {answer: x, reason: r}", r"at line 2 \(key 'i1' is given twice in one mapping"),
+        ("i1: {answer: x, answer: y, reason: r}", r"at line 1 \(key 'answer' is given twice"),
     ],
 )
 def test_malformed_corrections_are_one_line(tmp_path: Path, text: str, message: str) -> None:
@@ -182,6 +184,13 @@ def test_malformed_corrections_are_one_line(tmp_path: Path, text: str, message: 
     with pytest.raises(ConfigError, match=message) as err:
         load_corrections(path)
     assert "\n" not in str(err.value) and str(path) in str(err.value)
+
+
+def test_an_item_given_twice_in_json_corrections_is_one_line(tmp_path: Path) -> None:
+    path = tmp_path / "fix.json"
+    path.write_text('{"i1": {"drop": true, "reason": "r"},\n "i1": {"answer": "x", "reason": "r"}}')
+    with pytest.raises(ConfigError, match=r"fix.json: key 'i1' is given twice in one object"):
+        load_corrections(path)
 
 
 def test_synthetic_list_dataset_stays_a_list() -> None:

@@ -72,6 +72,9 @@ def test_gate_file_sets_band_delta_metric_and_flags_override(runs, tmp_path, cap
     gate.write_text("bandd: 3\n")
     code, _, err = compare_cli(capsys, str(runs["a"]), str(runs["b"]), "--gate", str(gate))
     assert code == ExitCode.USAGE_ERROR and "unknown key(s): bandd" in err
+    gate.write_text("band: 7.5\nmetric: mrr\nband: 1\n")  # YAML would keep 1 silently
+    code, _, err = compare_cli(capsys, str(runs["a"]), str(runs["b"]), "--gate", str(gate))
+    assert code == ExitCode.USAGE_ERROR and "key 'band' is given twice in one mapping" in err
     code, _, err = compare_cli(capsys, str(runs["a"]), str(runs["b"]), "--gate", "nosuch")
     assert code == ExitCode.USAGE_ERROR and "known gates: locomo" in err
 
