@@ -70,3 +70,30 @@ def test_run_refuses_overrides_that_are_not_a_list_of_strings(overrides, tmp_pat
     with pytest.raises(memrun.ConfigError, match=r"overrides must be a list of 'key=value' strings"):
         memrun.run(overrides, out_dir=tmp_path / "run")
     assert not (tmp_path / "run").exists()
+
+
+@pytest.mark.parametrize("call, error, needle", [
+    (lambda: memrun.run(["benchmark=synthetic"], out_dir=None), memrun.ConfigError, "out_dir must be a folder path"),
+    (lambda: memrun.read_run(None), memrun.RunTableError, "read_run takes a run folder or items.parquet path"),
+    (lambda: memrun.read_run("runs/x", columns="item_id"), memrun.RunTableError, "read_run's columns: a list"),
+    (lambda: memrun.compare("runs/a"), memrun.CompareUsageError, "memrun.compare takes a memrun.CompareRequest"),
+    (lambda: memrun.CompareRequest(a=None, b="runs/b"), memrun.CompareUsageError, "a is None and no baseline"),
+    (lambda: memrun.CompareRequest(a="runs/a", b=None), memrun.CompareUsageError, r"CompareRequest.b: a run folder"),
+    (lambda: memrun.CompareRequest(a="a", b="b", resamples="100"), memrun.CompareUsageError,
+     r"CompareRequest.resamples: an int, not str '100'"),
+    (lambda: memrun.CompareRequest(a="a", b="b", gate_band=float("nan")), memrun.CompareUsageError,
+     r"CompareRequest.gate_band: a finite number or None, not float nan"),
+    (lambda: memrun.CompareRequest(a="a", b="b", allow_fake="yes"), memrun.CompareUsageError, "True or False"),
+    (lambda: memrun.CompareRequest(a="a", b="b", treatments=[3]), memrun.CompareUsageError, "CompareRequest.treatments"),
+])
+def test_an_argument_of_the_wrong_type_is_a_memrun_error(call, error, needle):
+    """docs/api.md: every error a user can cause is a MemrunError. These were TypeError,
+    AttributeError and AssertionError tracebacks from deep inside."""
+    with pytest.raises(error, match=needle):
+        call()
+
+
+def test_compare_request_reads_paths_and_one_treatment_string_as_a_user_means_them(tmp_path):
+    request = memrun.CompareRequest(a=tmp_path / "a", b=tmp_path / "b", treatments="lexical_scoring,top_k")
+    assert (request.a, request.b) == (str(tmp_path / "a"), str(tmp_path / "b"))
+    assert request.treatments == ("lexical_scoring", "top_k")  # not ('l', 'e', 'x', ...)

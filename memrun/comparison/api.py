@@ -19,6 +19,9 @@ from __future__ import annotations
 import dataclasses
 import importlib
 import json
+import math
+import numbers
+import os
 from collections.abc import Callable
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -34,7 +37,7 @@ from memrun.comparison.fitness import DataThresholds
 from memrun.comparison.pairing import Paired, pair, read_for_compare, shared_items
 from memrun.core.background import in_background
 from memrun.core.instrument import Difference, Instrument
-from memrun.errors import MemrunError
+from memrun.errors import CompareUsageError, MemrunError
 from memrun.io.reader import RunTable, read_instrument
 from memrun.lazy import lazy
 from memrun.metrics.retrieval import depth_read, item_column_for
@@ -91,6 +94,51 @@ class CompareRequest:
     max_false_pass: float = 3.0  # the design check's level, percent (docs/statistics.md)
     check_replications: int = 2000  # the design check's simulated null comparisons per scenario, at least
     metric_given: bool | None = None  # whether the caller named the metric (resolve() records it, once)
+
+    def __post_init__(self) -> None:
+        """Checks each field's type as a script may pass it wrong (the command line's parser
+        already has): CompareUsageError naming the field, not an AttributeError or a
+        TypeError deep in the comparison. A path may be a str or a path object (kept as
+        str); ``treatments`` a tuple, a list or one comma-separated str (not its letters)."""
+        for name in ("a", "b", "judge_calibration"):
+            value = getattr(self, name)
+            if isinstance(value, os.PathLike):
+                object.__setattr__(self, name, os.fspath(value) if name != "judge_calibration" else Path(value))
+            elif not (isinstance(value, str) or (value is None and name != "b")):
+                raise CompareUsageError(f"CompareRequest.{name}: a run folder or items.parquet path (str or Path), "
+                                        f"not {type(value).__name__} {value!r:.60}")
+        if isinstance(self.treatments, str) or (
+                isinstance(self.treatments, (list, tuple)) and all(isinstance(t, str) for t in self.treatments)):
+            object.__setattr__(self, "treatments", tuple(treatments_of(
+                [self.treatments] if isinstance(self.treatments, str) else self.treatments)))
+        else:
+            raise CompareUsageError(f"CompareRequest.treatments: comparability field names (a tuple of str), not "
+                                    f"{type(self.treatments).__name__} {self.treatments!r:.60}")
+        for name, kinds in _FIELD_KINDS.items():
+            value = getattr(self, name)
+            if value is None and name in _OPTIONAL:
+                continue
+            if isinstance(value, bool) != (kinds == (bool,)) or not isinstance(value, kinds) or (
+                    kinds is _NUMBER and not math.isfinite(float(value))):  # type: ignore[arg-type]
+                what = {(bool,): "True or False", _INT: "an int", (str,): "a str"}.get(kinds, "a finite number")
+                raise CompareUsageError(f"CompareRequest.{name}: {what}" + (" or None" if name in _OPTIONAL else "")
+                                        + f", not {type(value).__name__} {value!r:.60}")
+        if self.a is None and self.baseline is None:
+            raise CompareUsageError("CompareRequest: a is None and no baseline; give run A's path, or baseline='auto' "
+                                    "to find it under runs_dir")
+
+
+_NUMBER: tuple[type, ...] = (numbers.Real,)
+_INT: tuple[type, ...] = (numbers.Integral,)
+_FIELD_KINDS: dict[str, tuple[type, ...]] = {
+    "metric": (str,), "cluster_by": (str,), "stratify_by": (str,), "categories": (str,), "allow_fake": (bool,),
+    "resamples": _INT, "seed": _INT, "baseline": (str,), "runs_dir": (str,), "gate": (str,),
+    "allow_noncomparable": (bool,), "gate_min_delta": _NUMBER, "gate_band": _NUMBER, "max_error_share": _NUMBER,
+    "max_error_gap": _NUMBER, "min_paired_share": _NUMBER, "effect": _NUMBER, "same_configuration": (bool,),
+    "max_false_pass": _NUMBER, "check_replications": _INT, "metric_given": (bool,)}
+"""CompareRequest's fields past a, b, treatments and judge_calibration, and the types each takes."""
+_OPTIONAL = frozenset({"metric", "categories", "baseline", "gate", "gate_min_delta", "gate_band", "max_error_share",
+                       "max_error_gap", "min_paired_share", "effect", "metric_given"})
 
 
 @dataclass(frozen=True)
@@ -170,6 +218,9 @@ def compare(request: CompareRequest, on_warning: Say | None = None) -> CompareOu
     prints them at once); they are in the outcome's ``warnings`` either way.
     Raises MemrunError for a usage error (unreadable runs, bad settings, nothing to pair).
     """
+    if not isinstance(request, CompareRequest):
+        raise CompareUsageError(f"memrun.compare takes a memrun.CompareRequest(a=..., b=...), not "
+                                f"{type(request).__name__} {request!r:.60}")
     in_background(lambda: importlib.import_module("scipy.special"))  # the gate's t quantiles; overlaps the reading
     request, notes = resolve(request)
     said: list[str] = []

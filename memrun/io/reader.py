@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import json
+import os
 import sys
 from collections.abc import Sequence
 from dataclasses import dataclass
@@ -55,8 +56,15 @@ def read_run(path: str | Path, columns: Sequence[str] | None = None) -> RunTable
     it finished) is read from its parts. ``columns``: read only these (those the file
     lacks are left out; the caller checks), None for all. Raises RunTableError naming
     the path when there is nothing to read, a file is damaged (truncated, a bad footer,
-    unparseable instrument JSON) or is not a memrun table.
+    unparseable instrument JSON) or is not a memrun table, and for a ``path`` or
+    ``columns`` of the wrong type (a str of columns is refused, not read letter by letter).
     """
+    if not isinstance(path, (str, os.PathLike)):
+        raise RunTableError(f"read_run takes a run folder or items.parquet path (str or Path), not "
+                            f"{type(path).__name__} {path!r:.60}")
+    if columns is not None and (isinstance(columns, str) or not all(isinstance(c, str) for c in columns)):
+        raise RunTableError(f"read_run's columns: a list of column names, e.g. ['item_id'], not "
+                            f"{type(columns).__name__} {columns!r:.60}")
     path = Path(path)
     if path.is_dir():
         if (path / ITEMS_FILE).is_file():

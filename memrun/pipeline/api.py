@@ -10,6 +10,7 @@ failed or degraded run into an exit code (read ``result.status``, a
 
 from __future__ import annotations
 
+import os
 from collections.abc import Sequence
 from pathlib import Path
 
@@ -30,7 +31,7 @@ def run(overrides: Sequence[str] = (), out_dir: str | Path = "outputs/memrun-api
     degraded, failed...). Warnings are
     printed on stderr and saved with the run, as on the command line. Raises ConfigError
     for ``overrides`` that are not a list of strings (a single string is refused, not split
-    into characters) and for a bad config; ConfigError,
+    into characters), an ``out_dir`` that is not a path, and for a bad config; ConfigError,
     DataError or ArmError before any item runs when the config, data or arm is unusable;
     KeyboardInterrupt propagates after the finished rows were written.
     """
@@ -38,6 +39,9 @@ def run(overrides: Sequence[str] = (), out_dir: str | Path = "outputs/memrun-api
         # a str is a Sequence[str] too: "benchmark=synthetic" ran as the overrides 'b', 'e', ...
         raise ConfigError(f"overrides must be a list of 'key=value' strings, e.g. [{str(overrides)!r}], "
                           f"not {type(overrides).__name__} {overrides!r}"[:300])
+    if not isinstance(out_dir, (str, os.PathLike)):
+        raise ConfigError(f"out_dir must be a folder path (str or Path), e.g. 'runs/bm25', not "
+                          f"{type(out_dir).__name__} {out_dir!r:.60}")
     cfg = compose([*overrides, f"progress={'true' if progress else 'false'}"])
     warnings = RunWarnings()
     with warnings.active():
