@@ -97,3 +97,15 @@ def test_compare_request_reads_paths_and_one_treatment_string_as_a_user_means_th
     request = memrun.CompareRequest(a=tmp_path / "a", b=tmp_path / "b", treatments="lexical_scoring,top_k")
     assert (request.a, request.b) == (str(tmp_path / "a"), str(tmp_path / "b"))
     assert request.treatments == ("lexical_scoring", "top_k")  # not ('l', 'e', 'x', ...)
+
+
+def test_compare_without_a_metric_reads_the_runs_headline_metric(tmp_path):
+    """Runs measured at ks=[1, 3] were refused for lacking recall@5 (their summaries, reports
+    and sweep table headline recall@1): the comparison now reads that headline metric."""
+    settings = ["benchmark=synthetic", "arm.top_k=3", "ks=[1,3]"]
+    memrun.run([*settings, "arm=bm25"], out_dir=tmp_path / "a")
+    memrun.run([*settings, "arm=bm25_nostop"], out_dir=tmp_path / "b")
+    outcome = memrun.compare(memrun.CompareRequest(a=tmp_path / "a", b=tmp_path / "b", treatments="lexical_scoring"))
+    assert outcome.status == "compared" and outcome.request.metric == "recall@1"
+    assert outcome.comparison is not None and outcome.comparison.metric == "recall@1"
+    assert outcome.request.metric_given is False  # named by no one: no "--metric is not read" warning

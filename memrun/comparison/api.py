@@ -40,6 +40,7 @@ from memrun.core.instrument import Difference, Instrument
 from memrun.errors import CompareUsageError, MemrunError
 from memrun.io.reader import RunTable, read_instrument
 from memrun.lazy import lazy
+from memrun.metrics.intervals import retrieval_headline_metric
 from memrun.metrics.retrieval import depth_read, item_column_for
 from memrun.stats import DEFAULT_BAND, ExitCode, JudgeCalibration
 
@@ -64,7 +65,8 @@ class CompareRequest:
     ``a``: run A, the baseline (a run folder or items.parquet); None with ``baseline="auto"``,
     which finds it among the runs under ``runs_dir``. ``b``: run B, the change.
     Settings left None are read from the ``gate`` file (``conf/gates/NAME.yaml`` or a YAML
-    path), else :data:`DEFAULTS`. Intervals and gates are in percentage points (pp; for
+    path), else :data:`DEFAULTS` (``metric``: run A's headline metric, recall@5 when A
+    measures it: :func:`resolve`). Intervals and gates are in percentage points (pp; for
     ``mrr`` and ``ndcg@K`` hundredths of the score). ``same_configuration``: the null band's
     check, refusing two runs whose configurations differ.
     """
@@ -180,16 +182,30 @@ def resolve(request: CompareRequest) -> tuple[CompareRequest, list[str]]:
         for dest, value in compare_gates.load_gate(request.gate).items():
             if getattr(request, dest) is None:
                 filled[dest] = value
-    for dest, value in DEFAULTS.items():
-        if filled.get(dest, getattr(request, dest)) is None:
-            filled[dest] = value
     notes = []
     if request.baseline is not None and request.a is None:
         folder, why = find_baseline(request.b, request.runs_dir, treatments_of(request.treatments),
                                     filled.get("metric", request.metric))
         filled["a"] = str(folder)
         notes.append(why)
+    if filled.get("metric", request.metric) is None:
+        filled["metric"] = _headline_metric(filled.get("a", request.a))
+    for dest, value in DEFAULTS.items():
+        if filled.get(dest, getattr(request, dest)) is None:
+            filled[dest] = value
     return dataclasses.replace(request, **filled), notes
+
+
+def _headline_metric(a: str | None) -> str:
+    """The metric a comparison reads when none is named: run A's headline
+    (:func:`memrun.metrics.intervals.retrieval_headline_metric`: recall@5 when its cut-offs
+    hold 5, else recall@10, recall@1, mrr), the one its summary, report and sweep table
+    show; :data:`DEFAULTS`' recall@5 when A cannot be read (the reading says why, later)."""
+    try:
+        ks = read_instrument(a).ks if a is not None else None
+    except MemrunError:
+        ks = None
+    return retrieval_headline_metric(ks) if ks else str(DEFAULTS["metric"])
 
 
 @dataclass
