@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import dataclasses
+import marshal
 import os
 from pathlib import Path
 from typing import Any
@@ -15,6 +16,7 @@ from memrun.core import dataclass_code
 # classes a run makes are: __init__'s annotations are then the field types themselves.
 SOURCE = '''
 import dataclasses
+import marshal
 from typing import Optional
 
 @dataclasses.dataclass(frozen=True)
@@ -99,3 +101,16 @@ def test_nothing_is_patched_inside_another_call(tmp_path):
         assert vars(dataclasses)["exec"] is patched
     finally:
         undo()
+
+
+def test_a_damaged_entry_means_compiling_that_source_again(tmp_path, monkeypatch):
+    _made(tmp_path)
+    path = dataclass_code.cache_file(tmp_path)
+    kept = marshal.loads(path.read_bytes())
+    assert kept and all(type(v) is bytes for v in kept.values())  # each code object loaded only when used
+    damaged = next(iter(kept))
+    path.write_bytes(marshal.dumps({**kept, damaged: b"\x00damaged"}))
+    compiled = _compiles(monkeypatch)
+    assert _made(tmp_path)["Named"]().name == "n"
+    assert compiled == [damaged]
+    assert marshal.loads(path.read_bytes())[damaged] == kept[damaged]  # compiled again and kept again
