@@ -8,7 +8,7 @@ import sys
 from collections.abc import Sequence
 from dataclasses import dataclass
 from pathlib import Path
-from typing import TYPE_CHECKING
+from typing import TYPE_CHECKING, Any
 
 from memrun.core.instrument import METADATA_KEY, Instrument
 from memrun.errors import RunTableError
@@ -156,6 +156,19 @@ def _read_file(path: Path, columns: Sequence[str] | None = None) -> RunTable:
     _check_recorded_sha256(path)
     table, schema = _read_table(path, columns)
     return RunTable(path, table, _instrument(schema, path), complete=True)
+
+
+def read_summary(folder: str | Path) -> dict[str, Any] | None:
+    """A run folder's ``summary.json`` as a dict, or None when it is missing, cannot be read,
+    is not JSON or is JSON but not an object (a damaged or foreign file): callers show what
+    they can without it, and :func:`read_run` refuses the rows of a folder whose summary is
+    damaged, saying why. Every reader of a summary goes through here, so one bad file is
+    never a crash of the page or table listing it."""
+    try:
+        summary = json.loads((Path(folder) / SUMMARY_FILE).read_bytes())
+    except (OSError, ValueError):
+        return None
+    return summary if isinstance(summary, dict) else None
 
 
 def _check_recorded_sha256(path: Path) -> None:

@@ -36,7 +36,7 @@ from memrun.core.instrument import Instrument
 from memrun.core.status import MAX_ERROR_SHARE
 from memrun.errors import MergeError, RunTableError
 from memrun.io.metadata import seal_table
-from memrun.io.reader import RunTable, read_run
+from memrun.io.reader import RunTable, read_run, read_summary
 from memrun.io.writer import ITEMS_FILE, PARTS_DIR, SHA256_KEY, SUMMARY_FILE, file_sha256
 from memrun.jobs.shards import items_digest
 from memrun.metrics.run_level import summarize_rows
@@ -131,10 +131,7 @@ def _summed(runs: list[RunTable], key: str) -> dict[str, Any]:
     total: dict[str, Any] = {}
     for run in runs:
         folder = run.path.parent if run.path.is_file() else run.path
-        try:
-            block = json.loads((folder / SUMMARY_FILE).read_text()).get(key) or {}
-        except (OSError, ValueError):
-            block = {}
+        block = (read_summary(folder) or {}).get(key) or {}
         for name, value in block.items():
             if isinstance(value, (int, float)) and not isinstance(value, bool):
                 total[name] = total.get(name, 0) + value

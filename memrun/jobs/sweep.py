@@ -9,7 +9,6 @@ the table and leaves the worst job's exit code for the command line to return;
 
 from __future__ import annotations
 
-import json
 import os
 import signal
 import sys
@@ -38,11 +37,13 @@ if TYPE_CHECKING:
     from rich import console as rich_console
 
     from memrun.config import compose
+    from memrun.io import reader as io_reader
     from memrun.io import writer
     from memrun.report import model as report_model
     from memrun.report import sweep_table
     from memrun.report.model import SweepRow
 else:
+    io_reader = lazy("memrun.io.reader")
     writer = lazy("memrun.io.writer")
     report_model = lazy("memrun.report.model")
     sweep_table = lazy("memrun.report.sweep_table")
@@ -101,10 +102,7 @@ def _start_ray(config: Any) -> None:
 
 
 def _summary(run_dir: Path) -> dict[str, Any]:
-    try:
-        return json.loads((run_dir / writer.SUMMARY_FILE).read_text())
-    except (OSError, ValueError):
-        return {}
+    return io_reader.read_summary(run_dir) or {}
 
 
 def sweep_rows(sweep_dir: Path) -> list[SweepRow]:

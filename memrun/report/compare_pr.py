@@ -58,10 +58,7 @@ def describe_run(path: str | Path) -> dict[str, Any]:
         out["overrides"] = [str(o) for o in overrides if not str(o).startswith(LOCATION_PREFIXES)]
     except (OSError, yaml.YAMLError):
         pass
-    try:
-        out["calls"] = json.loads((folder / "summary.json").read_text()).get("calls")
-    except (OSError, ValueError):
-        pass
+    out["calls"] = (io_reader.read_summary(folder) or {}).get("calls")
     if out["calls"] and inst.axis == "accuracy":
         out["cost_usd"] = run_cost(path, inst, out["calls"])
     return out

@@ -30,6 +30,7 @@ import hashlib
 import importlib
 import socket
 import threading
+import traceback
 from collections import OrderedDict
 from pathlib import Path
 from typing import TYPE_CHECKING, Any, TypeAlias
@@ -252,6 +253,11 @@ def build_app(root: Path, cache_file: Path | None = None) -> Any:
                 return handler(request)
             except MemrunError as exc:
                 return _error(str(exc), 404 if "not a run folder" in str(exc) or "no item" in str(exc) else 400)
+            except Exception as exc:  # noqa: BLE001 - one page fails with its reason; the app serves on
+                traceback.print_exc()  # on the terminal that started the view: the trace a bug report needs
+                return _error(f"{request.url.path}: this page could not be built ({type(exc).__name__}: {exc}); a "
+                              "file in the run folder may hold what memrun did not write (summary.json edited "
+                              "or damaged?), or it is a bug in memrun view: the trace is on the terminal", 500)
         return endpoint
 
     route = starlette_routing.Route

@@ -111,10 +111,7 @@ def run_row(folder: Path, root: Path) -> dict[str, Any]:
             return {**row, "status": "running", **{k: live.get(k) for k in ("benchmark", "arm", "axis")},
                     "items": live.get("done")}
         return {**row, "status": "unreadable", "error": str(exc), "benchmark": None, "arm": None, "axis": None}
-    try:
-        summary = json.loads((folder / SUMMARY_FILE).read_text(encoding="utf-8"))
-    except (OSError, ValueError):
-        summary = {}
+    summary = io_reader.read_summary(folder) or {}
     metric, value = report_model.headline(summary)
     low, high = report_model.shown_interval(report_model.headline_interval(summary)) if metric != "mrr" else (None, None)
     status = inst.status if finished else "running" if row["progress"] else "interrupted"
@@ -132,6 +129,19 @@ def run_row(folder: Path, root: Path) -> dict[str, Any]:
         v = getattr(inst, name, None)
         row[name] = None if v in (None, "") else v if isinstance(v, (int, float)) else str(v)
     return row
+
+
+def _row_or_unreadable(folder: Path, root: Path) -> dict[str, Any]:
+    """:func:`run_row`, or an ``unreadable`` row naming what broke when the folder holds files
+    memrun did not write as they are (a summary.json edited by hand, ``"overall_all": 5``):
+    one such folder is one row saying so, never the whole runs page failing."""
+    try:
+        return run_row(folder, root)
+    except Exception as exc:  # noqa: BLE001 - any damage in one folder: that row, not the page
+        return {"path": folder.relative_to(root).as_posix() or ".", "progress": None, "status": "unreadable",
+                "error": f"{folder}: its summary.json or instrument holds values memrun did not write "
+                         f"({type(exc).__name__}: {exc}); re-run it or restore the files",
+                "benchmark": None, "arm": None, "axis": None}
 
 
 def _shown(folder: Path, root: Path) -> str:
@@ -186,7 +196,7 @@ class RunIndex:
         if stale:  # a slice of the runs per thread: one task each, not one per run
             n = max(1, min(self.threads, len(stale)))
             with ThreadPoolExecutor(n) as pool:
-                for keys, rows in pool.map(lambda ks: (ks, [run_row(found[k], self.root) for k in ks]),
+                for keys, rows in pool.map(lambda ks: (ks, [_row_or_unreadable(found[k], self.root) for k in ks]),
                                            [stale[i::n] for i in range(n)]):
                     for key, row in zip(keys, rows):
                         self._cache[key] = (stamps[key], row)

@@ -182,3 +182,22 @@ def test_a_run_whose_table_links_out_of_the_runs_folder_is_refused(tmp_path):
         with pytest.raises(MemrunError, match="a link to a file outside"):
             index.folder(name)
     assert index.folder("ok") == (root / "ok").resolve()
+
+
+def test_a_summary_memrun_did_not_write_is_one_row_and_one_page_not_a_broken_app(root, tmp_path, capsys):
+    """A summary.json that is JSON but not an object took the whole runs page down (500,
+    AttributeError); one whose values are not memrun's did too, and its run page."""
+    from starlette.testclient import TestClient
+
+    from memrun.view.app import build_app
+
+    (root / "a" / SUMMARY_FILE).write_text("[1, 2]")
+    (root / "b" / SUMMARY_FILE).write_text('{"overall_all": 5, "headline": 3, "intervals": [1]}')
+    rows = {r["path"]: r for r in RunIndex(root).rows()}
+    assert rows["a"]["status"] == "complete" and rows["a"]["arm"] == "bm25"  # read as a run without its summary
+    assert rows["b"]["status"] == "unreadable" and "summary.json or instrument holds values" in rows["b"]["error"]
+    client = TestClient(build_app(root, tmp_path / "index.json"), base_url="http://127.0.0.1", raise_server_exceptions=False)
+    assert client.get("/").status_code == 200
+    page = client.get("/run/b")
+    assert page.status_code == 500 and "/run/b: this page could not be built (AttributeError" in page.text
+    assert "Traceback" in capsys.readouterr().err  # kept for a bug report, on the view's terminal

@@ -3,7 +3,6 @@ distributions and every item, filterable."""
 
 from __future__ import annotations
 
-import json
 from collections.abc import Mapping
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
@@ -13,7 +12,7 @@ from memrun.core.instrument import Instrument
 from memrun.core.status import MAX_ERROR_SHARE
 from memrun.gallery.overlay import published_beside
 from memrun.io.live import progress_text, read_live
-from memrun.io.reader import RunTable, read_run
+from memrun.io.reader import RunTable, read_run, read_summary
 from memrun.io.writer import SUMMARY_FILE
 from memrun.lazy import lazy
 from memrun.metrics.intervals import retrieval_headline_metric
@@ -37,10 +36,8 @@ INSTRUMENT_FIELDS = ("run_id", "benchmark", "split", "slice", "arm", "axis", "se
 def load_summary(run: RunTable) -> tuple[dict[str, Any], str | None]:
     """(summary, note): the run's ``summary.json``, or the metrics recomputed from its rows
     (:func:`memrun.metrics.run_level.summarize_rows`) when there is none, with a note saying so."""
-    try:
-        return json.loads((run.folder / SUMMARY_FILE).read_text()), None
-    except (OSError, ValueError):
-        pass
+    if (summary := read_summary(run.folder)) is not None:
+        return summary, None
 
     inst = run.instrument
     rows = run.table.to_pylist()

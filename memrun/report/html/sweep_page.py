@@ -3,15 +3,13 @@ each job's own run page (written beside its rows, linked by a relative path)."""
 
 from __future__ import annotations
 
-import json
 import os
 from collections.abc import Sequence
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 from memrun.errors import MemrunError
-from memrun.io.reader import read_instrument
-from memrun.io.writer import SUMMARY_FILE
+from memrun.io.reader import read_instrument, read_summary
 from memrun.lazy import lazy
 from memrun.report.html.common import embed_json, render
 
@@ -30,10 +28,7 @@ else:
 def _series(folder: Path) -> tuple[Any, dict[str, Any]]:
     """(instrument, summary.json) of a run folder; MemrunError when it cannot be read."""
     inst = read_instrument(folder)
-    try:
-        summary = json.loads((folder / SUMMARY_FILE).read_text(encoding="utf-8"))
-    except (OSError, ValueError):
-        summary = {}
+    summary = read_summary(folder) or {}
     return inst, summary
 
 
