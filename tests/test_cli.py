@@ -325,8 +325,38 @@ def test_a_full_disk_is_one_line(tmp_path, monkeypatch, capsys):
     assert main(["progress=false"]) == 2
     err = [line for line in capsys.readouterr().err.strip().splitlines() if not line.startswith("warning: ")]
     assert len(err) == 1 and err[0].startswith("memrun: error: No space left on device: ") and "(run folder " in err[0]
+    # every write failed: no row was kept, so none is promised (it said "the rows written so far stay")
     assert err[0].endswith("free space on that disk (or point hydra.run.dir at another) and run the same command "
-                           "again; the rows written so far stay in the run folder")
+                           "again; no row had been written (the run folder is not kept)")
+    assert run_dirs(tmp_path / "outputs") == []
+
+
+def test_a_disk_filling_up_after_some_rows_says_they_are_kept(tmp_path, monkeypatch, capsys):
+    import errno
+
+    import pyarrow.parquet as pq
+
+    from memrun.cli import main
+
+    write_table, calls = pq.write_table, []
+
+    def fills(*args, **kwargs):
+        calls.append(args[1])
+        if len(calls) > 1:  # the first part is written, then the disk is full
+            raise OSError(errno.ENOSPC, "No space left on device", str(args[1]))
+        return write_table(*args, **kwargs)
+
+    from types import SimpleNamespace
+
+    from memrun.io import writer
+
+    ticks = iter(range(0, 10**6, 2))  # every row arrives 2 s after the last: each is flushed as a part
+    monkeypatch.setattr(writer, "time", SimpleNamespace(monotonic=lambda: next(ticks)))
+    monkeypatch.chdir(tmp_path)
+    monkeypatch.setattr(pq, "write_table", fills)
+    assert main(["progress=false"]) == 2
+    err = [line for line in capsys.readouterr().err.strip().splitlines() if not line.startswith("warning: ")]
+    assert err[-1].endswith("again; the rows written so far stay in the run folder"), err
 
 
 def test_a_new_key_of_a_map_says_how_to_add_it(capsys):

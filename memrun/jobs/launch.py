@@ -419,8 +419,10 @@ def _job(cfg: Any, hydra_cfg: Any) -> int:
         status = run_status.RunStatus.FAILED
         error = f"{exc.strerror or exc}{f': {exc.filename}' if exc.filename else ''} (run folder {out_dir})"
         if exc.errno in (errno.ENOSPC, errno.EDQUOT):  # a full disk or quota: say what to do
+            kept = (out_dir / writer.ITEMS_FILE).is_file() or any((out_dir / writer.PARTS_DIR).glob("part-*.parquet"))
             error += ("; free space on that disk (or point hydra.run.dir at another) and run the same command "
-                      "again; the rows written so far stay in the run folder")
+                      "again; " + ("the rows written so far stay in the run folder" if kept else
+                                   "no row had been written (the run folder is not kept)"))
     finally:
         if error is not None and status is not run_status.RunStatus.INTERRUPTED:
             error = redactor.text(error)
