@@ -23,10 +23,10 @@ def Parser(**kwargs: Any) -> usage.Parser:
 def common_options(parser: argparse.ArgumentParser) -> None:
     """The options ``memrun compare`` and ``memrun null-band`` share: the metric, clusters, strata,
     categories, fakes, resamples and seed."""
-    parser.add_argument("--metric", default="recall@5",
+    parser.add_argument("--metric", default=None,  # unset: from --gate, else run A's headline (comparison.api.resolve)
                         help="retrieval axis: recall@K (hit or not), recall_all@K, ndcg@K, precision@K or mrr "
-                             "(default: run A's headline metric, recall@5 when its ks hold 5, else recall@10, recall@1 or mrr); "
-                             "the accuracy axis always uses the majority label")
+                             "(default: run A's headline metric, recall@5 when its ks hold 5, else recall@10, "
+                             "recall@1 or mrr); the accuracy axis always uses the majority label")
     parser.add_argument("--cluster-by", default="cluster",
                         help="column whose values are resampled together (default: cluster, the benchmark's "
                              "cluster key); 'evidence': items sharing a gold session, one cluster (derived from "
@@ -56,7 +56,6 @@ def build_parser() -> argparse.ArgumentParser:
                         help="more arms: every arm B, C, ... is compared with A and the arms are read as one family "
                              "(Holm's step-down, 2.5%% family-wise: a winner needs its own gate and the family's)")
     common_options(parser)
-    parser.set_defaults(metric=None)  # filled from --gate, else run A's headline metric (memrun.comparison.api.resolve)
     parser.add_argument("--baseline", metavar="auto",
                         help="'auto': give only B; A is the newest finished run under --runs-dir comparable to B "
                              "except the --treatment fields, with another configuration")

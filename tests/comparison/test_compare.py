@@ -287,6 +287,16 @@ def test_null_band(tmp_path, capsys):
     assert "memrun compare A B --gate-band 10.0" in out
 
 
+def test_null_band_reads_the_runs_headline_and_names_no_metric_nobody_gave(tmp_path, capsys):
+    # its --metric defaulted to recall@5 where compare's is unset: at ks without 5 it refused
+    # ("no column hit_at_5"), and on the accuracy axis it warned "--metric recall@5 is not read"
+    rng = np.random.default_rng(3)
+    labels = [{f"{c:02d}-{i}": [rng.choice(["correct", "wrong"])] for c in range(30) for i in range(4)} for _ in range(2)]
+    a, b = accuracy_run(tmp_path / "a", labels[0]), accuracy_run(tmp_path / "b", labels[1])
+    assert null_band_main([str(a), str(b)]) == 0
+    assert "--metric" not in capsys.readouterr().err
+
+
 def test_bad_arguments_exit_with_usage_code(tmp_path, capsys):
     assert compare_main_exit(["only-one"]) == ExitCode.USAGE_ERROR
     assert compare_main([str(tmp_path / "nope"), str(tmp_path / "nope")]) == ExitCode.USAGE_ERROR
