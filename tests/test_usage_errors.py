@@ -67,3 +67,15 @@ def test_the_process_exit_code_and_stderr_as_a_user_sees_them(tmp_path):
     assert done.returncode == 2 and done.stdout == ""
     assert done.stderr.splitlines()[0] == "memrun validate: error: argument --max-errors: invalid int value: 'x'"
     assert done.stderr.splitlines()[1].startswith("usage: memrun validate [-h] ")
+
+
+@pytest.mark.parametrize("argv, piece", [
+    (["failures", "run", "--limit", "-1"], "argument --limit: -1 is not a whole number >= 0"),  # was [:-1]: the last item hidden
+    (["failures", "run", "--hits", "-2"], "argument --hits: -2 is not a whole number >= 0"),
+    (["failures", "run", "--k", "0"], "argument --k: 0 is not a whole number >= 1"),  # was a ValueError traceback
+    (["validate", "f.jsonl", "--max-errors", "0"], "argument --max-errors: 0 is not a whole number >= 1"),
+])
+def test_a_count_out_of_range_is_a_usage_error(argv, piece, capsys, tmp_path, monkeypatch):
+    monkeypatch.chdir(tmp_path)
+    assert _run(argv) == 2
+    assert piece in capsys.readouterr().err.splitlines()[0]

@@ -28,7 +28,7 @@ from typing import Any
 
 from rich.console import Console
 
-from memrun.commands.usage import Parser
+from memrun.commands.usage import Parser, at_least
 from memrun.errors import MemrunError, RunTableError
 from memrun.io.reader import RunTable, read_run
 from memrun.metrics.accuracy import item_outcomes
@@ -122,11 +122,11 @@ def _parser() -> argparse.ArgumentParser:
                                      description="Show the items a run missed, with the text behind them.")
     parser.add_argument("run", help="a run folder or its items.parquet")
     parser.add_argument("--abstain", action="store_true", help="accuracy axis: also items whose majority label is abstain")
-    parser.add_argument("--k", type=int, default=None,
+    parser.add_argument("--k", type=at_least(1), default=None,
                         help="recall axis: a miss has no gold in the top K (default: the run's headline K)")
     parser.add_argument("--category", help="only this raw category (e.g. 2)")
-    parser.add_argument("--limit", type=int, default=None, help="show at most this many items")
-    parser.add_argument("--hits", type=int, default=5, help="retrieved records shown per item (default 5)")
+    parser.add_argument("--limit", type=at_least(0), default=None, help="show at most this many items")
+    parser.add_argument("--hits", type=at_least(0), default=5, help="retrieved records shown per item (default 5)")
     parser.add_argument("--format", choices=("text", "json", "md"), default="text",
                         help="text (default), json (one object per item and line) or md (markdown)")
     parser.add_argument("--json", action="store_true", help="the same as --format json")

@@ -52,3 +52,17 @@ class Parser(argparse.ArgumentParser):
         error = UsageError(message, self.prog, self.usage_line())
         error.exit_code = self.usage_exit_code
         return error
+
+
+def at_least(least: int) -> Any:
+    """An argparse ``type`` for a whole number of at least ``least`` (a count, a cut-off, a
+    limit): ``--limit -1`` is the usage error ``argument --limit: -1 is not a whole number
+    >= 0`` instead of a silent ``[:-1]`` that drops the last item, and ``--k 0`` one instead of
+    a traceback from the metric's name."""
+    def parse(text: str) -> int:
+        value = int(text)  # ValueError: argparse's own "invalid int value: 'x'"
+        if value < least:
+            raise argparse.ArgumentTypeError(f"{text} is not a whole number >= {least}")
+        return value
+    parse.__name__ = "int"
+    return parse

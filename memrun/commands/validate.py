@@ -22,7 +22,7 @@ from typing import TYPE_CHECKING
 
 from memrun.benchmarks.jsonl import MAX_ERRORS, ParsedFile, parse_file
 from memrun.benchmarks.longmemeval import LongMemEval
-from memrun.commands.usage import Parser
+from memrun.commands.usage import Parser, at_least
 from memrun.errors import ConfigError, DataError
 from memrun.lazy import lazy
 from memrun.pipeline.one_history import gold_reach
@@ -44,7 +44,7 @@ def _parser() -> argparse.ArgumentParser:
     parser.add_argument("--gold-match", choices=("auto", "key", "substring"), default="auto",
                         help="jsonl: how gold keys match hits (key: they must name turns; substring: phrases a turn "
                              "must contain; auto: key when every gold key names a turn, else substring)")
-    parser.add_argument("--max-errors", type=int, default=MAX_ERRORS, help="jsonl: errors to list at most")
+    parser.add_argument("--max-errors", type=at_least(1), default=MAX_ERRORS, help="jsonl: errors to list at most")
     return parser
 
 
