@@ -41,7 +41,8 @@ def common_options(parser: argparse.ArgumentParser) -> None:
                              "when it names one (LoCoMo: 1,2,3,4), else every category")
     parser.add_argument("--allow-fake", action="store_true",
                         help="compare runs made with fake or stub providers (their scores measure nothing)")
-    parser.add_argument("--resamples", type=int, default=10_000)
+    parser.add_argument("--resamples", type=int, default=10_000,
+                        help="bootstrap resamples (default 10,000; at least 1,000: the bounds are their 2.5%% tails)")
     parser.add_argument("--seed", type=int, default=7)
 
 

@@ -189,10 +189,11 @@ def test_deterministic_under_seed_and_seed_matters(tmp_path, capsys):
     _, d1 = compare_json(capsys, str(ra), str(rb), "--cluster-by", "none")
     _, d2 = compare_json(capsys, str(ra), str(rb), "--cluster-by", "none")
     assert d1["overall"] == d2["overall"]
-    # with few resamples, another seed moves the percentiles
-    few = ("--cluster-by", "none", "--resamples", "40")
-    lows = {compare_json(capsys, str(ra), str(rb), *few, "--seed", str(s))[1]["overall"]["low"] for s in range(6)}
-    assert len(lows) > 1
+    # with the fewest resamples allowed, another seed moves the bootstrap's p value (the
+    # percentiles of these 1/53 steps land on one step at 1,000 resamples)
+    few = ("--cluster-by", "none", "--resamples", "1000")
+    ps = {compare_json(capsys, str(ra), str(rb), *few, "--seed", str(s))[1]["overall"]["p_value"] for s in range(6)}
+    assert len(ps) > 1
 
 
 def test_errors_unscored_and_one_sided_items(tmp_path, capsys):
@@ -295,6 +296,15 @@ def test_null_band_reads_the_runs_headline_and_names_no_metric_nobody_gave(tmp_p
     a, b = accuracy_run(tmp_path / "a", labels[0]), accuracy_run(tmp_path / "b", labels[1])
     assert null_band_main([str(a), str(b)]) == 0
     assert "--metric" not in capsys.readouterr().err
+
+
+@pytest.mark.parametrize("resamples", ["3", "999"])
+def test_too_few_resamples_for_a_95_percent_interval_are_refused(tmp_path, capsys, resamples):
+    # --resamples 3 printed the interval [+1.0, +1.1] pp: its 2.5% tails were single draws
+    a, b = wtl(9, 40, 4)
+    ra, rb = retrieval_run(tmp_path / "a", a, own_clusters(53)), retrieval_run(tmp_path / "b", b, own_clusters(53))
+    assert compare_main([str(ra), str(rb), "--resamples", resamples]) == ExitCode.USAGE_ERROR
+    assert f"--resamples {resamples}: must be at least 1,000" in capsys.readouterr().err
 
 
 def test_bad_arguments_exit_with_usage_code(tmp_path, capsys):
