@@ -21,7 +21,10 @@ or search failed is an error, excluded), each item once also on the accuracy axi
   history (a server answering with its own ids). A key equal to a session id of the
   history is known: some arms return sessions;
 - ``empty_searches``: searches that returned no hit. Many memory servers index
-  asynchronously; searching at once measures an empty index.
+  asynchronously; searching at once measures an empty index;
+- ``textless_hits``: hits with no text. Under ``gold_match=substring`` a gold phrase is
+  looked for in the hit's key and text, so such a hit can match only by its key: a
+  Python arm returning ``Hit(key, score)`` scored 0 on every item without a word.
 
 Thresholds: more than :data:`EMPTY_SEARCH_SHARE` (1%) of the searches empty is a warning (the
 count itself is shown under every run's table).
@@ -61,7 +64,7 @@ EXAMPLES = 5
 """Unknown answer ids spelled out in the summary and on screen."""
 
 COUNTS = ("n_searches", "n_hits", "over_top_k", "history_within_top_k", "duplicate_keys", "unknown_keys",
-          "empty_searches")
+          "empty_searches", "textless_hits")
 
 
 def _share(part: int, whole: int) -> str:
@@ -101,12 +104,14 @@ class HitChecks:
     def observe(self, r: Retrieved) -> None:
         """Count one item's retrieval (called once per item, before its rows are made)."""
         self.observe_keys(None if r.hits is None else [h.key for h in r.hits], r.history, r.n_records,
-                          r.arm_answer is not None)
+                          r.arm_answer is not None, None if r.hits is None else [h.text for h in r.hits])
 
-    def observe_keys(self, keys: list[str] | None, history: Collection[str], n_records: int, answered: bool) -> None:
+    def observe_keys(self, keys: list[str] | None, history: Collection[str], n_records: int, answered: bool,
+                     texts: Sequence[str | None] | None = None) -> None:
         """:meth:`observe` from what a row keeps (a resumed run's rows: :mod:`memrun.pipeline.resume`):
         the hits' keys in rank order (None: ingest or search failed), the keys of the item's
-        history, its number of records, whether the arm answered itself."""
+        history, its number of records, whether the arm answered itself, the hits' texts
+        (None: not known, not counted)."""
         self.items += 1
         self.answered += answered
         if keys is None:  # ingest or search failed: an error, excluded
@@ -119,6 +124,8 @@ class HitChecks:
         c["duplicate_keys"] += len(set(keys)) < len(keys)
         c["unknown_keys"] += sum(1 for k in keys if k not in history)
         c["empty_searches"] += not keys
+        if texts is not None:
+            c["textless_hits"] += sum(1 for t in texts if not t)
 
     def warnings(self) -> list[str]:
         """One line per finding (see the module docstring)."""
@@ -151,6 +158,13 @@ class HitChecks:
                 f"{c['unknown_keys']} of {hits} hits ({_share(c['unknown_keys'], hits)}) name no record or session of "
                 f"their item's history, so they {match}: the arm must return the Record.key it ingested"
                 " (arm=http: map the key memrun sent in arm.search.result)"
+            )
+        if self.gold_match == "substring" and c["textless_hits"]:
+            lines.append(
+                f"{c['textless_hits']} of {hits} hits ({_share(c['textless_hits'], hits)}) carry no text while gold "
+                "is a phrase a hit must contain (gold_match=substring): such a hit matches gold only by its key, so "
+                "it counts as a miss whatever it found; return each hit with its record's text "
+                "(Hit(record.key, score, record.text))"
             )
         if searches and c["empty_searches"] > EMPTY_SEARCH_SHARE * searches:
             lines.append(

@@ -127,6 +127,7 @@ def _remaining(groups: Iterable[Group], by_item: dict[str, dict[str, Any]], done
             row = by_item[item.item_id]
             keys = keys if keys is not None else history_keys(group)
             hits = None if row.get("error") or row.get("retrieved_keys") is None else list(row["retrieved_keys"])
-            checks.observe_keys(hits, keys, n_records, answered=row.get("answer_source") == "arm")
+            checks.observe_keys(hits, keys, n_records, answered=row.get("answer_source") == "arm",
+                                texts=None if hits is None else row.get("retrieved_texts"))
         if left:
             yield dataclasses.replace(group, items=left)

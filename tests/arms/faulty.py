@@ -83,3 +83,10 @@ class DyingArm(BM25Arm):
         import os
 
         os._exit(9)
+
+
+class KeysOnlyArm(BM25Arm):
+    """Returns BM25's hits with their keys and scores only, no text (``Hit(key, score)``)."""
+
+    def search(self, query: str, k: int) -> list[Hit]:
+        return [Hit(h.key, h.score) for h in super().search(query, k)]

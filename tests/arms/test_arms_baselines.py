@@ -66,7 +66,7 @@ def test_hit_checks_count_items_not_lines() -> None:
 
     checks = checked(4)
     assert checks.counts == {"n_searches": 3, "n_hits": 12, "over_top_k": 1, "history_within_top_k": 1,
-                             "duplicate_keys": 0, "unknown_keys": 0, "empty_searches": 0}
+                             "duplicate_keys": 0, "unknown_keys": 0, "empty_searches": 0, "textless_hits": 12}
     assert checks.warnings() == ["the arm returned more than top_k=4 hits on 1 of 3 items",
                                  "top_k=4 >= the number of records in the history for 1 of 3 items: "
                                  "retrieval is bypassed there"]
@@ -125,5 +125,5 @@ def test_oracle_sessions_on_locomo(locomo) -> None:
 def test_bm25_on_locomo_reports_no_bypass(tmp_path) -> None:
     summary = run_in_process(["benchmark=locomo", "arm=bm25"], tmp_path / "run")
     assert summary["arm_checks"] == {"n_searches": 1986, "n_hits": 19860, "over_top_k": 0, "history_within_top_k": 0,
-                                     "duplicate_keys": 0, "unknown_keys": 0, "empty_searches": 0}
+                                     "duplicate_keys": 0, "unknown_keys": 0, "empty_searches": 0, "textless_hits": 0}
     assert summary["warnings"] == [] and summary["overall_all"]["recall@10"] > 0.5

@@ -10,6 +10,7 @@ from fractions import Fraction
 import numpy as np
 import pytest
 
+from arms.support import run_in_process
 from memrun.errors import ArmError
 from memrun.pipeline.one_history import check_hits
 from memrun.records import Hit
@@ -36,3 +37,20 @@ def test_numbers_a_row_holds_pass_as_they_are():
     hits = [Hit("a", 1.0, "t"), Hit("b", 2), Hit("c", np.float32(0.5)), Hit("d", np.int64(3)), Hit("e", float("-inf"))]
     assert check_hits(MyArm(), hits) == hits
     assert check_hits(MyArm(), tuple(hits)) == hits
+
+
+@pytest.mark.parametrize("arm", ["KeysOnlyArm", None])
+def test_hits_without_text_under_phrase_gold_are_counted_and_warned(tmp_path, arm) -> None:
+    """benchmark=synthetic matches gold phrases in a hit's key or text: an arm returning
+    Hit(key, score) scored 0 on every item and the run said nothing."""
+    overrides = ["benchmark=synthetic", "arm=bm25", "progress=false", *([f"arm._target_=arms.faulty.{arm}"] if arm else [])]
+    summary = run_in_process(overrides, tmp_path / "run")
+    n_hits = summary["arm_checks"]["n_hits"]
+    said = [w for w in summary["warnings"] if "carry no text" in w]
+    if arm:
+        assert summary["arm_checks"]["textless_hits"] == n_hits > 0 and summary["overall_all"]["recall@10"] == 0
+        assert said == [f"{n_hits} of {n_hits} hits (100.0%) carry no text while gold is a phrase a hit must contain "
+                        "(gold_match=substring): such a hit matches gold only by its key, so it counts as a miss "
+                        "whatever it found; return each hit with its record's text (Hit(record.key, score, record.text))"]
+    else:  # bm25's hits carry their records' text
+        assert summary["arm_checks"]["textless_hits"] == 0 and said == []
