@@ -83,7 +83,15 @@ def test_validate_tells_a_locomo_file_from_a_longmemeval_one(tmp_path: Path, cap
     path = tmp_path / "mine.json"
     path.write_text(json.dumps([conv]))
     assert cli.main(["validate", str(path)]) == 0
-    assert f"{path}: valid locomo: 1 histories, 1 items (1 with retrieval gold, 0 abstention), 2 records" in capsys.readouterr().out
+    out = capsys.readouterr().out
+    assert f"{path}: valid locomo: 1 histories, 1 items (1 with retrieval gold, 0 marked abstention in the file), 2 records" in out
+    assert "adversarial" not in out
+    # LoCoMo marks no item abstention: its adversarial category is one by the judges' setting, and validate says so
+    conv["qa"].append({"question": "Where did B move?", "adversarial_answer": "Paris", "evidence": [], "category": 5})
+    path.write_text(json.dumps([conv]))
+    assert cli.main(["validate", str(path)]) == 0
+    assert ("category 5 (adversarial, 1 items) is graded as abstention by a judge whose abstention_categories names it"
+            in capsys.readouterr().out)
     turns[0]["text"] = ["not text"]
     path.write_text(json.dumps([conv]))
     assert cli.main(["validate", str(path)]) == 2

@@ -127,6 +127,10 @@ def _longmemeval(path: Path) -> Dataset:
     return loader.load(path.parent)
 
 
+LOCOMO_ADVERSARIAL = "5"
+"""LoCoMo's adversarial category (questions the conversations cannot answer), as the loader keeps it."""
+
+
 def _describe(path: Path, fmt: str, groups: Iterable[Group], counts: dict[str, int]) -> str:
     """One paragraph: histories, items, records, categories and non-zero load counts."""
     n_groups = n_records = n_gold = n_abstention = 0
@@ -141,9 +145,13 @@ def _describe(path: Path, fmt: str, groups: Iterable[Group], counts: dict[str, i
     n_items = sum(categories.values())
     lines = [
         f"{path}: valid {fmt}: {n_groups} histories, {n_items} items ({n_gold} with retrieval gold, "
-        f"{n_abstention} abstention), {n_records} records",
+        f"{n_abstention} marked abstention in the file), {n_records} records",
         "categories: " + ", ".join(f"{c} {n}" for c, n in sorted(categories.items())),
     ]
+    if fmt == "locomo" and categories.get(LOCOMO_ADVERSARIAL):
+        # LoCoMo marks no item: its adversarial questions are abstention items by category (the judges' setting)
+        lines.append(f"category {LOCOMO_ADVERSARIAL} (adversarial, {categories[LOCOMO_ADVERSARIAL]} items) is graded "
+                     "as abstention by a judge whose abstention_categories names it, as the shipped LoCoMo judges' do")
     nonzero = {k: v for k, v in counts.items() if v}
     if nonzero:
         lines.append("load: " + ", ".join(f"{k} {v}" for k, v in nonzero.items()))
