@@ -302,9 +302,12 @@ def caveat_line(counts: Mapping[str, Any]) -> str | None:
 
 
 def searches_text(counts: Mapping[str, Any]) -> str:
-    """``empty searches 277 of 1986 (13.9%)``: shown always, whatever the share."""
+    """``empty searches 277 of 1986 (13.9%)``: shown always, whatever the share; when no
+    search returned (an arm that retrieves nothing, or every search failed), says so."""
     empty, n = counts.get("empty_searches", 0), counts.get("n_searches", 0)
-    return f"empty searches {empty} of {n}" + (f" ({100 * empty / n:.1f}%)" if n else "")
+    if not n:
+        return "empty searches: no search returned (the arm retrieves nothing, or every search failed)"
+    return f"empty searches {empty} of {n} ({100 * empty / n:.1f}%)"
 
 
 def credited_note(counts: Mapping[str, Any], family: str) -> str:

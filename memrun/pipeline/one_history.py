@@ -77,9 +77,10 @@ def make_row(run_id: str | None, r: Retrieved, dataset: Dataset, ks: Sequence[in
     and the first gold rank; ``arm_checks.over_top_k`` counts them); ``retrieved_keys``,
     ``retrieved_scores`` and ``n_retrieved`` keep what the arm returned. Metric columns
     at a K > ``top_k`` are None (not measured), and all of them are None when
-    ``scored`` is False (an arm that retrieves nothing, ``search_mode=none``).
+    ``scored`` is False (an arm that retrieves nothing, ``search_mode=none``), as are its
+    ``retrieved_*`` columns and search latencies: it made no search (not an empty one).
     """
-    item, hits = r.item, r.hits
+    item, hits = r.item, r.hits if scored else None  # an arm that retrieves nothing made no search: none recorded
     scores = session_scores = None
     named: dict[str, dict[str, dict[int, float]]] = {"": {}, SESSION_PREFIX: {}}
     hit_keys = None if hits is None else [h.key for h in hits]
@@ -140,8 +141,8 @@ def make_row(run_id: str | None, r: Retrieved, dataset: Dataset, ks: Sequence[in
         "retrieved_scores": None if hits is None else [h.score for h in hits],
         "retrieved_texts": None if hits is None else [h.text for h in hits],
         "n_retrieved": None if hits is None else len(hits),
-        "search_latency_ms": r.latency_ms,
-        "search_queue_ms": r.queue_ms,
+        "search_latency_ms": r.latency_ms if scored else None,
+        "search_queue_ms": r.queue_ms if scored else None,
         "error": r.error,
         "gold_sessions": list(item.gold_sessions),
         "abstention": item.abstention,

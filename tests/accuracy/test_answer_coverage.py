@@ -67,6 +67,10 @@ def test_low_coverage_is_a_partial_headline_and_exits_2(judge, tmp_path, data_di
     assert "retrieval_ranking" not in s["failure_stages"]
     assert all(r["rr"] is None and r["hit_at_1"] is None for r in table)
     assert s["retrieval"]["overall_all"]["n_scored"] == 0 and s["retrieval"]["overall_all"]["recall@1"] is None
+    # ... and no search: not 1986 empty ones, nor a search latency of the no-op it stands in for
+    assert all(r["retrieved_keys"] is None and r["search_latency_ms"] is None for r in table)
+    assert s["search_latency_ms"] == {"p50": None, "p95": None}
+    assert "empty searches: no search returned (the arm retrieves nothing" in out_text and "search ms -" in out_text
 
     # A slice to answered items is complete; answers for items the slice left out are not unknown ids.
     ids_file = tmp_path / "ids.txt"
