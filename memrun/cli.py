@@ -259,7 +259,8 @@ def _run_hydra(args: list[str], reuse_compositions: bool = False) -> int:
                      "(hydra.sweep.dir for -m) at a writable folder")
     except Exception as exc:  # a launcher failing in a sweep: a worker killed, a cluster error
         if "Config group override must be a string or a list. Got NoneType" in str(exc):  # Hydra's bare ValueError
-            group = next((a.partition("=")[0] for a in args if a.endswith("=null") and "/" in a), "group")
+            group = next((a.partition("=")[0] for a in args  # arm=null, arm/embedder=null: a folder of conf/
+                          if a.endswith("=null") and (conf_dir() / a.partition("=")[0].lstrip("+")).is_dir()), "group")
             return _fail(f"{group}=null: a config group's choice cannot be null on the command line; "
                          f"remove it with '~{group}'")
         if record.sweep_dir is None:

@@ -81,3 +81,12 @@ def test_two_hydra_modes_are_one_line_not_a_traceback(capsys, argv):
     assert cli_main(argv) == 2
     err = capsys.readouterr().err
     assert "cannot be combined: give one of -m, --run, --cfg, --info" in err and "Traceback" not in err
+
+
+@pytest.mark.parametrize("group", ["arm", "arm/embedder"])
+def test_a_group_set_to_null_is_named_with_its_fix(capsys, tmp_path, monkeypatch, group):
+    monkeypatch.chdir(tmp_path)
+    assert cli_main(["seed=null", f"{group}=null"]) == 2  # seed=null: a value, not the group at fault
+    err = capsys.readouterr().err.strip().splitlines()[-1]
+    assert err == (f"memrun: error: {group}=null: a config group's choice cannot be null on the command line; "
+                   f"remove it with '~{group}'")  # arm=null said "group=null ... '~group'"
