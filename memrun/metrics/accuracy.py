@@ -55,10 +55,9 @@ fractional score, BEAM's event-ordering score), ``failure_stage`` (of the first 
         grouped[str(row["item_id"])].append(row)
     out = []
     for item_id, item_rows in grouped.items():
-        item_rows = sorted(item_rows, key=lambda r: int(r["repeat"]))
+        item_rows = sorted(item_rows, key=_repeat)
         labels = [r.get("label") or ERROR for r in item_rows]
         majority = majority_label(labels)
-        keys = [tuple(r.get("retrieved_keys") or ()) for r in item_rows]
         scores = [float(r["judge_score"]) for r in item_rows if r.get("judge_score") is not None and r.get("label") != ERROR]
         orders = [float(r["order_score"]) for r in item_rows if r.get("order_score") is not None and r.get("label") != ERROR]
         missed = majority in (WRONG, ABSTAIN)  # only a missed item has a failure stage
@@ -70,7 +69,7 @@ fractional score, BEAM's event-ordering score), ``failure_stage`` (of the first 
                 "labels": labels,
                 "majority": majority,
                 "stable": is_stable(labels),
-                "identical_retrieval": len(set(keys)) == 1 if len(keys) > 1 else None,
+                "identical_retrieval": _identical_retrieval(item_rows),
                 "judge_score": _mean(scores),
                 "order_score": _mean(orders),
                 "failure_stage": stage,
@@ -78,6 +77,22 @@ fractional score, BEAM's event-ordering score), ``failure_stage`` (of the first 
             }
         )
     return out
+
+
+def _repeat(row: Row) -> int:
+    return int(row["repeat"])
+
+
+def _identical_retrieval(item_rows: Sequence[Row]) -> bool | None:
+    """Whether an item's repeats retrieved the same keys in the same order (None: one repeat).
+    The repeats of an item retrieved once share its list (a run's rows): then without a tuple
+    of each repeat's keys and a set of them (~1.5 us an item)."""
+    if len(item_rows) < 2:
+        return None
+    first = item_rows[0].get("retrieved_keys")
+    if all(r.get("retrieved_keys") is first for r in item_rows):
+        return True
+    return len({tuple(r.get("retrieved_keys") or ()) for r in item_rows}) == 1
 
 
 def accuracy_block(items: Sequence[Mapping[str, Any]]) -> dict[str, Any]:

@@ -218,7 +218,9 @@ def _credited_items(columns: _Columns, rows: np.ndarray) -> np.ndarray:
     (:func:`memrun.stats.labels.item_majority`, errored rows ``error``, the label the item
     is scored by) is right, and some row of it is credited (``rows``). Repeat 0 alone
     could be wrong where the majority is right (and the score counts the item) or the
-    reverse."""
+    reverse. No row credited (most runs): none, without the items' majorities."""
+    if not rows.any():
+        return np.zeros(columns.n, dtype=bool)
     ok = ~columns.valid("error")
     row_labels = np.full(columns.n, labels.LABEL_ORDER.index(labels.ERROR), dtype=np.int64)
     for code, label in enumerate(labels.LABEL_ORDER):
