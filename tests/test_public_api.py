@@ -109,3 +109,21 @@ def test_compare_without_a_metric_reads_the_runs_headline_metric(tmp_path):
     assert outcome.status == "compared" and outcome.request.metric == "recall@1"
     assert outcome.comparison is not None and outcome.comparison.metric == "recall@1"
     assert outcome.request.metric_given is False  # named by no one: no "--metric is not read" warning
+
+
+@pytest.mark.parametrize("overrides, needle", [
+    (["-m", "arm=bm25,bm25_nostop"], "-m: memrun.run takes key=value overrides, not the command line's flags"),
+    (["hydra.run.dir=elsewhere"], "hydra.run.dir=elsewhere: memrun.run has no Hydra job to configure"),  # was ignored
+    (["arm=bm25,bm25_nostop"], "arm=bm25,bm25_nostop: values separated by commas are a sweep"),  # "Ambiguous value"
+    (["arm.top_k=range(1,3)"], r"arm.top_k=range\(1,3\): a sweep, one job per value: run it with -m"),
+])
+def test_run_refuses_what_only_the_command_line_can_do(overrides, needle, tmp_path):
+    with pytest.raises(memrun.ConfigError, match=needle):
+        memrun.run(overrides, out_dir=tmp_path / "run")
+    assert not (tmp_path / "run").exists() and not (tmp_path / "elsewhere").exists()
+
+
+def test_run_into_a_file_is_one_line(tmp_path):
+    (tmp_path / "taken").write_text("mine")
+    with pytest.raises(memrun.ConfigError, match="out_dir=.*taken is a file"):  # was FileExistsError
+        memrun.run(["benchmark=synthetic"], out_dir=tmp_path / "taken")

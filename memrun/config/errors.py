@@ -104,6 +104,11 @@ def _explain(exc: BaseException) -> str:
     if "Could not override 'arm/embedder'" in text:  # an arm without an embedder (bm25, a sweep's lexical job)
         return (f"{where}arm/embedder=...: this arm's config has no embedder in its defaults list; add "
                 "'- embedder: null' before _self_ there (as conf/arm/bm25.yaml does) so that the override composes")
+    if m := re.match(r"Ambiguous value for argument '([^']+)'", text):  # a sweep's values without -m
+        return (f"{where}{m.group(1)}: values separated by commas are a sweep, one job each: run it with -m "
+                f"(memrun -m {m.group(1)}); a single value holding a comma is quoted: key='a,b'")
+    if m := re.match(r"Sweep parameters '([^']+)' requires --multirun", text):  # range(), choice(), glob()
+        return f"{where}{m.group(1)}: a sweep, one job per value: run it with -m (memrun -m {m.group(1)})"
     if isinstance(exc, hydra_errors.OverrideParseException):
         override = getattr(exc, "override", None)
         named = f" {redact_override(str(override), {})!r}" if override else ""

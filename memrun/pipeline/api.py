@@ -31,7 +31,8 @@ def run(overrides: Sequence[str] = (), out_dir: str | Path = "outputs/memrun-api
     degraded, failed...). Warnings are
     printed on stderr and saved with the run, as on the command line. Raises ConfigError
     for ``overrides`` that are not a list of strings (a single string is refused, not split
-    into characters), an ``out_dir`` that is not a path, and for a bad config; ConfigError,
+    into characters), an ``out_dir`` that is not a folder path, the command line's flags
+    (``-m``, ``--config-dir``) and ``hydra.*`` keys (silently ignored before), and for a bad config; ConfigError,
     DataError or ArmError before any item runs when the config, data or arm is unusable;
     KeyboardInterrupt propagates after the finished rows were written.
     """
@@ -42,6 +43,14 @@ def run(overrides: Sequence[str] = (), out_dir: str | Path = "outputs/memrun-api
     if not isinstance(out_dir, (str, os.PathLike)):
         raise ConfigError(f"out_dir must be a folder path (str or Path), e.g. 'runs/bm25', not "
                           f"{type(out_dir).__name__} {out_dir!r:.60}")
+    if Path(out_dir).exists() and not Path(out_dir).is_dir():
+        raise ConfigError(f"out_dir={out_dir} is a file; give the folder the run's rows go into")
+    for override in overrides:
+        if override.startswith("-"):  # -m, --config-dir, --cfg: the command line's flags, not overrides
+            raise ConfigError(f"{override}: memrun.run takes key=value overrides, not the command line's flags; a "
+                              "sweep is one memrun.run per job, and a class of your own is arm._target_=pkg.Class")
+        if override.lstrip("+~").startswith("hydra."):  # Hydra's own keys: a run from Python has no Hydra job
+            raise ConfigError(f"{override}: memrun.run has no Hydra job to configure; the run's folder is out_dir")
     cfg = compose([*overrides, f"progress={'true' if progress else 'false'}"])
     warnings = RunWarnings()
     with warnings.active():
