@@ -151,7 +151,16 @@ class AnswerStage:
     async def run(self, groups: AsyncGenerator[tuple[Group, list[Retrieved]], None]) -> None:
         """Take each retrieved group and answer its items (see the module docstring); return
         when all rows are emitted. ``groups``: each group with its items' retrieval results."""
-        tasks: list[asyncio.Task[None]] = []
+        # The rows' tasks not yet finished, and those that ended in an error (raised by the gather
+        # below): a finished row's task is dropped at once, so that the collector does not walk
+        # thousands of finished tasks and the gather at the end waits on a few (a 12,000-call cold
+        # run gathered 6,000 there, and the allocation started a 0.1 s collection of them all).
+        tasks: set[asyncio.Task[None]] = set()
+
+        def finished(task: asyncio.Task[None]) -> None:
+            if task.cancelled() or task.exception() is None:
+                tasks.discard(task)
+
         ahead = self.setup.llm.concurrency
         eager = False  # the last groups' rows all finished from the cache, without a task
         try:
@@ -172,7 +181,7 @@ class AnswerStage:
                     raise
                 finally:
                     self._taking = None
-                before = len(tasks)
+                made = False
                 if not batch:
                     break
                 if self.setup.reader is not None:  # the reader's cached replies read in one query
@@ -189,13 +198,15 @@ class AnswerStage:
                         # a row whose calls are all cached finishes here, without a task
                         task = start_eagerly(self._one(r, dict(base, repeat=repeat), records, p))
                         if task is not None:
-                            tasks.append(task)
-                eager = len(tasks) == before
+                            made = True
+                            tasks.add(task)
+                            task.add_done_callback(finished)
+                eager = not made
                 self._settle()
                 await asyncio.sleep(0)  # let the new tasks start before deciding on the next groups
             await asyncio.gather(*tasks)
         finally:
-            for task in tasks:
+            for task in list(tasks):
                 task.cancel()
             await groups.aclose()  # open histories cancelled; no arm call starts after this
         if self.fatal is not None:
