@@ -84,12 +84,15 @@ def _repeat(row: Row) -> int:
 
 
 def _identical_retrieval(item_rows: Sequence[Row]) -> bool | None:
-    """Whether an item's repeats retrieved the same keys in the same order (None: one repeat).
+    """Whether an item's repeats retrieved the same keys in the same order (None: one repeat,
+    or no repeat retrieved anything, as with an arm that retrieves nothing).
     The repeats of an item retrieved once share its list (a run's rows): then without a tuple
     of each repeat's keys and a set of them (~1.5 us an item)."""
     if len(item_rows) < 2:
         return None
     first = item_rows[0].get("retrieved_keys")
+    if first is None and all(r.get("retrieved_keys") is None for r in item_rows):
+        return None
     if all(r.get("retrieved_keys") is first for r in item_rows):
         return True
     return len({tuple(r.get("retrieved_keys") or ()) for r in item_rows}) == 1

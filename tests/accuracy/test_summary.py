@@ -47,6 +47,13 @@ def test_identical_retrieval_latency_tokens_and_score():
     ]
     s = summarize(rows)
     assert s["identical_retrieval_share"] == 0.5
+    # An item none of whose repeats retrieved anything (an arm that retrieves nothing) has no
+    # retrieval to compare: not counted identical (the share was 2 of 3, "identical" by default)
+    nothing = [row("c", r, "correct", search_latency_ms=None) for r in (0, 1)]
+    for r in nothing:
+        r["retrieved_keys"] = None
+    assert summarize(rows + nothing)["identical_retrieval_share"] == 0.5
+    assert summarize(nothing)["identical_retrieval_share"] is None
     assert s["search_latency_ms"]["p50"] == 10.0  # one search per item (repeat 0)
     assert s["answer_latency_ms"]["p50"] == 200.0
     assert s["context_tokens"] == {"mean": 2000.0, "n_reported": 3}  # None is not a zero
