@@ -19,6 +19,7 @@ import memrun
 from memrun.arms import DESCRIBE_KEYS, Arm
 from memrun.arms.contract import check_arm
 from memrun.benchmarks import Benchmark, check_benchmark
+from memrun.benchmarks.checked import checked_load
 from memrun.benchmarks.download import data_dir
 from memrun.benchmarks.selection import Selection, apply_selection
 from memrun.config import ARM_RESERVED_KEYS, BENCHMARK_RESERVED_KEYS
@@ -94,7 +95,7 @@ def load_dataset(benchmark: Benchmark, selection: Selection, data_dir_setting: s
     """The selected dataset, the selection as applied, and every item id of the benchmark
     before selection (None when its lazy groups come without an index). ``data_dir_setting``:
     the config's ``data_dir`` (:func:`memrun.benchmarks.download.data_dir`)."""
-    loaded = benchmark.load(data_dir(data_dir_setting))
+    loaded = checked_load(benchmark, data_dir(data_dir_setting))  # a class of the user's: its data checked
     index = loaded.item_index()
     dataset, selection = apply_selection(loaded, selection)
     return dataset, selection, None if index is None else [item_id for item_id, _ in index]
