@@ -37,7 +37,7 @@ from hydra.errors import InstantiationException
 from memrun.core.hooks import VALUE, Hook, bind, check
 from memrun.core.plugins import locate_class
 from memrun.core.plugins import params as plugin_params
-from memrun.errors import ConfigError
+from memrun.errors import ConfigError, MemrunError
 from memrun.records import Item
 from memrun.stats.labels import ABSTAIN, CORRECT, ERROR, WRONG
 
@@ -162,4 +162,55 @@ def build_judge(node: Any, where: str, llm: Any) -> Judge:
     if inspect.iscoroutinefunction(judge.describe) or not inspect.iscoroutinefunction(judge.grade):
         raise ConfigError(f"{where}: {target}.grade must be async def and describe a plain def "
                           f"(memrun awaits grade, and calls describe); the judge contract is {CONTRACT}")
+    if not cls.__module__.startswith("memrun.judges."):  # a class of the user's: its verdicts checked
+        return CheckedJudge(judge, target)  # a Judge: describe, grade and the rest (the judge's own)
     return judge
+
+
+class CheckedJudge:
+    """A judge class of the user's own (``judge._target_=pkg.Class``) held to what ``grade``
+    returns, as an arm's hits and a benchmark's data are (:func:`memrun.pipeline.one_history.check_hits`,
+    :mod:`memrun.benchmarks.checked`): a verdict of the wrong shape (not a JudgeVerdict, a label
+    not in :data:`LABELS`, a str score) is one ConfigError line naming the class and the field,
+    not a traceback at the row or the Parquet writer; an exception other than a MemrunError
+    (a failed LLM call is one) fails that item, its reason on the row, as an arm's ``search``
+    raising does. Every other attribute is the judge's own. memrun's judges are not wrapped."""
+
+    def __init__(self, judge: Any, target: str) -> None:
+        self._judge, self._target = judge, target
+
+    def __getattr__(self, name: str) -> Any:
+        return getattr(self._judge, name)
+
+    def describe(self) -> Any:
+        """The judge's own ``describe()``."""
+        return self._judge.describe()
+
+    async def grade(self, case: Case, repeat: int) -> JudgeVerdict:
+        """The judge's verdict, checked (:func:`check_verdict`)."""
+        try:
+            verdict = await self._judge.grade(case, repeat)
+        except MemrunError:
+            raise
+        except Exception as exc:  # noqa: BLE001 - the user's code: this item fails, the run goes on
+            return JudgeVerdict(ERROR, None, f"{self._target}.grade raised {type(exc).__name__}: {exc}")
+        return check_verdict(verdict, self._target)
+
+
+def check_verdict(verdict: Any, target: str) -> JudgeVerdict:
+    """``verdict`` when it is a JudgeVerdict a row can hold; ConfigError naming the field otherwise."""
+    def bad(what: str) -> ConfigError:
+        return ConfigError(f"judge: {target}.grade returned {what}; the judge contract is {CONTRACT}")
+
+    if not isinstance(verdict, JudgeVerdict):
+        raise bad(f"{type(verdict).__name__} {verdict!r:.40}; it must return a memrun.judges.JudgeVerdict")
+    if verdict.label not in LABELS:
+        raise bad(f"the label {verdict.label!r:.40}; labels are {', '.join(LABELS)}")
+    score = verdict.score
+    if score is not None and (isinstance(score, bool) or not isinstance(score, (int, float))):
+        raise bad(f"a score of type {type(score).__name__} ({score!r:.40}); a score is a number or None")
+    for field in ("explanation", "prompt"):
+        value = getattr(verdict, field)
+        if value is not None and not isinstance(value, str):
+            raise bad(f"an {field} of type {type(value).__name__}; it is text or None")
+    return verdict

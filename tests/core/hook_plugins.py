@@ -30,6 +30,17 @@ class Judge(Plain):
     plan_note = None
 
 
+class Verdicts(Plain):
+    """A judge whose grade returns ``self.verdict`` (or raises it), to test the checks on what it returns."""
+
+    verdict: Any = None
+
+    async def grade(self, case: Case, repeat: int) -> Any:
+        if isinstance(self.verdict, Exception):
+            raise self.verdict
+        return self.verdict
+
+
 class FractionalText(Judge):
     """``fractional = "yes"``: the run reads ``fractional is True``."""
 

@@ -3,14 +3,19 @@ its contract when it is built, one line naming the hook. The arm contract: tests
 
 from __future__ import annotations
 
+import asyncio
+
 import pytest
 from omegaconf import OmegaConf
 
 from memrun.benchmarks import check_benchmark
 from memrun.core.hooks import VALUE, Hook, bind, check
 from memrun.errors import ConfigError
-from memrun.judges import build_judge, judge_hooks
+from memrun.judges import Case, JudgeVerdict, build_judge, judge_hooks
 from memrun.judges.lexical import ExactJudge
+from memrun.records import Item
+
+CASE = Case(Item("q0", "h0", "h0", "c", "what?", "a", '"a"', ()), "c", "a", "a")
 
 
 def judge(cls: str):
@@ -61,3 +66,32 @@ def test_bind_gives_the_declared_hooks_only() -> None:
     assert set(bound) == {"hook", "flag", "absent"} and bound["hook"](2) == 2 and bound["flag"] is True
     assert bound["absent"] is None
     check(Plugin(), hooks, "x", "here", ValueError)  # keeps the contract: no error
+
+
+@pytest.mark.parametrize("verdict, message", [
+    ("correct", r"Verdicts.grade returned str 'correct'; it must return a memrun.judges.JudgeVerdict"),  # AttributeError
+    (JudgeVerdict("yes", 1.0, ""), r"Verdicts.grade returned the label 'yes'; labels are correct, wrong"),  # ValueError
+    (JudgeVerdict("correct", "1", ""), r"Verdicts.grade returned a score of type str \('1'\)"),  # ArrowInvalid
+    (JudgeVerdict("correct", 1.0, 5), r"Verdicts.grade returned an explanation of type int"),
+])
+def test_a_user_judge_s_verdict_of_the_wrong_shape_is_one_line(verdict, message, monkeypatch) -> None:
+    from core import hook_plugins
+
+    monkeypatch.setattr(hook_plugins.Verdicts, "verdict", verdict)
+    with pytest.raises(ConfigError, match=r"^judge: core.hook_plugins." + message) as info:
+        asyncio.run(judge("Verdicts").grade(CASE, 0))
+    assert "\n" not in str(info.value)
+
+
+def test_a_user_judge_raising_fails_the_item_and_a_good_one_is_read_as_it_is(monkeypatch) -> None:
+    from core import hook_plugins
+
+    monkeypatch.setattr(hook_plugins.Verdicts, "verdict", RuntimeError("judge boom"))
+    failed = asyncio.run(judge("Verdicts").grade(CASE, 0))  # was a traceback ending the run
+    assert (failed.label, failed.score) == ("error", None)
+    assert failed.explanation == "core.hook_plugins.Verdicts.grade raised RuntimeError: judge boom"
+    assert asyncio.run(judge("Judge").grade(CASE, 0)) == JudgeVerdict("correct", 1.0, "")
+    assert judge("Judge").describe()["judge_model"] == "user"
+    assert type(build_judge(OmegaConf.create({"_target_": "memrun.judges.lexical.ExactJudge"}), "judge", None)) \
+        is ExactJudge  # memrun's own judges are not wrapped
+
