@@ -251,6 +251,8 @@ def _run_hydra(args: list[str], reuse_compositions: bool = False) -> int:
         return _fail(config_errors.explain_config_error(exc))
     except yaml.YAMLError as exc:
         return _fail(config_errors.explain_yaml_error(exc))
+    except MemrunError as exc:  # --cfg refusing what a run refuses (memrun.commands.show_config); a job's are its own
+        return _fail(str(exc))
     except OSError as exc:  # Hydra creating the run or sweep folder: read-only, missing, full
         if isinstance(exc, BrokenPipeError):  # Hydra printing (--help, --cfg) to a reader gone: main() ends quietly
             raise

@@ -371,6 +371,22 @@ def test_a_new_key_of_a_map_says_how_to_add_it(capsys):
     assert "X-Session: '***'" in capsys.readouterr().out
 
 
+@pytest.mark.parametrize(("override", "message"), [
+    ("+arm.tok_k=5", "+arm.tok_k: arm has no key 'tok_k' (memrun would not read it); did you mean 'top_k'?"),
+    ("arm.warmup=5", "arm.warmup=5: arm.warmup is true or false"),
+])
+def test_cfg_job_refuses_what_a_run_refuses(override, message, tmp_path, monkeypatch, capsys):
+    """--cfg shows the config a run of the same overrides would run: one a run refuses (a key
+    memrun would not read, a boolean given as a number) is refused there too, not printed."""
+    monkeypatch.chdir(tmp_path)
+    for args in (["--cfg", "job", override], [override, "progress=false"]):  # --cfg as the run itself
+        assert cli_main(args) == 2
+        printed = capsys.readouterr()
+        assert printed.out == "" and printed.err.strip().splitlines()[-1].startswith(f"memrun: error: {message}")
+    assert cli_main(["--cfg", "job", "+arm.env.FOO=1", "arm=mcp"]) == 0  # a free-form node takes new keys
+    assert "  env:\n    FOO: '***'\n" in capsys.readouterr().out  # (env values are redacted as secrets may be)
+
+
 def test_the_collector_is_off_during_start_up_only(tmp_path, monkeypatch):
     """Start-up (Hydra, config, dataset, arm) builds long-lived objects, so the CLI keeps
     the cyclic collector off until the items begin; the items run with it on, and every

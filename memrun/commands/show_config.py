@@ -9,7 +9,7 @@ from __future__ import annotations
 import io
 import logging
 import sys
-from collections.abc import Iterator, Sequence
+from collections.abc import Callable, Iterator, Sequence
 from contextlib import contextmanager
 from typing import TYPE_CHECKING, Any
 
@@ -20,11 +20,14 @@ from memrun.lazy import lazy
 # Hydra's own argument parser, to read --cfg and --package as Hydra does (memrun.lazy).
 # Only what --cfg and --info print is redacted: `memrun --help` does not load it.
 if TYPE_CHECKING:
+    from hydra._internal import hydra as hydra_hydra
     from hydra._internal import utils as hydra_utils
 
-    from memrun.config import embedder_use
+    from memrun.config import embedder_use, strict
     from memrun.core import redaction, yaml_text
 else:
+    hydra_hydra = lazy("hydra._internal.hydra")
+    strict = lazy("memrun.config.strict")
     hydra_utils = lazy("hydra._internal.utils")
     embedder_use = lazy("memrun.config.embedder_use")  # only for a config that holds an embedder: ast, no arm imported
     redaction = lazy("memrun.core.redaction")
@@ -116,6 +119,7 @@ def redacted_config_print(args: Sequence[str]) -> Iterator[None]:
         yield
         return
     real, held = sys.stdout, io.StringIO()
+    undo = _refusing_what_a_run_refuses() if show == "cfg" else (lambda: None)
     # --info sets the root logger to DEBUG with a handler on stdout (Hydra's
     # simple_stdout_log_config): put them back, for a caller that goes on in this process.
     root = logging.getLogger()
@@ -124,8 +128,30 @@ def redacted_config_print(args: Sequence[str]) -> Iterator[None]:
     try:
         yield
     finally:
+        undo()
         sys.stdout = real
         root.setLevel(level)
         root.handlers[:] = handlers
     text = held.getvalue()
     sys.stdout.write(redact_printed_config(text, package) if show == "cfg" else redact_printed_info(text))
+
+
+def _refusing_what_a_run_refuses() -> Callable[[], None]:
+    """Until the returned undo is called, a config Hydra composes is checked as a run checks
+    its overrides (:func:`memrun.config.strict.check_overrides`: a key added where memrun's
+    schema has none, a boolean given as a word or number), so that ``--cfg`` never shows a
+    config a run of the same overrides would refuse. Raises ConfigError from the compose."""
+    hydra_class = hydra_hydra.Hydra
+    original = hydra_class.compose_config
+
+    def compose_config(self: Any, config_name: str | None, overrides: list[str], *args: Any, **kwargs: Any) -> Any:
+        cfg = original(self, config_name, overrides, *args, **kwargs)
+        strict.check_overrides(cfg, overrides)
+        return cfg
+
+    hydra_class.compose_config = compose_config  # type: ignore[method-assign]
+
+    def undo() -> None:
+        hydra_class.compose_config = original  # type: ignore[method-assign]
+
+    return undo
