@@ -36,7 +36,7 @@ from memrun.comparison.design import cluster_supply, design_notes, evidence_sens
 from memrun.comparison.fitness import DataThresholds
 from memrun.comparison.pairing import Paired, pair, read_for_compare, shared_items
 from memrun.core.background import in_background
-from memrun.core.instrument import Difference, Instrument
+from memrun.core.instrument import NEVER_TREATMENTS, Difference, Instrument
 from memrun.errors import CompareUsageError, MemrunError
 from memrun.io.reader import RunTable, read_instrument
 from memrun.lazy import lazy
@@ -411,6 +411,10 @@ def _refusal(a: Instrument, b: Instrument, treatments: list[str], request: Compa
         lines += [f"  {d.field}: A={d.a!r} B={d.b!r}: {d.why}" for d in differences]
         if apart:  # naming the fields could never pair them: say so instead of offering the flags
             lines.append(f"  {apart}: no --treatment pairs them; compare two runs of one benchmark and dataset")
+            return differences, "\n".join(lines)
+        if never := [d.field for d in differences if d.field in NEVER_TREATMENTS]:  # --treatment axis is refused
+            lines.append(f"  {', '.join(never)} cannot be a treatment ({NEVER_TREATMENTS[never[0]]}): no flag "
+                         f"pairs them; compare two runs on one {never[0]}")
             return differences, "\n".join(lines)
         lines.append(f"  if the comparison is meant to vary these, name them: {flags}")
         lines += _depth_fix(differences, a.axis)

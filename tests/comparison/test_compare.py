@@ -73,6 +73,11 @@ def test_each_comparability_field_refuses(tmp_path, capsys, field_name):
     assert f"  {field_name}: A=" in err and repr(value) in err
     why = Instrument.comparability_fields()[field_name]
     assert why in err
+    # the refusal offers only flags that work: --treatment axis is refused, so it is not offered
+    offered = f"--treatment {field_name}" in err
+    assert offered == (field_name != "axis"), err
+    if field_name == "axis":
+        assert "axis cannot be a treatment" in err and "compare two runs on one axis" in err
     # naming it as the treatment compares; the header names it. The axis never can be one:
     # recall@K and judged accuracy are never compared in one number.
     code = compare_main([str(ra), str(rb), "--treatment", field_name])
