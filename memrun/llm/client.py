@@ -97,6 +97,15 @@ class ChatRequest:
         whose answer is the same."""
         return request_body(self)
 
+    @cached_property
+    def payload(self) -> Any:
+        """:attr:`body` as ``aiohttp``'s ``BytesPayload``, built once and sent by every call of this
+        request (its repeats, its retries): aiohttp wraps ``bytes`` given as ``data`` in a new
+        payload each request (~4 us: its registry lookup, a header multidict), and a bytes
+        payload is made to be sent again (aiohttp writes its bytes and never consumes them).
+        Its own ``Content-Type`` header is never sent: the session's (application/json) wins."""
+        return _aiohttp().payload.BytesPayload(self.body)
+
     call_keys: dict[tuple[str, int], str] = field(default_factory=dict, init=False, repr=False, compare=False)
     """The keys :func:`memrun.llm.cache.call_key` computed for this request, by (endpoint URL,
     repeat): a call's key is looked up when its reply is read ahead, when the judge's request
@@ -201,7 +210,7 @@ class ChatClient:
         retrier: Retrier | None = None  # made at the first failed attempt: most calls never need one
         aiohttp = self._aiohttp
         session = self._open()
-        body = request.body
+        body = request.payload
         deadlines, task = self._deadlines, asyncio.current_task()
         while True:
             t0 = time.perf_counter()

@@ -219,3 +219,30 @@ def test_an_auth_failure_raises_auth_error_at_once(openai_server, status):
     result, _ = complete(openai_server)
     assert isinstance(result, AuthError) and openai_server.count() == 1
     assert f"HTTP {status}" in str(result) and "Incorrect API key" in str(result) and "$MY_KEY" in str(result)
+
+
+def test_a_request_sent_again_sends_the_same_bytes(openai_server):
+    """A request's body goes out as one payload object, built once for all its calls (its
+    repeats, its retries): each call still sends the JSON body with its own Content-Type and
+    Content-Length, as the first did."""
+    openai_server.script(Reply.ok("a"), Reply.server_error(), Reply.ok("b"), Reply.ok("c"))
+    request = ChatRequest("gpt-test", ({"role": "user", "content": "Où est l'item 7 ?"},), {"temperature": 0.0})
+
+    async def go() -> list[str]:
+        client = ChatClient(Endpoint(openai_server.base_url, "sk-test"), policy=FAST, timeout=5)
+        try:
+            return [(await client.complete(request)).text for _ in range(3)]
+        finally:
+            await client.close()
+
+    assert asyncio.run(go()) == ["a", "b", "c"]  # the second call was sent twice (a 500, then its retry)
+    assert request.payload is request.payload
+    sent = [entry for entry in openai_server.log if entry.path == "/v1/chat/completions"]
+    assert len(sent) == 4
+    for entry in sent:
+        assert entry.body == {"model": "gpt-test", "messages": [{"role": "user", "content": "Où est l'item 7 ?"}],
+                              "temperature": 0.0}
+        assert entry.headers["content-type"] == "application/json"
+        assert entry.headers["content-length"] == str(len(request.body))
+        assert entry.headers["authorization"] == "Bearer sk-test"
+    assert len({tuple(sorted(entry.headers.items())) for entry in sent}) == 1
