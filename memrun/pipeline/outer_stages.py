@@ -29,6 +29,7 @@ from memrun.core.provenance import Commits
 from memrun.core.redaction import redact_config
 from memrun.core.run_warnings import RunWarnings
 from memrun.core.status import RunStatus
+from memrun.errors import DataError
 from memrun.io.writer import SHA256_KEY
 from memrun.jobs import shards
 from memrun.lazy import lazy
@@ -104,6 +105,9 @@ def load_dataset(benchmark: Benchmark, selection: Selection, data_dir_setting: s
 def load(spec: RunSpec, benchmark: Benchmark) -> Loaded:
     """Load and select the benchmark's items, then keep this shard's groups (:mod:`memrun.jobs.shards`)."""
     dataset, selection, ids = load_dataset(benchmark, spec.selection, spec.data_dir)
+    if dataset.n_items == 0:  # an empty file (LongMemEval's [], a class of one's own): a run would measure nothing
+        raise DataError(f"benchmark={spec.benchmark}: {dataset.split} holds no item, so a run of it would measure "
+                        "nothing; check the file (or the benchmark's load) it reads")
     facts = shards.shard_facts(dataset, spec.shard.count, spec.shard.index)
     dataset = shards.take_shard(dataset, spec.shard.count, spec.shard.index)
     return Loaded(dataset, selection, ids, facts, n_warned=len(dataset.warnings))

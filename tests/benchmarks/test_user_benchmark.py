@@ -17,7 +17,6 @@ NAME = "benchmarks.bad_benchmarks"
 @pytest.mark.parametrize("cls, needle", [
     (bad.ReturnsDict, "ReturnsDict.load() returned dict; it must return a memrun.records.Dataset"),  # 'item_index'
     (bad.Raises, "Raises.load() raised RuntimeError: cannot load"),  # a traceback
-    (bad.NoItems, "NoItems.load() returned no item (1 groups, none with items)"),  # a run of 0 items exited 0
     (bad.BadGoldMatch, "gold_match='fuzzy'; use 'key' or 'substring'"),  # a ValueError traceback
     (bad.GroupsNotGroups, "groups[0]: is tuple; each group must be a memrun.records.Group"),
     (bad.DupHistories, "group 'h0': its history_id is another group's too"),  # silently ran
@@ -50,8 +49,23 @@ def test_a_good_benchmark_loads_as_it_is(tmp_path):
     assert isinstance(dataset.groups, list) and [i.item_id for i in dataset.items()] == ["q0", "q1"]
 
 
-def test_a_run_of_a_user_benchmark_stops_in_one_line(tmp_path, monkeypatch):
+@pytest.mark.parametrize("cls, needle", [
+    ("IntCategory", "item 'q0'.category: must be non-empty text, got 3"),
+    ("NoItems", "benchmark=synthetic: s holds no item, so a run of it would measure nothing"),  # a run exiting 0
+])
+def test_a_run_of_a_user_benchmark_stops_in_one_line(tmp_path, monkeypatch, capsys, cls, needle):
     from memrun.cli import main
 
     monkeypatch.chdir(tmp_path)
-    assert main(["benchmark=synthetic", f"benchmark._target_={NAME}.IntCategory", "progress=false"]) == 2
+    assert main(["benchmark=synthetic", f"benchmark._target_={NAME}.{cls}", "progress=false"]) == 2
+    assert needle in capsys.readouterr().err.strip().splitlines()[-1]
+    assert not (tmp_path / "outputs").exists()  # no item done: no folder left
+
+
+def test_an_empty_longmemeval_file_is_refused_not_a_complete_run_of_nothing(tmp_path, monkeypatch, capsys):
+    from memrun.cli import main
+
+    monkeypatch.chdir(tmp_path)
+    (tmp_path / "lme.json").write_text("[]")
+    assert main(["benchmark=longmemeval", f"benchmark.path={tmp_path / 'lme.json'}", "progress=false"]) == 2
+    assert "holds no item, so a run of it would measure nothing" in capsys.readouterr().err
