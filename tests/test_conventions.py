@@ -182,7 +182,9 @@ def test_an_abstention_judged_right_on_nothing_retrieved_is_credited_for_absence
     ]
     counts = run_counts(rows)
     assert counts["credited"] == {"accuracy": {"abstained_on_empty_context": 2}}
-    assert counts["empty_searches"] == 4 and counts["n_searches"] == 5
+    # the judge's error came after a search that returned (empty): it is a search, as the run's
+    # arm checks count it (the footer said "2 of 22" beside the warning's "2 of 30")
+    assert counts["empty_searches"] == 5 and counts["n_searches"] == 6
 
 
 def test_a_runs_rows_and_their_table_credit_the_same_rows() -> None:
@@ -262,3 +264,17 @@ def test_a_runs_count_reads_the_majority_label_too() -> None:
     assert run_counts(rows(["wrong", "correct", "correct"]))["credited"] == {"accuracy": {"abstained_on_empty_context": 1}}
     assert run_counts(rows(["correct", "wrong", "wrong"]))["credited"] == {}
     assert run_counts(rows(["correct", "wrong", "abstain"]))["credited"] == {}  # a tie is wrong
+
+
+def test_the_footer_and_the_arm_checks_count_the_same_searches(tmp_path) -> None:
+    """A run whose judge failed on some items said "2 of 30 searches returned no hit" in its
+    warning and "empty searches 2 of 22" under its table: the footer left out the items whose
+    search returned but whose judge failed."""
+    from memrun.metrics.conventions import run_counts
+
+    rows = [{"repeat": 0, "error": "judge: boom" if i % 4 == 0 else None, "retrieved_keys": [] if i < 2 else ["k"],
+             "gold_keys_raw": [], "extra": None, "label": "correct"} for i in range(30)]
+    rows.append({"repeat": 0, "error": "search: timeout", "retrieved_keys": None, "gold_keys_raw": [], "extra": None,
+                 "label": "error"})  # a search that failed is no search
+    counts = run_counts(rows)
+    assert (counts["empty_searches"], counts["n_searches"]) == (2, 30)

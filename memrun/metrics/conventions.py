@@ -254,7 +254,8 @@ def run_counts(rows: Sequence[Mapping[str, Any]]) -> dict[str, Any]:
     reply stayed unparseable: errors). Returns ``credited``: ``"<family>@K"`` (``accuracy``
     bare) -> convention -> items, only families with a non-zero count; ``unreachable``:
     items with gold no record can match; ``empty_searches`` and ``n_searches``: repeat-0
-    rows that searched without error, and those of them with no hit.
+    rows whose search returned (the reader or judge may have failed after it), and those
+    of them with no hit.
     """
     first = [r for r in rows if r.get("repeat", 0) == 0]
     if not first:
@@ -272,7 +273,9 @@ def run_counts(rows: Sequence[Mapping[str, Any]]) -> dict[str, Any]:
         counts = {name: int(mask.sum()) for name, mask in masks.items() if mask.any()}
         if counts:
             credited[family if family == ACCURACY else f"{family}@K"] = counts
-    searched = [r for r in first if r.get("error") is None and r.get("retrieved_keys") is not None]
+    # a search that returned has its keys (a failed ingest or search has none), whatever failed
+    # after it: an item whose reader or judge failed was searched too (HitChecks counts it so)
+    searched = [r for r in first if r.get("retrieved_keys") is not None]
     judged = {}
     if any("label" in r for r in rows[:1]):
         judged = {"judge_retried": sum(1 for r in rows if r.get("judge_retried")),
