@@ -511,7 +511,11 @@ def _named_categories(arg: str, run: RunTable) -> list[str]:
         if not run.instrument.comparable_categories:
             raise MemrunError(f"--categories comparable: {run.path} names no comparable subset; list the categories")
         return list(run.instrument.comparable_categories)
-    return [c.strip() for c in arg.split(",") if c.strip()]
+    named = [c.strip() for c in arg.split(",") if c.strip()]
+    if not named:  # "," or " , ": an empty list reached the pairing as an Arrow type error
+        raise CompareUsageError(f"--categories {arg!r} names no category; list them comma-separated (e.g. 1,2), "
+                                "or give comparable or all")
+    return named
 
 
 def _check_metric(metric: str) -> None:

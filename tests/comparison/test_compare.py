@@ -312,6 +312,14 @@ def test_too_few_resamples_for_a_95_percent_interval_are_refused(tmp_path, capsy
     assert f"--resamples {resamples}: must be at least 1,000" in capsys.readouterr().err
 
 
+@pytest.mark.parametrize("categories", [",", " , "])
+def test_categories_naming_none_are_a_usage_error(tmp_path, capsys, categories):
+    # was "memrun compare failed unexpectedly: ArrowTypeError ... (a bug in memrun)"
+    ra, rb = retrieval_run(tmp_path / "a", [True, False] * 4), retrieval_run(tmp_path / "b", [False, True] * 4)
+    assert compare_main([str(ra), str(rb), "--categories", categories]) == ExitCode.USAGE_ERROR
+    assert f"--categories {categories!r} names no category" in capsys.readouterr().err
+
+
 def test_bad_arguments_exit_with_usage_code(tmp_path, capsys):
     assert compare_main_exit(["only-one"]) == ExitCode.USAGE_ERROR
     assert compare_main([str(tmp_path / "nope"), str(tmp_path / "nope")]) == ExitCode.USAGE_ERROR
