@@ -61,6 +61,15 @@ Row = dict[str, Any]
 # key echoed by a server could land, so the only ones redacted (the replies as replies:
 # the URLs a reader answers with are kept, but for the config's own secrets).
 REPLY_TEXT = ("reader_answer", "judge_explanation", "judge2_explanation")
+ANSWERED = dict.fromkeys(("answer_source", "context_dropped", "answer_latency_ms", "context_tokens",
+                          "completion_tokens", "reader_cache_hit", "reader_answer", "label", "judge_score",
+                          "judge_explanation", "judge_prompt", "judge_cache_hit", "judge_tokens"))
+"""The columns an answered row gets (:meth:`AnswerStage._answer_and_judge`), None in an item's
+base row before its repeats copy it: a copy then has room for them. A base row's ~84 columns
+fill its dict's table (room for 85), so each repeat's first new column made its copy grow,
+every entry moved (~3.4 us a row, 6,000 in the bench's cached re-run); now the base grows,
+once an item. A column a row does not get stays None, as a missing one reads (the table's
+null; ``row.get``), and as the rows of a resumed run hold every column."""
 
 
 def reader_request(reader: Reader | None, r: Retrieved, records: Mapping[str, Record],
@@ -188,7 +197,7 @@ class AnswerStage:
                     self.setup.llm.prefetch(self.setup.reader.endpoint, [
                         (p.request, repeat) for _, _, p in batch if p is not None and p.request is not None
                         for repeat in range(self.setup.repeats)])
-                bases = [self.make_row(r) for r, _, _ in batch]  # retrieval is scored once per item
+                bases = [self.make_row(r) | ANSWERED for r, _, _ in batch]  # retrieval is scored once per item
                 self._prefetch_verdicts([r for r, _, _ in batch], [p for _, _, p in batch], bases)
                 for (r, records, p), base in zip(batch, bases):
                     for repeat in range(self.setup.repeats):
