@@ -111,7 +111,8 @@ class LLMService:
         self._missed: set[str] = set()  # keys prefetch() looked up and did not find (not looked up again)
         self._opening: Future[dict[Endpoint, ChatClient]] | None = None
         self._announced: list[Endpoint] = []  # endpoints given to open(), built at the first miss
-        self._in_flight: dict[str, asyncio.Future[ChatResult]] = {}  # key -> the call that will answer it
+        # key -> the call that will answer it: None until a twin waits for it (then the future the twins await)
+        self._in_flight: dict[str, asyncio.Future[ChatResult] | None] = {}
         self._commit_due = False  # a commit of the held replies is scheduled on the loop
         self._commit_error: CacheError | None = None  # a failed commit: raised by the next call and by aclose
         self.in_flight = 0  # requests sent and not yet answered
@@ -193,28 +194,31 @@ class LLMService:
             self.stats.cached += 1
             self._note_model(endpoint, request, hit)
             return CallOutcome(hit, cached=True)
-        twin = self._in_flight.get(key)
-        if twin is not None:  # the same request is on its way: wait for its reply, not a second call
+        in_flight = self._in_flight
+        if key in in_flight:  # the same request is on its way: wait for its reply, not a second call
+            twin = in_flight[key]
+            if twin is None:  # the first twin makes the future the call answers (most calls have none)
+                twin = in_flight[key] = asyncio.get_running_loop().create_future()
             result = await asyncio.shield(twin)
             self.stats.cached += 1
             return CallOutcome(result, cached=True)
-        mine: asyncio.Future[ChatResult] = asyncio.get_running_loop().create_future()
-        self._in_flight[key] = mine
+        in_flight[key] = None
         try:
             result = await self._send(endpoint, request, key)
         except BaseException as exc:
             # Waiting twins fail too (a CallError is the item's error for each); a cancelled
             # call cancels them only if nobody else can answer.
-            if isinstance(exc, asyncio.CancelledError):
-                mine.cancel()
-            else:
-                mine.set_exception(exc)
-                mine.exception()  # retrieved: no "never retrieved" warning when no twin waited
+            waiting = in_flight.pop(key, None)
+            if waiting is not None:
+                if isinstance(exc, asyncio.CancelledError):
+                    waiting.cancel()
+                else:
+                    waiting.set_exception(exc)
+                    waiting.exception()  # retrieved: no "never retrieved" warning when every twin was cancelled
             raise
-        else:
-            mine.set_result(result)
-        finally:
-            self._in_flight.pop(key, None)
+        waiting = in_flight.pop(key, None)
+        if waiting is not None:
+            waiting.set_result(result)
         self._note_model(endpoint, request, result)
         return CallOutcome(result, cached=False)
 

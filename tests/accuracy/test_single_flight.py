@@ -88,3 +88,29 @@ def test_a_run_answered_from_the_cache_never_imports_the_http_stack(tmp_path, op
     done = subprocess.run([sys.executable, "-c", code, str(tmp_path)], capture_output=True, text=True)
     assert done.returncode == 0, done.stderr
     assert done.stdout.split() == ["False", "False", "False"]
+
+
+def test_a_cancelled_twin_leaves_the_others_their_reply_and_a_cancelled_call_cancels_its_twins(tmp_path, openai_server):
+    endpoint = Endpoint(openai_server.base_url, "sk-test")
+    openai_server.script(Reply.ok("slow", delay=0.5), Reply.ok("slow too", delay=0.5))
+
+    async def go():
+        svc = LLMService(CallCache(tmp_path), concurrency=8)
+        try:
+            first, quitter, last = (asyncio.ensure_future(svc.call(endpoint, req("a"), 0)) for _ in range(3))
+            await asyncio.sleep(0.1)
+            quitter.cancel()  # a twin gives up: the call and the other twin go on
+            kept = await asyncio.gather(first, quitter, last, return_exceptions=True)
+            sender, twin = (asyncio.ensure_future(svc.call(endpoint, req("b"), 0)) for _ in range(2))
+            await asyncio.sleep(0.1)
+            sender.cancel()  # the call itself is cancelled: nobody else can answer its twin
+            dropped = await asyncio.gather(sender, twin, return_exceptions=True)
+            return kept, dropped, svc.stats
+        finally:
+            await svc.aclose()
+
+    (first, quitter, last), dropped, stats = asyncio.run(go())
+    assert first.result.text == last.result.text == "slow" and not first.cached and last.cached
+    assert isinstance(quitter, asyncio.CancelledError)
+    assert all(isinstance(d, asyncio.CancelledError) for d in dropped)
+    assert openai_server.count() == 2 and stats.made == 2
