@@ -80,9 +80,11 @@ def test_run_refuses_overrides_that_are_not_a_list_of_strings(overrides, tmp_pat
     (lambda: memrun.CompareRequest(a=None, b="runs/b"), memrun.CompareUsageError, "a is None and no baseline"),
     (lambda: memrun.CompareRequest(a="runs/a", b=None), memrun.CompareUsageError, r"CompareRequest.b: a run folder"),
     (lambda: memrun.CompareRequest(a="a", b="b", resamples="100"), memrun.CompareUsageError,
-     r"CompareRequest.resamples: an int, not str '100'"),
+     r"CompareRequest.resamples \(--resamples\): an int, not str '100'"),
     (lambda: memrun.CompareRequest(a="a", b="b", gate_band=float("nan")), memrun.CompareUsageError,
-     r"CompareRequest.gate_band: a finite number or None, not float nan"),
+     r"CompareRequest.gate_band \(--gate-band\): a finite number or None, not float nan"),
+    (lambda: memrun.CompareRequest(a="a", b="b", cluster_by=""), memrun.CompareUsageError,
+     r"CompareRequest.cluster_by \(--cluster-by\) is empty; name a column, or none"),  # was: items resampled alone
     (lambda: memrun.CompareRequest(a="a", b="b", allow_fake="yes"), memrun.CompareUsageError, "True or False"),
     (lambda: memrun.CompareRequest(a="a", b="b", treatments=[3]), memrun.CompareUsageError, "CompareRequest.treatments"),
 ])

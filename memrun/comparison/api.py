@@ -123,11 +123,20 @@ class CompareRequest:
             if isinstance(value, bool) != (kinds == (bool,)) or not isinstance(value, kinds) or (
                     kinds is _NUMBER and not math.isfinite(float(value))):  # type: ignore[arg-type]
                 what = {(bool,): "True or False", _INT: "an int", (str,): "a str"}.get(kinds, "a finite number")
-                raise CompareUsageError(f"CompareRequest.{name}: {what}" + (" or None" if name in _OPTIONAL else "")
+                raise CompareUsageError(f"{_flag(name)}: {what}" + (" or None" if name in _OPTIONAL else "")
                                         + f", not {type(value).__name__} {value!r:.60}")
+        for name in ("cluster_by", "stratify_by", "metric", "runs_dir"):
+            if getattr(self, name) == "":  # --cluster-by= read as no clusters, past --cluster-by none's refusal
+                fix = "name a column, or none" if name in ("cluster_by", "stratify_by") else "name one"
+                raise CompareUsageError(f"{_flag(name)} is empty; {fix}")
         if self.a is None and self.baseline is None:
             raise CompareUsageError("CompareRequest: a is None and no baseline; give run A's path, or baseline='auto' "
                                     "to find it under runs_dir")
+
+
+def _flag(name: str) -> str:
+    """A CompareRequest field as both its callers know it: ``CompareRequest.gate_band (--gate-band)``."""
+    return f"CompareRequest.{name} (--{name.replace('_', '-')})"
 
 
 _NUMBER: tuple[type, ...] = (numbers.Real,)

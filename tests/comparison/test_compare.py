@@ -312,6 +312,13 @@ def test_too_few_resamples_for_a_95_percent_interval_are_refused(tmp_path, capsy
     assert f"--resamples {resamples}: must be at least 1,000" in capsys.readouterr().err
 
 
+def test_an_empty_cluster_column_is_refused_not_read_as_no_clusters(tmp_path, capsys):
+    # --cluster-by= resampled items alone on runs whose items share histories, past --cluster-by none's refusal
+    ra, rb = retrieval_run(tmp_path / "a", [True, False] * 8), retrieval_run(tmp_path / "b", [False, True] * 8)
+    assert compare_main([str(ra), str(rb), "--cluster-by="]) == ExitCode.USAGE_ERROR
+    assert "(--cluster-by) is empty; name a column, or none" in capsys.readouterr().err
+
+
 @pytest.mark.parametrize("categories", [",", " , "])
 def test_categories_naming_none_are_a_usage_error(tmp_path, capsys, categories):
     # was "memrun compare failed unexpectedly: ArrowTypeError ... (a bug in memrun)"
