@@ -79,3 +79,18 @@ def test_failures_refuses_a_k_the_run_did_not_measure(locomo_run, capsys):
     assert main(["failures", str(locomo_run), "--k", "7"]) == 2
     err = capsys.readouterr().err.strip().splitlines()
     assert len(err) == 1 and "recall@7" in err[0] and "--k" in err[0]
+
+
+def test_a_category_no_item_has_is_named_and_a_label_is_read_as_its_category(tmp_path, capsys):
+    """--category multi-hop (a label) or a typo printed "0 of 0 items ... shown | not misses: 0 hit",
+    which reads as a category without misses."""
+    from run_tables import retrieval_run
+
+    run = retrieval_run(tmp_path / "run", [False, True, False, False])  # categories 1 (odd), 2 (even), alternating
+    assert main(["failures", str(run), "--category", "nope", "--json"]) == 2
+    err = capsys.readouterr().err
+    assert "--category nope: no item of" in err and "its categories: 1 (odd), 2 (even)" in err
+    assert main(["failures", str(run), "--category", "1", "--json"]) == 0
+    by_raw = capsys.readouterr().out
+    assert main(["failures", str(run), "--category", "odd", "--json"]) == 0
+    assert capsys.readouterr().out == by_raw and len(by_raw.splitlines()) == 2  # items 0 and 2 missed

@@ -124,7 +124,7 @@ def _parser() -> argparse.ArgumentParser:
     parser.add_argument("--abstain", action="store_true", help="accuracy axis: also items whose majority label is abstain")
     parser.add_argument("--k", type=at_least(1), default=None,
                         help="recall axis: a miss has no gold in the top K (default: the run's headline K)")
-    parser.add_argument("--category", help="only this raw category (e.g. 2)")
+    parser.add_argument("--category", help="only this category: raw (e.g. 2) or its label (e.g. temporal)")
     parser.add_argument("--limit", type=at_least(0), default=None, help="show at most this many items")
     parser.add_argument("--hits", type=at_least(0), default=5, help="retrieved records shown per item (default 5)")
     parser.add_argument("--format", choices=("text", "json", "md"), default="text",
@@ -148,6 +148,24 @@ def _recall_column(run: RunTable, k: int | None) -> tuple[str, str]:
     return column, metric
 
 
+def _raw_category(run: RunTable, asked: str) -> str:
+    """The raw category ``--category`` names: itself, or the raw category whose label it is
+    (``multi-hop`` for LoCoMo's ``1``). MemrunError naming the run's categories when no row
+    has it: an empty listing would read as "no misses" (it printed "0 of 0 items")."""
+    table = run.table
+    raws = table.column("category").to_pylist() if "category" in table.column_names else []
+    labels = table.column("category_label").to_pylist() if "category_label" in table.column_names else [None] * len(raws)
+    pairs = dict(zip(raws, labels))
+    if asked in pairs:
+        return asked
+    if named := [raw for raw, label in pairs.items() if label == asked]:
+        return str(named[0])
+    present = ", ".join(f"{raw} ({label})" if label and label != raw else str(raw) for raw, label in sorted(
+        pairs.items(), key=lambda p: str(p[0])))
+    raise MemrunError(f"memrun failures: --category {asked}: no item of {run.path} has it; its categories: "
+                      f"{present or 'none'}")
+
+
 def main(argv: list[str]) -> int:
     """Entry point; returns the exit code. Raises RunTableError for a missing run,
     MemrunError for a --k the run did not measure."""
@@ -155,6 +173,8 @@ def main(argv: list[str]) -> int:
     fmt = "json" if args.json else args.format
     run = read_run(args.run)
     inst = run.instrument
+    if args.category is not None:
+        args.category = _raw_category(run, args.category)
     if inst.axis == "accuracy":
         if args.k is not None:
             raise MemrunError("memrun failures: --k reads a recall-axis run; an accuracy run's misses are its "
