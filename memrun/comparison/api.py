@@ -520,7 +520,9 @@ def _named_categories(arg: str, run: RunTable) -> list[str]:
         if not run.instrument.comparable_categories:
             raise MemrunError(f"--categories comparable: {run.path} names no comparable subset; list the categories")
         return list(run.instrument.comparable_categories)
-    named = [c.strip() for c in arg.split(",") if c.strip()]
+    raw_of = {label: raw for raw, label in (run.instrument.categories or {}).items()}
+    raws = run.instrument.categories or {}
+    named = [c if c in raws else raw_of.get(c, c) for c in (c.strip() for c in arg.split(",")) if c]  # a label: its raw
     if not named:  # "," or " , ": an empty list reached the pairing as an Arrow type error
         raise CompareUsageError(f"--categories {arg!r} names no category; list them comma-separated (e.g. 1,2), "
                                 "or give comparable or all")

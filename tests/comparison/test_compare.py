@@ -319,6 +319,19 @@ def test_an_empty_cluster_column_is_refused_not_read_as_no_clusters(tmp_path, ca
     assert "(--cluster-by) is empty; name a column, or none" in capsys.readouterr().err
 
 
+def test_categories_may_be_named_by_their_labels(tmp_path, capsys, monkeypatch):
+    # --categories multi-hop on LoCoMo said "no item has category multi-hop; present: 1, 2, 3, 4, 5"
+    import run_tables
+
+    base = run_tables.base_instrument
+    monkeypatch.setattr(run_tables, "base_instrument", lambda **kw: base(categories={"1": "odd", "2": "even"}, **kw))
+    a, b = [True, False] * 8, [False, True] * 8
+    ra, rb = retrieval_run(tmp_path / "a", a), retrieval_run(tmp_path / "b", b)
+    _, by_raw = compare_json(capsys, str(ra), str(rb), "--categories", "1")
+    _, by_label = compare_json(capsys, str(ra), str(rb), "--categories", "odd")
+    assert by_label["overall"] == by_raw["overall"] and by_label["overall"]["n_items"] == 8
+
+
 @pytest.mark.parametrize("categories", [",", " , "])
 def test_categories_naming_none_are_a_usage_error(tmp_path, capsys, categories):
     # was "memrun compare failed unexpectedly: ArrowTypeError ... (a bug in memrun)"
