@@ -172,6 +172,8 @@ def ingest(arm: Arm, group: Group, hooks: ArmHooks | None = None) -> str | None:
         arm.ingest(group.history_id, group.records)
     except ArmError:
         raise  # the arm is misconfigured or broke its protocol: stop, not an item error
+    except SystemExit as exc:
+        raise exited(arm, "ingest", exc) from None
     except Exception as exc:  # noqa: BLE001 - recorded per item, never a miss
         return f"ingest: {type(exc).__name__}: {exc}"
     prepare = (hooks or arm_hooks(arm)).prepare_queries  # optional: e.g. embed the questions in one batch
@@ -180,9 +182,19 @@ def ingest(arm: Arm, group: Group, hooks: ArmHooks | None = None) -> str | None:
             prepare([item.question for item in group.items])
         except ArmError:
             raise
+        except SystemExit as exc:
+            raise exited(arm, "prepare_queries", exc) from None
         except Exception:  # noqa: BLE001 - each search then prepares its own query, and records its error
             pass
     return None
+
+
+def exited(arm: Any, method: str, exc: SystemExit) -> ArmError:
+    """The ArmError for an arm method that called ``sys.exit`` (``SystemExit``): the run
+    stops in one line naming the arm and the method, instead of exiting with the arm's code
+    and no word; a failing search or ingest should raise an exception, recorded on its items."""
+    return ArmError(f"arm: {type(arm).__name__}.{method} called sys.exit({exc.code!r}): an arm must raise an exception "
+                    "for a failed call (recorded on its items), not end the process")
 
 
 def search(arm: Arm, item: Item, top_k: int, gold_match: GoldMatch, warmup: bool = False,
@@ -199,6 +211,8 @@ def search(arm: Arm, item: Item, top_k: int, gold_match: GoldMatch, warmup: bool
                 result = arm.search(item.question, top_k)
     except ArmError:
         raise
+    except SystemExit as exc:
+        raise exited(arm, "search", exc) from None
     except Exception as exc:  # noqa: BLE001
         return None, None, f"search: {type(exc).__name__}: {exc}"
     latency = (time.perf_counter() - t0) * 1000.0
@@ -292,6 +306,8 @@ def arm_answer(answer_for: Any, item: Item, error: str | None) -> tuple[str | No
         return None, error
     try:
         return answer_for(item), None
+    except SystemExit as exc:
+        raise exited(getattr(answer_for, "__self__", answer_for), "answer_for", exc) from None
     except Exception as exc:  # noqa: BLE001 - recorded on the item
         return None, f"answer_for: {type(exc).__name__}: {exc}"
 

@@ -7,6 +7,7 @@ bm25's parameters.
 from __future__ import annotations
 
 import hashlib
+import sys
 from collections.abc import Sequence
 
 from memrun.arms.bm25 import BM25Arm
@@ -90,3 +91,17 @@ class KeysOnlyArm(BM25Arm):
 
     def search(self, query: str, k: int) -> list[Hit]:
         return [Hit(h.key, h.score) for h in super().search(query, k)]
+
+
+class ExitingArm(BM25Arm):
+    """Calls ``sys.exit(3)`` from ``search`` (a script's habit carried into an arm)."""
+
+    def search(self, query: str, k: int) -> list[Hit]:
+        sys.exit(3)
+
+
+class ExitingIngestArm(BM25Arm):
+    """Calls ``sys.exit(3)`` from ``ingest``."""
+
+    def ingest(self, history_id: str, records: Sequence[Record]) -> None:
+        sys.exit(3)

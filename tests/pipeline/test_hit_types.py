@@ -54,3 +54,18 @@ def test_hits_without_text_under_phrase_gold_are_counted_and_warned(tmp_path, ar
                         "whatever it found; return each hit with its record's text (Hit(record.key, score, record.text))"]
     else:  # bm25's hits carry their records' text
         assert summary["arm_checks"]["textless_hits"] == 0 and said == []
+
+
+@pytest.mark.parametrize("arm,method", [("ExitingArm", "search"), ("ExitingIngestArm", "ingest")])
+def test_an_arm_that_calls_sys_exit_stops_the_run_in_one_line(tmp_path, monkeypatch, capsys, arm, method):
+    """An arm method calling sys.exit(3) ended memrun with exit 3 and no word (SystemExit passes
+    every ``except Exception``); it is an ArmError naming the arm and the method."""
+    from memrun.cli import main
+
+    monkeypatch.chdir(tmp_path)
+    code = main(["benchmark=synthetic", "arm=bm25", f"arm._target_=arms.faulty.{arm}", "progress=false",
+                 f"hydra.run.dir={tmp_path / 'run'}"])
+    assert code == 2
+    assert capsys.readouterr().err.strip().splitlines()[-1] == (
+        f"memrun: error: arm: {arm}.{method} called sys.exit(3): an arm must raise an exception for a failed call "
+        "(recorded on its items), not end the process")
