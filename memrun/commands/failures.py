@@ -32,6 +32,7 @@ from memrun.commands.usage import Parser, at_least
 from memrun.errors import MemrunError, RunTableError
 from memrun.io.reader import RunTable, read_run
 from memrun.metrics.accuracy import item_outcomes
+from memrun.metrics.by_category import raw_category
 from memrun.metrics.intervals import retrieval_headline_metric
 from memrun.metrics.retrieval import item_column_for
 from memrun.report.evidence import evidence
@@ -156,10 +157,8 @@ def _raw_category(run: RunTable, asked: str) -> str:
     raws = table.column("category").to_pylist() if "category" in table.column_names else []
     labels = table.column("category_label").to_pylist() if "category_label" in table.column_names else [None] * len(raws)
     pairs = dict(zip(raws, labels))
-    if asked in pairs:
-        return asked
-    if named := [raw for raw, label in pairs.items() if label == asked]:
-        return str(named[0])
+    if (raw := raw_category(pairs, asked)) in pairs:
+        return raw
     present = ", ".join(f"{raw} ({label})" if label and label != raw else str(raw) for raw, label in sorted(
         pairs.items(), key=lambda p: str(p[0])))
     raise MemrunError(f"memrun failures: --category {asked}: no item of {run.path} has it; its categories: "

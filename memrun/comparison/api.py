@@ -40,6 +40,7 @@ from memrun.core.instrument import NEVER_TREATMENTS, Difference, Instrument
 from memrun.errors import CompareUsageError, MemrunError
 from memrun.io.reader import RunTable, read_instrument
 from memrun.lazy import lazy
+from memrun.metrics.by_category import raw_category
 from memrun.metrics.intervals import retrieval_headline_metric
 from memrun.metrics.retrieval import depth_read, item_column_for
 from memrun.stats import DEFAULT_BAND, ExitCode, JudgeCalibration
@@ -520,9 +521,7 @@ def _named_categories(arg: str, run: RunTable) -> list[str]:
         if not run.instrument.comparable_categories:
             raise MemrunError(f"--categories comparable: {run.path} names no comparable subset; list the categories")
         return list(run.instrument.comparable_categories)
-    raw_of = {label: raw for raw, label in (run.instrument.categories or {}).items()}
-    raws = run.instrument.categories or {}
-    named = [c if c in raws else raw_of.get(c, c) for c in (c.strip() for c in arg.split(",")) if c]  # a label: its raw
+    named = [raw_category(run.instrument.categories or {}, c) for c in (c.strip() for c in arg.split(",")) if c]
     if not named:  # "," or " , ": an empty list reached the pairing as an Arrow type error
         raise CompareUsageError(f"--categories {arg!r} names no category; list them comma-separated (e.g. 1,2), "
                                 "or give comparable or all")

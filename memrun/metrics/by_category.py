@@ -24,6 +24,16 @@ def category_order(cat: str) -> tuple[int, int | str]:
     return (0, int(cat)) if cat.lstrip("-").isdigit() else (1, cat)
 
 
+def raw_category(categories: Mapping[Any, Any], name: str) -> str:
+    """The raw category ``name`` stands for on a command line, given a run's raw category ->
+    label map: itself when it is a raw category there, else the first raw category whose label
+    it is (``multi-hop`` for LoCoMo's ``1``), else ``name`` unchanged (the caller says whether
+    any item has it)."""
+    if name in categories:
+        return name
+    return next((str(raw) for raw, label in categories.items() if label == name), name)
+
+
 def task_average(per_category: Mapping[str, Mapping[str, Any]]) -> dict[str, Any]:
     """Mean over categories of each metric of per-category blocks.
 
