@@ -185,3 +185,35 @@ def test_start_close_lets_the_caller_go_on_and_close_waits(tmp_path):
     assert path == tmp_path / ITEMS_FILE and writer.sha256 == file_sha256(path)
     assert not (tmp_path / PARTS_DIR).exists()
     assert read_run(tmp_path).table.column("item_id").to_pylist() == [f"i{i}" for i in range(5)]
+
+
+def test_the_pandas_probe_never_makes_another_threads_import_skip_a_finder():
+    """A run's writer thread probes pyarrow while the main thread imports (memrun.accuracy.stage,
+    lazily): the probe once took its finder out of sys.meta_path in the middle of that import's
+    walk of the list, the walk skipped the next finder, and the import failed with "No module
+    named 'memrun.judges.lexical'". Here the other thread's walk takes one step during the probe."""
+    code = """
+import sys
+from memrun.io import writer
+before = list(sys.meta_path)
+walk = iter(sys.meta_path)          # another thread's import, one finder asked so far
+asked = [next(walk)]
+real = writer.pa.array
+def probe(*args, **kwargs):         # that thread asks its next finder while the probe runs
+    asked.append(next(walk))
+    return real(*args, **kwargs)
+writer.pa.array = probe
+writer.skip_pandas_probe()
+writer.pa.array = real
+asked.extend(walk)
+missed = [repr(f) for f in before if not any(f is a for a in asked)]
+print(missed, 'pandas' in sys.modules)
+import pandas                       # still importable for what really uses it
+print(pandas.DataFrame({'a': [1]}).shape)
+"""
+    import subprocess
+    import sys
+
+    out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, timeout=120)
+    assert out.returncode == 0, out.stderr
+    assert out.stdout.split("\n")[:2] == ["[] False", "(1, 1)"]

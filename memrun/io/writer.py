@@ -98,12 +98,19 @@ _PROBE_LOCK = threading.Lock()
 
 
 class _NoPandas(importlib.abc.MetaPathFinder):
-    """An import finder that says pandas is not installed (for :func:`skip_pandas_probe`)."""
+    """An import finder that says pandas is not installed, to the thread running
+    :func:`skip_pandas_probe`'s probe only; every other import passes it by."""
+
+    def __init__(self) -> None:
+        self.probing: int | None = None  # the probing thread's ident, while it probes
 
     def find_spec(self, fullname: str, path: Any = None, target: Any = None) -> None:
-        if fullname == "pandas":
+        if fullname == "pandas" and self.probing == threading.get_ident():
             raise ModuleNotFoundError("pandas is not needed to write rows", name=fullname)
         return None
+
+
+_NO_PANDAS = _NoPandas()
 
 
 def skip_pandas_probe() -> None:
@@ -113,20 +120,27 @@ def skip_pandas_probe() -> None:
 
     pyarrow imports pandas on its first ``pa.array`` of Python values only to ask whether
     they are pandas objects (its ``_pandas_api`` shim); memrun's rows are dicts and lists.
-    The first probe runs here with an import finder that refuses pandas; the shim then
-    remembers "no pandas" for such probes, while anything that really uses pandas
+    The first probe runs here with an import finder that refuses pandas to this thread; the
+    shim then remembers "no pandas" for such probes, while anything that really uses pandas
     (``Table.from_pandas``, ``to_pandas``) still imports it then. A process that has already
     imported pandas is left as it is.
+
+    The finder is put first in ``sys.meta_path`` once and stays there: taking an entry out
+    of that list while another thread's import walks it makes the walk skip the finder after
+    it (a run's lazy ``import memrun.accuracy.stage`` then failed with "No module named
+    'memrun.judges.lexical'" while this probe ran on the writer's thread). Putting one in
+    only makes a walk ask a finder twice.
     """
     with _PROBE_LOCK:
         if "pandas" in sys.modules:
             return
-        finder = _NoPandas()
-        sys.meta_path.insert(0, finder)
+        if not any(finder is _NO_PANDAS for finder in sys.meta_path):
+            sys.meta_path.insert(0, _NO_PANDAS)
+        _NO_PANDAS.probing = threading.get_ident()
         try:
             pa.array([])
         finally:
-            sys.meta_path.remove(finder)
+            _NO_PANDAS.probing = None
 
 
 class ItemsWriter:
