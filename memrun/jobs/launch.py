@@ -242,9 +242,10 @@ def stale_runs(out_dir: Path, cfg: Any, limit: int = 200) -> list[tuple[Path, in
     """
     mine = None  # this run's instrument, made once a folder needs it (most starts find none)
     found = []
+    ours = os.path.realpath(out_dir)  # a candidate may name it through a link
     for folder in past_runs.candidates(out_dir)[:limit]:  # without reading the finished ones (memrun.jobs.past_runs)
         killed = not (folder / writer.ITEMS_FILE).exists()
-        if folder == out_dir or (killed and not (folder / writer.PARTS_DIR).is_dir()) \
+        if os.path.realpath(folder) == ours or (killed and not (folder / writer.PARTS_DIR).is_dir()) \
                 or (folder / resume_module.RESUMED_FILE).exists():
             continue  # ours, gone, or already taken over by a run that resumed it
         if (folder / CLAIM_FILE).exists() and claim_holder(folder / CLAIM_FILE)[1]:

@@ -46,7 +46,10 @@ this many (roots that are gone, a test's or a bench's temp folders, would otherw
 def candidates(out_dir: Path) -> list[Path]:
     """The folders near ``out_dir`` that may hold an unfinished run, without duplicates: those
     beside ``out_dir`` first (parts, then interrupted summaries), then those in the folders
-    beside its parent, in directory order. ``out_dir`` itself is included when it qualifies."""
+    beside its parent, in directory order. ``out_dir`` itself is included when it qualifies.
+    A folder reached through more than one path (a link beside the runs: pytest's
+    ``<name>current``, a user's ``latest``) is listed once, spelled without the link when
+    it was also found so."""
     root = out_dir.parent.parent
     seen = _read_cache(root)
     finished: dict[str, list[int]] = {}
@@ -73,7 +76,18 @@ def candidates(out_dir: Path) -> list[Path]:
             finished[key] = stamp
     if finished != seen:
         _write_cache(root, finished)
-    return list(dict.fromkeys([*beside[0], *beside[1], *others[0], *others[1]]))
+    return _once([*beside[0], *beside[1], *others[0], *others[1]])
+
+
+def _once(folders: list[Path]) -> list[Path]:
+    """``folders`` with each folder once by its real path, in the order first found; a
+    spelling without a link replaces one through a link."""
+    found: dict[str, Path] = {}
+    for folder in folders:
+        real = os.path.realpath(folder)
+        if real not in found or (os.path.abspath(found[real]) != real and os.path.abspath(folder) == real):
+            found[real] = folder
+    return list(found.values())
 
 
 def _run_folders(root: Path) -> Iterator[tuple[Path, os.DirEntry[str]]]:

@@ -118,6 +118,15 @@ def test_a_new_run_names_an_earlier_unfinished_run_of_its_configuration(tmp_path
     assert other.returncode == 0 and "did not finish" not in other.stderr
 
 
+def test_an_unfinished_run_seen_through_a_link_too_is_resumed_and_not_also_called_stale(tmp_path):
+    """A link beside the runs folder (pytest's ``<name>current``, a user's ``latest``) leads to the
+    killed run a second time: it is resumed, and no line calls it stale under its other name."""
+    (tmp_path / "latest").symlink_to("runs")
+    again = run_after_a_killed_one(tmp_path)
+    lines = [ln for ln in again.stderr.splitlines() if "did not finish" in ln]
+    assert len(lines) == 1 and "its 30 rows are kept" in lines[0] and "latest" not in lines[0], again.stderr
+
+
 def test_a_run_still_going_is_not_taken_for_unfinished(tmp_path):
     """A folder with parts and no table whose claim a live process holds is a run still going:
     a new run of the same configuration neither resumes it nor calls it stale. Once its

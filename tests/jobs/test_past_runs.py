@@ -101,3 +101,16 @@ def test_the_cache_keeps_the_most_recent_roots_only(tmp_path, monkeypatch):
     kept = sorted(p.name for p in cache.parent.iterdir())
     assert kept == sorted(past_runs._cache_file(r).name for r in roots[-3:])
     assert past_runs._read_cache(roots[-1])  # the newest root is still served from its cache
+
+
+def test_a_folder_reached_through_a_link_too_is_listed_once_without_the_link(tmp_path):
+    """pytest's ``<name>current`` link, a user's ``latest``: a link beside the run folders leads to
+    the same runs a second time. Each is listed once, spelled without the link; a folder only a
+    link leads to is still listed."""
+    new, killed, interrupted, elsewhere = _history(tmp_path, 2)
+    (new.parent.parent / "latest").symlink_to(new.parent.name)  # beside 'recall', to it
+    outside = _run(tmp_path / "archive" / "killed", parts=True, table=False)
+    (new.parent.parent / "archived").symlink_to(outside.parent)
+    found = past_runs.candidates(new)
+    assert found == [killed, interrupted, elsewhere, new.parent.parent / "archived" / "killed"] or \
+        found == [killed, interrupted, new.parent.parent / "archived" / "killed", elsewhere]  # directory order
