@@ -10,6 +10,7 @@ adds a comparability warning, printed before the run and kept in the instrument.
 from __future__ import annotations
 
 import random
+from collections.abc import Mapping
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any
 
@@ -61,9 +62,14 @@ class AccuracySetup:
     instrument: dict[str, Any]
     warnings: list[str] = field(default_factory=list)
 
-    def served_models(self) -> dict[str, str]:
+    def served_models(self, kept: Mapping[str, str] | None = None) -> tuple[dict[str, str], list[str]]:
         """Role (reader, judge, judge2) -> the model name its server reported in the replies
-        this run read (made or cached); roles whose server reported none are left out."""
+        this run read (made or cached); roles whose server reported none are left out.
+
+        kept: what the earlier run whose rows this run resumed recorded (its instrument's
+        ``served_models``): a role this run made no call for keeps it. Where the two differ
+        (a local server that loaded another model in between), both are recorded, the kept
+        rows' first, and the second value is a warning line saying the run mixes them."""
         asked: dict[str, tuple[Endpoint, str]] = {"reader": (self.reader.endpoint, self.reader.model)} \
             if self.reader else {}
         for role, judge in (("judge", self.judge), ("judge2", self.judge2)):
@@ -71,7 +77,14 @@ class AccuracySetup:
             if described.get("endpoint") is not None:
                 asked[role] = (described["endpoint"], str(described["judge_model"]))
         reported = {role: self.llm.reported.get((e.public_url, model)) for role, (e, model) in asked.items()}
-        return {role: name for role, name in reported.items() if name}
+        served = {**(kept or {}), **{role: name for role, name in reported.items() if name}}
+        lines = []
+        for role, before in (kept or {}).items():
+            if served[role] != before:
+                lines.append(f"the {role}'s server answered as {before} in the rows resumed from an earlier run "
+                             f"and as {served[role]} in this run's: the run mixes two models (resume=false starts over)")
+                served[role] = f"{before} (resumed rows), {served[role]}"
+        return served, lines
 
     def judge2_items(self, dataset: Dataset) -> frozenset[str] | None:
         """A seeded sample of ``judge2_sample`` item ids for the second judge; None when

@@ -214,8 +214,9 @@ def finish(spec: RunSpec, loaded: Loaded, parts: Parts, rows: list[dict[str, Any
         status, error = degraded(rows, spec.max_error_share) or (RunStatus.COMPLETE, None)
     instrument.status, instrument.error = status.value, error  # the instrument records how the run ended
     warnings.warn(failed_rows_warning(rows))
-    if setup:
-        instrument.served_models = setup.served_models()
+    if setup:  # the models of the rows this run resumed (already on the instrument) and of its own calls
+        instrument.served_models, mixed = setup.served_models(instrument.served_models)
+        warnings.warn(*mixed)
     instrument.warnings = list(warnings.lines)
     instrument.retrieval_not_measurable = checks.not_measurable()  # compare refuses such a run
     return status, error, coverage, caveats

@@ -206,6 +206,7 @@ def _resumed(folder: Path | None, spec: RunSpec, loaded: outer_stages.Loaded, in
         return loaded.dataset, set()
     for row in earlier.rows:
         sink.emit({**row, "run_id": sink.run_id})
+    instrument.served_models = dict(earlier.instrument.served_models)  # what answered the kept rows
     todo = earlier.remaining(loaded.dataset, spec.repeats, sink.checks)
     kept = f"{len(earlier.rows)} rows are kept"
     if earlier.failed:

@@ -6,10 +6,14 @@ another instrument (another endpoint: this run starts over)."""
 
 from __future__ import annotations
 
+import json
 import shutil
 from pathlib import Path
 
+import pyarrow.parquet as pq
+
 from accuracy.helpers import rows, run_memrun
+from memrun.core.instrument import METADATA_KEY
 from servers.openai_server import OpenAIServer, Reply
 
 
@@ -70,3 +74,30 @@ def test_another_shards_rows_are_not_taken_over(llm_env, tmp_path, capsys):
     rc, again = run_memrun(runs, "judge=exact", "shard.count=2", "shard.index=1", name="again")
     assert rc == 0 and resume_lines(capsys.readouterr().err) == []
     assert not mine & {r["item_id"] for r in rows(again)}  # shard 1's items only
+
+
+def _served(out: Path) -> dict[str, str]:
+    return json.loads(pq.read_schema(out / "items.parquet").metadata[METADATA_KEY])["served_models"]
+
+
+def test_the_models_that_answered_the_resumed_rows_stay_on_the_instrument(llm_env, tmp_path, capsys):
+    """A resumed run whose rows were all kept makes no call: the models the earlier run's server
+    reported still describe its rows. When the failed rows run again against a server that now
+    answers as another model, both are recorded and a line says the run mixes them."""
+    llm_env.served_model = "served-a"
+    rc, first = run_memrun(tmp_path / "runs", "judge=exact", name="first")
+    assert rc == 0 and _served(first) == {"reader": "served-a"}
+    left_unfinished(tmp_path / "runs")
+    rc, again = run_memrun(tmp_path / "runs", "judge=exact", name="again")
+    assert rc == 0 and _served(again) == {"reader": "served-a"}, capsys.readouterr().err
+
+    llm_env.script(*[Reply.error(400, "bad request simulated")] * 3)
+    rc, failing = run_memrun(tmp_path / "runs2", "judge=exact", "concurrency=2", name="first")
+    assert rc == 0 and _served(failing) == {"reader": "served-a"}
+    left_unfinished(tmp_path / "runs2")
+    llm_env.served_model = "served-b"
+    capsys.readouterr()
+    rc, mixed = run_memrun(tmp_path / "runs2", "judge=exact", name="again")
+    err = capsys.readouterr().err
+    assert rc == 0 and _served(mixed) == {"reader": "served-a (resumed rows), served-b"}
+    assert "the reader's server answered as served-a in the rows resumed from an earlier run and as served-b" in err
