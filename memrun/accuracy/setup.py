@@ -76,7 +76,7 @@ class AccuracySetup:
             described = judge.describe() if judge is not None else {}
             if described.get("endpoint") is not None:
                 asked[role] = (described["endpoint"], str(described["judge_model"]))
-        reported = {role: self.llm.reported.get((e.public_url, model)) for role, (e, model) in asked.items()}
+        reported = {role: self.llm.reported.get((e.identity, model)) for role, (e, model) in asked.items()}
         served = {**(kept or {}), **{role: name for role, name in reported.items() if name}}
         lines = []
         for role, before in (kept or {}).items():
@@ -213,5 +213,5 @@ def setup_instrument(arm_name: str, llm: LLMService, reader: Reader | None, judg
         "judge2_model": described[1]["judge_model"] if judge2 else None,
         "judge2_prompt_sha256": described[1]["judge_prompt_sha256"] if judge2 else None,
         # where the calls went (no credentials): the same model name elsewhere may be another model
-        "llm_endpoints": {role: e.public_url for role, e in endpoint_of.items()},
+        "llm_endpoints": {role: e.identity for role, e in endpoint_of.items()},
     }

@@ -30,7 +30,7 @@ from memrun.core.redaction import (  # noqa: F401 - re-exported: the rules for s
     find_literal_secrets,
 )
 from memrun.core.url_join import root_url_error
-from memrun.core.url_secrets import has_userinfo, redact_urls
+from memrun.core.url_secrets import has_userinfo, redact_urls, url_identity
 from memrun.errors import ConfigError
 
 __all__ = ["DEFAULT_BASE_URL", "OPENAI_KEY_ENV", "REDACTED", "Endpoint", "LiteralSecretError", "Redactor",
@@ -65,12 +65,24 @@ class Endpoint:
 
     @cached_property
     def public_url(self) -> str:
-        """The base URL without user info, query or fragment (safe to record)."""
+        """The base URL without user info, query or fragment (safe to print; messages)."""
         parts = urlsplit(self.base_url)
         host = parts.hostname or ""
         if parts.port:
             host += f":{parts.port}"
         return urlunsplit((parts.scheme, host, parts.path, "", ""))
+
+    @cached_property
+    def identity(self) -> str:
+        """The endpoint as the call cache keys it and the instrument records it
+        (``llm_endpoints``): :attr:`public_url`, then, when the base URL has a query (Azure's
+        ``?api-version=``, a gateway's ``?route=``, which are sent with every call), that query
+        with its values masked and a fingerprint of it as given
+        (:func:`memrun.core.url_secrets.url_identity`). Two endpoints that differ only in a query
+        value get different keys: one's cached replies are never read as the other's. Without a
+        query it is :attr:`public_url` (the keys of existing caches are unchanged)."""
+        query = urlsplit(self.base_url).query
+        return self.public_url if not query else url_identity(f"{self.public_url}?{query}")
 
 
 def is_fake(*names: str | None) -> bool:

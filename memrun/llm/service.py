@@ -121,7 +121,7 @@ class LLMService:
         # succeeded, or they failed in more than one way (a judge's model is watched apart from the reader's)
         self._first_calls: dict[tuple[ChatClient, str], FirstCalls] = {}
         self._settled: set[tuple[ChatClient, str]] = set()
-        # (endpoint URL, model asked for) -> the model the server said answered (instrument: served_models)
+        # (endpoint identity, model asked for) -> the model the server said answered (instrument: served_models)
         self.reported: dict[tuple[str, str], str] = {}
 
     def open(self, endpoints: Iterable[Endpoint]) -> None:
@@ -183,7 +183,7 @@ class LLMService:
         """
         if self._commit_error is not None:
             raise self._commit_error
-        key = call_key(endpoint.public_url, request, repeat)
+        key = call_key(endpoint.identity, request, repeat)
         hit = self._prefetched.pop(key, None)
         if hit is None and self.cache is not None:
             if key in self._missed:  # read ahead and not there: a cold run's readers ask once, not twice
@@ -223,8 +223,8 @@ class LLMService:
         return CallOutcome(result, cached=False)
 
     def _note_model(self, endpoint: Endpoint, request: ChatRequest, result: ChatResult) -> None:
-        if result.model and (endpoint.public_url, request.model) not in self.reported:
-            self.reported[(endpoint.public_url, request.model)] = result.model
+        if result.model and (endpoint.identity, request.model) not in self.reported:
+            self.reported[(endpoint.identity, request.model)] = result.model
 
     async def _send(self, endpoint: Endpoint, request: ChatRequest, key: str) -> ChatResult:
         """Make the call under a concurrency slot and the budget; count, redact and cache it."""
@@ -300,7 +300,7 @@ class LLMService:
         requests that will be made soon (one group's readers)."""
         if self.cache is None:
             return 0
-        keys = [call_key(endpoint.public_url, request, repeat) for request, repeat in calls]
+        keys = [call_key(endpoint.identity, request, repeat) for request, repeat in calls]
         found = self.cache.get_many(keys)
         self._prefetched.update(found)
         if len(found) < len(keys):
@@ -309,12 +309,12 @@ class LLMService:
 
     def prefetched(self, endpoint: Endpoint, request: ChatRequest, repeat: int) -> ChatResult | None:
         """The reply :meth:`prefetch` read for this call, if any (it stays there for :meth:`call`)."""
-        return self._prefetched.get(call_key(endpoint.public_url, request, repeat)) if self._prefetched else None
+        return self._prefetched.get(call_key(endpoint.identity, request, repeat)) if self._prefetched else None
 
     def forget(self, endpoint: Endpoint, request: ChatRequest, repeat: int) -> None:
         """Drop the stored reply to ``request`` (a reply its reader could not use, such as
         an unparseable verdict), so that the next run makes the call again."""
-        key = call_key(endpoint.public_url, request, repeat)
+        key = call_key(endpoint.identity, request, repeat)
         self._prefetched.pop(key, None)
         self._missed.discard(key)
         if self.cache is not None:

@@ -219,7 +219,7 @@ def _plan_group(setup: Any, retrieved: Iterable[Any], records: Mapping[str, Any]
         todo.append((r, request))
     reader_keys: dict[tuple[int, int], str] = {}
     if reader is not None:
-        url = reader.endpoint.public_url
+        url = reader.endpoint.identity
         reader_keys = {(i, rep): llm_cache.call_key(url, request, rep) for i, (_, request) in enumerate(todo)
                        if request is not None for rep in range(repeats)}
     found = cache.get_many(list(reader_keys.values())) if reader_keys else {}
@@ -245,7 +245,7 @@ def _plan_group(setup: Any, retrieved: Iterable[Any], records: Mapping[str, Any]
     keyed = []
     for role, judge, case, rep, known in pending:
         for request in judge_requests(judge, case):
-            key = llm_cache.call_key(judge.endpoint.public_url, request, rep)
+            key = llm_cache.call_key(judge.endpoint.identity, request, rep)
             keyed.append((role, judge, request, rep, known, key))
     found = cache.get_many([key for *_, known, key in keyed if known]) if keyed else {}
     for role, judge, request, _rep, known, key in keyed:

@@ -381,3 +381,32 @@ def test_a_failed_commit_stops_the_next_call(tmp_path):
             await svc.aclose()  # the held reply cannot be written either: said, not dropped silently
 
     asyncio.run(go())
+
+
+def test_endpoints_that_differ_only_in_a_query_value_never_share_cached_replies(tmp_path, openai_server, monkeypatch):
+    """A base URL's query is sent with every call (Azure's ?api-version=, a gateway's ?route=):
+    the cache keyed the endpoint by its URL without the query, so a run against ?route=b read
+    the replies ?route=a had given, and both runs recorded the same llm_endpoints. Now each run
+    makes its own calls, the instrument tells them apart, and no query value is recorded."""
+    import json
+
+    import pyarrow.parquet as pq
+
+    from accuracy.helpers import run_memrun
+    from memrun.core.instrument import METADATA_KEY
+
+    monkeypatch.setenv("OPENAI_API_KEY", "sk-test-loopback-0123456789abcdef")
+    endpoints = []
+    for name, route in (("a", "route-a-7c1f"), ("b", "route-b-93e2"), ("a-again", "route-a-7c1f")):
+        monkeypatch.setenv("OPENAI_BASE_URL", f"{openai_server.base_url}?route={route}")
+        sent = openai_server.count()
+        rc, out = run_memrun(tmp_path, "judge=exact", name=name)  # one cache folder for the three
+        assert rc == 0
+        made = openai_server.count() - sent
+        assert made == (0 if name == "a-again" else 30), (name, made)  # the same query: read back
+        recorded = json.loads(pq.read_schema(out / "items.parquet").metadata[METADATA_KEY])["llm_endpoints"]["reader"]
+        assert "route-" not in recorded and recorded.startswith(f"{openai_server.base_url}?route=***")
+        endpoints.append(recorded)
+    assert endpoints[0] != endpoints[1] and endpoints[0] == endpoints[2]
+    plain = Endpoint(URL, "sk-test")
+    assert plain.identity == URL  # without a query: the keys every cache holds are unchanged
