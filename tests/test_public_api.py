@@ -72,6 +72,25 @@ def test_run_refuses_overrides_that_are_not_a_list_of_strings(overrides, tmp_pat
     assert not (tmp_path / "run").exists()
 
 
+@pytest.mark.parametrize("overrides, needle", [
+    ({"arm": "bm25"}, r"e.g. \['arm=bm25'\], not a dict"),  # was: "cannot parse the override 'arm'"
+    (None, r"e.g. \['arm=bm25'\] \(or \[\] for the defaults\), not NoneType"),  # was a TypeError
+    (["arm=bm25", b"ks=[1]"], r"e.g. .*: overrides\[1\] is bytes b'ks=\[1\]'"),  # was: e.g. ["['arm=bm25', b'ks=[1]']"]
+])
+def test_run_names_the_fix_for_overrides_of_the_wrong_shape(overrides, needle, tmp_path):
+    with pytest.raises(memrun.ConfigError, match=r"overrides must be a list of 'key=value' strings, " + needle):
+        memrun.run(overrides, out_dir=tmp_path / "run")
+    assert not (tmp_path / "run").exists()
+
+
+def test_run_composes_every_override_a_generator_yields(tmp_path):
+    """The type check read the generator to its end, so the run composed none of its
+    overrides: a run of the defaults (recall@1..@10 at top_k 10), complete, exit 0."""
+    result = memrun.run((o for o in ["benchmark=synthetic", "ks=[1]", "arm.top_k=1"]), out_dir=tmp_path / "run")
+    assert result.status is memrun.RunStatus.COMPLETE
+    assert [k for k in result.summary["overall_all"] if k.startswith("recall@")] == ["recall@1"]
+
+
 @pytest.mark.parametrize("call, error, needle", [
     (lambda: memrun.run(["benchmark=synthetic"], out_dir=None), memrun.ConfigError, "out_dir must be a folder path"),
     (lambda: memrun.read_run(None), memrun.RunTableError, "read_run takes a run folder or items.parquet path"),

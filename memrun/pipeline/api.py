@@ -11,7 +11,7 @@ failed or degraded run into an exit code (read ``result.status``, a
 from __future__ import annotations
 
 import os
-from collections.abc import Sequence
+from collections.abc import Iterable, Mapping
 from pathlib import Path
 
 from rich.console import Console
@@ -21,8 +21,10 @@ from memrun.core.run_warnings import RunWarnings
 from memrun.errors import ConfigError
 from memrun.pipeline import run as pipeline_run
 
+_NOT_A_LIST = "overrides must be a list of 'key=value' strings"
 
-def run(overrides: Sequence[str] = (), out_dir: str | Path = "outputs/memrun-api", *,
+
+def run(overrides: Iterable[str] = (), out_dir: str | Path = "outputs/memrun-api", *,
         progress: bool = False) -> pipeline_run.RunResult:
     """Compose memrun's config with ``overrides`` and run it into ``out_dir``.
 
@@ -30,16 +32,14 @@ def run(overrides: Sequence[str] = (), out_dir: str | Path = "outputs/memrun-api
     ``instrument`` and ``status`` (:class:`memrun.core.status.RunStatus`: complete, stopped,
     degraded, failed...). Warnings are
     printed on stderr and saved with the run, as on the command line. Raises ConfigError
-    for ``overrides`` that are not a list of strings (a single string is refused, not split
-    into characters), an ``out_dir`` that is not a folder path, the command line's flags
+    for ``overrides`` that are not strings (a single string is refused, not split into
+    characters; a dict is refused, not read as its keys; any other iterable of str, a
+    generator too, is read once), an ``out_dir`` that is not a folder path, the command line's flags
     (``-m``, ``--config-dir``) and ``hydra.*`` keys (silently ignored before), and for a bad config; ConfigError,
     DataError or ArmError before any item runs when the config, data or arm is unusable;
     KeyboardInterrupt propagates after the finished rows were written.
     """
-    if isinstance(overrides, (str, bytes)) or not all(isinstance(o, str) for o in overrides):
-        # a str is a Sequence[str] too: "benchmark=synthetic" ran as the overrides 'b', 'e', ...
-        raise ConfigError(f"overrides must be a list of 'key=value' strings, e.g. [{str(overrides)!r}], "
-                          f"not {type(overrides).__name__} {overrides!r}"[:300])
+    overrides = _override_list(overrides)
     if not isinstance(out_dir, (str, os.PathLike)):
         raise ConfigError(f"out_dir must be a folder path (str or Path), e.g. 'runs/bm25', not "
                           f"{type(out_dir).__name__} {out_dir!r:.60}")
@@ -55,3 +55,27 @@ def run(overrides: Sequence[str] = (), out_dir: str | Path = "outputs/memrun-api
     warnings = RunWarnings()
     with warnings.active():
         return pipeline_run.run(cfg, Path(out_dir), Console(stderr=True), None, warnings)
+
+
+def _override_list(overrides: object) -> list[str]:
+    """``overrides`` as a list of str, read once; ConfigError naming the fix when it is not one.
+
+    A str is a Sequence[str] too ("benchmark=synthetic" ran as the overrides 'b', 'e', ...);
+    a generator is read once (checking its values emptied it and the run composed none of
+    them: a run of the defaults, complete, exit 0); a dict iterated as its keys alone.
+    """
+    if isinstance(overrides, (str, bytes)):
+        raise ConfigError(f"{_NOT_A_LIST}, e.g. [{str(overrides)!r:.200}], not {type(overrides).__name__} "
+                          f"{overrides!r:.200}")
+    if isinstance(overrides, Mapping):
+        example = [f"{key}={value}" for key, value in overrides.items()]
+        raise ConfigError(f"{_NOT_A_LIST}, e.g. {example!r:.200}, not a {type(overrides).__name__}")
+    if not isinstance(overrides, Iterable):
+        raise ConfigError(f"{_NOT_A_LIST}, e.g. ['arm=bm25'] (or [] for the defaults), not "
+                          f"{type(overrides).__name__} {overrides!r:.60}")
+    listed = list(overrides)
+    for n, override in enumerate(listed):
+        if not isinstance(override, str):
+            raise ConfigError(f"{_NOT_A_LIST}, e.g. ['arm=bm25', 'arm.top_k=5']: overrides[{n}] is "
+                              f"{type(override).__name__} {override!r:.60}")
+    return listed
