@@ -322,8 +322,11 @@ def describe_shape(document: Any) -> str:
 
 def hits_from_result(found: Any, path: ResponsePath) -> list[Hit]:
     """The hits a search ``result`` path gave (``found``): a list of objects with ``key``
-    (required), ``score`` (missing: rank order, best first) and ``text``. Shared by
-    ``arm=http`` and ``arm=mcp``; raises ArmError naming ``path.where`` and the hit's shape."""
+    (required: a string or an integer), ``score`` (a number, or a string holding one;
+    missing: rank order, best first) and ``text`` (a string or a number; missing: none).
+    Shared by ``arm=http`` and ``arm=mcp``; raises ArmError naming ``path.where``, the field
+    and its value's shape for anything else (an object, a list, a boolean), which str()
+    would have turned into a Python repr."""
     where = path.where
     if not isinstance(found, list):
         raise ArmError(f"{where} must give a list of hits; got {describe_shape(found)}")
@@ -336,10 +339,29 @@ def hits_from_result(found: Any, path: ResponsePath) -> list[Hit]:
         if not isinstance(hit, Mapping) or hit.get("key") is None:
             raise ArmError(f"{where}: hit {rank} is {describe_shape(hit)}; each hit needs a 'key' "
                            "(map the server's id, e.g. {key: id, score: score, text: content})")
-        score = hit.get("score")
-        hits.append(Hit(key=str(hit["key"]), score=float(len(found) - rank if score is None else score),
-                        text=str(hit.get("text") or "")))
+        key, score, text = hit["key"], hit.get("score"), hit.get("text")
+        if isinstance(key, bool) or not isinstance(key, (str, int)):
+            raise _bad_field(path, rank, hit, "key", "the record key you sent (a string)")
+        if score is not None and (isinstance(score, bool) or not isinstance(score, (int, float, str))):
+            raise _bad_field(path, rank, hit, "score", "a number (or leave 'score' out: rank order)")
+        if isinstance(text, bool) or not isinstance(text, (str, int, float, type(None))):
+            # str() of an object wrote its Python repr as the hit's text: under substring gold
+            # every such hit missed, and the run printed 0.0 everywhere and exited 0
+            raise _bad_field(path, rank, hit, "text", "the record's text (a string; a list of strings: "
+                             "join('\\n', field); leave 'text' out for none)")
+        try:
+            value = float(len(found) - rank if score is None else score)
+        except ValueError:
+            raise _bad_field(path, rank, hit, "score", "a number (or leave 'score' out: rank order)") from None
+        hits.append(Hit(key=str(key), score=value, text="" if text is None else str(text)))
     return hits
+
+
+def _bad_field(path: ResponsePath, rank: int, hit: Mapping[str, Any], name: str, wanted: str) -> ArmError:
+    """The ArmError for hit ``rank`` whose ``name`` field has a value no hit can hold."""
+    return ArmError(f"{path.where}: hit {rank}'s {name} came back as {describe_shape(hit[name])}: the path "
+                    f"{path.expression!r} maps '{name}' to a field that does not hold {wanted}; "
+                    f"map '{name}' to the one that does")
 
 
 # The names each operation's templates see (``record`` too in ingest's ``record``).

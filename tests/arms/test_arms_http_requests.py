@@ -13,7 +13,7 @@ import pytest
 from arms.support import REPO, Blocking, compose_run
 from conftest import run_memrun
 from memrun.arms.http import HttpArm
-from memrun.arms.http_templates import encode_body
+from memrun.arms.http_templates import ResponsePath, encode_body, hits_from_result
 from memrun.config import ARM_RESERVED_KEYS
 from memrun.core.plugins import build
 from memrun.errors import ArmError
@@ -147,6 +147,29 @@ def test_a_hit_whose_key_came_back_null_says_so(engine, tmp_path) -> None:
     with pytest.raises(ArmError, match=r"hit 0's key came back null .*maps 'key' to a field that is missing or null"):
         bad.search("grey cat", 1)
     bad.close()
+
+
+@pytest.mark.parametrize(("hit", "says"), [
+    ({"key": "D1:1", "text": {"body": "grey cat"}}, r"hit 0's text came back as an object with keys body: .*join"),
+    ({"key": "D1:1", "text": ["grey", "cat"]}, r"hit 0's text came back as a list of 2: .*join\('\\n', field\)"),
+    ({"key": {"id": "D1:1"}, "text": "x"}, r"hit 0's key came back as an object with keys id"),
+    ({"key": "D1:1", "score": "high"}, r"hit 0's score came back as str 'high': .*a number"),
+    ({"key": "D1:1", "score": [1.0]}, r"hit 0's score came back as a list of 1"),
+])
+def test_a_hit_field_no_hit_can_hold_names_the_field(hit, says) -> None:
+    """str() made a text object '{'body': 'grey cat'}' (its Python repr): under substring gold
+    every hit missed, and the run printed recall 0.0 everywhere and exited 0; a score of the
+    wrong type failed every item with a ValueError or TypeError."""
+    path = ResponsePath("results[].{key: id, score: score, text: content}", "arm.search.result")
+    with pytest.raises(ArmError, match=r"arm.search.result: " + says):
+        hits_from_result([hit], path)
+
+
+def test_hit_fields_of_the_types_servers_send_read_as_before() -> None:
+    path = ResponsePath("results[]", "arm.search.result")
+    hits = hits_from_result([{"key": 7, "score": "0.5", "text": "grey cat"}, {"key": "D1:2", "text": None},
+                             {"key": "D1:3", "score": 2, "text": 42}], path)
+    assert [(h.key, h.score, h.text) for h in hits] == [("7", 0.5, "grey cat"), ("D1:2", 2.0, ""), ("D1:3", 2.0, "42")]
 
 
 def test_the_docs_config_runs_as_written(memory, tmp_path) -> None:
