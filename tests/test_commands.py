@@ -99,6 +99,18 @@ def test_validate_tells_a_locomo_file_from_a_longmemeval_one(tmp_path: Path, cap
     assert cli.main(["validate", str(path), "--format", "longmemeval"]) == 2  # asked for: read as LongMemEval
 
 
+def test_validate_reads_a_locomo_file_cut_short_as_locomo(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    """A LoCoMo file cut before its first 'conversation' key (LoCoMo's first key is 'qa') was
+    read as LongMemEval-schema: 'after 0 questions: not valid JSON', naming the wrong format."""
+    conv = {"qa": [{"question": "Where did A move?", "answer": "Oslo", "evidence": ["D1:1"], "category": 4}] * 40,
+            "conversation": {"speaker_a": "A", "speaker_b": "B", "session_1": []}, "sample_id": "c1"}
+    path = tmp_path / "locomo10.json"
+    path.write_text(json.dumps([conv])[:300])
+    assert cli.main(["validate", str(path)]) == 2
+    err = capsys.readouterr().err
+    assert "question" not in err.split("not valid JSON")[0] and "cut short" in err, err
+
+
 def test_run_with_sample_and_corrections_records_the_instrument(
     tmp_path: Path, monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture[str]
 ) -> None:

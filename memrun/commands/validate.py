@@ -7,8 +7,8 @@
 Prints every error as ``file:line: field: problem`` (up to ``--max-errors``) and exits
 2 when there is one; otherwise prints what the file holds and exits 0. The format is
 taken from the extension unless ``--format`` names it: ``.jsonl`` is memrun's JSONL; a
-``.json`` file is LoCoMo-format when its first object has ``qa`` and ``conversation``
-keys before any ``question_id``, else LongMemEval-schema.
+``.json`` file is LoCoMo-format when its first object has a ``qa`` or ``conversation``
+key before any ``question_id``, else LongMemEval-schema.
 """
 
 from __future__ import annotations
@@ -106,13 +106,15 @@ def _unreachable(path: Path, groups: Iterable[Group], gold_match: GoldMatch) -> 
 
 
 def _json_format(path: Path) -> str:
-    """``locomo`` when the file's start shows LoCoMo's keys (``qa`` and ``conversation``)
-    before any of LongMemEval's ``question_id``; else ``longmemeval``."""
+    """``locomo`` when the file's start shows one of LoCoMo's keys (``qa``, ``conversation``)
+    before any of LongMemEval's ``question_id``; else ``longmemeval``. One key is enough: a
+    LoCoMo file cut short after ``"qa"`` (its first key) was read as LongMemEval-schema and
+    refused 'after 0 questions'."""
     with path.open("rb") as f:
         head = f.read(SNIFF_BYTES)
     question_id = head.find(b'"question_id"')
-    qa, conversation = head.find(b'"qa"'), head.find(b'"conversation"')
-    if qa >= 0 and conversation >= 0 and (question_id < 0 or question_id > max(qa, conversation)):
+    locomo_keys = [at for at in (head.find(b'"qa"'), head.find(b'"conversation"')) if at >= 0]
+    if locomo_keys and (question_id < 0 or question_id > min(locomo_keys)):
         return "locomo"
     return "longmemeval"
 
