@@ -190,7 +190,9 @@ def main(argv: list[str]) -> int:
     else:
         raise RunTableError(f"{args.run}: a {inst.axis}-axis run has no misses to show")
     total = len(items)
-    finished = run.complete and str(inst.status) not in ("running", "interrupted", "stopped")  # its every item ran
+    # its every item ran: a failed run may have stopped early (the first calls to an endpoint all
+    # failed: 15 of 30 items had rows), and was listed as if every item had
+    finished = run.complete and str(inst.status) not in ("running", "interrupted", "stopped", "failed")
     shown = by_category(items)[: args.limit] if args.limit is not None else by_category(items)
     if fmt == "json":
         for item in shown:

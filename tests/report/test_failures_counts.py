@@ -4,6 +4,8 @@ errors and unscored items), and a run that did not finish says so."""
 
 from __future__ import annotations
 
+import pytest
+
 from memrun.cli import main
 from run_tables import accuracy_run
 
@@ -20,8 +22,9 @@ def test_an_accuracy_run_with_no_wrong_item_says_what_its_items_were(tmp_path, c
     assert "2 of 2 failed items shown | not failures: 2 correct, 1 errored (excluded)" in capsys.readouterr().out
 
 
-def test_an_interrupted_run_says_it_did_not_finish(tmp_path, capsys):
-    run = accuracy_run(tmp_path / "run", {"i1": ["correct"] * 3}, status="interrupted")
+@pytest.mark.parametrize("status", ["interrupted", "failed"])  # failed: stopped after its first calls all failed
+def test_a_run_that_stopped_early_says_it_did_not_finish(tmp_path, capsys, status):
+    run = accuracy_run(tmp_path / "run", {"i1": ["correct"] * 3}, status=status)
     assert main(["failures", str(run)]) == 0
     out = " ".join(capsys.readouterr().out.split())
     assert "did not finish; showing the rows that did" in out and "0 of 0 failed items shown | not failures: 1 correct" in out
