@@ -34,6 +34,12 @@ def main(argv: Sequence[str]) -> int:
     parser = build_parser()
     args = parser.parse_args(list(argv))
     root: Path = args.dir
+    if root.exists() and not root.is_dir():  # was "no such folder" for a file that is there
+        run = root.parent
+        if (run / "items.parquet").is_file() or (run / "summary.json").is_file():  # a file of a run folder
+            raise MemrunError(f"memrun view: {root} is a file of the run {run}; memrun view browses a folder of "
+                              f"runs: memrun view {run.parent} (one run's page: memrun report {run})")
+        raise MemrunError(f"memrun view: {root} is a file; memrun view browses a folder of runs: memrun view {run}")
     if not root.is_dir():
         raise MemrunError(f"memrun view: {root}: no such folder (give the folder your runs are in, e.g. outputs)")
     if not 0 <= args.port <= 65535:

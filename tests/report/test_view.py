@@ -205,6 +205,20 @@ def test_a_drill_down_reads_its_item_s_group_only_and_imports_no_pandas(outputs)
     assert done.stdout.strip() == "[]"
 
 
+def test_memrun_view_given_a_file_names_the_folder_to_give(tmp_path, capsys):
+    """It said '<file>: no such folder' of a file that is there."""
+    run = tmp_path / "outputs" / "run"
+    run.mkdir(parents=True)
+    (run / "items.parquet").write_bytes(b"PAR1")
+    assert main(["view", str(run / "items.parquet")]) == 2
+    err = capsys.readouterr().err
+    assert "no such folder" not in err
+    assert f"is a file of the run {run}; memrun view browses a folder of runs: memrun view {run.parent} " in err
+    (tmp_path / "notes.txt").write_text("x")
+    assert main(["view", str(tmp_path / "notes.txt")]) == 2
+    assert f"notes.txt is a file; memrun view browses a folder of runs: memrun view {tmp_path}\n" in capsys.readouterr().err
+
+
 def test_memrun_view_command(outputs, tmp_path):
     import urllib.request
 
