@@ -98,6 +98,12 @@ def test_sweep_writes_one_folder_per_job(tmp_path, data_dir):
         # OmegaConf reads a number or a word into a boolean field; memrun wants true or false
         (["arm=http", "arm.warmup=5"], "arm.warmup=5: arm.warmup is true or false (OmegaConf would have read 5 as True)"),
         (["lexical_scores=off"], "lexical_scores=off: lexical_scores is true or false"),
+        # judge=none's keys were offered as the valid ones ("valid keys: name, model")
+        (["judge.temperature=0"], "unknown config key 'judge.temperature': judge=none is no judge, so it has no "
+                                  "temperature; choose a judge first, e.g. judge=gpt41 judge.temperature=..."),
+        # judge2=none with a model ran no second judge, exit 0
+        (["axis=accuracy", "judge=exact", "judge2.model=gpt-4o"],
+         "judge2.model=gpt-4o: judge2=none is no judge, so no answer would be re-graded; choose the second judge"),
     ],
 )
 def test_bad_config_is_one_line_not_a_traceback(tmp_path, args, needle):

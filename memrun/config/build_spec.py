@@ -227,6 +227,10 @@ def accuracy_spec(cfg: Any, benchmark: str) -> AccuracySpec:
         if node is not None and "model" in node.keys() and OmegaConf.is_missing(node, "model"):
             raise ConfigError(f"{role}.model has no value: set {role}.model=<the model {role}={node.name} should "
                               "call> (a local server: the name it serves)")
+    if cfg.judge2.name == "none" and cfg.judge2.get("model") is not None:  # no second judge ran, exit 0
+        raise ConfigError(f"judge2.model={cfg.judge2.model}: judge2=none is no judge, so no answer would be "
+                          f"re-graded; choose the second judge: judge2=gpt41 judge2.model={cfg.judge2.model} "
+                          f"(or one of {JUDGES})")
     judge_warning = None
     if pin is not None and pin.judge and cfg.judge.name != pin.judge:
         judge_warning = (f"judge={cfg.judge.name} is not {benchmark}'s pinned judge ({pin.judge}): "

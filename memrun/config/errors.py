@@ -124,6 +124,12 @@ def _explain(exc: BaseException) -> str:
                     f"whole map with '++{owner}={{...}}'")
         parent = getattr(cause, "parent_node", None)
         valid = [str(k) for k in parent.keys()] if parent is not None and hasattr(parent, "keys") else []
+        role, _, key = str(full_key).partition(".")
+        if (role in ("judge", "judge2") and valid == ["name", "model"] and parent.get("name") == "none"
+                and not difflib.get_close_matches(key, valid, n=1)):
+            # judge=none's two keys were offered as the valid ones: the key is a judge's, and there is none
+            return (f"{where}unknown config key '{full_key}': {role}=none is no judge, so it has no "
+                    f"{key}; choose a judge first, e.g. {role}=gpt41 {full_key}=... (the judges: conf/{role}/)")
         return _unknown_key(where, str(full_key), valid)
     if isinstance(cause, omegaconf_errors.InterpolationKeyError) and (m := re.search(r"Interpolation key '([^']+)' not found", text)):
         return f"{where}config key '{m.group(1)}' is missing (other keys refer to it); set it in the config file"
