@@ -125,7 +125,7 @@ def _explain(exc: BaseException) -> str:
         parent = getattr(cause, "parent_node", None)
         valid = [str(k) for k in parent.keys()] if parent is not None and hasattr(parent, "keys") else []
         role, _, key = str(full_key).partition(".")
-        if (role in ("judge", "judge2") and valid == ["name", "model"] and parent.get("name") == "none"
+        if (role in ("judge", "judge2") and valid == ["name", "model"] and parent is not None and parent.get("name") == "none"
                 and not difflib.get_close_matches(key, valid, n=1)):
             # judge=none's two keys were offered as the valid ones: the key is a judge's, and there is none
             return (f"{where}unknown config key '{full_key}': {role}=none is no judge, so it has no "
