@@ -35,7 +35,7 @@ if TYPE_CHECKING:
     from omegaconf import errors as omegaconf_errors
 
     from memrun import config
-    from memrun.commands import show_config
+    from memrun.commands import hydra_argv, show_config
     from memrun.config import compose_cache
     from memrun.config import errors as config_errors
     from memrun.config import user_dir as config_user_dir
@@ -57,6 +57,7 @@ else:
     launch = lazy("memrun.jobs.launch")
     sweep = lazy("memrun.jobs.sweep")
     show_config = lazy("memrun.commands.show_config")
+    hydra_argv = lazy("memrun.commands.hydra_argv")
     writer = lazy("memrun.io.writer")
     http_policy = lazy("memrun.core.http_policy")
     redaction = lazy("memrun.core.redaction")  # an error's line only
@@ -237,6 +238,7 @@ def _run_hydra(args: list[str], reuse_compositions: bool = False) -> int:
         raise
     # Let Hydra's exceptions reach us so each becomes one line instead of a trace.
     os.environ.setdefault("HYDRA_FULL_ERROR", "1")
+    args = hydra_argv.flags_first(args)  # `memrun benchmark=locomo -m arm=a,b`: Hydra read the overrides before -m only
     saved_argv = sys.argv
     sys.argv = ["memrun", *args]
     restore_mode = _skip_mode_compose(args)

@@ -13,6 +13,7 @@ import pytest
 
 from conftest import memrun_exe, run_dirs, run_memrun
 from memrun.cli import main as cli_main
+from memrun.commands.hydra_argv import flags_first
 from memrun.io.reader import read_run
 from memrun.io.schema import items_schema
 
@@ -394,6 +395,28 @@ def test_cfg_job_refuses_what_a_run_refuses(override, message, tmp_path, monkeyp
         assert printed.out == "" and printed.err.strip().splitlines()[-1].startswith(f"memrun: error: {message}")
     assert cli_main(["--cfg", "job", "+arm.env.FOO=1", "arm=mcp"]) == 0  # a free-form node takes new keys
     assert "  env:\n    FOO: '***'\n" in capsys.readouterr().out  # (env values are redacted as secrets may be)
+
+
+@pytest.mark.parametrize(("args", "read"), [
+    (["arm=bm25", "-m", "ks=[1],[3]"], ["-m", "arm=bm25", "ks=[1],[3]"]),
+    (["arm=mine", "--config-dir", "myconf", "benchmark=locomo"], ["--config-dir", "myconf", "arm=mine", "benchmark=locomo"]),
+    (["ks=[1]", "--cf", "job", "-p", "ks"], ["--cf", "job", "-p", "ks", "ks=[1]"]),
+    (["ks=[1]", "--info", "ks=[3]"], ["--info=all", "ks=[1]", "ks=[3]"]),  # moved first, --info would read ks=[3]
+    (["ks=[1]", "--info", "config"], ["--info", "config", "ks=[1]"]),
+    (["ks=[1]", "--cfg"], ["ks=[1]", "--cfg"]),  # no value: as given, for Hydra's "expected one argument"
+    (["--cfg", "job", "ks=[1]"], ["--cfg", "job", "ks=[1]"]),
+])
+def test_a_flag_after_an_override_is_read_before_them(args, read):
+    assert flags_first(args) == read
+
+
+def test_a_run_reads_overrides_on_both_sides_of_a_flag(tmp_path, monkeypatch, capsys):
+    """'memrun benchmark=synthetic --cfg job ks=[3]' failed with Hydra's nine-line usage and
+    'unrecognized arguments: ks=[3]': argparse read one run of overrides, before the flag."""
+    monkeypatch.chdir(tmp_path)
+    assert cli_main(["benchmark=synthetic", "--cfg", "job", "ks=[3]"]) == 0
+    out = capsys.readouterr().out
+    assert "name: synthetic" in out and "ks:\n- 3\n" in out
 
 
 def test_the_collector_is_off_during_start_up_only(tmp_path, monkeypatch):

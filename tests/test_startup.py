@@ -117,10 +117,11 @@ def test_an_http_arms_run_reaches_its_first_request_without_numpy_or_pyarrow():
 # (memrun.core.yaml_text), the composition kept on disk (memrun.config.compose_cache), the
 # dataclasses' methods compiled once (memrun.core.dataclass_code), the checks a run applies to its
 # overrides, which --cfg applies too (memrun.config.strict: stdlib and Hydra's parser only), and
-# the launch module Hydra's app names; a job's own modules (http_policy: asyncio and ssl;
+# the launch module Hydra's app names, the reading of the line's flags before its overrides
+# (memrun.commands.hydra_argv: Hydra's parser only when a flag follows an override); a job's own modules (http_policy: asyncio and ssl;
 # the run flow; pyarrow, numpy, rich) load when a job runs.
 STARTUP_MODULES = {
-    "memrun", "memrun.cli", "memrun.commands", "memrun.commands.show_config", "memrun.config",
+    "memrun", "memrun.cli", "memrun.commands", "memrun.commands.hydra_argv", "memrun.commands.show_config", "memrun.config",
     "memrun.config.arms", "memrun.config.benchmarks", "memrun.config.compose_cache", "memrun.config.conf_yaml", "memrun.config.interpolations",
     "memrun.config.llm", "memrun.config.node_copies", "memrun.config.schema", "memrun.config.strict",
     "memrun.core", "memrun.core.dataclass_code", "memrun.core.masking",
