@@ -47,7 +47,7 @@ def test_cfg_prints_no_secret(capsys, monkeypatch, tmp_path, args):
 
 
 @pytest.mark.parametrize("args", [["--cfg", "all"], ["--cfg", "job", "arm=http", "axis=accuracy", "judge=gpt41"],
-                                  ["--cfg", "job", "-p", "benchmark"], ["--cfg", "job", "--resolve", "axis=accuracy", "judge=exact"]])
+                                  ["--cfg", "job", "-p", "benchmark"], ["--cfg", "job", "--resolve", "axis=accuracy"]])
 def test_cfg_without_secrets_prints_what_hydra_prints(capsys, monkeypatch, tmp_path, args):
     assert _printed(capsys, monkeypatch, tmp_path, args) == _printed(capsys, monkeypatch, tmp_path, args, raw=True)
 

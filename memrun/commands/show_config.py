@@ -20,17 +20,14 @@ from memrun.lazy import lazy
 # Hydra's own argument parser, to read --cfg and --package as Hydra does (memrun.lazy).
 # Only what --cfg and --info print is redacted: `memrun --help` does not load it.
 if TYPE_CHECKING:
-    import omegaconf
     from hydra._internal import hydra as hydra_hydra
     from hydra._internal import utils as hydra_utils
 
-    from memrun.config import build_spec, embedder_use, strict
+    from memrun.config import embedder_use, strict
     from memrun.core import redaction, yaml_text
 else:
     hydra_hydra = lazy("hydra._internal.hydra")
     strict = lazy("memrun.config.strict")
-    build_spec = lazy("memrun.config.build_spec")
-    omegaconf = lazy("omegaconf")
     hydra_utils = lazy("hydra._internal.utils")
     embedder_use = lazy("memrun.config.embedder_use")  # only for a config that holds an embedder: ast, no arm imported
     redaction = lazy("memrun.core.redaction")
@@ -142,17 +139,14 @@ def redacted_config_print(args: Sequence[str]) -> Iterator[None]:
 def _refusing_what_a_run_refuses() -> Callable[[], None]:
     """Until the returned undo is called, a config Hydra composes is checked as a run checks
     its overrides (:func:`memrun.config.strict.check_overrides`: a key added where memrun's
-    schema has none, a boolean given as a word or number) and its values
-    (:func:`_check_values`), so that ``--cfg`` never shows a config a run of the same
-    overrides would refuse. Raises ConfigError from the compose."""
+    schema has none, a boolean given as a word or number), so that ``--cfg`` never shows a
+    config a run of the same overrides would refuse. Raises ConfigError from the compose."""
     hydra_class = hydra_hydra.Hydra
     original = hydra_class.compose_config
 
     def compose_config(self: Any, config_name: str | None, overrides: list[str], *args: Any, **kwargs: Any) -> Any:
         cfg = original(self, config_name, overrides, *args, **kwargs)
         strict.check_overrides(cfg, overrides)
-        if overrides:  # memrun's own defaults pass (the tests run them): --cfg job alone keeps its start-up cost
-            _check_values(cfg)
         return cfg
 
     hydra_class.compose_config = compose_config  # type: ignore[method-assign]
@@ -161,15 +155,3 @@ def _refusing_what_a_run_refuses() -> Callable[[], None]:
         hydra_class.compose_config = original  # type: ignore[method-assign]
 
     return undo
-
-
-def _check_values(cfg: Any) -> None:
-    """Check the job's values as a run builds its specification from them
-    (:func:`memrun.config.build_spec.build_spec`, config only: no data or API key; the arm's
-    class is located, not built): ``--cfg job concurrency=0`` (or ``max_error_share=5``,
-    ``reader.temperature=-1``, ``shard.index=5``) printed, exit 0, a config the run refuses.
-    Hydra's own ``hydra`` node is left out, as a run's job config has none. Raises
-    ConfigError. It loads the run's config modules (about 0.2 s), so it is made only for
-    a config composed with overrides."""
-    job = omegaconf.OmegaConf.masked_copy(cfg, [key for key in cfg if key != "hydra"])
-    build_spec.build_spec(job)
