@@ -151,8 +151,14 @@ def build_instrument(spec: RunSpec, loaded: Loaded, arm_fields: dict[str, Any],
     return instrument
 
 
-def all_failed(rows: list[dict[str, Any]]) -> str | None:
-    """Why a run measured nothing, when every one of its rows failed; else None."""
+def all_failed(rows: list[dict[str, Any]], spec: RunSpec, split: str) -> str | None:
+    """Why a run measured nothing: every one of its rows failed, or (the whole dataset, one
+    shard) its benchmark produced no item at all; else None. Lazy groups are counted only as
+    they are produced, so :func:`load`'s check cannot see that they hold none: a generator
+    of no group ran as a complete run of 0 items, exit 0. A shard may own no history."""
+    if not rows and spec.shard.count == 1:
+        return (f"benchmark={spec.benchmark}: {split} produced no item, so the run measured nothing; check the "
+                "file (or the benchmark's load) it reads")
     if rows and all(r.get("error") for r in rows):
         return f"every item failed ({len(rows)} rows, kept in the run folder); the first error: {rows[0]['error']}"
     return None
@@ -190,7 +196,7 @@ def finish(spec: RunSpec, loaded: Loaded, parts: Parts, rows: list[dict[str, Any
     dataset, setup = loaded.dataset, parts.setup
     instrument.finished_at = now()
     instrument.n_rows = len(rows)
-    if status is RunStatus.COMPLETE and (failed := all_failed(rows)):
+    if status is RunStatus.COMPLETE and (failed := all_failed(rows, spec, dataset.split)):
         status, error = RunStatus.FAILED, failed  # nothing measured: the run failed
     instrument.load_counts = dict(dataset.counts)  # lazy groups finish their counts while they are produced
     if instrument.n_items is None and status is RunStatus.COMPLETE:

@@ -93,6 +93,8 @@ def execute(cfg: Any, out_dir: Path, console: Console | None = None, config_fold
     warnings = warnings or RunWarnings()
     with warnings.active():
         result = run(cfg, out_dir, console, config_folder, warnings, resume_from, container)
+        if not result.rows:  # no table of dashes, nor "wrote" a folder that goes: the reason alone (a shard may own none)
+            verdict(result, out_dir)
         show(result, console or run_summary.stdout_console(), out_dir)
         verdict(result, out_dir)
     return result.summary
@@ -233,7 +235,7 @@ def verdict(result: RunResult, out_dir: Path) -> None:
     """How a finished run ends: RunFailed when every item failed; ArmError / DataError for
     unmeasurable retrieval or too little answer coverage (:func:`memrun.pipeline.checks.refuse_unmeasured`);
     then RunDegraded when more than ``max_error_share`` of the rows failed. None: exit 0."""
-    if failed := outer_stages.all_failed(result.rows):
+    if failed := outer_stages.all_failed(result.rows, result.spec, str(result.instrument.split)):
         raise RunFailed(failed)
     refuse_unmeasured(result.spec.arm, result.summary, out_dir)
     if result.status is RunStatus.DEGRADED:  # after the more specific refusals above

@@ -51,6 +51,13 @@ class NoItems(Base):
         return [Group("h0", REC, [])]
 
 
+class NoItemsLazily(Base):
+    """A generator of groups holding no item: no count before the run sees that."""
+
+    def groups(self):
+        return (g for g in [Group("h0", REC, [])])
+
+
 class BadGoldMatch(Good):
     gold_match = "fuzzy"
 

@@ -52,6 +52,8 @@ def test_a_good_benchmark_loads_as_it_is(tmp_path):
 @pytest.mark.parametrize("cls, needle", [
     ("IntCategory", "item 'q0'.category: must be non-empty text, got 3"),
     ("NoItems", "benchmark=synthetic: s holds no item, so a run of it would measure nothing"),  # a run exiting 0
+    # lazily: 'items 0', a table of dashes, exit 0
+    ("NoItemsLazily", "benchmark=synthetic: s produced no item, so the run measured nothing"),
 ])
 def test_a_run_of_a_user_benchmark_stops_in_one_line(tmp_path, monkeypatch, capsys, cls, needle):
     from memrun.cli import main
