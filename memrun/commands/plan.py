@@ -35,6 +35,7 @@ if TYPE_CHECKING:
     from memrun.config import build_spec as config_spec
     from memrun.config import compose as config_compose
     from memrun.config import user_dir as config_user_dir
+    from memrun.io import reader as io_reader
     from memrun.llm import prices as llm_prices
     from memrun.pipeline import plan as memrun_plan
     from memrun.report import compare_report as report_compare_report
@@ -45,6 +46,7 @@ else:
     report_md = lazy("memrun.report.md")
     config_compose = lazy("memrun.config.compose")
     config_user_dir = lazy("memrun.config.user_dir")  # a --config-dir only
+    io_reader = lazy("memrun.io.reader")  # --pilot only
     config_spec = lazy("memrun.config.build_spec")
     llm_prices = lazy("memrun.llm.prices")
     memrun_plan = lazy("memrun.pipeline.plan")
@@ -130,7 +132,30 @@ def _pilot_runs(runs: list[str]) -> tuple[str, str]:
                           "often the two arms disagree, item by item and cluster by cluster, which one arm does "
                           "not show. Give two runs: the baseline and a first try of the change (or two runs of "
                           "the baseline, another seed: their noise gives a lower bound on the MDE)")
+    if overrides := [run for run in runs[2:] if "=" in run and not Path(run).exists()]:
+        raise ConfigError(f"--pilot takes two runs (A B), got {len(runs)}: {overrides[0]} is an override, which "
+                          "--pilot read as a run; put the overrides before it: memrun plan OVERRIDES --pilot A B")
     raise ConfigError(f"--pilot takes two runs (A B), got {len(runs)}")
+
+
+DESIGN_FIELDS = ("axis", "benchmark", "split")
+"""The instrument fields a pilot pair shares with the planned run for its power to be this
+plan's: the power is that of the pilot's design (its clusters, metric and spread)."""
+
+
+def _pilot_design_warnings(planned: Mapping[str, Any], runs: tuple[str, str]) -> list[str]:
+    """One warning per pilot run whose :data:`DESIGN_FIELDS` differ from the plan's
+    (``planned``: its comparability fields): ``memrun plan axis=accuracy --pilot <two LoCoMo
+    recall runs>`` printed the LoCoMo recall@5 MDE beside the synthetic accuracy plan, unmarked."""
+    warnings = []
+    for run in runs:
+        instrument = io_reader.read_instrument(run)
+        differ = [f"{name} {getattr(instrument, name)!s} (the plan's: {planned.get(name)!s})" for name in DESIGN_FIELDS
+                  if str(getattr(instrument, name)) != str(planned.get(name))]
+        if differ:
+            warnings.append(f"--pilot {run}: {'; '.join(differ)}: the power printed is that run's design, not "
+                            "this plan's; give pilot runs of the planned benchmark, split and axis")
+    return warnings
 
 
 HEADERS = ["role", "model", "endpoint", "calls", "cached", "needed", "prompt tok", "completion tok", "cost"]
@@ -177,6 +202,7 @@ def main(argv: list[str]) -> int:
     plan = memrun_plan.make_plan(*config_spec.build_spec(cfg), prices, info, args.chars_per_token).to_dict()
     if pilot is not None:
         plan["power"] = pilot_power(*pilot, args.effect)
+        plan["warnings"] += _pilot_design_warnings(plan["comparability"], pilot)
     render = {"text": render_text, "markdown": render_markdown,
               "json": lambda d: json.dumps(d, indent=2, default=str) + "\n"}[args.format]
     sys.stdout.write(render(plan))

@@ -334,6 +334,25 @@ def test_plan_refuses_one_pilot_run_and_says_why(tmp_path, capsys):
         plan_main(["--pilot", ra, ra, ra])
 
 
+def test_plan_marks_pilot_runs_of_another_design(tmp_path, capsys):
+    """The pilots' MDE is their design's: LoCoMo recall runs beside a plan of the synthetic
+    benchmark printed it as the plan's, unmarked, exit 0."""
+    import json
+
+    from memrun.commands.plan import main as plan_main
+    from memrun.errors import ConfigError
+
+    a, b = wtl(12, 180, 8)
+    ra, rb = _runs(tmp_path, a, b, [f"c{i % 10}" for i in range(200)])
+    assert plan_main(["--pilot", ra, rb, "--format", "json"]) == 0  # plan: synthetic; pilots: locomo
+    warnings = json.loads(capsys.readouterr().out)["warnings"]
+    assert any(w.startswith(f"--pilot {ra}: benchmark locomo (the plan's: synthetic); split locomo10 (the plan's: "
+                            "smoke): the power printed is that run's design, not this plan's") for w in warnings)
+    with pytest.raises(ConfigError, match="benchmark=synthetic is an override, which --pilot read as a run; put the "
+                                          "overrides before it"):
+        plan_main(["--pilot", ra, rb, "benchmark=synthetic"])
+
+
 def test_power_advice_says_locomo_has_only_ten_conversations(tmp_path, capsys):
     """LoCoMo-like runs (10 conversations, the published split): an effect that needs ~40
     clusters is said to be beyond what LoCoMo has, in compare and in plan --pilot."""
