@@ -521,7 +521,13 @@ def _named_categories(arg: str, run: RunTable) -> list[str]:
         if not run.instrument.comparable_categories:
             raise MemrunError(f"--categories comparable: {run.path} names no comparable subset; list the categories")
         return list(run.instrument.comparable_categories)
-    named = [raw_category(run.instrument.categories or {}, c) for c in (c.strip() for c in arg.split(",")) if c]
+    present = (set(pc.unique(run.table.column("category").cast(pa.string())).drop_null().to_pylist())
+               if "category" in run.table.column_names else set())
+    if arg in present:  # a category holding a comma ('a,b'): the list's separator would split its name
+        return [arg]
+    trimmed = {c.strip(): c for c in present if c != c.strip()}  # ' spaced ': a name with spaces at its ends
+    named = [trimmed.get(c, raw_category(run.instrument.categories or {}, c))
+             for c in (c.strip() for c in arg.split(",")) if c]
     if not named:  # "," or " , ": an empty list reached the pairing as an Arrow type error
         raise CompareUsageError(f"--categories {arg!r} names no category; list them comma-separated (e.g. 1,2), "
                                 "or give comparable or all")

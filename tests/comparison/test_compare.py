@@ -332,6 +332,19 @@ def test_categories_may_be_named_by_their_labels(tmp_path, capsys, monkeypatch):
     assert by_label["overall"] == by_raw["overall"] and by_label["overall"]["n_items"] == 8
 
 
+@pytest.mark.parametrize("named", ["a,b", "spaced", " spaced "])
+def test_a_category_with_a_comma_or_spaces_at_its_ends_can_be_named(tmp_path, capsys, named):
+    """A benchmark file's category 'a,b' or ' spaced ' could not be named: the list was split at
+    its comma and each name stripped ('no item has category a, b; present: ...')."""
+    categories = ["a,b", " spaced "] * 8
+    a, b = [True, False, False, True] * 4, [False, True, True, False] * 4
+    ra = retrieval_run(tmp_path / "a", a, categories=categories)
+    rb = retrieval_run(tmp_path / "b", b, categories=categories)
+    code, d = compare_json(capsys, str(ra), str(rb), "--categories", named)
+    assert code != 4 and d["overall"]["n_items"] == 8
+    assert list(d["per_category"]) == ["a,b" if named == "a,b" else " spaced "]
+
+
 @pytest.mark.parametrize("categories", [",", " , "])
 def test_categories_naming_none_are_a_usage_error(tmp_path, capsys, categories):
     # was "memrun compare failed unexpectedly: ArrowTypeError ... (a bug in memrun)"
