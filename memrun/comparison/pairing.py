@@ -376,7 +376,7 @@ def pair(a: RunTable, b: RunTable, *, metric: str, cluster_by: str | None, strat
         a_repeated=sa.repeated[keep], b_repeated=sb.repeated[keep],
         a_flipped=(sa.repeated & ~sa.stable)[keep], b_flipped=(sb.repeated & ~sb.stable)[keep],
         only_a=only_a, only_b=only_b, excluded=excluded, null_clusters=null_clusters,
-        errors={side: _errors(s, in_scope) for side, s in (("a", sa), ("b", sb))},
+        errors={"a": _errors(sa, in_scope), "b": _plus(_errors(sb, in_scope), _only_b_errors(b, ids_b, only_b_ids, metric))},
         n_present_both=int(both.sum()), n_present_either=int((in_scope & sa.present).sum()) + only_b,
         evidence=evidence, error_bound=_one_sided(sa, sb, both),
         credited=_credited(a, b, metric, codes_a, codes_b, valid_b, m, keep),
@@ -417,9 +417,25 @@ def _one_sided(sa: ArmScores, sb: ArmScores, both: np.ndarray) -> ErrorBound:
 
 
 def _errors(scores: ArmScores, in_scope: np.ndarray) -> tuple[int, int]:
-    """(errored items, items with a row) of one arm, in scope."""
+    """(errored items, items with a row) of one arm, in scope, among run A's items."""
     present = in_scope & scores.present
     return int((present & (scores.excluded == REASONS.index("error"))).sum()), int(present.sum())
+
+
+def _only_b_errors(b: RunTable, ids_b: pa.Array, only_b_ids: pa.Array, metric: str) -> tuple[int, int]:
+    """(errored items, items) among B's in-scope items that A has no row of (``only_b_ids``:
+    their rows' ids). B's error share counts them as A's counts A's own: it was read over A's
+    items alone, so a B that failed on the items only it held printed 'B 0/1041' of 1,540."""
+    if not len(only_b_ids):
+        return 0, 0
+    items = pc.unique(only_b_ids)
+    found = pc.index_in(ids_b, value_set=items)
+    scores = _arm(b, found.fill_null(0).to_numpy(zero_copy_only=False), np.asarray(found.is_valid()), len(items), metric)
+    return int((scores.present & (scores.excluded == REASONS.index("error"))).sum()), int(scores.present.sum())
+
+
+def _plus(x: tuple[int, int], y: tuple[int, int]) -> tuple[int, int]:
+    return x[0] + y[0], x[1] + y[1]
 
 
 def _shared_history(history: pa.Array) -> int:

@@ -332,6 +332,18 @@ def test_categories_may_be_named_by_their_labels(tmp_path, capsys, monkeypatch):
     assert by_label["overall"] == by_raw["overall"] and by_label["overall"]["n_items"] == 8
 
 
+def test_b_errors_on_items_only_b_holds_count_in_its_error_share(tmp_path, capsys):
+    """B's error share was read over A's items alone: a B whose 4 items beyond A's 40 all
+    failed printed 'B 0/40 (0.0%)' and the gate saw equal error shares; it is 4 of 44 (9.1%),
+    more than --max-error-gap from A's 0%."""
+    a = retrieval_run(tmp_path / "a", [i % 2 == 0 for i in range(40)], ids=[f"it{i}" for i in range(40)])
+    b = retrieval_run(tmp_path / "b", [True] * 44, ids=[f"it{i}" for i in range(44)],
+                      errors={i: "search: timeout" for i in range(40, 44)})
+    _, d = compare_json(capsys, str(a), str(b), "--categories", "all")
+    assert (d["data"]["errors_b"], d["data"]["items_b"]) == (4, 44) and (d["data"]["errors_a"], d["data"]["items_a"]) == (0, 40)
+    assert d["verdict"]["reason"] == "unequal_errors"
+
+
 @pytest.mark.parametrize("named", ["a,b", "spaced", " spaced "])
 def test_a_category_with_a_comma_or_spaces_at_its_ends_can_be_named(tmp_path, capsys, named):
     """A benchmark file's category 'a,b' or ' spaced ' could not be named: the list was split at
