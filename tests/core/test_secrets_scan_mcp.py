@@ -37,6 +37,7 @@ OC_SECRET = "ocenv-K4j9h2g6f1d8"
 URL_SECRET = "urlpw-M5n1b8v3c6x9"
 QUERY_SECRET = "urlq-T2r7e4w9q1a6"
 PLANTED = (ENV_SECRET, ARG_SECRET, OC_SECRET, URL_SECRET, QUERY_SECRET)
+SLOW_S = 1.0  # seconds each tool call of the stopped runs' server sleeps (stopped_run)
 FORMS = {v: (v, base64.b64encode(v.encode()).decode().rstrip("="), quote(v, safe="")) for v in PLANTED}
 
 
@@ -67,9 +68,15 @@ def environment(tmp_path: Path, **more: str) -> dict[str, str]:
 
 def stopped_run(tmp_path: Path, work: Path, folder: str, how: signal.Signals) -> tuple[str, str, str]:
     """A slow run started, its ledger read once it holds a namespace, then stopped by ``how``:
-    (its ledger's text while alive, stdout, stderr)."""
-    env = {**os.environ, **environment(tmp_path, MCP_TEST_SLOW_S="1.0")}
-    proc = subprocess.Popen([*memrun_exe(), *arm(tmp_path, "progress=false", f"hydra.run.dir={work / folder}")],
+    (its ledger's text while alive, stdout, stderr).
+
+    The server's slowness goes through ``arm.env``: a stdio server inherits only the MCP
+    SDK's short list of variables (HOME, PATH, ...), not memrun's environment. Set there, it
+    never reached the server, the whole run took ~1.5 s, and on a loaded machine the -9 came
+    after the run had erased its namespaces and removed its ledger."""
+    env = {**os.environ, **environment(tmp_path)}
+    proc = subprocess.Popen([*memrun_exe(), *arm(tmp_path, "progress=false", f"hydra.run.dir={work / folder}",
+                                                 f"+arm.env.MCP_TEST_SLOW_S={SLOW_S}")],
                             cwd=work, env=env, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
     ledger = ""
     deadline = time.monotonic() + 120
@@ -77,7 +84,7 @@ def stopped_run(tmp_path: Path, work: Path, folder: str, how: signal.Signals) ->
         ledger = "".join(p.read_text() for p in (tmp_path / "ledger").glob("*.json"))
         time.sleep(0.1)
     assert ledger, "the run wrote no ledger"
-    time.sleep(0.5)  # a few calls answered, the run far from its end (30 searches of 1 s, 16 at a time)
+    time.sleep(0.5)  # inside the first ingest: the run far from its end (then 30 searches of 1 s, 16 at a time)
     proc.send_signal(how)
     out, err = proc.communicate(timeout=120)
     assert proc.returncode == (130 if how == signal.SIGTERM else -9), err
@@ -120,7 +127,9 @@ def test_what_a_stdio_server_is_handed_reaches_no_file_and_no_output(tmp_path):
         printed += [ledger, out, err]
     assert list((tmp_path / "ledger").glob("*.json")), "a killed run leaves its ledger"
     printed += ["".join(p.read_text() for p in (tmp_path / "ledger").glob("*.json"))]
-    done = run_memrun([*arm(tmp_path), "progress=false"], work, environment(tmp_path))
+    # the stopped runs' server (its variables are part of what names it in the ledger)
+    done = run_memrun([*arm(tmp_path, f"+arm.env.MCP_TEST_SLOW_S={SLOW_S}"), "progress=false"], work,
+                      environment(tmp_path))
     printed += [done.stdout, done.stderr]
     assert done.returncode == 0 and "left on" in done.stderr, done.stderr
 
