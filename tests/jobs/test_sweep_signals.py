@@ -143,14 +143,15 @@ def test_sigterm_to_a_joblib_sweep_stops_its_workers_and_keeps_their_rows(tmp_pa
 
 
 @pytest.mark.slow
-@pytest.mark.parametrize("launcher", ["submitit_local", "ray"])
-def test_sigterm_to_a_sweep_on_other_launchers_stops_its_workers(tmp_path, launcher):
+@pytest.mark.parametrize(("launcher", "within"), [("submitit_local", 3.0), ("ray", 8.0)])
+def test_sigterm_to_a_sweep_on_other_launchers_stops_its_workers(tmp_path, launcher, within):
     # A stopped submitit job's process skips the interpreter's teardown (it took 2-4.5 s on a
     # loaded 2-core machine, its rows merged and result saved): 0.2-0.4 s at load 10.
     # Ray's workers end with the sweep's Ray, shut down once the stopped jobs returned:
-    # 0.7-1.5 s at load 18. Before memrun kept its handlers through ray.init the sweep
-    # aborted (exit -6).
-    _terminate_in_flight(tmp_path, launcher, within=3.0)
+    # 0.7-1.5 s at load 18, but 3.1 s (both at once: Ray's own shutdown) at load 12 beside a
+    # CI run; a worker that did not stop would go on ~15 s (and start calls, asserted apart).
+    # Before memrun kept its handlers through ray.init the sweep aborted (exit -6).
+    _terminate_in_flight(tmp_path, launcher, within=within)
 
 
 @pytest.mark.slow
