@@ -37,6 +37,7 @@ from typing import TYPE_CHECKING, Any
 from memrun.lazy import lazy
 
 if TYPE_CHECKING:
+    import asyncio
     import logging
 else:
     logging = lazy("logging")  # only a stopped run's exit flushes it (memrun.lazy)
@@ -198,3 +199,23 @@ def on_request(callback: Callable[[], object]) -> Iterator[None]:
         yield
     finally:
         _callbacks.remove(callback)
+
+
+@contextmanager
+def on_request_call_soon(loop: asyncio.AbstractEventLoop, fn: Callable[..., object], *args: object) -> Iterator[None]:
+    """:func:`on_request` scheduling ``fn(*args)`` on ``loop`` (``call_soon_threadsafe``), for
+    a block that runs on that loop.
+
+    A request from another thread (:func:`watch`, a sweep's job) takes its list of callbacks,
+    then calls them: the block may end and the loop close in between. The callback is then
+    dropped (the stop is recorded all the same, and :func:`check` sees it) instead of raising
+    "Event loop is closed" in that thread (a traceback on the job's stderr, the thread gone)."""
+    def callback() -> None:
+        try:
+            loop.call_soon_threadsafe(fn, *args)
+        except RuntimeError:  # closed after the request took its list: the block it served has ended
+            if not loop.is_closed():
+                raise
+
+    with on_request(callback):
+        yield

@@ -218,7 +218,7 @@ def answer_and_judge(spec: RunSpec, setup: AccuracySetup, dataset: Dataset, arm:
             # Ctrl-C / SIGTERM: the stage finishes the calls in flight (cached, paid for once) and
             # starts nothing new (AnswerStage.stop), on the loop (memrun.core.signals); a second
             # signal stops at once.
-            with signals.on_request(lambda: loop.call_soon_threadsafe(stage.stop, "a stop was asked for")):
+            with signals.on_request_call_soon(loop, stage.stop, "a stop was asked for"):
                 await stage.run(retrieved_groups(arm, dataset.groups, spec.top_k, dataset.gold_match, spec.flow,
                                                  offload=lambda: setup.llm.in_flight > 0))
         finally:

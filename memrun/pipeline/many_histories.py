@@ -346,7 +346,7 @@ def retrieve_all(arm: Any, groups: Iterable[Group], top_k: int, gold_match: Gold
         def stop() -> None:  # no call starts any more; the open histories hand on what was answered
             flow.stopping = True
 
-        with signals.on_request(lambda: loop.call_soon_threadsafe(stop)):
+        with signals.on_request_call_soon(loop, stop):
             async for _, retrieved in flow.groups(groups):
                 for r in retrieved:
                     on_item(r)
