@@ -138,7 +138,7 @@ def _recall_column(run: RunTable, k: int | None) -> tuple[str, str]:
     """(the hit_at_K column, recall@K) a recall run's misses are read from; MemrunError when
     the run did not measure that K."""
     inst = run.instrument
-    metric = f"recall@{k}" if k is not None else retrieval_headline_metric(inst.ks or [5])
+    metric = f"recall@{k}" if k is not None else retrieval_headline_metric(inst.ks or [5], inst.top_k)
     if not metric.startswith("recall@"):
         metric = f"recall@{max(inst.ks or [5])}"
     column = item_column_for(metric)

@@ -209,13 +209,14 @@ def resolve(request: CompareRequest) -> tuple[CompareRequest, list[str]]:
 def _headline_metric(a: str | None) -> str:
     """The metric a comparison reads when none is named: run A's headline
     (:func:`memrun.metrics.intervals.retrieval_headline_metric`: recall@5 when its cut-offs
-    hold 5, else recall@10, recall@1, mrr), the one its summary, report and sweep table
+    hold 5 and its arm.top_k reaches it, else recall@10, recall@1, mrr), the one its summary, report and sweep table
     show; :data:`DEFAULTS`' recall@5 when A cannot be read (the reading says why, later)."""
     try:
-        ks = read_instrument(a).ks if a is not None else None
+        inst = read_instrument(a) if a is not None else None
     except MemrunError:
-        ks = None
-    return retrieval_headline_metric(ks) if ks else str(DEFAULTS["metric"])
+        inst = None
+    ks = inst.ks if inst is not None else None
+    return retrieval_headline_metric(ks, inst.top_k) if inst is not None and ks else str(DEFAULTS["metric"])
 
 
 @dataclass

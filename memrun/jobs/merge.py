@@ -168,7 +168,7 @@ def merge(run_dir: Path) -> MergeResult:
         table.to_pylist(), axis=str(instrument.axis), ks=instrument.ks, categories=instrument.categories,
         comparable_categories=instrument.comparable_categories, task_averaged=instrument.task_averaged,
         headline=instrument.config.get("denominator"), unmeasurable=instrument.retrieval_not_measurable,
-        max_error_share=float(instrument.config.get("max_error_share", MAX_ERROR_SHARE)),
+        max_error_share=float(instrument.config.get("max_error_share", MAX_ERROR_SHARE)), top_k=instrument.top_k,
     )
     items = {i: len(set(r.table.column("item_id").to_pylist())) for i, r in chosen.items()}
     summary.update(

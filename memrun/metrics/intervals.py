@@ -37,10 +37,13 @@ RETRIEVAL_HEADLINE = ("recall@5", "recall@10", "recall@1", "mrr")
 """The retrieval metric a run's headline reads: the first a run has (sweeps, reports, intervals)."""
 
 
-def retrieval_headline_metric(ks: Sequence[int]) -> str:
-    """The first of :data:`RETRIEVAL_HEADLINE` a run with cut-offs ``ks`` measures."""
+def retrieval_headline_metric(ks: Sequence[int], top_k: int | None = None) -> str:
+    """The first of :data:`RETRIEVAL_HEADLINE` a run with cut-offs ``ks`` and ``arm.top_k``
+    ``top_k`` measures: a K past ``top_k`` is null in every row
+    (:func:`memrun.metrics.retrieval.measured_ks`), so it is not the run's headline."""
+    measured = metrics_retrieval.measured_ks(ks, top_k)
     for name in RETRIEVAL_HEADLINE:
-        if "@" not in name or int(name.split("@")[1]) in ks:
+        if "@" not in name or int(name.split("@")[1]) in measured:
             return name
     return "mrr"
 

@@ -31,6 +31,7 @@ def summarize_rows(
     unmeasurable: str | None = None,
     max_error_share: float = MAX_ERROR_SHARE,
     caveats: Mapping[str, Any] | None = None,
+    top_k: int | None = None,
 ) -> dict[str, Any]:
     """The metrics of a run's rows (columns of :mod:`memrun.io.schema`), as ``summary.json`` holds them.
 
@@ -40,6 +41,8 @@ def summarize_rows(
     ``retrieval`` block scored on each item's first repeat (retrieval runs once per item;
     only failed retrievals are left out). ``unmeasurable``: the reason the retrieval
     metrics cannot be measured; they are then null (:func:`memrun.metrics.summary.not_measurable`).
+    ``top_k``: the run's ``arm.top_k`` (None: unbounded); cut-offs past it are null, so the
+    retrieval headline is the first it measures (:func:`memrun.metrics.intervals.retrieval_headline_metric`).
     ``intervals``: the headline metric's 95% intervals (the cluster bootstrap, with the small-cluster t when clusters are few), overall and per
     category (:func:`memrun.metrics.intervals.category_intervals`; left out when not measurable).
     ``max_error_share``: the run's; past it the second judge's agreement is withheld
@@ -59,7 +62,7 @@ def summarize_rows(
         summary = retrieval(rows)
         summary["caveats"] = counts
         if not unmeasurable:
-            summary["intervals"] = category_intervals(rows, axis=axis, metric=retrieval_headline_metric(ks),
+            summary["intervals"] = category_intervals(rows, axis=axis, metric=retrieval_headline_metric(ks, top_k),
                                                       comparable_categories=comparable_categories)
         return summary
 

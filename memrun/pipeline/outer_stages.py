@@ -236,7 +236,7 @@ def metrics(rows: list[dict[str, Any]], instrument: Instrument, max_error_share:
         rows, axis=str(instrument.axis), ks=instrument.ks, categories=instrument.categories,
         comparable_categories=instrument.comparable_categories, task_averaged=instrument.task_averaged,
         headline=headline, unmeasurable=instrument.retrieval_not_measurable, max_error_share=max_error_share,
-        caveats=caveats,
+        caveats=caveats, top_k=instrument.top_k,
     )
 
 

@@ -174,6 +174,30 @@ def test_a_metric_an_arm_could_not_measure_says_so_and_what_to_compare(tmp_path,
     assert compare_main([str(tmp_path / "a"), str(tmp_path / "b"), "--metric", "recall@1"]) in (0, 1, 2)
 
 
+def test_without_metric_two_shallow_runs_compare_on_a_cutoff_they_measured(tmp_path, capsys, monkeypatch):
+    """arm.top_k=3 with the default ks [1, 3, 5, 10]: recall@5 is null in every row, so it is
+    not the run's headline (its summary's intervals) nor compare's default metric; text,
+    --format json and the view's compare page all read the same measured one."""
+    import json
+
+    from memrun.cli import main as cli_main
+    from memrun.report.html.compare_page import compare_context
+
+    monkeypatch.chdir(tmp_path)
+    for name in ("a", "b"):
+        assert cli_main(["arm.top_k=3", "progress=false", f"hydra.run.dir={tmp_path / name}"]) == 0
+    a, b = str(tmp_path / "a"), str(tmp_path / "b")
+    summary = json.loads((tmp_path / "a" / "summary.json").read_text())
+    assert summary["intervals"]["metric"] == "recall@1" and summary["intervals"]["overall_all"] is not None
+    capsys.readouterr()
+    assert compare_main([a, b]) in (0, 1, 2)
+    assert "| metric recall@1 |" in capsys.readouterr().out
+    code, doc = compare_json(capsys, a, b)
+    assert code in (0, 1, 2) and doc["metric"] == "recall@1"
+    page = compare_context(a, b)
+    assert page["banner"]["outcome"] != "refused" and any("| metric recall@1 |" in line for line in page["lines"])
+
+
 def test_calls_to_different_endpoints_are_named_in_a_warning(tmp_path, capsys):
     labels = {f"i{i:02d}": ["correct" if i % 3 else "wrong"] for i in range(40)}
     here = {"reader": "http://127.0.0.1:8000/v1", "judge": "https://api.openai.com/v1"}

@@ -46,6 +46,7 @@ def test_intervals_read_the_gates_nominal_union_of_bootstrap_and_small_cluster_t
     assert block["n_clusters"] == 10 and out["overall_comparable"]["n_items"] == 200 and block["unreadable"] is None
     assert set(out["per_category"]) == {"0", "1", "2"}
     assert retrieval_headline_metric([1, 3, 10]) == "recall@10" and retrieval_headline_metric([2]) == "mrr"
+    assert retrieval_headline_metric([1, 3, 5, 10], top_k=3) == "recall@1"  # @5, @10 are null past top_k
 
 
 def test_a_second_cluster_of_one_item_does_not_make_an_interval_readable():

@@ -48,7 +48,7 @@ def load_summary(run: RunTable) -> tuple[dict[str, Any], str | None]:
         rows, axis=str(inst.axis), ks=inst.ks, categories=inst.categories,
         comparable_categories=inst.comparable_categories, task_averaged=inst.task_averaged,
         headline=denominator, unmeasurable=inst.retrieval_not_measurable,
-        max_error_share=float((inst.config or {}).get("max_error_share", MAX_ERROR_SHARE)))
+        max_error_share=float((inst.config or {}).get("max_error_share", MAX_ERROR_SHARE)), top_k=inst.top_k)
     return summary, f"no {SUMMARY_FILE}: the figures below were recomputed from the {len(rows)} rows it wrote"
 
 
@@ -125,7 +125,7 @@ def run_context(path: str | Path, item_link: str | None = None) -> dict[str, Any
     live = None if run.complete else read_live(run.folder)
     accuracy = inst.axis == "accuracy"
     metric = (summary.get("intervals") or {}).get("metric") or (
-        None if accuracy else retrieval_headline_metric(inst.ks or [5]))
+        None if accuracy else retrieval_headline_metric(inst.ks or [5], inst.top_k))
     hit_column = None
     if not accuracy and metric:
         hit_column = item_column_for(metric)
