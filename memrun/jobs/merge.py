@@ -38,7 +38,7 @@ from memrun.errors import MergeError, RunTableError
 from memrun.io.metadata import seal_table
 from memrun.io.reader import RunTable, read_run, read_summary
 from memrun.io.writer import ITEMS_FILE, PARTS_DIR, SHA256_KEY, SUMMARY_FILE, file_sha256
-from memrun.jobs.shards import items_digest
+from memrun.jobs.shards import items_digest, owns_no_history
 from memrun.metrics.run_level import summarize_rows
 
 PARTIAL = "partial"
@@ -200,7 +200,8 @@ def _complete_copies(runs: list[RunTable]) -> dict[int, int]:
 
 def _merged_instrument(parts: list[Instrument], count: int, missing: list[int], table: pa.Table) -> Instrument:
     first = parts[0]
-    warnings = list(dict.fromkeys(w for p in parts for w in p.warnings))
+    empty = {owns_no_history(count, int(_shard_facts(p)["index"]), str(p.benchmark)) for p in parts}
+    warnings = list(dict.fromkeys(w for p in parts for w in p.warnings if w not in empty))  # the merge is whole
     if missing:
         warnings.append(f"partial: shard(s) {', '.join(map(str, missing))} of {count} are missing or did not "
                         "complete; re-run them and merge again")

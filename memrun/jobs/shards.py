@@ -113,3 +113,11 @@ class _Owned:
 
     def __iter__(self) -> Iterator[Group]:
         return self.owned(self.groups)
+
+
+def owns_no_history(count: int, index: int, benchmark: str) -> str:
+    """The warning of shard ``index`` of ``count`` that owns no history of ``benchmark`` (more
+    shards than histories): legitimate in a sweep, so the run completes with 0 items, saying
+    so. :mod:`memrun.jobs.merge` leaves this line out of the merged run, which is the whole."""
+    return (f"shard.index={index} of shard.count={count} owns no history of benchmark={benchmark}: it ran 0 "
+            "items (more shards than histories); its figures are empty, the sweep's are memrun merge's")

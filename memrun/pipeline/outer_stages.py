@@ -164,6 +164,14 @@ def all_failed(rows: list[dict[str, Any]], spec: RunSpec, split: str) -> str | N
     return None
 
 
+def empty_shard_warning(rows: list[dict[str, Any]], spec: RunSpec, status: RunStatus) -> str | None:
+    """:func:`memrun.jobs.shards.owns_no_history` for a shard that completed with no row,
+    so its 0 items are said, not silent; None otherwise."""
+    if rows or spec.shard.count == 1 or status is not RunStatus.COMPLETE:
+        return None
+    return shards.owns_no_history(spec.shard.count, spec.shard.index, spec.benchmark)
+
+
 def degraded(rows: list[dict[str, Any]], max_share: float) -> tuple[RunStatus, str] | None:
     """(DEGRADED, why) when more than ``max_share`` of the rows failed, else None."""
     n_errors = sum(1 for r in rows if r.get("error"))
@@ -198,6 +206,7 @@ def finish(spec: RunSpec, loaded: Loaded, parts: Parts, rows: list[dict[str, Any
     instrument.n_rows = len(rows)
     if status is RunStatus.COMPLETE and (failed := all_failed(rows, spec, dataset.split)):
         status, error = RunStatus.FAILED, failed  # nothing measured: the run failed
+    warnings.warn(empty_shard_warning(rows, spec, status))
     instrument.load_counts = dict(dataset.counts)  # lazy groups finish their counts while they are produced
     if instrument.n_items is None and status is RunStatus.COMPLETE:
         instrument.n_items = len({r["item_id"] for r in rows})  # accuracy: rows are item x repeat

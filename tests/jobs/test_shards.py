@@ -136,3 +136,24 @@ def test_a_bad_shard_layout_is_one_line(tmp_path, capsys, overrides, message, mo
     assert message in capsys.readouterr().err
     assert main(["merge", str(tmp_path)]) == 2
     assert "no shard here" in capsys.readouterr().err
+
+
+def test_a_shard_that_owns_no_history_says_so_and_the_sweep_still_merges(tmp_path, capsys):
+    """The synthetic benchmark's 5 histories over 8 shards: 3 own none. Each completes with 0
+    items, exit 0 (legitimate in a sweep), with one warning line naming it, in its summary
+    and instrument too; the merge is whole, so it leaves those lines out."""
+    assert main(["-m", "benchmark=synthetic", "progress=false", "shard.count=8", "shard.index=range(0,8)",
+                 f"hydra.sweep.dir={tmp_path}"]) == 0
+    said = [line for line in capsys.readouterr().err.splitlines() if "owns no history" in line]
+    empty = [i for i in range(8) if read_run(tmp_path / f"shard-{i}-of-8").table.num_rows == 0]
+    assert len(empty) == 3 and len(said) == 3
+    for i in empty:
+        line = f"shard.index={i} of shard.count=8 owns no history of benchmark=synthetic"
+        assert sum(line in s for s in said) == 1
+        folder = tmp_path / f"shard-{i}-of-8"
+        assert [w for w in read_run(folder).instrument.warnings if "owns no history" in w] == [
+            w for w in json.loads((folder / "summary.json").read_text())["warnings"] if "owns no history" in w]
+        assert any(line in w for w in read_run(folder).instrument.warnings)
+    result = merge(tmp_path)
+    assert result.status == "complete" and sum(result.items.values()) == 30 and all(result.items[i] == 0 for i in empty)
+    assert not [w for w in read_run(tmp_path).instrument.warnings if "owns no history" in w]
