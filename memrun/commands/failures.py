@@ -16,6 +16,8 @@ misses (they are counted apart on the last line).
 Items are grouped by category, in the run's order within each. ``--format json`` prints
 one JSON object per item (``--json`` is the same), ``--format md`` a markdown document.
 Texts are the run's own (``gold_texts``, ``retrieved_texts``): no dataset is read.
+A run that did not finish says so, with its status and the error it recorded (json: on
+stderr, stdout holding the items alone).
 """
 
 from __future__ import annotations
@@ -36,7 +38,7 @@ from memrun.metrics.by_category import raw_category
 from memrun.metrics.intervals import retrieval_headline_metric
 from memrun.metrics.retrieval import item_column_for
 from memrun.report.evidence import evidence
-from memrun.report.failures import by_category, markdown_failures, print_failures
+from memrun.report.failures import by_category, markdown_failures, print_failures, unfinished_note
 from memrun.stats.labels import ABSTAIN, WRONG
 
 
@@ -193,14 +195,18 @@ def main(argv: list[str]) -> int:
     # its every item ran: a failed run may have stopped early (the first calls to an endpoint all
     # failed: 15 of 30 items had rows), and was listed as if every item had
     finished = run.complete and str(inst.status) not in ("running", "interrupted", "stopped", "failed")
+    unfinished = None if finished else unfinished_note(inst.status, inst.error)
     shown = by_category(items)[: args.limit] if args.limit is not None else by_category(items)
-    if fmt == "json":
+    if fmt == "json":  # stdout holds one item a line: the note goes to stderr
+        if unfinished is not None:
+            print(f"memrun: warning: {run.path} did not finish ({unfinished}); showing the rows that did",
+                  file=sys.stderr)
         for item in shown:
             sys.stdout.write(json.dumps(item, ensure_ascii=False) + "\n")
     elif fmt == "md":
         sys.stdout.write(markdown_failures(shown, total=total, run=str(run.path), what=what, counts=counts,
-                                           complete=finished))
+                                           unfinished=unfinished))
     else:
-        print_failures(Console(), shown, total=total, run=str(run.path), complete=finished, what=what,
+        print_failures(Console(), shown, total=total, run=str(run.path), unfinished=unfinished, what=what,
                        counts=counts)
     return 0

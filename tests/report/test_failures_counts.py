@@ -4,6 +4,8 @@ errors and unscored items), and a run that did not finish says so."""
 
 from __future__ import annotations
 
+import json
+
 import pytest
 
 from memrun.cli import main
@@ -27,4 +29,19 @@ def test_a_run_that_stopped_early_says_it_did_not_finish(tmp_path, capsys, statu
     run = accuracy_run(tmp_path / "run", {"i1": ["correct"] * 3}, status=status)
     assert main(["failures", str(run)]) == 0
     out = " ".join(capsys.readouterr().out.split())
-    assert "did not finish; showing the rows that did" in out and "0 of 0 failed items shown | not failures: 1 correct" in out
+    assert f"did not finish (status {status}); showing the rows that did" in out and "0 of 0 failed items shown | not failures: 1 correct" in out
+
+
+@pytest.mark.parametrize("fmt", ["text", "md", "json"])
+def test_a_failed_run_prints_its_error_beside_saying_it_did_not_finish(tmp_path, capsys, fmt):
+    """The instrument's ``error`` says why the run stopped: every format prints it (json on
+    stderr, as its stdout holds one item a line)."""
+    error = "every item failed (3 rows, kept in the run folder); the first error: HTTP 401 bad key"
+    run = accuracy_run(tmp_path / "run", {"i1": ["wrong"] * 3}, status="failed", error=error)
+    assert main(["failures", str(run), "--format", fmt]) == 0
+    out, err = capsys.readouterr()
+    said = " ".join((err if fmt == "json" else out).split())
+    assert "did not finish (status failed: every item failed (3 rows, kept in the run folder); the first error: " \
+           "HTTP 401 bad key)" in said
+    if fmt == "json":
+        assert [json.loads(line)["item_id"] for line in out.splitlines()] == ["i1"]
