@@ -270,8 +270,11 @@ def _flip_rate(repeated: np.ndarray, flipped: np.ndarray) -> float | None:
 
 
 def analyze(paired: Paired, settings: Settings, *, run_a: str, run_b: str, axis: str | None,
-            denominator: str | None, differences: list[Difference]) -> Comparison:
-    """Run every statistic on ``paired`` (see the module docstring).
+            denominator: str | None, differences: list[Difference],
+            unfinished: tuple[str, str] | None = None) -> Comparison:
+    """Run every statistic on ``paired`` (see the module docstring). ``unfinished``: (reason,
+    words) when a run is not whole (:func:`memrun.comparison.fitness.unfinished_hold`): the
+    verdict is held, the numbers computed as ever.
 
     Raises ValueError from the statistics (e.g. clusters that straddle strata).
     """
@@ -304,7 +307,7 @@ def analyze(paired: Paired, settings: Settings, *, run_a: str, run_b: str, axis:
     if notes:
         facts["credited"] = credited_counts(paired)
         warnings.extend(notes)
-    hold = data_hold(facts, settings.thresholds) or ((DEGENERATE, overall["degenerate"]) if overall["degenerate"] else None)
+    hold = unfinished or data_hold(facts, settings.thresholds) or ((DEGENERATE, overall["degenerate"]) if overall["degenerate"] else None)
     verdict = decide(Bounds.of(decided_on), min_delta=settings.min_delta,
                      band=settings.band, n_items=overall["n_items"],
                      n_clusters=overall["n_clusters"] if settings.cluster_by else None, hold=hold)

@@ -33,7 +33,7 @@ import pyarrow.compute as pc
 from memrun.comparison.analysis import Comparison, Settings, analyze, category_order
 from memrun.comparison.baseline import find_baseline
 from memrun.comparison.design import cluster_supply, design_notes, evidence_sensitivity
-from memrun.comparison.fitness import DataThresholds
+from memrun.comparison.fitness import DataThresholds, unfinished_hold
 from memrun.comparison.pairing import Paired, pair, read_for_compare, shared_items
 from memrun.core.background import in_background
 from memrun.core.instrument import NEVER_TREATMENTS, Difference, Instrument
@@ -342,7 +342,8 @@ def _analyze(request: CompareRequest, prepared: _Prepared, read_warnings: list[s
     paired = prepared.pair()
     try:
         result = analyze(paired, prepared.settings, run_a=request.a, run_b=request.b, axis=run_a.instrument.axis,
-                         denominator=run_a.instrument.denominator, differences=prepared.differences)
+                         denominator=run_a.instrument.denominator, differences=prepared.differences,
+                         unfinished=unfinished_hold(run_a, prepared.run_b))
     except ValueError as exc:
         if stratify_by and "stratum" in str(exc):
             raise MemrunError(f"--stratify-by {stratify_by}: a cluster (column {cluster_by}) holds items of several "
@@ -368,16 +369,10 @@ def _load(path: str, metric: str, cluster_by: str | None, stratify: str, warn: S
     what makes the run read differently (unfinished, partial, one shard) goes to ``warn``."""
     instrument = read_instrument(path)
     run = read_for_compare(path, instrument.axis, metric, cluster_by, _stratify_by(stratify, instrument))
-    if not run.complete:
-        warn(f"{path} did not finish; comparing the {run.table.num_rows} rows it wrote")
-    elif run.instrument.status != "complete":
-        missing = (run.instrument.shard or {}).get("missing")
-        shards = f" (shards {', '.join(map(str, missing))} missing)" if missing else ""
-        warn(f"{path} ended {run.instrument.status}{shards}; comparing the rows it wrote")
-    shard = run.instrument.shard or {}
-    if "index" in shard and "merged" not in shard:
-        warn(f"{path} is shard {shard['index']} of {shard['count']} of a run, not the whole run "
-             "(memrun merge the shards' folder to compare the whole)")
+    for reason in run.unfinished():  # the verdict is held on them too (analyze's unfinished)
+        warn(f"{path} {reason}; comparing the {run.table.num_rows} rows it wrote")
+    if run.instrument.status == "degraded":
+        warn(f"{path} ended degraded; comparing the rows it wrote")
     return run
 
 

@@ -10,6 +10,14 @@ these thresholds the verdict is ``unresolved`` with the reason (exit 2):
 - ``max_error_gap``: the difference between the two arms' error shares;
 - ``min_paired_share``: items present in both runs over items present in either.
 
+A run that is not whole holds the verdict too (``unfinished_run``,
+:meth:`memrun.io.reader.RunTable.unfinished`): one that did not finish (read from its parts), ended otherwise than ``complete`` or ``degraded``
+(interrupted, stopped by its token budget, failed, a merge missing shards) or is one shard
+of a run. Its rows are the items that happened to finish first, and two such runs stopped
+alike pair fully, so no paired share catches them: a gate on them would pass or fail a
+change on whatever part of the benchmark ran. The numbers are still shown. A degraded run
+is whole; its errored rows are what ``max_error_share`` weighs.
+
 Defaults below; ``memrun compare --max-error-share/--max-error-gap/--min-paired-share``
 and the gate files (``conf/gates/*.yaml``: ``max-error-share`` ...) set them.
 """
@@ -20,10 +28,12 @@ from dataclasses import dataclass
 from typing import Any
 
 from memrun.comparison.pairing import Paired
+from memrun.io.reader import RunTable
 
 TOO_MANY_ERRORS = "too_many_errors"
 UNEQUAL_ERRORS = "unequal_errors"
 TOO_FEW_PAIRED = "too_few_paired"
+UNFINISHED = "unfinished_run"
 
 
 @dataclass(frozen=True)
@@ -67,3 +77,15 @@ def data_hold(facts: dict[str, Any], t: DataThresholds) -> tuple[str, str] | Non
         return TOO_FEW_PAIRED, (f"only {facts['paired_share']:.0%} of the items present in either run are in both, "
                                 f"less than --min-paired-share {t.min_paired_share:g}: the runs share too few items")
     return None
+
+
+def unfinished_hold(a: RunTable, b: RunTable) -> tuple[str, str] | None:
+    """(reason, words) holding the verdict when run A or B is not whole
+    (:meth:`memrun.io.reader.RunTable.unfinished`), else None."""
+    sides = [side for side, run in (("A", a), ("B", b)) if run.unfinished()]
+    if not sides:
+        return None
+    return UNFINISHED, (f"{'run A' if sides == ['A'] else 'run B' if sides == ['B'] else 'runs A and B'} "
+                        f"{'is' if len(sides) == 1 else 'are'} not whole (see the warnings): "
+                        "a verdict reads every item of both runs, not the ones that finished first; "
+                        "finish, resume or merge the run, then compare again")

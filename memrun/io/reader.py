@@ -29,6 +29,10 @@ else:
     io_footer = lazy("memrun.io.footer")
 
 
+WHOLE_STATUSES = ("complete", "degraded")
+"""The statuses of a run that wrote a row for every item it selected (:meth:`RunTable.unfinished`)."""
+
+
 @dataclass
 class RunTable:
     """A run's rows (``table``) and the :class:`Instrument` that produced them.
@@ -41,6 +45,27 @@ class RunTable:
     table: pa.Table
     instrument: Instrument
     complete: bool
+
+    def unfinished(self) -> list[str]:
+        """Why these rows are not the whole run, one phrase per reason, or [] for a whole run:
+        it ``did not finish`` (read from its parts), ended otherwise than complete or
+        degraded (``ended interrupted``, ``stopped`` by its token budget, ``failed``, a merge
+        missing shards: ``ended partial (shards 2 missing)``), or is one shard of a run. A
+        degraded run is whole: a row for every item, its errors among them. The one reading
+        of it for ``memrun compare`` (which holds its verdict on it), ``memrun failures`` and
+        the compare page."""
+        reasons = []
+        if not self.complete:
+            reasons.append("did not finish")
+        elif self.instrument.status not in WHOLE_STATUSES:
+            missing = (self.instrument.shard or {}).get("missing")
+            shards = f" (shards {', '.join(map(str, missing))} missing)" if missing else ""
+            reasons.append(f"ended {self.instrument.status}{shards}")
+        shard = self.instrument.shard or {}
+        if "index" in shard and "merged" not in shard:
+            reasons.append(f"is shard {shard['index']} of {shard['count']} of a run, not the whole run "
+                           "(memrun merge the shards' folder for the whole)")
+        return reasons
 
     @property
     def folder(self) -> Path:

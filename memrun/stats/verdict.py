@@ -96,7 +96,7 @@ class GateVerdict:
     ``"unresolved"``; ``reason`` is one of ``lower_bound_above_threshold``,
     ``upper_bound_below_threshold``, ``inside_null_band``, ``underpowered``,
     ``too_few_items``, ``too_few_clusters``, ``degenerate_interval`` or a reason the
-    caller held the verdict for (error shares, unpaired items); ``detail`` says it in
+    caller held the verdict for (error shares, unpaired items, a run not whole); ``detail`` says it in
     words whenever the verdict was held. ``low``/``high`` are the interval decided on; all values
     are fractions."""
 

@@ -429,3 +429,25 @@ def test_the_verdict_says_what_it_assumes_and_what_the_design_check_found(tmp_pa
     out = capsys.readouterr().out
     assert "assumes: the 10 clusters" in out and "design check (design_calibrated_t" in out
     assert "errored in one arm only (A 0, B 8)" in out
+
+
+@pytest.mark.parametrize("how", [dict(status="interrupted"), dict(status="stopped"),
+                                 dict(status="partial", shard={"count": 3, "missing": [2], "merged": [0, 1]}),
+                                 dict(shard={"count": 3, "index": 0})])
+def test_runs_that_are_not_whole_never_pass(tmp_path, capsys, how):
+    """Two runs stopped alike (two merges missing the same shard, two runs interrupted or out of
+    budget at the same item, shard 0 of each arm) pair fully, so no paired share caught them:
+    compare PASSed, exit 0, on the part of the benchmark that happened to run, with a warning.
+    The verdict is held (the numbers still shown); a whole run against it is held too."""
+    a, b = wtl(60, 140, 0)
+    clusters = [f"c{i % 8}" for i in range(200)]
+    ra, rb = _runs(tmp_path, a, b, clusters, **how)
+    code, d = compare_json(capsys, ra, rb)
+    assert code == ExitCode.UNRESOLVED and d["verdict"]["reason"] == "unfinished_run"
+    assert d["verdict"]["detail"].startswith("runs A and B are not whole")
+    assert d["overall"]["low"] > 0  # the numbers alone would pass
+    whole = str(retrieval_run(tmp_path / "whole", a, clusters))
+    code, d = compare_json(capsys, whole, rb)
+    assert code == ExitCode.UNRESOLVED and d["verdict"]["detail"].startswith("run B is not whole")
+    code, d = compare_json(capsys, whole, str(retrieval_run(tmp_path / "whole_b", b, clusters, status="degraded")))
+    assert code == ExitCode.PASS  # a degraded run is whole: its errors are what --max-error-share weighs
