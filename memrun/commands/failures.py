@@ -16,8 +16,6 @@ misses (they are counted apart on the last line).
 Items are grouped by category, in the run's order within each. ``--format json`` prints
 one JSON object per item (``--json`` is the same), ``--format md`` a markdown document.
 Texts are the run's own (``gold_texts``, ``retrieved_texts``): no dataset is read.
-A run that did not finish says so, with its status and the error it recorded (json: on
-stderr, stdout holding the items alone).
 """
 
 from __future__ import annotations
@@ -38,7 +36,7 @@ from memrun.metrics.by_category import raw_category
 from memrun.metrics.intervals import retrieval_headline_metric
 from memrun.metrics.retrieval import item_column_for
 from memrun.report.evidence import evidence
-from memrun.report.failures import by_category, markdown_failures, print_failures, unfinished_note
+from memrun.report.failures import by_category, markdown_failures, print_failures
 from memrun.stats.labels import ABSTAIN, WRONG
 
 
@@ -140,7 +138,7 @@ def _recall_column(run: RunTable, k: int | None) -> tuple[str, str]:
     """(the hit_at_K column, recall@K) a recall run's misses are read from; MemrunError when
     the run did not measure that K."""
     inst = run.instrument
-    metric = f"recall@{k}" if k is not None else retrieval_headline_metric(inst.ks or [5], inst.top_k)
+    metric = f"recall@{k}" if k is not None else retrieval_headline_metric(inst.ks or [5])
     if not metric.startswith("recall@"):
         metric = f"recall@{max(inst.ks or [5])}"
     column = item_column_for(metric)
@@ -192,15 +190,9 @@ def main(argv: list[str]) -> int:
     else:
         raise RunTableError(f"{args.run}: a {inst.axis}-axis run has no misses to show")
     total = len(items)
-    # its every item ran: a failed run may have stopped early (the first calls to an endpoint all
-    # failed: 15 of 30 items had rows), and was listed as if every item had
-    finished = run.complete and str(inst.status) not in ("running", "interrupted", "stopped", "failed")
-    unfinished = None if finished else unfinished_note(inst.status, inst.error)
+    unfinished = run.unfinished()  # why its rows are not every item's (a partial merge, one shard, ...)
     shown = by_category(items)[: args.limit] if args.limit is not None else by_category(items)
-    if fmt == "json":  # stdout holds one item a line: the note goes to stderr
-        if unfinished is not None:
-            print(f"memrun: warning: {run.path} did not finish ({unfinished}); showing the rows that did",
-                  file=sys.stderr)
+    if fmt == "json":
         for item in shown:
             sys.stdout.write(json.dumps(item, ensure_ascii=False) + "\n")
     elif fmt == "md":

@@ -39,20 +39,15 @@ def _counts_line(counts: Mapping[str, int] | None) -> str:
     return f" | not failures: {counts['correct']} correct{abstained}, {counts['error']} errored (excluded)"
 
 
-def unfinished_note(status: str | None, error: str | None) -> str:
-    """What a run that did not finish says of itself: its ``status`` and, when it recorded
-    one, its ``error`` (the instrument's), so the listing of its rows says why it stopped."""
-    return f"status {status}" + (f": {error}" if error else "")
-
-
 def print_failures(console: Console, items: Sequence[Mapping[str, Any]], *, total: int, run: str,
-                   unfinished: str | None, what: str = "failed items", counts: Mapping[str, int] | None = None) -> None:
+                   unfinished: Sequence[str] = (), what: str = "failed items",
+                   counts: Mapping[str, int] | None = None) -> None:
     """One block per item under a rule per category: question, gold answer, gold records
     (retrieved at rank N, or missed), answers, judge explanation and failure stage
-    (accuracy axis), and the top hits with rank, score and text (gold marked).
-    ``unfinished``: :func:`unfinished_note` of a run that did not finish, None for one that did."""
-    if unfinished is not None:
-        console.print(f"[yellow]{escape(run)} did not finish ({escape(unfinished)}); showing the rows that did[/]")
+    (accuracy axis), and the top hits with rank, score and text (gold marked). ``unfinished``:
+    why the run is not whole (:meth:`memrun.io.reader.RunTable.unfinished`), said first."""
+    if unfinished:
+        console.print(f"[yellow]{escape(run)} {escape(' and '.join(unfinished))}; showing the rows it wrote[/]")
     for name, group in groupby(items, key=_category):
         block = list(group)
         console.rule(f"[bold]category {escape(name)}[/] ({len(block)} shown)", align="left")
@@ -84,12 +79,11 @@ def _print_item(console: Console, item: Mapping[str, Any]) -> None:
 
 
 def markdown_failures(items: Sequence[Mapping[str, Any]], *, total: int, run: str, what: str,
-                      counts: Mapping[str, int] | None, unfinished: str | None) -> str:
-    """The same listing as a markdown document: a heading per category, a section per item
-    (``unfinished``: as :func:`print_failures`)."""
+                      counts: Mapping[str, int] | None, unfinished: Sequence[str] = ()) -> str:
+    """The same listing as a markdown document: a heading per category, a section per item."""
     lines = [f"# memrun failures: {md.inline(run)}", ""]
-    if unfinished is not None:
-        lines += [f"**This run did not finish ({md.inline(unfinished)}): the rows it wrote are shown.**", ""]
+    if unfinished:
+        lines += [f"**This run {md.inline(' and '.join(unfinished))}: the rows it wrote are shown.**", ""]
     lines += [f"{len(items)} of {total} {what} shown{_counts_line(counts)}", ""]
     for name, group in groupby(items, key=_category):
         lines += [f"## category {md.inline(name)}", ""]

@@ -77,3 +77,18 @@ def test_bad_compare_options_are_one_line(recall_dir, tmp_path, capsys):
     b = changed_copy(recall_dir, tmp_path / "b", flip=1)
     assert main(["report", str(recall_dir), str(b), "--metric", "bogus@5"]) == 2
     assert capsys.readouterr().err.startswith("memrun: error: ")
+
+
+def test_compare_page_says_a_run_is_not_whole_and_holds_its_verdict(tmp_path):
+    """The page noted 'did not finish' and 'ended <status>' only: shard 0 of a run compared
+    as the whole run, with no note, under a PASS banner (compare warned on it)."""
+    from memrun.report.html.compare_page import compare_context
+    from run_tables import retrieval_run, wtl
+
+    a, b = wtl(60, 140, 0)
+    clusters = [f"c{i % 8}" for i in range(200)]
+    ra = retrieval_run(tmp_path / "a", a, clusters, shard={"count": 3, "index": 0})
+    rb = retrieval_run(tmp_path / "b", b, clusters, shard={"count": 3, "index": 0})
+    context = compare_context(str(ra), str(rb), ["--resamples", "1000"])
+    assert "A is shard 0 of 3 of a run, not the whole run (memrun merge the shards' folder for the whole)" in context["notes"]
+    assert context["banner"]["outcome"] == "unresolved" and context["banner"]["reason"] == "unfinished run"

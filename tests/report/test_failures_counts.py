@@ -4,10 +4,6 @@ errors and unscored items), and a run that did not finish says so."""
 
 from __future__ import annotations
 
-import json
-
-import pytest
-
 from memrun.cli import main
 from run_tables import accuracy_run
 
@@ -24,24 +20,24 @@ def test_an_accuracy_run_with_no_wrong_item_says_what_its_items_were(tmp_path, c
     assert "2 of 2 failed items shown | not failures: 2 correct, 1 errored (excluded)" in capsys.readouterr().out
 
 
-@pytest.mark.parametrize("status", ["interrupted", "failed"])  # failed: stopped after its first calls all failed
-def test_a_run_that_stopped_early_says_it_did_not_finish(tmp_path, capsys, status):
-    run = accuracy_run(tmp_path / "run", {"i1": ["correct"] * 3}, status=status)
+def test_an_interrupted_run_says_it_did_not_finish(tmp_path, capsys):
+    run = accuracy_run(tmp_path / "run", {"i1": ["correct"] * 3}, status="interrupted")
     assert main(["failures", str(run)]) == 0
     out = " ".join(capsys.readouterr().out.split())
-    assert f"did not finish (status {status}); showing the rows that did" in out and "0 of 0 failed items shown | not failures: 1 correct" in out
+    assert "ended interrupted; showing the rows it wrote" in out and "0 of 0 failed items shown | not failures: 1 correct" in out
 
 
-@pytest.mark.parametrize("fmt", ["text", "md", "json"])
-def test_a_failed_run_prints_its_error_beside_saying_it_did_not_finish(tmp_path, capsys, fmt):
-    """The instrument's ``error`` says why the run stopped: every format prints it (json on
-    stderr, as its stdout holds one item a line)."""
-    error = "every item failed (3 rows, kept in the run folder); the first error: HTTP 401 bad key"
-    run = accuracy_run(tmp_path / "run", {"i1": ["wrong"] * 3}, status="failed", error=error)
-    assert main(["failures", str(run), "--format", fmt]) == 0
-    out, err = capsys.readouterr()
-    said = " ".join((err if fmt == "json" else out).split())
-    assert "did not finish (status failed: every item failed (3 rows, kept in the run folder); the first error: " \
-           "HTTP 401 bad key)" in said
-    if fmt == "json":
-        assert [json.loads(line)["item_id"] for line in out.splitlines()] == ["i1"]
+def test_a_partial_merge_or_one_shard_says_it_is_not_the_whole_run(tmp_path, capsys):
+    """A merge missing a shard (status partial) and a shard alone listed their misses as a
+    whole run's: failures read 'not whole' as running, interrupted or stopped only, while
+    compare warned on them (RunTable.unfinished is now the one reading)."""
+    partial = accuracy_run(tmp_path / "partial", {"i1": ["wrong"]}, status="partial",
+                           shard={"count": 3, "missing": [2], "merged": [0, 1]})
+    assert main(["failures", str(partial)]) == 0
+    assert "ended partial (shards 2 missing); showing the rows it wrote" in " ".join(capsys.readouterr().out.split())
+    shard = accuracy_run(tmp_path / "shard", {"i1": ["wrong"]}, shard={"count": 3, "index": 0})
+    assert main(["failures", str(shard), "--format", "md"]) == 0
+    assert "**This run is shard 0 of 3 of a run, not the whole run" in capsys.readouterr().out
+    whole = accuracy_run(tmp_path / "whole", {"i1": ["wrong"]}, status="degraded")
+    assert main(["failures", str(whole)]) == 0
+    assert "showing the rows it wrote" not in capsys.readouterr().out

@@ -120,10 +120,9 @@ def compare_context(a: str, b: str, options: Sequence[str] = (),
         hit_column = metrics_retrieval.item_column_for(request.metric or "")
 
     treatments = list(request.treatments)
-    notes = [f"{name} did not finish: read from items.parts/" for name, r in (("A", run_a), ("B", run_b))
-             if not r.complete]
-    notes += [f"{name} ended {r.instrument.status}" for name, r in (("A", run_a), ("B", run_b))
-              if r.complete and r.instrument.status != "complete"]
+    notes = [f"{name} {reason}" + (": read from items.parts/" if reason == "did not finish" else "")
+             for name, r in (("A", run_a), ("B", run_b)) for reason in r.unfinished()]
+    notes += [f"{name} ended degraded" for name, r in (("A", run_a), ("B", run_b)) if r.instrument.status == "degraded"]
     if d is None:
         reason = (refusal or "").removeprefix("refused: ")
         banner = {"outcome": "refused" if code == 3 else "error", "reason": reason, "exit_code": code}
