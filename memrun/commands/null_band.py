@@ -15,6 +15,7 @@ from memrun.commands.compare import _fail, _guarded, print_warning, request_from
 from memrun.commands.compare_options import Parser, common_options
 from memrun.comparison.analysis import Bounds, metric_unit
 from memrun.comparison.api import compare
+from memrun.comparison.fitness import UNFINISHED
 from memrun.stats import ExitCode, band_from_null
 
 
@@ -37,7 +38,9 @@ def null_band_main(argv: Sequence[str]) -> int:
         result = outcome.comparison
         if result is None:
             return _fail(outcome.exit_code, outcome.refusal or "", "text")
-        if result.verdict.get("detail"):  # too few items or clusters: no interval to read a band from
+        # too few items or clusters, errors, unpaired items: no interval to read a band from. A run
+        # that is not whole (warned about) still measures noise, over the rows it wrote.
+        if result.verdict.get("detail") and result.verdict["reason"] != UNFINISHED:
             return _fail(int(ExitCode.USAGE_ERROR), f"memrun: error: no null band from these runs: "
                          f"{result.verdict['detail']}", "text")
         band = band_from_null(Bounds.of(result.overall))

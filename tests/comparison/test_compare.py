@@ -315,6 +315,11 @@ def test_null_band(tmp_path, capsys):
     out = capsys.readouterr().out
     assert "null band (the interval's wider side): 10.0 pp" in out
     assert "memrun compare A B --gate-band 10.0" in out
+    # two interrupted runs still measure noise over the rows they wrote (compare holds its verdict on them)
+    ra, rb = (retrieval_run(tmp_path / f"{name}_stopped", hits, own_clusters(60), status="interrupted")
+              for name, hits in (("a", a), ("b", b)))
+    assert null_band_main([str(ra), str(rb), "--cluster-by", "none"]) == 0
+    assert "null band (the interval's wider side): 10.0 pp" in capsys.readouterr().out
 
 
 def test_null_band_reads_the_runs_headline_and_names_no_metric_nobody_gave(tmp_path, capsys):
