@@ -61,11 +61,19 @@ class RunTable:
             missing = (self.instrument.shard or {}).get("missing")
             shards = f" (shards {', '.join(map(str, missing))} missing)" if missing else ""
             reasons.append(f"ended {self.instrument.status}{shards}")
+        if self.lone_shard:
+            reasons.append(f"is {self.lone_shard} of a run, not the whole run (memrun merge the shards' folder "
+                           "for the whole)")
+        return reasons
+
+    @property
+    def lone_shard(self) -> str | None:
+        """``shard I of N`` when these rows are one shard of a sharded run (not a merge of
+        them), else None."""
         shard = self.instrument.shard or {}
         if "index" in shard and "merged" not in shard:
-            reasons.append(f"is shard {shard['index']} of {shard['count']} of a run, not the whole run "
-                           "(memrun merge the shards' folder for the whole)")
-        return reasons
+            return f"shard {shard['index']} of {shard['count']}"
+        return None
 
     @property
     def folder(self) -> Path:

@@ -2,12 +2,14 @@
 
 from __future__ import annotations
 
-from types import SimpleNamespace
+from pathlib import Path
 
 import numpy as np
+import pyarrow as pa
 import pytest
 
 from memrun.core.instrument import Instrument
+from memrun.io.reader import RunTable
 from memrun.metrics.intervals import category_intervals, item_scores, retrieval_headline_metric
 from memrun.report.html.run_page import status_notes
 from memrun.stats import paired_bootstrap
@@ -99,15 +101,21 @@ def test_blocks_of_the_same_items_share_one_bootstrap(monkeypatch):
 
 
 def test_the_page_says_what_is_wrong_with_a_run_first():
+    def run(inst: Instrument, rows: int = 5) -> RunTable:
+        return RunTable(Path("run"), pa.table({"item_id": [f"i{i}" for i in range(rows)]}), inst, complete=True)
+
     inst = Instrument(status="stopped", fake_providers=True, shard={"missing": [2]})
-    run = SimpleNamespace(complete=True, instrument=inst, table=SimpleNamespace(num_rows=5))
-    notes = status_notes(run, {"stopped": "token budget", "headline": {"partial": True}}, None)
+    notes = status_notes(run(inst), {"stopped": "token budget", "headline": {"partial": True}}, None)
     assert [n.split(":")[0] for n in notes] == ["STOPPED", "STOPPED early", "PARTIAL", "FAKE PROVIDERS"]
     assert "shards 2 missing" in notes[0]
-    assert status_notes(SimpleNamespace(complete=True, instrument=Instrument(status="complete")), {}, None) == []
+    assert status_notes(run(Instrument(status="complete")), {}, None) == []
     failed = Instrument(status="failed", error="HTTP 401: the server refused the key")
-    assert status_notes(SimpleNamespace(complete=True, instrument=failed), {}, None) == [
+    assert status_notes(run(failed), {}, None) == [
         "FAILED: this run ended failed (HTTP 401: the server refused the key); figures cover the rows it wrote."]
+    # one shard of a run read as a whole run's page, with no word (compare warned on it)
+    assert status_notes(run(Instrument(status="complete", shard={"count": 3, "index": 0})), {}, None) == [
+        "SHARD: this run is shard 0 of 3 of a run, not the whole run; figures cover its items only "
+        "(memrun merge the shards' folder for the whole)."]
 
 
 @pytest.mark.parametrize("denominator", ["accuracy_abstain_wrong", "accuracy"])

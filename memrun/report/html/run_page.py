@@ -54,8 +54,8 @@ def load_summary(run: RunTable) -> tuple[dict[str, Any], str | None]:
 
 def status_notes(run: RunTable, summary: Mapping[str, Any], note: str | None,
                  live: Mapping[str, Any] | None = None, resumed_by: str | None = None) -> list[str]:
-    """What a reader must see first: a running, unfinished, interrupted (or resumed), partial
-    or fake run (``live``: the run's live state, :func:`memrun.io.live.read_live`;
+    """What a reader must see first: a running, unfinished, interrupted (or resumed), partial,
+    one shard's or fake run (``live``: the run's live state, :func:`memrun.io.live.read_live`;
     ``resumed_by``: the run that took an unfinished run's rows over,
     :func:`memrun.pipeline.resume.taken_over_by`)."""
     inst, notes = run.instrument, []
@@ -73,6 +73,9 @@ def status_notes(run: RunTable, summary: Mapping[str, Any], note: str | None,
         extra = f" (shards {', '.join(map(str, missing))} missing)" if missing else ""
         why = f" ({inst.error})" if inst.error else ""
         notes.append(f"{inst.status.upper()}: this run ended {inst.status}{extra}{why}; figures cover the rows it wrote.")
+    if run.lone_shard:
+        notes.append(f"SHARD: this run is {run.lone_shard} of a run, not the whole run; figures cover its "
+                     "items only (memrun merge the shards' folder for the whole).")
     if summary.get("stopped"):
         notes.append(f"STOPPED early: {summary['stopped']}")
     head = summary.get("headline") or {}
