@@ -53,7 +53,11 @@ def render(d: Mapping[str, Any], fmt: str) -> str:
     rows = family_rows(d["arms"])
     if fmt == "markdown":
         return "\n".join(["", *report_md.table(HEADERS, rows), "", family_note(d)]) + "\n"
+    # a refusal spans lines (one per differing field): its first line in the cell, the whole
+    # under the table (a cell of every line at once padded the column past 1,000 characters)
+    rows = [[cell.split("\n", 1)[0] for cell in row] for row in rows]
+    reasons = [f"{a['job']}: not compared: {a['error']}" for a in d["arms"] if "\n" in (a.get("error") or "")]
     widths = [max(len(h), *(len(r[i]) for r in rows)) for i, h in enumerate(HEADERS)] if rows else [len(h) for h in HEADERS]
     lines = ["", "  ".join(h.ljust(w) for h, w in zip(HEADERS, widths))]
     lines += ["  ".join(c.ljust(w) for c, w in zip(r, widths)) for r in rows]
-    return "\n".join([*lines, family_note(d)]) + "\n"
+    return "\n".join([*lines, family_note(d), *reasons]) + "\n"

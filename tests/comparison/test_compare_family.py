@@ -79,6 +79,10 @@ def test_an_arm_that_is_not_comparable_is_listed_not_compared(runs, capsys):
     first = family["arms"][0]
     assert "search_mode" in first["error"] and "winner" not in first and family["k"] == 2
     assert code == ExitCode.REFUSAL  # no winner, and an arm was not compared
+    _, text, _ = compare_cli(capsys, a, dense, marginal, marginal)
+    table = text.split("arm(s) against baseline")[0].splitlines()
+    assert max(map(len, table)) < 200  # the refusal's lines were one cell, the column as wide as all of them
+    assert f"{dense}: not compared: refused: the runs are not comparable" in text and "  search_mode: " in text
     code, out, _ = compare_cli(capsys, a, dense, marginal, "--allow-noncomparable", "--format", "json")
     shown = json.loads(out)["arms"][0]
     assert shown["outcome"] == "pass" and shown["differs"] == ["search_mode"] and not shown["winner"]
