@@ -106,6 +106,11 @@ def test_run_composes_every_override_a_generator_yields(tmp_path):
      r"CompareRequest.cluster_by \(--cluster-by\) is empty; name a column, or none"),  # was: items resampled alone
     (lambda: memrun.CompareRequest(a="a", b="b", allow_fake="yes"), memrun.CompareUsageError, "True or False"),
     (lambda: memrun.CompareRequest(a="a", b="b", treatments=[3]), memrun.CompareUsageError, "CompareRequest.treatments"),
+    # was compared with A found as under 'auto' (the command line refuses --baseline newest)
+    (lambda: memrun.CompareRequest(a=None, b="b", baseline="newest"), memrun.CompareUsageError,
+     r"CompareRequest.baseline \(--baseline\): 'auto' or None, not 'newest'"),
+    (lambda: memrun.CompareRequest(a="a", b="b", judge_calibration={"tpr": 1}), memrun.CompareUsageError,
+     r"CompareRequest.judge_calibration: a JSON file path"),  # was: 'a run folder or items.parquet path'
 ])
 def test_an_argument_of_the_wrong_type_is_a_memrun_error(call, error, needle):
     """docs/api.md: every error a user can cause is a MemrunError. These were TypeError,
@@ -118,6 +123,11 @@ def test_compare_request_reads_paths_and_one_treatment_string_as_a_user_means_th
     request = memrun.CompareRequest(a=tmp_path / "a", b=tmp_path / "b", treatments="lexical_scoring,top_k")
     assert (request.a, request.b) == (str(tmp_path / "a"), str(tmp_path / "b"))
     assert request.treatments == ("lexical_scoring", "top_k")  # not ('l', 'e', 'x', ...)
+    # every path a request holds, as docs/api.md says: gate and runs_dir refused a Path ('a str, not PosixPath')
+    request = memrun.CompareRequest(a=None, b="b", baseline="auto", runs_dir=tmp_path, gate=tmp_path / "g.yaml",
+                                    judge_calibration=str(tmp_path / "cal.json"))
+    assert (request.runs_dir, request.gate) == (str(tmp_path), str(tmp_path / "g.yaml"))
+    assert str(request.judge_calibration) == str(tmp_path / "cal.json")
 
 
 def test_compare_without_a_metric_reads_the_runs_headline_metric(tmp_path):

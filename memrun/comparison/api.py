@@ -103,12 +103,12 @@ class CompareRequest:
         already has): CompareUsageError naming the field, not an AttributeError or a
         TypeError deep in the comparison. A path may be a str or a path object (kept as
         str); ``treatments`` a tuple, a list or one comma-separated str (not its letters)."""
-        for name in ("a", "b", "judge_calibration"):
+        for name, what in _PATHS.items():
             value = getattr(self, name)
             if isinstance(value, os.PathLike):
                 object.__setattr__(self, name, os.fspath(value) if name != "judge_calibration" else Path(value))
-            elif not (isinstance(value, str) or (value is None and name != "b")):
-                raise CompareUsageError(f"CompareRequest.{name}: a run folder or items.parquet path (str or Path), "
+            elif not (isinstance(value, str) or (value is None and name in _OPTIONAL)):
+                raise CompareUsageError(f"CompareRequest.{name}: {what} (str or Path), "
                                         f"not {type(value).__name__} {value!r:.60}")
         if isinstance(self.treatments, str) or (
                 isinstance(self.treatments, (list, tuple)) and all(isinstance(t, str) for t in self.treatments)):
@@ -130,6 +130,8 @@ class CompareRequest:
             if getattr(self, name) == "":  # --cluster-by= read as no clusters, past --cluster-by none's refusal
                 fix = "name a column, or none" if name in ("cluster_by", "stratify_by") else "name one"
                 raise CompareUsageError(f"{_flag(name)} is empty; {fix}")
+        if self.baseline not in (None, "auto"):  # any other word was read as 'auto'
+            raise CompareUsageError(f"CompareRequest.baseline (--baseline): 'auto' or None, not {self.baseline!r:.60}")
         if self.a is None and self.baseline is None:
             raise CompareUsageError("CompareRequest: a is None and no baseline; give run A's path, or baseline='auto' "
                                     "to find it under runs_dir")
@@ -140,16 +142,20 @@ def _flag(name: str) -> str:
     return f"CompareRequest.{name} (--{name.replace('_', '-')})"
 
 
+_PATHS = {"a": "a run folder or items.parquet path", "b": "a run folder or items.parquet path",
+          "judge_calibration": "a JSON file path (memrun calibrate-judge writes it)",
+          "gate": "a gate name or a YAML file path", "runs_dir": "a folder path"}
+"""CompareRequest's path fields: a str or a path object (kept as a str; judge_calibration as a Path)."""
 _NUMBER: tuple[type, ...] = (numbers.Real,)
 _INT: tuple[type, ...] = (numbers.Integral,)
 _FIELD_KINDS: dict[str, tuple[type, ...]] = {
     "metric": (str,), "cluster_by": (str,), "stratify_by": (str,), "categories": (str,), "allow_fake": (bool,),
-    "resamples": _INT, "seed": _INT, "baseline": (str,), "runs_dir": (str,), "gate": (str,),
+    "resamples": _INT, "seed": _INT, "baseline": (str,),
     "allow_noncomparable": (bool,), "gate_min_delta": _NUMBER, "gate_band": _NUMBER, "max_error_share": _NUMBER,
     "max_error_gap": _NUMBER, "min_paired_share": _NUMBER, "effect": _NUMBER, "same_configuration": (bool,),
     "max_false_pass": _NUMBER, "check_replications": _INT, "metric_given": (bool,)}
-"""CompareRequest's fields past a, b, treatments and judge_calibration, and the types each takes."""
-_OPTIONAL = frozenset({"metric", "categories", "baseline", "gate", "gate_min_delta", "gate_band", "max_error_share",
+"""CompareRequest's fields past its paths (:data:`_PATHS`) and treatments, and the types each takes."""
+_OPTIONAL = frozenset({"a", "judge_calibration", "metric", "categories", "baseline", "gate", "gate_min_delta", "gate_band", "max_error_share",
                        "max_error_gap", "min_paired_share", "effect", "metric_given"})
 
 
