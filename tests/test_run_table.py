@@ -75,6 +75,20 @@ def test_reader_errors_name_the_path(tmp_path):
         read_run(plain)
 
 
+def test_a_folder_of_runs_is_named_so_with_the_fix(tmp_path):
+    """An unmerged sharded run's folder (or a sweep's) given as one run was 'no items.parquet
+    and no items.parts/ here; is this a memrun run folder?', which names neither the runs in it
+    nor memrun merge."""
+    for i in range(4):
+        writer = ItemsWriter(tmp_path / f"shard-{i}-of-4", items_schema([1]), Instrument(axis="recall"))
+        writer.add({"run_id": "r", "item_id": f"q{i}", "repeat": 0})
+        writer.close()
+    with pytest.raises(RunTableError, match=r"a folder of runs \(shard-0-of-4, shard-1-of-4, shard-2-of-4 and 1 more\), "
+                                            r"not one run: give one of them, or when they are the shards of one run, "
+                                            r"memrun merge .* first"):
+        read_run(tmp_path)
+
+
 def test_a_folder_that_holds_a_run_is_not_written_again(tmp_path):
     writer = ItemsWriter(tmp_path, items_schema(KS), Instrument(), flush_rows=1)
     writer.add(row(0))

@@ -113,6 +113,12 @@ def read_run(path: str | Path, columns: Sequence[str] | None = None) -> RunTable
             return RunTable(path, table, instruments[-1], complete=False)
         if (path / PARTS_DIR).is_dir() or (path / ".hydra").is_dir():
             raise RunTableError(f"{path}: this run wrote no rows (it stopped before its first rows were saved)")
+        jobs = sorted(child.name for child in path.iterdir() if (child / ITEMS_FILE).is_file()
+                      or (child / PARTS_DIR).is_dir())
+        if jobs:  # a sweep's folder, or a sharded run's before memrun merge
+            listed = ", ".join(jobs[:3]) + (f" and {len(jobs) - 3} more" if len(jobs) > 3 else "")
+            raise RunTableError(f"{path}: a folder of runs ({listed}), not one run: give one of them, or when they "
+                                f"are the shards of one run, memrun merge {path} first")
         raise RunTableError(f"{path}: no {ITEMS_FILE} and no {PARTS_DIR}/ here; is this a memrun run folder?")
     if path.is_file():
         return _read_file(path, columns)
