@@ -20,11 +20,13 @@ from memrun.lazy import lazy
 # (a run's stale-run check reads its neighbours' instruments before its first request).
 if TYPE_CHECKING:
     import pyarrow as pa
+    import pyarrow.compute as pc
     import pyarrow.parquet as pq
 
     from memrun.io import footer as io_footer
 else:
     pa = lazy("pyarrow")
+    pc = lazy("pyarrow.compute")
     pq = lazy("pyarrow.parquet")
     io_footer = lazy("memrun.io.footer")
 
@@ -123,6 +125,21 @@ def read_run(path: str | Path, columns: Sequence[str] | None = None) -> RunTable
     if path.is_file():
         return _read_file(path, columns)
     raise RunTableError(f"{path}: no such file or folder")
+
+
+def repeated_rows(table: pa.Table) -> tuple[int, dict[str, Any]] | None:
+    """(how many ``(item_id, repeat)`` pairs occur on more than one row, the first such pair
+    as ``{"item_id", "repeat"}``), or None when each occurs once, as a run writes them (a
+    table without the two columns is not checked). A table joining runs or shards by hand can
+    hold a pair twice: its rows would count as more repeats of the item."""
+    if not {"item_id", "repeat"} <= set(table.column_names):
+        return None
+    keys = table.select(["item_id", "repeat"]).group_by(["item_id", "repeat"]).aggregate([("item_id", "count")])
+    if keys.num_rows == table.num_rows:
+        return None
+    twice = keys.filter(pc.greater(keys.column("item_id_count"), 1))
+    first = twice.slice(0, 1).to_pylist()[0]
+    return twice.num_rows, {"item_id": first["item_id"], "repeat": first["repeat"]}
 
 
 def _unreadable(path: Path, exc: Exception) -> RunTableError:

@@ -36,7 +36,7 @@ from memrun.core.instrument import Instrument
 from memrun.core.status import MAX_ERROR_SHARE
 from memrun.errors import MergeError, RunTableError
 from memrun.io.metadata import seal_table
-from memrun.io.reader import RunTable, read_run, read_summary
+from memrun.io.reader import RunTable, read_run, read_summary, repeated_rows
 from memrun.io.writer import ITEMS_FILE, PARTS_DIR, SHA256_KEY, SUMMARY_FILE, file_sha256
 from memrun.jobs.shards import items_digest, owns_no_history
 from memrun.metrics.run_level import summarize_rows
@@ -111,11 +111,10 @@ def _pick(runs: list[RunTable], count: int) -> tuple[dict[int, RunTable], list[i
 
 def _check_rows(table: pa.Table, chosen: dict[int, RunTable], missing: list[int]) -> None:
     """No (item_id, repeat) twice; with every shard there, exactly the recorded selection."""
-    keys = table.group_by(["item_id", "repeat"]).aggregate([("item_id", "count")])
-    twice = keys.filter(pc.greater(keys.column("item_id_count"), 1))
-    if twice.num_rows:
-        first = twice.slice(0, 1).to_pylist()[0]
-        raise MergeError(f"{twice.num_rows} (item_id, repeat) pair(s) occur in more than one shard, first "
+    twice = repeated_rows(table)
+    if twice:
+        n, first = twice
+        raise MergeError(f"{n} (item_id, repeat) pair(s) occur in more than one shard, first "
                          f"({first['item_id']!r}, {first['repeat']}); were two layouts merged together?")
     facts = _shard_facts(next(iter(chosen.values())).instrument)
     if missing or "items_sha256" not in facts:

@@ -451,3 +451,23 @@ def test_runs_that_are_not_whole_never_pass(tmp_path, capsys, how):
     assert code == ExitCode.UNRESOLVED and d["verdict"]["detail"].startswith("run B is not whole")
     code, d = compare_json(capsys, whole, str(retrieval_run(tmp_path / "whole_b", b, clusters, status="degraded")))
     assert code == ExitCode.PASS  # a degraded run is whole: its errors are what --max-error-share weighs
+
+
+def test_a_table_holding_an_item_repeat_twice_is_refused(tmp_path, capsys):
+    """A table joining two runs' rows by hand (read outside a run folder, as docs allow for
+    columns of one's own) held ('i0', 2) twice: compare read the copy as a fourth repeat, and
+    i0's labels correct, correct, wrong became a 2-2 tie, i.e. wrong, with no word."""
+    import pyarrow as pa
+    import pyarrow.parquet as pq
+
+    from tests.run_tables import accuracy_run
+
+    labels = {f"c{i % 5}i{i}": ["correct", "correct", "wrong"] for i in range(40)}
+    a = accuracy_run(tmp_path / "a", labels)
+    b = accuracy_run(tmp_path / "b", labels)
+    table = pq.read_table(b / "items.parquet")
+    pq.write_table(pa.concat_tables([table, table.slice(2, 1)]).replace_schema_metadata(table.schema.metadata),
+                   b / "items.parquet")
+    code, d = compare_json(capsys, str(a), str(b))
+    assert code == ExitCode.USAGE_ERROR
+    assert "1 (item_id, repeat) pair(s) occur on more than one row, first ('c0i0', 2)" in d["error"]

@@ -41,3 +41,16 @@ def test_a_partial_merge_or_one_shard_says_it_is_not_the_whole_run(tmp_path, cap
     whole = accuracy_run(tmp_path / "whole", {"i1": ["wrong"]}, status="degraded")
     assert main(["failures", str(whole)]) == 0
     assert "showing the rows it wrote" not in capsys.readouterr().out
+
+
+def test_a_table_holding_an_item_repeat_twice_is_refused(tmp_path, capsys):
+    """A hand-joined table with ('i1', 0) twice listed i1 with labels wrong, wrong (two repeats)."""
+    import pyarrow as pa
+    import pyarrow.parquet as pq
+
+    run = accuracy_run(tmp_path / "run", {"i1": ["wrong"], "i2": ["correct"]})
+    table = pq.read_table(run / "items.parquet")
+    pq.write_table(pa.concat_tables([table, table.slice(0, 1)]).replace_schema_metadata(table.schema.metadata),
+                   run / "items.parquet")
+    assert main(["failures", str(run)]) == 2
+    assert "1 (item_id, repeat) pair(s) occur on more than one row, first ('i1', 0)" in capsys.readouterr().err
