@@ -89,6 +89,19 @@ def test_a_folder_of_runs_is_named_so_with_the_fix(tmp_path):
         read_run(tmp_path)
 
 
+def test_a_table_holding_an_item_repeat_twice_is_refused_by_every_reader(tmp_path):
+    """A table joining runs by hand, read by the run page, memrun view, failures or compare,
+    had its copies read as more repeats of the item; read_run now refuses it, naming the first."""
+    writer = ItemsWriter(tmp_path / "run", items_schema([1]), Instrument(axis="recall"))
+    for item in ("q0", "q1", "q0"):
+        writer.add({"run_id": "r", "item_id": item, "repeat": 0})
+    writer.close()
+    with pytest.raises(RunTableError, match=r"items.parquet: 1 \(item_id, repeat\) pair\(s\) occur on more than "
+                                            r"one row, first \('q0', 0\): a table joining runs or shards by hand\?"):
+        read_run(tmp_path / "run")
+    assert read_run(tmp_path / "run", columns=["item_id"]).table.num_rows == 3  # the pair unread: not checked
+
+
 def test_a_folder_that_holds_a_run_is_not_written_again(tmp_path):
     writer = ItemsWriter(tmp_path, items_schema(KS), Instrument(), flush_rows=1)
     writer.add(row(0))

@@ -30,7 +30,7 @@ from rich.console import Console
 
 from memrun.commands.usage import Parser, at_least
 from memrun.errors import MemrunError, RunTableError
-from memrun.io.reader import RunTable, read_run, repeated_rows
+from memrun.io.reader import RunTable, read_run
 from memrun.metrics.accuracy import item_outcomes
 from memrun.metrics.by_category import raw_category
 from memrun.metrics.intervals import retrieval_headline_metric
@@ -172,10 +172,6 @@ def main(argv: list[str]) -> int:
     fmt = "json" if args.json else args.format
     run = read_run(args.run)
     inst = run.instrument
-    if twice := repeated_rows(run.table):
-        raise MemrunError(f"memrun failures: {run.path}: {twice[0]} (item_id, repeat) pair(s) occur on more than "
-                          f"one row, first ({twice[1]['item_id']!r}, {twice[1]['repeat']}): a table joining runs or "
-                          "shards by hand? Its rows would count as more repeats of an item")
     if args.category is not None:
         args.category = _raw_category(run, args.category)
     if inst.axis == "accuracy":

@@ -35,7 +35,7 @@ import pyarrow.compute as pc
 
 from memrun.core.instrument import DENOMINATOR_ABSTAIN_WRONG, DENOMINATOR_EXCLUDE_ABSTAIN, DENOMINATOR_MEAN_SCORE
 from memrun.errors import CompareUsageError
-from memrun.io.reader import RunTable, read_run, repeated_rows
+from memrun.io.reader import RunTable, read_run
 from memrun.io.writer import skip_pandas_probe
 from memrun.lazy import lazy
 from memrun.metrics.conventions import ACCURACY, credited_columns, credited_mask, family_of
@@ -170,7 +170,7 @@ def read_for_compare(path: str, axis: str | None, metric: str, cluster_by: str |
     first (:func:`memrun.io.writer.skip_pandas_probe`)."""
     skip_pandas_probe()
     columns = columns_needed(axis, metric, cluster_by, stratify_by)
-    optional = ["repeat"]  # each (item_id, repeat) once (repeated_rows)
+    optional = ["repeat"]  # read_run checks each (item_id, repeat) occurs once
     optional += [GOLD_SESSIONS] if cluster_by and GOLD_SESSIONS not in columns else []  # for shared_evidence
     optional += [] if cluster_by else ["cluster"]  # --cluster-by none: are the items independent? (pair)
     optional += [c for c in credited_columns(metric, axis) if c not in columns + optional]  # absent in old runs
@@ -178,12 +178,6 @@ def read_for_compare(path: str, axis: str | None, metric: str, cluster_by: str |
     if run.instrument.axis == "accuracy" and run.instrument.denominator == DENOMINATOR_MEAN_SCORE:
         columns.append(SCORE_COLUMN)  # a fractional judge's run: its scores, not its labels, are paired
         run = read_run(path, columns=columns + optional)
-    if twice := repeated_rows(run.table):
-        n, first = twice
-        raise CompareUsageError(f"{run.path}: {n} (item_id, repeat) pair(s) occur on more than one row, first "
-                                f"({first['item_id']!r}, {first['repeat']}): a table joining runs or shards by hand? "
-                                "Its rows would count as more repeats of an item (the majority label, the flip rate) "
-                                "or one of them be read alone; memrun merge joins a run's shards, checking this")
     missing = [c for c in columns if c not in run.table.column_names]
     if missing:
         hint = ""

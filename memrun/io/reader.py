@@ -91,7 +91,8 @@ def read_run(path: str | Path, columns: Sequence[str] | None = None) -> RunTable
     it finished) is read from its parts. ``columns``: read only these (those the file
     lacks are left out; the caller checks), None for all. Raises RunTableError naming
     the path when there is nothing to read, a file is damaged (truncated, a bad footer,
-    unparseable instrument JSON) or is not a memrun table, and for a ``path`` or
+    unparseable instrument JSON) or is not a memrun table, when it holds an ``(item_id,
+    repeat)`` pair on two rows (:func:`repeated_rows`; checked when ``columns`` read both), and for a ``path`` or
     ``columns`` of the wrong type (a str of columns is refused, not read letter by letter).
     """
     if not isinstance(path, (str, os.PathLike)):
@@ -112,6 +113,7 @@ def read_run(path: str | Path, columns: Sequence[str] | None = None) -> RunTable
                 table = pa.concat_tables([t for t, _ in read], promote_options="default")
             except (pa.ArrowInvalid, pa.ArrowTypeError) as exc:
                 raise RunTableError(f"{path / PARTS_DIR}: the parts do not share one schema ({exc})") from exc
+            _check_rows_once(table, path / PARTS_DIR)
             return RunTable(path, table, instruments[-1], complete=False)
         if (path / PARTS_DIR).is_dir() or (path / ".hydra").is_dir():
             raise RunTableError(f"{path}: this run wrote no rows (it stopped before its first rows were saved)")
@@ -211,7 +213,19 @@ def _read_table(path: Path, columns: Sequence[str] | None) -> tuple[pa.Table, pa
 def _read_file(path: Path, columns: Sequence[str] | None = None) -> RunTable:
     _check_recorded_sha256(path)
     table, schema = _read_table(path, columns)
+    _check_rows_once(table, path)
     return RunTable(path, table, _instrument(schema, path), complete=True)
+
+
+def _check_rows_once(table: pa.Table, path: Path) -> None:
+    """RunTableError naming ``path`` when ``table`` holds an (item_id, repeat) pair twice
+    (:func:`repeated_rows`; only when both columns were read)."""
+    if twice := repeated_rows(table):
+        n, first = twice
+        raise RunTableError(f"{path}: {n} (item_id, repeat) pair(s) occur on more than one row, first "
+                            f"({first['item_id']!r}, {first['repeat']}): a table joining runs or shards by hand? "
+                            "Its rows would count as more repeats of an item (the majority label, the flip rate) "
+                            "or one of them be read alone; memrun merge joins a run's shards, checking this")
 
 
 def read_summary(folder: str | Path) -> dict[str, Any] | None:
