@@ -36,7 +36,7 @@ from memrun.metrics.by_category import raw_category
 from memrun.metrics.intervals import retrieval_headline_metric
 from memrun.metrics.retrieval import item_column_for
 from memrun.report.evidence import evidence
-from memrun.report.failures import by_category, markdown_failures, print_failures
+from memrun.report.failures import by_category, counts_line, markdown_failures, print_failures
 from memrun.stats.labels import ABSTAIN, WRONG
 
 
@@ -195,6 +195,10 @@ def main(argv: list[str]) -> int:
     if fmt == "json":
         for item in shown:
             sys.stdout.write(json.dumps(item, ensure_ascii=False) + "\n")
+        # what the text and markdown say around the items goes to stderr: stdout stays one item a line
+        for reason in unfinished:
+            sys.stderr.write(f"memrun: warning: {run.path} {reason}; writing the rows it wrote\n")
+        sys.stderr.write(f"memrun failures: {len(shown)} of {total} {what} written{counts_line(counts)} | {run.path}\n")
     elif fmt == "md":
         sys.stdout.write(markdown_failures(shown, total=total, run=str(run.path), what=what, counts=counts,
                                            unfinished=unfinished))

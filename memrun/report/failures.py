@@ -27,7 +27,7 @@ def _category(item: Mapping[str, Any]) -> str:
     return cat if not label or label == cat else f"{cat} {label}"
 
 
-def _counts_line(counts: Mapping[str, int] | None) -> str:
+def counts_line(counts: Mapping[str, int] | None) -> str:
     """The items not listed, so that 'N of N shown' never stands without the run's size:
     recall (``hit``, ``error``, ``unscored``) or accuracy (``correct``, ``error``, ``abstain``)."""
     if not counts:
@@ -53,7 +53,7 @@ def print_failures(console: Console, items: Sequence[Mapping[str, Any]], *, tota
         console.rule(f"[bold]category {escape(name)}[/] ({len(block)} shown)", align="left")
         for item in block:
             _print_item(console, item)
-    console.print(f"{len(items)} of {total} {what} shown{_counts_line(counts)} | {run}")
+    console.print(f"{len(items)} of {total} {what} shown{counts_line(counts)} | {run}")
 
 
 def _print_item(console: Console, item: Mapping[str, Any]) -> None:
@@ -84,7 +84,7 @@ def markdown_failures(items: Sequence[Mapping[str, Any]], *, total: int, run: st
     lines = [f"# memrun failures: {md.inline(run)}", ""]
     if unfinished:
         lines += [f"**This run {md.inline(' and '.join(unfinished))}: the rows it wrote are shown.**", ""]
-    lines += [f"{len(items)} of {total} {what} shown{_counts_line(counts)}", ""]
+    lines += [f"{len(items)} of {total} {what} shown{counts_line(counts)}", ""]
     for name, group in groupby(items, key=_category):
         lines += [f"## category {md.inline(name)}", ""]
         for item in group:

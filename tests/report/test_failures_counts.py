@@ -4,6 +4,8 @@ errors and unscored items), and a run that did not finish says so."""
 
 from __future__ import annotations
 
+import json
+
 from memrun.cli import main
 from run_tables import accuracy_run
 
@@ -35,6 +37,11 @@ def test_a_partial_merge_or_one_shard_says_it_is_not_the_whole_run(tmp_path, cap
                            shard={"count": 3, "missing": [2], "merged": [0, 1]})
     assert main(["failures", str(partial)]) == 0
     assert "ended partial (shards 2 missing); showing the rows it wrote" in " ".join(capsys.readouterr().out.split())
+    assert main(["failures", str(partial), "--json"]) == 0  # stdout: one item a line; the rest on stderr
+    captured = capsys.readouterr()
+    assert [json.loads(line)["item_id"] for line in captured.out.splitlines()] == ["i1"]
+    assert "ended partial (shards 2 missing)" in captured.err
+    assert "1 of 1 failed items written | not failures: 0 correct, 0 abstained" in captured.err
     shard = accuracy_run(tmp_path / "shard", {"i1": ["wrong"]}, shard={"count": 3, "index": 0})
     assert main(["failures", str(shard), "--format", "md"]) == 0
     assert "**This run is shard 0 of 3 of a run, not the whole run" in capsys.readouterr().out
