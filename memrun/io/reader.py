@@ -13,7 +13,7 @@ from typing import TYPE_CHECKING, Any
 from memrun.core.instrument import METADATA_KEY, Instrument
 from memrun.errors import RunTableError
 from memrun.io.metadata import LEGACY_WARNING, verify
-from memrun.io.writer import ITEMS_FILE, PARTS_DIR, SHA256_KEY, SUMMARY_FILE, file_sha256
+from memrun.io.writer import ITEMS_FILE, PARTS_DIR, SHA256_KEY, SUMMARY_FILE, file_sha256, skip_pandas_probe
 from memrun.lazy import lazy
 
 # pyarrow loads at the first table or schema read: peek_instrument of a sealed footer needs none
@@ -136,12 +136,21 @@ def repeated_rows(table: pa.Table) -> tuple[int, dict[str, Any]] | None:
     hold a pair twice: its rows would count as more repeats of the item."""
     if not {"item_id", "repeat"} <= set(table.column_names):
         return None
-    keys = table.select(["item_id", "repeat"]).group_by(["item_id", "repeat"]).aggregate([("item_id", "count")])
-    if keys.num_rows == table.num_rows:
+    # compute kernels only (Table.group_by goes through Acero, which imports pyarrow.dataset), and
+    # the separator, a Python value, converted with pandas found absent: memrun view's drill-down
+    # and compare never pay pandas' import (seconds of CPU)
+    skip_pandas_probe()
+    keys = pc.binary_join_element_wise(pc.cast(table.column("item_id"), pa.string()),
+                                       pc.cast(table.column("repeat"), pa.string()), _KEY_SEPARATOR)
+    if pc.count_distinct(keys).as_py() == pc.count(keys).as_py():
         return None
-    twice = keys.filter(pc.greater(keys.column("item_id_count"), 1))
-    first = twice.slice(0, 1).to_pylist()[0]
-    return twice.num_rows, {"item_id": first["item_id"], "repeat": first["repeat"]}
+    counts = pc.value_counts(keys)
+    twice = counts.filter(pc.greater(counts.field("counts"), 1))
+    item_id, repeat = twice.field("values")[0].as_py().rsplit(_KEY_SEPARATOR, 1)
+    return len(twice), {"item_id": item_id, "repeat": int(repeat)}
+
+
+_KEY_SEPARATOR = "\x1f"  # the unit separator: in no item id
 
 
 def _unreadable(path: Path, exc: Exception) -> RunTableError:
