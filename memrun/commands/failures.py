@@ -191,13 +191,15 @@ def main(argv: list[str]) -> int:
         raise RunTableError(f"{args.run}: a {inst.axis}-axis run has no misses to show")
     total = len(items)
     unfinished = run.unfinished()  # why its rows are not every item's (a partial merge, one shard, ...)
+    if unfinished and inst.error:  # why it stopped, as the run said it (a failed run's first error)
+        unfinished = [*unfinished, f"recorded the error: {inst.error}"]
     shown = by_category(items)[: args.limit] if args.limit is not None else by_category(items)
     if fmt == "json":
         for item in shown:
             sys.stdout.write(json.dumps(item, ensure_ascii=False) + "\n")
         # what the text and markdown say around the items goes to stderr: stdout stays one item a line
-        for reason in unfinished:
-            sys.stderr.write(f"memrun: warning: {run.path} {reason}; writing the rows it wrote\n")
+        if unfinished:  # as the text says it
+            sys.stderr.write(f"memrun: warning: {run.path} {' and '.join(unfinished)}; writing the rows it wrote\n")
         sys.stderr.write(f"memrun failures: {len(shown)} of {total} {what} written{counts_line(counts)} | {run.path}\n")
     elif fmt == "md":
         sys.stdout.write(markdown_failures(shown, total=total, run=str(run.path), what=what, counts=counts,
