@@ -50,6 +50,7 @@ from pathlib import Path
 from typing import Any
 
 from memrun.errors import CacheError, ConfigError
+from memrun.llm.cache_keys import KeyIndex
 from memrun.llm.client import ChatRequest, ChatResult, _orjson
 
 try:
@@ -127,6 +128,7 @@ class CallCache:
         self._side: int | None = None  # the side file's descriptor (flock'd), opened at the first commit
         self._side_path = self.path.with_name(f"{CACHE_FILE}-{os.getpid()}-{os.urandom(4).hex()}.log")
         self._side_size = 0  # bytes of whole lines in the side file
+        self._keys = KeyIndex(self._db)  # the keys sqlite holds, once a lookup missed (memrun.llm.cache_keys)
         if columns != [*OLD_COLUMNS, "model"]:
             self._db.close()
             raise ConfigError(
@@ -149,20 +151,28 @@ class CallCache:
     def get_many(self, keys: Sequence[str]) -> dict[str, ChatResult]:
         """The replies stored under any of ``keys`` (key -> reply; absent keys are missing).
 
-        One query per ``LOOKUP_CHUNK`` keys: each query hands the GIL to whatever other
-        thread runs (the arm retrieving the next group) and waits to get it back.
+        One query per ``LOOKUP_CHUNK`` keys the table may hold: each query hands the GIL to
+        whatever other thread runs (the arm retrieving the next group) and waits to get it
+        back. Keys the table lacks cost no query once a lookup missed
+        (:mod:`memrun.llm.cache_keys`).
         """
         found: dict[str, ChatResult] = {}
         unique = list(dict.fromkeys(keys))
         if self._held:
             found = {key: self._held[key][0] for key in unique if key in self._held}
             unique = [key for key in unique if key not in found]
+        if not unique:
+            return found
+        asked = unique = self._keys.may_hold(unique)
+        before = len(found)
         for start in range(0, len(unique), LOOKUP_CHUNK):
             chunk = unique[start:start + LOOKUP_CHUNK]
             marks = ",".join("?" * len(chunk))
             query = f"SELECT key, {REPLY_COLUMNS} FROM replies WHERE key IN ({marks})"
             for row in self._db.execute(query, chunk):
                 found[row[0]] = ChatResult(*row[1:])
+        if len(found) - before < len(asked):
+            self._keys.missed()
         return found
 
     def put(self, key: str, result: ChatResult) -> None:
@@ -250,6 +260,7 @@ class CallCache:
         with self._db:  # one transaction: committed, or rolled back on an error
             self._db.execute("BEGIN")
             self._db.executemany("INSERT OR REPLACE INTO replies VALUES (?, ?, ?, ?, ?, ?, ?, ?)", rows)
+        self._keys.added(row[0] for row in rows)
 
     def _replay_orphans(self) -> None:
         """Write the replies of side files whose process is gone (a kill) into sqlite and
@@ -291,6 +302,7 @@ class CallCache:
             if logged:  # a replay of the side file must not bring it back
                 self._append(_tombstone(key))
             self._db.execute("DELETE FROM replies WHERE key = ?", (key,))
+            self._keys.removed(key)
         except (OSError, sqlite3.Error) as exc:
             raise self._failed("write to", exc) from exc
 
