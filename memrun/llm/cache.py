@@ -31,8 +31,9 @@ lands in, which no row holds yet either: the next :class:`CallCache` opened on t
 (any process) replays a side file whose process is gone (it holds an exclusive
 ``flock`` on it while it lives) into sqlite, stopping at a torn last line, and removes
 it. Like sqlite's WAL at ``synchronous=NORMAL``, the side file is not fsynced: a power
-loss may lose the last replies. Other processes see a run's replies once they are settled
-(they are seen by the process that made them at once). Without ``fcntl`` (Windows) each
+loss may lose the last replies. Other processes see a run's replies once they are settled,
+within :data:`memrun.llm.cache_keys.RECHECK_S` (they are seen by the process that made them
+at once). Without ``fcntl`` (Windows) each
 commit writes sqlite, as before.
 """
 
@@ -177,7 +178,8 @@ class CallCache:
 
     def put(self, key: str, result: ChatResult) -> None:
         """Store ``result`` under ``key`` in sqlite at once (replacing an existing entry),
-        with every reply held or logged before it; other connections see it.
+        with every reply held or logged before it; other connections see it (within
+        :data:`memrun.llm.cache_keys.RECHECK_S`).
 
         Raises CacheError when the file cannot be written (a full disk, a damaged file).
         """

@@ -3,9 +3,10 @@
 from __future__ import annotations
 
 import sqlite3
+import time
 
 from memrun.llm.cache import CallCache
-from memrun.llm.cache_keys import KeyIndex
+from memrun.llm.cache_keys import RECHECK_S, KeyIndex
 from memrun.llm.client import ChatResult
 
 REPLY = ChatResult("answer", 12, 3, 34.5, "stop", "m")
@@ -59,14 +60,19 @@ def test_what_this_connection_writes_or_deletes_is_read_back_through_the_index(t
         assert cache.get("k") == REPLY
 
 
-def test_another_processes_commit_is_seen_by_the_next_lookup(tmp_path):
+def test_another_processes_commit_is_seen_within_the_recheck_time(tmp_path):
     """Another connection (another run sharing cache_dir) writes a reply after this one's
-    index was read: ``PRAGMA data_version`` tells, and the next lookup finds it."""
+    index was read: ``PRAGMA data_version`` tells, asked at most every RECHECK_S."""
     with CallCache(tmp_path) as mine, CallCache(tmp_path) as theirs:
         assert mine.get("shared") is None  # index read without the key
         theirs.put("shared", REPLY)
+        statements = traced(mine)
+        assert mine.get("shared") is None  # within RECHECK_S of the read: no query at all
+        assert statements == []
+        time.sleep(RECHECK_S)
         assert mine.get("shared") == REPLY
         theirs.put("other", REPLY)
+        time.sleep(RECHECK_S)
         assert mine.get_many(["other", "none"]) == {"other": REPLY}
 
 

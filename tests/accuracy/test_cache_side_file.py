@@ -8,11 +8,13 @@ import os
 import signal
 import subprocess
 import sys
+import time
 from pathlib import Path
 
 import pytest
 
 from memrun.llm.cache import SETTLE_ROWS, SIDE_GLOB, CallCache
+from memrun.llm.cache_keys import RECHECK_S
 from memrun.llm.client import ChatResult
 
 REPO = Path(__file__).resolve().parents[2]
@@ -100,7 +102,8 @@ def test_a_dead_side_file_is_replayed_up_to_its_last_whole_line(tmp_path):
 
 def test_a_live_side_file_is_left_to_its_process(tmp_path):
     """A second cache on the folder (another process, or this one) does not take a side
-    file whose writer is alive; the writer's close settles it, and then every reader sees it."""
+    file whose writer is alive; the writer's close settles it, and then every reader sees it
+    (within RECHECK_S, once that reader has read its key index: memrun.llm.cache_keys)."""
     writer = CallCache(tmp_path)
     writer.hold("k", ChatResult("mine", 1, 1, 1.0))
     writer.commit()
@@ -110,6 +113,7 @@ def test_a_live_side_file_is_left_to_its_process(tmp_path):
         assert sides[0].exists() and reader.get("k") is None  # not settled yet: the writer's own
         assert writer.get("k") == ChatResult("mine", 1, 1, 1.0)
         writer.close()
+        time.sleep(RECHECK_S)
         assert not sides[0].exists() and reader.get("k") == ChatResult("mine", 1, 1, 1.0)
 
 
