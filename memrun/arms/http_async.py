@@ -25,6 +25,8 @@ from __future__ import annotations
 import asyncio
 import json
 import logging
+import select
+import weakref
 from collections.abc import Mapping
 from dataclasses import dataclass, field, replace
 from typing import TYPE_CHECKING, Any
@@ -91,11 +93,57 @@ def _parsed(reply: Reply) -> Reply:
                              f"{preview!r}") from None
 
 
+def _closed_by_peer(protocol: Any) -> bool:
+    """Whether the idle pooled connection of ``protocol`` has something to read: the server's
+    close (or bytes no request asked for), which the event loop has not processed yet."""
+    transport = protocol.transport
+    sock = transport.get_extra_info("socket") if transport is not None else None
+    if sock is None:
+        return False
+    try:
+        if hasattr(select, "poll"):
+            poller = select.poll()
+            poller.register(sock.fileno(), select.POLLIN)
+            return bool(poller.poll(0))
+        return bool(select.select([sock.fileno()], [], [], 0)[0])
+    except (OSError, ValueError):  # closed under us
+        return True
+
+
+class _CheckedConnector(aiohttp.TCPConnector):
+    """aiohttp's pool, which hands out no kept-alive connection the server has closed.
+
+    A server closes a connection idle too long (uvicorn after 5 s); aiohttp drops it from
+    its pool once the event loop has read the close, but a loop busy with other requests may
+    not have yet. aiohttp then writes the request on it and reads "Server disconnected", and
+    resends only GET, HEAD, PUT, DELETE, OPTIONS and TRACE (RFC 9112 9.3.1.1): a POST (an
+    ingest) failed its item though the server never saw it. As urllib3 and httpcore do, a
+    pooled connection that is readable before the request is written is closed and the next
+    one taken (a new one when none is left); nothing was sent on it, so this holds for any method.
+    """
+
+    def __init__(self, **kwargs: Any) -> None:
+        super().__init__(**kwargs)
+        self._handed_out: weakref.WeakSet[Any] = weakref.WeakSet()  # protocols lent before: reused if seen again
+
+    async def connect(self, req: Any, traces: Any, timeout: Any) -> Any:
+        while True:
+            connection = await super().connect(req, traces, timeout)
+            protocol = connection.protocol
+            if protocol not in self._handed_out:
+                self._handed_out.add(protocol)
+                return connection
+            if not _closed_by_peer(protocol):
+                return connection
+            connection.close()  # discarded, not pooled again: the loop ends when the pool is empty
+
+
 def open_session(headers: Mapping[str, str], timeout_s: float) -> aiohttp.ClientSession:
-    """A pooled keep-alive session (no connection limit: memrun's own slots bound it); call
+    """A pooled keep-alive session (no connection limit: memrun's own slots bound it) that
+    lends no connection the server closed while idle (:class:`_CheckedConnector`); call
     inside the event loop it will serve."""
     return aiohttp.ClientSession(
-        connector=aiohttp.TCPConnector(limit=0, ttl_dns_cache=300),
+        connector=_CheckedConnector(limit=0, ttl_dns_cache=300),
         cookie_jar=aiohttp.DummyCookieJar(),
         timeout=aiohttp.ClientTimeout(total=timeout_s),
         headers=dict(headers),

@@ -3,18 +3,22 @@
 
 from __future__ import annotations
 
+import asyncio
 import json
 import socket
 import subprocess
 import sys
+import time
 from pathlib import Path
 
 import httpx
 import pytest
 
 from arms.support import Blocking, compose_run
+from memrun.arms import http_async
 from memrun.cli import main
 from memrun.config import ARM_RESERVED_KEYS
+from memrun.core.http_policy import HttpPolicy
 from memrun.core.plugins import build
 from memrun.errors import ArmError
 from memrun.io.reader import read_run
@@ -71,6 +75,31 @@ def test_resets_are_retried_for_reads_and_for_writes_declared_idempotent(memory,
     assert [h.key for h in arm.search("tuna", 1)] == ["D2:1"]  # two resets, then the answer
     assert state.requests.count("search") == 3
     arm.close()
+
+
+def test_a_write_on_a_kept_alive_connection_the_server_closed_while_idle_is_sent_once_on_a_fresh_one() -> None:
+    state = memory_server.MemoryState()
+    server = memory_server.serve(state, idle_close_s=0.2)  # keep-alive, closed after 0.2 s idle (as uvicorn after 5 s)
+    url = f"http://127.0.0.1:{server.server_address[1]}/v1/namespaces"
+
+    async def create_two() -> list[int]:
+        session = http_async.open_session({}, 10.0)
+        try:
+            statuses = []
+            for name in ("a", "b"):  # a POST: not idempotent, so never retried after it may have arrived
+                reply = await http_async.send(session, "POST", url, policy=HttpPolicy(attempts=1), idempotent=False,
+                                              auth_hint="", json={"namespace": name})
+                statuses.append(reply.status_code)
+                time.sleep(0.6)  # the server closes the pooled connection while the event loop is busy elsewhere
+            return statuses
+        finally:
+            await session.close()
+
+    try:
+        assert asyncio.run(create_two()) == [201, 201]
+        assert state.requests == ["create", "create"] and sorted(state.namespaces) == ["a", "b"]  # each sent once
+    finally:
+        server.shutdown()
 
 
 def test_asynchronous_indexing_is_waited_for(memory, tmp_path) -> None:

@@ -214,9 +214,14 @@ class LoopbackHTTPServer(ThreadingHTTPServer):
     request_queue_size = 1024
 
 
-def serve(state: MemoryState, port: int = 0) -> ThreadingHTTPServer:
-    """Start the server on 127.0.0.1 in a daemon thread; ``server.shutdown()`` stops it."""
-    handler = type("BoundHandler", (Handler,), {"state": state})
+def serve(state: MemoryState, port: int = 0, idle_close_s: float | None = None) -> ThreadingHTTPServer:
+    """Start the server on 127.0.0.1 in a daemon thread; ``server.shutdown()`` stops it.
+    idle_close_s: keep connections alive (HTTP/1.1) and close one idle that long, as servers
+    do (uvicorn after 5 s, nginx after 75 s); None: one request a connection (HTTP/1.0)."""
+    attributes: dict[str, Any] = {"state": state}
+    if idle_close_s is not None:
+        attributes.update(protocol_version="HTTP/1.1", timeout=idle_close_s)
+    handler = type("BoundHandler", (Handler,), attributes)
     server = LoopbackHTTPServer(("127.0.0.1", port), handler)
     server.daemon_threads = True
     threading.Thread(target=server.serve_forever, kwargs={"poll_interval": 0.05}, daemon=True).start()
