@@ -1,7 +1,8 @@
 """``memrun sweep DIR``: the table of a finished (or running) sweep, and its rows as one table.
 
 ``--baseline JOB`` also compares every other completed job with that job (``memrun compare``
-each, its flags after ``--``) and reads them as one family: a job is marked a winner only
+each, its flags after ``--``; a job that did not complete is listed as not compared, with
+its error and where that is recorded) and reads them as one family: a job is marked a winner only
 when its own gate passes *and* Holm's step-down over the arms' one-sided gate p-values
 holds the family-wise false PASS at 2.5% (:mod:`memrun.stats.family`).
 
@@ -15,7 +16,7 @@ import argparse
 import sys
 from collections.abc import Sequence
 from pathlib import Path
-from typing import TYPE_CHECKING
+from typing import TYPE_CHECKING, Any
 
 from memrun.commands.usage import Parser
 from memrun.errors import MemrunError
@@ -26,6 +27,7 @@ if TYPE_CHECKING:
     from memrun.comparison import family as comparison_family
     from memrun.io import combine as io_combine
     from memrun.io import writer as io_writer
+    from memrun.jobs import launch as memrun_launch
     from memrun.jobs import sweep as memrun_sweep
     from memrun.report import family_table as report_family_table
     from memrun.report import sweep_table as report_sweep_table
@@ -33,6 +35,7 @@ else:
     io_writer = lazy("memrun.io.writer")
     report_sweep_table = lazy("memrun.report.sweep_table")
     memrun_sweep = lazy("memrun.jobs.sweep")
+    memrun_launch = lazy("memrun.jobs.launch")
     io_combine = lazy("memrun.io.combine")
     comparison_family = lazy("memrun.comparison.family")
     report_family_table = lazy("memrun.report.family_table")
@@ -78,7 +81,7 @@ def main(argv: Sequence[str]) -> int:
         raise MemrunError(f"{args.dir}: no job of a memrun sweep here (expected outputs/multirun/<time>)")
     sys.stdout.write(report_sweep_table.render(rows, args.format, title=f"sweep {args.dir}"))
     if args.baseline is not None:
-        sys.stdout.write(report_family_table.render(family(rows, args.baseline, args.compare_args),
+        sys.stdout.write(report_family_table.render(family(rows, args.baseline, args.compare_args, args.dir),
                                                     "text" if args.format == "csv" else args.format))
     if args.out:
         _check_out(args.out)
@@ -88,10 +91,21 @@ def main(argv: Sequence[str]) -> int:
     return memrun_sweep.worst_exit_code(rows)
 
 
-def family(rows: Sequence, baseline: int, compare_args: Sequence[str]) -> dict:
-    """Compare every other completed job with job ``baseline`` and read them as one family.
+def _not_compared(r: Any, sweep_dir: Path) -> str:
+    """Why job ``r`` (not complete) is not compared (its first line: the table's cell), its
+    error and where that is recorded."""
+    record = sweep_dir / memrun_launch.OUTCOME_DIR / f"job-{r.job}.json"
+    where = record if record.is_file() else Path(r.run_dir)
+    reason = (r.error or "no error recorded").split("\n", 1)[0]
+    return f"the job {r.status} (exit {r.exit_code})\n{reason} (recorded in {where})"
 
-    Returns a JSON-ready dict: ``baseline``, ``k`` arms, ``alpha``, ``method`` and ``arms``
+
+def family(rows: Sequence, baseline: int, compare_args: Sequence[str], sweep_dir: Path) -> dict:
+    """Compare every other completed job with job ``baseline`` and read them as one family;
+    a job that did not complete is listed with ``error`` (its status, its error and where
+    that is recorded), not left out.
+
+    Returns a JSON-ready dict: ``baseline``, ``k`` arms compared, ``alpha``, ``method`` and ``arms``
     (job, overrides, delta/low/high, own outcome, p_pass, holm_p, winner; or ``error``).
     Raises MemrunError when the baseline job is not a completed job of the sweep.
     """
@@ -101,7 +115,10 @@ def family(rows: Sequence, baseline: int, compare_args: Sequence[str]) -> dict:
         raise MemrunError(f"--baseline {baseline}: not a completed job of this sweep (completed: {known or 'none'})")
     arms = []
     for r in rows:
-        if r.job == baseline or r.status != "complete":
+        if r.job == baseline:
+            continue
+        if r.status != "complete":
+            arms.append(comparison_family.Arm(r.job, r.overrides, None, _not_compared(r, sweep_dir)))
             continue
         argv = [base.run_dir, r.run_dir, "--allow-noncomparable", *compare_args]
         request = commands_compare.request_from(commands_compare.build_parser().parse_args(argv))

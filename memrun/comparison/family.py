@@ -23,11 +23,14 @@ from memrun.stats.family import FAMILY_ALPHA, METHOD, family_verdicts, holm_adju
 @dataclass(frozen=True)
 class Arm:
     """One arm of a family: ``label`` (a sweep's job number or a run's path), ``overrides``
-    (what sets it apart, for the table) and the request comparing it with the baseline."""
+    (what sets it apart, for the table) and the request comparing it with the baseline;
+    ``not_compared``: why there is nothing to compare (a sweep's job that failed), listed as
+    the arm's ``error`` rather than left out of the family (``request`` is then None)."""
 
     label: Any
     overrides: str
-    request: CompareRequest
+    request: CompareRequest | None
+    not_compared: str | None = None
 
 
 def compare_family(baseline: Any, baseline_overrides: str, arms: Sequence[Arm], *,
@@ -55,6 +58,9 @@ def compare_family(baseline: Any, baseline_overrides: str, arms: Sequence[Arm], 
     rows: list[dict[str, Any]] = []
     own: list[bool] = []
     for arm in arms:
+        if arm.request is None or arm.not_compared:
+            rows.append({"job": arm.label, "overrides": arm.overrides, "error": arm.not_compared or "no run to compare"})
+            continue
         outcome = compare(arm.request)
         result = outcome.comparison
         if result is None:

@@ -247,11 +247,17 @@ def test_sweep_baseline_reads_the_jobs_as_one_family(basic_sweep, tmp_path):
     text = done.stdout
     family = json.loads(text[text.index("{\n  \"baseline\""):])
     assert family["baseline"] == 1 and family["method"] == "holm" and family["alpha"] == 0.025
-    assert [a["job"] for a in family["arms"]] == [3] and family["k"] == 1
-    arm = family["arms"][0]
+    assert [a["job"] for a in family["arms"]] == [0, 2, 3] and family["k"] == 1
+    for failed in family["arms"][:2]:  # listed, with why and where, not left out
+        assert failed["error"].startswith("the job failed (exit 2)\nbenchmark.limit=0: must be a positive integer")
+        record = str(basic_sweep / ".memrun" / f"job-{failed['job']}.json")
+        assert failed["error"].endswith(f"(recorded in {record})") and "winner" not in failed
+    arm = family["arms"][2]
     assert arm["holm_p"] == pytest.approx(arm["p_pass"])  # a family of one: Holm changes nothing
     assert arm["winner"] == (arm["outcome"] == "pass" and arm["p_pass"] <= 0.025)
     plain = run_memrun(["sweep", str(basic_sweep), "--baseline", "1"], tmp_path)
     assert "Holm's step-down" in plain.stdout and "winner" in plain.stdout
+    assert re.search(r"(?m)^0 +arm=bm25 benchmark\.limit=0 .* not compared: the job failed \(exit 2\) +- ", plain.stdout)
+    assert "\n0: not compared: the job failed (exit 2)\nbenchmark.limit=0: must be" in plain.stdout
     bad = run_memrun(["sweep", str(basic_sweep), "--baseline", "0"], tmp_path)
     assert bad.returncode == 2 and "--baseline 0: not a completed job" in bad.stderr
