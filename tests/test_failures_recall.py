@@ -81,6 +81,21 @@ def test_failures_refuses_a_k_the_run_did_not_measure(locomo_run, capsys):
     assert len(err) == 1 and "recall@7" in err[0] and "--k" in err[0]
 
 
+def test_failures_refuses_a_k_past_the_runs_top_k_and_defaults_to_a_k_it_measured(tmp_path, capsys):
+    """arm.top_k=3 leaves recall@5 and @10 null in every row: --k 5 listed no item ("0 of 0
+    ... 30 without retrieval gold"), as if no item had gold, and so did the default K."""
+    run = tmp_path / "k3"
+    assert main(["progress=false", "benchmark=synthetic", "arm=bm25", "arm.top_k=3", f"hydra.run.dir={run}"]) == 0
+    capsys.readouterr()
+    assert main(["failures", str(run), "--k", "5"]) == 2
+    err = capsys.readouterr().err.strip().splitlines()
+    assert err == [f"memrun: error: memrun failures: {run}/items.parquet did not measure recall@5: its arm.top_k=3 "
+                   "retrieved 3 hits, too few for K=5; choose --k from 1, 3"]
+    assert main(["failures", str(run), "--json"]) == 0  # the run's headline K, which it measured
+    summary = capsys.readouterr().err.strip().splitlines()[-1]
+    assert "(recall@1 misses) written" in summary and " 0 without retrieval gold" in summary, summary
+
+
 def test_a_category_no_item_has_is_named_and_a_label_is_read_as_its_category(tmp_path, capsys):
     """--category multi-hop (a label) or a typo printed "0 of 0 items ... shown | not misses: 0 hit",
     which reads as a category without misses."""

@@ -34,7 +34,7 @@ from memrun.io.reader import RunTable, read_run
 from memrun.metrics.accuracy import item_outcomes
 from memrun.metrics.by_category import raw_category
 from memrun.metrics.intervals import retrieval_headline_metric
-from memrun.metrics.retrieval import item_column_for
+from memrun.metrics.retrieval import item_column_for, measured_ks
 from memrun.report.evidence import evidence
 from memrun.report.failures import by_category, counts_line, markdown_failures, print_failures
 from memrun.stats.labels import ABSTAIN, WRONG
@@ -135,17 +135,27 @@ def _parser() -> argparse.ArgumentParser:
 
 
 def _recall_column(run: RunTable, k: int | None) -> tuple[str, str]:
-    """(the hit_at_K column, recall@K) a recall run's misses are read from; MemrunError when
-    the run did not measure that K."""
+    """(the hit_at_K column, recall@K) a recall run's misses are read from: ``k``, or the
+    run's headline K (:func:`memrun.metrics.intervals.retrieval_headline_metric`). MemrunError
+    when the run did not measure that K: not one of its ``ks``, or past its ``arm.top_k``,
+    whose column is null in every row (:func:`memrun.metrics.retrieval.measured_ks`): read as
+    misses, it listed no item, as if every item lacked gold."""
     inst = run.instrument
-    metric = f"recall@{k}" if k is not None else retrieval_headline_metric(inst.ks or [5])
-    if not metric.startswith("recall@"):
-        metric = f"recall@{max(inst.ks or [5])}"
+    ks = inst.ks or [5]
+    measured = measured_ks(ks, inst.top_k)
+    metric = f"recall@{k}" if k is not None else retrieval_headline_metric(ks, inst.top_k)
+    if not metric.startswith("recall@") and measured:
+        metric = f"recall@{max(measured)}"
     column = item_column_for(metric)
-    if column not in run.table.column_names:
-        measured = ", ".join(str(x) for x in inst.ks or []) or "none"
-        raise MemrunError(f"memrun failures: {run.path} did not measure {metric} (its ks: {measured}); "
-                          f"choose --k from them")
+    asked = int(metric.split("@")[1])
+    if column not in run.table.column_names or asked not in measured:
+        choose = f"choose --k from {', '.join(str(x) for x in measured)}" if measured else \
+            "re-run with arm.top_k at least the smallest of its ks"
+        if asked in ks and inst.top_k is not None:  # a K past the depth: its column is null in every row
+            raise MemrunError(f"memrun failures: {run.path} did not measure {metric}: its arm.top_k={inst.top_k} "
+                              f"retrieved {inst.top_k} hits, too few for K={asked}; {choose}")
+        raise MemrunError(f"memrun failures: {run.path} did not measure {metric} (its ks: "
+                          f"{', '.join(str(x) for x in ks)}); {choose}")
     return column, metric
 
 
