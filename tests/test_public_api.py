@@ -98,6 +98,8 @@ def test_run_composes_every_override_a_generator_yields(tmp_path):
     (lambda: memrun.compare("runs/a"), memrun.CompareUsageError, "memrun.compare takes a memrun.CompareRequest"),
     (lambda: memrun.CompareRequest(a=None, b="runs/b"), memrun.CompareUsageError, "a is None and no baseline"),
     (lambda: memrun.CompareRequest(a="runs/a", b=None), memrun.CompareUsageError, r"CompareRequest.b: a run folder"),
+    (lambda: memrun.CompareRequest(a="runs/a"), memrun.CompareUsageError, r"CompareRequest.b: run B \(the change\) is not"),
+    (lambda: memrun.CompareRequest(b="runs/b"), memrun.CompareUsageError, "a is None and no baseline"),
     (lambda: memrun.CompareRequest(a="a", b="b", resamples="100"), memrun.CompareUsageError,
      r"CompareRequest.resamples \(--resamples\): an int, not str '100'"),
     (lambda: memrun.CompareRequest(a="a", b="b", gate_band=float("nan")), memrun.CompareUsageError,
@@ -128,6 +130,7 @@ def test_compare_request_reads_paths_and_one_treatment_string_as_a_user_means_th
                                     judge_calibration=str(tmp_path / "cal.json"))
     assert (request.runs_dir, request.gate) == (str(tmp_path), str(tmp_path / "g.yaml"))
     assert str(request.judge_calibration) == str(tmp_path / "cal.json")
+    assert memrun.CompareRequest(b="b", baseline="auto").a is None  # A left out, as docs/api.md says: was a TypeError
 
 
 def test_compare_without_a_metric_reads_the_runs_headline_metric(tmp_path):

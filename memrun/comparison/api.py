@@ -63,8 +63,9 @@ Say = Callable[[str], None]
 class CompareRequest:
     """What to compare and how: ``memrun compare``'s options as values (docs/reproducing.md).
 
-    ``a``: run A, the baseline (a run folder or items.parquet); None with ``baseline="auto"``,
-    which finds it among the runs under ``runs_dir``. ``b``: run B, the change.
+    ``a``: run A, the baseline (a run folder or items.parquet); None (or left out) with
+    ``baseline="auto"``, which finds it among the runs under ``runs_dir``. ``b``: run B, the
+    change (required: left out, CompareUsageError says so).
     Settings left None are read from the ``gate`` file (``conf/gates/NAME.yaml`` or a YAML
     path), else :data:`DEFAULTS` (``metric``: run A's headline metric, recall@5 when A
     measures it: :func:`resolve`). Intervals and gates are in percentage points (pp; for
@@ -72,8 +73,8 @@ class CompareRequest:
     check, refusing two runs whose configurations differ.
     """
 
-    a: str | None
-    b: str
+    a: str | None = None  # defaults given so that a missing a or b is CompareUsageError, not a bare TypeError
+    b: str = ""
     metric: str | None = None
     cluster_by: str = "cluster"
     stratify_by: str = "auto"
@@ -130,6 +131,9 @@ class CompareRequest:
             if getattr(self, name) == "":  # --cluster-by= read as no clusters, past --cluster-by none's refusal
                 fix = "name a column, or none" if name in ("cluster_by", "stratify_by") else "name one"
                 raise CompareUsageError(f"{_flag(name)} is empty; {fix}")
+        if self.b == "":
+            raise CompareUsageError("CompareRequest.b: run B (the change) is not given; pass its run folder or "
+                                    "items.parquet path, e.g. CompareRequest(a='runs/bm25', b='runs/dense')")
         if self.baseline not in (None, "auto"):  # any other word was read as 'auto'
             raise CompareUsageError(f"CompareRequest.baseline (--baseline): 'auto' or None, not {self.baseline!r:.60}")
         if self.a is None and self.baseline is None:
