@@ -104,8 +104,9 @@ def main(argv: Sequence[str] | None = None, *, reuse_compositions: bool = False)
     :data:`EXIT_STDOUT_CLOSED`.
     """
     args = list(sys.argv[1:] if argv is None else argv)
+    restore_verbose = _verbose(args)
     try:
-        code = _main(args, reuse_compositions)
+        code = _main([a for a in args if a != "--verbose"], reuse_compositions)
         sys.stdout.flush()  # the last buffered lines may be the ones that meet the closed pipe
         return code
     except BrokenPipeError:
@@ -117,6 +118,40 @@ def main(argv: Sequence[str] | None = None, *, reuse_compositions: bool = False)
         os.dup2(devnull, sys.stdout.fileno())
         os.close(devnull)
         return EXIT_STDOUT_CLOSED
+    finally:
+        restore_verbose()
+
+
+def _set_env(name: str, value: str | None) -> Any:
+    """Set (None: remove) environment variable ``name`` for one call of :func:`main`; returns
+    the undo. A setting left behind would reach the in-process caller's later calls
+    (``memrun.cli.main``, the Python API) and the processes it starts."""
+    before = os.environ.get(name)
+    if value is None:
+        os.environ.pop(name, None)
+    else:
+        os.environ[name] = value
+
+    def restore() -> None:
+        if before is None:
+            os.environ.pop(name, None)
+        else:
+            os.environ[name] = before
+    return restore
+
+
+def _verbose(args: list[str]) -> Any:
+    """``--verbose``: HTTP client logging on (:func:`memrun.core.http_policy.http_client_logging`)
+    for this call, here and in a sweep's workers (which inherit the environment); returns
+    the undo, which also puts the loggers back as they are without it."""
+    if "--verbose" not in args:  # http_policy not loaded for nothing (memrun --version, --cfg)
+        return lambda: None
+    restore = _set_env(http_policy.VERBOSE_ENV, "1")
+
+    def undo() -> None:
+        restore()
+        http_policy.http_client_logging()
+    return undo
 
 
 def console() -> int:
@@ -152,9 +187,6 @@ def _stdout_closed() -> bool:
 
 
 def _main(args: list[str], reuse_compositions: bool = False) -> int:
-    if "--verbose" in args:  # HTTP client logging on (memrun.core.http_policy.http_client_logging), here and in workers
-        args = [a for a in args if a != "--verbose"]
-        os.environ[http_policy.VERBOSE_ENV] = "1"
     if args[:1] in (["--version"], ["-V"]):
         print(f"memrun {memrun.__version__}")
         return 0
@@ -237,7 +269,7 @@ def _run_hydra(args: list[str], reuse_compositions: bool = False) -> int:
         restore_signals()
         raise
     # Let Hydra's exceptions reach us so each becomes one line instead of a trace.
-    os.environ.setdefault("HYDRA_FULL_ERROR", "1")
+    restore_full_error = _set_env("HYDRA_FULL_ERROR", os.environ.get("HYDRA_FULL_ERROR", "1"))
     args = hydra_argv.flags_first(args)  # `memrun benchmark=locomo -m arm=a,b`: Hydra read the overrides before -m only
     saved_argv = sys.argv
     sys.argv = ["memrun", *args]
@@ -298,6 +330,7 @@ def _run_hydra(args: list[str], reuse_compositions: bool = False) -> int:
         raise
     finally:
         sys.argv = saved_argv
+        restore_full_error()
         restore_mode()
         restore_listing()
         restore_reuse()

@@ -30,3 +30,24 @@ def test_http_logging_only_with_verbose_and_progress_counts_ingest(memory, tmp_p
     assert "HTTP Request" in verbose.stderr  # memrun's lines for the arm's requests (memrun.http), asked for
     assert re.search(r'memrun.http: HTTP Request: POST http://127.0.0.1:\d+/v1/namespaces/[^/]+/search "200 OK"',
                      verbose.stderr), verbose.stderr
+
+
+def test_verbose_lasts_one_call_of_main(tmp_path, monkeypatch) -> None:
+    """``memrun.cli.main(["--verbose", ...])`` left MEMRUN_VERBOSE=1 (and HYDRA_FULL_ERROR=1)
+    in os.environ: every later in-process call logged each HTTP request, and so did the
+    processes the caller started."""
+    import logging
+    import os
+
+    from memrun.cli import main
+
+    monkeypatch.delenv("MEMRUN_VERBOSE", raising=False)
+    monkeypatch.delenv("HYDRA_FULL_ERROR", raising=False)
+    args = ["benchmark=synthetic", "arm=bm25", "progress=false"]
+    assert main(["--verbose", *args, f"hydra.run.dir={tmp_path / 'a'}"]) == 0
+    assert "MEMRUN_VERBOSE" not in os.environ and "HYDRA_FULL_ERROR" not in os.environ
+    assert logging.getLogger("memrun.http").level == logging.WARNING  # the loggers as a call without it leaves them
+    monkeypatch.setenv("MEMRUN_VERBOSE", "1")  # the caller's own setting is kept
+    monkeypatch.setenv("HYDRA_FULL_ERROR", "0")
+    assert main([*args, f"hydra.run.dir={tmp_path / 'b'}"]) == 0
+    assert os.environ["MEMRUN_VERBOSE"] == "1" and os.environ["HYDRA_FULL_ERROR"] == "0"
