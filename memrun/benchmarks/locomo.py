@@ -250,10 +250,27 @@ class LoCoMo:
                     gold_sessions, False)
 
     def _check_category_counts(self, dataset: Dataset) -> list[str]:
-        if not self.expected_counts:
-            return []
-        diff = count_differences(Counter(item.category for item in dataset.items()), self.expected_counts)
-        return [f"LoCoMo per-category counts differ from the published file: {diff}"] if diff else []
+        """The load's warnings about categories: values ``categories`` does not name (whatever
+        ``expected_counts`` says: with it null they passed without a word), then counts that
+        differ from ``expected_counts``."""
+        found = Counter(item.category for item in dataset.items())
+        warnings = []
+        unnamed = {c: n for c, n in found.items() if c not in self.categories and c != "unknown"}  # unknown: counted
+        if unnamed:
+            listed = ", ".join(f"{c} ({n} row{'s' * (n != 1)})" for c, n in sorted(unnamed.items(), key=_natural))
+            named = ", ".join(f"{c} {label}" for c, label in self.categories.items()) or "none"
+            outside = self.comparable and any(c not in self.comparable for c in unnamed)
+            comparable = " and outside overall_comparable" if outside else ""
+            warnings.append(f"LoCoMo category {listed}: not in benchmark.categories ({named}); kept under the raw "
+                            f"value, with no label{comparable}; name them in benchmark.categories if they are yours")
+        if self.expected_counts and (diff := count_differences(found, self.expected_counts)):
+            warnings.append(f"LoCoMo per-category counts differ from the published file: {diff}")
+        return warnings
+
+
+def _natural(pair: tuple[str, int]) -> tuple[int, str]:
+    """Sort key of a (category, count) pair: integers by value, then other strings."""
+    return (int(pair[0]), "") if pair[0].isdigit() else (1 << 62, pair[0])
 
 
 def _records(conversation: dict[str, Any], counts: Counter[str], where: str = "conversation",

@@ -205,3 +205,19 @@ def test_a_split_name_other_than_locomo10_needs_a_file_of_ones_own():
     with pytest.raises(ConfigError, match=r"benchmark.split=x: .* benchmark.sha256=null"):
         loader(split="x")
     assert loader(split="mine", sha256=None).split == "mine"  # a LoCoMo-format file of one's own
+
+
+@pytest.mark.parametrize("expected_counts", [None, {1: 1, 6: 2, 7: 1}])
+def test_a_category_the_config_does_not_name_is_said_whatever_the_expected_counts(tmp_path, expected_counts):
+    """A LoCoMo-format file of one's own (expected_counts=null) with categories 6 and 7 loaded
+    without a word: their rows were kept under the raw value, unlabeled and outside
+    overall_comparable, and nothing said why the table grew rows named 6 and 7."""
+    turns = [{"speaker": "A", "dia_id": "D1:1", "text": "I adopted a cat"}]
+    qa = [{"question": f"q{i}", "answer": "a cat", "evidence": ["D1:1"], "category": c}
+          for i, c in enumerate([1, 6, "6", 7])]
+    write(tmp_path, [{"sample_id": "c1", "conversation": {"session_1": turns}, "qa": qa}])
+    ds = loader(sha256=None, expected_counts=expected_counts).load(tmp_path)
+    assert [i.category for i in ds.items()] == ["1", "6", "6", "7"]  # kept, under the raw value
+    assert ds.warnings == ["LoCoMo category 6 (2 rows), 7 (1 row): not in benchmark.categories (1 multi-hop, "
+                           "2 temporal, 3 open-domain, 4 single-hop, 5 adversarial); kept under the raw value, with no "
+                           "label and outside overall_comparable; name them in benchmark.categories if they are yours"]
