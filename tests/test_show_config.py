@@ -119,3 +119,19 @@ def test_the_source_reading_agrees_with_the_imported_classes():
     for target in sorted(targets):
         assert declared_use(target) == embeds(target), target
     assert declared_use("memrun.arms.no_such.Arm") is None
+
+
+@pytest.mark.parametrize("overrides", [["concurrency=0"], ["repeats=3"], ["min_coverage=2"], ["arm.top_k=0"],
+                                       ["max_error_share=1.5"], ["ks=[0,5]"], ["request_timeout_s=0"],
+                                       ["axis=accuracy", "judge=gpt41", "judge.temperature=5"]])
+def test_cfg_refuses_a_value_a_run_refuses_with_the_runs_line(capsys, monkeypatch, tmp_path, overrides):
+    """``memrun --cfg job concurrency=0`` printed the config and exited 0 while a run of the
+    same overrides was refused: --cfg now applies the run's value checks (memrun.config.values)."""
+    monkeypatch.chdir(tmp_path)
+    capsys.readouterr()
+    assert main(["benchmark=synthetic", "progress=false", f"hydra.run.dir={tmp_path / 'run'}", *overrides]) == 2
+    run = capsys.readouterr()
+    for mode in (["--cfg", "job"], ["--cfg", "all"]):
+        assert main([*mode, "benchmark=synthetic", *overrides]) == 2
+        shown = capsys.readouterr()
+        assert shown.out == "" and shown.err.startswith("memrun: error: ") and shown.err == run.err, (shown, run.err)

@@ -23,11 +23,12 @@ if TYPE_CHECKING:
     from hydra._internal import hydra as hydra_hydra
     from hydra._internal import utils as hydra_utils
 
-    from memrun.config import embedder_use, strict
+    from memrun.config import embedder_use, strict, values
     from memrun.core import redaction, yaml_text
 else:
     hydra_hydra = lazy("hydra._internal.hydra")
     strict = lazy("memrun.config.strict")
+    values = lazy("memrun.config.values")  # the run's value checks (concurrency=0): light, no run flow
     hydra_utils = lazy("hydra._internal.utils")
     embedder_use = lazy("memrun.config.embedder_use")  # only for a config that holds an embedder: ast, no arm imported
     redaction = lazy("memrun.core.redaction")
@@ -139,14 +140,17 @@ def redacted_config_print(args: Sequence[str]) -> Iterator[None]:
 def _refusing_what_a_run_refuses() -> Callable[[], None]:
     """Until the returned undo is called, a config Hydra composes is checked as a run checks
     its overrides (:func:`memrun.config.strict.check_overrides`: a key added where memrun's
-    schema has none, a boolean given as a word or number), so that ``--cfg`` never shows a
-    config a run of the same overrides would refuse. Raises ConfigError from the compose."""
+    schema has none, a boolean given as a word or number) and its values
+    (:func:`memrun.config.values.check_values`: ``concurrency=0``, ``repeats=3`` on
+    axis=recall), so that ``--cfg`` never shows a config a run of the same overrides would
+    refuse. Raises ConfigError from the compose."""
     hydra_class = hydra_hydra.Hydra
     original = hydra_class.compose_config
 
     def compose_config(self: Any, config_name: str | None, overrides: list[str], *args: Any, **kwargs: Any) -> Any:
         cfg = original(self, config_name, overrides, *args, **kwargs)
         strict.check_overrides(cfg, overrides)
+        values.check_values(cfg)
         return cfg
 
     hydra_class.compose_config = compose_config  # type: ignore[method-assign]

@@ -12,9 +12,10 @@ from omegaconf import OmegaConf, open_dict
 
 from memrun.arms.contract import class_answers
 from memrun.benchmarks.selection import selection_from_config
-from memrun.config import Axis, cutoffs, default_top_k
+from memrun.config import Axis, cutoffs
 from memrun.config.compose import resolved, saved
 from memrun.config.embedder_use import NO, REQUIRED, ignored_note, use_of
+from memrun.config.values import check_llm_calls, check_sampling, check_settings
 from memrun.core.plugins import locate_class
 from memrun.core.redaction import check_no_secrets
 from memrun.core.status import MAX_ERROR_SHARE
@@ -37,17 +38,6 @@ from memrun.pipeline.spec import (
 JUDGES = "gpt41, gpt4o, claude, beam_rubric, exact, substring, f1"
 
 
-def positive_int(value: Any, key: str) -> int:
-    """``value`` as an int >= 1, else ConfigError naming ``key`` (user configs have no schema)."""
-    try:
-        number = int(value)
-    except (TypeError, ValueError):
-        number = 0
-    if number < 1 or (isinstance(value, float) and not value.is_integer()):
-        raise ConfigError(f"{key}={value!r}: must be a positive integer")
-    return number
-
-
 def arm_name(cfg: Any) -> str:
     """The arm's ``name`` (run folders, tables, the instrument and compare name the arm by it).
     Raises ConfigError when the arm's config has none (a user's arm file without ``name:``)."""
@@ -57,45 +47,6 @@ def arm_name(cfg: Any) -> str:
         raise ConfigError("arm: its config has no name; add 'name: <a short name>' to the arm's config file "
                           "(run folders, tables and memrun compare name the arm by it)")
     return str(name)
-
-
-def check_settings(cfg: Any, accuracy: bool) -> int:
-    """Check the run-wide settings before any work; return ``arm.top_k``.
-
-    ``arm.top_k`` unset or null takes :func:`memrun.config.default_top_k`. Raises
-    ConfigError for a non-positive top_k or repeats, repeats > 1 on axis=recall (a
-    search is made and scored once per item, so repeats would be recorded and
-    ignored), a min_coverage outside [0, 1], and stale_check off the accuracy axis.
-    """
-    if cfg.get("stale_check") and not accuracy:
-        raise ConfigError("stale_check=true labels judged answers; it needs axis=accuracy")
-    repeats = positive_int(cfg.get("repeats", 1), "repeats")
-    if repeats > 1 and not accuracy:
-        raise ConfigError(
-            f"repeats={repeats}: axis=recall searches and scores each item once, so repeats would be ignored; "
-            "repeats is for axis=accuracy (reader and judge). Drop it, or run the two axes as separate commands"
-        )
-    coverage = cfg.get("min_coverage", 0.95)
-    if not isinstance(coverage, (int, float)) or not 0 <= coverage <= 1:
-        raise ConfigError(f"min_coverage={coverage}: must be a share between 0 and 1 (0.95: 95% of the items)")
-    share = cfg.get("max_error_share", MAX_ERROR_SHARE)
-    if isinstance(share, bool) or not isinstance(share, (int, float)) or not 0 <= share <= 1:
-        raise ConfigError(f"max_error_share={share}: must be a share between 0 and 1 (0.1: 10% of the rows)")
-    top_k = cfg.arm.get("top_k")
-    return default_top_k(cfg) if top_k is None else positive_int(top_k, "arm.top_k")
-
-
-def check_sampling(role: str, node: Any) -> None:
-    """An LLM node's ``max_tokens`` (a positive integer) and ``temperature`` (0 to 2, the range
-    OpenAI's API takes), before any call: out of range, every call would be refused alike, or
-    a server that clamps would answer with settings the run does not record. Nodes without
-    them (exact-match judges) pass. Raises ConfigError naming ``role.key``."""
-    keys = node.keys() if hasattr(node, "keys") else ()
-    if "max_tokens" in keys and node.max_tokens is not None:
-        positive_int(node.max_tokens, f"{role}.max_tokens")
-    temperature = node.get("temperature") if "temperature" in keys else None
-    if temperature is not None and not 0 <= float(temperature) <= 2:
-        raise ConfigError(f"{role}.temperature={temperature}: must be between 0 and 2 (0: the most likely answer)")
 
 
 def reader_spec(node: Any, benchmark: str) -> ReaderSpec:
@@ -185,17 +136,9 @@ def check_embedder(cfg: Any) -> str | None:
 
 def llm_call_spec(cfg: Any) -> LLMCallSpec:
     """How the LLM calls of ``cfg`` are made (:class:`memrun.pipeline.spec.LLMCallSpec`), checked
-    before any work. Raises ConfigError for a value out of range, naming the key."""
-    if int(cfg.concurrency) < 1:
-        raise ConfigError(f"concurrency={cfg.concurrency}: must be at least 1")
-    if cfg.max_tokens_total is not None and int(cfg.max_tokens_total) < 1:
-        raise ConfigError("max_tokens_total must be a positive number of tokens, or null")
-    if cfg.judge2_sample is not None and int(cfg.judge2_sample) < 1:
-        raise ConfigError(f"judge2_sample={cfg.judge2_sample}: must be at least 1, or null for every item")
-    if int(cfg.http_attempts) < 1:
-        raise ConfigError(f"http_attempts={cfg.http_attempts}: must be at least 1")
-    if not float(cfg.request_timeout_s) > 0:
-        raise ConfigError(f"request_timeout_s={cfg.request_timeout_s}: must be a positive number of seconds")
+    before any work (:func:`memrun.config.values.check_llm_calls`). Raises ConfigError for a
+    value out of range, naming the key."""
+    check_llm_calls(cfg)
     return LLMCallSpec(
         concurrency=int(cfg.concurrency), http_attempts=int(cfg.http_attempts),
         request_timeout_s=float(cfg.request_timeout_s),
