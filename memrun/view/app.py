@@ -12,9 +12,11 @@ Pages (every one rendered by the templates ``memrun report`` uses, under
 - ``/item/<path>?id=<item id>``: an item's question, gold, retrieved records (gold
   marked), failure stage and, per repeat, the reader's and judges' prompts and replies
   (:mod:`memrun.view.calls`); ``j``/``k`` or the arrow keys step through the items;
-- ``/compare?a=<path>&b=<path>[&treatment=<field>...]``: the comparison, computed by ``memrun compare``'s code
-  (:func:`memrun.report.html.compare_page.compare_context`), refusals with their reasons;
-- ``/flips?a=<path>&b=<path>[&treatment=<field>...]``: the items the two runs disagree on, B-wins first, each
+- ``/compare?a=<path>&b=<path>[&treatment=<field>...][&metric=mrr...]``: the comparison, computed by
+  ``memrun compare``'s code (:func:`memrun.report.html.compare_page.compare_context`) with its
+  options as parameters (:data:`PAGE_OPTIONS`; every link the page makes keeps them; one it does
+  not take is refused, not ignored), refusals with their reasons;
+- ``/flips?a=<path>&b=<path>[&treatment=<field>...]`` (the same parameters): the items the two runs disagree on, B-wins first, each
   opening to what A and B retrieved (or answered) side by side, the gold marked
   (:mod:`memrun.report.html.flips_page`); filter by category and cluster;
 - ``/chart?run=<path>&run=...``: several runs' headlines and per-category results with
@@ -32,6 +34,7 @@ import socket
 import threading
 import traceback
 from collections import OrderedDict
+from collections.abc import Sequence
 from pathlib import Path
 from typing import TYPE_CHECKING, Any, TypeAlias
 from urllib.parse import quote, urlencode
@@ -179,31 +182,68 @@ def run_page(runs: Runs, rel: str) -> Any:
     return _page("run.html.j2", **context, refresh=REFRESH_S if context.get("running") else None)
 
 
-def compare_page(runs: Runs, a: str, b: str, treatments: list[str] | None = None) -> Any:
-    """``memrun compare A B [--treatment F ...]``'s figures and verdict (refusals with their
-    reasons; a refusal over fields a comparison may vary links to the same pair with them named)."""
+# memrun compare's options the /compare and /flips pages take as query parameters (``metric=mrr``,
+# ``allow-noncomparable=1``): none names a file to read (--gate by name only, not a path).
+PAGE_OPTIONS = ("metric", "cluster-by", "stratify-by", "categories", "allow-fake", "resamples", "seed", "gate",
+                "treatment", "allow-noncomparable", "gate-min-delta", "gate-band", "max-error-share",
+                "max-error-gap", "min-paired-share", "max-false-pass", "check-replications", "effect")
+PAGE_FLAGS = frozenset({"allow-fake", "allow-noncomparable"})  # present when given 1, true or nothing
+
+
+def compare_query(params: Sequence[tuple[str, str]]) -> list[tuple[str, str]]:
+    """The query parameters of a /compare or /flips request other than ``a`` and ``b``, in
+    their order: memrun compare's options (:data:`PAGE_OPTIONS`), which the page applies and
+    every link it makes keeps. An empty ``treatment`` is dropped. Raises MemrunError naming
+    a parameter the pages do not take (it was ignored without a word), or a gate given as a path."""
+    kept = []
+    for name, value in params:
+        if name in ("a", "b") or (name == "treatment" and not value):
+            continue
+        if name not in PAGE_OPTIONS:
+            raise MemrunError(f"unknown parameter {name!r}: this page takes a, b and memrun compare's options "
+                              f"{', '.join(PAGE_OPTIONS)} (e.g. metric=mrr)")
+        if name == "gate" and ("/" in value or "\\" in value or value.endswith((".yaml", ".yml"))):
+            raise MemrunError(f"gate={value}: the page takes a gate by name (conf/gates/NAME.yaml), not a file path")
+        kept.append((name, value))
+    return kept
+
+
+def _options(query: Sequence[tuple[str, str]]) -> list[str]:
+    """``query`` (:func:`compare_query`) as memrun compare's command-line options."""
+    out: list[str] = []
+    for name, value in query:
+        if name in PAGE_FLAGS:
+            out += [f"--{name}"] if value.lower() in ("", "1", "true", "yes") else []
+        else:
+            out += [f"--{name}", value]
+    return out
+
+
+def _link(path: str, a: str, b: str, query: Sequence[tuple[str, str]]) -> str:
+    return f"{path}?" + urlencode([("a", a), ("b", b), *query])
+
+
+def compare_page(runs: Runs, a: str, b: str, query: Sequence[tuple[str, str]] = ()) -> Any:
+    """``memrun compare A B [options]``'s figures and verdict, ``query``: the options as
+    query parameters (:func:`compare_query`), kept by every link the page makes (refusals
+    with their reasons; a refusal over fields a comparison may vary links to the same pair
+    with them named as treatments)."""
     folder_a, folder_b = runs.index.folder(a), runs.index.folder(b)
-    treatments = [t for t in treatments or [] if t]
-    options = [x for t in treatments for x in ("--treatment", t)]
-    context = html_compare_page.compare_context(str(folder_a), str(folder_b), options)
+    context = html_compare_page.compare_context(str(folder_a), str(folder_b), _options(query))
     differing = [r["field"] for r in context["comparability"] if r["state"] == "differs"]
     treat_link = None
     if differing and not set(differing) & set(NEVER_TREATMENTS):
-        named = [*treatments, *differing]
-        treat_link = {"href": "/compare?" + urlencode([("a", a), ("b", b), *[("treatment", f) for f in named]]),
+        treat_link = {"href": _link("/compare", a, b, [*query, *[("treatment", f) for f in differing]]),
                       "fields": differing}
-    return _page("compare.html.j2", **context, treat_link=treat_link,
-                 flips_link="/flips?" + urlencode([("a", a), ("b", b), *[("treatment", t) for t in treatments]]))
+    return _page("compare.html.j2", **context, treat_link=treat_link, flips_link=_link("/flips", a, b, query))
 
 
-def flips_page(runs: Runs, a: str, b: str, treatments: list[str] | None = None) -> Any:
+def flips_page(runs: Runs, a: str, b: str, query: Sequence[tuple[str, str]] = ()) -> Any:
     """The items the two runs disagree on, B-wins first, each opening to a side-by-side
-    (:mod:`memrun.report.html.flips_page`); ``treatments``: as for :func:`compare_page`."""
+    (:mod:`memrun.report.html.flips_page`); ``query``: as for :func:`compare_page`."""
     folder_a, folder_b = runs.index.folder(a), runs.index.folder(b)
-    named = [("treatment", t) for t in treatments or [] if t]
-    options = [x for _, t in named for x in ("--treatment", t)]
-    context = html_flips_page.flips_context(str(folder_a), str(folder_b), options,
-                                            compare_link="/compare?" + urlencode([("a", a), ("b", b), *named]))
+    context = html_flips_page.flips_context(str(folder_a), str(folder_b), _options(query),
+                                            compare_link=_link("/compare", a, b, query))
     context["title"] = f"memrun flips: {a} vs {b}"
     return _page("flips.html.j2", **context)
 
@@ -266,9 +306,9 @@ def build_app(root: Path, cache_file: Path | None = None) -> Any:
         route("/run/{path:path}", guarded(lambda r: run_page(runs, r.path_params["path"]))),
         route("/item/{path:path}", guarded(lambda r: item_page(runs, r.path_params["path"], r.query_params.get("id", "")))),
         route("/compare", guarded(lambda r: compare_page(runs, r.query_params.get("a", ""), r.query_params.get("b", ""),
-                                                         r.query_params.getlist("treatment")))),
+                                                         compare_query(r.query_params.multi_items())))),
         route("/flips", guarded(lambda r: flips_page(runs, r.query_params.get("a", ""), r.query_params.get("b", ""),
-                                                     r.query_params.getlist("treatment")))),
+                                                     compare_query(r.query_params.multi_items())))),
         route("/chart", guarded(lambda r: chart_page(runs, r.query_params.getlist("run")))),
     ]
     # Only this machine's names for itself: a page elsewhere that rebinds its own host name
