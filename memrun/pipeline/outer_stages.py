@@ -102,12 +102,20 @@ def load_dataset(benchmark: Benchmark, selection: Selection, data_dir_setting: s
     return dataset, selection, None if index is None else [item_id for item_id, _ in index]
 
 
+def no_item(benchmark: str, split: str) -> str:
+    """The one line for a benchmark that gives no item (an empty file, LongMemEval's ``[]``, a
+    class of one's own), whether :func:`load` sees it or, for lazy groups, :func:`all_failed`
+    after the run: one condition, one message."""
+    return (f"benchmark={benchmark}: {split} holds no item, so a run of it measures nothing; check the file "
+            "(or the benchmark's load) it reads")
+
+
 def load(spec: RunSpec, benchmark: Benchmark) -> Loaded:
-    """Load and select the benchmark's items, then keep this shard's groups (:mod:`memrun.jobs.shards`)."""
+    """Load and select the benchmark's items, then keep this shard's groups (:mod:`memrun.jobs.shards`).
+    Raises DataError (:func:`no_item`) when the benchmark gives no item."""
     dataset, selection, ids = load_dataset(benchmark, spec.selection, spec.data_dir)
     if dataset.n_items == 0:  # an empty file (LongMemEval's [], a class of one's own): a run would measure nothing
-        raise DataError(f"benchmark={spec.benchmark}: {dataset.split} holds no item, so a run of it would measure "
-                        "nothing; check the file (or the benchmark's load) it reads")
+        raise DataError(no_item(spec.benchmark, dataset.split))
     facts = shards.shard_facts(dataset, spec.shard.count, spec.shard.index)
     dataset = shards.take_shard(dataset, spec.shard.count, spec.shard.index)
     return Loaded(dataset, selection, ids, facts, n_warned=len(dataset.warnings))
@@ -157,8 +165,7 @@ def all_failed(rows: list[dict[str, Any]], spec: RunSpec, split: str) -> str | N
     they are produced, so :func:`load`'s check cannot see that they hold none: a generator
     of no group ran as a complete run of 0 items, exit 0. A shard may own no history."""
     if not rows and spec.shard.count == 1:
-        return (f"benchmark={spec.benchmark}: {split} produced no item, so the run measured nothing; check the "
-                "file (or the benchmark's load) it reads")
+        return no_item(spec.benchmark, split)
     if rows and all(r.get("error") for r in rows):
         return f"every item failed ({len(rows)} rows, kept in the run folder); the first error: {rows[0]['error']}"
     return None

@@ -51,9 +51,9 @@ def test_a_good_benchmark_loads_as_it_is(tmp_path):
 
 @pytest.mark.parametrize("cls, needle", [
     ("IntCategory", "item 'q0'.category: must be non-empty text, got 3"),
-    ("NoItems", "benchmark=synthetic: s holds no item, so a run of it would measure nothing"),  # a run exiting 0
-    # lazily: 'items 0', a table of dashes, exit 0
-    ("NoItemsLazily", "benchmark=synthetic: s produced no item, so the run measured nothing"),
+    ("NoItems", "benchmark=synthetic: s holds no item, so a run of it measures nothing"),  # a run exiting 0
+    # lazily: 'items 0', a table of dashes, exit 0; then a second wording of the same condition
+    ("NoItemsLazily", "benchmark=synthetic: s holds no item, so a run of it measures nothing"),
 ])
 def test_a_run_of_a_user_benchmark_stops_in_one_line(tmp_path, monkeypatch, capsys, cls, needle):
     from memrun.cli import main
@@ -70,4 +70,4 @@ def test_an_empty_longmemeval_file_is_refused_not_a_complete_run_of_nothing(tmp_
     monkeypatch.chdir(tmp_path)
     (tmp_path / "lme.json").write_text("[]")
     assert main(["benchmark=longmemeval", f"benchmark.path={tmp_path / 'lme.json'}", "progress=false"]) == 2
-    assert "holds no item, so a run of it would measure nothing" in capsys.readouterr().err
+    assert "holds no item, so a run of it measures nothing" in capsys.readouterr().err
