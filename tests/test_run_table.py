@@ -2,6 +2,7 @@
 
 import threading
 import time
+import types
 from types import MappingProxyType
 
 import pyarrow as pa
@@ -10,6 +11,7 @@ import pytest
 
 from memrun.core.instrument import METADATA_KEY, Instrument
 from memrun.errors import RunTableError
+from memrun.io import writer as writer_module
 from memrun.io.reader import read_run
 from memrun.io.schema import items_schema
 from memrun.io.writer import CONVERT_ROWS, ITEMS_FILE, PARTS_DIR, ItemsWriter, file_sha256, rows_table
@@ -46,6 +48,26 @@ def test_flush_by_time(tmp_path):
     writer.add(row(0))
     writer.wait()
     assert read_run(tmp_path).table.num_rows == 1
+
+
+def test_parts_come_at_growing_intervals_up_to_the_longest(tmp_path, monkeypatch):
+    """A row every 0.5 s for 30 s: parts at 1, 3, 7, 15 and 23 s (each wait twice the one
+    before, up to 8 s), not one a second; every row is in the merged file."""
+    clock = [0.0]
+    monkeypatch.setattr(writer_module, "time", types.SimpleNamespace(monotonic=lambda: clock[0]))
+    writer = ItemsWriter(tmp_path, items_schema(KS), Instrument(), flush_seconds=1.0, max_flush_seconds=8.0)
+    at = []
+    for i in range(60):
+        clock[0] = 0.5 * (i + 1)
+        before = writer._n_parts
+        writer.add(row(i))
+        if writer._n_parts > before:
+            at.append(clock[0])
+    writer.wait()
+    assert at == [1.0, 3.0, 7.0, 15.0, 23.0]
+    assert len(list((tmp_path / "items.parts").glob("part-*.parquet"))) == 5
+    writer.close()
+    assert read_run(tmp_path).table.num_rows == 60
 
 
 def test_a_failed_part_write_is_raised_not_lost(tmp_path):
