@@ -51,7 +51,7 @@ IDLE_PROGRESS_SECONDS = 1.0
 """The calls line is redrawn this often too while no row finishes (calls in flight, waiting)."""
 # Container allocations (net) between two young-generation collections while calls are in
 # flight; Python's default is 700. See calls_collector.
-CALLS_GC_THRESHOLD = 10_000
+CALLS_GC_THRESHOLD = 100_000
 
 
 def calls_loop() -> Callable[[], asyncio.AbstractEventLoop] | None:
@@ -77,14 +77,23 @@ def calls_collector() -> Iterator[None]:
 
     What start-up built is frozen: a full collection would walk it (modules, configs, the
     arm's index; ~0.1 s, during which every call in flight waits on the event loop). And
-    the young generation is collected every :data:`CALLS_GC_THRESHOLD` allocations instead
-    of every 700: each collection walks every young object alive, and with 128 requests in
-    flight (each an HTTP exchange's buffers, futures and parsers) that was ~0.5 ms, ~900
-    times in a 12,000-call run, 1.3 s of its 12 s of CPU (0.1-0.2 s at 10,000). The objects
-    those calls leave are freed by their reference counts; only cycles wait for a collection,
-    and there are at most that many allocations of them. Both settings are restored on exit,
-    and everything frozen meanwhile is unfrozen (the answer stage freezes what each group
-    left alive while no call is in flight: :meth:`memrun.accuracy.stage.AnswerStage._settle`).
+    the young generation is collected every :data:`CALLS_GC_THRESHOLD` allocations (net)
+    instead of every 700: each collection walks every young object alive, and with 128
+    requests in flight (each an HTTP exchange's buffers, futures and parsers) that was
+    ~0.5 ms, ~900 times in a 12,000-call run, 1.3 s of its 12 s of CPU. What a run keeps
+    grows the count too (each row: a dict of ~100 columns and its lists; each reply), so
+    at 10,000 a cold 12,000-call run still collected 5-7 times, 7-10 ms each, walking the
+    rows made since the last one and the calls in flight again (49-53 ms of the event
+    loop's CPU, timed by gc callbacks); at 100,000 it collects none (a longer run once every
+    ~15,000 calls, each collection longer, the calls in flight walked a tenth as often).
+    The objects those calls leave are freed by their reference counts; only cycles wait for
+    a collection (~100 objects per 10,000 allocations here), and there are at most that many
+    allocations of them. Both settings are restored on exit, and everything frozen meanwhile
+    is unfrozen (the answer stage freezes what each group left alive while no call is in
+    flight: :meth:`memrun.accuracy.stage.AnswerStage._settle`) into the oldest generation,
+    with what the stage left in the young one: its rows and replies (a cold run's, all made
+    since its last young collection) would otherwise be walked by the first collection after
+    it, at the restored threshold (30 ms of the bench's cold run, before its summary).
     """
     threshold = gc.get_threshold()
     gc.freeze()
@@ -93,6 +102,7 @@ def calls_collector() -> Iterator[None]:
         yield
     finally:
         gc.set_threshold(*threshold)
+        gc.freeze()  # the young generation too (docstring)
         gc.unfreeze()
 
 

@@ -34,3 +34,14 @@ def test_a_higher_threshold_already_set_is_kept() -> None:
             assert gc.get_threshold()[0] == CALLS_GC_THRESHOLD * 2
     finally:
         gc.set_threshold(*before)
+
+
+def test_what_the_stage_left_alive_joins_the_oldest_generation() -> None:
+    """Rows and replies made during the calls are not walked by the first young collection after
+    them (at the restored threshold, a cold run's whole young generation): they leave it on exit."""
+    with calls_collector():
+        kept = [{"row": i} for i in range(1000)]  # containers made in the stage and kept
+    young, oldest = gc.get_objects(generation=0), gc.get_objects(generation=2)
+    assert not any(obj is kept for obj in young)
+    assert any(obj is kept for obj in oldest)
+    assert gc.get_count()[0] < 1000  # counted from its exit on, not from the stage's start
