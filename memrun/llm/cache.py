@@ -176,6 +176,13 @@ class CallCache:
             self._keys.missed()
         return found
 
+    def lacks(self, key: str) -> bool:
+        """True when the cache surely holds no reply under ``key``, known without a query once
+        a lookup missed (:mod:`memrun.llm.cache_keys`); False when it holds one or may."""
+        if key in self._held or not self._keys.active:
+            return False
+        return not self._keys.may_hold([key])
+
     def put(self, key: str, result: ChatResult) -> None:
         """Store ``result`` under ``key`` in sqlite at once (replacing an existing entry),
         with every reply held or logged before it; other connections see it (within

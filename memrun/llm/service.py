@@ -188,7 +188,7 @@ class LLMService:
         if hit is None and self.cache is not None:
             if key in self._missed:  # read ahead and not there: a cold run's readers ask once, not twice
                 self._missed.discard(key)
-            else:
+            elif not self.cache.lacks(key):  # a cold run's judges: known absent, no lookup to wait a turn for
                 hit = await self._lookup(key)
         if hit is not None:
             self.stats.cached += 1

@@ -236,6 +236,33 @@ def test_a_call_prefetch_did_not_find_is_sent_without_a_second_lookup(tmp_path):
     assert svc.stats.made == 2
 
 
+def test_once_a_lookup_missed_calls_the_cache_surely_lacks_wait_on_no_lookup(tmp_path):
+    """A cold run's judge calls (no read ahead): after the first lookup missed, the cache
+    knows which keys it holds, so each later call for an absent key is sent at once, without
+    a lookup and the loop turn it waits; one it holds is still looked up and found."""
+    endpoint = Endpoint(URL, "sk-test")
+    cache = CallCache(tmp_path)
+    cache.put(call_key(URL, req("stored"), 0), ChatResult("kept", 1, 1, 1.0, "stop"))
+    svc = LLMService(cache, concurrency=8)
+    svc._new_client = lambda e: _Instant()  # type: ignore[method-assign]
+    looked_up: list[str] = []
+    real_lookup = svc._lookup
+    svc._lookup = lambda key: looked_up.append(key) or real_lookup(key)  # type: ignore[method-assign]
+
+    async def go() -> list[bool]:
+        try:
+            first = await svc.call(endpoint, req("j0"), 0)  # looked up: the miss reads the index
+            rest = await asyncio.gather(*(svc.call(endpoint, req(f"j{i}"), 0) for i in range(1, 6)))
+            stored = await svc.call(endpoint, req("stored"), 0)
+            return [o.cached for o in (first, *rest, stored)]
+        finally:
+            await svc.aclose()
+
+    assert asyncio.run(go()) == [False] * 6 + [True]
+    assert looked_up == [call_key(URL, req("j0"), 0), call_key(URL, req("stored"), 0)]
+    assert svc.stats.made == 6
+
+
 def test_lookups_in_one_loop_turn_share_one_query(tmp_path, openai_server, monkeypatch):
     endpoint = Endpoint(openai_server.base_url, "sk-test")
     batches: list[int] = []
