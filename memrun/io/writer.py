@@ -90,20 +90,20 @@ def rows_table(rows: Sequence[Mapping[str, Any]], schema: pa.Schema) -> pa.Table
     if not all(type(row) is dict for row in rows):
         return pa.Table.from_pylist(list(rows), schema=schema)
     if rows and _one_key_order(rows):
-        return _columns_table(rows, schema)  # type: ignore[arg-type]  # dicts, checked above
+        return _columns_table(rows, schema)
     kind = pa.struct(list(schema))
     batches = [pa.RecordBatch.from_struct_array(pa.array(rows[start:start + CONVERT_ROWS], type=kind))
                for start in range(0, len(rows), CONVERT_ROWS)]
     return pa.Table.from_batches(batches, schema=schema)
 
 
-def _one_key_order(rows: Sequence[dict[str, Any]]) -> bool:
+def _one_key_order(rows: Sequence[Mapping[str, Any]]) -> bool:
     """Whether every row has the first row's keys, in its order."""
     keys = tuple(rows[0])
     return all(tuple(row) == keys for row in rows)
 
 
-def _columns_table(rows: Sequence[dict[str, Any]], schema: pa.Schema) -> pa.Table:
+def _columns_table(rows: Sequence[Mapping[str, Any]], schema: pa.Schema) -> pa.Table:
     """The table of ``rows`` (dicts with one key order, at least one) column by column: a
     field no row has is all null, a key outside the schema left out."""
     columns = dict(zip(rows[0], zip(*[row.values() for row in rows])))
