@@ -256,6 +256,27 @@ def test_start_close_lets_the_caller_go_on_and_close_waits(tmp_path):
     assert read_run(tmp_path).table.column("item_id").to_pylist() == [f"i{i}" for i in range(5)]
 
 
+def test_the_probe_imports_neither_pandas_nor_dateutil_and_both_stay_importable():
+    """pyarrow's first inference imports pandas and dateutil.relativedelta only to recognise their
+    types (~0.5 s and ~3 ms): the writer's probe refuses both to itself, so a run loads neither;
+    an inference after it, and code that uses them, still import them."""
+    code = """
+import sys
+from memrun.io import writer
+writer.skip_pandas_probe()
+print(sorted(m for m in ('pandas', 'dateutil', 'dateutil.relativedelta', 'six') if m in sys.modules))
+writer.pa.array([1.5])              # an inference after the probe finds relativedelta again
+import dateutil.relativedelta
+print(writer.pa.array([dateutil.relativedelta.relativedelta(months=1)]).type)
+"""
+    import subprocess
+    import sys
+
+    out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, timeout=120)
+    assert out.returncode == 0, out.stderr
+    assert out.stdout.split("\n")[:2] == ["[]", "month_day_nano_interval"]
+
+
 def test_the_pandas_probe_never_makes_another_threads_import_skip_a_finder():
     """A run's writer thread probes pyarrow while the main thread imports (memrun.accuracy.stage,
     lazily): the probe once took its finder out of sys.meta_path in the middle of that import's

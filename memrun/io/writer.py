@@ -124,16 +124,21 @@ def file_sha256(path: Path) -> str:
 _PROBE_LOCK = threading.Lock()
 
 
+# What pyarrow's first inference of Python values imports only to recognise their types:
+# pandas (its NA, Timestamp, DateOffset) and dateutil (relativedelta, ~3 ms with six).
+_PROBED = ("pandas", "dateutil")
+
+
 class _NoPandas(importlib.abc.MetaPathFinder):
-    """An import finder that says pandas is not installed, to the thread running
-    :func:`skip_pandas_probe`'s probe only; every other import passes it by."""
+    """An import finder that says pandas and dateutil (:data:`_PROBED`) are not installed, to
+    the thread running :func:`skip_pandas_probe`'s probe only; every other import passes it by."""
 
     def __init__(self) -> None:
         self.probing: int | None = None  # the probing thread's ident, while it probes
 
     def find_spec(self, fullname: str, path: Any = None, target: Any = None) -> None:
-        if fullname == "pandas" and self.probing == threading.get_ident():
-            raise ModuleNotFoundError("pandas is not needed to write rows", name=fullname)
+        if fullname in _PROBED and self.probing == threading.get_ident():
+            raise ModuleNotFoundError(f"{fullname} is not needed to write rows", name=fullname)
         return None
 
 
@@ -150,7 +155,10 @@ def skip_pandas_probe() -> None:
     The first probe runs here with an import finder that refuses pandas to this thread; the
     shim then remembers "no pandas" for such probes, while anything that really uses pandas
     (``Table.from_pandas``, ``to_pandas``) still imports it then. A process that has already
-    imported pandas is left as it is.
+    imported pandas is left as it is. The probe's inference (an untyped ``pa.array``) also
+    imports ``dateutil.relativedelta`` to recognise such values, ~3 ms of a run with ``six``:
+    refused too, for that inference only (each one asks again; a run's rows are converted
+    with their schema's types, never inferred).
 
     The finder is put first in ``sys.meta_path`` once and stays there: taking an entry out
     of that list while another thread's import walks it makes the walk skip the finder after
