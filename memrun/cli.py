@@ -36,7 +36,7 @@ if TYPE_CHECKING:
 
     from memrun import config
     from memrun.commands import hydra_argv, show_config
-    from memrun.config import compose_cache
+    from memrun.config import compose_cache, plugin_scan
     from memrun.config import errors as config_errors
     from memrun.config import user_dir as config_user_dir
     from memrun.core import http_policy, redaction
@@ -53,6 +53,7 @@ else:
     config = lazy("memrun.config")
     config_errors = lazy("memrun.config.errors")
     compose_cache = lazy("memrun.config.compose_cache")
+    plugin_scan = lazy("memrun.config.plugin_scan")
     config_user_dir = lazy("memrun.config.user_dir")  # a --config-dir only
     launch = lazy("memrun.jobs.launch")
     sweep = lazy("memrun.jobs.sweep")
@@ -277,6 +278,8 @@ def _run_hydra(args: list[str], reuse_compositions: bool = False) -> int:
     restore_listing = _one_repository_for_help(args)
     restore_compose = config.faster_compose()  # libyaml for conf/, each ${...} parsed once (memrun.config)
     restore_reuse = compose_cache.reused_compositions() if reuse_compositions else (lambda: None)
+    # the launchers' plugin modules are scanned only when something asks for them (memrun.config.plugin_scan)
+    restore_scan = plugin_scan.deferred_scan(args) if reuse_compositions else (lambda: None)
     try:
         with show_config.redacted_config_print(args):  # --cfg prints the config as the run saves it: secrets redacted
             app()
@@ -333,6 +336,7 @@ def _run_hydra(args: list[str], reuse_compositions: bool = False) -> int:
         restore_full_error()
         restore_mode()
         restore_listing()
+        restore_scan()
         restore_reuse()
         restore_compose()
         restore_signals()

@@ -121,7 +121,8 @@ def test_an_http_arms_run_reaches_its_first_request_without_numpy_or_pyarrow():
 # interpolation parsed once (memrun.config.interpolations), each node's metadata copied in one step
 # (memrun.config.node_copies), the redaction its logging filter and the printed config use (with
 # its rule for URLs, memrun.core.url_secrets: re and urllib.parse only), the config's YAML
-# (memrun.core.yaml_text), the composition kept on disk (memrun.config.compose_cache), the
+# (memrun.core.yaml_text), the composition kept on disk (memrun.config.compose_cache) with the
+# plugin scan it counts the names of (memrun.config.plugin_scan), the
 # dataclasses' methods compiled once (memrun.core.dataclass_code), the checks a run applies to its
 # overrides and values, which --cfg applies too (memrun.config.strict: stdlib and Hydra's parser only;
 # memrun.config.values: stdlib only), and
@@ -130,7 +131,7 @@ def test_an_http_arms_run_reaches_its_first_request_without_numpy_or_pyarrow():
 # the run flow; pyarrow, numpy, rich) load when a job runs.
 STARTUP_MODULES = {
     "memrun", "memrun.cli", "memrun.commands", "memrun.commands.hydra_argv", "memrun.commands.show_config", "memrun.config",
-    "memrun.config.arms", "memrun.config.benchmarks", "memrun.config.compose_cache", "memrun.config.conf_yaml", "memrun.config.interpolations",
+    "memrun.config.arms", "memrun.config.benchmarks", "memrun.config.compose_cache", "memrun.config.conf_yaml", "memrun.config.plugin_scan", "memrun.config.interpolations",
     "memrun.config.llm", "memrun.config.node_copies", "memrun.config.schema", "memrun.config.strict",
     "memrun.config.values", "memrun.core", "memrun.core.dataclass_code", "memrun.core.masking",
     "memrun.core.paths", "memrun.core.redaction", "memrun.core.signals", "memrun.core.url_secrets",

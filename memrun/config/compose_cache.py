@@ -10,7 +10,8 @@ first request. The composition up to the command's value overrides (``repeats=3`
 * the files of the search path (``conf/``, a ``--config-dir``, Hydra's and its plugins' config
   packages: every file, its size and modification time, so an added or edited file counts);
 * the code that composed it: the modules loaded then (their files' sizes and modification
-  times), the interpreter and ``sys.path``, and the names ConfigStore holds;
+  times), the interpreter and ``sys.path``, and the names ConfigStore holds (with those Hydra's
+  plugin scan will store when a run left it for later: :mod:`memrun.config.plugin_scan`);
 * the working folder.
 
 :func:`reused_compositions` patches Hydra's ``ConfigLoaderImpl.load_configuration`` so that a
@@ -46,17 +47,17 @@ import sys
 import sysconfig
 import tempfile
 import warnings
-from collections.abc import Callable, Iterator
+from collections.abc import Callable
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
+from memrun.config import plugin_scan
 from memrun.core.paths import user_cache
 from memrun.lazy import lazy
 
 if TYPE_CHECKING:
     import omegaconf
     from hydra._internal import config_loader_impl as hydra_loader
-    from hydra.core import config_store
     from hydra.core.override_parser import overrides_parser
     from omegaconf import base as omegaconf_base
 
@@ -65,7 +66,6 @@ else:
     omegaconf = lazy("omegaconf")
     redaction = lazy("memrun.core.redaction")
     hydra_loader = lazy("hydra._internal.config_loader_impl")
-    config_store = lazy("hydra.core.config_store")
     overrides_parser = lazy("hydra.core.override_parser.overrides_parser")
     omegaconf_base = lazy("omegaconf.base")
 
@@ -101,13 +101,17 @@ def reused_compositions(folder: Path | None = None) -> Callable[[], None]:
         args = (config_name, overrides, run_mode, from_shell, validate_sweep_overrides)
         try:
             parsed = _parsed(where, list(overrides))
+            if plugin_scan.needed_for(o.key_or_group for o in parsed):  # hydra/launcher=...: the plugins' group
+                plugin_scan.complete()
             key = _key(self, config_name, run_mode, parsed)
         except Exception:  # noqa: BLE001 (a bad override: Hydra says what is wrong with it)
+            plugin_scan.complete()
             return original(self, *args)
         if key is not None:
             entry = _read(where / f"{key}.pickle")
             if entry is not None:
                 return _reuse(self, original, args, parsed, entry)
+        plugin_scan.complete()  # a composition reads every config the plugins store
         cfg, entry = _compose_and_capture(self, original, args)
         if key is not None and may_keep and entry is not None:
             _write(where, f"{key}.pickle", entry)
@@ -166,16 +170,11 @@ def _key(loader: Any, config_name: str | None, run_mode: Any, parsed: list[Any])
     return hashlib.sha256(repr(inputs).encode()).hexdigest()
 
 
-def _stored_names() -> Iterator[str]:
-    """Every path ConfigStore holds (``group/name.yaml``)."""
-    todo = [("", config_store.ConfigStore.instance().repo)]
-    while todo:
-        prefix, folder = todo.pop()
-        for name, value in folder.items():
-            if isinstance(value, dict):
-                todo.append((f"{prefix}{name}/", value))
-            else:
-                yield f"{prefix}{name}"
+def _stored_names() -> set[str]:
+    """Every path ConfigStore holds (``group/name.yaml``), and those Hydra's plugin scan will
+    store once it is done (:func:`memrun.config.plugin_scan.pending_names`): the names of the
+    full scan, scanned yet or not."""
+    return {*plugin_scan.stored_names(), *plugin_scan.pending_names()}
 
 
 def _compose_and_capture(loader: Any, original: Any, args: tuple[Any, ...]) -> tuple[Any, dict[str, Any] | None]:
