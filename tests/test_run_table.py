@@ -222,26 +222,6 @@ def test_rows_become_the_table_from_pylist_makes(tmp_path):
     assert metric_columns(KS)[0] in rows_table(rows, schema).column_names
 
 
-def test_rows_of_one_key_order_convert_column_by_column(tmp_path):
-    """A run's rows (one ``make_row``: the same keys in the same order) are converted a column
-    at a time, in one piece per column rather than one per CONVERT_ROWS rows: the same table
-    as ``from_pylist`` (keys outside the schema left out, fields no row has null), and the same
-    bytes once written; rows whose keys differ in order go the struct way, still right."""
-    schema = items_schema(KS)
-    same = [{**row(i), "not_a_column": i, "label": "wrong" if i % 7 else None} for i in range(2 * CONVERT_ROWS + 5)]
-    table = rows_table(same, schema)
-    expected = pa.Table.from_pylist(same, schema=schema)
-    assert table.equals(expected)
-    assert {table.column(name).num_chunks for name in schema.names} == {1}
-    pq.write_table(table, tmp_path / "a.parquet", write_page_checksum=True)
-    pq.write_table(expected, tmp_path / "b.parquet", write_page_checksum=True)
-    assert file_sha256(tmp_path / "a.parquet") == file_sha256(tmp_path / "b.parquet")
-    swapped = [same[0], dict(reversed(list(same[1].items()))), *same[2:10]]
-    assert rows_table(swapped, schema).equals(pa.Table.from_pylist(swapped, schema=schema))
-    with pytest.raises((pa.ArrowInvalid, pa.ArrowTypeError)):
-        rows_table([{**row(0), "repeat": "zero"}, row(1)], schema)
-
-
 def test_start_close_lets_the_caller_go_on_and_close_waits(tmp_path):
     """The merged file is written on the writer's thread after start_close; close waits for it,
     removes the parts and sets the file's sha256 (start_close twice is harmless)."""

@@ -76,40 +76,19 @@ def rows_table(rows: Sequence[Mapping[str, Any]], schema: pa.Schema) -> pa.Table
     schema is left out (as ``pa.Table.from_pylist`` does). Raises pyarrow's ArrowInvalid or
     ArrowTypeError for a value of the wrong type.
 
-    Dict rows whose keys come in one order (a run's rows: one ``make_row``) are turned into
-    columns in C (``zip`` over each row's values) and each column converted in one
-    ``pa.array`` (:func:`_columns_table`): 6,000 rows x 109 columns took ~37 ms against
-    ~56 ms as one struct array (~30 ms of the second core of a cached re-run; measured
-    alternately in one process). Other dict rows are converted as struct arrays, in Arrow's
-    C++ (each row's fields looked up there): about half the CPU of ``from_pylist``, which
-    builds a Python list per column first. A conversion holds the GIL until it returns, so
-    struct rows go :data:`CONVERT_ROWS` at a time and columns one at a time: the thread that
-    waits for the GIL (the event loop while parts are written, the summary while the run's
-    table is) gets it back every few ms. Other mappings take ``from_pylist``.
+    Dict rows are converted as struct arrays, in Arrow's C++ (each row's fields looked up
+    there): about half the CPU of ``from_pylist``, which builds a Python list per column
+    first (6,000 rows x 106 columns: ~45 vs ~90 ms). A conversion holds the GIL until it
+    returns, so rows go :data:`CONVERT_ROWS` at a time: the thread that waits for the GIL
+    (the event loop while parts are written, the summary while the run's table is) gets it
+    back every ~8 ms. Other mappings take ``from_pylist``.
     """
     if not all(type(row) is dict for row in rows):
         return pa.Table.from_pylist(list(rows), schema=schema)
-    if rows and _one_key_order(rows):
-        return _columns_table(rows, schema)
     kind = pa.struct(list(schema))
     batches = [pa.RecordBatch.from_struct_array(pa.array(rows[start:start + CONVERT_ROWS], type=kind))
                for start in range(0, len(rows), CONVERT_ROWS)]
     return pa.Table.from_batches(batches, schema=schema)
-
-
-def _one_key_order(rows: Sequence[Mapping[str, Any]]) -> bool:
-    """Whether every row has the first row's keys, in its order."""
-    keys = tuple(rows[0])
-    return all(tuple(row) == keys for row in rows)
-
-
-def _columns_table(rows: Sequence[Mapping[str, Any]], schema: pa.Schema) -> pa.Table:
-    """The table of ``rows`` (dicts with one key order, at least one) column by column: a
-    field no row has is all null, a key outside the schema left out."""
-    columns = dict(zip(rows[0], zip(*[row.values() for row in rows])))
-    return pa.Table.from_arrays(
-        [pa.array(columns[field.name], type=field.type) if field.name in columns else pa.nulls(len(rows), field.type)
-         for field in schema], schema=schema)
 
 
 def file_sha256(path: Path) -> str:
