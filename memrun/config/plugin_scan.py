@@ -2,7 +2,9 @@
 
 Hydra's first ``Plugins.instance()`` imports every module under ``hydra_plugins`` (the
 joblib, Ray, Ray AWS and submitit launchers here: their configs, ``importlib.metadata``,
-``email``, ``csv``), ~25 ms of CPU in every run, for launchers a single run never starts.
+``email``, ``csv``) in every run, for launchers a single run never starts: leaving them
+unscanned spares ~14 ms of CPU and 68 M of the ~1.04 G instructions of ``memrun --cfg job``
+with a cached re-run's arguments (the scan itself took ~27 ms; Hydra's own plugins still load).
 What that scan adds is known from the last one, kept in an index (:func:`index_file`):
 
 * the names the plugins store in ConfigStore (``hydra/launcher/joblib.yaml``...),

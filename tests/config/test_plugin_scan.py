@@ -31,7 +31,7 @@ def _memrun(tmp_path: Path, *args: str, pythonpath: Path | None = None) -> tuple
 
 def test_a_reused_run_imports_no_launcher_plugin_and_writes_the_same_config(tmp_path):
     """The first run scans the plugins (and keeps the index), the next one leaves them unscanned
-    (the launchers' modules, importlib.metadata: ~25 ms) and composes the same config."""
+    (the launchers' modules, importlib.metadata: ~14 ms) and composes the same config."""
     first, loaded_first = _memrun(tmp_path, "progress=false", "hydra.run.dir=first")
     again, loaded_again = _memrun(tmp_path, "progress=false", "hydra.run.dir=again")
     assert "hydra_plugins.hydra_joblib_launcher.joblib_launcher" in loaded_first  # the full scan, once
