@@ -96,6 +96,22 @@ def test_failures_refuses_a_k_past_the_runs_top_k_and_defaults_to_a_k_it_measure
     assert "(recall@1 misses) written" in summary and " 0 without retrieval gold" in summary, summary
 
 
+def test_failures_on_a_run_whose_top_k_is_below_every_k_is_a_user_error(tmp_path, capsys):
+    """ks=[5,10] with arm.top_k=3 measures no recall@K: the default K was 'mrr', read as
+    recall@K, an IndexError traceback; --k 5 and the default both name the depth to re-run with."""
+    run = tmp_path / "k3"
+    assert main(["progress=false", "benchmark=synthetic", "arm=bm25", "ks=[5,10]", "arm.top_k=3",
+                 f"hydra.run.dir={run}"]) == 0
+    capsys.readouterr()
+    assert main(["failures", str(run)]) == 2
+    err = capsys.readouterr().err.strip().splitlines()
+    assert err == [f"memrun: error: memrun failures: {run}/items.parquet measured no recall@K: its arm.top_k=3 "
+                   "retrieved fewer hits than its smallest K (5); re-run with arm.top_k at least 5"]
+    assert main(["failures", str(run), "--k", "5"]) == 2
+    err = capsys.readouterr().err.strip().splitlines()
+    assert len(err) == 1 and "too few for K=5" in err[0] and "re-run with arm.top_k" in err[0], err
+
+
 def test_a_category_no_item_has_is_named_and_a_label_is_read_as_its_category(tmp_path, capsys):
     """--category multi-hop (a label) or a typo printed "0 of 0 items ... shown | not misses: 0 hit",
     which reads as a category without misses."""

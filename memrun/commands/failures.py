@@ -139,12 +139,16 @@ def _recall_column(run: RunTable, k: int | None) -> tuple[str, str]:
     run's headline K (:func:`memrun.metrics.intervals.retrieval_headline_metric`). MemrunError
     when the run did not measure that K: not one of its ``ks``, or past its ``arm.top_k``,
     whose column is null in every row (:func:`memrun.metrics.retrieval.measured_ks`): read as
-    misses, it listed no item, as if every item lacked gold."""
+    misses, it listed no item, as if every item lacked gold; with no K measured (``arm.top_k``
+    below every K), MemrunError without ``--k`` too."""
     inst = run.instrument
     ks = inst.ks or [5]
     measured = measured_ks(ks, inst.top_k)
+    if k is None and not measured:  # arm.top_k below every K: no recall@K column holds a value
+        raise MemrunError(f"memrun failures: {run.path} measured no recall@K: its arm.top_k={inst.top_k} retrieved "
+                          f"fewer hits than its smallest K ({min(ks)}); re-run with arm.top_k at least {min(ks)}")
     metric = f"recall@{k}" if k is not None else retrieval_headline_metric(ks, inst.top_k)
-    if not metric.startswith("recall@") and measured:
+    if not metric.startswith("recall@"):
         metric = f"recall@{max(measured)}"
     column = item_column_for(metric)
     asked = int(metric.split("@")[1])
