@@ -188,13 +188,16 @@ PAGE_OPTIONS = ("metric", "cluster-by", "stratify-by", "categories", "allow-fake
                 "treatment", "allow-noncomparable", "gate-min-delta", "gate-band", "max-error-share",
                 "max-error-gap", "min-paired-share", "max-false-pass", "check-replications", "effect")
 PAGE_FLAGS = frozenset({"allow-fake", "allow-noncomparable"})  # present when given 1, true or nothing
+FLAG_ON = ("", "1", "true", "yes")
+FLAG_OFF = ("0", "false", "no")
 
 
 def compare_query(params: Sequence[tuple[str, str]]) -> list[tuple[str, str]]:
     """The query parameters of a /compare or /flips request other than ``a`` and ``b``, in
     their order: memrun compare's options (:data:`PAGE_OPTIONS`), which the page applies and
     every link it makes keeps. An empty ``treatment`` is dropped. Raises MemrunError naming
-    a parameter the pages do not take (it was ignored without a word), or a gate given as a path."""
+    a parameter the pages do not take (it was ignored without a word), a flag's value that is
+    neither on nor off (``allow-noncomparable=on`` was read as off), or a gate given as a path."""
     kept = []
     for name, value in params:
         if name in ("a", "b") or (name == "treatment" and not value):
@@ -202,6 +205,9 @@ def compare_query(params: Sequence[tuple[str, str]]) -> list[tuple[str, str]]:
         if name not in PAGE_OPTIONS:
             raise MemrunError(f"unknown parameter {name!r}: this page takes a, b and memrun compare's options "
                               f"{', '.join(PAGE_OPTIONS)} (e.g. metric=mrr)")
+        if name in PAGE_FLAGS and value.lower() not in FLAG_ON + FLAG_OFF:  # allow-noncomparable=on was dropped
+            raise MemrunError(f"{name}={value}: give {name}=1 (or true, yes, nothing) to pass --{name}, "
+                              f"{name}=0 (or false, no) not to")
         if name == "gate" and ("/" in value or "\\" in value or value.endswith((".yaml", ".yml"))):
             raise MemrunError(f"gate={value}: the page takes a gate by name (conf/gates/NAME.yaml), not a file path")
         kept.append((name, value))
@@ -213,7 +219,7 @@ def _options(query: Sequence[tuple[str, str]]) -> list[str]:
     out: list[str] = []
     for name, value in query:
         if name in PAGE_FLAGS:
-            out += [f"--{name}"] if value.lower() in ("", "1", "true", "yes") else []
+            out += [f"--{name}"] if value.lower() in FLAG_ON else []
         else:
             out += [f"--{name}", value]
     return out

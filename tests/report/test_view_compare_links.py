@@ -45,7 +45,18 @@ def test_the_compare_page_applies_and_keeps_its_other_parameters_in_its_links(cl
 
 
 @pytest.mark.parametrize("param, says", [(("metirc", "mrr"), "unknown parameter 'metirc': this page takes a, b and"),
-                                         (("gate", "/etc/passwd"), "gate=/etc/passwd: the page takes a gate by name")])
+                                         (("gate", "/etc/passwd"), "gate=/etc/passwd: the page takes a gate by name"),
+                                         (("allow-noncomparable", "on"), "allow-noncomparable=on: give allow-noncomparable=1"),
+                                         (("allow-fake", "maybe"), "allow-fake=maybe: give allow-fake=1")])
 def test_a_parameter_the_page_does_not_take_is_refused_not_ignored(client, param, says):
     page = client.get("/compare", params=[("a", "bm25"), ("b", "bm25_nostop"), param])
     assert page.status_code == 400 and says in html.unescape(page.text)
+
+
+@pytest.mark.parametrize("value, applied", [("1", True), ("TRUE", True), ("", True), ("0", False), ("no", False)])
+def test_a_flag_is_on_or_off_by_its_value(client, value, applied):
+    """allow-noncomparable=1 shows the numbers labelled NON-COMPARABLE; =0 keeps the refusal."""
+    page = client.get("/compare", params=[("a", "bm25"), ("b", "bm25_nostop"), ("allow-noncomparable", value)])
+    assert page.status_code == 200, page.text
+    assert ("pass --allow-noncomparable" not in html.unescape(page.text)) is applied  # the refusal's advice
+    assert ("recall@5" in page.text) is applied  # the figures, labelled NON-COMPARABLE
