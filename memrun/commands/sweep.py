@@ -72,7 +72,13 @@ def _check_out(out: Path) -> None:
 
 def main(argv: Sequence[str]) -> int:
     """``memrun sweep DIR [--format F] [--out FILE]``; returns the worst job's exit code."""
-    args = build_parser().parse_args(list(argv))
+    argv = list(argv)
+    # memrun compare's flags are everything after the first '--', wherever the options stand:
+    # argparse gave them to the positional only when --baseline came before DIR
+    # ('memrun sweep DIR --baseline 0 -- --metric mrr' was "unrecognized arguments").
+    cut = argv.index("--") if "--" in argv else len(argv)
+    args = build_parser().parse_args(argv[:cut])
+    args.compare_args = [*args.compare_args, *argv[cut + 1:]]
     try:
         rows = memrun_sweep.sweep_rows(args.dir)
     except FileNotFoundError:

@@ -261,3 +261,16 @@ def test_sweep_baseline_reads_the_jobs_as_one_family(basic_sweep, tmp_path):
     assert "\n0: not compared: the job failed (exit 2)\nbenchmark.limit=0: must be" in plain.stdout
     bad = run_memrun(["sweep", str(basic_sweep), "--baseline", "0"], tmp_path)
     assert bad.returncode == 2 and "--baseline 0: not a completed job" in bad.stderr
+
+
+def test_sweep_takes_the_compare_flags_after_dash_dash_wherever_its_options_stand(basic_sweep, tmp_path):
+    """'memrun sweep DIR --baseline 1 -- --metric mrr' (options after DIR, as in 'memrun compare
+    A B --metric mrr') was 'unrecognized arguments: -- --metric mrr'; it reads as with DIR last."""
+    first = run_memrun(["sweep", "--baseline", "1", "--format", "json", str(basic_sweep), "--", "--metric", "mrr"],
+                       tmp_path)
+    last = run_memrun(["sweep", str(basic_sweep), "--baseline", "1", "--format", "json", "--", "--metric", "mrr"],
+                      tmp_path)
+    assert "unrecognized" not in last.stderr and last.stdout == first.stdout, last.stderr
+    assert (last.returncode, first.returncode) == (2, 2)  # the sweep's worst job (benchmark.limit=0) failed
+    family = json.loads(last.stdout[last.stdout.index("{\n  \"baseline\""):])
+    assert [a["job"] for a in family["arms"]] == [0, 2, 3]
