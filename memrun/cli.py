@@ -105,9 +105,12 @@ def main(argv: Sequence[str] | None = None, *, reuse_compositions: bool = False)
     :data:`EXIT_STDOUT_CLOSED`.
     """
     args = list(sys.argv[1:] if argv is None else argv)
-    restore_verbose = _verbose(args)
+    # memrun's own --verbose stands before a '--': after it the words are another program's
+    # ('memrun arm init mcp -- server --verbose' lost the server's flag and made memrun verbose)
+    cut = args.index("--") if "--" in args else len(args)
+    restore_verbose = _verbose(args[:cut])
     try:
-        code = _main([a for a in args if a != "--verbose"], reuse_compositions)
+        code = _main([a for a in args[:cut] if a != "--verbose"] + args[cut:], reuse_compositions)
         sys.stdout.flush()  # the last buffered lines may be the ones that meet the closed pipe
         return code
     except BrokenPipeError:

@@ -51,3 +51,20 @@ def test_verbose_lasts_one_call_of_main(tmp_path, monkeypatch) -> None:
     monkeypatch.setenv("HYDRA_FULL_ERROR", "0")
     assert main([*args, f"hydra.run.dir={tmp_path / 'b'}"]) == 0
     assert os.environ["MEMRUN_VERBOSE"] == "1" and os.environ["HYDRA_FULL_ERROR"] == "0"
+
+
+def test_a_verbose_after_dash_dash_is_the_other_programs(monkeypatch) -> None:
+    """'memrun arm init mcp -- server --verbose': the words after '--' are the server's
+    command; its --verbose was dropped from it and turned memrun's HTTP logging on instead."""
+    import os
+
+    from memrun import cli
+    from memrun.commands import arm_init
+
+    seen: list[tuple[list[str], str | None]] = []
+    monkeypatch.setattr(arm_init, "main", lambda argv: seen.append((list(argv), os.environ.get("MEMRUN_VERBOSE"))) or 0)
+    monkeypatch.delenv("MEMRUN_VERBOSE", raising=False)
+    assert cli.main(["arm", "init", "mcp", "--", "server", "--verbose"]) == 0
+    assert cli.main(["--verbose", "arm", "init", "mcp", "--", "server", "--verbose"]) == 0
+    assert seen == [(["init", "mcp", "--", "server", "--verbose"], None),
+                    (["init", "mcp", "--", "server", "--verbose"], "1")]
