@@ -378,6 +378,22 @@ def test_a_new_key_of_a_map_says_how_to_add_it(capsys):
     assert "X-Session: '***'" in capsys.readouterr().out
 
 
+@pytest.mark.parametrize("override", ["benchmark.categories={1: a, 6: mine}", "benchmark.categories.6=mine",
+                                      "+benchmark.categories.6=mine"])
+def test_a_new_key_of_an_integer_keyed_map_says_a_way_that_adds_it(override, capsys):
+    """benchmark.categories is keyed by integers: the advice '+benchmark.categories.6=<value>'
+    failed as 'Key 6 (str) is incompatible with (int)' (a dotted key is text), and so did
+    that override itself, with no advice; the advice given is one that composes."""
+    from memrun.cli import main as cli_main
+
+    assert cli_main(["--cfg", "job", "benchmark=locomo", override]) == 2
+    err = capsys.readouterr().err.strip().splitlines()
+    assert err == ["memrun: error: benchmark.categories is a map: add the key 6 with "
+                   "'+benchmark.categories={6: <value>}', or replace the whole map with '++benchmark.categories={...}'"]
+    assert cli_main(["--cfg", "job", "benchmark=locomo", "+benchmark.categories={6: mine}"]) == 0
+    assert "    6: mine\n" in capsys.readouterr().out
+
+
 @pytest.mark.parametrize(("override", "message"), [
     ("+arm.tok_k=5", "+arm.tok_k: arm has no key 'tok_k' (memrun would not read it); did you mean 'top_k'?"),
     ("arm.warmup=5", "arm.warmup=5: arm.warmup is true or false"),

@@ -261,8 +261,10 @@ class LoCoMo:
             named = ", ".join(f"{c} {label}" for c, label in self.categories.items()) or "none"
             outside = self.comparable and any(c not in self.comparable for c in unnamed)
             comparable = " and outside overall_comparable" if outside else ""
+            labels = ", ".join(f"{c}: <label>" for c, _ in sorted(unnamed.items(), key=_natural))
             warnings.append(f"LoCoMo category {listed}: not in benchmark.categories ({named}); kept under the raw "
-                            f"value, with no label{comparable}; name them in benchmark.categories if they are yours")
+                            f"value, with no label{comparable}; if they are yours, name them: "
+                            f"'+benchmark.categories={{{labels}}}'")
         if self.expected_counts and (diff := count_differences(found, self.expected_counts)):
             warnings.append(f"LoCoMo per-category counts differ from the published file: {diff}")
         return warnings

@@ -82,6 +82,14 @@ LAUNCHER_EXTRAS = {"joblib": "joblib", "submitit_local": "slurm", "submitit_slur
 """Hydra launcher choices memrun supports and the extra (pyproject.toml) whose plugin provides each."""
 
 
+def _new_map_key(where: str, owner: str, key: str) -> str:
+    """How to add ``key`` to the map ``owner``: ``+owner.key=<value>``, except for a map keyed by
+    integers (benchmark.categories), where a dotted key is text and refused ("Key 6 (str) is
+    incompatible with (int)"): ``+owner={6: <value>}`` merges it, in both kinds of map."""
+    add = f"'+{owner}={{{key}: <value>}}'" if key.isdigit() else f"'+{owner}.{key}=<value>'"
+    return f"{where}{owner} is a map: add the key {key} with {add}, or replace the whole map with '++{owner}={{...}}'"
+
+
 def _explain(exc: BaseException) -> str:
     text = str(exc)
     where = ""
@@ -101,6 +109,9 @@ def _explain(exc: BaseException) -> str:
                                 "docs/scale.md)")
             return f"{where}{group}={option}: no such config{did_you_mean}; available: {', '.join(exc.options)}"
         return where + text.splitlines()[0]
+    if (m := re.match(r"Error merging override \+{0,2}([\w.-]+)\.(\d+)=", text)) and re.search(
+            r"Key \d+ \(str\) is incompatible with \(int\)", str(exc.__cause__)):
+        return _new_map_key(where, m.group(1), m.group(2))  # benchmark.categories.6=x: a dotted key is text
     if "Could not override 'arm/embedder'" in text:  # an arm without an embedder (bm25, a sweep's lexical job)
         return (f"{where}arm/embedder=...: this arm's config has no embedder in its defaults list; add "
                 "'- embedder: null' before _self_ there (as conf/arm/bm25.yaml does) so that the override composes")
@@ -120,8 +131,7 @@ def _explain(exc: BaseException) -> str:
         full_key = getattr(cause, "full_key", None) or getattr(cause, "key", "?")
         if "reference_type=Dict" in str(cause) and "." in str(full_key):  # a new key of a map (arm.headers)
             owner, _, key = str(full_key).rpartition(".")
-            return (f"{where}{owner} is a map: add the key {key} with '+{full_key}=<value>', or replace the "
-                    f"whole map with '++{owner}={{...}}'")
+            return _new_map_key(where, owner, key)
         parent = getattr(cause, "parent_node", None)
         valid = [str(k) for k in parent.keys()] if parent is not None and hasattr(parent, "keys") else []
         role, _, key = str(full_key).partition(".")

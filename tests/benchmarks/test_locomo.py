@@ -220,4 +220,5 @@ def test_a_category_the_config_does_not_name_is_said_whatever_the_expected_count
     assert [i.category for i in ds.items()] == ["1", "6", "6", "7"]  # kept, under the raw value
     assert ds.warnings == ["LoCoMo category 6 (2 rows), 7 (1 row): not in benchmark.categories (1 multi-hop, "
                            "2 temporal, 3 open-domain, 4 single-hop, 5 adversarial); kept under the raw value, with no "
-                           "label and outside overall_comparable; name them in benchmark.categories if they are yours"]
+                           "label and outside overall_comparable; if they are yours, name them: "
+                           "'+benchmark.categories={6: <label>, 7: <label>}'"]
