@@ -229,11 +229,21 @@ def _link(path: str, a: str, b: str, query: Sequence[tuple[str, str]]) -> str:
     return f"{path}?" + urlencode([("a", a), ("b", b), *query])
 
 
+def _both_runs(a: str, b: str) -> None:
+    """MemrunError naming the run parameter left out of /compare or /flips (a hand-typed URL):
+    it was read as the folder '', ': not a run folder'."""
+    missing = [name for name, value in (("a", a), ("b", b)) if not value]
+    if missing:
+        raise MemrunError(f"give {' and '.join(missing)}: /compare and /flips take a=<run A> and b=<run B>, "
+                          "each a run's path under the folder memrun view shows (e.g. /compare?a=bm25&b=dense)")
+
+
 def compare_page(runs: Runs, a: str, b: str, query: Sequence[tuple[str, str]] = ()) -> Any:
     """``memrun compare A B [options]``'s figures and verdict, ``query``: the options as
     query parameters (:func:`compare_query`), kept by every link the page makes (refusals
     with their reasons; a refusal over fields a comparison may vary links to the same pair
     with them named as treatments)."""
+    _both_runs(a, b)
     folder_a, folder_b = runs.index.folder(a), runs.index.folder(b)
     context = html_compare_page.compare_context(str(folder_a), str(folder_b), _options(query))
     differing = [r["field"] for r in context["comparability"] if r["state"] == "differs"]
@@ -247,6 +257,7 @@ def compare_page(runs: Runs, a: str, b: str, query: Sequence[tuple[str, str]] = 
 def flips_page(runs: Runs, a: str, b: str, query: Sequence[tuple[str, str]] = ()) -> Any:
     """The items the two runs disagree on, B-wins first, each opening to a side-by-side
     (:mod:`memrun.report.html.flips_page`); ``query``: as for :func:`compare_page`."""
+    _both_runs(a, b)
     folder_a, folder_b = runs.index.folder(a), runs.index.folder(b)
     context = html_flips_page.flips_context(str(folder_a), str(folder_b), _options(query),
                                             compare_link=_link("/compare", a, b, query))

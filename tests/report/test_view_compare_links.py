@@ -60,3 +60,12 @@ def test_a_flag_is_on_or_off_by_its_value(client, value, applied):
     assert page.status_code == 200, page.text
     assert ("pass --allow-noncomparable" not in html.unescape(page.text)) is applied  # the refusal's advice
     assert ("recall@5" in page.text) is applied  # the figures, labelled NON-COMPARABLE
+
+
+@pytest.mark.parametrize("path", ["/compare", "/flips"])
+@pytest.mark.parametrize("params, missing", [([("a", "bm25")], "give b:"), ([("b", "bm25")], "give a:"),
+                                             ([], "give a and b:")])
+def test_a_run_left_out_is_named(client, path, params, missing):
+    """/compare?a=bm25 (no b) was a 404 ': not a run folder', the missing run read as the folder ''."""
+    page = client.get(path, params=params)
+    assert page.status_code == 400 and missing in html.unescape(page.text), page.text[-500:]
