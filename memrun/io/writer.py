@@ -3,9 +3,11 @@
 Rows are buffered and flushed as small, complete Parquet files under ``items.parts/``, so
 what finished survives a crash or a kill. The first part is written a second after the
 start, each later one twice as long after the one before, up to :data:`MAX_FLUSH_SECONDS`
-(at 1, 3, 7, 15, 23, 31... s; sooner when ``flush_rows`` rows wait): a kill -9 loses at
-most the last 8 s of rows (on the accuracy axis their calls are in the cache: the same
-command answers them again without a call). Flushing by time, not every few hundred rows,
+(at 1, 3, 7, 15, 23, 31... s; sooner when ``flush_rows`` rows wait): a kill -9 loses the
+rows since the last part, in a steady run at most the last 8 s of them (on the accuracy axis
+their calls are in the cache: the same command answers them again without a call). The wait
+is checked as a row arrives, so rows that finished before a stall (a slow arm's next
+ingest, a long rate-limit wait) are written when the next row comes, or at the end. Flushing by time, not every few hundred rows,
 keeps a short run (a cached re-run takes ~1 s) from encoding its rows twice, into parts
 and again into the merged file; the growing wait keeps a longer one from doing so for most
 of its rows (a part also costs ~3-5 ms of its own): the accuracy bench's 11 s cold run
