@@ -18,7 +18,7 @@ from collections.abc import Sequence
 from typing import TYPE_CHECKING, Any
 
 import memrun
-from memrun.core import dataclass_code, signals
+from memrun.core import dataclass_code, native_env, signals
 from memrun.core.paths import conf_dir
 from memrun.errors import EXIT_INTERRUPTED, EXIT_USER_ERROR, MemrunError, UsageError, usage_text
 from memrun.lazy import lazy
@@ -167,9 +167,12 @@ def console() -> int:
     reference cycles only; memrun closes its files, writers and sessions itself.
 
     The methods ``dataclasses`` writes for each class are compiled once per machine
-    (:mod:`memrun.core.dataclass_code`), and Hydra's composition is reused while its inputs
-    are unchanged (:mod:`memrun.config.compose_cache`).
+    (:mod:`memrun.core.dataclass_code`), Hydra's composition is reused while its inputs
+    are unchanged (:mod:`memrun.config.compose_cache`), and numpy's and pyarrow's native
+    libraries are told not to spend CPU a short process never uses
+    (:mod:`memrun.core.native_env`, before either loads).
     """
+    native_env.settle()
     restore = dataclass_code.compiled_once()
     try:
         code = main(reuse_compositions=True)
