@@ -172,7 +172,8 @@ def read_for_compare(path: str, axis: str | None, metric: str, cluster_by: str |
     columns = columns_needed(axis, metric, cluster_by, stratify_by)
     optional = ["repeat"]  # read_run checks each (item_id, repeat) occurs once
     optional += [GOLD_SESSIONS] if cluster_by and GOLD_SESSIONS not in columns else []  # for shared_evidence
-    optional += [] if cluster_by else ["cluster"]  # --cluster-by none: are the items independent? (pair)
+    # --cluster-by none: are the items independent? a column: does each cluster hold whole histories? (pair)
+    optional += ["cluster"] if "cluster" not in columns else []
     optional += [c for c in credited_columns(metric, axis) if c not in columns + optional]  # absent in old runs
     run = read_run(path, columns=columns + optional)
     if run.instrument.axis == "accuracy" and run.instrument.denominator == DENOMINATOR_MEAN_SCORE:
@@ -300,7 +301,8 @@ def pair(a: RunTable, b: RunTable, *, metric: str, cluster_by: str | None, strat
     Runs A's item order (the dataset's) is kept. Clusters, strata and categories are
     read from run A. A null cluster key makes its item a cluster of its own (counted in
     ``null_clusters``). ``cluster_by`` None (``--cluster-by none``) or ``evidence`` where
-    items share a history (run A's ``cluster`` column) raises CompareUsageError.
+    items share a history (run A's ``cluster`` column), or a column whose clusters split a
+    history, raises CompareUsageError.
 
     Raises CompareUsageError when no item is scored in both runs, a category named in
     ``categories`` occurs in neither run, or a label is not one of memrun's.
@@ -360,6 +362,8 @@ def pair(a: RunTable, b: RunTable, *, metric: str, cluster_by: str | None, strat
         null_clusters = int(null.sum())
         codes[null] = codes.max(initial=-1) + 1 + np.arange(null_clusters)
         clusters = codes
+        if cluster_by != "cluster" and "cluster" in a.table.column_names:
+            _check_clusters_hold_histories(cluster_by, _per_item(a.table, "cluster", first_a[keep]), codes)
     evidence = shared_evidence(a.table, clusters, first_a[keep]) if cluster_by != EVIDENCE else None
     strata = _codes(_per_item(a.table, stratify_by, first_a[keep]))[0] if stratify_by else None
     encoded = pc.dictionary_encode(category.take(pa.array(keep)))
@@ -472,6 +476,32 @@ def _check_evidence_clustering(history: pa.Array) -> None:
             "their gold session ids name sessions within a history, not sessions shared across questions; "
             "it is for benchmarks that give each question its own history (LongMemEval). Cluster by the "
             "history instead (the default, --cluster-by cluster)")
+
+
+def _check_clusters_hold_histories(cluster_by: str, history: pa.Array, codes: np.ndarray) -> None:
+    """Refuse ``--cluster-by COLUMN`` when its clusters split a history (run A's ``cluster``
+    column, e.g. a LoCoMo conversation): items of one history then sit in different clusters
+    whose outcomes move together, which the bootstrap and the cluster-robust SE read as
+    independent, so the interval is too narrow and a gate on it passes too often (as with
+    ``--cluster-by none``; ``--cluster-by category`` on LoCoMo put each conversation's items
+    in five clusters). A column whose clusters each hold whole histories (coarser than the
+    history) is accepted. history: per item; codes: per item cluster codes (int64, nulls
+    already made singletons). Raises CompareUsageError naming the most split history."""
+    h_codes, h_null = _codes(history)
+    h_codes[h_null] = h_codes.max(initial=-1) + 1 + np.arange(int(h_null.sum()))  # a null history: its own
+    pairs = np.unique(np.stack([h_codes, codes]), axis=1)  # each (history, cluster) present, once
+    spread = np.bincount(pairs[0], minlength=int(h_codes.max(initial=-1)) + 1)  # clusters per history
+    if spread.max(initial=0) <= 1:
+        return
+    worst = int(spread.argmax())
+    name = history.take(pa.array([int(np.flatnonzero(h_codes == worst)[0])]))[0].as_py()
+    items = int((h_codes == worst).sum())
+    raise CompareUsageError(
+        f"--cluster-by {cluster_by}: its clusters split histories here ({int((spread > 1).sum())} histories; "
+        f"{name!s}'s {items} items fall in {int(spread[worst])} clusters), so items that share a history sit "
+        "in different clusters that the interval treats as independent: it is too narrow and its gate passes "
+        "too often. Name a column whose clusters each hold whole histories, or cluster by the history (the "
+        "default, --cluster-by cluster)")
 
 
 def shared_evidence(table: pa.Table, clusters: np.ndarray | None, rows: np.ndarray) -> np.ndarray | None:

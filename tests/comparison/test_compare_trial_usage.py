@@ -47,3 +47,21 @@ def test_the_design_checks_share_of_nonzero_deltas_is_not_called_discordance(tmp
     items = next(line for line in out.splitlines() if line.startswith("n items"))
     assert "nonzero deltas" in check and "discordance" not in check
     assert "discordance" in items
+
+
+def test_a_cluster_column_that_splits_histories_is_refused_one_that_holds_them_is_not(tmp_path, capsys):
+    """--cluster-by category on LoCoMo put each conversation's items in five clusters that the
+    interval read as independent, with no word; a column coarser than the history is sound."""
+    a, b = wtl(30, 90, 0)
+    clusters = [f"conv-{i % 12}" for i in range(120)]  # 12 histories of 10 items
+    split = [str(1 + i % 5) for i in range(120)]  # every history in all 5 categories
+    ra, rb = (str(retrieval_run(tmp_path / n, hits, clusters, categories=split)) for n, hits in (("a", a), ("b", b)))
+    code, out, err = compare_cli(capsys, ra, rb, "--cluster-by", "category")
+    assert code == ExitCode.USAGE_ERROR and not out
+    assert ("--cluster-by category: its clusters split histories here (12 histories; conv-0's 10 items fall in "
+            "5 clusters)") in err and "--cluster-by cluster" in err
+    assert compare_cli(capsys, ra, rb)[0] != ExitCode.USAGE_ERROR  # the history itself, the default
+    coarse = [f"site-{i % 12 // 3}" for i in range(120)]  # each site holds three whole histories
+    ca, cb = (str(retrieval_run(tmp_path / f"c{n}", hits, clusters, categories=coarse)) for n, hits in (("a", a), ("b", b)))
+    code, out, err = compare_cli(capsys, ca, cb, "--cluster-by", "category")
+    assert code != ExitCode.USAGE_ERROR and "split histories" not in err
