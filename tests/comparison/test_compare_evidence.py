@@ -106,20 +106,17 @@ def test_stratified_bootstrap_keeps_stratum_sizes(tmp_path, capsys):
     stratified resample always draws 30 x-items of 60, so the interval is the point +50 pp;
     resampling items freely gives a wide one."""
     a, b = wtl(30, 30, 0)
-    ra, rb = retrieval_run(tmp_path / "a", a), retrieval_run(tmp_path / "b", b)
-    for folder, _hits in ((ra, a), (rb, b)):  # category 1 = the wins, 2 = the ties
-        table = pq.read_table(folder / "items.parquet")
-        cats = pa.array(["1"] * 30 + ["2"] * 30)
-        table = table.set_column(table.schema.get_field_index("category"), "category", cats)
-        pq.write_table(table, folder / "items.parquet")
-    # items read as independent (--cluster-by none is refused: these runs' items share clusters)
+    categories = ["1"] * 30 + ["2"] * 30  # category 1 = the wins, 2 = the ties
+    own = [f"q{i}" for i in range(60)]  # each item its own history
+    ra, rb = (retrieval_run(tmp_path / n, hits, own, categories=categories) for n, hits in (("a", a), ("b", b)))
     _, free = compare_json(capsys, str(ra), str(rb), "--cluster-by", "item_id")
     _, strat = compare_json(capsys, str(ra), str(rb), "--cluster-by", "item_id", "--stratify-by", "category")
     assert (strat["overall"]["low"], strat["overall"]["high"]) == (0.5, 0.5)
     assert free["overall"]["low"] < 0.4 and free["overall"]["high"] > 0.6
     assert strat["overall"]["bootstrap"]["n_strata"] == 2 and strat["settings"]["stratify_by"] == "category"
-    # clusters that straddle strata are refused in one line
-    assert compare_main([str(ra), str(rb), "--stratify-by", "category"]) == ExitCode.USAGE_ERROR
+    # clusters that straddle strata (histories c0..c3, each in both categories) are refused in one line
+    sa, sb = (retrieval_run(tmp_path / n, hits, categories=categories) for n, hits in (("sa", a), ("sb", b)))
+    assert compare_main([str(sa), str(sb), "--stratify-by", "category"]) == ExitCode.USAGE_ERROR
     assert "strata must contain whole clusters" in capsys.readouterr().err
 
 
