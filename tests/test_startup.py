@@ -128,12 +128,13 @@ def test_an_http_arms_run_reaches_its_first_request_without_numpy_or_pyarrow():
 # memrun.config.values: stdlib only), and
 # the launch module Hydra's app names, the reading of the line's flags before its overrides
 # (memrun.commands.hydra_argv: Hydra's parser only when a flag follows an override); a job's own modules (http_policy: asyncio and ssl;
-# the run flow; pyarrow, numpy, rich) load when a job runs.
+# the run flow; pyarrow, numpy, rich) load when a job runs; memrun.core.native_env (os only) sets
+# numpy's and pyarrow's native settings before either loads.
 STARTUP_MODULES = {
     "memrun", "memrun.cli", "memrun.commands", "memrun.commands.hydra_argv", "memrun.commands.show_config", "memrun.config",
     "memrun.config.arms", "memrun.config.benchmarks", "memrun.config.compose_cache", "memrun.config.conf_yaml", "memrun.config.plugin_scan", "memrun.config.interpolations",
     "memrun.config.llm", "memrun.config.node_copies", "memrun.config.schema", "memrun.config.strict",
-    "memrun.config.values", "memrun.core", "memrun.core.dataclass_code", "memrun.core.masking",
+    "memrun.config.values", "memrun.core", "memrun.core.dataclass_code", "memrun.core.masking", "memrun.core.native_env",
     "memrun.core.paths", "memrun.core.redaction", "memrun.core.signals", "memrun.core.url_secrets",
     "memrun.core.yaml_text", "memrun.errors", "memrun.jobs",
     "memrun.jobs.launch", "memrun.lazy", "memrun.metrics", "memrun.metrics.retrieval",
