@@ -72,6 +72,15 @@ DENSE_CELLS = 1 << 21
 scored postings out as a (token, record) matrix (module docstring)."""
 
 
+def _runs(ordered: np.ndarray) -> np.ndarray:
+    """Where each run of equal values of a sorted, non-empty array starts, then its length:
+    ``np.flatnonzero(np.diff(ordered, prepend=x) != 0)`` and ``len`` in fewer numpy calls."""
+    new = np.empty(len(ordered) + 1, dtype=bool)
+    new[0] = new[-1] = True
+    np.not_equal(ordered[1:], ordered[:-1], out=new[1:-1])
+    return np.flatnonzero(new)
+
+
 class BM25Arm:
     """BM25 over the ingested records (see the module docstring).
 
@@ -194,15 +203,16 @@ class BM25Arm:
         if self._scored is None:
             flat, doc_of, lengths, _ = self._flat()
             n_docs = len(lengths)
-            order = np.argsort(flat, kind="stable")
-            keys = flat[order].astype(np.int64) * n_docs + doc_of[order]  # sorted: count the runs
-            first = np.flatnonzero(np.concatenate(([True], keys[1:] != keys[:-1])))
-            counts = np.diff(np.append(first, len(keys)))
-            token, doc = np.divmod(keys[first], n_docs)
-            starts = np.flatnonzero(np.concatenate(([True], token[1:] != token[:-1])))
-            bounds = np.append(starts, len(token))
-            term_of = np.repeat(np.arange(len(starts)), np.diff(bounds))
-            values = self._values(term_of, self._idf(np.diff(bounds), n_docs), doc, counts)
+            keys = flat.astype(np.int64) * n_docs + doc_of  # each token's (token, record) pair as one number
+            keys.sort()  # by token, then record: count the runs
+            pairs = _runs(keys)  # each distinct pair's first place, then the end
+            counts = pairs[1:] - pairs[:-1]
+            token, doc = np.divmod(keys[pairs[:-1]], n_docs)
+            bounds = _runs(token)
+            starts = bounds[:-1]
+            df = bounds[1:] - bounds[:-1]
+            term_of = np.repeat(np.arange(len(starts)), df)
+            values = self._values(term_of, self._idf(df, n_docs), doc, counts)
             self._scored = (token[starts], bounds.tolist(), doc, values)
             if len(starts) * n_docs <= DENSE_CELLS:
                 matrix = np.zeros((len(starts), n_docs), dtype=np.float32)

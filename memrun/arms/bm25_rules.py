@@ -120,6 +120,8 @@ TFC: dict[str, Callable[..., Any]] = {"robertson": _tfc_robertson, "lucene": _tf
 
 
 def idf_values(method: str, df: Sequence[int], n: int) -> list[float]:
-    """``method``'s idf of each document frequency in ``df`` over ``n`` records."""
+    """``method``'s idf of each document frequency in ``df`` over ``n`` records: one ``math.log``
+    per distinct frequency (a history's ~50 tokens have a handful: 1, 2, 3...), the same floats."""
     idf = IDF[method]
-    return [idf(d, n) for d in df]
+    of = {d: idf(d, n) for d in set(df)}
+    return list(map(of.__getitem__, df))
