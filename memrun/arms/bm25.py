@@ -238,6 +238,8 @@ class BM25Arm:
         computed from the query's own tokens only; equal bit for bit to the index's (see
         the module docstring)."""
         self._searches += 1
+        if self._dense is not None:  # a small history's later searches
+            return self._dense_scores(query_ids)
         n_docs = len(self._lengths)
         terms = sorted(set(query_ids))
         if self._searches == 1 and self._announced <= 1:  # a lone first search: scan the history for its tokens
