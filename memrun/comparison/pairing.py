@@ -363,7 +363,7 @@ def pair(a: RunTable, b: RunTable, *, metric: str, cluster_by: str | None, strat
         codes[null] = codes.max(initial=-1) + 1 + np.arange(null_clusters)
         clusters = codes
         if cluster_by != "cluster" and "cluster" in a.table.column_names:
-            _check_clusters_hold_histories(cluster_by, _per_item(a.table, "cluster", first_a[keep]), codes)
+            _check_clusters_hold_histories(cluster_by, _per_item(a.table, "cluster", first_a[keep]), codes, null)
     evidence = shared_evidence(a.table, clusters, first_a[keep]) if cluster_by != EVIDENCE else None
     strata = _codes(_per_item(a.table, stratify_by, first_a[keep]))[0] if stratify_by else None
     encoded = pc.dictionary_encode(category.take(pa.array(keep)))
@@ -478,7 +478,7 @@ def _check_evidence_clustering(history: pa.Array) -> None:
             "history instead (the default, --cluster-by cluster)")
 
 
-def _check_clusters_hold_histories(cluster_by: str, history: pa.Array, codes: np.ndarray) -> None:
+def _check_clusters_hold_histories(cluster_by: str, history: pa.Array, codes: np.ndarray, null: np.ndarray) -> None:
     """Refuse ``--cluster-by COLUMN`` when its clusters split a history (run A's ``cluster``
     column, e.g. a LoCoMo conversation): items of one history then sit in different clusters
     whose outcomes move together, which the bootstrap and the cluster-robust SE read as
@@ -486,7 +486,9 @@ def _check_clusters_hold_histories(cluster_by: str, history: pa.Array, codes: np
     ``--cluster-by none``; ``--cluster-by category`` on LoCoMo put each conversation's items
     in five clusters). A column whose clusters each hold whole histories (coarser than the
     history) is accepted. history: per item; codes: per item cluster codes (int64, nulls
-    already made singletons). Raises CompareUsageError naming the most split history."""
+    already made singletons); null: per item, no value in the column (each such item is a
+    cluster of its own, so it splits its history too: the message counts them). Raises
+    CompareUsageError naming the most split history."""
     h_codes, h_null = _codes(history)
     h_codes[h_null] = h_codes.max(initial=-1) + 1 + np.arange(int(h_null.sum()))  # a null history: its own
     pairs = np.unique(np.stack([h_codes, codes]), axis=1)  # each (history, cluster) present, once
@@ -494,14 +496,18 @@ def _check_clusters_hold_histories(cluster_by: str, history: pa.Array, codes: np
     if spread.max(initial=0) <= 1:
         return
     worst = int(spread.argmax())
-    name = history.take(pa.array([int(np.flatnonzero(h_codes == worst)[0])]))[0].as_py()
-    items = int((h_codes == worst).sum())
+    in_worst = h_codes == worst
+    name = history.take(pa.array([int(np.flatnonzero(in_worst)[0])]))[0].as_py()
+    split = int((spread > 1).sum())
+    nulls = int((null & in_worst).sum())
+    why = (f", {nulls} of them with no {cluster_by} value (an item without one is a cluster of its own)"
+           if nulls else "")
     raise CompareUsageError(
-        f"--cluster-by {cluster_by}: its clusters split histories here ({int((spread > 1).sum())} histories; "
-        f"{name!s}'s {items} items fall in {int(spread[worst])} clusters), so items that share a history sit "
-        "in different clusters that the interval treats as independent: it is too narrow and its gate passes "
-        "too often. Name a column whose clusters each hold whole histories, or cluster by the history (the "
-        "default, --cluster-by cluster)")
+        f"--cluster-by {cluster_by}: its clusters split histories here ({split} histor{'y' if split == 1 else 'ies'}; "
+        f"{name!s}'s {int(in_worst.sum())} items fall in {int(spread[worst])} clusters{why}), so items that share "
+        "a history sit in different clusters that the interval treats as independent: it is too narrow and its "
+        "gate passes too often. Name a column whose clusters each hold whole histories, or cluster by the history "
+        "(the default, --cluster-by cluster)")
 
 
 def shared_evidence(table: pa.Table, clusters: np.ndarray | None, rows: np.ndarray) -> np.ndarray | None:

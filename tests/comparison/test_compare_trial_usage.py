@@ -65,3 +65,17 @@ def test_a_cluster_column_that_splits_histories_is_refused_one_that_holds_them_i
     ca, cb = (str(retrieval_run(tmp_path / f"c{n}", hits, clusters, categories=coarse)) for n, hits in (("a", a), ("b", b)))
     code, out, err = compare_cli(capsys, ca, cb, "--cluster-by", "category")
     assert code != ExitCode.USAGE_ERROR and "split histories" not in err
+
+
+def test_a_split_made_by_items_without_a_value_says_so(tmp_path, capsys):
+    """A column with no value for some items (question_date on LoCoMo has none at all) made
+    each such item a cluster of its own, and the refusal read as if the values split the
+    history ("conv-42's 199 items fall in 199 clusters"), with no word of the nulls."""
+    a, b = wtl(30, 90, 0)
+    clusters = [f"conv-{i % 12}" for i in range(120)]  # 12 histories of 10 items
+    sites = [None if i == 5 else f"site-{i % 12 // 3}" for i in range(120)]  # coarse, one item of conv-5 without
+    ra, rb = (str(retrieval_run(tmp_path / n, hits, clusters, categories=sites)) for n, hits in (("a", a), ("b", b)))
+    code, out, err = compare_cli(capsys, ra, rb, "--cluster-by", "category")
+    assert code == ExitCode.USAGE_ERROR and not out
+    assert ("--cluster-by category: its clusters split histories here (1 history; conv-5's 10 items fall in "
+            "2 clusters, 1 of them with no category value (an item without one is a cluster of its own))") in err
