@@ -167,7 +167,8 @@ def read_for_compare(path: str, axis: str | None, metric: str, cluster_by: str |
 
     pyarrow's first conversion to numpy imports pandas only to ask whether the values are
     pandas objects (~1 s of CPU, most of a 100k-item compare): the probe is answered "absent"
-    first (:func:`memrun.io.writer.skip_pandas_probe`)."""
+    first (:func:`memrun.io.writer.skip_pandas_probe`). A ``cluster_by`` or ``stratify_by``
+    column of lists (``gold_sessions``) is a CompareUsageError too: an item has one cluster."""
     skip_pandas_probe()
     columns = columns_needed(axis, metric, cluster_by, stratify_by)
     optional = ["repeat"]  # read_run checks each (item_id, repeat) occurs once
@@ -185,6 +186,10 @@ def read_for_compare(path: str, axis: str | None, metric: str, cluster_by: str |
         if axis != "accuracy" and item_column_for(metric) in missing:
             hint = f" (--metric {metric}; this run has cut-offs ks={run.instrument.ks})"
         raise CompareUsageError(f"{run.path}: no column {', '.join(missing)} in this run table{hint}")
+    for flag, name in (("--cluster-by", cluster_by), ("--stratify-by", stratify_by)):
+        if name and name != EVIDENCE and pa.types.is_nested(kind := run.table.schema.field(name).type):
+            raise CompareUsageError(f"{flag} {name}: a column of several values an item ({kind}); name a column "
+                                    "of one value an item (a string, number or boolean)")
     return run
 
 

@@ -79,3 +79,16 @@ def test_a_split_made_by_items_without_a_value_says_so(tmp_path, capsys):
     assert code == ExitCode.USAGE_ERROR and not out
     assert ("--cluster-by category: its clusters split histories here (1 history; conv-5's 10 items fall in "
             "2 clusters, 1 of them with no category value (an item without one is a cluster of its own))") in err
+
+
+def test_a_list_column_to_cluster_or_stratify_by_is_a_usage_error_not_a_bug(tmp_path, capsys):
+    """--cluster-by gold_sessions (or gold_keys) failed as 'ArrowNotImplementedError: Unsupported
+    cast from list<element: string> to utf8 ... (a bug in memrun: please report it)'."""
+    a, b = wtl(30, 90, 0)
+    clusters = [f"conv-{i % 12}" for i in range(120)]
+    gold = [[f"s{i % 3}"] for i in range(120)]
+    ra, rb = (str(retrieval_run(tmp_path / n, hits, clusters, gold_sessions=gold)) for n, hits in (("a", a), ("b", b)))
+    for flag in ("--cluster-by", "--stratify-by"):
+        code, out, err = compare_cli(capsys, ra, rb, flag, "gold_sessions")
+        assert code == ExitCode.USAGE_ERROR and not out
+        assert f"{flag} gold_sessions: a column of several values an item (list<" in err and "bug" not in err
