@@ -356,9 +356,12 @@ def _analyze(request: CompareRequest, prepared: _Prepared, read_warnings: list[s
                          unfinished=unfinished_hold(run_a, prepared.run_b))
     except ValueError as exc:
         if stratify_by and "stratum" in str(exc):
-            raise MemrunError(f"--stratify-by {stratify_by}: a cluster (column {cluster_by}) holds items of several "
-                              f"{stratify_by} values; strata must contain whole clusters (stratify by a "
-                              f"coarser column)") from exc
+            # the run's design strata (LongMemEval: question types), not named on this command line
+            named = " (the run's design strata)" if request.stratify_by == "auto" else ""
+            raise MemrunError(f"--stratify-by {stratify_by}{named}: "
+                              f"a cluster (column {cluster_by}) holds items of several {stratify_by} values; strata "
+                              "must contain whole clusters (stratify by a coarser column, or pass --stratify-by "
+                              "none)") from exc
         raise MemrunError(str(exc)) from exc
     result.warnings[:0] = read_warnings
     result.categories = {"read": sorted(paired.category_names, key=category_order), "chosen": prepared.chosen}

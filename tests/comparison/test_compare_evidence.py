@@ -392,3 +392,21 @@ def test_null_band_needs_evidence_and_reads_the_cutoffs_used(tmp_path, capsys):
     assert null_band_main([str(ra), str(rb), "--cluster-by", "none"]) == 0
     assert null_band_main([str(ra), str(ra)]) == ExitCode.USAGE_ERROR
     assert "a null band needs two runs of one configuration (run it twice)" in capsys.readouterr().err
+
+
+def test_cluster_by_evidence_across_the_runs_design_strata_names_the_way_out(tmp_path, capsys):
+    """--cluster-by evidence on a LongMemEval-shaped run (stratified by question type by
+    default) whose shared gold sessions join questions of two types was refused as
+    '--stratify-by category: ... (stratify by a coarser column)': a flag the user never
+    passed, and no word of --stratify-by none."""
+    a, b = wtl(30, 30, 0)
+    categories = ["1", "2"] * 30
+    gold = [[f"s{i // 2}"] for i in range(60)]  # items 2k and 2k+1 share a session, across the two types
+    own = [f"q{i}" for i in range(60)]
+    ra, rb = (retrieval_run(tmp_path / n, hits, own, categories=categories, gold_sessions=gold, stratify_by="category")
+              for n, hits in (("a", a), ("b", b)))
+    assert compare_main([str(ra), str(rb), "--cluster-by", "evidence"]) == ExitCode.USAGE_ERROR
+    err = capsys.readouterr().err
+    assert "--stratify-by category (the run's design strata): a cluster (column evidence)" in err
+    assert "or pass --stratify-by none" in err
+    assert compare_main([str(ra), str(rb), "--cluster-by", "evidence", "--stratify-by", "none"]) != ExitCode.USAGE_ERROR
