@@ -12,6 +12,7 @@ from typing import TYPE_CHECKING
 from rich import box
 from rich.console import Console
 from rich.table import Table
+from rich.text import Text
 
 from memrun.lazy import lazy
 from memrun.report.model import SweepRow
@@ -58,13 +59,14 @@ def print_sweep_table(console: Console, rows: Sequence[SweepRow], title: str) ->
         table.add_column(h, justify="left" if left else "right", overflow="fold", no_wrap=h != "overrides",
                          ratio=1 if h == "overrides" else None)
     for r in rows:
-        table.add_row(*_cells(r), style=None if r.status == "complete" else "red")
+        # Text, not markup: an override or an error may hold [name] ('memrun[local]', arm.args=[x])
+        table.add_row(*map(Text, _cells(r)), style=None if r.status == "complete" else "red")
     console.print(table)
     if note := _slices_note(rows):
-        console.print(note, soft_wrap=True, highlight=False)
+        console.print(note, soft_wrap=True, highlight=False, markup=False)
     for r in rows:
         if r.error and r.status != "complete":
-            console.print(f"job {r.job} ({r.status}): {r.error}", soft_wrap=True, highlight=False)
+            console.print(f"job {r.job} ({r.status}): {r.error}", soft_wrap=True, highlight=False, markup=False)
 
 
 def render(rows: Sequence[SweepRow], fmt: str, title: str = "sweep") -> str:
