@@ -496,8 +496,10 @@ def _check_clusters_hold_histories(cluster_by: str, history: pa.Array, codes: np
     CompareUsageError naming the most split history."""
     h_codes, h_null = _codes(history)
     h_codes[h_null] = h_codes.max(initial=-1) + 1 + np.arange(int(h_null.sum()))  # a null history: its own
-    pairs = np.unique(np.stack([h_codes, codes]), axis=1)  # each (history, cluster) present, once
-    spread = np.bincount(pairs[0], minlength=int(h_codes.max(initial=-1)) + 1)  # clusters per history
+    width = int(codes.max(initial=0)) + 1  # one int64 key per (history, cluster), sorted: each distinct one once
+    keys = np.sort(h_codes * width + codes)  # (np.unique, by hash or over axis=1 pairs, took ~1 s at 1M items)
+    histories = keys[np.concatenate(([True], keys[1:] != keys[:-1]))] // width  # history of each pair present
+    spread = np.bincount(histories, minlength=int(h_codes.max(initial=-1)) + 1)  # clusters per history
     if spread.max(initial=0) <= 1:
         return
     worst = int(spread.argmax())
