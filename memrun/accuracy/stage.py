@@ -1,17 +1,17 @@
 """The answer stage of an accuracy run: retrieve once per item, then read and judge N times.
 
 Groups are retrieved one after another, and as soon as a group's items are retrieved,
-one task per item x repeat reads (or takes the arm's own answer) and judges; an item x
-repeat whose calls are all in the cache (a re-run) finishes at once, without a task
-(:func:`memrun.core.background.start_eagerly`). At most
+its item x repeats queue for a slot (:mod:`memrun.accuracy.row_queue`). At most
 ``concurrency`` item x repeats are in progress at once (their calls are sequential, so
 as many calls are in flight), which finishes started items before new ones begin: rows
 arrive steadily, and a crash or budget stop loses at most the items in progress. Each
-finished item x repeat becomes one row, handed to ``emit`` at once (so the writer
-persists it as it finishes).
+reads (or takes the arm's own answer) and judges in a task of its own; one whose every
+call was read from the cache ahead (a re-run: :meth:`AnswerStage._prefetch_verdicts`)
+finishes at once, without a task. Each finished item x repeat becomes one row, handed to
+``emit`` at once (so the writer persists it as it finishes).
 
 Retrieval stays just ahead of the answers: the next group is taken once fewer than
-``concurrency`` item x repeats wait for a slot. While groups' rows all finish from the
+``concurrency`` item x repeats are queued for a slot. While groups' rows all finish from the
 cache without a task (a re-run), the next groups are taken together, until they hold as
 many item x repeats as there is room for, and their cached replies are read in one query
 for the readers and one for the judge: per query and per group, sqlite's pages and the
@@ -42,11 +42,10 @@ import gc
 from collections.abc import AsyncGenerator, Callable, Mapping, Sequence
 from typing import Any
 
+from memrun.accuracy.row_queue import RowQueue
 from memrun.accuracy.setup import AccuracySetup
-from memrun.core.background import start_eagerly
-from memrun.core.slots import Slots
 from memrun.errors import BudgetExhausted, ItemFailed, MemrunError, StopRequested
-from memrun.judges import Case, is_abstention, judge_hooks
+from memrun.judges import Case, CheckedJudge, Judge, is_abstention, judge_hooks
 from memrun.judges.lexical import lexical_scores
 from memrun.llm.client import CallError, ChatRequest, ChatResult
 from memrun.llm.reader import Prepared, Reader
@@ -57,6 +56,10 @@ from memrun.records import Dataset, Group, Item, Record
 from memrun.stats.labels import ABSTAIN, CORRECT, ERROR, WRONG
 
 Row = dict[str, Any]
+Queued = tuple[Retrieved, Row, Mapping[str, Record], "Prepared | None", list[Case]]
+"""An item x repeat to answer: its retrieval, its row so far, its group's records, its reader
+request, and the judge cases made for its item so far (one per answer, shared by its repeats:
+a case is a function of the item and the answer, and an item's repeats mostly answer alike)."""
 # Row fields holding text that came from an LLM endpoint or an error: the only places a
 # key echoed by a server could land, so the only ones redacted (the replies as replies:
 # the URLs a reader answers with are kept, but for the config's own secrets).
@@ -123,17 +126,15 @@ class AnswerStage:
         self.emit = emit
         self.judge2_items = setup.judge2_items(dataset)
         self._judge2_first: set[str] = set()  # lazy groups without an index: the first items seen
-        self._cases: dict[tuple[str, int], Case] = {}  # (item_id, repeat) -> the case _prefetch_verdicts built
         self.abstention_categories = judge_hooks(setup.judge).abstention_categories
         self.substring_gold = dataset.gold_match == "substring"
         self.stale_check = setup.stale_check
         self.stopped: str | None = None
         self.fatal: MemrunError | None = None  # an error that stops the run (a refused key): raised by run()
-        self._slots = Slots(setup.llm.concurrency)  # item x repeats in progress
+        self._rows = RowQueue(setup.llm.concurrency, self._row, lambda: bool(self.stopped or self.fatal))
         self._failure_stages: dict[str, str | None] = {}  # item_id -> its failure stage (_failure_stage)
-        self._waiting = 0  # item x repeats created but not yet holding a slot
-        self._room = asyncio.Event()  # set when _waiting drops below concurrency
         self._taking: asyncio.Future[Any] | None = None  # the next groups being retrieved (run)
+        self._no_calls = {id(j) for j in (setup.judge, setup.judge2) if j is not None and not makes_calls(j)}
 
     def stop(self, reason: str) -> None:
         """Finish the work in progress and start nothing new: no new group is taken, a row not
@@ -142,7 +143,7 @@ class AnswerStage:
         far come from the cache next time). :meth:`run` then returns. Call it on the loop."""
         self.stopped = self.stopped or reason
         self.setup.llm.stop_new_calls(reason)
-        self._room.set()
+        self._rows.room.set()
         if self._taking is not None:  # a group being retrieved: its items would only wait
             self._taking.cancel()
 
@@ -160,27 +161,19 @@ class AnswerStage:
     async def run(self, groups: AsyncGenerator[tuple[Group, list[Retrieved]], None]) -> None:
         """Take each retrieved group and answer its items (see the module docstring); return
         when all rows are emitted. ``groups``: each group with its items' retrieval results."""
-        # The rows' tasks not yet finished, and those that ended in an error (raised by the gather
-        # below): a finished row's task is dropped at once, so that the collector does not walk
-        # thousands of finished tasks and the gather at the end waits on a few (a 12,000-call cold
-        # run gathered 6,000 there, and the allocation started a 0.1 s collection of them all).
-        tasks: set[asyncio.Task[None]] = set()
-
-        def finished(task: asyncio.Task[None]) -> None:
-            if task.cancelled() or task.exception() is None:
-                tasks.discard(task)
-
+        rows = self._rows
+        queued, room = rows.queued, rows.room
         ahead = self.setup.llm.concurrency
         eager = False  # the last groups' rows all finished from the cache, without a task
         try:
             while True:
-                while self._waiting >= ahead and not (self.stopped or self.fatal):
-                    self._room.clear()
-                    await self._room.wait()
+                while len(queued) >= ahead and not (self.stopped or self.fatal):
+                    room.clear()
+                    await room.wait()
                 if self.stopped or self.fatal:
                     break
                 # a task, so that stop() can cancel a retrieval that is under way (an ingest may take minutes)
-                self._taking = asyncio.ensure_future(self._take(groups, max(ahead - self._waiting, 1) if eager else 1))
+                self._taking = asyncio.ensure_future(self._take(groups, max(ahead - len(queued), 1) if eager else 1))
                 try:
                     batch = await self._taking
                 except asyncio.CancelledError:
@@ -190,7 +183,6 @@ class AnswerStage:
                     raise
                 finally:
                     self._taking = None
-                made = False
                 if not batch:
                     break
                 if self.setup.reader is not None:  # the reader's cached replies read in one query
@@ -198,25 +190,21 @@ class AnswerStage:
                         (p.request, repeat) for _, _, p in batch if p is not None and p.request is not None
                         for repeat in range(self.setup.repeats)])
                 bases = [self.make_row(r) | ANSWERED for r, _, _ in batch]  # retrieval is scored once per item
-                self._prefetch_verdicts([r for r, _, _ in batch], [p for _, _, p in batch], bases)
-                for (r, records, p), base in zip(batch, bases):
+                cases: list[list[Case]] = [[] for _ in batch]  # each item's, shared by its repeats (Queued)
+                read = self._prefetch_verdicts([r for r, _, _ in batch], [p for _, _, p in batch], bases, cases)
+                for (r, records, p), base, shared in zip(batch, bases, cases):
+                    item_id = r.item.item_id
                     for repeat in range(self.setup.repeats):
-                        if (r.item.item_id, repeat) in self.done:
+                        if (item_id, repeat) in self.done:
                             continue  # its row came from the run this one resumes
-                        self._waiting += 1
-                        # a row whose calls are all cached finishes here, without a task
-                        task = start_eagerly(self._one(r, dict(base, repeat=repeat), records, p))
-                        if task is not None:
-                            made = True
-                            tasks.add(task)
-                            task.add_done_callback(finished)
-                eager = not made
+                        rows.add((r, dict(base, repeat=repeat), records, p, shared), self._cached(r, p, repeat, read))
+                made = rows.start()
+                eager = not (made or queued)  # every row of these groups finished here, without a task
                 self._settle()
                 await asyncio.sleep(0)  # let the new tasks start before deciding on the next groups
-            await asyncio.gather(*tasks)
+            await rows.finish()
         finally:
-            for task in list(tasks):
-                task.cancel()
+            rows.cancel()
             await groups.aclose()  # open histories cancelled; no arm call starts after this
         if self.fatal is not None:
             raise self.fatal
@@ -256,17 +244,26 @@ class AnswerStage:
         return reader_request(self.setup.reader, r, records, memo)
 
     def _prefetch_verdicts(self, retrieved: Sequence[Retrieved], prepared: Sequence[Prepared | None],
-                           bases: Sequence[Row]) -> None:
+                           bases: Sequence[Row], cases: Sequence[list[Case]]) -> set[tuple[str, int]]:
         """Read the judge's cached replies to the reader answers already read from the cache
         (a re-run: every one) in one query, as the readers' were: grading them then never
-        waits for the event loop to batch their lookups."""
+        waits for the event loop to batch their lookups; the cases graded are added to each
+        item's ``cases`` (:data:`Queued`). Returns the (item_id, repeat) pairs
+        whose reader's and judge's replies were both read (the judge's: when it makes calls)."""
         reader, judge, llm = self.setup.reader, self.setup.judge, self.setup.llm
+        if reader is None:
+            return set()
+        if id(judge) in self._no_calls:  # a lexical judge: the reader's reply is the row's only call
+            return {(r.item.item_id, repeat) for r, p in zip(retrieved, prepared)
+                    if p is not None and p.request is not None and not p.overflow
+                    for repeat in range(self.setup.repeats) if llm.prefetched(reader.endpoint, p.request, repeat)}
         hooks = judge_hooks(judge)
         request_for, endpoint = hooks.request, hooks.endpoint
-        if reader is None or request_for is None or endpoint is None:
-            return
+        if request_for is None or endpoint is None:
+            return set()
         calls = []
-        for r, p, base in zip(retrieved, prepared, bases):
+        rows: list[tuple[str, int]] = []
+        for r, p, base, shared in zip(retrieved, prepared, bases, cases):
             if p is None or p.request is None or p.overflow:
                 continue
             by_answer: dict[str, tuple[Case, ChatRequest]] = {}  # repeats that answered alike share both
@@ -279,34 +276,31 @@ class AnswerStage:
                         case = judge_case(r.item, str(base["category_label"]), answer, self.substring_gold,
                                           self.abstention_categories)
                         known = by_answer[answer] = (case, request_for(case)[1])
-                    self._cases[(r.item.item_id, repeat)] = known[0]  # the row's judge grades it (_answer_and_judge)
+                        shared.append(case)  # the rows' judge grades it (_answer_and_judge)
                     calls.append((known[1], repeat))
-        if calls:
-            llm.prefetch(endpoint, calls)
+                    rows.append((r.item.item_id, repeat))
+        if not calls or llm.prefetch(endpoint, calls) == 0:
+            return set()
+        return {row for row, (request, repeat) in zip(rows, calls) if llm.prefetched(endpoint, request, repeat)}
 
-    async def _one(self, r: Retrieved, row: Row, records: Mapping[str, Record], prepared: Prepared | None) -> None:
-        slots = self._slots
-        try:
-            if slots.free:  # a row whose calls are cached takes its slot here and gives it back before any wait
-                slots.free -= 1
-            else:
-                await slots.wait()
-        finally:
-            self._waiting -= 1
-            if self._waiting < self.setup.llm.concurrency:
-                self._room.set()
-        try:
-            if not (self.stopped or self.fatal):
-                await self._row(r, row, records, prepared)
-        finally:
-            self._slots.release()
+    def _cached(self, r: Retrieved, prepared: Prepared | None, repeat: int, read: set[tuple[str, int]]) -> bool:
+        """Whether the row of ``r`` x ``repeat`` makes no call that was not read ahead (``read``:
+        :meth:`_prefetch_verdicts`): it then runs eagerly (:mod:`memrun.accuracy.row_queue`)."""
+        if r.error is not None or (prepared is not None and (prepared.request is None or prepared.overflow)):
+            return True  # an error row: no call
+        if (judge2 := self.setup.judge2) is not None and id(judge2) not in self._no_calls:
+            return False  # judge2's calls are not read ahead
+        if prepared is None:  # the arm answers: the judge's calls, when it makes any, are not read ahead
+            return id(self.setup.judge) in self._no_calls
+        return (r.item.item_id, repeat) in read
 
-    async def _row(self, r: Retrieved, row: Row, records: Mapping[str, Record], prepared: Prepared | None) -> None:
+    async def _row(self, queued: Queued) -> None:
+        r, row, records, prepared, cases = queued
         repeat = int(row["repeat"])
         try:
             if r.error is not None:
                 raise ItemFailed(r.error)
-            await self._answer_and_judge(row, r, repeat, records, prepared)
+            await self._answer_and_judge(row, r, repeat, records, prepared, cases)
         except ItemFailed as exc:
             row["label"] = ERROR
             row["error"] = str(exc)
@@ -316,7 +310,7 @@ class AnswerStage:
         except MemrunError as exc:  # e.g. AuthError: every later call would fail the same way
             if self.fatal is None:
                 self.fatal = exc
-            self._room.set()  # wake the dispatcher, which then starts nothing more
+            self._rows.room.set()  # wake the dispatcher, which then starts nothing more
             return
         self.emit(self.setup.redactor.row(self.setup.redactor.row(row, REPLY_TEXT, replies=True), ("error",)))
 
@@ -357,14 +351,18 @@ class AnswerStage:
         return answer_text(result)
 
     async def _answer_and_judge(
-        self, row: Row, r: Retrieved, repeat: int, records: Mapping[str, Record], prepared: Prepared | None
+        self, row: Row, r: Retrieved, repeat: int, records: Mapping[str, Record], prepared: Prepared | None,
+        cases: list[Case],
     ) -> None:
         answer = await self._answer(row, r, repeat, prepared)
         row["reader_answer"] = answer
         item = r.item
-        case = self._cases.pop((item.item_id, repeat), None)  # built when its verdict was read ahead
-        if case is None or case.answer != answer:
+        for case in cases:  # made by another repeat of the item, or when its verdict was read ahead
+            if case.answer == answer:
+                break
+        else:
             case = judge_case(item, str(row["category_label"]), answer, self.substring_gold, self.abstention_categories)
+            cases.append(case)
         try:
             verdict = await self.setup.judge.grade(case, repeat)
         except CallError as exc:
@@ -414,3 +412,9 @@ class AnswerStage:
             raw=[records[h.key].text for h in hits if h.key in records],
         )
         return stage
+
+
+def makes_calls(judge: Judge) -> bool:
+    """Whether ``judge`` may make LLM calls: memrun's lexical judges (no ``endpoint``) make
+    none; a judge of the user's (:class:`~memrun.judges.CheckedJudge`) is taken to make some."""
+    return isinstance(judge, CheckedJudge) or judge_hooks(judge).endpoint is not None

@@ -48,7 +48,11 @@ def start_eagerly(coro: Coroutine[Any, Any, None]) -> asyncio.Task[None] | None:
     A call answered from the cache never waits: the answer stage's row of a cached item x
     repeat (reader and judge) then finishes here, without a task, its scheduling and its
     turn of the loop (~10 us each, 6,000 in a cached re-run of 2,000 LoCoMo questions x 3).
-    An exception raised before the first wait is raised here.
+    An exception raised before the first wait is raised here. Up to that wait ``coro`` runs
+    on the caller's task (``asyncio.current_task()`` is the caller's): start eagerly only
+    what sends no request before its first wait, since a request's timeout is kept per task
+    (:mod:`memrun.llm.deadlines`; :mod:`memrun.accuracy.row_queue` starts a row that makes
+    a call in a task of its own).
     """
     try:
         first = coro.send(None)

@@ -25,3 +25,18 @@ class RecordingArm(BM25Arm):
     def ingest(self, history_id: str, records: Any) -> None:
         INGESTED.append(time.monotonic())
         super().ingest(history_id, records)
+
+
+class SlowIngestArm(BM25Arm):
+    """BM25 whose every ingest after the first takes 0.3 s: the answer stage's calls in flight
+    finish meanwhile, and the next history's rows find their slots free."""
+
+    def __init__(self, **kwargs: Any) -> None:
+        super().__init__(**kwargs)
+        self.ingested = 0
+
+    def ingest(self, history_id: str, records: Any) -> None:
+        self.ingested += 1
+        if self.ingested > 1:
+            time.sleep(0.3)
+        super().ingest(history_id, records)

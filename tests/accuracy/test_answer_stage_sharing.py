@@ -11,7 +11,7 @@ from servers.openai_server import varied_responder
 
 def test_an_items_repeats_share_its_failure_stage_and_its_judge_case(llm_env, tmp_path, monkeypatch):
     """Repeats that answered alike (the server's replies are a function of the prompt, as at
-    temperature 0) are graded from one judge case, and a missed item's failure stage is
+    temperature 0) are graded from one judge case, in a cold run and in a re-run, and a missed item's failure stage is
     found once: it reads the item, its hits and their records, never the answer."""
     llm_env.responder = varied_responder  # verdicts vary per answer: some items are missed
     found: Counter[str] = Counter()
@@ -25,7 +25,8 @@ def test_an_items_repeats_share_its_failure_stage_and_its_judge_case(llm_env, tm
     cases: list[str] = []
     real_judge_case = stage.judge_case
     monkeypatch.setattr(stage, "judge_case", lambda item, *a: cases.append(item.item_id) or real_judge_case(item, *a))
-    execute_run(tmp_path, "judge=gpt41", "repeats=3", name="cold")
+    cold, _ = execute_run(tmp_path, "judge=gpt41", "repeats=3", name="cold")
+    assert sorted(cases) == sorted({r["item_id"] for r in rows(cold)})  # the calls made: one case per item too
     found.clear()
     cases.clear()
     out, _ = execute_run(tmp_path, "judge=gpt41", "repeats=3", name="warm")  # every reply read ahead
