@@ -139,19 +139,23 @@ class LLMJudge:
 
     def prompt_for(self, case: Case) -> Prompt:
         """The prompt for ``case`` (abstention, then category label, then default)."""
+        return self.prompts[self._prompt_key(case)]
+
+    def _prompt_key(self, case: Case) -> str:
         if case.abstention and "abstention" in self.prompts:
-            return self.prompts["abstention"]
-        return self.prompts.get(case.category_label) or self.prompts["default"]
+            return "abstention"
+        return case.category_label if case.category_label in self.prompts else "default"
 
     def request(self, case: Case) -> tuple[Prompt, ChatRequest]:
         """The prompt chosen for ``case`` and the request that asks it. Cases that render the
         same text (an item's repeats with the same answer) share one request object, so its
-        text is rendered and hashed once."""
-        prompt = self.prompt_for(case)
-        return prompt, self._request(prompt, case.item.question, case.gold, case.answer, case.item.question_date)
+        text is rendered and hashed once (the memo's key names the prompt by its key in
+        :attr:`prompts`: a str's hash is kept, a Prompt's is computed from its fields each time)."""
+        key = self._prompt_key(case)
+        return self.prompts[key], self._request(key, case.item.question, case.gold, case.answer, case.item.question_date)
 
-    def _build_request(self, prompt: Prompt, question: str, gold: str | None, answer: str, date: str | None) -> ChatRequest:
-        text = prompt.render(
+    def _build_request(self, key: str, question: str, gold: str | None, answer: str, date: str | None) -> ChatRequest:
+        text = self.prompts[key].render(
             {
                 "question": question,
                 "gold": gold if gold is not None else "(none: the conversation does not contain the answer)",
