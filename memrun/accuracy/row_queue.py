@@ -1,14 +1,16 @@
-"""The answer stage's item x repeats, queued for a concurrency slot and started as slots free.
+"""The answer stage's item x repeats, queued and answered by ``concurrency`` worker tasks.
 
-A queued row is no task yet: a row is started when a slot is free (a row that ends starts
-the next one in the queue), in a task of its own, or, when every call it makes was read
-from the cache ahead (a re-run), on the caller's task, where it finishes without a task
-(:func:`memrun.core.background.start_eagerly`). A row that makes a call always runs in its
-own task from its start: a request's timeout is kept per task (:mod:`memrun.llm.deadlines`),
-and requests sent on the stage's task shared one deadline (the first to end cleared it for
-all; a late one cancelled the stage itself). Against a task per row made at once, each
-waiting on a slot, a queued row makes no future to wait on and takes no turn of the loop to
-wake (6,000 rows in the bench's cold run, 5,800 of which waited).
+Each worker takes the next queued row, answers it, and takes the next: at most
+``concurrency`` rows are in progress, in the order queued, and a row is no task of its
+own. Against a task per row (6,000 in the bench's cold run), no task is made, scheduled,
+called back and dropped per row, and no queued row waits on a future of its own for a
+slot. A row answered from the cache never waits, so the worker that takes it finishes it
+at once and goes on to the next (a cached re-run's rows in one turn of the loop).
+
+Each row runs in a worker's task, never on the task that queues it: a request's timeout is
+kept per task (:mod:`memrun.llm.deadlines`, one request at a time per task), and requests
+sent on the queuing task shared one deadline (the first to end cleared it for all; a late one
+cancelled the queuing task itself).
 """
 
 from __future__ import annotations
@@ -18,79 +20,97 @@ from collections import deque
 from collections.abc import Callable, Coroutine
 from typing import Any, Generic, TypeVar
 
-from memrun.core.background import start_eagerly
-
 T = TypeVar("T")
 
 
 class RowQueue(Generic[T]):
-    """Rows (``T``: what ``run`` takes) started at most ``concurrency`` at a time, in the order
+    """Rows (``T``: what ``run`` takes) answered at most ``concurrency`` at a time, in the order
     queued. ``run(row)``: the coroutine that answers one row. ``stopping()``: True once no row
-    may start any more (the queued ones are then left)."""
+    may start any more (the queued ones are then left). Use on one event loop::
+
+        rows.add(row) ...; rows.start()     # as rows come
+        await rows.finish()                 # no more rows: wait for the workers
+        rows.cancel()                       # in a finally: drop what is left
+    """
 
     def __init__(self, concurrency: int, run: Callable[[T], Coroutine[Any, Any, None]],
                  stopping: Callable[[], bool]) -> None:
         self.concurrency = concurrency
-        self.queued: deque[tuple[T, bool]] = deque()  # (row, runs eagerly), waiting for a slot
+        self.queued: deque[T] = deque()  # rows no worker has taken yet, in order
         self.room = asyncio.Event()  # set when fewer than concurrency rows are queued
-        self._free = concurrency  # slots no row holds
+        self.busy = 0  # rows in progress (taken, not yet answered)
         self._run, self._stopping = run, stopping
-        self._tasks: set[asyncio.Task[None]] = set()  # rows' tasks not yet finished, or failed
-        self._starting = False  # start() is running (a row it ran eagerly ends by calling it again)
+        self._workers: list[asyncio.Task[None]] = []
+        self._idle: deque[asyncio.Future[None]] = deque()  # workers waiting for rows
+        self._waking = False  # a worker was woken and has not run yet
+        self._closed = False  # no row will be added: an idle worker ends
+        self._error: Exception | None = None  # the first error a row raised (finish raises it)
 
-    def add(self, row: T, eager: bool) -> None:
-        """Queue ``row``; ``eager``: every call it makes was read ahead (it runs on the caller's
-        task when started, and most often finishes there). Started by :meth:`start`."""
-        self.queued.append((row, eager))
+    def add(self, row: T) -> None:
+        """Queue ``row`` (answered once :meth:`start` was called)."""
+        self.queued.append(row)
 
-    def start(self) -> bool:
-        """Start queued rows while slots are free and :attr:`stopping` is False; True when a
-        task was made for one (a row run eagerly that finished makes none)."""
-        if self._starting:
-            return False  # a row run eagerly by the start() below ended: that loop goes on
-        made = False
-        queued, tasks = self.queued, self._tasks
-        self._starting = True
-        try:
-            while self._free and queued and not self._stopping():
-                row, eager = queued.popleft()
-                self._free -= 1
-                run = self._one(row)
-                task = start_eagerly(run) if eager else asyncio.get_running_loop().create_task(run)
-                if task is not None:
-                    made = True
-                    tasks.add(task)
-                    task.add_done_callback(self._finished)
-        finally:
-            self._starting = False
-        if len(queued) < self.concurrency:
-            self.room.set()
-        return made
+    def start(self) -> None:
+        """Have the workers take the queued rows: made at the first call, an idle one woken."""
+        if not self._workers:
+            loop = asyncio.get_running_loop()
+            self._workers = [loop.create_task(self._work()) for _ in range(self.concurrency)]
+        elif self.queued:
+            self._wake()
 
     async def finish(self) -> None:
-        """Wait until every started row has ended (a row that ends starts the next queued one:
-        more tasks may come meanwhile); re-raise the first error a row's task ended in."""
-        while self._tasks:
-            await asyncio.gather(*self._tasks)
+        """No more rows: wait until the workers have answered the queued ones (none, once
+        :attr:`stopping`) and ended; then raise the first error a row raised, if any (its
+        worker went on with the next rows, as the others did)."""
+        self._closed = True
+        while self._idle:
+            waiter = self._idle.popleft()
+            if not waiter.done():
+                waiter.set_result(None)
+        await asyncio.gather(*self._workers)
+        if self._error is not None:
+            raise self._error
 
     def cancel(self) -> None:
-        """Drop the queued rows and cancel the started ones (none starts another)."""
+        """Drop the queued rows and cancel the workers (the rows they are answering)."""
         self.queued.clear()
-        for task in list(self._tasks):
-            task.cancel()
+        for worker in self._workers:
+            worker.cancel()
 
-    async def _one(self, row: T) -> None:
-        try:
-            await self._run(row)
-        finally:
-            self._free += 1
-            if self.queued:
-                self.start()
+    def _wake(self) -> None:
+        """Wake one idle worker, unless one woken has not run yet (it takes the next row, and
+        wakes another if more are left when it does: a row answered from the cache is done
+        before the next is taken, and its worker takes them all)."""
+        if self._waking:
+            return
+        while self._idle:
+            waiter = self._idle.popleft()
+            if not waiter.done():
+                waiter.set_result(None)
+                self._waking = True
+                return
 
-    def _finished(self, task: asyncio.Task[None]) -> None:
-        """A row's task is dropped when it ends, unless in an error (raised by :meth:`finish`):
-        the collector does not walk thousands of finished tasks, and the gather at the end waits
-        on a few (a 12,000-call cold run gathered 6,000 there, and the allocation started a 0.1 s
-        collection of them all)."""
-        if task.cancelled() or task.exception() is None:
-            self._tasks.discard(task)
+    async def _work(self) -> None:
+        queued, room, concurrency = self.queued, self.room, self.concurrency
+        loop = asyncio.get_running_loop()
+        while True:
+            while queued and not self._stopping():
+                row = queued.popleft()
+                if queued:
+                    self._wake()
+                if len(queued) < concurrency and not room.is_set():
+                    room.set()
+                self.busy += 1
+                try:
+                    await self._run(row)
+                except Exception as exc:  # noqa: BLE001 - raised by finish(), once every row has ended
+                    if self._error is None:
+                        self._error = exc
+                finally:
+                    self.busy -= 1
+            if self._closed or self._stopping():
+                return
+            waiter = loop.create_future()
+            self._idle.append(waiter)
+            await waiter
+            self._waking = False

@@ -1,18 +1,19 @@
 """The answer stage of an accuracy run: retrieve once per item, then read and judge N times.
 
 Groups are retrieved one after another, and as soon as a group's items are retrieved,
-its item x repeats queue for a slot (:mod:`memrun.accuracy.row_queue`). At most
-``concurrency`` item x repeats are in progress at once (their calls are sequential, so
-as many calls are in flight), which finishes started items before new ones begin: rows
-arrive steadily, and a crash or budget stop loses at most the items in progress. Each
-reads (or takes the arm's own answer) and judges in a task of its own; one whose every
-call was read from the cache ahead (a re-run: :meth:`AnswerStage._prefetch_verdicts`)
-finishes at once, without a task. Each finished item x repeat becomes one row, handed to
-``emit`` at once (so the writer persists it as it finishes).
+its item x repeats are queued, and ``concurrency`` workers take them in order
+(:mod:`memrun.accuracy.row_queue`): each reads (or takes the arm's own answer) and judges
+one item x repeat, then takes the next. At most ``concurrency`` item x repeats are in
+progress at once (their calls are sequential, so as many calls are in flight), which
+finishes started items before new ones begin: rows arrive steadily, and a crash or budget
+stop loses at most the items in progress. An item x repeat whose calls are all in the
+cache (a re-run) never waits: its worker finishes it at once and takes the next. Each
+finished item x repeat becomes one row, handed to ``emit`` at once (so the writer
+persists it as it finishes).
 
 Retrieval stays just ahead of the answers: the next group is taken once fewer than
 ``concurrency`` item x repeats are queued for a slot. While groups' rows all finish from the
-cache without a task (a re-run), the next groups are taken together, until they hold as
+cache at once (a re-run), the next groups are taken together, until they hold as
 many item x repeats as there is room for, and their cached replies are read in one query
 for the readers and one for the judge: per query and per group, sqlite's pages and the
 stage's own code stay in the CPU's caches (the bench's cached re-run of 200 groups: 5
@@ -45,7 +46,7 @@ from typing import Any
 from memrun.accuracy.row_queue import RowQueue
 from memrun.accuracy.setup import AccuracySetup
 from memrun.errors import BudgetExhausted, ItemFailed, MemrunError, StopRequested
-from memrun.judges import Case, CheckedJudge, Judge, is_abstention, judge_hooks
+from memrun.judges import Case, is_abstention, judge_hooks
 from memrun.judges.lexical import lexical_scores
 from memrun.llm.client import CallError, ChatRequest, ChatResult
 from memrun.llm.reader import Prepared, Reader
@@ -134,7 +135,6 @@ class AnswerStage:
         self._rows = RowQueue(setup.llm.concurrency, self._row, lambda: bool(self.stopped or self.fatal))
         self._failure_stages: dict[str, str | None] = {}  # item_id -> its failure stage (_failure_stage)
         self._taking: asyncio.Future[Any] | None = None  # the next groups being retrieved (run)
-        self._no_calls = {id(j) for j in (setup.judge, setup.judge2) if j is not None and not makes_calls(j)}
 
     def stop(self, reason: str) -> None:
         """Finish the work in progress and start nothing new: no new group is taken, a row not
@@ -164,7 +164,7 @@ class AnswerStage:
         rows = self._rows
         queued, room = rows.queued, rows.room
         ahead = self.setup.llm.concurrency
-        eager = False  # the last groups' rows all finished from the cache, without a task
+        eager = False  # the last groups' rows all finished from the cache at once
         try:
             while True:
                 while len(queued) >= ahead and not (self.stopped or self.fatal):
@@ -191,17 +191,17 @@ class AnswerStage:
                         for repeat in range(self.setup.repeats)])
                 bases = [self.make_row(r) | ANSWERED for r, _, _ in batch]  # retrieval is scored once per item
                 cases: list[list[Case]] = [[] for _ in batch]  # each item's, shared by its repeats (Queued)
-                read = self._prefetch_verdicts([r for r, _, _ in batch], [p for _, _, p in batch], bases, cases)
+                self._prefetch_verdicts([r for r, _, _ in batch], [p for _, _, p in batch], bases, cases)
                 for (r, records, p), base, shared in zip(batch, bases, cases):
                     item_id = r.item.item_id
                     for repeat in range(self.setup.repeats):
                         if (item_id, repeat) in self.done:
                             continue  # its row came from the run this one resumes
-                        rows.add((r, dict(base, repeat=repeat), records, p, shared), self._cached(r, p, repeat, read))
-                made = rows.start()
-                eager = not (made or queued)  # every row of these groups finished here, without a task
+                        rows.add((r, dict(base, repeat=repeat), records, p, shared))
+                rows.start()
+                await asyncio.sleep(0)  # let the workers take the new rows before deciding on the next groups
+                eager = not (queued or rows.busy)  # every row of these groups finished at once
                 self._settle()
-                await asyncio.sleep(0)  # let the new tasks start before deciding on the next groups
             await rows.finish()
         finally:
             rows.cancel()
@@ -244,25 +244,17 @@ class AnswerStage:
         return reader_request(self.setup.reader, r, records, memo)
 
     def _prefetch_verdicts(self, retrieved: Sequence[Retrieved], prepared: Sequence[Prepared | None],
-                           bases: Sequence[Row], cases: Sequence[list[Case]]) -> set[tuple[str, int]]:
+                           bases: Sequence[Row], cases: Sequence[list[Case]]) -> None:
         """Read the judge's cached replies to the reader answers already read from the cache
         (a re-run: every one) in one query, as the readers' were: grading them then never
         waits for the event loop to batch their lookups; the cases graded are added to each
-        item's ``cases`` (:data:`Queued`). Returns the (item_id, repeat) pairs
-        whose reader's and judge's replies were both read (the judge's: when it makes calls)."""
+        item's ``cases`` (:data:`Queued`)."""
         reader, judge, llm = self.setup.reader, self.setup.judge, self.setup.llm
-        if reader is None:
-            return set()
-        if id(judge) in self._no_calls:  # a lexical judge: the reader's reply is the row's only call
-            return {(r.item.item_id, repeat) for r, p in zip(retrieved, prepared)
-                    if p is not None and p.request is not None and not p.overflow
-                    for repeat in range(self.setup.repeats) if llm.prefetched(reader.endpoint, p.request, repeat)}
         hooks = judge_hooks(judge)
         request_for, endpoint = hooks.request, hooks.endpoint
-        if request_for is None or endpoint is None:
-            return set()
+        if reader is None or request_for is None or endpoint is None:
+            return
         calls = []
-        rows: list[tuple[str, int]] = []
         for r, p, base, shared in zip(retrieved, prepared, bases, cases):
             if p is None or p.request is None or p.overflow:
                 continue
@@ -278,21 +270,8 @@ class AnswerStage:
                         known = by_answer[answer] = (case, request_for(case)[1])
                         shared.append(case)  # the rows' judge grades it (_answer_and_judge)
                     calls.append((known[1], repeat))
-                    rows.append((r.item.item_id, repeat))
-        if not calls or llm.prefetch(endpoint, calls) == 0:
-            return set()
-        return {row for row, (request, repeat) in zip(rows, calls) if llm.prefetched(endpoint, request, repeat)}
-
-    def _cached(self, r: Retrieved, prepared: Prepared | None, repeat: int, read: set[tuple[str, int]]) -> bool:
-        """Whether the row of ``r`` x ``repeat`` makes no call that was not read ahead (``read``:
-        :meth:`_prefetch_verdicts`): it then runs eagerly (:mod:`memrun.accuracy.row_queue`)."""
-        if r.error is not None or (prepared is not None and (prepared.request is None or prepared.overflow)):
-            return True  # an error row: no call
-        if (judge2 := self.setup.judge2) is not None and id(judge2) not in self._no_calls:
-            return False  # judge2's calls are not read ahead
-        if prepared is None:  # the arm answers: the judge's calls, when it makes any, are not read ahead
-            return id(self.setup.judge) in self._no_calls
-        return (r.item.item_id, repeat) in read
+        if calls:
+            llm.prefetch(endpoint, calls)
 
     async def _row(self, queued: Queued) -> None:
         r, row, records, prepared, cases = queued
@@ -413,8 +392,3 @@ class AnswerStage:
         )
         return stage
 
-
-def makes_calls(judge: Judge) -> bool:
-    """Whether ``judge`` may make LLM calls: memrun's lexical judges (no ``endpoint``) make
-    none; a judge of the user's (:class:`~memrun.judges.CheckedJudge`) is taken to make some."""
-    return isinstance(judge, CheckedJudge) or judge_hooks(judge).endpoint is not None

@@ -1,5 +1,5 @@
-"""Each row that makes a call runs in a task of its own (memrun.accuracy.stage): a request's
-timeout (memrun.llm.deadlines, kept per task) is that request's alone."""
+"""Each row runs in a worker's task, never on the answer stage's own (memrun.accuracy.row_queue):
+a request's timeout (memrun.llm.deadlines, kept per task) is that request's alone."""
 
 from __future__ import annotations
 
@@ -11,7 +11,7 @@ from servers.openai_server import Reply
 
 def test_requests_that_hang_time_out_each_in_its_own_row(llm_env, tmp_path):
     # A history retrieved while no call was in flight found the slots free, and its rows
-    # sent their first requests on the stage's own task: they shared its deadline, the first
+    # (started eagerly) sent their first requests on the stage's own task: they shared its deadline, the first
     # to end cleared it, and a request that hung waited the server's 8 s (or the stage's own
     # task was cancelled for them). The first calls answer: the endpoint is known to answer,
     # so a timeout is sent again, not the end of the run.
