@@ -18,13 +18,15 @@ the one-line score ``accuracy / p50 search ms / mean context tokens``.
 from __future__ import annotations
 
 import math
-from collections import Counter, defaultdict
+from collections import Counter
 from collections.abc import Mapping, Sequence
+from operator import itemgetter
 from typing import Any
 
 from memrun.core.status import MAX_ERROR_SHARE
 from memrun.metrics.beam_official import OFFICIAL_SCORE, official_table
-from memrun.metrics.summary import percentile
+from memrun.metrics.columns import RowColumns, column, columns
+from memrun.metrics.summary import percentiles
 from memrun.stats.agreement import agreement, cohen_kappa
 from memrun.stats.labels import ABSTAIN, CORRECT, ERROR, WRONG, flip_rate, is_stable, majority_label
 
@@ -50,52 +52,58 @@ def item_outcomes(rows: Sequence[Row]) -> list[dict[str, Any]]:
     ``judge_score`` and ``order_score`` (means over non-error repeats; a rubric judge's
 fractional score, BEAM's event-ordering score), ``failure_stage`` (of the first repeat
     whose label is the majority) and ``rows`` (the item's rows by repeat)."""
-    grouped: dict[str, list[Row]] = defaultdict(list)
-    for row in rows:
-        grouped[str(row["item_id"])].append(row)
+    # Read as columns once, then each item's rows by their indices (memrun.metrics.columns).
+    repeats = [int(v) for v in map(itemgetter("repeat"), rows)]
+    grouped: dict[str, list[int]] = {}
+    for i, item_id in enumerate(map(str, map(itemgetter("item_id"), rows))):
+        if item_id in grouped:
+            grouped[item_id].append(i)
+        else:
+            grouped[item_id] = [i]
+    read = columns(rows, ("label", "judge_score", "order_score", "failure_stage", "retrieved_keys", "category"))
+    label, judge_score, order_score = read["label"], read["judge_score"], read["order_score"]
+    failure_stage, retrieved_keys, category = read["failure_stage"], read["retrieved_keys"], read["category"]
+    any_order = any(v is not None for v in order_score)  # BEAM's event ordering only
     out = []
-    for item_id, item_rows in grouped.items():
-        item_rows = sorted(item_rows, key=_repeat)
-        labels = [r.get("label") or ERROR for r in item_rows]
+    for item_id, index in grouped.items():
+        index.sort(key=repeats.__getitem__)  # by repeat (stable: rows of one repeat keep their order)
+        labels = [label[i] or ERROR for i in index]
         majority = majority_label(labels)
-        scores = [float(r["judge_score"]) for r in item_rows if r.get("judge_score") is not None and r.get("label") != ERROR]
-        orders = [float(r["order_score"]) for r in item_rows if r.get("order_score") is not None and r.get("label") != ERROR]
+        scores = [float(judge_score[i]) for i in index if judge_score[i] is not None and label[i] != ERROR]
+        orders = [float(order_score[i]) for i in index
+                  if order_score[i] is not None and label[i] != ERROR] if any_order else []
         missed = majority in (WRONG, ABSTAIN)  # only a missed item has a failure stage
-        stage = next((r.get("failure_stage") for r in item_rows if r.get("label") == majority), None) if missed else None
+        stage = next((failure_stage[i] for i in index if label[i] == majority), None) if missed else None
         out.append(
             {
                 "item_id": item_id,
-                "category": item_rows[0].get("category"),
+                "category": category[index[0]],
                 "labels": labels,
                 "majority": majority,
                 "stable": is_stable(labels),
-                "identical_retrieval": _identical_retrieval(item_rows),
+                "identical_retrieval": _identical_retrieval([retrieved_keys[i] for i in index]),
                 "judge_score": _mean(scores),
                 "order_score": _mean(orders),
                 "failure_stage": stage,
-                "rows": item_rows,
+                "rows": [rows[i] for i in index],
             }
         )
     return out
 
 
-def _repeat(row: Row) -> int:
-    return int(row["repeat"])
-
-
-def _identical_retrieval(item_rows: Sequence[Row]) -> bool | None:
-    """Whether an item's repeats retrieved the same keys in the same order (None: one repeat,
-    or no repeat retrieved anything, as with an arm that retrieves nothing).
-    The repeats of an item retrieved once share its list (a run's rows): then without a tuple
-    of each repeat's keys and a set of them (~1.5 us an item)."""
-    if len(item_rows) < 2:
+def _identical_retrieval(keys: Sequence[Any]) -> bool | None:
+    """Whether an item's repeats (``keys``: their ``retrieved_keys``, by repeat) retrieved the
+    same keys in the same order (None: one repeat, or no repeat retrieved anything, as with
+    an arm that retrieves nothing). The repeats of an item retrieved once share its list (a
+    run's rows): then without a tuple of each repeat's keys and a set of them (~1.5 us an item)."""
+    if len(keys) < 2:
         return None
-    first = item_rows[0].get("retrieved_keys")
-    if first is None and all(r.get("retrieved_keys") is None for r in item_rows):
+    first = keys[0]
+    if first is None and all(k is None for k in keys):
         return None
-    if all(r.get("retrieved_keys") is first for r in item_rows):
+    if all(k is first for k in keys):
         return True
-    return len({tuple(r.get("retrieved_keys") or ()) for r in item_rows}) == 1
+    return len({tuple(k or ()) for k in keys}) == 1
 
 
 def accuracy_block(items: Sequence[Mapping[str, Any]]) -> dict[str, Any]:
@@ -119,7 +127,8 @@ def accuracy_block(items: Sequence[Mapping[str, Any]]) -> dict[str, Any]:
     }
 
 
-def judge2_block(rows: Sequence[Row], max_error_share: float) -> dict[str, Any] | None:
+def judge2_block(rows: Sequence[Row], max_error_share: float,
+                 judge2_labels: Sequence[Any] | None = None) -> dict[str, Any] | None:
     """The second judge's agreement with the first over the rows it graded, or None when
     it graded none.
 
@@ -130,8 +139,10 @@ def judge2_block(rows: Sequence[Row], max_error_share: float) -> dict[str, Any] 
     and ``n_first_judge_errors`` (rows the first judge errored and the second did not).
     When more than ``max_error_share`` of the rows are left out, ``agreement`` and
     ``cohen_kappa`` are None and ``withheld`` says why (the rows compared need not be like
-    the rest); else they are read on ``n_compared`` rows."""
-    graded = [r for r in rows if r.get("judge2_label") is not None]
+    the rest); else they are read on ``n_compared`` rows. ``judge2_labels``: the rows'
+    ``judge2_label`` column when the caller read it already (:mod:`memrun.metrics.columns`)."""
+    judge2_labels = column(rows, "judge2_label") if judge2_labels is None else judge2_labels
+    graded = [r for r, label in zip(rows, judge2_labels) if label is not None]
     if not graded:
         return None
     second = [r for r in graded if r["judge2_label"] == ERROR]
@@ -176,6 +187,7 @@ def summarize_accuracy(
     denominator: str,
     task_averaged: bool = False,
     max_error_share: float = MAX_ERROR_SHARE,
+    items: Sequence[dict[str, Any]] | None = None,
 ) -> dict[str, Any]:
     """Summary of an accuracy run (see the module docstring).
 
@@ -189,10 +201,13 @@ def summarize_accuracy(
     ``denominator`` ``official_score`` its ten-ability mean is the headline)
     (rows the stale check applied to, and how many were stale) and ``score``; with
     ``task_averaged``, ``category_averaged``: the mean over categories of the accuracies,
-    the mean judge score and the mean order score.
+    the mean judge score and the mean order score. ``items``: the rows' :func:`item_outcomes`
+    when the caller made them (a run's summary reads them for its intervals too).
     """
-    items = item_outcomes(rows)
+    items = item_outcomes(rows) if items is None else items
     overall = accuracy_block(items)
+    read = RowColumns(rows)  # each column read once, in C
+    n_row_errors = sum(1 for v in read["label"] if v in (None, ERROR))
 
     def block(part: list[dict[str, Any]]) -> dict[str, Any]:
         # a slice holding every item (one category; every category comparable) has overall's figures
@@ -201,7 +216,7 @@ def summarize_accuracy(
     summary: dict[str, Any] = {
         "n_items": len(items),
         "n_rows": len(rows),
-        "n_row_errors": sum(1 for r in rows if r.get("label") in (None, ERROR)),
+        "n_row_errors": n_row_errors,
         "overall_all": overall,
     }
     if comparable_categories:
@@ -220,7 +235,7 @@ def summarize_accuracy(
             name: _mean([b[name] for b in blocks if b.get(name) is not None]) if any(b.get(name) is not None for b in blocks)
             else None for name in ("accuracy", "accuracy_abstain_wrong", "mean_judge_score", "mean_order_score")
         }
-    official = official_table(rows, list(categories))
+    official = official_table(rows, list(categories), read["rubric_scores"])
     if official is not None:  # BEAM: the official table, recomputed from the rubric rows
         summary["beam_official"] = official
     if denominator == OFFICIAL_SCORE:  # benchmark.preset=official: the ten-ability mean is the headline
@@ -234,20 +249,22 @@ def summarize_accuracy(
     summary["identical_retrieval_share"] = _ratio(sum(identical), len(identical))
 
     first = [i["rows"][0] for i in items]
-    search = [float(r["search_latency_ms"]) for r in first if r.get("search_latency_ms") is not None]
-    answer = [float(r["answer_latency_ms"]) for r in rows if r.get("answer_latency_ms") is not None]
-    context = [int(r["context_tokens"]) for r in rows if r.get("context_tokens") is not None]
-    completion = [int(r["completion_tokens"]) for r in rows if r.get("completion_tokens") is not None]
-    summary["search_latency_ms"] = {"p50": percentile(search, 50), "p95": percentile(search, 95)}
-    summary["answer_latency_ms"] = {"p50": percentile(answer, 50), "p95": percentile(answer, 95)}
+    search = [float(v) for v in column(first, "search_latency_ms") if v is not None]
+    answer = [float(v) for v in read["answer_latency_ms"] if v is not None]
+    context = [int(v) for v in read["context_tokens"] if v is not None]
+    completion = [int(v) for v in read["completion_tokens"] if v is not None]
+    search_p50, search_p95 = percentiles(search, (50, 95))
+    answer_p50, answer_p95 = percentiles(answer, (50, 95))
+    summary["search_latency_ms"] = {"p50": search_p50, "p95": search_p95}
+    summary["answer_latency_ms"] = {"p50": answer_p50, "p95": answer_p95}
     summary["context_tokens"] = {"mean": _mean(context), "n_reported": len(context)}
     summary["completion_tokens"] = {"mean": _mean(completion), "n_reported": len(completion)}
-    summary["success_rate"] = _ratio(sum(1 for r in rows if r.get("label") not in (None, ERROR)), len(rows))
+    summary["success_rate"] = _ratio(len(rows) - n_row_errors, len(rows))  # rows whose label is not an error
     summary["failure_stages"] = dict(Counter(i["failure_stage"] for i in items if i["failure_stage"]))
-    summary["judge2"] = judge2_block(rows, max_error_share)
-    checked = [r["stale"] for r in rows if r.get("stale") is not None]
+    summary["judge2"] = judge2_block(rows, max_error_share, read["judge2_label"])
+    checked = [v for v in read["stale"] if v is not None]
     summary["stale"] = {"n_checked": len(checked), "n_stale": sum(checked)} if checked else None
-    lexical = {name: _mean([float(r[name]) for r in rows if r.get(name) is not None]) for name in LEXICAL}
+    lexical = {name: _mean([float(v) for v in read[name] if v is not None]) for name in LEXICAL}
     summary["lexical"] = lexical if any(v is not None for v in lexical.values()) else None
     summary["score"] = score_line(head[denominator], summary["search_latency_ms"]["p50"], summary["context_tokens"]["mean"])
     return summary

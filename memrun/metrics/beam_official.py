@@ -23,6 +23,8 @@ from collections import defaultdict
 from collections.abc import Mapping, Sequence
 from typing import Any
 
+from memrun.metrics.columns import column
+
 OFFICIAL_SCORE = "official_score"
 """The summary's name of an item's official BEAM score, and of its means."""
 ORDER_ABILITY = "event_ordering"
@@ -58,13 +60,15 @@ def item_official_scores(rows: Sequence[Mapping[str, Any]]) -> dict[str, float]:
     return {item: math.fsum(v) / len(v) for item, v in per_item.items()}
 
 
-def official_table(rows: Sequence[Mapping[str, Any]], abilities: Sequence[str]) -> dict[str, Any] | None:
+def official_table(rows: Sequence[Mapping[str, Any]], abilities: Sequence[str],
+                   rubric_scores: Sequence[Any] | None = None) -> dict[str, Any] | None:
     """The official table of a BEAM run: ``per_ability`` (ability -> mean over chats of the
     chat's mean over its questions), ``ten_ability_mean`` (their mean; None unless every
     listed ability has a value), ``n_items`` scored, ``n_unscored`` (every repeat errored),
     ``n_rows_truncated`` (rows whose 0.5s the official rule turned to 0). None when no row
-    carries rubric scores (not a rubric-judged run)."""
-    if not any(r.get("rubric_scores") for r in rows):
+    carries rubric scores (not a rubric-judged run). ``rubric_scores``: the rows' column of
+    them when the caller read it already (:mod:`memrun.metrics.columns`)."""
+    if not any(column(rows, "rubric_scores") if rubric_scores is None else rubric_scores):
         return None
     scores = item_official_scores(rows)
     meta: dict[str, tuple[str, str]] = {}

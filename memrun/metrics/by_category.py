@@ -13,6 +13,7 @@ import math
 from collections.abc import Iterable, Mapping, Sequence
 from typing import Any
 
+from memrun.metrics.columns import column
 from memrun.metrics.retrieval import SESSION_PREFIX
 from memrun.metrics.summary import Row, summarize_retrieval
 
@@ -70,7 +71,7 @@ def summarize_by_granularity(
     summary = summarize_retrieval(rows, ks=ks, categories=categories, comparable_categories=comparable_categories)
     if task_averaged:
         summary["task_averaged"] = task_average(summary["per_category"])
-    if any(r.get(f"{SESSION_PREFIX}rr") is not None for r in rows):
+    if any(v is not None for v in column(rows, f"{SESSION_PREFIX}rr")):
         block = summarize_retrieval(
             rows, ks=ks, categories=categories, comparable_categories=comparable_categories, prefix=SESSION_PREFIX
         )
@@ -79,7 +80,7 @@ def summarize_by_granularity(
         if task_averaged:
             session["task_averaged"] = task_average(block["per_category"])
         summary["session"] = session
-    summary["n_abstention"] = sum(1 for r in rows if r.get("abstention"))
+    summary["n_abstention"] = sum(1 for v in column(rows, "abstention") if v)
     return summary
 
 

@@ -24,9 +24,11 @@ Arrow table for ``memrun compare`` and over the row dicts a run just made for it
 from __future__ import annotations
 
 from collections.abc import Callable, Mapping, Sequence
+from itertools import compress
 from typing import TYPE_CHECKING, Any, Protocol
 
 from memrun.lazy import lazy
+from memrun.metrics.columns import RowColumns, column
 from memrun.metrics.retrieval import SESSION_PREFIX, item_column_for
 from memrun.metrics.retrieval_official import EVIDENCE_SHARE, OFFICIAL_NO_GOLD
 
@@ -145,39 +147,41 @@ class _TableColumns:
 class _RowColumns:
     """:class:`_Columns` of row dicts, in Python: a run's summary reads a few thousand rows,
     for which importing Arrow's compute functions (~60 ms) cost more than the counting.
-    Each column is read out of the rows once (``label`` and ``error`` are asked for again
-    and again)."""
+    Each column is read out of the rows once (:class:`memrun.metrics.columns.RowColumns`),
+    and each mask made once: the families ask for ``error`` and ``retrieved_keys`` again
+    and again."""
 
     def __init__(self, rows: Sequence[Mapping[str, Any]]) -> None:
         self.rows, self.n = rows, len(rows)
         self.names: Sequence[str] = list(rows[0]) if rows else []
-        self._read: dict[str, list[Any]] = {}
+        self.values = RowColumns(rows)
+        self._masks: dict[tuple[str, ...], np.ndarray] = {}
 
-    def _values(self, name: str) -> list[Any]:
-        values = self._read.get(name)
-        if values is None:
-            values = self._read[name] = [r.get(name) for r in self.rows]
-        return values
+    def _cached(self, key: tuple[str, ...], make: Callable[[list[Any]], list[bool]]) -> np.ndarray:
+        mask = self._masks.get(key)
+        if mask is None:
+            mask = self._masks[key] = np.array(make(self.values[key[1]]), dtype=bool)
+        return mask.copy()  # a caller may combine masks in place
 
     def valid(self, name: str) -> np.ndarray:
-        return np.array([v is not None for v in self._values(name)], dtype=bool)
+        return self._cached(("valid", name), lambda values: [v is not None for v in values])
 
     def true(self, name: str) -> np.ndarray:
-        return np.array([v is not None and bool(v) for v in self._values(name)], dtype=bool)
+        return self._cached(("true", name), lambda values: [v is not None and bool(v) for v in values])
 
     def empty_list(self, name: str) -> np.ndarray:
-        return np.array([v is not None and len(v) == 0 for v in self._values(name)], dtype=bool)
+        return self._cached(("empty_list", name), lambda values: [v is not None and len(v) == 0 for v in values])
 
     def equals(self, name: str, text: str) -> np.ndarray:
-        return np.array([v is not None and str(v) == text for v in self._values(name)], dtype=bool)
+        return self._cached(("equals", name, text), lambda values: [v is not None and str(v) == text for v in values])
 
     def contains(self, name: str, text: str) -> np.ndarray:
-        return np.array([v is not None and text in v for v in self._values(name)], dtype=bool)
+        return self._cached(("contains", name, text), lambda values: [v is not None and text in v for v in values])
 
     def codes(self, name: str) -> np.ndarray:
         seen: dict[Any, int] = {}
         return np.fromiter((seen.setdefault(v, len(seen)) if v is not None else -1 - i
-                            for i, v in enumerate(self._values(name))), dtype=np.int64, count=self.n)
+                            for i, v in enumerate(self.values[name])), dtype=np.int64, count=self.n)
 
 
 def credited_mask(table: pa.Table, family: str) -> dict[str, np.ndarray]:
@@ -200,6 +204,8 @@ def _credited(columns: _Columns, family: str) -> dict[str, np.ndarray]:
     ok = ~columns.valid("error")
     empty_context = columns.empty_list("retrieved_keys")
     if family == ACCURACY:
+        if not empty_context.any():  # every search found something (most runs): nothing to credit
+            return {conventions[0]: np.zeros(columns.n, dtype=bool)}
         # LoCoMo's adversarial items: judged with the abstention prompt
         abstention = columns.true("abstention") | columns.equals("judge_prompt", ABSTENTION_PROMPT)
         return {conventions[0]: _credited_items(columns, ok & abstention & empty_context & columns.equals("label", "correct"))}
@@ -257,17 +263,19 @@ def run_counts(rows: Sequence[Mapping[str, Any]]) -> dict[str, Any]:
     rows whose search returned (the reader or judge may have failed after it), and those
     of them with no hit.
     """
-    first = [r for r in rows if r.get("repeat", 0) == 0]
+    at_first = [repeat == 0 for repeat in column(rows, "repeat", 0)]
+    first = list(compress(rows, at_first))
     if not first:
         return {"credited": {}, "unreachable": 0, "empty_searches": 0, "n_searches": 0}
     columns = _RowColumns(first)
+    every = _RowColumns(rows)
     credited: dict[str, dict[str, int]] = {}
     for family in CONVENTIONS:
         if family == ACCURACY and "label" not in first[0]:
             continue
         if family == ACCURACY:  # every repeat decides the item's label: read them all, count at repeat 0
-            at_first = np.fromiter((r.get("repeat", 0) == 0 for r in rows), dtype=bool, count=len(rows))
-            masks = {name: mask[at_first] for name, mask in _credited(_RowColumns(rows), family).items()}
+            keep = np.array(at_first, dtype=bool)
+            masks = {name: mask[keep] for name, mask in _credited(every, family).items()}
         else:
             masks = _credited(columns, family)
         counts = {name: int(mask.sum()) for name, mask in masks.items() if mask.any()}
@@ -275,17 +283,17 @@ def run_counts(rows: Sequence[Mapping[str, Any]]) -> dict[str, Any]:
             credited[family if family == ACCURACY else f"{family}@K"] = counts
     # a search that returned has its keys (a failed ingest or search has none), whatever failed
     # after it: an item whose reader or judge failed was searched too (HitChecks counts it so)
-    searched = [r for r in first if r.get("retrieved_keys") is not None]
+    searched = [keys for keys in columns.values["retrieved_keys"] if keys is not None]
     judged = {}
     if any("label" in r for r in rows[:1]):
-        judged = {"judge_retried": sum(1 for r in rows if r.get("judge_retried")),
-                  "judge_unparseable": sum(1 for r in rows if str(r.get("error") or "").startswith(JUDGE_UNPARSEABLE))}
+        judged = {"judge_retried": sum(1 for v in every.values["judge_retried"] if v),
+                  "judge_unparseable": sum(1 for e in every.values["error"] if e and str(e).startswith(JUDGE_UNPARSEABLE))}
     return {
         **judged,
         "credited": credited,
-        "unreachable": sum(1 for r in first if (r.get("gold_unreachable") or 0) > 0
-                           and r.get("gold_unreachable") == len(r.get("gold_keys") or ())),
-        "empty_searches": sum(1 for r in searched if not r["retrieved_keys"]),
+        "unreachable": sum(1 for n, gold in zip(columns.values["gold_unreachable"], columns.values["gold_keys"])
+                           if (n or 0) > 0 and n == len(gold or ())),
+        "empty_searches": sum(1 for keys in searched if not keys),
         "n_searches": len(searched),
     }
 

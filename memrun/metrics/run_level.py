@@ -68,14 +68,15 @@ def summarize_rows(
 
     if headline is None:
         raise ValueError("axis=accuracy: the summary needs headline, the denominator the verdicts read")
+    items = metrics_accuracy.item_outcomes(rows)  # each item's majority label: the summary's and its intervals'
     summary = metrics_accuracy.summarize_accuracy(rows, categories=categories,
                                                   comparable_categories=comparable_categories,
                                                   denominator=headline, task_averaged=task_averaged,
-                                                  max_error_share=max_error_share)
+                                                  max_error_share=max_error_share, items=items)
     first = [{**r, "error": None} if r["error"] is not None and r["retrieved_keys"] is not None else r
              for r in rows if r["repeat"] == 0]
     summary["retrieval"] = retrieval(first)
     summary["caveats"] = counts
     summary["intervals"] = category_intervals(rows, axis=axis, metric=summary["headline"]["metric"],
-                                              comparable_categories=comparable_categories)
+                                              comparable_categories=comparable_categories, items=items)
     return summary

@@ -5,8 +5,10 @@ from __future__ import annotations
 import math
 from collections import Counter
 from collections.abc import Iterable, Mapping, Sequence
+from itertools import compress
 from typing import Any
 
+from memrun.metrics.columns import column, columns
 from memrun.metrics.retrieval import aggregate
 
 Row = Mapping[str, Any]
@@ -22,14 +24,27 @@ def percentile(values: Sequence[float], q: float) -> float | None:
     ``linear`` path calls ``np.unique``, whose first call in a process imports ``numpy.ma``
     (~50 ms of a run's summary, for two medians).
     """
-    if not 0 <= q <= 100:
-        raise ValueError(f"percentile q={q} is outside [0, 100]")
+    return percentiles(values, (q,))[0]
+
+
+def percentiles(values: Sequence[float], qs: Sequence[float]) -> list[float | None]:
+    """:func:`percentile` of ``values`` at each of ``qs`` (0-100), in order, from one sorted
+    copy (a summary reads p50 and p95 of each latency). Raises ValueError for a q outside
+    [0, 100]."""
+    for q in qs:
+        if not 0 <= q <= 100:
+            raise ValueError(f"percentile q={q} is outside [0, 100]")
     if not len(values):
-        return None
-    data = [float(v) for v in values]
-    if any(v != v for v in data):  # NaN
-        return math.nan
+        return [None for _ in qs]
+    data = list(map(float, values))
+    if any(map(math.isnan, data)):
+        return [math.nan for _ in qs]
     data.sort()
+    return [_interpolate(data, q) for q in qs]
+
+
+def _interpolate(data: list[float], q: float) -> float:
+    """numpy's ``linear`` percentile of sorted, non-empty ``data`` (:func:`percentile`)."""
     n = len(data)
     virtual = (n - 1) * (q / 100)
     below = math.floor(virtual)
@@ -62,7 +77,10 @@ def summarize_retrieval(
     its label, and search latency p50/p95 in ms over items that did not error.
     """
     ks = tuple(ks)
-    ok = [r for r in rows if r.get("error") is None]
+    read = columns(rows, ("error", "category"))
+    is_ok = [e is None for e in read["error"]]
+    ok = list(compress(rows, is_ok))
+    ok_categories = list(compress(read["category"], is_ok))
     overall = aggregate(ok, ks, prefix)
 
     def of(part: list[Row]) -> dict[str, Any]:
@@ -72,18 +90,18 @@ def summarize_retrieval(
     summary: dict[str, Any] = {
         "n_items": len(rows),
         "n_errors": len(rows) - len(ok),
-        "n_unscored": sum(1 for r in ok if r.get(f"{prefix}rr") is None),
+        "n_unscored": sum(v is None for v in column(ok, f"{prefix}rr")),
         "overall_all": overall,
     }
     if comparable_categories:
         keep = set(comparable_categories)
-        summary["overall_comparable"] = of([r for r in ok if r.get("category") in keep])
+        summary["overall_comparable"] = of([r for r, c in zip(ok, ok_categories) if c in keep])
         summary["comparable_categories"] = list(comparable_categories)
     per_category: dict[str, Any] = {}
-    n_items = Counter(r.get("category") for r in rows)
+    n_items = Counter(read["category"])
     ok_rows: dict[Any, list[Row]] = {}
-    for r in ok:
-        ok_rows.setdefault(r.get("category"), []).append(r)
+    for r, c in zip(ok, ok_categories):
+        ok_rows.setdefault(c, []).append(r)
     # A row without a category (None) sorts by its text beside the named ones instead of failing.
     order: list[str | None] = [c for c in categories if c in n_items]
     order += sorted((c for c in n_items if c not in categories), key=str)
@@ -94,8 +112,9 @@ def summarize_retrieval(
             **of(ok_rows.get(cat, [])),
         }
     summary["per_category"] = per_category
-    latencies = [float(r["search_latency_ms"]) for r in ok if r.get("search_latency_ms") is not None]
-    summary["search_latency_ms"] = {"p50": percentile(latencies, 50), "p95": percentile(latencies, 95)}
+    latencies = [float(v) for v in column(ok, "search_latency_ms") if v is not None]
+    p50, p95 = percentiles(latencies, (50, 95))
+    summary["search_latency_ms"] = {"p50": p50, "p95": p95}
     return summary
 
 

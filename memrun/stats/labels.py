@@ -55,6 +55,8 @@ def majority_label(labels: Iterable[str]) -> str:
     items = _checked(labels)
     if not items:
         raise ValueError("majority_label needs at least one repeat")
+    if items.count(items[0]) == len(items):  # every repeat alike (most items): that label, error too
+        return items[0]
     counts: dict[str, int] = {}  # a plain dict: a Counter's machinery cost more than the counting
     for x in items:
         if x != ERROR:
@@ -79,7 +81,10 @@ def is_stable(labels: Iterable[str]) -> bool:
     Raises:
         ValueError: a label outside ``LABELS``.
     """
-    return len({x for x in _checked(labels) if x != ERROR}) <= 1
+    items = _checked(labels)
+    if not items or items.count(items[0]) == len(items):  # every repeat alike (most items)
+        return True
+    return len({x for x in items if x != ERROR}) <= 1
 
 
 def flip_rate(labels_per_item: Iterable[Sequence[str]]) -> float:
@@ -98,7 +103,8 @@ def flip_rate(labels_per_item: Iterable[Sequence[str]]) -> float:
     """
     eligible = flipped = 0
     for labels in labels_per_item:
-        usable = [x for x in _checked(labels) if x != ERROR]
+        items = _checked(labels)
+        usable = [x for x in items if x != ERROR] if ERROR in items else items
         if len(usable) >= 2:
             eligible += 1
             flipped += len(set(usable)) > 1
