@@ -49,9 +49,14 @@ import math
 from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass, field
 from itertools import compress
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
-from memrun.metrics.columns import column, columns
+from memrun.lazy import lazy
+
+if TYPE_CHECKING:
+    from memrun.metrics import columns as metrics_columns
+else:
+    metrics_columns = lazy("memrun.metrics.columns")  # run-level means only: not at start-up (--cfg job)
 
 DEFAULT_KS: tuple[int, ...] = (1, 3, 5, 10)
 SESSION_PREFIX = "session_"
@@ -388,14 +393,14 @@ def aggregate(
     scored items, or for :data:`OWN_DENOMINATOR` families over every row that has it.
     """
     ks = tuple(ks)
-    scored = list(compress(rows, [v is not None for v in column(rows, f"{prefix}rr")]))
+    scored = list(compress(rows, [v is not None for v in metrics_columns.column(rows, f"{prefix}rr")]))
     n = len(scored)
     out: dict[str, float | int | None] = {"n_scored": n}
     own = [f"{prefix}{family}_at_{k}" for family in NAMED_VARIANTS if family in OWN_DENOMINATOR for k in ks]
     names = [f"{prefix}rr", *(f"{prefix}{m}_at_{k}" for k in ks for m in ("hit", "all", "precision", "ndcg")),
              *(f"{prefix}{family}_at_{k}" for family in NAMED_VARIANTS if family not in OWN_DENOMINATOR for k in ks)]
-    read = columns(scored, names)
-    every = columns(rows, own)
+    read = metrics_columns.columns(scored, names)
+    every = metrics_columns.columns(rows, own)
 
     def of_scored(col: str) -> list[Any]:
         return read[prefix + col]
