@@ -115,7 +115,7 @@ def print_accuracy_summary(console: Console, summary: Mapping[str, Any], *, titl
             f"5xx retries {calls['server_error_retries']}"
         )
     if summary.get("stopped"):
-        console.print(f"[yellow]stopped early:[/] {summary['stopped']}; finished rows kept, re-run to continue")
+        console.print(f"[yellow]stopped early:[/] {escape(str(summary['stopped']))}; finished rows kept, re-run to continue")
     if summary.get("fake_providers"):
         console.print("[bold red]FAKE PROVIDERS: scores are meaningless.[/]")
-    console.print(f"wrote {out_dir}")
+    console.print(f"wrote {escape(str(out_dir))}")

@@ -53,7 +53,7 @@ def print_failures(console: Console, items: Sequence[Mapping[str, Any]], *, tota
         console.rule(f"[bold]category {escape(name)}[/] ({len(block)} shown)", align="left")
         for item in block:
             _print_item(console, item)
-    console.print(f"{len(items)} of {total} {what} shown{counts_line(counts)} | {run}")
+    console.print(f"{len(items)} of {total} {what} shown{counts_line(counts)} | {escape(run)}")
 
 
 def _print_item(console: Console, item: Mapping[str, Any]) -> None:

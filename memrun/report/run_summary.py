@@ -8,6 +8,7 @@ from typing import TYPE_CHECKING, Any
 
 from rich import box
 from rich.console import Console
+from rich.markup import escape
 from rich.table import Table
 
 from memrun.lazy import lazy
@@ -130,4 +131,4 @@ def print_retrieval_summary(
     nonzero = {k: v for k, v in load_counts.items() if v}
     if nonzero:
         console.print("load: " + ", ".join(f"{k} {v}" for k, v in nonzero.items()))
-    console.print(f"wrote {out_dir}")
+    console.print(f"wrote {escape(str(out_dir))}")
