@@ -11,11 +11,11 @@ class Slots:
     the free case in the caller's own code (``if slots.free: slots.free -= 1`` else
     ``await slots.wait()``). ``async with`` a Semaphore ran five Python-level calls
     (``__aenter__``, ``acquire``, ``locked`` and its generator, ``release``) for every use,
-    though the slots of a run's calls and of its answer stage's rows rarely run out.
+    though the slots of a run's calls rarely run out.
 
     A released slot goes straight to the first waiter, so ``free > 0`` means nobody waits.
-    Used by :class:`memrun.llm.service.LLMService` (calls in flight) and
-    :class:`memrun.accuracy.stage.AnswerStage` (item x repeats in progress).
+    Used by :class:`memrun.llm.service.LLMService` (calls in flight); the answer stage's rows
+    take turns on worker tasks instead (:mod:`memrun.accuracy.row_queue`).
     """
 
     def __init__(self, n: int) -> None:
