@@ -95,7 +95,7 @@ def main() -> None:
         m = statistics.median(c.startup for c in firsts.a)  # type: ignore[attr-defined]
         p = statistics.median(c.startup for c in firsts.b)  # type: ignore[attr-defined]
         extra = statistics.median(a.startup - b.startup for a, b in zip(firsts.a, firsts.b))  # type: ignore[attr-defined]
-        print(f"{'first request s, memrun / bare app':34}{m:9.2f}{p:9.2f}{'+' + format(extra, '.2f'):>8}"
+        print(f"{'first request s, memrun / bare app':34}{m:9.2f}{p:9.2f}{format(extra, '+.2f'):>8}"
               f"{'<= +0.20 s':>12}  {'met' if extra <= 0.2 else 'MISSED'}")
         print("first request s, memrun:", ", ".join(f"{c.startup:.2f}" for c in firsts.a),  # type: ignore[attr-defined]
               "| bare app:", ", ".join(f"{c.startup:.2f}" for c in firsts.b))  # type: ignore[attr-defined]
